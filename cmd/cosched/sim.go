@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/jss/metrics"
+	"github.com/cosched/cosched/jss/report"
+	"github.com/cosched/cosched/jss/sample"
+	"github.com/cosched/cosched/jss/swf"
+)
+
+type simFlags struct {
+	trace     string
+	policies  string
+	procs     int
+	format    string
+	outSWF    string
+	jobsCSV   string
+	overrun   string
+	procsFrom string
+	estimate  string
+	tau       time.Duration
+	lenient   bool
+	check     bool
+	parallel  int
+}
+
+func newSimCmd() *cobra.Command {
+	var f simFlags
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate scheduling policies on a workload trace and report the standard metrics",
+		Long: `Simulate scheduling policies on a Standard Workload Format (SWF) trace with the
+same scheduler core the runtime uses, and report wait, response, slowdown,
+bounded slowdown, utilization, makespan and flow times.
+
+With no --trace, cosched sim runs its built-in sample: the first 5,000 jobs of
+the KTH-SP2 log (100 processors), under every policy.
+
+Trace conventions (each a flag):
+  size       field 8 (requested processors), else field 5     --procs-from
+  estimate   field 9 (requested time), else the runtime        --estimate
+  overrun    a job running past its estimate: raise the
+             estimate to the runtime (extend), or cut the
+             runtime at the estimate (kill)                    --overrun
+  machine    --procs, else the header's MaxProcs, else MaxNodes
+Jobs with no processor count, no runtime or no submit time, and jobs wider
+than the machine, are dropped and counted in the report.`,
+		Example: `  cosched sim
+  cosched sim --trace KTH-SP2-1996-2.swf --policy easy,conservative
+  cosched sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --format json
+  cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSim(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.trace, "trace", "", "SWF trace to simulate, plain or gzip-compressed; - reads standard input (default: the embedded KTH-SP2 sample)")
+	fl.StringVar(&f.policies, "policy", "fcfs,easy,easy-sjbf,conservative", "comma-separated policies to compare: "+policyNames())
+	fl.IntVar(&f.procs, "procs", 0, "machine size in processors (default: the trace header's MaxProcs, else MaxNodes)")
+	fl.StringVar(&f.format, "format", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fl.StringVar(&f.outSWF, "out-swf", "", "write the simulated schedule as an SWF file (field 3 = simulated wait); with several policies the policy name is inserted before the extension")
+	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job: id, submit, start, end, processors, runtime, estimate (seconds); named per policy like --out-swf")
+	fl.StringVar(&f.overrun, "overrun", string(jss.OverrunExtend), "a job running past its estimate: extend (raise the estimate to the runtime) or kill (cut the runtime at the estimate)")
+	fl.StringVar(&f.procsFrom, "procs-from", string(jss.ProcsRequested), "job size: requested (field 8, else field 5) or allocated (field 5, else field 8)")
+	fl.StringVar(&f.estimate, "estimate", string(jss.EstimateRequested), "runtime estimate: requested (field 9, else the runtime) or exact (the runtime)")
+	fl.DurationVar(&f.tau, "tau", metrics.DefaultTau, "bounded-slowdown threshold τ")
+	fl.BoolVar(&f.lenient, "lenient", false, "skip and count malformed lines and out-of-order jobs instead of failing")
+	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
+	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
+	return cmd
+}
+
+func policyNames() string {
+	var names []string
+	for _, p := range gang.Policies() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
+}
+
+// parsePolicies resolves a comma-separated list, keeping order, dropping
+// repeats.
+func parsePolicies(list string) ([]gang.Policy, error) {
+	var out []gang.Policy
+	seen := map[gang.Policy]bool{}
+	for _, name := range strings.Split(list, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
+		p, err := gang.ParsePolicy(name)
+		if err != nil {
+			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), policyNames())
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--policy: no policy given (valid: %s)", policyNames())
+	}
+	return out, nil
+}
+
+// validate checks every flag and reports all problems at once.
+func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
+	var errs []error
+	policies, err := parsePolicies(f.policies)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	conv := jss.Conventions{
+		Processors: jss.ProcessorsFrom(f.procsFrom),
+		Estimate:   jss.EstimateFrom(f.estimate),
+		Overrun:    jss.Overrun(f.overrun),
+	}
+	if conv.Processors != jss.ProcsRequested && conv.Processors != jss.ProcsAllocated {
+		errs = append(errs, fmt.Errorf("--procs-from %q: want requested or allocated", f.procsFrom))
+	}
+	if conv.Estimate != jss.EstimateRequested && conv.Estimate != jss.EstimateExact {
+		errs = append(errs, fmt.Errorf("--estimate %q: want requested or exact", f.estimate))
+	}
+	if conv.Overrun != jss.OverrunExtend && conv.Overrun != jss.OverrunKill {
+		errs = append(errs, fmt.Errorf("--overrun %q: want extend or kill", f.overrun))
+	}
+	if !slices.Contains(report.Formats(), f.format) {
+		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(report.Formats(), ", ")))
+	}
+	if f.procs < 0 {
+		errs = append(errs, fmt.Errorf("--procs %d: must be positive", f.procs))
+	}
+	if f.tau <= 0 {
+		errs = append(errs, fmt.Errorf("--tau %v: must be positive", f.tau))
+	}
+	if f.parallel < 1 {
+		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
+	}
+	if len(errs) > 0 {
+		return nil, conv, flagErrors(errs)
+	}
+	return policies, conv, nil
+}
+
+// flagErrors reports every problem with the command line, one per line.
+func flagErrors(errs []error) error {
+	if len(errs) == 1 {
+		return usageError{errs[0]}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems with the command line:", len(errs))
+	for _, e := range errs {
+		b.WriteString("\n  ")
+		b.WriteString(e.Error())
+	}
+	return usageError{errors.New(b.String())}
+}
+
+func runSim(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFlags) error {
+	policies, conv, err := f.validate()
+	if err != nil {
+		return err
+	}
+	input, err := simInput(f.trace, stdin)
+	if err != nil {
+		return err
+	}
+	results := make([]jss.TraceResult, len(policies))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.parallel)
+	for i, p := range policies {
+		g.Go(func() error {
+			res, err := simulateOne(gctx, f, input, conv, p, len(policies) > 1)
+			if err != nil {
+				if len(policies) > 1 {
+					return fmt.Errorf("policy %s: %w", p, err)
+				}
+				return err
+			}
+			results[i] = res
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return report.Write(stdout, f.format, results)
+}
+
+// simInput resolves --trace: the embedded sample, standard input (read once
+// into memory so several policies can stream it), or a file.
+func simInput(trace string, stdin io.Reader) (jss.TraceInput, error) {
+	switch trace {
+	case "":
+		return sample.KTH(), nil
+	case "-":
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return jss.TraceInput{}, fmt.Errorf("read standard input: %w", err)
+		}
+		return jss.TraceInput{Name: "<stdin>", Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+			return swf.OpenReader(bytes.NewReader(data), "<stdin>", opts...)
+		}}, nil
+	}
+	st, err := os.Stat(trace)
+	if err != nil {
+		return jss.TraceInput{}, fmt.Errorf("--trace: %w", err)
+	}
+	if st.IsDir() {
+		return jss.TraceInput{}, fmt.Errorf("--trace %s: is a directory, not an SWF file", trace)
+	}
+	return jss.FileInput(trace), nil
+}
+
+// simulateOne runs one policy, writing any requested schedule files
+// atomically: to a temporary file renamed into place only on success, so a
+// failed or interrupted run never leaves a truncated schedule behind.
+func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv jss.Conventions, p gang.Policy, several bool) (jss.TraceResult, error) {
+	opt := jss.TraceOptions{
+		Input:       input,
+		Processors:  f.procs,
+		Conventions: conv,
+		Lenient:     f.lenient,
+		Tau:         f.tau,
+		Check:       f.check,
+	}
+	var outs []*atomicFile
+	defer func() {
+		for _, o := range outs {
+			o.abort()
+		}
+	}()
+	open := func(path string) (io.Writer, error) {
+		if several {
+			path = withPolicy(path, p)
+		}
+		o, err := createAtomic(path)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, o)
+		return o.f, nil
+	}
+	var err error
+	if f.outSWF != "" {
+		if opt.SWFOut, err = open(f.outSWF); err != nil {
+			return jss.TraceResult{}, fmt.Errorf("--out-swf: %w", err)
+		}
+	}
+	if f.jobsCSV != "" {
+		if opt.JobsCSV, err = open(f.jobsCSV); err != nil {
+			return jss.TraceResult{}, fmt.Errorf("--jobs-csv: %w", err)
+		}
+	}
+	res, err := jss.SimulateTrace(ctx, opt, p)
+	if err != nil {
+		return res, err
+	}
+	for _, o := range outs {
+		if err := o.commit(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// withPolicy inserts the policy name before a path's extension:
+// out.swf → out.easy.swf.
+func withPolicy(path string, p gang.Policy) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "." + string(p) + ext
+}
+
+type atomicFile struct {
+	f    *os.File
+	path string
+	done bool
+}
+
+func createAtomic(path string) (*atomicFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	return &atomicFile{f: f, path: path}, nil
+}
+
+func (a *atomicFile) commit() error {
+	if err := a.f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	if err := os.Rename(a.f.Name(), a.path); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	a.done = true
+	return nil
+}
+
+func (a *atomicFile) abort() {
+	if !a.done {
+		a.f.Close()
+		os.Remove(a.f.Name())
+	}
+}

@@ -1,0 +1,91 @@
+package gang
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Policy names a queue policy. See the package documentation for the rules.
+type Policy string
+
+// The queue policies.
+const (
+	FCFS         Policy = "fcfs"
+	EASY         Policy = "easy"
+	EASYSJBF     Policy = "easy-sjbf"
+	Conservative Policy = "conservative"
+)
+
+// Policies lists every policy the core implements, in a stable order.
+func Policies() []Policy {
+	return []Policy{FCFS, EASY, EASYSJBF, Conservative}
+}
+
+// ParsePolicy resolves a policy name (case-insensitive). The error of an
+// unknown name lists the valid ones.
+func ParsePolicy(name string) (Policy, error) {
+	p := Policy(strings.ToLower(strings.TrimSpace(name)))
+	for _, known := range Policies() {
+		if p == known {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("gang: unknown policy %q (valid: %s)", name, policyList())
+}
+
+func policyList() string {
+	names := make([]string, 0, len(Policies()))
+	for _, p := range Policies() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
+}
+
+// Config configures a Scheduler.
+type Config struct {
+	// Machine is the hardware being scheduled.
+	Machine Machine
+	// MPL is the multiprogramming level: the number of rows of the matrix.
+	// 1 is space sharing.
+	MPL int
+	// Policy orders and backfills the queue.
+	Policy Policy
+	// EnforceLimits makes the core emit a Kill decision for a running job
+	// once it has run for its estimate, and report that instant through
+	// NextWakeup. The runtime sets it; the simulator applies its own overrun
+	// convention instead.
+	EnforceLimits bool
+}
+
+// DefaultConfig returns a space-sharing EASY configuration for a machine of
+// the given size.
+func DefaultConfig(processors int) Config {
+	return Config{Machine: Machine{Processors: processors}, MPL: 1, Policy: EASY}
+}
+
+// Validate reports every problem with the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Machine.Processors < 1 {
+		errs = append(errs, fmt.Errorf("machine processors must be at least 1, got %d", c.Machine.Processors))
+	}
+	if c.Machine.MemoryPerProcessor < 0 {
+		errs = append(errs, fmt.Errorf("memory per processor must not be negative, got %d", c.Machine.MemoryPerProcessor))
+	}
+	switch {
+	case c.MPL < 1:
+		errs = append(errs, fmt.Errorf("MPL must be at least 1, got %d", c.MPL))
+	case c.MPL > 1:
+		// The matrix already has rows; time sharing (row rotation and
+		// alternative scheduling) is what is not built yet.
+		errs = append(errs, fmt.Errorf("MPL %d: time sharing (MPL > 1) is not implemented yet; use MPL 1", c.MPL))
+	}
+	if _, err := ParsePolicy(string(c.Policy)); err != nil {
+		errs = append(errs, fmt.Errorf("unknown policy %q (valid: %s)", c.Policy, policyList()))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("gang: invalid config: %w", errors.Join(errs...))
+}

@@ -1,0 +1,71 @@
+package gang
+
+import (
+	"slices"
+	"time"
+)
+
+// row is one row of the Ousterhout matrix: its free columns and the jobs
+// running in it, ordered by estimated end.
+type row struct {
+	cols    columnSet
+	running []*jobState // sorted by (estEnd, seq)
+}
+
+func newRow(processors int) row {
+	return row{cols: newColumnSet(processors)}
+}
+
+func byEstEnd(a, b *jobState) int {
+	if a.estEnd != b.estEnd {
+		if a.estEnd < b.estEnd {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
+}
+
+func (r *row) addRunning(j *jobState) {
+	i, _ := slices.BinarySearchFunc(r.running, j, byEstEnd)
+	r.running = slices.Insert(r.running, i, j)
+}
+
+func (r *row) removeRunning(j *jobState) {
+	i, found := slices.BinarySearchFunc(r.running, j, byEstEnd)
+	if found {
+		r.running = slices.Delete(r.running, i, i+1)
+	}
+}
+
+// shadow computes, from running jobs' estimates, the earliest time at which
+// procs processors are free (the shadow time) and how many processors are
+// free beyond procs at that time (the extra processors). A job running past
+// its estimate is taken to end now. free is the number free now; the caller
+// knows it is less than procs.
+func (r *row) shadow(procs, free int, now time.Duration) (at time.Duration, extra int) {
+	avail := free
+	for i := 0; i < len(r.running); i++ {
+		j := r.running[i]
+		avail += j.Processors
+		if avail < procs {
+			continue
+		}
+		at = max(j.estEnd, now)
+		// Every job ending at the same instant frees its processors too.
+		for i+1 < len(r.running) && max(r.running[i+1].estEnd, now) == at {
+			i++
+			avail += r.running[i].Processors
+		}
+		return at, avail - procs
+	}
+	// Unreachable when procs is at most the row's size: once every running
+	// job has ended the whole row is free.
+	return now, avail - procs
+}

@@ -1,0 +1,336 @@
+package gang
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned for inputs the core rejects. Check with errors.Is.
+var (
+	ErrDuplicateJob  = errors.New("job id already known")
+	ErrUnknownJob    = errors.New("unknown job")
+	ErrJobTooWide    = errors.New("job needs more processors than the machine has")
+	ErrJobTooBig     = errors.New("job needs more memory per processor than a column has")
+	ErrInvalidJob    = errors.New("invalid job")
+	ErrTimeBackwards = errors.New("time went backwards")
+)
+
+// jobState is the core's record of a job it knows: queued or running.
+type jobState struct {
+	Job
+	seq     uint64 // arrival order; breaks every tie
+	running bool
+	killed  bool // a Kill decision was issued
+	row     int
+	cols    []int
+	start   time.Duration
+	estEnd  time.Duration // start + Estimate
+	resv    time.Duration // conservative: reserved start while queued
+}
+
+// Scheduler is the core state machine. It is not safe for concurrent use:
+// its owner (the simulator's event loop, the controller's goroutine) calls
+// it from one goroutine.
+type Scheduler struct {
+	cfg    Config
+	policy policy
+	now    time.Duration
+	seq    uint64
+	jobs   map[JobID]*jobState
+	queue  []*jobState // waiting jobs in arrival order
+	rows   []row
+	out    []Decision // Schedule's result buffer, reused
+}
+
+// policy is a queue policy's hooks into the scheduler. Each is called with
+// the scheduler's time already advanced to now.
+type policy interface {
+	// submitted is called after j was appended to the queue.
+	submitted(s *Scheduler, j *jobState)
+	// removed is called after j left the queue or a row. early reports that
+	// a running job ended before its estimate.
+	removed(s *Scheduler, j *jobState, wasRunning, early bool)
+	// started is called after a queued job j started.
+	started(s *Scheduler, j *jobState)
+	// schedule starts whatever the policy allows now, via s.start.
+	schedule(s *Scheduler)
+	// settle brings deferred bookkeeping up to date before a query, exactly
+	// as the next pass at the same instant would.
+	settle(s *Scheduler)
+	// wakeup reports the next instant after now the policy needs a pass.
+	wakeup(s *Scheduler) (time.Duration, bool)
+	// explain says why queued job j waits.
+	explain(s *Scheduler, j *jobState) Explanation
+}
+
+// New returns a Scheduler for cfg, or every problem with cfg.
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg:  cfg,
+		jobs: make(map[JobID]*jobState),
+		rows: make([]row, cfg.MPL),
+	}
+	for i := range s.rows {
+		s.rows[i] = newRow(cfg.Machine.Processors)
+	}
+	switch cfg.Policy {
+	case FCFS:
+		s.policy = &easy{noBackfill: true}
+	case EASY:
+		s.policy = &easy{}
+	case EASYSJBF:
+		s.policy = &easy{shortestFirst: true}
+	case Conservative:
+		s.policy = newConservative(cfg.Machine.Processors)
+	}
+	return s, nil
+}
+
+// Config returns the configuration the scheduler was built with.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+func (s *Scheduler) advance(now time.Duration) error {
+	if now < s.now {
+		return fmt.Errorf("gang: %w: %v after %v", ErrTimeBackwards, now, s.now)
+	}
+	s.now = now
+	return nil
+}
+
+// Submit queues a job arriving at now.
+func (s *Scheduler) Submit(j Job, now time.Duration) error {
+	if err := s.validate(&j, now); err != nil {
+		return err
+	}
+	if err := s.advance(now); err != nil {
+		return err
+	}
+	s.seq++
+	js := &jobState{Job: j, seq: s.seq, resv: -1}
+	s.jobs[j.ID] = js
+	s.queue = append(s.queue, js)
+	s.policy.submitted(s, js)
+	return nil
+}
+
+func (s *Scheduler) validate(j *Job, now time.Duration) error {
+	var problem error
+	switch {
+	case j.Processors < 1:
+		problem = fmt.Errorf("%w: needs %d processors", ErrInvalidJob, j.Processors)
+	case j.Processors > s.cfg.Machine.Processors:
+		problem = fmt.Errorf("%w: needs %d, machine has %d", ErrJobTooWide, j.Processors, s.cfg.Machine.Processors)
+	case j.Estimate < 0:
+		problem = fmt.Errorf("%w: negative estimate %v", ErrInvalidJob, j.Estimate)
+	case j.Memory < 0:
+		problem = fmt.Errorf("%w: negative memory %d", ErrInvalidJob, j.Memory)
+	case s.cfg.Machine.MemoryPerProcessor > 0 && j.Memory > s.cfg.Machine.MemoryPerProcessor:
+		problem = fmt.Errorf("%w: needs %d bytes per processor, a column has %d", ErrJobTooBig, j.Memory, s.cfg.Machine.MemoryPerProcessor)
+	case j.Submit > now:
+		problem = fmt.Errorf("%w: submit time %v is after now (%v)", ErrInvalidJob, j.Submit, now)
+	case s.jobs[j.ID] != nil:
+		problem = ErrDuplicateJob
+	}
+	if problem != nil {
+		return fmt.Errorf("gang: job %d: %w", j.ID, problem)
+	}
+	return nil
+}
+
+// Finished reports that a job ended at now: it completed, failed, was killed
+// or cancelled. A queued job is removed from the queue; a running job
+// releases its columns.
+func (s *Scheduler) Finished(id JobID, now time.Duration) error {
+	js := s.jobs[id]
+	if js == nil {
+		return fmt.Errorf("gang: job %d: %w", id, ErrUnknownJob)
+	}
+	if err := s.advance(now); err != nil {
+		return err
+	}
+	delete(s.jobs, id)
+	if !js.running {
+		s.dropQueued(js)
+		s.policy.removed(s, js, false, false)
+		return nil
+	}
+	r := &s.rows[js.row]
+	r.removeRunning(js)
+	r.cols.give(js.cols)
+	s.policy.removed(s, js, true, now < js.estEnd)
+	return nil
+}
+
+func (s *Scheduler) dropQueued(js *jobState) {
+	for i, q := range s.queue {
+		if q == js {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// Schedule runs a scheduling pass at now and returns the decisions to carry
+// out. The returned slice is reused by the next call: the caller must act on
+// it (or copy it) before calling Schedule again. Columns slices are the
+// caller's to keep.
+func (s *Scheduler) Schedule(now time.Duration) ([]Decision, error) {
+	if err := s.advance(now); err != nil {
+		return nil, err
+	}
+	s.out = s.out[:0]
+	if s.cfg.EnforceLimits {
+		s.killOverdue()
+	}
+	if len(s.queue) > 0 {
+		s.policy.schedule(s)
+	}
+	return s.out, nil
+}
+
+func (s *Scheduler) killOverdue() {
+	for ri := range s.rows {
+		for _, j := range s.rows[ri].running {
+			if j.estEnd > s.now {
+				break // sorted by estimated end
+			}
+			if !j.killed {
+				j.killed = true
+				s.out = append(s.out, Decision{Kind: Kill, Job: j.ID, Row: j.row,
+					Why: Explanation{Rule: RuleLimitReached, At: j.estEnd}})
+			}
+		}
+	}
+}
+
+// start moves queued job j (at queue index qi) into row 0 now. Policies call
+// it from schedule; it does not compact the queue (see compactQueue).
+func (s *Scheduler) start(j *jobState, why Explanation) {
+	r := &s.rows[0]
+	j.running = true
+	j.row = 0
+	j.cols = r.cols.take(j.Processors)
+	j.start = s.now
+	j.estEnd = s.now + j.Estimate
+	r.addRunning(j)
+	s.out = append(s.out, Decision{Kind: Start, Job: j.ID, Row: 0, Columns: j.cols, Why: why})
+	s.policy.started(s, j)
+}
+
+// dropHead removes the first n queued jobs, which a pass just started.
+func (s *Scheduler) dropHead(n int) {
+	if n == 0 {
+		return
+	}
+	clear(s.queue[:n]) // let the GC have them once they end
+	// Reslicing moves nothing; append reclaims the space later.
+	s.queue = s.queue[n:]
+}
+
+// compactQueue removes the jobs started during a pass from anywhere in the
+// queue, keeping arrival order.
+func (s *Scheduler) compactQueue() {
+	n := 0
+	for n < len(s.queue) && !s.queue[n].running {
+		n++ // nothing moves before the first started job
+	}
+	for _, j := range s.queue[n:] {
+		if !j.running {
+			s.queue[n] = j
+			n++
+		}
+	}
+	clear(s.queue[n:])
+	s.queue = s.queue[:n]
+}
+
+// free returns the free processors of row 0.
+func (s *Scheduler) free() int { return s.rows[0].cols.free }
+
+// Slice returns the matrix row that runs in the time slice starting at now.
+// With MPL 1 it is always row 0.
+func (s *Scheduler) Slice(now time.Duration) int {
+	return 0
+}
+
+// NextWakeup returns the next instant after the last call's now at which the
+// core wants Schedule called even if no job arrives or ends: a conservative
+// reservation, or (with EnforceLimits) a running job's time limit. ok is
+// false when there is none.
+func (s *Scheduler) NextWakeup() (t time.Duration, ok bool) {
+	s.policy.settle(s)
+	t, ok = s.policy.wakeup(s)
+	if s.cfg.EnforceLimits {
+		for ri := range s.rows {
+			for _, j := range s.rows[ri].running {
+				if j.killed {
+					continue
+				}
+				if j.estEnd > s.now && (!ok || j.estEnd < t) {
+					t, ok = j.estEnd, true
+				}
+				break // the first not yet killed has the earliest limit
+			}
+		}
+	}
+	return t, ok
+}
+
+// Explain tells why job id is waiting, as of the last call.
+func (s *Scheduler) Explain(id JobID) Explanation {
+	js := s.jobs[id]
+	if js == nil || js.running {
+		return Explanation{Rule: RuleNotQueued}
+	}
+	s.policy.settle(s)
+	return s.policy.explain(s, js)
+}
+
+// JobStatus is a read-only view of a job the core knows.
+type JobStatus struct {
+	Job
+	Running bool
+	Row     int
+	Columns []int
+	Start   time.Duration
+	// Reservation is a queued job's reserved start (conservative), else -1.
+	Reservation time.Duration
+}
+
+// Status returns the state of a queued or running job.
+func (s *Scheduler) Status(id JobID) (JobStatus, bool) {
+	s.policy.settle(s)
+	js := s.jobs[id]
+	if js == nil {
+		return JobStatus{}, false
+	}
+	st := JobStatus{Job: js.Job, Running: js.running, Reservation: -1}
+	if js.running {
+		st.Row, st.Columns, st.Start = js.row, append([]int(nil), js.cols...), js.start
+	} else if js.resv >= 0 {
+		st.Reservation = js.resv
+	}
+	return st, true
+}
+
+// Queued returns the IDs of waiting jobs in queue order.
+func (s *Scheduler) Queued() []JobID {
+	ids := make([]JobID, len(s.queue))
+	for i, j := range s.queue {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// Running returns the number of running jobs and the processors they use.
+func (s *Scheduler) Running() (jobs, processors int) {
+	for ri := range s.rows {
+		jobs += len(s.rows[ri].running)
+		processors += s.cfg.Machine.Processors - s.rows[ri].cols.free
+	}
+	return jobs, processors
+}

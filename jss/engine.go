@@ -1,0 +1,208 @@
+package jss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+)
+
+// Config configures one simulation run.
+type Config struct {
+	// Scheduler configures the core that makes every decision.
+	Scheduler gang.Config
+	// Check verifies every decision against an independent record of the
+	// matrix: a started job gets exactly its processors' worth of distinct,
+	// free columns, starts no earlier than it was submitted, and no column
+	// is ever used by two jobs at once. A violation ends the run with an
+	// error. It costs O(processors) per job.
+	Check bool
+}
+
+// Stats describes a finished run.
+type Stats struct {
+	Jobs   int64         // jobs submitted to the core
+	Events int64         // events processed
+	Passes int64         // scheduling passes
+	End    time.Duration // time of the last event
+}
+
+// ErrUnsorted is returned when a source delivers a job submitted before the
+// previous one.
+var ErrUnsorted = errors.New("jobs are not in submit order")
+
+type active struct {
+	job   Job
+	seq   int64
+	start time.Duration
+	end   time.Duration // real end once started
+	on    bool          // started
+}
+
+// Run simulates the workload from src under cfg and calls emit with each
+// job's result when it ends (in completion order; see Ordered for submit
+// order). Arrivals are pulled from src one at a time, so memory grows with
+// the jobs in the system, not with the workload. Run stops early, with the
+// context's error, when ctx is cancelled.
+func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (Stats, error) {
+	core, err := gang.New(cfg.Scheduler)
+	if err != nil {
+		return Stats{}, fmt.Errorf("jss: %w", err)
+	}
+	e := engine{
+		core:   core,
+		src:    src,
+		emit:   emit,
+		jobs:   make(map[gang.JobID]*active),
+		passes: make(map[time.Duration]struct{}),
+	}
+	if cfg.Check {
+		e.check = newChecker(cfg.Scheduler.Machine.Processors, cfg.Scheduler.MPL)
+	}
+	return e.run(ctx)
+}
+
+type engine struct {
+	core   *gang.Scheduler
+	src    Source
+	emit   func(Result) error
+	check  *checker
+	heap   eventHeap
+	jobs   map[gang.JobID]*active // queued and running
+	next   Job                    // the one arrival pulled from src and not yet submitted
+	nseq   int64
+	lastAt time.Duration
+	passes map[time.Duration]struct{} // instants with a pass pending
+	stats  Stats
+}
+
+func (e *engine) run(ctx context.Context) (Stats, error) {
+	if err := e.pull(); err != nil {
+		return e.stats, err
+	}
+	for e.heap.len() > 0 {
+		if e.stats.Events&0xfff == 0 {
+			if err := ctx.Err(); err != nil {
+				return e.stats, fmt.Errorf("jss: run stopped at %v: %w", e.stats.End, err)
+			}
+		}
+		ev := e.heap.pop()
+		e.stats.Events++
+		e.stats.End = ev.at
+		var err error
+		switch ev.class {
+		case classCompletion:
+			err = e.complete(ev)
+		case classArrival:
+			err = e.arrive(ev)
+		case classPass:
+			err = e.pass(ev.at)
+		}
+		if err != nil {
+			return e.stats, err
+		}
+	}
+	if n := len(e.jobs); n > 0 {
+		return e.stats, fmt.Errorf("jss: run ended at %v with %d jobs never finished", e.stats.End, n)
+	}
+	return e.stats, nil
+}
+
+// pull reads the next job from the source and schedules its arrival.
+func (e *engine) pull() error {
+	j, err := e.src.Next()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jss: %w", err)
+	}
+	if j.Submit < e.lastAt {
+		return fmt.Errorf("jss: job %d submitted at %v, before the previous job (%v): %w", j.Number, j.Submit, e.lastAt, ErrUnsorted)
+	}
+	e.lastAt = j.Submit
+	e.nseq++
+	j.ID = gang.JobID(e.nseq)
+	e.next = j
+	e.heap.push(j.Submit, classArrival, j.ID)
+	return nil
+}
+
+func (e *engine) arrive(ev event) error {
+	j := &e.next
+	if err := e.core.Submit(j.Job, ev.at); err != nil {
+		return fmt.Errorf("jss: job %d: %w", j.Number, err)
+	}
+	e.stats.Jobs++
+	e.jobs[j.ID] = &active{job: *j, seq: e.nseq - 1}
+	e.needPass(ev.at)
+	return e.pull()
+}
+
+func (e *engine) complete(ev event) error {
+	a := e.jobs[ev.job]
+	if a == nil || !a.on || a.end != ev.at {
+		return nil // superseded by a kill
+	}
+	delete(e.jobs, ev.job)
+	if err := e.core.Finished(ev.job, ev.at); err != nil {
+		return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
+	}
+	if e.check != nil {
+		e.check.finished(ev.job)
+	}
+	e.needPass(ev.at)
+	r := Result{Job: a.job, Seq: a.seq, Start: a.start, End: a.end}
+	if err := e.emit(r); err != nil {
+		return fmt.Errorf("jss: %w", err)
+	}
+	return nil
+}
+
+func (e *engine) needPass(at time.Duration) {
+	if _, ok := e.passes[at]; ok {
+		return
+	}
+	e.passes[at] = struct{}{}
+	e.heap.push(at, classPass, 0)
+}
+
+func (e *engine) pass(at time.Duration) error {
+	delete(e.passes, at)
+	e.stats.Passes++
+	ds, err := e.core.Schedule(at)
+	if err != nil {
+		return fmt.Errorf("jss: %w", err)
+	}
+	for i := range ds {
+		d := &ds[i]
+		a := e.jobs[d.Job]
+		if a == nil {
+			return fmt.Errorf("jss: core decided %v for a job the simulator does not know", d)
+		}
+		switch d.Kind {
+		case gang.Start:
+			if e.check != nil {
+				if err := e.check.started(d, &a.job, at); err != nil {
+					return err
+				}
+			}
+			a.on, a.start, a.end = true, at, at+a.job.Runtime
+			e.heap.push(a.end, classCompletion, d.Job)
+		case gang.Kill:
+			// Only with Config.Scheduler.EnforceLimits: the job ends now.
+			a.job.Runtime, a.job.Truncated = at-a.start, true
+			a.end = at
+			e.heap.push(at, classCompletion, d.Job)
+		default:
+			return fmt.Errorf("jss: decision %v is not supported in space sharing", d)
+		}
+	}
+	if t, ok := e.core.NextWakeup(); ok {
+		e.needPass(t)
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+// Package metrics computes the standard job-scheduling metrics from finished
+// jobs: wait, response, slowdown and bounded slowdown (mean, median, 95th
+// percentile, maximum), utilization, makespan, sum of flow times and
+// weighted flow time. It knows nothing of how the jobs were run, so
+// simulated and measured schedules are judged by the same code.
+//
+// Definitions (times in seconds):
+//
+//	wait              start − submit
+//	response (flow)   end − submit
+//	slowdown          response / max(runtime, 1 s)
+//	bounded slowdown  max(1, response / max(runtime, τ)), τ = 10 s by default
+//	makespan          last end − first submit
+//	utilization       Σ processors × runtime / (machine processors × makespan)
+//	sum of flow times Σ response
+//	weighted flow     Σ w × response, w = processors × runtime
+//
+// runtime is the job's dedicated runtime (its work). The one-second floor
+// in slowdown keeps zero-length jobs (common in real logs, whose resolution
+// is a second) finite. Percentiles interpolate linearly between order
+// statistics (R's type 7, NumPy's default).
+package metrics
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// DefaultTau is the bounded-slowdown threshold τ.
+const DefaultTau = 10 * time.Second
+
+// Job is what the metrics need of one finished job.
+type Job struct {
+	Submit, Start, End time.Duration
+	Processors         int
+	// Runtime is the job's dedicated runtime: what it would take alone.
+	Runtime time.Duration
+}
+
+// Slowdown returns response / max(runtime, 1 s).
+func Slowdown(response, runtime time.Duration) float64 {
+	return slowdown(response.Seconds(), runtime.Seconds())
+}
+
+func slowdown(response, runtime float64) float64 { return response / max(runtime, 1) }
+
+// BoundedSlowdown returns max(1, response / max(runtime, tau)).
+func BoundedSlowdown(response, runtime, tau time.Duration) float64 {
+	return boundedSlowdown(response.Seconds(), runtime.Seconds(), tau.Seconds())
+}
+
+func boundedSlowdown(response, runtime, tau float64) float64 {
+	return max(1, response/max(runtime, tau))
+}
+
+// Stat summarises one metric over all jobs.
+type Stat struct {
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+	P95    float64 `json:"p95"`
+	Max    float64 `json:"max"`
+}
+
+// Summary holds the aggregate metrics. Times are in seconds.
+type Summary struct {
+	Jobs            int     `json:"jobs"`
+	Wait            Stat    `json:"wait_s"`
+	Response        Stat    `json:"response_s"`
+	Slowdown        Stat    `json:"slowdown"`
+	BoundedSlowdown Stat    `json:"bounded_slowdown"`
+	Utilization     float64 `json:"utilization"`
+	Makespan        float64 `json:"makespan_s"`
+	SumFlow         float64 `json:"sum_flow_s"`
+	WeightedFlow    float64 `json:"weighted_flow"`
+	Tau             float64 `json:"tau_s"`
+}
+
+// Collector accumulates finished jobs. It keeps three numbers per job so
+// that medians and percentiles are exact: 24 bytes a job, 24 MB for a
+// million jobs.
+type Collector struct {
+	procs int
+	tau   time.Duration
+	wait  []float64 // seconds
+	resp  []float64
+	run   []float64
+
+	first, last  time.Duration
+	work         float64 // processor-seconds
+	sumFlow      float64
+	weightedFlow float64
+}
+
+// NewCollector returns a Collector for a machine of the given size. A zero
+// tau means DefaultTau.
+func NewCollector(processors int, tau time.Duration) *Collector {
+	if tau <= 0 {
+		tau = DefaultTau
+	}
+	return &Collector{procs: processors, tau: tau}
+}
+
+// Add records one finished job.
+func (c *Collector) Add(j Job) {
+	if len(c.resp) == 0 || j.Submit < c.first {
+		c.first = j.Submit
+	}
+	if len(c.resp) == 0 || j.End > c.last {
+		c.last = j.End
+	}
+	resp := (j.End - j.Submit).Seconds()
+	run := j.Runtime.Seconds()
+	c.wait = append(c.wait, (j.Start - j.Submit).Seconds())
+	c.resp = append(c.resp, resp)
+	c.run = append(c.run, run)
+	w := float64(j.Processors) * run
+	c.work += w
+	c.sumFlow += resp
+	c.weightedFlow += w * resp
+}
+
+// Len returns the number of jobs added.
+func (c *Collector) Len() int { return len(c.resp) }
+
+// Summary computes the aggregate metrics. It may be called more than once.
+func (c *Collector) Summary() Summary {
+	s := Summary{
+		Jobs:         len(c.resp),
+		SumFlow:      c.sumFlow,
+		WeightedFlow: c.weightedFlow,
+		Tau:          c.tau.Seconds(),
+	}
+	if s.Jobs == 0 {
+		return s
+	}
+	s.Makespan = (c.last - c.first).Seconds()
+	if s.Makespan > 0 && c.procs > 0 {
+		s.Utilization = c.work / (float64(c.procs) * s.Makespan)
+	}
+	scratch := make([]float64, len(c.resp))
+	s.Wait = stat(scratch, c.wait)
+	s.Response = stat(scratch, c.resp)
+	for i := range scratch {
+		scratch[i] = slowdown(c.resp[i], c.run[i])
+	}
+	s.Slowdown = stat(scratch, scratch)
+	for i := range scratch {
+		scratch[i] = boundedSlowdown(c.resp[i], c.run[i], s.Tau)
+	}
+	s.BoundedSlowdown = stat(scratch, scratch)
+	return s
+}
+
+// stat summarises values, using scratch (same length) for sorting; values
+// may be scratch itself.
+func stat(scratch, values []float64) Stat {
+	copy(scratch, values)
+	slices.Sort(scratch)
+	sum := 0.0
+	for _, v := range scratch {
+		sum += v
+	}
+	return Stat{
+		Mean:   sum / float64(len(scratch)),
+		Median: Quantile(scratch, 0.5),
+		P95:    Quantile(scratch, 0.95),
+		Max:    scratch[len(scratch)-1],
+	}
+}
+
+// Quantile returns the q-quantile of sorted values, interpolating linearly
+// between order statistics (R type 7). It returns 0 for no values.
+func Quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	h := q * float64(n-1)
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}

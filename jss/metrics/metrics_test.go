@@ -1,0 +1,108 @@
+package metrics
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// A four-job schedule on 4 processors, every figure worked out by hand:
+//
+//	job  submit start end  procs runtime  wait resp slowdown      bsld(τ=10)
+//	A      0      0   100    2    100       0   100   1             1
+//	B     10    100   105    4      5      90    95  95/5=19      95/10=9.5
+//	C     20     20    20    1      0       0     0   0/1=0        1
+//	D     30     40    70    2     30      10    40  40/30         40/30
+func handSchedule() *Collector {
+	c := NewCollector(4, 0)
+	for _, j := range []Job{
+		{Submit: sec(0), Start: sec(0), End: sec(100), Processors: 2, Runtime: sec(100)},
+		{Submit: sec(10), Start: sec(100), End: sec(105), Processors: 4, Runtime: sec(5)},
+		{Submit: sec(20), Start: sec(20), End: sec(20), Processors: 1, Runtime: 0},
+		{Submit: sec(30), Start: sec(40), End: sec(70), Processors: 2, Runtime: sec(30)},
+	} {
+		c.Add(j)
+	}
+	return c
+}
+
+func near(t *testing.T, name string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.10g, want %.10g", name, got, want)
+	}
+}
+
+func TestSummaryOnHandComputedSchedule(t *testing.T) {
+	s := handSchedule().Summary()
+	if s.Jobs != 4 {
+		t.Fatalf("jobs = %d, want 4", s.Jobs)
+	}
+	// Waits sorted: 0 0 10 90. Type-7 median: h = 1.5 → 0 + .5×10; p95: h = 2.85 → 10 + .85×80.
+	near(t, "wait mean", s.Wait.Mean, 25)
+	near(t, "wait median", s.Wait.Median, 5)
+	near(t, "wait p95", s.Wait.P95, 78)
+	near(t, "wait max", s.Wait.Max, 90)
+	// Responses sorted: 0 40 95 100.
+	near(t, "response mean", s.Response.Mean, 58.75)
+	near(t, "response median", s.Response.Median, 67.5)
+	near(t, "response p95", s.Response.P95, 99.25)
+	near(t, "response max", s.Response.Max, 100)
+	// Slowdowns sorted: 0 1 4/3 19.
+	near(t, "slowdown mean", s.Slowdown.Mean, (0+1+4.0/3+19)/4)
+	near(t, "slowdown median", s.Slowdown.Median, 1+0.5*(1.0/3))
+	near(t, "slowdown p95", s.Slowdown.P95, 4.0/3+0.85*(19-4.0/3))
+	near(t, "slowdown max", s.Slowdown.Max, 19)
+	// Bounded slowdowns sorted: 1 1 4/3 9.5.
+	near(t, "bsld mean", s.BoundedSlowdown.Mean, (1+1+4.0/3+9.5)/4)
+	near(t, "bsld median", s.BoundedSlowdown.Median, 1+0.5*(1.0/3))
+	near(t, "bsld p95", s.BoundedSlowdown.P95, 4.0/3+0.85*(9.5-4.0/3))
+	near(t, "bsld max", s.BoundedSlowdown.Max, 9.5)
+	// Work 2×100 + 4×5 + 0 + 2×30 = 280 over 4 processors × 105 s.
+	near(t, "makespan", s.Makespan, 105)
+	near(t, "utilization", s.Utilization, 280.0/420)
+	near(t, "sum of flow times", s.SumFlow, 100+95+0+40)
+	near(t, "weighted flow time", s.WeightedFlow, 200*100+20*95+0+60*40)
+	near(t, "tau", s.Tau, 10)
+}
+
+func TestTauChangesOnlyBoundedSlowdown(t *testing.T) {
+	c := NewCollector(4, 50*time.Second)
+	c.Add(Job{Submit: 0, Start: sec(90), End: sec(95), Processors: 1, Runtime: sec(5)})
+	s := c.Summary()
+	near(t, "bsld", s.BoundedSlowdown.Max, 95.0/50)
+	near(t, "slowdown", s.Slowdown.Max, 19)
+}
+
+func TestEmptyCollector(t *testing.T) {
+	s := NewCollector(8, 0).Summary()
+	if s.Jobs != 0 || s.Utilization != 0 || s.Wait.Mean != 0 || s.Makespan != 0 {
+		t.Fatalf("empty summary not zero: %+v", s)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	for _, c := range []struct {
+		vals []float64
+		q    float64
+		want float64
+	}{
+		{nil, 0.5, 0},
+		{[]float64{7}, 0.95, 7},
+		{[]float64{1, 2, 3, 4}, 0.5, 2.5},
+		{[]float64{1, 2, 3, 4}, 0, 1},
+		{[]float64{1, 2, 3, 4}, 1, 4},
+		{[]float64{10, 20, 30, 40, 50}, 0.95, 48},
+	} {
+		near(t, "quantile", Quantile(c.vals, c.q), c.want)
+	}
+}
+
+func TestPerJobDefinitions(t *testing.T) {
+	near(t, "slowdown of a zero-length job", Slowdown(sec(3), 0), 3)
+	near(t, "slowdown", Slowdown(sec(30), sec(10)), 3)
+	near(t, "bounded slowdown floor", BoundedSlowdown(sec(2), sec(1), DefaultTau), 1)
+	near(t, "bounded slowdown", BoundedSlowdown(sec(40), sec(5), DefaultTau), 4)
+}

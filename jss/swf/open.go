@@ -1,0 +1,74 @@
+package swf
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Open opens the SWF file at path, transparently decompressing gzip. The
+// gzip magic bytes decide, not the file name, since archive files are often
+// renamed. The returned closer closes the decompressor and the file; close
+// it when done with the Reader, also after an error from Next.
+func Open(path string, opts ...Option) (*Reader, io.Closer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("swf: %w", err)
+	}
+	r, c, err := OpenReader(f, path, opts...)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	c.(*closer).f = f
+	return r, c, nil
+}
+
+// OpenReader is Open for any io.Reader (standard input, embedded data):
+// it detects gzip by its magic bytes and decompresses it. The closer closes
+// the decompressor, not src.
+func OpenReader(src io.Reader, name string, opts ...Option) (*Reader, io.Closer, error) {
+	br := bufio.NewReaderSize(src, readBufferSize)
+	c := &closer{}
+	var in io.Reader = br
+	magic, err := br.Peek(2)
+	if err != nil && err != io.EOF {
+		return nil, nil, fmt.Errorf("swf: read %s: %w", name, err)
+	}
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("swf: read %s: %w", name, err)
+		}
+		c.zr = zr
+		in = zr
+	}
+	r, err := NewReader(in, name, opts...)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return r, c, nil
+}
+
+type closer struct {
+	f  *os.File // nil for OpenReader
+	zr *gzip.Reader
+}
+
+func (c *closer) Close() error {
+	var zerr, ferr error
+	if c.zr != nil {
+		zerr = c.zr.Close()
+	}
+	if c.f != nil {
+		ferr = c.f.Close()
+	}
+	if err := errors.Join(zerr, ferr); err != nil {
+		return fmt.Errorf("swf: close: %w", err)
+	}
+	return nil
+}

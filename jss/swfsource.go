@@ -1,0 +1,279 @@
+package jss
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss/swf"
+)
+
+// ProcessorsFrom selects the SWF field that gives a job's size.
+type ProcessorsFrom string
+
+// Processor-field conventions.
+const (
+	// ProcsRequested: field 8 (requested processors), else field 5 (allocated).
+	ProcsRequested ProcessorsFrom = "requested"
+	// ProcsAllocated: field 5 (allocated processors), else field 8 (requested).
+	ProcsAllocated ProcessorsFrom = "allocated"
+)
+
+// EstimateFrom selects a job's runtime estimate.
+type EstimateFrom string
+
+// Estimate conventions.
+const (
+	// EstimateRequested: field 9 (requested time), else the runtime.
+	EstimateRequested EstimateFrom = "requested"
+	// EstimateExact: the runtime itself (perfect estimates).
+	EstimateExact EstimateFrom = "exact"
+)
+
+// Overrun says what to do with a job whose runtime exceeds its estimate.
+type Overrun string
+
+// Overrun conventions.
+const (
+	// OverrunExtend raises the estimate to the runtime.
+	OverrunExtend Overrun = "extend"
+	// OverrunKill truncates the runtime at the estimate, as a scheduler
+	// enforcing time limits would; the job counts as killed.
+	OverrunKill Overrun = "kill"
+)
+
+// Conventions turn SWF records into jobs. The zero value is not valid; use
+// DefaultConventions.
+type Conventions struct {
+	Processors ProcessorsFrom
+	Estimate   EstimateFrom
+	Overrun    Overrun
+}
+
+// DefaultConventions: size from field 8 else 5, estimate from field 9 else
+// the runtime, overruns extended.
+func DefaultConventions() Conventions {
+	return Conventions{Processors: ProcsRequested, Estimate: EstimateRequested, Overrun: OverrunExtend}
+}
+
+// Validate reports every unknown convention at once.
+func (c Conventions) Validate() error {
+	var errs []error
+	if c.Processors != ProcsRequested && c.Processors != ProcsAllocated {
+		errs = append(errs, fmt.Errorf("processors convention %q: want %q or %q", c.Processors, ProcsRequested, ProcsAllocated))
+	}
+	if c.Estimate != EstimateRequested && c.Estimate != EstimateExact {
+		errs = append(errs, fmt.Errorf("estimate convention %q: want %q or %q", c.Estimate, EstimateRequested, EstimateExact))
+	}
+	if c.Overrun != OverrunExtend && c.Overrun != OverrunKill {
+		errs = append(errs, fmt.Errorf("overrun convention %q: want %q or %q", c.Overrun, OverrunExtend, OverrunKill))
+	}
+	return errors.Join(errs...)
+}
+
+// MachineSize resolves the simulated machine's processors: the flag value if
+// positive, else the header's MaxProcs, else its MaxNodes. from says which.
+func MachineSize(flag int, h *swf.Header) (procs int, from string, err error) {
+	switch {
+	case flag > 0:
+		return flag, "--procs", nil
+	case h != nil && h.MaxProcs > 0:
+		return int(h.MaxProcs), "MaxProcs", nil
+	case h != nil && h.MaxNodes > 0:
+		return int(h.MaxNodes), "MaxNodes", nil
+	}
+	return 0, "", errors.New("machine size unknown: the trace header has neither MaxProcs nor MaxNodes; pass --procs")
+}
+
+// Dropped counts the jobs a source left out, by reason. None is left out
+// silently: every count appears in reports.
+type Dropped struct {
+	NoProcessors int64 `json:"no_processors"` // neither size field is known and positive
+	TooWide      int64 `json:"too_wide"`      // wider than the simulated machine
+	NoRuntime    int64 `json:"no_runtime"`    // runtime unknown
+	NoSubmit     int64 `json:"no_submit"`     // submit time unknown
+	Unsorted     int64 `json:"unsorted"`      // submitted before the previous job (lenient mode)
+	Malformed    int64 `json:"malformed"`     // unparsable lines (or header values) skipped (lenient mode)
+}
+
+// Total returns the number of dropped jobs.
+func (d Dropped) Total() int64 {
+	return d.NoProcessors + d.TooWide + d.NoRuntime + d.NoSubmit + d.Unsorted + d.Malformed
+}
+
+// SourceCounts describes what a source read and changed.
+type SourceCounts struct {
+	Read      int64   `json:"read"`      // job lines read, malformed ones included
+	Delivered int64   `json:"delivered"` // jobs handed to the simulator
+	Dropped   Dropped `json:"dropped"`
+	Extended  int64   `json:"estimates_extended"` // overrun: estimate raised to the runtime
+	Truncated int64   `json:"runtimes_truncated"` // overrun: runtime cut at the estimate
+}
+
+// SWFSource delivers the jobs of an SWF trace under a set of conventions.
+type SWFSource struct {
+	r       *swf.Reader
+	name    string
+	procs   int
+	conv    Conventions
+	lenient bool
+	keep    bool
+	prev    float64 // previous delivered submit time
+	counts  SourceCounts
+}
+
+// SWFSourceOptions configures NewSWFSource.
+type SWFSourceOptions struct {
+	Name        string // for error messages
+	Processors  int    // the simulated machine: wider jobs are dropped
+	Conventions Conventions
+	// Lenient drops a job submitted before its predecessor (counted) instead
+	// of failing. Malformed lines are governed by the reader's own option.
+	Lenient bool
+	// KeepRecords attaches each job's SWF record (Job.Record), which an SWF
+	// writer needs; without it the source allocates nothing per job.
+	KeepRecords bool
+}
+
+// NewSWFSource returns a Source reading r.
+func NewSWFSource(r *swf.Reader, opt SWFSourceOptions) (*SWFSource, error) {
+	if err := opt.Conventions.Validate(); err != nil {
+		return nil, fmt.Errorf("jss: %w", err)
+	}
+	if opt.Processors < 1 {
+		return nil, fmt.Errorf("jss: machine processors must be at least 1, got %d", opt.Processors)
+	}
+	return &SWFSource{r: r, name: opt.Name, procs: opt.Processors, conv: opt.Conventions, lenient: opt.Lenient, keep: opt.KeepRecords, prev: math.Inf(-1)}, nil
+}
+
+// Counts returns what the source has read, delivered and dropped so far.
+func (s *SWFSource) Counts() SourceCounts {
+	c := s.counts
+	c.Dropped.Malformed = int64(s.r.Skipped())
+	c.Read += c.Dropped.Malformed
+	return c
+}
+
+// Next implements Source.
+func (s *SWFSource) Next() (Job, error) {
+	for {
+		rec, err := s.r.Next()
+		if err != nil {
+			return Job{}, err // io.EOF, or a ParseError naming file:line:field
+		}
+		s.counts.Read++
+		j, ok, err := s.convert(&rec)
+		if err != nil {
+			return Job{}, err
+		}
+		if ok {
+			s.counts.Delivered++
+			return j, nil
+		}
+	}
+}
+
+func (s *SWFSource) convert(rec *swf.Record) (Job, bool, error) {
+	drop := &s.counts.Dropped
+	procs := rec.RequestedProcessors
+	alt := rec.AllocatedProcessors
+	if s.conv.Processors == ProcsAllocated {
+		procs, alt = alt, procs
+	}
+	if procs <= 0 {
+		procs = alt
+	}
+	switch {
+	case rec.SubmitTime < 0:
+		drop.NoSubmit++
+		return Job{}, false, nil
+	case rec.RunTime < 0:
+		drop.NoRuntime++
+		return Job{}, false, nil
+	case procs <= 0:
+		drop.NoProcessors++
+		return Job{}, false, nil
+	case math.Ceil(procs) > float64(s.procs):
+		drop.TooWide++
+		return Job{}, false, nil
+	}
+	if rec.SubmitTime < s.prev {
+		if s.lenient {
+			drop.Unsorted++
+			return Job{}, false, nil
+		}
+		return Job{}, false, &swf.ParseError{File: s.name, Line: rec.Line, Field: 2,
+			Value: strconv.FormatFloat(rec.SubmitTime, 'f', -1, 64),
+			Err:   fmt.Errorf("%w: submitted before the previous job (%s); SWF lines must be in submit order (--lenient drops such jobs)", ErrUnsorted, strconv.FormatFloat(s.prev, 'f', -1, 64))}
+	}
+	s.prev = rec.SubmitTime
+
+	runtime := seconds(rec.RunTime)
+	estimate := runtime
+	if s.conv.Estimate == EstimateRequested && rec.RequestedTime >= 0 {
+		estimate = seconds(rec.RequestedTime)
+	}
+	truncated := false
+	if runtime > estimate {
+		if s.conv.Overrun == OverrunKill {
+			runtime, truncated = estimate, true
+			s.counts.Truncated++
+		} else {
+			estimate = runtime
+			s.counts.Extended++
+		}
+	}
+	var mem int64
+	if rec.RequestedMemory > 0 {
+		mem = int64(rec.RequestedMemory * 1024)
+	}
+	user := ""
+	if rec.UserID >= 0 {
+		user = strconv.FormatFloat(rec.UserID, 'f', -1, 64)
+	}
+	var keep *swf.Record
+	if s.keep {
+		r := *rec
+		keep = &r
+	}
+	return Job{
+		Job: gang.Job{
+			Submit:     seconds(rec.SubmitTime),
+			Processors: int(math.Ceil(procs)), // a fraction of a processor still takes one
+			Estimate:   estimate,
+			Memory:     mem,
+			User:       user,
+		},
+		Number:    int64(rec.JobNumber),
+		Runtime:   runtime,
+		Truncated: truncated,
+		Record:    keep,
+	}, true, nil
+}
+
+// seconds converts SWF seconds to a Duration, rounding to the nanosecond.
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+
+// compile-time check
+var _ Source = (*SWFSource)(nil)
+
+// sliceSource serves jobs from memory; tests and generated workloads use it.
+type sliceSource struct {
+	jobs []Job
+	i    int
+}
+
+// SliceSource returns a Source over jobs, which must be in submit order.
+func SliceSource(jobs []Job) Source { return &sliceSource{jobs: jobs} }
+
+func (s *sliceSource) Next() (Job, error) {
+	if s.i >= len(s.jobs) {
+		return Job{}, io.EOF
+	}
+	s.i++
+	return s.jobs[s.i-1], nil
+}

@@ -1,0 +1,140 @@
+package jss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss/metrics"
+	"github.com/cosched/cosched/jss/swf"
+)
+
+// TraceInput names a trace and opens it for reading. Open is called once
+// per run, so several policies can stream the same trace concurrently.
+type TraceInput struct {
+	Name string
+	Open func(opts ...swf.Option) (*swf.Reader, io.Closer, error)
+}
+
+// FileInput reads the SWF file at path (gzip-compressed or not).
+func FileInput(path string) TraceInput {
+	return TraceInput{Name: path, Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+		return swf.Open(path, opts...)
+	}}
+}
+
+// TraceOptions configures SimulateTrace.
+type TraceOptions struct {
+	Input TraceInput
+	// Processors overrides the machine size; 0 takes the header's MaxProcs,
+	// else its MaxNodes.
+	Processors  int
+	Conventions Conventions
+	// Lenient skips and counts malformed lines and out-of-order jobs
+	// instead of failing.
+	Lenient bool
+	// Tau is the bounded-slowdown threshold (0: metrics.DefaultTau).
+	Tau time.Duration
+	// Check verifies every decision (see Config.Check).
+	Check bool
+	// SWFOut and JobsCSV, when set, receive the simulated schedule.
+	SWFOut  io.Writer
+	JobsCSV io.Writer
+}
+
+// TraceResult is one policy's run over a trace.
+type TraceResult struct {
+	Policy         gang.Policy     `json:"policy"`
+	Trace          string          `json:"trace"`
+	Processors     int             `json:"processors"`
+	ProcessorsFrom string          `json:"processors_from"`
+	Jobs           SourceCounts    `json:"jobs"`
+	Metrics        metrics.Summary `json:"metrics"`
+	Events         int64           `json:"events"`
+	Passes         int64           `json:"passes"`
+	// Skipped holds the first malformed lines skipped in lenient mode.
+	Skipped []string `json:"skipped_lines,omitempty"`
+}
+
+// SimulateTrace runs one policy over a trace and computes its metrics.
+func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (TraceResult, error) {
+	var ropts []swf.Option
+	if opt.Lenient {
+		ropts = append(ropts, swf.WithLenient())
+	}
+	rd, closer, err := opt.Input.Open(ropts...)
+	if err != nil {
+		return TraceResult{}, err
+	}
+	defer closer.Close()
+	procs, from, err := MachineSize(opt.Processors, rd.Header())
+	if err != nil {
+		return TraceResult{}, fmt.Errorf("jss: %s: %w", opt.Input.Name, err)
+	}
+	src, err := NewSWFSource(rd, SWFSourceOptions{Name: opt.Input.Name, Processors: procs, Conventions: opt.Conventions, Lenient: opt.Lenient, KeepRecords: opt.SWFOut != nil})
+	if err != nil {
+		return TraceResult{}, err
+	}
+
+	col := metrics.NewCollector(procs, opt.Tau)
+	sinks := []func(Result) error{func(r Result) error {
+		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+		return nil
+	}}
+	var flushers []func() error
+	if opt.SWFOut != nil {
+		note := fmt.Sprintf("simulated by cosched sim: policy %s on %d processors; field 3 is the simulated wait, field 4 the simulated runtime", policy, procs)
+		sw, err := NewSWFWriter(opt.SWFOut, rd.Header(), note)
+		if err != nil {
+			return TraceResult{}, err
+		}
+		sinks = append(sinks, Ordered(sw.Write))
+		flushers = append(flushers, sw.Flush)
+	}
+	if opt.JobsCSV != nil {
+		cw, err := NewJobsCSVWriter(opt.JobsCSV)
+		if err != nil {
+			return TraceResult{}, err
+		}
+		sinks = append(sinks, Ordered(cw.Write))
+		flushers = append(flushers, cw.Flush)
+	}
+	emit := func(r Result) error {
+		for _, s := range sinks {
+			if err := s(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy}, Check: opt.Check}
+	stats, err := Run(ctx, cfg, src, emit)
+	if err != nil {
+		return TraceResult{}, err
+	}
+	var ferr []error
+	for _, f := range flushers {
+		ferr = append(ferr, f())
+	}
+	if err := errors.Join(ferr...); err != nil {
+		return TraceResult{}, err
+	}
+	res := TraceResult{
+		Policy:         policy,
+		Trace:          opt.Input.Name,
+		Processors:     procs,
+		ProcessorsFrom: from,
+		Jobs:           src.Counts(),
+		Metrics:        col.Summary(),
+		Events:         stats.Events,
+		Passes:         stats.Passes,
+	}
+	for _, e := range rd.SkippedErrors() {
+		res.Skipped = append(res.Skipped, e.Error())
+	}
+	return res, nil
+}
