@@ -48,12 +48,18 @@ type SWFWriter struct {
 	w *swf.Writer
 }
 
-// NewSWFWriter writes the header (the source's fields plus notes on the
-// simulation) and returns a writer for the results.
-func NewSWFWriter(w io.Writer, src *swf.Header, notes ...string) (*SWFWriter, error) {
+// NewSWFWriter writes the header (the source's fields, MaxProcs set to the
+// simulated machine's size, plus notes on the simulation) and returns a
+// writer for the results.
+func NewSWFWriter(w io.Writer, src *swf.Header, processors int, notes ...string) (*SWFWriter, error) {
 	var h swf.Header
 	if src != nil {
 		h.Fields = append(h.Fields, src.Fields...)
+	}
+	if processors > 0 {
+		if err := h.Set("MaxProcs", strconv.Itoa(processors)); err != nil {
+			return nil, fmt.Errorf("jss: write SWF header: %w", err)
+		}
 	}
 	for _, n := range notes {
 		h.Fields = append(h.Fields, swf.HeaderField{Key: "Note", Value: n})

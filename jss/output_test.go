@@ -66,6 +66,23 @@ func TestSimulateTraceWritesScheduleFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With --procs overriding the header, the written header says so.
+	var over bytes.Buffer
+	if _, err := jss.SimulateTrace(context.Background(), jss.TraceOptions{
+		Input: memInput("small.swf", outputTrace), Processors: 12, Conventions: jss.DefaultConventions(), SWFOut: &over,
+	}, gang.EASY); err != nil {
+		t.Fatal(err)
+	}
+	overRd, err := swf.NewReader(&over, "over.swf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := overRd.Header().MaxProcs; got != 12 {
+		t.Fatalf("MaxProcs after --procs 12 = %d, want 12", got)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.Processors != 8 || res.ProcessorsFrom != "MaxProcs" || res.Metrics.Jobs != 4 {
 		t.Fatalf("result %+v", res)
 	}
@@ -138,7 +155,7 @@ func TestSimulateTraceWritesScheduleFiles(t *testing.T) {
 
 func TestSWFWriterKillMarksFailed(t *testing.T) {
 	var out bytes.Buffer
-	w, err := jss.NewSWFWriter(&out, nil)
+	w, err := jss.NewSWFWriter(&out, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,8 +86,8 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 	}}
 	var flushers []func() error
 	if opt.SWFOut != nil {
-		note := fmt.Sprintf("simulated by cosched sim: policy %s on %d processors; field 3 is the simulated wait, field 4 the simulated runtime", policy, procs)
-		sw, err := NewSWFWriter(opt.SWFOut, rd.Header(), note)
+		note := fmt.Sprintf("simulated by cosched sim: policy %s on %d processors; field 3 is the simulated wait, field 4 the simulated runtime; jobs the simulation dropped are not listed", policy, procs)
+		sw, err := NewSWFWriter(opt.SWFOut, rd.Header(), procs, note)
 		if err != nil {
 			return TraceResult{}, err
 		}
