@@ -49,3 +49,11 @@ func (c *columnSet) give(cols []int) {
 	}
 	c.free += len(cols)
 }
+
+// takeThese removes the given free columns from the set.
+func (c *columnSet) takeThese(cols []int) {
+	for _, col := range cols {
+		c.words[col/64] &^= 1 << (col % 64)
+	}
+	c.free -= len(cols)
+}

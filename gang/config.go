@@ -47,8 +47,15 @@ type Config struct {
 	// Machine is the hardware being scheduled.
 	Machine Machine
 	// MPL is the multiprogramming level: the number of rows of the matrix.
-	// 1 is space sharing.
+	// 1 is space sharing. With MPL > 1 rows time-share the machine: a
+	// job's estimate is dilated by MPL for reservations (each row gets at
+	// least 1/MPL of the time), and queue policies are judged per row.
 	MPL int
+	// AlternativeScheduling lets a running job also run in the slices of
+	// other rows whose slots on its columns are empty (job-level slot reuse,
+	// as in backfilling gang scheduling). Changes come as Alternate and
+	// AlternateEnd decisions. Only meaningful with MPL > 1.
+	AlternativeScheduling bool
 	// Policy orders and backfills the queue.
 	Policy Policy
 	// EnforceLimits makes the core emit a Kill decision for a running job
@@ -73,13 +80,8 @@ func (c Config) Validate() error {
 	if c.Machine.MemoryPerProcessor < 0 {
 		errs = append(errs, fmt.Errorf("memory per processor must not be negative, got %d", c.Machine.MemoryPerProcessor))
 	}
-	switch {
-	case c.MPL < 1:
+	if c.MPL < 1 {
 		errs = append(errs, fmt.Errorf("MPL must be at least 1, got %d", c.MPL))
-	case c.MPL > 1:
-		// The matrix already has rows; time sharing (row rotation and
-		// alternative scheduling) is what is not built yet.
-		errs = append(errs, fmt.Errorf("MPL %d: time sharing (MPL > 1) is not implemented yet; use MPL 1", c.MPL))
 	}
 	if _, err := ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("unknown policy %q (valid: %s)", c.Policy, policyList()))

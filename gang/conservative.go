@@ -3,41 +3,65 @@ package gang
 import "time"
 
 // conservative implements conservative backfilling: every queued job holds
-// a reservation in the availability profile, placed in arrival order at the
+// a reservation in an availability profile, placed in arrival order at the
 // earliest time it fits; jobs start when their reservation is reached.
+// With MPL > 1 each row has its own profile and a job is reserved in the
+// row where it can start earliest (then the lowest row). Reservations count
+// processors; memory is checked when a job starts (job access control).
 type conservative struct {
-	prof profile
-	// stale is set when processors were released (a job ended early, or a
-	// queued job left) and reservations await compression. Compression runs
-	// once, before the next placement or pass, so the outcome does not
+	profs []profile // one per row
+	// stale is set when processors were released (a job ended, or a queued
+	// job left) and reservations await compression. Compression runs once,
+	// before the next placement, pass or query, so the outcome does not
 	// depend on the order in which jobs ending at one instant are reported.
 	stale bool
 }
 
-func newConservative(processors int) *conservative {
-	return &conservative{prof: newProfile(processors)}
+func newConservative(processors, rows int) *conservative {
+	p := &conservative{profs: make([]profile, rows)}
+	for r := range p.profs {
+		p.profs[r] = newProfile(processors)
+	}
+	return p
+}
+
+func (p *conservative) advance(now time.Duration) {
+	for r := range p.profs {
+		p.profs[r].advance(now)
+	}
 }
 
 func (p *conservative) submitted(s *Scheduler, j *jobState) {
-	p.prof.advance(s.now)
+	p.advance(s.now)
 	// Jobs already queued are compressed before the newcomer is placed, so
 	// it cannot take a slot an older job is entitled to.
 	p.compress(s, j)
 	p.reserve(s, j)
 }
 
+// reserve places j at the earliest time it fits in any row.
 func (p *conservative) reserve(s *Scheduler, j *jobState) {
-	j.resv = p.prof.earliest(s.now, j.Estimate, j.Processors)
-	p.prof.add(j.resv, j.resv+j.Estimate, -j.Processors)
+	span := s.span(j)
+	for r := range p.profs {
+		at := p.profs[r].earliest(s.now, span, j.Processors)
+		if r == 0 || at < j.resv {
+			j.resv, j.resvRow = at, r
+		}
+	}
+	p.profs[j.resvRow].add(j.resv, j.resv+span, -j.Processors)
+}
+
+func (p *conservative) release(s *Scheduler, j *jobState) {
+	p.profs[j.resvRow].add(j.resv, j.resv+s.span(j), j.Processors)
 }
 
 func (p *conservative) removed(s *Scheduler, j *jobState, wasRunning, early bool) {
-	p.prof.advance(s.now)
+	p.advance(s.now)
 	switch {
 	case !wasRunning:
-		p.prof.add(j.resv, j.resv+j.Estimate, j.Processors)
+		p.release(s, j)
 	case early:
-		p.prof.add(s.now, j.estEnd, j.Processors)
+		p.profs[j.row].add(s.now, j.estEnd, j.Processors)
 	}
 	// pyss compresses after every termination, even one on time: a previous
 	// compression may have opened holes that earlier jobs can now use.
@@ -57,23 +81,23 @@ func (p *conservative) compress(s *Scheduler, skip *jobState) {
 		if j == skip || j.resv <= s.now {
 			continue // due now: it starts in this pass (or waits for an overrun)
 		}
-		p.prof.add(j.resv, j.resv+j.Estimate, j.Processors)
+		p.release(s, j)
 		p.reserve(s, j)
 	}
 }
 
 func (p *conservative) started(s *Scheduler, j *jobState) {
-	if j.resv != s.now {
+	if j.resv != s.now || j.resvRow != j.row {
 		// A late start (a running job overran its estimate): move the
 		// occupation from the reserved slot to the real one.
-		p.prof.add(j.resv, j.resv+j.Estimate, j.Processors)
-		p.prof.add(s.now, s.now+j.Estimate, -j.Processors)
+		p.release(s, j)
+		p.profs[j.row].add(s.now, s.now+s.span(j), -j.Processors)
 	}
 	j.resv = -1
 }
 
 func (p *conservative) settle(s *Scheduler) {
-	p.prof.advance(s.now)
+	p.advance(s.now)
 	p.compress(s, nil)
 }
 
@@ -84,10 +108,10 @@ func (p *conservative) schedule(s *Scheduler) {
 		if j.resv > s.now {
 			continue
 		}
-		if j.Processors > s.free() {
-			continue // late: a running job overran its estimate
+		if !s.fits(j, j.resvRow) {
+			continue // late: a running job overran its estimate, or memory is short
 		}
-		s.start(j, Explanation{Rule: RuleReservationDue, Procs: j.Processors, Free: s.free(), At: j.resv})
+		s.start(j, j.resvRow, Explanation{Rule: RuleReservationDue, Procs: j.Processors, Free: s.rows[j.resvRow].cols.free, At: j.resv})
 		started = true
 	}
 	if started {
@@ -105,12 +129,14 @@ func (p *conservative) wakeup(s *Scheduler) (t time.Duration, ok bool) {
 }
 
 func (p *conservative) explain(s *Scheduler, j *jobState) Explanation {
-	why := Explanation{Procs: j.Processors, Free: s.free(), At: j.resv}
+	why := Explanation{Procs: j.Processors, Free: s.rows[j.resvRow].cols.free, At: j.resv}
 	switch {
 	case j.resv > s.now:
 		why.Rule = RuleReservedLater
-	case j.Processors <= why.Free:
+	case s.fits(j, j.resvRow):
 		why.Rule = RuleReservationDue // the next pass starts it
+	case s.memoryBlocked(j):
+		why.Rule = RuleNoMemory
 	default:
 		why.Rule = RuleReservationLate
 	}

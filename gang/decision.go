@@ -20,6 +20,12 @@ const (
 	// Kill: end the job (its time limit is reached). The caller still reports
 	// Finished once the job is gone.
 	Kill
+	// Alternate: a running job also runs in Row's slices, on its own
+	// Columns, which are empty in that row (alternative scheduling).
+	Alternate
+	// AlternateEnd: the job no longer runs in Row's slices (a job was placed
+	// on those columns, or another job took the slot).
+	AlternateEnd
 )
 
 func (k Kind) String() string {
@@ -32,6 +38,10 @@ func (k Kind) String() string {
 		return "resume"
 	case Kill:
 		return "kill"
+	case Alternate:
+		return "alternate"
+	case AlternateEnd:
+		return "alternate-end"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -48,8 +58,11 @@ type Decision struct {
 }
 
 func (d Decision) String() string {
-	if d.Kind == Start {
+	switch d.Kind {
+	case Start:
 		return fmt.Sprintf("start %d row %d cols %s: %s", d.Job, d.Row, columnRanges(d.Columns), d.Why)
+	case Alternate, AlternateEnd:
+		return fmt.Sprintf("%s %d row %d cols %s: %s", d.Kind, d.Job, d.Row, columnRanges(d.Columns), d.Why)
 	}
 	return fmt.Sprintf("%s %d: %s", d.Kind, d.Job, d.Why)
 }
@@ -73,6 +86,9 @@ const (
 	RuleReservedLater   // waits: its reservation lies in the future
 	RuleNotQueued       // the job is not waiting (unknown, running or ended)
 	RuleReservationLate // waits: its reservation is due but a job overran its estimate
+	RuleNoMemory        // waits: enough free processors in a row, but too little memory on them
+	RuleAlternateFree   // alternate: its columns are empty in that row
+	RuleAlternateTaken  // alternate ends: its columns in that row were taken
 )
 
 func (r Rule) String() string {
@@ -103,6 +119,12 @@ func (r Rule) String() string {
 		return "not-queued"
 	case RuleReservationLate:
 		return "reservation-late"
+	case RuleNoMemory:
+		return "no-memory"
+	case RuleAlternateFree:
+		return "alternate-free"
+	case RuleAlternateTaken:
+		return "alternate-taken"
 	}
 	return fmt.Sprintf("rule(%d)", uint8(r))
 }
@@ -148,6 +170,12 @@ func (e Explanation) String() string {
 		return "not queued"
 	case RuleReservationLate:
 		return fmt.Sprintf("reservation at %v is due, but it needs %d processors and %d are free (a running job overran its estimate)", e.At, e.Procs, e.Free)
+	case RuleNoMemory:
+		return fmt.Sprintf("enough free processors (%d), but too little memory left on them", e.Procs)
+	case RuleAlternateFree:
+		return "its columns are empty in this row"
+	case RuleAlternateTaken:
+		return "its columns in this row were taken"
 	}
 	return e.Rule.String()
 }

@@ -7,7 +7,14 @@ import (
 
 // easy implements fcfs (noBackfill), EASY backfilling, and EASY with
 // shortest-estimate-first backfill order. All three first start queued jobs
-// in arrival order while the head fits; EASY then backfills behind the head.
+// in arrival order while the head fits in some row; EASY then backfills
+// behind the head.
+//
+// With MPL > 1 the rules are judged per row: the head's reservation is in
+// the row whose shadow time is earliest, a backfill candidate placed in that
+// row must not delay it (ends by the shadow time or uses only that row's
+// extra processors), and a candidate placed in another row does not affect
+// it. Rows are tried in order.
 type easy struct {
 	noBackfill    bool
 	shortestFirst bool
@@ -23,23 +30,40 @@ func (p *easy) wakeup(*Scheduler) (time.Duration, bool) { return 0, false }
 
 func (p *easy) schedule(s *Scheduler) {
 	n := 0
-	for n < len(s.queue) && s.queue[n].Processors <= s.free() {
+	for n < len(s.queue) {
 		j := s.queue[n]
-		s.start(j, Explanation{Rule: RuleFits, Procs: j.Processors, Free: s.free()})
+		r, ok := s.firstFit(j)
+		if !ok {
+			break
+		}
+		s.start(j, r, Explanation{Rule: RuleFits, Procs: j.Processors, Free: s.rows[r].cols.free})
 		n++
 	}
 	s.dropHead(n)
-	if !p.noBackfill && len(s.queue) > 1 && s.free() > 0 {
+	if !p.noBackfill && len(s.queue) > 1 && s.anyFree() {
 		if p.backfill(s, s.queue[0], s.queue[1:]) {
 			s.compactQueue()
 		}
 	}
 }
 
+// reservation returns the row where head is reserved (the earliest shadow
+// time, then the lowest row), that shadow time, and the extra processors
+// there.
+func (p *easy) reservation(s *Scheduler, head *jobState) (row int, shadow time.Duration, extra int) {
+	for r := range s.rows {
+		at, ex := s.rows[r].shadow(head.Processors, s.rows[r].cols.free, s.now)
+		if r == 0 || at < shadow {
+			row, shadow, extra = r, at, ex
+		}
+	}
+	return row, shadow, extra
+}
+
 // backfill starts the jobs behind head that fit now without delaying head's
-// reservation at the shadow time. It reports whether it started any.
+// reservation. It reports whether it started any.
 func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
-	shadow, extra := s.rows[0].shadow(head.Processors, s.free(), s.now)
+	resRow, shadow, extra := p.reservation(s, head)
 	if p.shortestFirst {
 		p.candidates = append(p.candidates[:0], rest...)
 		slices.SortStableFunc(p.candidates, func(a, b *jobState) int {
@@ -56,45 +80,63 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 	}
 	started := false
 	for _, j := range rest {
-		free := s.free()
-		if free == 0 {
+		if !s.anyFree() {
 			break
 		}
-		if j.Processors > free {
-			continue
+		for r := range s.rows {
+			if !s.fits(j, r) {
+				continue
+			}
+			why := Explanation{Rule: RuleFits, Procs: j.Processors, Free: s.rows[r].cols.free, At: shadow, Head: head.ID, Extra: extra}
+			if r == resRow {
+				switch {
+				case s.now+s.span(j) <= shadow:
+					why.Rule = RuleBackfillShadow
+				case j.Processors <= extra:
+					why.Rule = RuleBackfillExtra
+					extra -= j.Processors
+				default:
+					continue
+				}
+			}
+			s.start(j, r, why)
+			started = true
+			break
 		}
-		why := Explanation{Procs: j.Processors, Free: free, At: shadow, Head: head.ID, Extra: extra}
-		switch {
-		case s.now+j.Estimate <= shadow:
-			why.Rule = RuleBackfillShadow
-		case j.Processors <= extra:
-			why.Rule = RuleBackfillExtra
-			extra -= j.Processors
-		default:
-			continue
-		}
-		s.start(j, why)
-		started = true
 	}
 	return started
 }
 
 func (p *easy) explain(s *Scheduler, j *jobState) Explanation {
 	head := s.queue[0]
-	free := s.free()
-	shadow, extra := s.rows[0].shadow(head.Processors, free, s.now)
+	resRow, shadow, extra := p.reservation(s, head)
+	free := s.rows[resRow].cols.free
+	memory := s.memoryBlocked(j)
 	if j == head {
+		if memory {
+			return Explanation{Rule: RuleNoMemory, Procs: j.Processors}
+		}
 		return Explanation{Rule: RuleNoRoom, Procs: j.Processors, Free: free, At: shadow}
 	}
 	if p.noBackfill {
 		return Explanation{Rule: RuleBehindHead, Head: head.ID, Procs: j.Processors, Free: free}
 	}
-	if j.Processors > free {
-		return Explanation{Rule: RuleTooFewFree, Procs: j.Processors, Free: free}
-	}
-	if s.now+j.Estimate > shadow && j.Processors > extra {
+	for r := range s.rows {
+		if !s.fits(j, r) {
+			continue
+		}
+		if r != resRow || s.now+s.span(j) <= shadow || j.Processors <= extra {
+			// The state changed since the last pass: the next one starts it.
+			return Explanation{Rule: RuleFits, Procs: j.Processors, Free: s.rows[r].cols.free}
+		}
 		return Explanation{Rule: RuleWouldDelayHead, Procs: j.Processors, Free: free, At: shadow, Extra: extra, Head: head.ID}
 	}
-	// The state changed since the last pass: the next one will start it.
-	return Explanation{Rule: RuleFits, Procs: j.Processors, Free: free}
+	if memory {
+		return Explanation{Rule: RuleNoMemory, Procs: j.Processors}
+	}
+	most := 0
+	for r := range s.rows {
+		most = max(most, s.rows[r].cols.free)
+	}
+	return Explanation{Rule: RuleTooFewFree, Procs: j.Processors, Free: most}
 }

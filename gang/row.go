@@ -47,9 +47,13 @@ func (r *row) removeRunning(j *jobState) {
 // shadow computes, from running jobs' estimates, the earliest time at which
 // procs processors are free (the shadow time) and how many processors are
 // free beyond procs at that time (the extra processors). A job running past
-// its estimate is taken to end now. free is the number free now; the caller
-// knows it is less than procs.
+// its estimate is taken to end now. free is the number free now. When that
+// is already enough (the job waits for memory, not processors), the shadow
+// time is now.
 func (r *row) shadow(procs, free int, now time.Duration) (at time.Duration, extra int) {
+	if free >= procs {
+		return now, free - procs
+	}
 	avail := free
 	for i := 0; i < len(r.running); i++ {
 		j := r.running[i]

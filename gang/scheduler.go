@@ -1,8 +1,10 @@
 package gang
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -25,8 +27,13 @@ type jobState struct {
 	row     int
 	cols    []int
 	start   time.Duration
-	estEnd  time.Duration // start + Estimate
+	estEnd  time.Duration // start + span (the estimate, dilated by MPL)
 	resv    time.Duration // conservative: reserved start while queued
+	resvRow int           // conservative: the row of the reservation
+}
+
+func sortBySeq(js []*jobState) {
+	slices.SortFunc(js, func(a, b *jobState) int { return cmp.Compare(a.seq, b.seq) })
 }
 
 // Scheduler is the core state machine. It is not safe for concurrent use:
@@ -40,7 +47,13 @@ type Scheduler struct {
 	jobs   map[JobID]*jobState
 	queue  []*jobState // waiting jobs in arrival order
 	rows   []row
-	out    []Decision // Schedule's result buffer, reused
+	colMem []int64         // memory in use on each column, summed over rows
+	alt    map[JobID][]int // alternative scheduling: extra rows a job runs in
+	curRow int             // the row of the current slice
+	out    []Decision      // Schedule's result buffer, reused
+
+	altScratch [][]uint64 // per row: columns taken by alternates
+	ageScratch []*jobState
 }
 
 // policy is a queue policy's hooks into the scheduler. Each is called with
@@ -70,12 +83,17 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{
-		cfg:  cfg,
-		jobs: make(map[JobID]*jobState),
-		rows: make([]row, cfg.MPL),
+		cfg:        cfg,
+		jobs:       make(map[JobID]*jobState),
+		rows:       make([]row, cfg.MPL),
+		colMem:     make([]int64, cfg.Machine.Processors),
+		alt:        map[JobID][]int{},
+		curRow:     cfg.MPL - 1, // so the first slice is row 0
+		altScratch: make([][]uint64, cfg.MPL),
 	}
 	for i := range s.rows {
 		s.rows[i] = newRow(cfg.Machine.Processors)
+		s.altScratch[i] = make([]uint64, len(s.rows[i].cols.words))
 	}
 	switch cfg.Policy {
 	case FCFS:
@@ -85,7 +103,7 @@ func New(cfg Config) (*Scheduler, error) {
 	case EASYSJBF:
 		s.policy = &easy{shortestFirst: true}
 	case Conservative:
-		s.policy = newConservative(cfg.Machine.Processors)
+		s.policy = newConservative(cfg.Machine.Processors, cfg.MPL)
 	}
 	return s, nil
 }
@@ -161,6 +179,14 @@ func (s *Scheduler) Finished(id JobID, now time.Duration) error {
 	r := &s.rows[js.row]
 	r.removeRunning(js)
 	r.cols.give(js.cols)
+	if js.Memory > 0 {
+		for _, c := range js.cols {
+			s.colMem[c] -= js.Memory
+		}
+	}
+	// Its alternates end with it; the next pass recomputes the others
+	// without reporting these.
+	delete(s.alt, id)
 	s.policy.removed(s, js, true, now < js.estEnd)
 	return nil
 }
@@ -175,9 +201,11 @@ func (s *Scheduler) dropQueued(js *jobState) {
 }
 
 // Schedule runs a scheduling pass at now and returns the decisions to carry
-// out. The returned slice is reused by the next call: the caller must act on
-// it (or copy it) before calling Schedule again. Columns slices are the
-// caller's to keep.
+// out, in an order that is safe to execute one by one: kills, then ended
+// alternates, then starts (which may take a slot an alternate just left),
+// then new alternates. The returned slice is reused by the next call: the
+// caller must act on it (or copy it) before calling Schedule again. Columns
+// slices are the caller's to keep and must not be modified.
 func (s *Scheduler) Schedule(now time.Duration) ([]Decision, error) {
 	if err := s.advance(now); err != nil {
 		return nil, err
@@ -186,8 +214,14 @@ func (s *Scheduler) Schedule(now time.Duration) ([]Decision, error) {
 	if s.cfg.EnforceLimits {
 		s.killOverdue()
 	}
+	starts := len(s.out)
 	if len(s.queue) > 0 {
 		s.policy.schedule(s)
+	}
+	if s.cfg.AlternativeScheduling && s.cfg.MPL > 1 {
+		ended, added := s.alternates()
+		s.out = slices.Insert(s.out, starts, ended...)
+		s.out = append(s.out, added...)
 	}
 	return s.out, nil
 }
@@ -207,17 +241,27 @@ func (s *Scheduler) killOverdue() {
 	}
 }
 
-// start moves queued job j (at queue index qi) into row 0 now. Policies call
-// it from schedule; it does not compact the queue (see compactQueue).
-func (s *Scheduler) start(j *jobState, why Explanation) {
-	r := &s.rows[0]
+// start moves queued job j into row r now, on the lowest free columns that
+// have room for its memory; the caller has checked that it fits. Policies
+// call it from schedule; it does not compact the queue (see compactQueue).
+func (s *Scheduler) start(j *jobState, r int, why Explanation) {
+	row := &s.rows[r]
 	j.running = true
-	j.row = 0
-	j.cols = r.cols.take(j.Processors)
+	j.row = r
+	if s.memoryBound(j) {
+		s.memoryColumns(j, r, true)
+	} else {
+		j.cols = row.cols.take(j.Processors)
+	}
+	if j.Memory > 0 {
+		for _, c := range j.cols {
+			s.colMem[c] += j.Memory
+		}
+	}
 	j.start = s.now
-	j.estEnd = s.now + j.Estimate
-	r.addRunning(j)
-	s.out = append(s.out, Decision{Kind: Start, Job: j.ID, Row: 0, Columns: j.cols, Why: why})
+	j.estEnd = s.now + s.span(j)
+	row.addRunning(j)
+	s.out = append(s.out, Decision{Kind: Start, Job: j.ID, Row: r, Columns: j.cols, Why: why})
 	s.policy.started(s, j)
 }
 
@@ -246,15 +290,6 @@ func (s *Scheduler) compactQueue() {
 	}
 	clear(s.queue[n:])
 	s.queue = s.queue[:n]
-}
-
-// free returns the free processors of row 0.
-func (s *Scheduler) free() int { return s.rows[0].cols.free }
-
-// Slice returns the matrix row that runs in the time slice starting at now.
-// With MPL 1 it is always row 0.
-func (s *Scheduler) Slice(now time.Duration) int {
-	return 0
 }
 
 // NextWakeup returns the next instant after the last call's now at which the
@@ -333,4 +368,10 @@ func (s *Scheduler) Running() (jobs, processors int) {
 		processors += s.cfg.Machine.Processors - s.rows[ri].cols.free
 	}
 	return jobs, processors
+}
+
+// Alternates returns the rows besides its own in which a running job also
+// runs (alternative scheduling), in row order.
+func (s *Scheduler) Alternates(id JobID) []int {
+	return slices.Clone(s.alt[id])
 }

@@ -17,12 +17,15 @@ import (
 // TestScripts runs the interaction scripts under testdata/. Each script is a
 // sequence of directives; times and estimates are in seconds:
 //
-//	config procs=10 policy=easy [limits] [mem=512]  new scheduler (mem in bytes per processor)
+//	config procs=10 policy=easy [mpl=2] [alt] [limits] [mem=512]
+//	                                               new scheduler (mem in bytes per processor,
+//	                                               alt: alternative scheduling)
 //	submit at=0 id=1 procs=4 est=10 [mem=100]      a job arrives
 //	finish at=5 id=1                               a job ends
 //	schedule at=5                                  a pass: prints the decisions
 //	explain id=2                                   why a job waits
 //	wakeup                                         NextWakeup
+//	slice at=0 [n=3]                               the rows of the next n slices
 //	run                                            simulate the jobs listed below
 //	<id> <submit> <procs> <estimate> <runtime>     (one per line) and print each
 //	                                               job's start and end
@@ -44,6 +47,7 @@ func TestScripts(t *testing.T) {
 				cfg.Machine.MemoryPerProcessor = int64(intArg(t, d, "mem", 0))
 				cfg.MPL = intArg(t, d, "mpl", 1)
 				cfg.EnforceLimits = d.HasArg("limits")
+				cfg.AlternativeScheduling = d.HasArg("alt")
 				var err error
 				rec, err = gangtest.NewRecorder(cfg)
 				if err != nil {
@@ -77,6 +81,12 @@ func TestScripts(t *testing.T) {
 					return "no decisions"
 				}
 				return gangtest.Format(ds)
+			case "slice":
+				var rows []string
+				for i := 0; i < intArg(t, d, "n", 1); i++ {
+					rows = append(rows, strconv.Itoa(rec.S.Slice(secArg(t, d, "at", 0))))
+				}
+				return "rows " + strings.Join(rows, " ")
 			case "explain":
 				return rec.S.Explain(gang.JobID(intArg(t, d, "id", 0))).String()
 			case "wakeup":

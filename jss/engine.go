@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/gang/verify"
 )
 
 // Config configures one simulation run.
 type Config struct {
 	// Scheduler configures the core that makes every decision.
 	Scheduler gang.Config
-	// Check verifies every decision against an independent record of the
-	// matrix: a started job gets exactly its processors' worth of distinct,
-	// free columns, starts no earlier than it was submitted, and no column
-	// is ever used by two jobs at once. A violation ends the run with an
-	// error. It costs O(processors) per job.
+	// Check verifies every decision with gang/verify, an independent record
+	// of the matrix: a started job gets exactly its processors' worth of
+	// distinct, free columns, starts no earlier than it was submitted, no
+	// slot is ever used by two jobs at once and no column's memory is
+	// exceeded. A violation ends the run with an error.
 	Check bool
 }
 
@@ -60,7 +61,7 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 		passes: make(map[time.Duration]struct{}),
 	}
 	if cfg.Check {
-		e.check = newChecker(cfg.Scheduler.Machine.Processors, cfg.Scheduler.MPL)
+		e.check = verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)
 	}
 	return e.run(ctx)
 }
@@ -69,7 +70,7 @@ type engine struct {
 	core   *gang.Scheduler
 	src    Source
 	emit   func(Result) error
-	check  *checker
+	check  *verify.Checker
 	heap   eventHeap
 	jobs   map[gang.JobID]*active // queued and running
 	next   Job                    // the one arrival pulled from src and not yet submitted
@@ -138,6 +139,11 @@ func (e *engine) arrive(ev event) error {
 	}
 	e.stats.Jobs++
 	e.jobs[j.ID] = &active{job: *j, seq: e.nseq - 1}
+	if e.check != nil {
+		if err := e.check.Submitted(j.Job); err != nil {
+			return fmt.Errorf("jss: job %d: %w", j.Number, err)
+		}
+	}
 	e.needPass(ev.at)
 	return e.pull()
 }
@@ -152,7 +158,9 @@ func (e *engine) complete(ev event) error {
 		return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
 	}
 	if e.check != nil {
-		e.check.finished(ev.job)
+		if err := e.check.Finished(ev.job); err != nil {
+			return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
+		}
 	}
 	e.needPass(ev.at)
 	r := Result{Job: a.job, Seq: a.seq, Start: a.start, End: a.end}
@@ -183,13 +191,13 @@ func (e *engine) pass(at time.Duration) error {
 		if a == nil {
 			return fmt.Errorf("jss: core decided %v for a job the simulator does not know", d)
 		}
+		if e.check != nil {
+			if err := e.check.Apply(d, at); err != nil {
+				return fmt.Errorf("jss: invariant violated for job %d: %w", a.job.Number, err)
+			}
+		}
 		switch d.Kind {
 		case gang.Start:
-			if e.check != nil {
-				if err := e.check.started(d, &a.job, at); err != nil {
-					return err
-				}
-			}
 			a.on, a.start, a.end = true, at, at+a.job.Runtime
 			e.heap.push(a.end, classCompletion, d.Job)
 		case gang.Kill:

@@ -59,34 +59,3 @@ func TestEqualTimesRunCompletionsThenArrivalsThenPasses(t *testing.T) {
 		t.Fatalf("order %v, want %v (time, then completion < arrival < pass, then insertion)", got, want)
 	}
 }
-
-func TestCheckerRejectsBadDecisions(t *testing.T) {
-	j := &Job{Job: gang.Job{Processors: 2, Submit: 5}, Number: 42}
-	for _, c := range []struct {
-		name string
-		d    gang.Decision
-		at   time.Duration
-	}{
-		{"before submit", gang.Decision{Kind: gang.Start, Job: 1, Columns: []int{0, 1}}, 4},
-		{"wrong width", gang.Decision{Kind: gang.Start, Job: 1, Columns: []int{0}}, 5},
-		{"outside machine", gang.Decision{Kind: gang.Start, Job: 1, Columns: []int{3, 4}}, 5},
-		{"bad row", gang.Decision{Kind: gang.Start, Job: 1, Row: 1, Columns: []int{0, 1}}, 5},
-		{"duplicate column", gang.Decision{Kind: gang.Start, Job: 1, Columns: []int{1, 1}}, 5},
-	} {
-		ck := newChecker(4, 1)
-		if err := ck.started(&c.d, j, c.at); err == nil {
-			t.Errorf("%s: accepted", c.name)
-		}
-	}
-	ck := newChecker(4, 1)
-	if err := ck.started(&gang.Decision{Job: 1, Columns: []int{0, 1}}, j, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := ck.started(&gang.Decision{Job: 2, Columns: []int{1, 2}}, j, 5); err == nil {
-		t.Fatal("column 1 given twice")
-	}
-	ck.finished(1)
-	if err := ck.started(&gang.Decision{Job: 3, Columns: []int{0, 1}}, j, 6); err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-}

@@ -22,6 +22,11 @@ type Job struct {
 	Truncated bool
 	// Record is the SWF line the job came from, or nil.
 	Record *swf.Record
+	// Compute is a benchmark job's useful computation, summed over its
+	// processes (execution models only; see ModelSource).
+	Compute time.Duration
+
+	program *Program // execution models: the job's behaviour
 }
 
 // Result is a job's simulated outcome.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss/swf"
 )
@@ -115,6 +116,8 @@ type SourceCounts struct {
 }
 
 // SWFSource delivers the jobs of an SWF trace under a set of conventions.
+// When the header lists benchmark templates (TemplateKey), a job's field
+// 14 selects its template.
 type SWFSource struct {
 	r       *swf.Reader
 	name    string
@@ -122,7 +125,8 @@ type SWFSource struct {
 	conv    Conventions
 	lenient bool
 	keep    bool
-	prev    float64 // previous delivered submit time
+	tpls    map[int]bench.Template // from the header's Template lines
+	prev    float64                // previous delivered submit time
 	counts  SourceCounts
 }
 
@@ -147,7 +151,11 @@ func NewSWFSource(r *swf.Reader, opt SWFSourceOptions) (*SWFSource, error) {
 	if opt.Processors < 1 {
 		return nil, fmt.Errorf("jss: machine processors must be at least 1, got %d", opt.Processors)
 	}
-	return &SWFSource{r: r, name: opt.Name, procs: opt.Processors, conv: opt.Conventions, lenient: opt.Lenient, keep: opt.KeepRecords, prev: math.Inf(-1)}, nil
+	tpls, err := ReadTemplates(r.Header())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opt.Name, err)
+	}
+	return &SWFSource{r: r, name: opt.Name, procs: opt.Processors, conv: opt.Conventions, lenient: opt.Lenient, keep: opt.KeepRecords, tpls: tpls, prev: math.Inf(-1)}, nil
 }
 
 // Counts returns what the source has read, delivered and dropped so far.
@@ -235,6 +243,16 @@ func (s *SWFSource) convert(rec *swf.Record) (Job, bool, error) {
 	if rec.UserID >= 0 {
 		user = strconv.FormatFloat(rec.UserID, 'f', -1, 64)
 	}
+	var tpl string
+	if len(s.tpls) > 0 && rec.Executable >= 1 {
+		t, ok := s.tpls[int(rec.Executable)]
+		if !ok {
+			return Job{}, false, &swf.ParseError{File: s.name, Line: rec.Line, Field: 14,
+				Value: strconv.FormatFloat(rec.Executable, 'f', -1, 64),
+				Err:   fmt.Errorf("no \"; %s: %d …\" line in the header", TemplateKey, int(rec.Executable))}
+		}
+		tpl = t.String()
+	}
 	var keep *swf.Record
 	if s.keep {
 		r := *rec
@@ -247,6 +265,7 @@ func (s *SWFSource) convert(rec *swf.Record) (Job, bool, error) {
 			Estimate:   estimate,
 			Memory:     mem,
 			User:       user,
+			Template:   tpl,
 		},
 		Number:    int64(rec.JobNumber),
 		Runtime:   runtime,

@@ -193,3 +193,31 @@ func TestConventionsValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestSWFSourceTemplates(t *testing.T) {
+	trace := "; MaxProcs: 8\n; Template: 1 50ms,25ms,news,NB\n; Template: 2 100ms,50ms,transpose,B\n" +
+		"1 0 -1 10 4 -1 -1 4 10 -1 1 -1 -1 2 -1 -1 -1 -1\n" +
+		"2 1 -1 10 4 -1 -1 4 10 -1 1 -1 -1 1 -1 -1 -1 -1\n" +
+		"3 2 -1 10 4 -1 -1 4 10 -1 1 -1 -1 -1 -1 -1 -1 -1\n" +
+		"4 3 -1 10 4 -1 -1 4 10 -1 1 -1 -1 7 -1 -1 -1 -1\n"
+	src := newSource(t, trace, 8, jss.DefaultConventions(), false)
+	for i, want := range []string{"100ms,50ms,transpose,B", "50ms,25ms,news,NB", ""} {
+		j, err := src.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Template != want {
+			t.Errorf("job %d: template %q, want %q", i+1, j.Template, want)
+		}
+	}
+	if _, err := src.Next(); err == nil || !strings.Contains(err.Error(), "t.swf:7: field 14 (executable)") || !strings.Contains(err.Error(), `no "; Template: 7`) {
+		t.Fatalf("unknown template index: %v", err)
+	}
+	rd, err := swf.NewReader(strings.NewReader("; Template: x 50ms\n"), "bad.swf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jss.NewSWFSource(rd, jss.SWFSourceOptions{Name: "bad.swf", Processors: 4, Conventions: jss.DefaultConventions()}); err == nil || !strings.Contains(err.Error(), "bad.swf") {
+		t.Fatalf("bad Template line: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/gang/verify"
 )
 
 // Op is the kind of a recorded input.
@@ -33,10 +34,13 @@ type Event struct {
 }
 
 // Recorder wraps a Scheduler and records every input and every decision.
+// Every accepted input and every decision is also checked by an
+// independent verify.Checker; a violation is returned as the call's error.
 type Recorder struct {
 	S         *gang.Scheduler
 	Log       []Event
 	Decisions []gang.Decision // every decision, in order, deep-copied
+	check     *verify.Checker
 }
 
 // NewRecorder returns a Recorder around a new Scheduler for cfg.
@@ -45,30 +49,43 @@ func NewRecorder(cfg gang.Config) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{S: s}, nil
+	return &Recorder{S: s, check: verify.New(cfg.Machine, cfg.MPL)}, nil
 }
 
 // Submit forwards to the scheduler and records the call.
 func (r *Recorder) Submit(j gang.Job, now time.Duration) error {
 	r.Log = append(r.Log, Event{Op: OpSubmit, Now: now, Job: j})
-	return r.S.Submit(j, now)
+	if err := r.S.Submit(j, now); err != nil {
+		return err
+	}
+	return r.check.Submitted(j)
 }
 
 // Finished forwards to the scheduler and records the call.
 func (r *Recorder) Finished(id gang.JobID, now time.Duration) error {
 	r.Log = append(r.Log, Event{Op: OpFinished, Now: now, ID: id})
-	return r.S.Finished(id, now)
+	if err := r.S.Finished(id, now); err != nil {
+		return err
+	}
+	return r.check.Finished(id)
 }
 
 // Schedule forwards to the scheduler and records the call and its decisions.
 func (r *Recorder) Schedule(now time.Duration) ([]gang.Decision, error) {
 	r.Log = append(r.Log, Event{Op: OpSchedule, Now: now})
 	ds, err := r.S.Schedule(now)
-	for _, d := range ds {
+	if err != nil {
+		return ds, err
+	}
+	for i := range ds {
+		d := ds[i]
 		d.Columns = slices.Clone(d.Columns)
 		r.Decisions = append(r.Decisions, d)
+		if err := r.check.Apply(&d, now); err != nil {
+			return ds, err
+		}
 	}
-	return ds, err
+	return ds, nil
 }
 
 // Replay feeds log into a fresh Scheduler for cfg and returns every decision

@@ -66,6 +66,23 @@ func TestSummaryOnHandComputedSchedule(t *testing.T) {
 	near(t, "sum of flow times", s.SumFlow, 100+95+0+40)
 	near(t, "weighted flow time", s.WeightedFlow, 200*100+20*95+0+60*40)
 	near(t, "tau", s.Tau, 10)
+	// Executions 100, 5, 0, 30 sorted 0 5 30 100; dedicated runtimes equal
+	// them (space sharing), so exec slowdown is 1 except for the zero-length
+	// job (0 / 1 ms floor = 0).
+	near(t, "execution mean", s.Execution.Mean, 33.75)
+	near(t, "execution median", s.Execution.Median, 17.5)
+	near(t, "exec slowdown max", s.ExecSlowdown.Max, 1)
+	near(t, "exec slowdown mean", s.ExecSlowdown.Mean, 0.75)
+}
+
+func TestExecSlowdownUnderTimeSharing(t *testing.T) {
+	c := NewCollector(4, 0)
+	// 10 s of work that took 30 s to execute, after waiting 5 s.
+	c.Add(Job{Submit: 0, Start: sec(5), End: sec(35), Processors: 4, Runtime: sec(10)})
+	s := c.Summary()
+	near(t, "execution", s.Execution.Max, 30)
+	near(t, "exec slowdown", s.ExecSlowdown.Max, 3)
+	near(t, "slowdown", s.Slowdown.Max, 3.5)
 }
 
 func TestTauChangesOnlyBoundedSlowdown(t *testing.T) {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/jss/sweep"
+)
+
+func newMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge --out DIR INPUT...",
+		Short: "Combine the shards of a sweep into its results",
+		Long: `Combine the shard files of a cosched sim sweep (run with --shard k/n) into
+DIR/results.json and DIR/results.csv, byte for byte what the sweep would have
+written unsharded.
+
+Each INPUT is a shard's JSON file, or a directory standing for the
+shard-*.json files in it. The inputs must come from the same sweep (the same
+spec and machine) and together hold every point exactly once; otherwise
+nothing is written and the error names the missing or repeated point indices
+and the files involved.`,
+		Example: `  cosched sim merge --out results runs
+  cosched sim merge --out results runs/shard-1-of-2.json runs/shard-2-of-2.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMerge(cmd.OutOrStdout(), out, args)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory for results.json and results.csv (created if needed; required)")
+	return cmd
+}
+
+func runMerge(stdout io.Writer, out string, inputs []string) error {
+	if out == "" {
+		return usageError{errors.New("--out: required: the directory for the merged results")}
+	}
+	parts, err := sweep.ReadParts(inputs)
+	if err != nil {
+		return err
+	}
+	res, err := sweep.Merge(parts)
+	if err != nil {
+		return err
+	}
+	return writeSweepResults(stdout, res, out)
+}

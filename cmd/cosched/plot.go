@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/jss/plot"
+	"github.com/cosched/cosched/jss/sweep"
+)
+
+type plotFlags struct {
+	in      string
+	out     string
+	formats string
+}
+
+func newPlotCmd() *cobra.Command {
+	var f plotFlags
+	cmd := &cobra.Command{
+		Use:   "plot",
+		Short: "Draw the figures of a sweep: response, wait, slowdown and utilization",
+		Long: `Draw the figures of a cosched sim sweep as PNG and/or SVG files:
+
+  response_vs_slice_W_loadL         mean response time against the time slice,
+                                    one line per (mode, MPL) of bgs and bcs, bf
+                                    as a dashed reference line
+  response_vs_load_W_mplN           mean response time against the load
+  wait_vs_load_W_mplN               mean wait time against the load
+  exec_slowdown_vs_load_W_mplN      execution-time slowdown against the load
+  processor_util_vs_load_W_mplN     processor utilization against the load
+                                    (lines bf, bgs and bcs)
+
+Names gain _memM for a memory mean (e.g. _mem128MB) and, when the sweep has
+several slices, the load figures gain _sliceSms. Points run with several
+seeds are averaged. A figure whose x axis would have fewer than 2 values is
+not drawn; the command says which and why.
+
+--in is a results JSON file or a directory holding results.json (or shard
+files that together make the whole sweep).`,
+		Example: `  cosched sim plot --in w3 --out w3/figures
+  cosched sim plot --in w3/results.json --out figs --format svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlot(cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.in, "in", "", "results JSON file, or a directory with results.json (required)")
+	fl.StringVar(&f.out, "out", "", "directory for the figures (created if needed; required)")
+	fl.StringVar(&f.formats, "format", "png,svg", "file formats: "+strings.Join(plot.Formats(), ", "))
+	return cmd
+}
+
+func (f *plotFlags) validate() ([]string, error) {
+	var errs []error
+	if f.in == "" {
+		errs = append(errs, errors.New("--in: required: the sweep's results file or directory"))
+	}
+	if f.out == "" {
+		errs = append(errs, errors.New("--out: required: the directory for the figures"))
+	}
+	formats, e := parseList("--format", f.formats, func(s string) (string, error) {
+		s = strings.ToLower(s)
+		if !slices.Contains(plot.Formats(), s) {
+			return "", fmt.Errorf("unknown format (valid: %s)", strings.Join(plot.Formats(), ", "))
+		}
+		return s, nil
+	})
+	errs = append(errs, e...)
+	if len(errs) > 0 {
+		return nil, flagErrors(errs)
+	}
+	return formats, nil
+}
+
+func runPlot(stdout, stderr io.Writer, f *plotFlags) error {
+	formats, err := f.validate()
+	if err != nil {
+		return err
+	}
+	res, err := readPlotInput(f.in)
+	if err != nil {
+		return err
+	}
+	if res.Shard != "" {
+		fmt.Fprintf(stderr, "plot: %s holds shard %s only: %d of %d points\n", f.in, res.Shard, len(res.Rows), res.Total)
+	}
+	figs, skips := plot.Figures(res.Rows)
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	paths, err := plot.WriteFiles(f.out, figs, formats)
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", p)
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range skips {
+		what := s.Names[0]
+		if len(s.Names) > 1 {
+			what = fmt.Sprintf("%d %s figures (%s, …)", len(s.Names), s.Kind, s.Names[0])
+		}
+		fmt.Fprintf(stdout, "skipped %s: %s\n", what, s.Reason)
+	}
+	if len(figs) == 0 {
+		fmt.Fprintln(stdout, "no figure drawn: every x axis would have fewer than 2 values")
+	}
+	return nil
+}
+
+// readPlotInput reads a results file, or DIR/results.json, or else the
+// shard files in DIR merged (they must make the whole sweep).
+func readPlotInput(in string) (*sweep.Results, error) {
+	st, err := os.Stat(in)
+	if err != nil {
+		return nil, fmt.Errorf("--in: %w", err)
+	}
+	if !st.IsDir() {
+		return sweep.ReadFile(in)
+	}
+	path := filepath.Join(in, "results.json")
+	if _, err := os.Stat(path); err == nil {
+		return sweep.ReadFile(path)
+	}
+	parts, err := sweep.ReadParts([]string{in})
+	if err != nil {
+		return nil, fmt.Errorf("--in %s: no results.json, and %w", in, err)
+	}
+	return sweep.Merge(parts)
+}

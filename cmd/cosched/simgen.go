@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/jss/swf"
+	"github.com/cosched/cosched/jss/workload"
+)
+
+type simGenFlags struct {
+	workload    string
+	jobs        int
+	load        float64
+	seed        uint64
+	procs       int
+	fitTrace    string
+	meanRuntime time.Duration
+	memMean     string
+	memPerProc  string
+	out         string
+}
+
+// genNoTemplates is the --workload value for jobs without a benchmark template.
+const genNoTemplates = "none"
+
+func newSimGenCmd() *cobra.Command {
+	var f simGenFlags
+	cmd := &cobra.Command{
+		Use:   "gen",
+		Short: "Generate a synthetic workload (Jann et al. 1997) as an SWF file",
+		Long: `Generate a synthetic workload after Jann et al., "Modeling of workload in MPPs"
+(1997), and write it as a Standard Workload Format (SWF) file.
+
+Jobs fall into size classes 1 | 2 | 3-4 | 5-8 | ...; each class is an independent
+stream of arrivals with hyper-Erlang interarrival times, hyper-Erlang runtimes
+and its own sizes. The model is built in (fitted by cosched to the KTH-SP2 log),
+or fitted to another trace with --fit-trace. Sizes above --procs are left out.
+
+Scaling: all times are first scaled so that the mean runtime at load 1 is
+--mean-runtime (0 keeps the model's time scale); runtimes are then scaled so
+that the offered load (work over machine capacity) is --load, which leaves the
+arrivals alone. The mean runtime is therefore mean-runtime × load.
+
+Each job draws one of the --workload's benchmark templates uniformly; the
+header lists them as "; Template: <k> <g,v,comm,sync>" and field 14 of a job
+line holds its k. With --mem-mean each process needs memory drawn from an
+exponential of that mean, redrawn while above --mem-per-proc; field 10 holds it
+in KB. Estimates (field 9) are exact. The same flags give the same file.
+
+Memory sizes take units: 256MB is 256×10^6 bytes, 256MiB is 256×2^20.`,
+		Example: `  cosched sim gen --jobs 1000 --load 0.8 > w3.swf
+  cosched sim gen --workload w0 --procs 64 --load 1.2 --seed 7 --out w0.swf
+  cosched sim gen --mem-mean 256MiB --mem-per-proc 512MiB --out mem.swf
+  cosched sim gen --fit-trace LANL-CM5.swf --mean-runtime 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimGen(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.workload, "workload", "w3", "benchmark templates the jobs draw from: "+benchWorkloadNames()+", or "+genNoTemplates)
+	fl.IntVar(&f.jobs, "jobs", 1000, "number of jobs")
+	fl.Float64Var(&f.load, "load", 1.0, "offered load: Σ size × runtime over processors × time (above 1 needs time sharing)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fl.IntVar(&f.procs, "procs", 32, "machine size in processors; larger jobs are not generated")
+	fl.StringVar(&f.fitTrace, "fit-trace", "", "fit the model to this SWF trace (plain or gzip; - for standard input) instead of the built-in KTH-SP2 parameters")
+	fl.DurationVar(&f.meanRuntime, "mean-runtime", 30*time.Second, "mean runtime at load 1; 0 keeps the model's own time scale")
+	fl.StringVar(&f.memMean, "mem-mean", "0", "mean memory per process (e.g. 256MB, 1GiB); 0 for no memory requirement")
+	fl.StringVar(&f.memPerProc, "mem-per-proc", "512MiB", "memory of one processor (column): no process needs more; must be at least --mem-mean")
+	fl.StringVar(&f.out, "out", "", "write the SWF here instead of standard output (- is standard output)")
+	return cmd
+}
+
+func benchWorkloadNames() string {
+	var names []string
+	for _, w := range bench.Workloads() {
+		names = append(names, w.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseMemoryFlag reads a memory size with units, as humanize.ParseBytes does,
+// and checks it fits an int64.
+func parseMemoryFlag(flag, s string) (int64, error) {
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: %v", flag, s, err)
+	}
+	return n, nil
+}
+
+// validate checks every flag, reports all problems at once, and returns the
+// generator's configuration less its model.
+func (f *simGenFlags) validate() (workload.Config, error) {
+	var errs []error
+	c := workload.Config{Processors: f.procs, Jobs: f.jobs, Load: f.load, MeanRuntime: f.meanRuntime, Seed: f.seed}
+	if !strings.EqualFold(f.workload, genNoTemplates) {
+		w, err := bench.LookupWorkload(f.workload)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--workload %q: unknown workload (valid: %s, %s)", f.workload, benchWorkloadNames(), genNoTemplates))
+		}
+		c.Templates = w.Templates
+	}
+	if f.jobs < 1 {
+		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
+	}
+	if !(f.load > 0) || math.IsInf(f.load, 0) {
+		errs = append(errs, fmt.Errorf("--load %v: must be positive", f.load))
+	}
+	if f.procs < 1 {
+		errs = append(errs, fmt.Errorf("--procs %d: must be at least 1", f.procs))
+	}
+	if f.meanRuntime < 0 {
+		errs = append(errs, fmt.Errorf("--mean-runtime %v: must not be negative (0 keeps the model's time scale)", f.meanRuntime))
+	}
+	var memErr bool
+	var err error
+	if c.MemoryMean, err = parseMemoryFlag("--mem-mean", f.memMean); err != nil {
+		errs, memErr = append(errs, err), true
+	}
+	if c.MemoryMax, err = parseMemoryFlag("--mem-per-proc", f.memPerProc); err != nil {
+		errs, memErr = append(errs, err), true
+	}
+	if !memErr && c.MemoryMean > c.MemoryMax {
+		errs = append(errs, fmt.Errorf("--mem-mean %s: no room: more than --mem-per-proc %s, a processor's memory", f.memMean, f.memPerProc))
+	}
+	if len(errs) > 0 {
+		return c, flagErrors(errs)
+	}
+	return c, nil
+}
+
+func runSimGen(stdin io.Reader, stdout, stderr io.Writer, f *simGenFlags) error {
+	c, err := f.validate()
+	if err != nil {
+		return err
+	}
+	c.Model = workload.Builtin()
+	if f.fitTrace != "" {
+		if c.Model, err = fitModelToTrace("--fit-trace", f.fitTrace, 0, stdin); err != nil {
+			return err
+		}
+	}
+	gen, err := workload.NewGenerator(c)
+	if err != nil {
+		return err
+	}
+	if f.out == "" || f.out == "-" {
+		_, err := workload.WriteSWF(stdout, gen, c)
+		return err
+	}
+	o, err := createAtomic(f.out)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer o.abort()
+	n, err := workload.WriteSWF(o.f, gen, c)
+	if err != nil {
+		return err
+	}
+	if err := o.commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %d jobs to %s (load %g on %d processors, seed %d)\n", n, f.out, c.Load, c.Processors, c.Seed)
+	return nil
+}
+
+// fitModelToTrace fits the workload model to an SWF file, or standard input for
+// "-". procs overrides the trace's machine size when positive.
+func fitModelToTrace(flag, path string, procs int, stdin io.Reader) (workload.Model, error) {
+	var rd *swf.Reader
+	var closer io.Closer
+	var err error
+	name := filepath.Base(path)
+	if path == "-" {
+		name = "<stdin>"
+		rd, closer, err = swf.OpenReader(stdin, name)
+	} else {
+		if st, serr := os.Stat(path); serr != nil {
+			return workload.Model{}, fmt.Errorf("%s: %w", flag, serr)
+		} else if st.IsDir() {
+			return workload.Model{}, fmt.Errorf("%s %s: is a directory, not an SWF file", flag, path)
+		}
+		rd, closer, err = swf.Open(path)
+	}
+	if err != nil {
+		return workload.Model{}, err
+	}
+	defer closer.Close()
+	return workload.FitSWF(rd, name, procs)
+}
+
+type simFitFlags struct {
+	trace  string
+	procs  int
+	format string
+}
+
+func newSimFitCmd() *cobra.Command {
+	var f simFitFlags
+	cmd := &cobra.Command{
+		Use:   "fit",
+		Short: "Fit the synthetic-workload model (Jann et al. 1997) to an SWF trace",
+		Long: `Fit the workload model of Jann et al., "Modeling of workload in MPPs" (1997), to
+a Standard Workload Format (SWF) trace and print it.
+
+Jobs are grouped into size classes 1 | 2 | 3-4 | 5-8 | ...; for each class the
+times between its arrivals and its runtimes are fitted with hyper-Erlang
+distributions of common order by matching three moments (lowest order that
+fits), and its sizes are kept as an empirical distribution. Sizes come from
+field 8, else field 5; runtimes from field 4; jobs wider than the machine are
+left out.
+
+The JSON output is what cosched sim gen --fit-trace uses, and the form of the
+built-in parameters (jss/workload/builtin.json, fitted to KTH-SP2-1996-2.swf).`,
+		Example: `  cosched sim fit --trace KTH-SP2-1996-2.swf --format table
+  cosched sim fit --trace KTH-SP2-1996-2.swf > jss/workload/builtin.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimFit(cmd.InOrStdin(), cmd.OutOrStdout(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.trace, "trace", "", "SWF trace to fit, plain or gzip-compressed; - reads standard input (required)")
+	fl.IntVar(&f.procs, "procs", 0, "the trace's machine size (default: its header's MaxProcs, else MaxNodes)")
+	fl.StringVar(&f.format, "format", "json", "output format: json or table")
+	return cmd
+}
+
+func runSimFit(stdin io.Reader, stdout io.Writer, f *simFitFlags) error {
+	var errs []error
+	if f.trace == "" {
+		errs = append(errs, errors.New("--trace: required: the SWF trace to fit"))
+	}
+	if f.procs < 0 {
+		errs = append(errs, fmt.Errorf("--procs %d: must be positive", f.procs))
+	}
+	if f.format != "json" && f.format != "table" {
+		errs = append(errs, fmt.Errorf("--format %q: want json or table", f.format))
+	}
+	if len(errs) > 0 {
+		return flagErrors(errs)
+	}
+	m, err := fitModelToTrace("--trace", f.trace, f.procs, stdin)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if f.format == "json" {
+		if err := m.WriteJSON(&buf); err != nil {
+			return err
+		}
+	} else {
+		writeModelTable(&buf, m)
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+// writeModelTable prints one row per class, then any fallback notes.
+func writeModelTable(w io.Writer, m workload.Model) {
+	fmt.Fprintf(w, "Workload model of %s (%d processors)\n", m.Source, m.Processors)
+	fmt.Fprintf(w, "offered load %.3f, mean runtime %s\n\n", m.OfferedLoad(m.Processors), fmtSeconds(m.MeanRuntime()))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sizes\tjobs\tmean interarrival\torder\tCV\tmean runtime\torder\tCV\tmean size\t")
+	var notes []string
+	for _, c := range m.Classes {
+		ia, run := c.Interarrival, c.Runtime
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.2f\t%s\t%d\t%.2f\t%.1f\t\n",
+			c.SizeRange(), c.Jobs, fmtSeconds(ia.Mean()), ia.Order, ia.CV(), fmtSeconds(run.Mean()), run.Order, run.CV(), c.MeanSize())
+		if ia.Note != "" {
+			notes = append(notes, fmt.Sprintf("class %s interarrival: %s", c.SizeRange(), ia.Note))
+		}
+		if run.Note != "" {
+			notes = append(notes, fmt.Sprintf("class %s runtime: %s", c.SizeRange(), run.Note))
+		}
+	}
+	tw.Flush()
+	notes = append(notes, m.Notes...)
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+}
+
+// seconds shows a time in seconds as a rounded duration: 3069.5 → 51m10s.
+func fmtSeconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d >= time.Minute:
+		d = d.Round(time.Second)
+	case d >= time.Second:
+		d = d.Round(10 * time.Millisecond)
+	}
+	return d.String()
+}

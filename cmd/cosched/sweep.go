@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/jss/sweep"
+)
+
+// sweepTableMax is the most rows printed as a table after a sweep or merge.
+const sweepTableMax = 60
+
+type sweepFlags struct {
+	modes       string
+	mpls        string
+	slices      string
+	loads       string
+	workloads   string
+	memMeans    string
+	jobs        int
+	seeds       string
+	out         string
+	shard       string
+	policy      string
+	parallel    int
+	procs       int
+	memPerProc  string
+	meanRuntime time.Duration
+	check       bool
+	fitTrace    string
+	msgSize     string
+	bandwidth   string
+	latency     time.Duration
+	jobSwitch   time.Duration
+	procSwitch  time.Duration
+}
+
+func newSweepCmd() *cobra.Command {
+	var f sweepFlags
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run bf, bgs and bcs over a design space of MPLs, slices, loads, workloads and memory",
+		Long: `Simulate backfilling (bf), backfilling gang scheduling (bgs) and buffered
+coscheduling (bcs) at every point of a design space, each point a synthetic
+workload (cosched sim gen) run under one configuration, and write one row of
+metrics per point.
+
+Points are the Cartesian product of the lists, in this order, outermost first
+(each list in the order given, repeats dropped):
+
+  workload, mem-mean, load, seed, mode, mpl, slice
+
+bf is space sharing: it ignores --mpl and --slice, so it gets one point per
+(workload, mem-mean, load, seed), with MPL 1 and slice 0; tables and plots show
+it as the baseline. A point's position in this order is its index.
+
+--load takes a list (0.2,0.8) or an inclusive range lo:hi:step (0.1:1.6:0.1 is
+the 16 loads 0.1 … 1.6), or both (0.1:0.5:0.1,0.8). Memory sizes take units:
+256MB is 256×10^6 bytes, 256MiB is 256×2^20; a mem-mean of 0 means no memory
+constraint.
+
+Sharding: --shard k/n runs only the points whose index % n == k-1 and writes
+DIR/shard-k-of-n.json and .csv; run every k from 1 to n (say as a job array)
+and combine them with cosched sim merge, which gives exactly the files of an
+unsharded run: DIR/results.json and DIR/results.csv. Results depend only on
+the flags, never on --parallel or timing.
+
+Output: the JSON holds the spec, the machine, the shard, the total number of
+points and one row per point; the CSV one line per point (times in seconds,
+the slice as a Go duration, 0s for bf). Files are written only when the sweep
+succeeds. Standard output lists the files and, for at most 60 points, a table;
+progress goes to standard error.`,
+		Example: `  cosched sim sweep --load 0.1:1.6:0.1 --mpl 1,2,3,4 --out w3
+  cosched sim sweep --mode bf,bgs,bcs --mpl 1,2,3,4 --slice 5ms,10ms,50ms,100ms \
+      --load 0.1:1.6:0.1 --workload w0,w1,w2,w3,w4 --mem-mean 0,128MB,256MB \
+      --out full --shard 3/8
+  cosched sim merge --out full full`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSweep(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.modes, "mode", "bf,bgs,bcs", "execution modes: bf (space sharing with backfilling), bgs (backfilling gang scheduling), bcs (buffered coscheduling)")
+	fl.StringVar(&f.mpls, "mpl", "3", "multiprogramming levels (bgs, bcs)")
+	fl.StringVar(&f.slices, "slice", "50ms", "time slices (bgs, bcs), as Go durations")
+	fl.StringVar(&f.loads, "load", "0.8", "offered loads: a list (0.2,0.8) and/or inclusive ranges lo:hi:step (0.1:1.6:0.1)")
+	fl.StringVar(&f.workloads, "workload", "w3", "benchmark workloads: "+sweepWorkloadNames())
+	fl.StringVar(&f.memMeans, "mem-mean", "0", "mean memory per process (e.g. 0,128MB,256MB); 0 for no memory constraint")
+	fl.IntVar(&f.jobs, "jobs", 1000, "jobs per point")
+	fl.StringVar(&f.seeds, "seed", "1", "random seeds (a list runs each point once per seed)")
+	fl.StringVar(&f.out, "out", "", "directory for the results (created if needed; required)")
+	fl.StringVar(&f.shard, "shard", "", "run only shard k of n (k/n, 1 ≤ k ≤ n): the points whose index % n == k-1")
+	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames())
+	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "points simulated at once")
+	fl.IntVar(&f.procs, "procs", 32, "machine size in processors")
+	fl.StringVar(&f.memPerProc, "mem-per-proc", "512MiB", "memory of one processor; no process needs more")
+	fl.DurationVar(&f.meanRuntime, "mean-runtime", 30*time.Second, "mean job runtime at load 1 (0 keeps the workload model's time scale)")
+	fl.BoolVar(&f.check, "check", false, "verify every scheduling decision against an independent record of the machine (slower)")
+	def := sweep.DefaultMachine()
+	fl.StringVar(&f.fitTrace, "fit-trace", "", "fit the workload model to this SWF trace instead of the built-in KTH-SP2 parameters")
+	fl.StringVar(&f.msgSize, "msg-size", "4KiB", "size of one benchmark message")
+	fl.StringVar(&f.bandwidth, "bandwidth", "100MB", "network bandwidth per node, per second")
+	fl.DurationVar(&f.latency, "latency", def.Network.Latency, "network latency per message and per barrier level")
+	fl.DurationVar(&f.jobSwitch, "job-switch", def.JobSwitch, "cost of switching a job in (bgs)")
+	fl.DurationVar(&f.procSwitch, "process-switch", def.ProcessSwitch, "cost of a process context switch (bcs)")
+	return cmd
+}
+
+func sweepWorkloadNames() string {
+	var names []string
+	for _, w := range bench.Workloads() {
+		names = append(names, w.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// listItems splits a comma-separated flag value, trimming blanks.
+func listItems(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// parseList parses every item of a comma-separated flag with parse, drops
+// repeats (keeping the order) and reports each bad item. An empty list is
+// an error.
+func parseList[T comparable](flag, s string, parse func(string) (T, error)) ([]T, []error) {
+	var out []T
+	var errs []error
+	seen := map[T]bool{}
+	items := listItems(s)
+	if len(items) == 0 {
+		return nil, []error{fmt.Errorf("%s: no value given", flag)}
+	}
+	for _, item := range items {
+		v, err := parse(item)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %v", flag, item, err))
+			continue
+		}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out, errs
+}
+
+// parseSize reads a memory size with units (humanize.ParseBytes).
+func parseSize(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, errors.New("not a memory size (e.g. 256MB, 1GiB, 0)")
+	}
+	if n > math.MaxInt64 {
+		return 0, errors.New("too large")
+	}
+	return int64(n), nil
+}
+
+// validate checks every flag, reports all problems at once, and returns
+// the sweep, the shard and the machine.
+func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) {
+	var errs []error
+	collect := func(e []error) { errs = append(errs, e...) }
+	var spec sweep.Spec
+	var e []error
+
+	spec.Modes, e = parseList("--mode", f.modes, func(s string) (jss.Mode, error) {
+		m, err := jss.ParseMode(strings.ToLower(s))
+		if err != nil {
+			return "", errors.New("unknown mode (valid: bf, bgs, bcs)")
+		}
+		return m, nil
+	})
+	collect(e)
+	spec.MPLs, e = parseList("--mpl", f.mpls, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, errors.New("not an integer")
+		}
+		if n < 1 {
+			return 0, errors.New("must be at least 1")
+		}
+		return n, nil
+	})
+	collect(e)
+	spec.Slices, e = parseList("--slice", f.slices, func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, errors.New("not a duration (e.g. 50ms)")
+		}
+		if d <= 0 {
+			return 0, errors.New("must be positive")
+		}
+		return d, nil
+	})
+	collect(e)
+	loads, err := sweep.ParseLoads(f.loads)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--load: %s", strings.TrimPrefix(err.Error(), "sweep: ")))
+	}
+	spec.Loads = loads
+	spec.Workloads, e = parseList("--workload", f.workloads, func(s string) (string, error) {
+		w, err := bench.LookupWorkload(s)
+		if err != nil {
+			return "", fmt.Errorf("unknown workload (valid: %s)", sweepWorkloadNames())
+		}
+		return w.Name, nil
+	})
+	collect(e)
+	memPerProc, memErr := parseSize(f.memPerProc)
+	if memErr != nil {
+		errs = append(errs, fmt.Errorf("--mem-per-proc %q: %v", f.memPerProc, memErr))
+	} else if memPerProc < 1 {
+		errs = append(errs, fmt.Errorf("--mem-per-proc %q: must be positive", f.memPerProc))
+	}
+	spec.MemMeans, e = parseList("--mem-mean", f.memMeans, func(s string) (int64, error) {
+		n, err := parseSize(s)
+		if err == nil && memErr == nil && n > memPerProc {
+			err = fmt.Errorf("no room: more than --mem-per-proc %s, a processor's memory", f.memPerProc)
+		}
+		return n, err
+	})
+	collect(e)
+	spec.Jobs = f.jobs
+	if f.jobs < 1 {
+		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
+	}
+	spec.Seeds, e = parseList("--seed", f.seeds, func(s string) (uint64, error) {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, errors.New("not a non-negative integer")
+		}
+		return n, nil
+	})
+	collect(e)
+	if p, err := gang.ParsePolicy(f.policy); err != nil {
+		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, policyNames()))
+	} else {
+		spec.Policy = p
+	}
+	shard, err := sweep.ParseShard(f.shard)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--shard %q: want k/n with 1 ≤ k ≤ n, e.g. 2/4", f.shard))
+	}
+	if f.out == "" {
+		errs = append(errs, errors.New("--out: required: the directory for the results"))
+	}
+	if f.parallel < 1 {
+		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
+	}
+	if f.procs < 1 {
+		errs = append(errs, fmt.Errorf("--procs %d: must be at least 1", f.procs))
+	}
+	if f.meanRuntime < 0 {
+		errs = append(errs, fmt.Errorf("--mean-runtime %v: must not be negative (0 keeps the model's time scale)", f.meanRuntime))
+	}
+	msgSize, err := parseSize(f.msgSize)
+	if err != nil || msgSize < 1 {
+		errs = append(errs, fmt.Errorf("--msg-size %q: want a positive size (e.g. 4KiB)", f.msgSize))
+	}
+	bandwidth, err := parseSize(f.bandwidth)
+	if err != nil || bandwidth < 1 {
+		errs = append(errs, fmt.Errorf("--bandwidth %q: want a positive size per second (e.g. 100MB)", f.bandwidth))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--latency", f.latency}, {"--job-switch", f.jobSwitch}, {"--process-switch", f.procSwitch}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must not be negative", d.name, d.v))
+		}
+	}
+	for _, sl := range spec.Slices {
+		if slices.Contains(spec.Modes, jss.BGS) && sl <= f.jobSwitch {
+			errs = append(errs, fmt.Errorf("--slice %v: must exceed --job-switch %v, or gang-scheduled jobs make no progress", sl, f.jobSwitch))
+		}
+		if slices.Contains(spec.Modes, jss.BCS) && sl <= f.procSwitch {
+			errs = append(errs, fmt.Errorf("--slice %v: must exceed --process-switch %v, or processes make no progress", sl, f.procSwitch))
+		}
+	}
+	if len(errs) > 0 {
+		return spec, shard, sweep.Machine{}, flagErrors(errs)
+	}
+	if err := spec.Validate(); err != nil { // a backstop: the flags were checked above
+		return spec, shard, sweep.Machine{}, usageError{err}
+	}
+	m := sweep.DefaultMachine()
+	m.Processors = f.procs
+	m.MemoryPerProc = memPerProc
+	m.MeanRuntime = f.meanRuntime
+	m.Check = f.check
+	m.Network.MessageSize = int(msgSize)
+	m.Network.Bandwidth = float64(bandwidth)
+	m.Network.Latency = f.latency
+	m.JobSwitch = f.jobSwitch
+	m.ProcessSwitch = f.procSwitch
+	return spec, shard, m, nil
+}
+
+func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f *sweepFlags) error {
+	spec, shard, m, err := f.validate()
+	if err != nil {
+		return err
+	}
+	if f.fitTrace != "" {
+		if m.Model, err = fitModelToTrace("--fit-trace", f.fitTrace, 0, stdin); err != nil {
+			return err
+		}
+	}
+	// Fail on an unusable --out before spending the sweep's time.
+	if err := checkOutDir(f.out); err != nil {
+		return err
+	}
+	total := len(sweep.Expand(spec))
+	n := len(shard.Indices(total))
+	if shard.Whole() {
+		fmt.Fprintf(stderr, "sweep: %d points, %d at a time\n", total, f.parallel)
+	} else {
+		fmt.Fprintf(stderr, "sweep: shard %v: %d of %d points, %d at a time\n", shard, n, total, f.parallel)
+	}
+	pr := newSweepProgress(stderr, n)
+	res, err := sweep.Execute(ctx, m, spec, shard, f.parallel, pr.update)
+	pr.finish(err == nil)
+	if err != nil {
+		return err
+	}
+	return writeSweepResults(stdout, res, f.out)
+}
+
+// checkOutDir creates dir if needed and checks that files can be created in it.
+func checkOutDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	probe, err := os.CreateTemp(dir, ".cosched-probe*")
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// writeSweepResults writes the files, lists them on stdout and, for a small
+// sweep, prints the table.
+func writeSweepResults(stdout io.Writer, res *sweep.Results, dir string) error {
+	paths, err := res.WriteFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", p)
+	}
+	if len(res.Rows) > 0 && len(res.Rows) <= sweepTableMax {
+		fmt.Fprintln(stdout)
+		return sweep.WriteTable(stdout, res.Rows)
+	}
+	return nil
+}
+
+// sweepProgress reports points done on stderr: a progress bar on a
+// terminal, otherwise a line at about every 10% of the points.
+type sweepProgress struct {
+	w     io.Writer
+	total int
+	bar   *progressbar.ProgressBar
+	start time.Time
+	next  int // (no bar) the tenth to report next
+}
+
+func newSweepProgress(w io.Writer, total int) *sweepProgress {
+	p := &sweepProgress{w: w, total: total, start: time.Now(), next: 1}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && total > 0 {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("sweep"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("points"),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionSetWidth(30),
+		)
+	}
+	return p
+}
+
+// update is sweep.Run's progress callback (never called concurrently).
+func (p *sweepProgress) update(done, total int) {
+	if p.bar != nil {
+		_ = p.bar.Set(done)
+		return
+	}
+	if total == 0 || done*10 < p.next*total {
+		return
+	}
+	for done*10 >= p.next*total {
+		p.next++
+	}
+	elapsed := time.Since(p.start).Round(100 * time.Millisecond)
+	fmt.Fprintf(p.w, "sweep: %d/%d points (%d%%), %v\n", done, total, done*100/total, elapsed)
+}
+
+// finish closes the bar: completed, or left where it stopped.
+func (p *sweepProgress) finish(ok bool) {
+	if p.bar == nil {
+		return
+	}
+	if ok {
+		_ = p.bar.Finish()
+	} else {
+		_ = p.bar.Exit()
+	}
+	fmt.Fprintln(p.w)
+}

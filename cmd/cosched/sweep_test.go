@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/jss/sweep"
+)
+
+// sweepRoot returns the CLI's root command with sim sweep, merge and plot
+// registered: as main.go registers them, or added here until it does.
+func sweepRoot() *cobra.Command {
+	root := newRootCmd()
+	sim, _, err := root.Find([]string{"sim"})
+	if err != nil || sim.Name() != "sim" {
+		panic("no sim command")
+	}
+	for name, mk := range map[string]func() *cobra.Command{"sweep": newSweepCmd, "merge": newMergeCmd, "plot": newPlotCmd} {
+		if c, _, err := root.Find([]string{"sim", name}); err != nil || c.Name() != name {
+			sim.AddCommand(mk())
+		}
+	}
+	return root
+}
+
+// sweepCLI runs a command line in-process as run does, under sweepRoot.
+func sweepCLI(ctx context.Context, stderr io.Writer, args ...string) (code int, stdout string) {
+	root := sweepRoot()
+	var out bytes.Buffer
+	root.SetArgs(args)
+	root.SetIn(strings.NewReader(""))
+	root.SetOut(&out)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return 0, out.String()
+	case isUsage(err):
+		code = 2
+	default:
+		code = 1
+	}
+	fmt.Fprintf(stderr, "cosched: %v\n", err)
+	if code == 2 {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usageCommand(root, args))
+	}
+	return code, out.String()
+}
+
+// sim runs `cosched sim ARGS` and returns its status, stdout and stderr.
+func sim(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var errb bytes.Buffer
+	code, out := sweepCLI(context.Background(), &errb, append([]string{"sim"}, args...)...)
+	return code, out, errb.String()
+}
+
+// tiny is a 6-point sweep: loads 0.4 and 0.8, each bf, bgs and bcs at
+// MPL 2, 50 ms, 10 jobs.
+func tiny(out string, extra ...string) []string {
+	return append([]string{"sweep", "--jobs", "10", "--load", "0.4,0.8", "--mpl", "2", "--check", "--out", out}, extra...)
+}
+
+func TestSimSweepWritesFilesAndTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "dir")
+	code, out, errOut := sim(t, tiny(dir, "--parallel", "2")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	js, cs := filepath.Join(dir, "results.json"), filepath.Join(dir, "results.csv")
+	lines := strings.Split(out, "\n")
+	if lines[0] != "wrote "+js || lines[1] != "wrote "+cs {
+		t.Errorf("stdout does not list the files:\n%s", out)
+	}
+	for _, want := range []string{"mode", "mpl", "slice", "load", "workload", "mem", "mean_response", "mean_wait", "mean_exec_slowdown", "system_util", "processor_util"} {
+		if !strings.Contains(lines[3], want) {
+			t.Errorf("table header lacks %q: %q", want, lines[3])
+		}
+	}
+	var modes []string
+	for _, l := range lines[4:] {
+		if f := strings.Fields(l); len(f) > 0 {
+			modes = append(modes, f[0]+" "+f[1]+" "+f[2]+" "+f[3])
+		}
+	}
+	if got := strings.Join(modes, ", "); got != "bf 1 - 0.4, bgs 2 50ms 0.4, bcs 2 50ms 0.4, bf 1 - 0.8, bgs 2 50ms 0.8, bcs 2 50ms 0.8" {
+		t.Errorf("table rows: %s\n%s", got, out)
+	}
+	if strings.Contains(out, "points (") {
+		t.Error("progress on stdout")
+	}
+	if !strings.Contains(errOut, "sweep: 6 points, 2 at a time") || !strings.Contains(errOut, "sweep: 6/6 points (100%)") {
+		t.Errorf("stderr progress:\n%s", errOut)
+	}
+
+	f, err := os.Open(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 7 || strings.Join(recs[0], ",") != strings.Join(sweep.CSVHeader(), ",") || recs[1][1] != "bf" || recs[1][3] != "0s" || recs[3][3] != "50ms" || recs[6][4] != "0.8" {
+		t.Errorf("CSV:\n%v", recs)
+	}
+	res, err := sweep.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != 6 || len(res.Rows) != 6 || res.Shard != "" || res.Spec.Jobs != 10 || res.Machine.Processors != 32 || res.Machine.MemoryPerProc != 512<<20 {
+		t.Errorf("JSON: total %d, %d rows, shard %q, spec %+v, machine %+v", res.Total, len(res.Rows), res.Shard, res.Spec, res.Machine)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("%d files in --out, want 2", len(entries))
+	}
+}
+
+func TestSimSweepBadFlagsListEveryProblem(t *testing.T) {
+	code, out, errOut := sim(t, "sweep", "--mode", "bf,gang", "--mpl", "0,x", "--slice", "fast,-5ms", "--load", "0.1:1.6",
+		"--workload", "w3,w7", "--mem-mean", "1GB,lots", "--jobs", "0", "--seed", "-1", "--policy", "lifo",
+		"--shard", "5/4", "--parallel", "0", "--procs", "0", "--mean-runtime", "-1s")
+	if code != 2 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{
+		"17 problems with the command line",
+		`--mode "gang": unknown mode`,
+		`--mpl "0": must be at least 1`,
+		`--mpl "x": not an integer`,
+		`--slice "fast": not a duration`,
+		`--slice "-5ms": must be positive`,
+		`--load: load range "0.1:1.6": want lo:hi:step`,
+		`--workload "w7": unknown workload`,
+		`--mem-mean "1GB": no room: more than --mem-per-proc 512MiB`,
+		`--mem-mean "lots": not a memory size`,
+		"--jobs 0: must be at least 1",
+		`--seed "-1": not a non-negative integer`,
+		`--policy "lifo": unknown policy`,
+		`--shard "5/4": want k/n`,
+		"--out: required",
+		"--parallel 0: must be at least 1",
+		"--procs 0: must be at least 1",
+		"--mean-runtime -1s: must not be negative",
+		"Run 'cosched sim sweep --help' for usage.",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if code, _, errOut := sim(t, "sweep", "--out", t.TempDir(), "--load", "0.8", "stray"); code != 2 || !strings.Contains(errOut, "unknown command") && !strings.Contains(errOut, "accepts 0 arg") {
+		t.Errorf("stray argument: exit %d: %s", code, errOut)
+	}
+}
+
+func TestSimSweepIsDeterministic(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for _, dir := range []string{a, b} {
+		if code, _, errOut := sim(t, tiny(dir, "--seed", "1,2")...); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+	}
+	for _, name := range []string{"results.json", "results.csv"} {
+		x, _ := os.ReadFile(filepath.Join(a, name))
+		y, _ := os.ReadFile(filepath.Join(b, name))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two runs", name)
+		}
+	}
+}
+
+// cancelOnProgress is a stderr that cancels a context at the first
+// progress line.
+type cancelOnProgress struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnProgress) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bytes.Contains(p, []byte("%)")) {
+		c.cancel()
+	}
+	return c.buf.Write(p)
+}
+
+func TestSimSweepCancelledLeavesNoFiles(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &cancelOnProgress{cancel: cancel}
+	code, out := sweepCLI(ctx, stderr, append([]string{"sim"}, tiny(dir, "--load", "0.2:1.2:0.2", "--parallel", "1")...)...)
+	errOut := stderr.buf.String()
+	if code != 1 || out != "" || !strings.Contains(errOut, "cosched: sweep: stopped after ") || !strings.Contains(errOut, "context canceled") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a cancelled sweep left %d files: %v", len(entries), entries[0].Name())
+	}
+}
+
+func TestSimSweepMachineFlags(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := cli(t, "", "sim", "sweep", "--mode", "bcs", "--jobs", "8", "--out", dir,
+		"--msg-size", "8KiB", "--bandwidth", "50MB", "--latency", "5us", "--job-switch", "2ms", "--process-switch", "200us")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	res, err := sweep.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Machine
+	if m.MessageSize != 8192 || m.Bandwidth != 50e6 || m.Latency != 5*time.Microsecond || m.JobSwitch != 2*time.Millisecond || m.ProcessSwitch != 200*time.Microsecond {
+		t.Errorf("machine %+v", m)
+	}
+	code, _, errOut = cli(t, "", "sim", "sweep", "--mode", "bgs,bcs", "--slice", "1ms", "--out", t.TempDir(),
+		"--msg-size", "0", "--bandwidth", "fast", "--latency", "-1us", "--job-switch", "1ms")
+	if code != 2 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{`--msg-size "0"`, `--bandwidth "fast"`, "--latency -1µs", "--slice 1ms: must exceed --job-switch 1ms"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}

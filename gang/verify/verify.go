@@ -1,0 +1,212 @@
+// Package verify checks a scheduler's decisions against its own record of
+// the Ousterhout matrix, kept by code that shares nothing with the core's
+// bookkeeping. The simulator uses it for `cosched sim --check`, and the
+// core's property tests use it on random workloads.
+//
+// Invariants checked, decision by decision:
+//   - a started job was submitted, is not running, and starts no earlier
+//     than it was submitted;
+//   - it gets exactly as many distinct columns as it has processors, inside
+//     the machine, in a row that exists, none of them holding a placed job;
+//   - the memory of the jobs placed on a column, summed over rows, never
+//     exceeds the column's memory;
+//   - an alternate is on the job's own columns, in another row, on slots
+//     that hold no placed job and no other alternate;
+//   - only running jobs are killed, alternated or finished.
+//
+// A batch of decisions (one Schedule call) may place a job on a slot whose
+// alternate ends in the same batch; the core orders batches so that the
+// AlternateEnd comes first, and the checker holds it to that order.
+package verify
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+)
+
+type job struct {
+	gang.Job
+	running bool
+	row     int
+	cols    []int
+	alts    []int // rows
+}
+
+// Checker is an independent record of the matrix.
+type Checker struct {
+	machine gang.Machine
+	placed  [][]gang.JobID // row → column → placed job (0: none)
+	alt     [][]gang.JobID // row → column → alternate job (0: none)
+	mem     []int64        // column → memory of placed jobs
+	jobs    map[gang.JobID]*job
+}
+
+// New returns a Checker for a machine with mpl rows.
+func New(m gang.Machine, mpl int) *Checker {
+	c := &Checker{machine: m, mem: make([]int64, m.Processors), jobs: map[gang.JobID]*job{}}
+	c.placed = make([][]gang.JobID, mpl)
+	c.alt = make([][]gang.JobID, mpl)
+	for r := range c.placed {
+		c.placed[r] = make([]gang.JobID, m.Processors)
+		c.alt[r] = make([]gang.JobID, m.Processors)
+	}
+	return c
+}
+
+// Submitted records a job given to the scheduler.
+func (c *Checker) Submitted(j gang.Job) error {
+	if c.jobs[j.ID] != nil {
+		return fmt.Errorf("verify: job %d submitted twice", j.ID)
+	}
+	c.jobs[j.ID] = &job{Job: j}
+	return nil
+}
+
+// Apply checks one decision made at now and records its effect.
+func (c *Checker) Apply(d *gang.Decision, now time.Duration) error {
+	j := c.jobs[d.Job]
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("verify: at %v, %v: %s", now, d.Kind, fmt.Sprintf(format, args...))
+	}
+	if j == nil {
+		return fail("job %d is unknown", d.Job)
+	}
+	if d.Row < 0 || d.Row >= len(c.placed) {
+		return fail("job %d: row %d outside the matrix (%d rows)", d.Job, d.Row, len(c.placed))
+	}
+	switch d.Kind {
+	case gang.Start:
+		return c.start(j, d, now, fail)
+	case gang.Alternate:
+		if !j.running {
+			return fail("job %d is not running", d.Job)
+		}
+		if d.Row == j.row {
+			return fail("job %d alternates in its own row %d", d.Job, d.Row)
+		}
+		if !sameColumns(d.Columns, j.cols) {
+			return fail("job %d alternates on columns %v, its own are %v", d.Job, d.Columns, j.cols)
+		}
+		for _, col := range j.cols {
+			if p := c.placed[d.Row][col]; p != 0 {
+				return fail("job %d alternates on row %d column %d, where job %d is placed", d.Job, d.Row, col, p)
+			}
+			if a := c.alt[d.Row][col]; a != 0 {
+				return fail("job %d alternates on row %d column %d, already used by job %d's alternate", d.Job, d.Row, col, a)
+			}
+		}
+		for _, col := range j.cols {
+			c.alt[d.Row][col] = j.ID
+		}
+		j.alts = append(j.alts, d.Row)
+	case gang.AlternateEnd:
+		if !removeRow(&j.alts, d.Row) {
+			return fail("job %d has no alternate in row %d", d.Job, d.Row)
+		}
+		for _, col := range j.cols {
+			c.alt[d.Row][col] = 0
+		}
+	case gang.Kill, gang.Preempt, gang.Resume:
+		if !j.running {
+			return fail("job %d is not running", d.Job)
+		}
+	default:
+		return fail("unknown decision kind")
+	}
+	return nil
+}
+
+func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(string, ...any) error) error {
+	if j.running {
+		return fail("job %d is already running", d.Job)
+	}
+	if now < j.Submit {
+		return fail("job %d starts at %v, before its submission at %v", d.Job, now, j.Submit)
+	}
+	if len(d.Columns) != j.Processors {
+		return fail("job %d gets %d columns for %d processors", d.Job, len(d.Columns), j.Processors)
+	}
+	seen := make(map[int]bool, len(d.Columns))
+	for _, col := range d.Columns {
+		if col < 0 || col >= c.machine.Processors {
+			return fail("job %d: column %d outside the machine (%d processors)", d.Job, col, c.machine.Processors)
+		}
+		if seen[col] {
+			return fail("job %d gets column %d twice", d.Job, col)
+		}
+		seen[col] = true
+		if p := c.placed[d.Row][col]; p != 0 {
+			return fail("job %d: row %d column %d already holds job %d", d.Job, d.Row, col, p)
+		}
+		if a := c.alt[d.Row][col]; a != 0 {
+			return fail("job %d: row %d column %d is still job %d's alternate (end it first)", d.Job, d.Row, col, a)
+		}
+		if m := c.machine.MemoryPerProcessor; m > 0 && c.mem[col]+j.Memory > m {
+			return fail("job %d: column %d would hold %d bytes, it has %d", d.Job, col, c.mem[col]+j.Memory, m)
+		}
+	}
+	for _, col := range d.Columns {
+		c.placed[d.Row][col] = j.ID
+		c.mem[col] += j.Memory
+	}
+	j.running, j.row, j.cols = true, d.Row, append([]int(nil), d.Columns...)
+	return nil
+}
+
+// Finished records that a job ended (queued or running) and releases all
+// it held.
+func (c *Checker) Finished(id gang.JobID) error {
+	j := c.jobs[id]
+	if j == nil {
+		return fmt.Errorf("verify: finished job %d is unknown", id)
+	}
+	delete(c.jobs, id)
+	if !j.running {
+		return nil
+	}
+	for _, col := range j.cols {
+		c.placed[j.row][col] = 0
+		c.mem[col] -= j.Memory
+		for _, r := range j.alts {
+			c.alt[r][col] = 0
+		}
+	}
+	return nil
+}
+
+// Running returns the processors held by placed jobs in each row.
+func (c *Checker) Running() []int {
+	used := make([]int, len(c.placed))
+	for r, row := range c.placed {
+		for _, id := range row {
+			if id != 0 {
+				used[r]++
+			}
+		}
+	}
+	return used
+}
+
+func sameColumns(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func removeRow(rows *[]int, r int) bool {
+	for i, x := range *rows {
+		if x == r {
+			*rows = append((*rows)[:i], (*rows)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}

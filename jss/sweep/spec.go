@@ -1,0 +1,163 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss"
+)
+
+// Spec is a sweep: lists of values for each dimension of the design space,
+// and the settings every point shares.
+type Spec struct {
+	Modes     []jss.Mode      `json:"modes"`
+	MPLs      []int           `json:"mpls"`
+	Slices    []time.Duration `json:"slices_ns"`
+	Loads     []float64       `json:"loads"`
+	Workloads []string        `json:"workloads"`
+	MemMeans  []int64         `json:"mem_means"` // bytes per process; 0 = no memory constraint
+	Jobs      int             `json:"jobs"`
+	Seeds     []uint64        `json:"seeds"`
+	Policy    gang.Policy     `json:"policy"`
+}
+
+// Validate reports every problem with the spec at once.
+func (s Spec) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	timeShared := false
+	if len(s.Modes) == 0 {
+		add("no mode")
+	}
+	for _, m := range s.Modes {
+		if _, err := jss.ParseMode(string(m)); err != nil {
+			add("unknown mode %q (valid: bf, bgs, bcs)", m)
+		} else if m != jss.BF {
+			timeShared = true
+		}
+	}
+	if timeShared && len(s.MPLs) == 0 {
+		add("no MPL (bgs and bcs need at least one)")
+	}
+	for _, n := range s.MPLs {
+		if n < 1 {
+			add("MPL %d: must be at least 1", n)
+		}
+	}
+	if timeShared && len(s.Slices) == 0 {
+		add("no time slice (bgs and bcs need at least one)")
+	}
+	for _, d := range s.Slices {
+		if d <= 0 {
+			add("slice %v: must be positive", d)
+		}
+	}
+	if len(s.Loads) == 0 {
+		add("no load")
+	}
+	for _, l := range s.Loads {
+		if !(l > 0) || math.IsInf(l, 0) {
+			add("load %v: must be positive and finite", l)
+		}
+	}
+	if len(s.Workloads) == 0 {
+		add("no workload")
+	}
+	for _, w := range s.Workloads {
+		if _, err := bench.LookupWorkload(w); err != nil {
+			add("%v", err)
+		}
+	}
+	if len(s.MemMeans) == 0 {
+		add("no memory mean (0 means no memory constraint)")
+	}
+	for _, m := range s.MemMeans {
+		if m < 0 {
+			add("memory mean %d: must not be negative", m)
+		}
+	}
+	if s.Jobs < 1 {
+		add("jobs %d: must be at least 1", s.Jobs)
+	}
+	if len(s.Seeds) == 0 {
+		add("no seed")
+	}
+	if _, err := gang.ParsePolicy(string(s.Policy)); err != nil {
+		add("%v", err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("sweep: invalid spec: %w", errors.Join(errs...))
+}
+
+// Expand lists the points of a sweep: the Cartesian product of its lists,
+// in this order, outermost first, each list in the order given with repeats
+// dropped:
+//
+//	workload, memory mean, load, seed, mode, MPL, slice
+//
+// so the points of one workload are contiguous, and within one
+// (workload, memory, load, seed) the modes follow one another.
+//
+// bf is space sharing: it ignores MPL and slice, so it contributes one point
+// per (workload, memory, load, seed), with MPL 1 and Slice 0, in its place in
+// the mode order. Plots and tables show it as the baseline of every MPL and
+// slice. A point's index in the returned slice identifies it in results
+// files and shards (Row.Index).
+//
+// Expand does not validate; call Validate first.
+func Expand(s Spec) []Point {
+	s = s.normalized()
+	var pts []Point
+	for _, w := range s.Workloads {
+		for _, mem := range s.MemMeans {
+			for _, load := range s.Loads {
+				for _, seed := range s.Seeds {
+					base := Point{Load: load, Workload: w, MemMean: mem, Jobs: s.Jobs, Seed: seed, Policy: s.Policy}
+					for _, mode := range s.Modes {
+						p := base
+						p.Mode = mode
+						if mode == jss.BF {
+							p.MPL = 1
+							pts = append(pts, p)
+							continue
+						}
+						for _, mpl := range s.MPLs {
+							for _, d := range s.Slices {
+								p.MPL, p.Slice = mpl, d
+								pts = append(pts, p)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return pts
+}
+
+// normalized returns the spec with repeats dropped from its lists (first
+// occurrences kept, in order): the form results files record.
+func (s Spec) normalized() Spec {
+	s.Modes, s.MPLs, s.Slices = dedup(s.Modes), dedup(s.MPLs), dedup(s.Slices)
+	s.Loads, s.Workloads, s.MemMeans, s.Seeds = dedup(s.Loads), dedup(s.Workloads), dedup(s.MemMeans), dedup(s.Seeds)
+	return s
+}
+
+// dedup returns the list without repeats, keeping first occurrences in order.
+func dedup[T comparable](list []T) []T {
+	out := make([]T, 0, len(list))
+	seen := make(map[T]bool, len(list))
+	for _, v := range list {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}

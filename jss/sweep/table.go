@@ -1,0 +1,58 @@
+package sweep
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/cosched/cosched/jss"
+)
+
+// WriteTable prints the key columns of rows as an aligned table: mode, MPL,
+// slice, load, workload, memory mean (and the seed when rows have several),
+// mean response and wait in seconds, mean execution-time slowdown, system
+// and processor utilization. bf rows show "-" for the slice: space sharing
+// has none.
+func WriteTable(w io.Writer, rows []Row) error {
+	seeds := map[uint64]bool{}
+	for _, r := range rows {
+		seeds[r.Seed] = true
+	}
+	manySeeds := len(seeds) > 1
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"mode", "mpl", "slice", "load", "workload", "mem"}
+	if manySeeds {
+		head = append(head, "seed")
+	}
+	head = append(head, "mean_response", "mean_wait", "mean_exec_slowdown", "system_util", "processor_util")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, r := range rows {
+		slice := r.Slice.String()
+		if r.Mode == jss.BF {
+			slice = "-"
+		}
+		mem := "-"
+		if r.MemMean > 0 {
+			mem = strings.ReplaceAll(humanize.Bytes(uint64(r.MemMean)), " ", "")
+		}
+		cells := []string{string(r.Mode), strconv.Itoa(r.MPL), slice, strconv.FormatFloat(r.Load, 'f', -1, 64), r.Workload, mem}
+		if manySeeds {
+			cells = append(cells, strconv.FormatUint(r.Seed, 10))
+		}
+		cells = append(cells,
+			fmt.Sprintf("%.2fs", r.MeanResponse),
+			fmt.Sprintf("%.2fs", r.MeanWait),
+			fmt.Sprintf("%.3f", r.MeanExecSlowdown),
+			fmt.Sprintf("%.3f", r.SystemUtil),
+			fmt.Sprintf("%.3f", r.ProcessorUtil))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("sweep: write table: %w", err)
+	}
+	return nil
+}

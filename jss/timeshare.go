@@ -1,0 +1,469 @@
+package jss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/gang/verify"
+)
+
+// Mode selects an execution model.
+type Mode string
+
+// The execution models.
+const (
+	// BF: space sharing with backfilling. Jobs run dedicated (MPL 1) for
+	// their dedicated runtime; processes blocked in communication leave their
+	// processors idle.
+	BF Mode = "bf"
+	// BGS: backfilling gang scheduling. Rows rotate every slice; a job's
+	// processes advance only in the slices of its rows (its own and, with
+	// alternative scheduling, others'), with immediate messages; each time a
+	// job is switched in costs JobSwitch.
+	BGS Mode = "bgs"
+	// BCS: buffered coscheduling. Rows rotate every slice; messages sent in
+	// slice k are buffered and delivered at the strobe that ends it (at most
+	// h_max = slice × bandwidth bytes per node per slice, the rest deferred);
+	// barriers complete at strobes; a processor whose scheduled process is
+	// blocked (or which has none) runs another ready local process
+	// (process-level slot reuse); each process switch costs ProcessSwitch.
+	BCS Mode = "bcs"
+)
+
+// Modes lists the execution models.
+func Modes() []Mode { return []Mode{BF, BGS, BCS} }
+
+// ParseMode resolves a mode name; the error lists the valid ones.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes() {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("jss: unknown mode %q (valid: bf, bgs, bcs)", s)
+}
+
+// ModelConfig configures a run of benchmark jobs under an execution model.
+type ModelConfig struct {
+	Mode Mode
+	// Scheduler configures the core. BF forces MPL 1; BGS turns on
+	// alternative scheduling; BCS leaves slot reuse to the process level.
+	Scheduler gang.Config
+	// Slice is the time slice δ (BGS, BCS).
+	Slice time.Duration
+	// JobSwitch is the cost of switching a job in (BGS).
+	JobSwitch time.Duration
+	// ProcessSwitch is the cost of a process context switch (BCS).
+	ProcessSwitch time.Duration
+	Network       Network
+	// Seed makes the compute-time draws of each job (with its number).
+	Seed uint64
+	// Check verifies every decision with gang/verify.
+	Check bool
+}
+
+// DefaultModelConfig returns the BCS study's machine: 32 processors with
+// 512 MB each, MPL 3, 50 ms slices, 1 ms job and 100 µs process context
+// switches, 4 KB messages at 100 MB/s, EASY queue order.
+func DefaultModelConfig(mode Mode) ModelConfig {
+	return ModelConfig{
+		Mode: mode,
+		Scheduler: gang.Config{
+			Machine: gang.Machine{Processors: 32, MemoryPerProcessor: 512 << 20},
+			MPL:     3,
+			Policy:  gang.EASY,
+		},
+		Slice:         50 * time.Millisecond,
+		JobSwitch:     time.Millisecond,
+		ProcessSwitch: 100 * time.Microsecond,
+		Network:       DefaultNetwork(),
+		Seed:          1,
+	}
+}
+
+// normalize applies the mode's fixed choices.
+func (c ModelConfig) normalize() ModelConfig {
+	switch c.Mode {
+	case BF:
+		c.Scheduler.MPL = 1
+		c.Scheduler.AlternativeScheduling = false
+	case BGS:
+		c.Scheduler.AlternativeScheduling = true
+	case BCS:
+		c.Scheduler.AlternativeScheduling = false
+	}
+	return c
+}
+
+// Validate reports every problem at once.
+func (c ModelConfig) Validate() error {
+	var errs []error
+	if _, err := ParseMode(string(c.Mode)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Scheduler.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case c.Mode != BF && c.Slice <= 0:
+		errs = append(errs, fmt.Errorf("slice %v must be positive", c.Slice))
+	case c.Mode == BGS && c.Slice <= c.JobSwitch:
+		// A job switched in every slice would spend it all switching.
+		errs = append(errs, fmt.Errorf("slice %v must exceed the job context switch (%v), or gang-scheduled jobs make no progress", c.Slice, c.JobSwitch))
+	case c.Mode == BCS && c.Slice <= c.ProcessSwitch:
+		errs = append(errs, fmt.Errorf("slice %v must exceed the process context switch (%v), or processes make no progress", c.Slice, c.ProcessSwitch))
+	}
+	if c.JobSwitch < 0 || c.ProcessSwitch < 0 {
+		errs = append(errs, errors.New("context switch costs must not be negative"))
+	}
+	if err := c.Network.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return joinErrs(errs)
+}
+
+func joinErrs(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("jss: %w", errors.Join(errs...))
+}
+
+// ModelStats describes a modelled run beyond its per-job results.
+type ModelStats struct {
+	Jobs   int64
+	Passes int64
+	Slices int64 // time slices simulated (BGS, BCS)
+	// Steps counts the model's units of work: process run segments and
+	// strobe checks (BCS), job-slices (BGS), events (BF).
+	Steps    int64
+	Switches int64 // context switches: jobs switched in (BGS), processes (BCS)
+	Reuses   int64 // BCS: switches to a process outside the slice's row
+	Messages int64 // BCS: messages delivered
+	// SlotTime is the matrix occupancy integrated over time: the sum over
+	// time of (placed and alternate slots) / (MPL × processors), in seconds.
+	SlotTime float64
+	// Compute is the useful computation of the jobs that ended, summed over
+	// their processes (their programs' total compute).
+	Compute time.Duration
+	// Executed is the computation the BCS model actually carried out; it
+	// equals Compute once every job has ended (a consistency check).
+	Executed time.Duration
+	End      time.Duration
+}
+
+// programFor builds job's program: iterations chosen so that its dedicated
+// runtime is close to its workload runtime.
+func programFor(j *Job, cfg *ModelConfig) (*Program, error) {
+	if j.Template == "" {
+		return nil, fmt.Errorf("jss: job %d has no ⟨g,v,comm,sync⟩ template; the %s model runs benchmark jobs (generate a workload with `cosched sim gen`)", j.Number, cfg.Mode)
+	}
+	t, err := bench.ParseTemplate(j.Template)
+	if err != nil {
+		return nil, fmt.Errorf("jss: job %d: %w", j.Number, err)
+	}
+	iter := IterationEstimate(t, j.Processors, cfg.Network)
+	n := int(math.Round(float64(j.Runtime) / float64(iter)))
+	seed := cfg.Seed*0x9e3779b97f4a7c15 ^ uint64(j.Number)
+	return NewProgram(t, j.Processors, max(n, 1), seed), nil
+}
+
+// ModelSource turns a workload of templated jobs into the jobs an execution
+// model runs: each job's Runtime becomes its dedicated runtime (its program
+// run alone), Compute its total compute time, and its estimate is exact.
+type ModelSource struct {
+	src Source
+	cfg ModelConfig
+}
+
+// NewModelSource wraps src.
+func NewModelSource(src Source, cfg ModelConfig) *ModelSource {
+	return &ModelSource{src: src, cfg: cfg}
+}
+
+// Next implements Source.
+func (m *ModelSource) Next() (Job, error) {
+	j, err := m.src.Next()
+	if err != nil {
+		return j, err
+	}
+	prog, err := programFor(&j, &m.cfg)
+	if err != nil {
+		return j, err
+	}
+	ded := prog.RunDedicated(m.cfg.Network)
+	j.Runtime, j.Estimate, j.Compute = ded.Runtime, ded.Runtime, ded.Compute
+	j.program = prog
+	return j, nil
+}
+
+// RunModel simulates a workload of templated jobs under cfg.Mode and calls
+// emit with each job's result when it ends. Every job's Runtime in the
+// results is its dedicated runtime, so exec time / Runtime is its
+// execution-time slowdown.
+func RunModel(ctx context.Context, cfg ModelConfig, src Source, emit func(Result) error) (ModelStats, error) {
+	cfg = cfg.normalize()
+	if err := cfg.Validate(); err != nil {
+		return ModelStats{}, err
+	}
+	msrc := NewModelSource(src, cfg)
+	if cfg.Mode == BF {
+		var compute time.Duration
+		var slotTime float64
+		procs := float64(cfg.Scheduler.Machine.Processors)
+		st, err := Run(ctx, Config{Scheduler: cfg.Scheduler, Check: cfg.Check}, msrc, func(r Result) error {
+			compute += r.Compute
+			slotTime += float64(r.Processors) / procs * (r.End - r.Start).Seconds()
+			return emit(r)
+		})
+		ms := ModelStats{Jobs: st.Jobs, Passes: st.Passes, Steps: st.Events, Compute: compute, End: st.End, SlotTime: slotTime}
+		return ms, err
+	}
+	core, err := gang.New(cfg.Scheduler)
+	if err != nil {
+		return ModelStats{}, fmt.Errorf("jss: %w", err)
+	}
+	e := &tsEngine{cfg: cfg, core: core, src: msrc, emit: emit, jobs: map[gang.JobID]*tsJob{}}
+	if cfg.Check {
+		e.check = verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)
+	}
+	if cfg.Mode == BGS {
+		e.model = newBGSModel(&cfg)
+	} else {
+		e.model = newBCSModel(&cfg)
+	}
+	return e.run(ctx)
+}
+
+// tsJob is a job in a time-shared run.
+type tsJob struct {
+	Job
+	seq     int64
+	row     int
+	cols    []int
+	altRows []int
+	start   time.Duration
+	running bool
+	done    bool
+	end     time.Duration
+	// BGS
+	progress  time.Duration
+	lastSlice int64
+	// BCS
+	bcs *bcsJobState
+}
+
+// sliceModel advances running jobs one time slice at a time.
+type sliceModel interface {
+	start(j *tsJob)
+	alternate(j *tsJob, row int, on bool)
+	finish(j *tsJob)
+	// runSlice runs [t, t+slice) with row active and reports jobs that
+	// completed, with their exact end times.
+	runSlice(t time.Duration, row int, done func(*tsJob))
+	stats(*ModelStats)
+}
+
+type tsEngine struct {
+	cfg   ModelConfig
+	core  *gang.Scheduler
+	src   Source
+	emit  func(Result) error
+	check *verify.Checker
+	model sliceModel
+
+	jobs     map[gang.JobID]*tsJob
+	next     *Job // the next arrival, pulled and not yet submitted
+	nseq     int64
+	lastSub  time.Duration
+	ended    []*tsJob // completed in the last slice, not yet reported
+	dirty    bool     // the core's state changed since its last pass
+	running  int
+	queued   int
+	slots    int // placed and alternate slots in the matrix
+	st       ModelStats
+	srcDone  bool
+	slotFrac float64 // 1 / (MPL × processors)
+}
+
+func (e *tsEngine) pull() error {
+	if e.srcDone {
+		return nil
+	}
+	j, err := e.src.Next()
+	if err == io.EOF {
+		e.srcDone, e.next = true, nil
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jss: %w", err)
+	}
+	if j.Submit < e.lastSub {
+		return fmt.Errorf("jss: job %d submitted at %v, before the previous job (%v): %w", j.Number, j.Submit, e.lastSub, ErrUnsorted)
+	}
+	e.lastSub = j.Submit
+	e.nseq++
+	j.ID = gang.JobID(e.nseq)
+	e.next = &j
+	return nil
+}
+
+func (e *tsEngine) run(ctx context.Context) (ModelStats, error) {
+	δ := e.cfg.Slice
+	e.slotFrac = 1 / float64(e.cfg.Scheduler.MPL*e.cfg.Scheduler.Machine.Processors)
+	if err := e.pull(); err != nil {
+		return e.st, err
+	}
+	var t time.Duration
+	if e.next != nil {
+		t = ceilTo(e.next.Submit, δ)
+	}
+	for {
+		if e.st.Slices&0x3ff == 0 {
+			if err := ctx.Err(); err != nil {
+				return e.st, fmt.Errorf("jss: run stopped at %v: %w", t, err)
+			}
+		}
+		if err := e.feed(t); err != nil {
+			return e.st, err
+		}
+		if wake, ok := e.core.NextWakeup(); e.dirty || ok && wake <= t {
+			if err := e.pass(t); err != nil {
+				return e.st, err
+			}
+		}
+		if e.running == 0 && e.queued == 0 {
+			if e.next == nil {
+				break
+			}
+			t = ceilTo(e.next.Submit, δ) // idle: jump to the next arrival
+			continue
+		}
+		row := e.core.Slice(t)
+		e.model.runSlice(t, row, func(j *tsJob) { e.ended = append(e.ended, j) })
+		e.st.Slices++
+		e.st.SlotTime += float64(e.slots) * e.slotFrac * δ.Seconds()
+		t += δ
+	}
+	e.model.stats(&e.st)
+	if n := len(e.jobs); n > 0 {
+		return e.st, fmt.Errorf("jss: run ended at %v with %d jobs never finished", e.st.End, n)
+	}
+	return e.st, nil
+}
+
+func ceilTo(t, δ time.Duration) time.Duration {
+	if r := t % δ; r != 0 {
+		return t + δ - r
+	}
+	return t
+}
+
+// feed reports to the core, in time order, the jobs that ended during the
+// last slice and the jobs submitted up to t (ends first at equal times).
+func (e *tsEngine) feed(t time.Duration) error {
+	slices.SortFunc(e.ended, func(a, b *tsJob) int {
+		if a.end != b.end {
+			return int(a.end - b.end)
+		}
+		return int(a.seq - b.seq)
+	})
+	ended := e.ended
+	for len(ended) > 0 || e.next != nil && e.next.Submit <= t {
+		if len(ended) > 0 && (e.next == nil || e.next.Submit > t || ended[0].end <= e.next.Submit) {
+			if err := e.finish(ended[0]); err != nil {
+				return err
+			}
+			ended = ended[1:]
+			continue
+		}
+		if err := e.arrive(); err != nil {
+			return err
+		}
+	}
+	e.ended = e.ended[:0]
+	return nil
+}
+
+func (e *tsEngine) arrive() error {
+	j := e.next
+	if err := e.core.Submit(j.Job, j.Submit); err != nil {
+		return fmt.Errorf("jss: job %d: %w", j.Number, err)
+	}
+	if e.check != nil {
+		if err := e.check.Submitted(j.Job); err != nil {
+			return fmt.Errorf("jss: job %d: %w", j.Number, err)
+		}
+	}
+	e.jobs[j.ID] = &tsJob{Job: *j, seq: e.nseq - 1, lastSlice: -2}
+	e.st.Jobs++
+	e.queued++
+	e.dirty = true
+	return e.pull()
+}
+
+func (e *tsEngine) finish(j *tsJob) error {
+	if err := e.core.Finished(j.ID, j.end); err != nil {
+		return fmt.Errorf("jss: job %d: %w", j.Number, err)
+	}
+	if e.check != nil {
+		if err := e.check.Finished(j.ID); err != nil {
+			return fmt.Errorf("jss: job %d: %w", j.Number, err)
+		}
+	}
+	e.slots -= j.Processors * (1 + len(j.altRows))
+	e.model.finish(j)
+	delete(e.jobs, j.ID)
+	e.running--
+	e.dirty = true
+	e.st.End = max(e.st.End, j.end)
+	e.st.Compute += j.Compute
+	return e.emit(Result{Job: j.Job, Seq: j.seq, Start: j.start, End: j.end})
+}
+
+func (e *tsEngine) pass(t time.Duration) error {
+	e.dirty = false
+	e.st.Passes++
+	ds, err := e.core.Schedule(t)
+	if err != nil {
+		return fmt.Errorf("jss: %w", err)
+	}
+	for i := range ds {
+		d := &ds[i]
+		j := e.jobs[d.Job]
+		if j == nil {
+			return fmt.Errorf("jss: core decided %v for a job the simulator does not know", d)
+		}
+		if e.check != nil {
+			if err := e.check.Apply(d, t); err != nil {
+				return fmt.Errorf("jss: invariant violated for job %d: %w", j.Number, err)
+			}
+		}
+		switch d.Kind {
+		case gang.Start:
+			j.row, j.cols, j.start, j.running = d.Row, d.Columns, t, true
+			e.queued--
+			e.running++
+			e.slots += j.Processors
+			e.model.start(j)
+		case gang.Alternate:
+			j.altRows = append(j.altRows, d.Row)
+			e.slots += j.Processors
+			e.model.alternate(j, d.Row, true)
+		case gang.AlternateEnd:
+			j.altRows = slices.DeleteFunc(j.altRows, func(r int) bool { return r == d.Row })
+			e.slots -= j.Processors
+			e.model.alternate(j, d.Row, false)
+		default:
+			return fmt.Errorf("jss: decision %v is not supported by the %s model", d, e.cfg.Mode)
+		}
+	}
+	return nil
+}
