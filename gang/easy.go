@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -66,15 +67,7 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 	resRow, shadow, extra := p.reservation(s, head)
 	if p.shortestFirst {
 		p.candidates = append(p.candidates[:0], rest...)
-		slices.SortStableFunc(p.candidates, func(a, b *jobState) int {
-			switch {
-			case a.Estimate < b.Estimate:
-				return -1
-			case a.Estimate > b.Estimate:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(p.candidates, func(a, b *jobState) int { return cmp.Compare(a.Estimate, b.Estimate) })
 		rest = p.candidates
 		defer clear(p.candidates)
 	}

@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -17,19 +18,10 @@ func newRow(processors int) row {
 }
 
 func byEstEnd(a, b *jobState) int {
-	if a.estEnd != b.estEnd {
-		if a.estEnd < b.estEnd {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.estEnd, b.estEnd); c != 0 {
+		return c
 	}
-	switch {
-	case a.seq < b.seq:
-		return -1
-	case a.seq > b.seq:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.seq, b.seq)
 }
 
 func (r *row) addRunning(j *jobState) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/cosched/cosched/gang"
@@ -55,7 +54,7 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 	}
 	e := engine{
 		core:   core,
-		src:    src,
+		in:     arrivals{src: src},
 		emit:   emit,
 		jobs:   make(map[gang.JobID]*active),
 		passes: make(map[time.Duration]struct{}),
@@ -68,14 +67,11 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 
 type engine struct {
 	core   *gang.Scheduler
-	src    Source
+	in     arrivals
 	emit   func(Result) error
 	check  *verify.Checker
 	heap   eventHeap
-	jobs   map[gang.JobID]*active // queued and running
-	next   Job                    // the one arrival pulled from src and not yet submitted
-	nseq   int64
-	lastAt time.Duration
+	jobs   map[gang.JobID]*active     // queued and running
 	passes map[time.Duration]struct{} // instants with a pass pending
 	stats  Stats
 }
@@ -114,31 +110,20 @@ func (e *engine) run(ctx context.Context) (Stats, error) {
 
 // pull reads the next job from the source and schedules its arrival.
 func (e *engine) pull() error {
-	j, err := e.src.Next()
-	if err == io.EOF {
-		return nil
+	if err := e.in.pull(); err != nil || !e.in.ok {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("jss: %w", err)
-	}
-	if j.Submit < e.lastAt {
-		return fmt.Errorf("jss: job %d submitted at %v, before the previous job (%v): %w", j.Number, j.Submit, e.lastAt, ErrUnsorted)
-	}
-	e.lastAt = j.Submit
-	e.nseq++
-	j.ID = gang.JobID(e.nseq)
-	e.next = j
-	e.heap.push(j.Submit, classArrival, j.ID)
+	e.heap.push(e.in.next.Submit, classArrival, e.in.next.ID)
 	return nil
 }
 
 func (e *engine) arrive(ev event) error {
-	j := &e.next
+	j := &e.in.next
 	if err := e.core.Submit(j.Job, ev.at); err != nil {
 		return fmt.Errorf("jss: job %d: %w", j.Number, err)
 	}
 	e.stats.Jobs++
-	e.jobs[j.ID] = &active{job: *j, seq: e.nseq - 1}
+	e.jobs[j.ID] = &active{job: *j, seq: e.in.seqOfNext()}
 	if e.check != nil {
 		if err := e.check.Submitted(j.Job); err != nil {
 			return fmt.Errorf("jss: job %d: %w", j.Number, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
@@ -230,7 +229,7 @@ func RunModel(ctx context.Context, cfg ModelConfig, src Source, emit func(Result
 	if err != nil {
 		return ModelStats{}, fmt.Errorf("jss: %w", err)
 	}
-	e := &tsEngine{cfg: cfg, core: core, src: msrc, emit: emit, jobs: map[gang.JobID]*tsJob{}}
+	e := &tsEngine{cfg: cfg, core: core, in: arrivals{src: msrc}, emit: emit, jobs: map[gang.JobID]*tsJob{}}
 	if cfg.Check {
 		e.check = verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)
 	}
@@ -274,56 +273,30 @@ type sliceModel interface {
 type tsEngine struct {
 	cfg   ModelConfig
 	core  *gang.Scheduler
-	src   Source
 	emit  func(Result) error
 	check *verify.Checker
 	model sliceModel
 
 	jobs     map[gang.JobID]*tsJob
-	next     *Job // the next arrival, pulled and not yet submitted
-	nseq     int64
-	lastSub  time.Duration
+	in       arrivals
 	ended    []*tsJob // completed in the last slice, not yet reported
 	dirty    bool     // the core's state changed since its last pass
 	running  int
 	queued   int
 	slots    int // placed and alternate slots in the matrix
 	st       ModelStats
-	srcDone  bool
 	slotFrac float64 // 1 / (MPL × processors)
-}
-
-func (e *tsEngine) pull() error {
-	if e.srcDone {
-		return nil
-	}
-	j, err := e.src.Next()
-	if err == io.EOF {
-		e.srcDone, e.next = true, nil
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("jss: %w", err)
-	}
-	if j.Submit < e.lastSub {
-		return fmt.Errorf("jss: job %d submitted at %v, before the previous job (%v): %w", j.Number, j.Submit, e.lastSub, ErrUnsorted)
-	}
-	e.lastSub = j.Submit
-	e.nseq++
-	j.ID = gang.JobID(e.nseq)
-	e.next = &j
-	return nil
 }
 
 func (e *tsEngine) run(ctx context.Context) (ModelStats, error) {
 	δ := e.cfg.Slice
 	e.slotFrac = 1 / float64(e.cfg.Scheduler.MPL*e.cfg.Scheduler.Machine.Processors)
-	if err := e.pull(); err != nil {
+	if err := e.in.pull(); err != nil {
 		return e.st, err
 	}
 	var t time.Duration
-	if e.next != nil {
-		t = ceilTo(e.next.Submit, δ)
+	if e.in.ok {
+		t = ceilTo(e.in.next.Submit, δ)
 	}
 	for {
 		if e.st.Slices&0x3ff == 0 {
@@ -340,10 +313,10 @@ func (e *tsEngine) run(ctx context.Context) (ModelStats, error) {
 			}
 		}
 		if e.running == 0 && e.queued == 0 {
-			if e.next == nil {
+			if !e.in.ok {
 				break
 			}
-			t = ceilTo(e.next.Submit, δ) // idle: jump to the next arrival
+			t = ceilTo(e.in.next.Submit, δ) // idle: jump to the next arrival
 			continue
 		}
 		row := e.core.Slice(t)
@@ -376,8 +349,8 @@ func (e *tsEngine) feed(t time.Duration) error {
 		return int(a.seq - b.seq)
 	})
 	ended := e.ended
-	for len(ended) > 0 || e.next != nil && e.next.Submit <= t {
-		if len(ended) > 0 && (e.next == nil || e.next.Submit > t || ended[0].end <= e.next.Submit) {
+	for len(ended) > 0 || e.in.ok && e.in.next.Submit <= t {
+		if len(ended) > 0 && (!e.in.ok || e.in.next.Submit > t || ended[0].end <= e.in.next.Submit) {
 			if err := e.finish(ended[0]); err != nil {
 				return err
 			}
@@ -393,7 +366,7 @@ func (e *tsEngine) feed(t time.Duration) error {
 }
 
 func (e *tsEngine) arrive() error {
-	j := e.next
+	j := &e.in.next
 	if err := e.core.Submit(j.Job, j.Submit); err != nil {
 		return fmt.Errorf("jss: job %d: %w", j.Number, err)
 	}
@@ -402,11 +375,11 @@ func (e *tsEngine) arrive() error {
 			return fmt.Errorf("jss: job %d: %w", j.Number, err)
 		}
 	}
-	e.jobs[j.ID] = &tsJob{Job: *j, seq: e.nseq - 1, lastSlice: -2}
+	e.jobs[j.ID] = &tsJob{Job: *j, seq: e.in.seqOfNext(), lastSlice: -2}
 	e.st.Jobs++
 	e.queued++
 	e.dirty = true
-	return e.pull()
+	return e.in.pull()
 }
 
 func (e *tsEngine) finish(j *tsJob) error {

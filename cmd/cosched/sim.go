@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/report"
@@ -241,22 +242,22 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 		Tau:         f.tau,
 		Check:       f.check,
 	}
-	var outs []*atomicFile
+	var outs []*atomicfile.File
 	defer func() {
 		for _, o := range outs {
-			o.abort()
+			o.Abort()
 		}
 	}()
 	open := func(path string) (io.Writer, error) {
 		if several {
 			path = withPolicy(path, p)
 		}
-		o, err := createAtomic(path)
+		o, err := atomicfile.Create(path)
 		if err != nil {
 			return nil, err
 		}
 		outs = append(outs, o)
-		return o.f, nil
+		return o, nil
 	}
 	var err error
 	if f.outSWF != "" {
@@ -274,7 +275,7 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 		return res, err
 	}
 	for _, o := range outs {
-		if err := o.commit(); err != nil {
+		if err := o.Commit(); err != nil {
 			return res, err
 		}
 	}
@@ -286,36 +287,4 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 func withPolicy(path string, p gang.Policy) string {
 	ext := filepath.Ext(path)
 	return strings.TrimSuffix(path, ext) + "." + string(p) + ext
-}
-
-type atomicFile struct {
-	f    *os.File
-	path string
-	done bool
-}
-
-func createAtomic(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, err
-	}
-	return &atomicFile{f: f, path: path}, nil
-}
-
-func (a *atomicFile) commit() error {
-	if err := a.f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", a.path, err)
-	}
-	if err := os.Rename(a.f.Name(), a.path); err != nil {
-		return fmt.Errorf("write %s: %w", a.path, err)
-	}
-	a.done = true
-	return nil
-}
-
-func (a *atomicFile) abort() {
-	if !a.done {
-		a.f.Close()
-		os.Remove(a.f.Name())
-	}
 }

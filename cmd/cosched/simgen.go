@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/jss/workload"
 )
@@ -161,16 +162,16 @@ func runSimGen(stdin io.Reader, stdout, stderr io.Writer, f *simGenFlags) error 
 		_, err := workload.WriteSWF(stdout, gen, c)
 		return err
 	}
-	o, err := createAtomic(f.out)
+	o, err := atomicfile.Create(f.out)
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	defer o.abort()
-	n, err := workload.WriteSWF(o.f, gen, c)
+	defer o.Abort()
+	n, err := workload.WriteSWF(o, gen, c)
 	if err != nil {
 		return err
 	}
-	if err := o.commit(); err != nil {
+	if err := o.Commit(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "wrote %d jobs to %s (load %g on %d processors, seed %d)\n", n, f.out, c.Load, c.Processors, c.Seed)

@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/cosched/cosched/internal/atomicfile"
 )
 
 // Figure size, and the PNG resolution.
@@ -255,35 +256,11 @@ func WriteFiles(dir string, figs []Figure, formats []string) ([]string, error) {
 				return paths, err
 			}
 			path := filepath.Join(dir, f.Name+"."+format)
-			if err := writeFileAtomic(path, b.Bytes()); err != nil {
+			if err := atomicfile.WriteFile(path, b.Bytes()); err != nil {
 				return paths, err
 			}
 			paths = append(paths, path)
 		}
 	}
 	return paths, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, renamed into place once complete.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("plot: %w", err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("plot: write %s: %w", path, err)
-	}
-	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/cosched/cosched/internal/atomicfile"
 )
 
 // Results is the content of a results file: a whole sweep or one shard.
@@ -213,7 +215,7 @@ func (r *Results) WriteFiles(dir string) ([]string, error) {
 	// CSV first: the JSON is what merge and plot read, so it lands last.
 	paths := []string{base + ".csv", base + ".json"}
 	for i, data := range [][]byte{cs.Bytes(), js.Bytes()} {
-		if err := writeFileAtomic(paths[i], data); err != nil {
+		if err := atomicfile.WriteFile(paths[i], data); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,71 @@
+// Package atomicfile writes files so that readers see either no file (or
+// the previous one) or the complete new one, never a partial file: data
+// goes to a temporary file in the same directory, renamed into place once
+// it is written and closed. A run that fails or is interrupted leaves
+// nothing behind.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// File is a file being written. Commit publishes it; Abort discards it.
+type File struct {
+	f    *os.File
+	path string
+	done bool
+}
+
+// Create starts writing path.
+func Create(path string) (*File, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	return &File{f: f, path: path}, nil
+}
+
+// Write implements io.Writer.
+func (a *File) Write(p []byte) (int, error) { return a.f.Write(p) }
+
+// Commit closes the file and renames it into place (mode 0644).
+func (a *File) Commit() error {
+	err := a.f.Close()
+	if err == nil {
+		err = os.Chmod(a.f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(a.f.Name(), a.path)
+	}
+	if err != nil {
+		os.Remove(a.f.Name())
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	a.done = true
+	return nil
+}
+
+// Abort discards the file unless it was committed. It is safe to call more
+// than once and after Commit (e.g. deferred).
+func (a *File) Abort() {
+	if !a.done {
+		a.done = true
+		a.f.Close()
+		os.Remove(a.f.Name())
+	}
+}
+
+// WriteFile writes data to path atomically.
+func WriteFile(path string, data []byte) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Commit()
+}

@@ -1,0 +1,47 @@
+package jss
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+)
+
+// arrivals pulls a workload's jobs one at a time, so an engine holds only
+// the next arrival, never the workload. It checks submit order and numbers
+// the jobs: the core's JobID is the arrival sequence (so workloads with
+// repeated job numbers still simulate), Seq counts from 0.
+type arrivals struct {
+	src  Source
+	next Job  // the job pulled and not yet submitted
+	ok   bool // whether next holds one
+	seq  int64
+	last time.Duration
+}
+
+// pull reads the next job, or notes the end of the workload.
+func (a *arrivals) pull() error {
+	if a.src == nil {
+		return nil
+	}
+	j, err := a.src.Next()
+	if err == io.EOF {
+		a.ok, a.src = false, nil
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jss: %w", err)
+	}
+	if j.Submit < a.last {
+		return fmt.Errorf("jss: job %d submitted at %v, before the previous job (%v): %w", j.Number, j.Submit, a.last, ErrUnsorted)
+	}
+	a.last = j.Submit
+	a.seq++
+	j.ID = gang.JobID(a.seq)
+	a.next, a.ok = j, true
+	return nil
+}
+
+// seqOfNext is the arrival order (from 0) of the job in next.
+func (a *arrivals) seqOfNext() int64 { return a.seq - 1 }
