@@ -24,10 +24,14 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Until the runtime exists: the simulator's default comparison on the
-# embedded KTH-SP2 sample.
+# Until the runtime exists, the simulator's two default comparisons: the
+# queue policies on the embedded KTH-SP2 sample, then backfilling (bf),
+# backfilling gang scheduling (bgs) and buffered coscheduling (bcs) on the
+# non-blocking benchmark workloads at load 0.8 (a second or two in all).
 demo: build
 	./bin/cosched sim
+	@echo
+	./bin/cosched sim sweep --mode bf,bgs,bcs --mpl 3 --load 0.8 --workload w1,w3,w4
 
 # Longer fuzzing of the SWF reader than the seed corpus `make test` runs.
 fuzz:

@@ -106,7 +106,7 @@ progress goes to standard error.`,
 	fl.StringVar(&f.memMeans, "mem-mean", "0", "mean memory per process (e.g. 0,128MB,256MB); 0 for no memory constraint")
 	fl.IntVar(&f.jobs, "jobs", 1000, "jobs per point")
 	fl.StringVar(&f.seeds, "seed", "1", "random seeds (a list runs each point once per seed)")
-	fl.StringVar(&f.out, "out", "", "directory for the results (created if needed; required)")
+	fl.StringVar(&f.out, "out", "", "directory for the results (created if needed); without it the table is printed and no file written")
 	fl.StringVar(&f.shard, "shard", "", "run only shard k of n (k/n, 1 ≤ k ≤ n): the points whose index % n == k-1")
 	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames())
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "points simulated at once")
@@ -266,8 +266,8 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--shard %q: want k/n with 1 ≤ k ≤ n, e.g. 2/4", f.shard))
 	}
-	if f.out == "" {
-		errs = append(errs, errors.New("--out: required: the directory for the results"))
+	if f.out == "" && err == nil && !shard.Whole() {
+		errs = append(errs, errors.New("--out: required with --shard: shards are written to be merged"))
 	}
 	if f.parallel < 1 {
 		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
@@ -332,8 +332,10 @@ func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		}
 	}
 	// Fail on an unusable --out before spending the sweep's time.
-	if err := checkOutDir(f.out); err != nil {
-		return err
+	if f.out != "" {
+		if err := checkOutDir(f.out); err != nil {
+			return err
+		}
 	}
 	total := len(sweep.Expand(spec))
 	n := len(shard.Indices(total))
@@ -367,6 +369,9 @@ func checkOutDir(dir string) error {
 // writeSweepResults writes the files, lists them on stdout and, for a small
 // sweep, prints the table.
 func writeSweepResults(stdout io.Writer, res *sweep.Results, dir string) error {
+	if dir == "" {
+		return sweep.WriteTable(stdout, res.Rows) // nothing to write: the table is the result
+	}
 	paths, err := res.WriteFiles(dir)
 	if err != nil {
 		return err

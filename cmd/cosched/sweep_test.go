@@ -137,7 +137,7 @@ func TestSimSweepBadFlagsListEveryProblem(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 	for _, want := range []string{
-		"17 problems with the command line",
+		"16 problems with the command line",
 		`--mode "gang": unknown mode`,
 		`--mpl "0": must be at least 1`,
 		`--mpl "x": not an integer`,
@@ -151,7 +151,6 @@ func TestSimSweepBadFlagsListEveryProblem(t *testing.T) {
 		`--seed "-1": not a non-negative integer`,
 		`--policy "lifo": unknown policy`,
 		`--shard "5/4": want k/n`,
-		"--out: required",
 		"--parallel 0: must be at least 1",
 		"--procs 0: must be at least 1",
 		"--mean-runtime -1s: must not be negative",
@@ -238,5 +237,26 @@ func TestSimSweepMachineFlags(t *testing.T) {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+}
+
+// Without --out a sweep prints its table and writes nothing; shards, which
+// exist to be merged, need --out.
+func TestSimSweepWithoutOut(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, out, errOut := cli(t, "", "sim", "sweep", "--mode", "bf,bcs", "--jobs", "10")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "mean_response") || strings.Count(out, "\n") != 3 || strings.Contains(out, "wrote") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files written without --out: %v", entries)
+	}
+	code, _, errOut = cli(t, "", "sim", "sweep", "--shard", "1/2")
+	if code != 2 || !strings.Contains(errOut, "--out: required with --shard") {
+		t.Errorf("shard without --out: exit %d: %s", code, errOut)
 	}
 }
