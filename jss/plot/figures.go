@@ -234,25 +234,12 @@ func memPart(b int64) string {
 	if b == 0 {
 		return ""
 	}
-	return "_mem" + memSize(b)
+	return "_mem" + sweep.MemSize(b)
 }
 
 func memTitle(b int64) string {
 	if b == 0 {
 		return ""
 	}
-	return ", memory mean " + memSize(b)
-}
-
-func memSize(b int64) string {
-	units := []struct {
-		name string
-		size int64
-	}{{"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6}, {"KiB", 1 << 10}, {"KB", 1e3}}
-	for _, u := range units {
-		if b%u.size == 0 {
-			return strconv.FormatInt(b/u.size, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(b, 10) + "B"
+	return ", memory mean " + sweep.MemSize(b)
 }

@@ -160,7 +160,7 @@ func TestFiguresSkipDegenerateAxes(t *testing.T) {
 
 func TestMemorySizeNames(t *testing.T) {
 	for b, want := range map[int64]string{128e6: "128MB", 1 << 30: "1GiB", 256 << 20: "256MiB", 1500: "1500B", 3e9: "3GB"} {
-		if got := memSize(b); got != want {
+		if got := sweep.MemSize(b); got != want {
 			t.Errorf("%d: %q, want %q", b, got, want)
 		}
 	}

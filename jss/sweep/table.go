@@ -7,8 +7,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/cosched/cosched/jss"
 )
 
@@ -37,7 +35,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 		}
 		mem := "-"
 		if r.MemMean > 0 {
-			mem = strings.ReplaceAll(humanize.Bytes(uint64(r.MemMean)), " ", "")
+			mem = MemSize(r.MemMean)
 		}
 		cells := []string{string(r.Mode), strconv.Itoa(r.MPL), slice, strconv.FormatFloat(r.Load, 'f', -1, 64), r.Workload, mem}
 		if manySeeds {
@@ -55,4 +53,19 @@ func WriteTable(w io.Writer, rows []Row) error {
 		return fmt.Errorf("sweep: write table: %w", err)
 	}
 	return nil
+}
+
+// MemSize prints a memory size in the largest unit that divides it exactly,
+// binary or decimal, so 128MiB and 128MB both read back as given.
+func MemSize(b int64) string {
+	units := []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6}, {"KiB", 1 << 10}, {"KB", 1e3}}
+	for _, u := range units {
+		if b%u.size == 0 {
+			return strconv.FormatInt(b/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(b, 10) + "B"
 }
