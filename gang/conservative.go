@@ -39,8 +39,16 @@ func (p *conservative) submitted(s *Scheduler, j *jobState) {
 	p.reserve(s, j)
 }
 
+// never marks a job with no reservation: it is wider than the columns in
+// service and waits, without a slot, until enough come back.
+const never = time.Duration(1<<63 - 1)
+
 // reserve places j at the earliest time it fits in any row.
 func (p *conservative) reserve(s *Scheduler, j *jobState) {
+	if j.Processors > s.online {
+		j.resv, j.resvRow = never, 0
+		return
+	}
 	span := s.span(j)
 	for r := range p.profs {
 		at := p.profs[r].earliest(s.now, span, j.Processors)
@@ -52,7 +60,9 @@ func (p *conservative) reserve(s *Scheduler, j *jobState) {
 }
 
 func (p *conservative) release(s *Scheduler, j *jobState) {
-	p.profs[j.resvRow].add(j.resv, j.resv+s.span(j), j.Processors)
+	if j.resv != never {
+		p.profs[j.resvRow].add(j.resv, j.resv+s.span(j), j.Processors)
+	}
 }
 
 func (p *conservative) removed(s *Scheduler, j *jobState, wasRunning, early bool) {
@@ -96,6 +106,24 @@ func (p *conservative) started(s *Scheduler, j *jobState) {
 	j.resv = -1
 }
 
+// capacityChanged rebuilds every profile for the columns now in service and
+// re-reserves the queue in arrival order: capacity may have shrunk, so a
+// reservation can move later (the guarantee holds for a fixed machine).
+func (p *conservative) capacityChanged(s *Scheduler) {
+	for r := range p.profs {
+		p.profs[r] = newProfile(s.Online())
+		p.profs[r].advance(s.now)
+		for _, j := range s.rows[r].running {
+			held := len(s.onlineOnly(j.cols))
+			p.profs[r].add(s.now, max(j.estEnd, s.now), -held)
+		}
+	}
+	p.stale = false
+	for _, j := range s.queue {
+		p.reserve(s, j)
+	}
+}
+
 func (p *conservative) settle(s *Scheduler) {
 	p.advance(s.now)
 	p.compress(s, nil)
@@ -121,7 +149,7 @@ func (p *conservative) schedule(s *Scheduler) {
 
 func (p *conservative) wakeup(s *Scheduler) (t time.Duration, ok bool) {
 	for _, j := range s.queue {
-		if j.resv > s.now && (!ok || j.resv < t) {
+		if j.resv > s.now && j.resv != never && (!ok || j.resv < t) {
 			t, ok = j.resv, true
 		}
 	}

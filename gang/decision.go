@@ -89,6 +89,7 @@ const (
 	RuleNoMemory        // waits: enough free processors in a row, but too little memory on them
 	RuleAlternateFree   // alternate: its columns are empty in that row
 	RuleAlternateTaken  // alternate ends: its columns in that row were taken
+	RuleNoCapacity      // waits aside: wider than the columns in service (nodes are down)
 )
 
 func (r Rule) String() string {
@@ -125,6 +126,8 @@ func (r Rule) String() string {
 		return "alternate-free"
 	case RuleAlternateTaken:
 		return "alternate-taken"
+	case RuleNoCapacity:
+		return "no-capacity"
 	}
 	return fmt.Sprintf("rule(%d)", uint8(r))
 }
@@ -176,6 +179,8 @@ func (e Explanation) String() string {
 		return "its columns are empty in this row"
 	case RuleAlternateTaken:
 		return "its columns in this row were taken"
+	case RuleNoCapacity:
+		return fmt.Sprintf("needs %d processors, only %d in service (nodes are down): waits aside", e.Procs, e.Free)
 	}
 	return e.Rule.String()
 }

@@ -26,13 +26,16 @@ func (p *easy) submitted(*Scheduler, *jobState)           {}
 func (p *easy) removed(*Scheduler, *jobState, bool, bool) {}
 func (p *easy) started(*Scheduler, *jobState)             {}
 func (p *easy) settle(*Scheduler)                         {}
+func (p *easy) capacityChanged(*Scheduler)                {}
 
 func (p *easy) wakeup(*Scheduler) (time.Duration, bool) { return 0, false }
 
 func (p *easy) schedule(s *Scheduler) {
+	q := s.runnable()
+	aside := len(q) != len(s.queue) // some jobs wait for capacity
 	n := 0
-	for n < len(s.queue) {
-		j := s.queue[n]
+	for n < len(q) {
+		j := q[n]
 		r, ok := s.firstFit(j)
 		if !ok {
 			break
@@ -40,9 +43,17 @@ func (p *easy) schedule(s *Scheduler) {
 		s.start(j, r, Explanation{Rule: RuleFits, Procs: j.Processors, Free: s.rows[r].cols.free})
 		n++
 	}
-	s.dropHead(n)
-	if !p.noBackfill && len(s.queue) > 1 && s.anyFree() {
-		if p.backfill(s, s.queue[0], s.queue[1:]) {
+	q = q[n:]
+	if aside {
+		if n > 0 {
+			s.compactQueue()
+		}
+	} else {
+		s.dropHead(n) // the common case: the started jobs are the queue's prefix
+		q = s.queue
+	}
+	if !p.noBackfill && len(q) > 1 && s.anyFree() {
+		if p.backfill(s, q[0], q[1:]) {
 			s.compactQueue()
 		}
 	}
@@ -101,7 +112,7 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 }
 
 func (p *easy) explain(s *Scheduler, j *jobState) Explanation {
-	head := s.queue[0]
+	head := s.runnable()[0] // j fits the capacity (Explain checked), so there is one
 	resRow, shadow, extra := p.reservation(s, head)
 	free := s.rows[resRow].cols.free
 	memory := s.memoryBlocked(j)

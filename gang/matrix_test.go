@@ -1,7 +1,10 @@
 package gang_test
 
 import (
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -105,4 +108,97 @@ func simulateChecked(t *testing.T, cfg gang.Config, jobs []gangtest.Run) (map[ga
 		}
 	}
 	return out, rec, nil
+}
+
+// Columns leaving and returning at random instants: no job ever starts on
+// an offline column (checked by gang/verify), every job still runs once
+// everything is back, and the run replays exactly.
+func TestOfflineColumnsProperties(t *testing.T) {
+	for _, policy := range gang.Policies() {
+		t.Run(string(policy), func(t *testing.T) {
+			for seed := uint64(0); seed < 500; seed++ {
+				rng := rand.New(rand.NewPCG(seed, 13))
+				procs := 2 + rng.IntN(8)
+				cfg := gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1 + rng.IntN(3), Policy: policy, AlternativeScheduling: rng.IntN(2) == 0}
+				rec, err := gangtest.NewRecorder(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs := randomMatrixWorkload(rng, procs, 0)
+				running := map[gang.JobID]time.Duration{} // job → end
+				runtime := map[gang.JobID]time.Duration{}
+				next, done := 0, 0
+				offline := map[int]bool{}
+				fail := func(err error) {
+					t.Helper()
+					t.Fatalf("seed %d %+v: %v\n%s", seed, cfg, err, gangtest.Format(rec.Decisions))
+				}
+				for now := time.Duration(0); done < len(jobs); now += time.Second {
+					if now > time.Hour {
+						fail(fmt.Errorf("jobs left unfinished: %d of %d done", done, len(jobs)))
+					}
+					ids := slices.Sorted(maps.Keys(running)) // a seed reproduces its run
+					for _, id := range ids {
+						if running[id] <= now {
+							if err := rec.Finished(id, now); err != nil {
+								fail(err)
+							}
+							delete(running, id)
+							done++
+						}
+					}
+					for next < len(jobs) && jobs[next].Submit <= now {
+						runtime[jobs[next].ID] = jobs[next].Runtime
+						if err := rec.Submit(jobs[next].Job, now); err != nil {
+							fail(err)
+						}
+						next++
+					}
+					// Until 40 s columns come and go; then all return.
+					if now < 40*time.Second && rng.IntN(3) == 0 {
+						c := rng.IntN(procs)
+						if err := rec.SetOffline([]int{c}, !offline[c], now); err != nil {
+							fail(err)
+						}
+						offline[c] = !offline[c]
+						// A job on a column that left is ended by its caller.
+						for _, id := range slices.Sorted(maps.Keys(running)) {
+							st, _ := rec.S.Status(id)
+							if offline[c] && slices.Contains(st.Columns, c) {
+								running[id] = now
+							}
+						}
+					} else if now == 40*time.Second {
+						var back []int
+						for c, off := range offline {
+							if off {
+								back = append(back, c)
+							}
+						}
+						slices.Sort(back)
+						if err := rec.SetOffline(back, false, now); err != nil {
+							fail(err)
+						}
+						clear(offline)
+					}
+					ds, err := rec.Schedule(now)
+					if err != nil {
+						fail(err)
+					}
+					for _, d := range ds {
+						if d.Kind == gang.Start {
+							running[d.Job] = now + max(runtime[d.Job], time.Second)
+						}
+					}
+				}
+				replayed, err := gangtest.Replay(cfg, rec.Log)
+				if err != nil {
+					t.Fatalf("seed %d: replay: %v", seed, err)
+				}
+				if a, b := gangtest.Format(replayed), gangtest.Format(rec.Decisions); a != b {
+					t.Fatalf("seed %d: replay differs", seed)
+				}
+			}
+		})
+	}
 }

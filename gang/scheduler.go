@@ -40,20 +40,23 @@ func sortBySeq(js []*jobState) {
 // its owner (the simulator's event loop, the controller's goroutine) calls
 // it from one goroutine.
 type Scheduler struct {
-	cfg    Config
-	policy policy
-	now    time.Duration
-	seq    uint64
-	jobs   map[JobID]*jobState
-	queue  []*jobState // waiting jobs in arrival order
-	rows   []row
-	colMem []int64         // memory in use on each column, summed over rows
-	alt    map[JobID][]int // alternative scheduling: extra rows a job runs in
-	curRow int             // the row of the current slice
-	out    []Decision      // Schedule's result buffer, reused
+	cfg     Config
+	policy  policy
+	now     time.Duration
+	seq     uint64
+	jobs    map[JobID]*jobState
+	queue   []*jobState // waiting jobs in arrival order
+	rows    []row
+	colMem  []int64         // memory in use on each column, summed over rows
+	offline []uint64        // bit c set: column c is out of service
+	online  int             // columns in service
+	alt     map[JobID][]int // alternative scheduling: extra rows a job runs in
+	curRow  int             // the row of the current slice
+	out     []Decision      // Schedule's result buffer, reused
 
 	altScratch [][]uint64 // per row: columns taken by alternates
 	ageScratch []*jobState
+	runScratch []*jobState
 }
 
 // policy is a queue policy's hooks into the scheduler. Each is called with
@@ -71,6 +74,8 @@ type policy interface {
 	// settle brings deferred bookkeeping up to date before a query, exactly
 	// as the next pass at the same instant would.
 	settle(s *Scheduler)
+	// capacityChanged is called after columns went offline or online.
+	capacityChanged(s *Scheduler)
 	// wakeup reports the next instant after now the policy needs a pass.
 	wakeup(s *Scheduler) (time.Duration, bool)
 	// explain says why queued job j waits.
@@ -90,6 +95,8 @@ func New(cfg Config) (*Scheduler, error) {
 		alt:        map[JobID][]int{},
 		curRow:     cfg.MPL - 1, // so the first slice is row 0
 		altScratch: make([][]uint64, cfg.MPL),
+		offline:    make([]uint64, (cfg.Machine.Processors+63)/64),
+		online:     cfg.Machine.Processors,
 	}
 	for i := range s.rows {
 		s.rows[i] = newRow(cfg.Machine.Processors)
@@ -178,7 +185,7 @@ func (s *Scheduler) Finished(id JobID, now time.Duration) error {
 	}
 	r := &s.rows[js.row]
 	r.removeRunning(js)
-	r.cols.give(js.cols)
+	r.cols.give(s.onlineOnly(js.cols))
 	if js.Memory > 0 {
 		for _, c := range js.cols {
 			s.colMem[c] -= js.Memory
@@ -275,6 +282,23 @@ func (s *Scheduler) dropHead(n int) {
 	s.queue = s.queue[n:]
 }
 
+// runnable returns the queued jobs that fit the columns in service, in
+// arrival order: normally the queue itself. A job wider than the columns in
+// service (nodes left) waits aside, without blocking the queue, until
+// enough come back.
+func (s *Scheduler) runnable() []*jobState {
+	if s.online == s.cfg.Machine.Processors {
+		return s.queue
+	}
+	s.runScratch = s.runScratch[:0]
+	for _, j := range s.queue {
+		if j.Processors <= s.online {
+			s.runScratch = append(s.runScratch, j)
+		}
+	}
+	return s.runScratch
+}
+
 // compactQueue removes the jobs started during a pass from anywhere in the
 // queue, keeping arrival order.
 func (s *Scheduler) compactQueue() {
@@ -322,6 +346,9 @@ func (s *Scheduler) Explain(id JobID) Explanation {
 		return Explanation{Rule: RuleNotQueued}
 	}
 	s.policy.settle(s)
+	if js.Processors > s.online {
+		return Explanation{Rule: RuleNoCapacity, Procs: js.Processors, Free: s.online}
+	}
 	return s.policy.explain(s, js)
 }
 

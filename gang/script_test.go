@@ -26,6 +26,7 @@ import (
 //	explain id=2                                   why a job waits
 //	wakeup                                         NextWakeup
 //	slice at=0 [n=3]                               the rows of the next n slices
+//	offline at=1 cols=(2,3) / online …             columns leave or rejoin service
 //	run                                            simulate the jobs listed below
 //	<id> <submit> <procs> <estimate> <runtime>     (one per line) and print each
 //	                                               job's start and end
@@ -81,6 +82,20 @@ func TestScripts(t *testing.T) {
 					return "no decisions"
 				}
 				return gangtest.Format(ds)
+			case "offline", "online":
+				var cols []int
+				arg, _ := d.Arg("cols")
+				for _, v := range arg.Vals {
+					c, err := strconv.Atoi(v)
+					if err != nil {
+						t.Fatalf("%s: cols: %v", d.Pos, err)
+					}
+					cols = append(cols, c)
+				}
+				if err := rec.S.SetOffline(cols, d.Cmd == "offline", secArg(t, d, "at", 0)); err != nil {
+					return "error: " + err.Error()
+				}
+				return fmt.Sprintf("%d online", rec.S.Online())
 			case "slice":
 				var rows []string
 				for i := 0; i < intArg(t, d, "n", 1); i++ {

@@ -23,14 +23,17 @@ const (
 	OpSubmit Op = iota + 1
 	OpFinished
 	OpSchedule
+	OpOffline // columns leave service
+	OpOnline  // columns return
 )
 
 // Event is one recorded input to a scheduler.
 type Event struct {
-	Op  Op
-	Now time.Duration
-	Job gang.Job   // OpSubmit
-	ID  gang.JobID // OpFinished
+	Op   Op
+	Now  time.Duration
+	Job  gang.Job   // OpSubmit
+	ID   gang.JobID // OpFinished
+	Cols []int      // OpOffline, OpOnline
 }
 
 // Recorder wraps a Scheduler and records every input and every decision.
@@ -88,6 +91,20 @@ func (r *Recorder) Schedule(now time.Duration) ([]gang.Decision, error) {
 	return ds, nil
 }
 
+// SetOffline forwards to the scheduler and records the call.
+func (r *Recorder) SetOffline(cols []int, offline bool, now time.Duration) error {
+	op := OpOnline
+	if offline {
+		op = OpOffline
+	}
+	r.Log = append(r.Log, Event{Op: op, Now: now, Cols: slices.Clone(cols)})
+	if err := r.S.SetOffline(cols, offline, now); err != nil {
+		return err
+	}
+	r.check.SetOffline(cols, offline)
+	return nil
+}
+
 // Replay feeds log into a fresh Scheduler for cfg and returns every decision
 // it makes. Replaying a Recorder's log must reproduce its Decisions exactly.
 func Replay(cfg gang.Config, log []Event) ([]gang.Decision, error) {
@@ -103,6 +120,8 @@ func Replay(cfg gang.Config, log []Event) ([]gang.Decision, error) {
 			err = r.Finished(e.ID, e.Now)
 		case OpSchedule:
 			_, err = r.Schedule(e.Now)
+		case OpOffline, OpOnline:
+			err = r.SetOffline(e.Cols, e.Op == OpOffline, e.Now)
 		default:
 			err = fmt.Errorf("unknown op %d", e.Op)
 		}

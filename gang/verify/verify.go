@@ -9,7 +9,8 @@
 //   - it gets exactly as many distinct columns as it has processors, inside
 //     the machine, in a row that exists, none of them holding a placed job;
 //   - the memory of the jobs placed on a column, summed over rows, never
-//     exceeds the column's memory;
+//     exceeds the column's memory, and no job starts on a column out of
+//     service;
 //   - an alternate is on the job's own columns, in another row, on slots
 //     that hold no placed job and no other alternate;
 //   - only running jobs are killed, alternated or finished.
@@ -40,12 +41,13 @@ type Checker struct {
 	placed  [][]gang.JobID // row → column → placed job (0: none)
 	alt     [][]gang.JobID // row → column → alternate job (0: none)
 	mem     []int64        // column → memory of placed jobs
+	offline []bool         // column → out of service
 	jobs    map[gang.JobID]*job
 }
 
 // New returns a Checker for a machine with mpl rows.
 func New(m gang.Machine, mpl int) *Checker {
-	c := &Checker{machine: m, mem: make([]int64, m.Processors), jobs: map[gang.JobID]*job{}}
+	c := &Checker{machine: m, mem: make([]int64, m.Processors), offline: make([]bool, m.Processors), jobs: map[gang.JobID]*job{}}
 	c.placed = make([][]gang.JobID, mpl)
 	c.alt = make([][]gang.JobID, mpl)
 	for r := range c.placed {
@@ -140,6 +142,9 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 		if p := c.placed[d.Row][col]; p != 0 {
 			return fail("job %d: row %d column %d already holds job %d", d.Job, d.Row, col, p)
 		}
+		if c.offline[col] {
+			return fail("job %d: column %d is out of service", d.Job, col)
+		}
 		if a := c.alt[d.Row][col]; a != 0 {
 			return fail("job %d: row %d column %d is still job %d's alternate (end it first)", d.Job, d.Row, col, a)
 		}
@@ -153,6 +158,16 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 	}
 	j.running, j.row, j.cols = true, d.Row, append([]int(nil), d.Columns...)
 	return nil
+}
+
+// SetOffline records columns leaving (or returning to) service: no job
+// may start on an offline column.
+func (c *Checker) SetOffline(cols []int, offline bool) {
+	for _, col := range cols {
+		if col >= 0 && col < len(c.offline) {
+			c.offline[col] = offline
+		}
+	}
 }
 
 // Finished records that a job ended (queued or running) and releases all

@@ -1,0 +1,118 @@
+// Package frame reads and writes cosched's stream framing: every message on
+// a TCP or Unix-socket connection is
+//
+//	length  uint32, big endian: the bytes that follow (2 + len(body))
+//	version uint8: the protocol version (Version)
+//	type    uint8: the message type, defined by the protocol using frames
+//	body    msgpack
+//
+// Lengths above the reader's maximum, unknown versions and truncated frames
+// are errors: the connection that carried them cannot be trusted to be in
+// sync and must be closed (with the error logged). Nothing here panics on
+// input.
+package frame
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Version is the framing protocol version written and accepted.
+const Version = 1
+
+// DefaultMax is the largest frame a Reader accepts unless told otherwise.
+const DefaultMax = 4 << 20
+
+// Errors a Reader returns; check with errors.Is.
+var (
+	ErrTooLarge = errors.New("frame too large")
+	ErrVersion  = errors.New("unsupported frame version")
+	ErrShort    = errors.New("frame too short")
+)
+
+// Type identifies a message within a protocol.
+type Type uint8
+
+// Encode marshals v into a complete frame of type t.
+func Encode(t Type, v any) ([]byte, error) {
+	body, err := msgpack.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("frame: encode type %d: %w", t, err)
+	}
+	buf := make([]byte, 6+len(body))
+	binary.BigEndian.PutUint32(buf, uint32(2+len(body)))
+	buf[4], buf[5] = Version, byte(t)
+	copy(buf[6:], body)
+	return buf, nil
+}
+
+// Write encodes v as a frame of type t and writes it to w in one call.
+func Write(w io.Writer, t Type, v any) error {
+	buf, err := Encode(t, v)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(buf); err != nil {
+		return fmt.Errorf("frame: write: %w", err)
+	}
+	return nil
+}
+
+// Reader reads frames from a stream.
+type Reader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+// NewReader returns a Reader that rejects frames longer than max bytes
+// (DefaultMax when max ≤ 0).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// Read returns the next frame's type and msgpack body. The body is valid
+// until the next call. io.EOF means the stream ended cleanly between frames.
+func (r *Reader) Read() (Type, []byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
+		if err == io.EOF {
+			return 0, nil, io.EOF
+		}
+		return 0, nil, fmt.Errorf("frame: read length: %w", err)
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	switch {
+	case n < 2:
+		return 0, nil, fmt.Errorf("frame: %w: length %d", ErrShort, n)
+	case n > r.max:
+		return 0, nil, fmt.Errorf("frame: %w: %d bytes, limit %d", ErrTooLarge, n, r.max)
+	}
+	if cap(r.buf) < n {
+		r.buf = make([]byte, n)
+	}
+	b := r.buf[:n]
+	if _, err := io.ReadFull(r.r, b); err != nil {
+		return 0, nil, fmt.Errorf("frame: read %d-byte frame: %w", n, err)
+	}
+	if b[0] != Version {
+		return 0, nil, fmt.Errorf("frame: %w %d (want %d)", ErrVersion, b[0], Version)
+	}
+	return Type(b[1]), b[2:], nil
+}
+
+// Decode unmarshals a frame body into v.
+func Decode(body []byte, v any) error {
+	if err := msgpack.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("frame: decode: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package frame
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+)
+
+type msg struct {
+	Job  int64
+	Argv []string
+}
+
+func TestRoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, 7, msg{Job: 3, Argv: []string{"sleep", "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&b, 9, msg{Job: 4}); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(&b, 0)
+	for _, want := range []struct {
+		t   Type
+		job int64
+	}{{7, 3}, {9, 4}} {
+		typ, body, err := r.Read()
+		if err != nil || typ != want.t {
+			t.Fatalf("read: type %d err %v", typ, err)
+		}
+		var m msg
+		if err := Decode(body, &m); err != nil || m.Job != want.job {
+			t.Fatalf("decode: %+v %v", m, err)
+		}
+	}
+	if _, _, err := r.Read(); err != io.EOF {
+		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+}
+
+func TestBadFrames(t *testing.T) {
+	frameOf := func(n uint32, rest ...byte) []byte {
+		b := make([]byte, 4, 4+len(rest))
+		binary.BigEndian.PutUint32(b, n)
+		return append(b, rest...)
+	}
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"too large", frameOf(1 << 30), ErrTooLarge},
+		{"too short", frameOf(1, Version), ErrShort},
+		{"bad version", frameOf(3, 99, 1, 0xc0), ErrVersion},
+		{"truncated body", frameOf(10, Version, 1, 0x01), io.ErrUnexpectedEOF},
+		{"truncated length", []byte{0, 0}, io.ErrUnexpectedEOF},
+	} {
+		_, _, err := NewReader(bytes.NewReader(c.in), 1024).Read()
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	// A body that is not msgpack for the target decodes to an error.
+	var m msg
+	if err := Decode([]byte{0xc1}, &m); err == nil {
+		t.Error("decoding garbage succeeded")
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	good, _ := Encode(3, msg{Job: 1, Argv: []string{"a"}})
+	f.Add(good)
+	f.Add([]byte{0, 0, 0, 2, Version, 1})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(bytes.NewReader(data), 1<<16)
+		for i := 0; i < 100; i++ {
+			_, body, err := r.Read()
+			if err != nil {
+				return
+			}
+			var m msg
+			_ = Decode(body, &m) // must not panic
+		}
+	})
+}
