@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/node/rank"
+)
+
+// agentFlags are `cosched agent`'s settings; a --config file (TOML, the
+// same keys) sets them too, flags win.
+type agentFlags struct {
+	Name       string   `toml:"name"`
+	Bind       string   `toml:"bind"`
+	Join       []string `toml:"join"`
+	Controller bool     `toml:"controller"`
+	Mode       string   `toml:"mode"`
+	Slice      string   `toml:"slice"`
+	MPL        int      `toml:"mpl"`
+	Policy     string   `toml:"policy"`
+	CPUs       string   `toml:"cpus"`
+	Processors int      `toml:"processors"`
+	StateDir   string   `toml:"state_dir"`
+	APIPort    int      `toml:"api_port"`
+	Key        string   `toml:"encrypt_key"`
+	Local      bool     `toml:"local"`
+	Priority   int      `toml:"realtime_priority"`
+	Nice       int      `toml:"nice"`
+	RankNice   int      `toml:"rank_nice"`
+	LogLevel   string   `toml:"log_level"`
+	LogFormat  string   `toml:"log_format"`
+	readyFile  string
+	config     string
+}
+
+func newAgentCmd() *cobra.Command {
+	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console"}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run a node agent (one per node; one of them with --controller)",
+		Long: `Run cosched's per-node daemon. Agents find each other with gossip
+(hashicorp/memberlist): start the controller agent first, then the others with
+--join pointing at any running agent. Every agent serves the job API (the
+others forward to the controller) and launches, stops and continues the ranks
+placed on its processors.
+
+Modes (controller): space (MPL 1, jobs run to completion with backfilling),
+gang (rows of the matrix rotate every --slice on the controller's strobes),
+local (no coordination: every placed rank runs).
+
+A --config file (TOML) may hold any of: name, bind, join, controller, mode,
+slice, mpl, policy, cpus, processors, state_dir, api_port, encrypt_key, local,
+nice, rank_nice, realtime_priority, log_level, log_format. Flags override it.
+
+The agent stops on SIGINT or SIGTERM: it leaves the cluster and kills its
+ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
+		Example: `  cosched agent --name n0 --bind 10.0.0.1:7946 --controller --mode gang --slice 10ms
+  cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.config != "" {
+				if err := loadAgentConfig(cmd, &f); err != nil {
+					return err
+				}
+			}
+			return runAgent(cmd.Context(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "TOML file with agent settings (flags override it)")
+	fl.StringVar(&f.Name, "name", "", "this agent's name, unique in the cluster (default: the host name)")
+	fl.StringVar(&f.Bind, "bind", f.Bind, "gossip address host:port (port 0 picks one); the API, control and strobe sockets use the same host")
+	fl.StringSliceVar(&f.Join, "join", nil, "gossip addresses of running agents to join (comma-separated)")
+	fl.BoolVar(&f.Controller, "controller", false, "run the controller: the scheduler, the job table and the strobe clock")
+	fl.StringVar(&f.Mode, "mode", f.Mode, "controller: space, gang or local")
+	fl.StringVar(&f.Slice, "slice", f.Slice, "controller: time slice in gang mode (down to 1ms)")
+	fl.IntVar(&f.MPL, "mpl", f.MPL, "controller: multiprogramming level, rows of the matrix (1 in space mode)")
+	fl.StringVar(&f.Policy, "policy", f.Policy, "controller: queue policy: "+policyNames())
+	fl.StringVar(&f.CPUs, "cpus", "", "CPUs to pin ranks to, as a list (0-3,8,10-11); default: every CPU, unpinned")
+	fl.IntVar(&f.Processors, "processors", 0, "processors to offer when --cpus is not given (default: the machine's CPUs)")
+	fl.StringVar(&f.StateDir, "state-dir", "", "directory for rank output and agent files (default: <state dir>/agents/<name>)")
+	fl.IntVar(&f.APIPort, "api-port", 0, "port of the HTTP API (0 picks one; the cluster learns it by gossip)")
+	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
+	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
+	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
+	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
+	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
+	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
+	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
+	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
+	_ = fl.MarkHidden("ready-file")
+	return cmd
+}
+
+// loadAgentConfig reads the TOML file into f, then re-applies the flags the
+// user set on the command line.
+func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
+	set := map[string]bool{}
+	cmd.Flags().Visit(func(fl *pflag.Flag) { set[fl.Name] = true })
+	fromFlags := *f
+	md, err := toml.DecodeFile(f.config, f)
+	if err != nil {
+		return usageError{fmt.Errorf("--config %s: %w", f.config, err)}
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return usageError{fmt.Errorf("--config %s: unknown keys: %v", f.config, und)}
+	}
+	override := map[string]func(){
+		"name": func() { f.Name = fromFlags.Name }, "bind": func() { f.Bind = fromFlags.Bind }, "join": func() { f.Join = fromFlags.Join },
+		"controller": func() { f.Controller = fromFlags.Controller }, "mode": func() { f.Mode = fromFlags.Mode },
+		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy },
+		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
+		"state-dir": func() { f.StateDir = fromFlags.StateDir }, "api-port": func() { f.APIPort = fromFlags.APIPort },
+		"encrypt-key": func() { f.Key = fromFlags.Key }, "local": func() { f.Local = fromFlags.Local },
+		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
+		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
+		"realtime-priority": func() { f.Priority = fromFlags.Priority },
+	}
+	for name := range set {
+		if o, ok := override[name]; ok {
+			o()
+		}
+	}
+	return nil
+}
+
+// parseCPUList reads "0-3,8,10-11".
+func parseCPUList(s string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("%q: want CPU numbers or ranges like 0-3,8", part)
+		}
+		for c := a; c <= b; c++ {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no CPU given")
+	}
+	return out, nil
+}
+
+func newLogger(level, format string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.Set(level); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.Sampling = nil
+	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	switch format {
+	case "json":
+	case "console":
+		cfg.Encoding = "console"
+	default:
+		return nil, fmt.Errorf("--log-format %q: want console or json", format)
+	}
+	return cfg.Build()
+}
+
+// agentConfig checks every flag and builds the agent's configuration.
+func agentConfig(f *agentFlags) (node.Config, error) {
+	var errs []error
+	cfg := node.Config{Name: f.Name, Bind: f.Bind, Join: f.Join, Controller: f.Controller, MPL: f.MPL,
+		Processors: f.Processors, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority}
+	if cfg.Name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			errs = append(errs, errors.New("--name: required (the host name is unknown)"))
+		}
+		cfg.Name = host
+	}
+	mode, err := node.ParseMode(f.Mode)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--mode: %v", err))
+	}
+	cfg.Mode = mode
+	if cfg.Slice, err = time.ParseDuration(f.Slice); err != nil {
+		errs = append(errs, fmt.Errorf("--slice %q: not a duration (e.g. 10ms)", f.Slice))
+	}
+	p, err := gang.ParsePolicy(f.Policy)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
+	}
+	cfg.Policy = p
+	if mode == node.Space && f.Controller {
+		cfg.MPL = 1
+	}
+	if f.CPUs != "" {
+		if cfg.CPUs, err = parseCPUList(f.CPUs); err != nil {
+			errs = append(errs, fmt.Errorf("--cpus: %v", err))
+		}
+	}
+	if f.Key != "" {
+		if cfg.SecretKey, err = parseHexKey(f.Key); err != nil {
+			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
+		}
+	}
+	cfg.StateDir = f.StateDir
+	if cfg.StateDir == "" {
+		base, err := stateDirFor("")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		cfg.StateDir = filepath.Join(base, "agents", cfg.Name)
+	}
+	if len(errs) > 0 {
+		return cfg, flagErrors(errs)
+	}
+	return cfg, nil
+}
+
+func parseHexKey(s string) ([]byte, error) {
+	if len(s)%2 != 0 {
+		return nil, errors.New("odd number of hex digits")
+	}
+	key := make([]byte, len(s)/2)
+	for i := range key {
+		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("not hex at %q", s[2*i:2*i+2])
+		}
+		key[i] = byte(v)
+	}
+	if l := len(key); l != 16 && l != 24 && l != 32 {
+		return nil, fmt.Errorf("%d bytes, want 16, 24 or 32 (32, 48 or 64 hex digits)", l)
+	}
+	return key, nil
+}
+
+// readyInfo is what an agent writes to --ready-file once it is up.
+type readyInfo struct {
+	Name   string `json:"name"`
+	PID    int    `json:"pid"`
+	Gossip string `json:"gossip"`
+	API    string `json:"api"`
+}
+
+func runAgent(ctx context.Context, f *agentFlags) error {
+	cfg, err := agentConfig(f)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f.LogLevel, f.LogFormat)
+	if err != nil {
+		return usageError{err}
+	}
+	defer log.Sync()
+	cfg.Log = log
+	a, err := node.Start(cfg)
+	if err != nil {
+		return err
+	}
+	if f.readyFile != "" {
+		b, _ := json.Marshal(readyInfo{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
+		if err := atomicfile.WriteFile(f.readyFile, b); err != nil {
+			a.Shutdown()
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("signal received: leaving the cluster and stopping ranks")
+	case <-a.Done():
+	}
+	return a.Shutdown()
+}
+
+// newRankExecCmd is the hidden shim agents start ranks through: it stops
+// itself, and the agent's SIGCONT lets it exec the rank's program.
+func newRankExecCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "__rank-exec -- PROGRAM ARGS...",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			os.Exit(rank.ShimMain(args))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,413 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/strobe"
+)
+
+// Config configures an agent.
+type Config struct {
+	Name       string
+	Bind       string   // gossip address host:port (port 0 picks one)
+	Advertise  string   // host other agents reach this one at (default: Bind's host)
+	Join       []string // other agents' gossip addresses
+	SecretKey  []byte   // gossip encryption key (16, 24 or 32 bytes), optional
+	Controller bool     // run the controller role
+	Mode       Mode     // controller: how processors are shared
+	Slice      time.Duration
+	MPL        int
+	Policy     gang.Policy
+	MaxColumns int // controller: the most processors the cluster can have
+	// CPUs pins ranks: slot i runs on CPU CPUs[i]. Empty: Processors
+	// slots without pinning.
+	CPUs       []int
+	Processors int // slots offered when CPUs is empty (default: the machine's CPUs)
+	StateDir   string
+	// Nice is the agent's own nice value, applied at start if permitted
+	// (negative needs CAP_SYS_NICE): the control plane must preempt busy
+	// ranks. RankNice is the ranks' (they are born with it).
+	Nice     int
+	RankNice int
+	// Priority, when 1–99, runs the strobe path at SCHED_FIFO: the agent's
+	// receive-and-switch thread and (controller) the slice clock. Needs
+	// root or CAP_SYS_NICE; without, the agent warns and runs normally.
+	Priority int
+	APIPort  int  // 0 picks one
+	Local    bool // loopback cluster: fast membership timings
+	Shim     []string
+	Log      *zap.Logger
+}
+
+// Validate reports every problem with the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	}
+	if c.Bind == "" {
+		errs = append(errs, errors.New("bind: required (host:port for gossip)"))
+	} else if _, _, err := net.SplitHostPort(c.Bind); err != nil {
+		errs = append(errs, fmt.Errorf("bind %q: %v", c.Bind, err))
+	}
+	if c.StateDir == "" {
+		errs = append(errs, errors.New("state dir: required"))
+	}
+	if l := len(c.SecretKey); l != 0 && l != 16 && l != 24 && l != 32 {
+		errs = append(errs, fmt.Errorf("encryption key: %d bytes, want 16, 24 or 32", l))
+	}
+	if c.Controller {
+		if _, err := ParseMode(string(c.Mode)); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Mode.TimeShared() && c.Slice <= 0 {
+			errs = append(errs, fmt.Errorf("slice %v: must be positive", c.Slice))
+		}
+		if c.MPL < 1 {
+			errs = append(errs, fmt.Errorf("mpl %d: must be at least 1", c.MPL))
+		}
+		if c.Mode == Space && c.MPL != 1 {
+			errs = append(errs, fmt.Errorf("mpl %d: space sharing has one row (mpl 1)", c.MPL))
+		}
+		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, cpu := range c.CPUs {
+		if cpu < 0 {
+			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
+		}
+	}
+	if c.Priority < 0 || c.Priority > 99 {
+		errs = append(errs, fmt.Errorf("real-time priority %d: want 0 (off) to 99", c.Priority))
+	}
+	if c.Nice < -20 || c.Nice > 19 || c.RankNice < -20 || c.RankNice > 19 {
+		errs = append(errs, fmt.Errorf("nice values %d and %d: must be between -20 and 19", c.Nice, c.RankNice))
+	}
+	if len(c.CPUs) == 0 && c.Processors < 0 {
+		errs = append(errs, fmt.Errorf("processors %d: must not be negative", c.Processors))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("node: invalid config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Agent is a node's daemon.
+type Agent struct {
+	cfg      Config
+	log      *zap.Logger
+	ranks    *rank.Manager
+	sw       *switcher
+	ml       *strobe.Membership
+	udp      strobe.Transport
+	follower *strobe.Follower
+	ctrl     *Controller
+	ctlLn    net.Listener
+	apiLn    net.Listener
+	api      *http.Server
+	metrics  *prometheus.Registry
+	proxies  proxies
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	done     chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+
+	mu      sync.Mutex // guards conn, pending, ctrlAPI
+	conn    net.Conn
+	pending []rankExit
+	ctrlAPI string
+}
+
+// Start binds the agent's sockets, joins the cluster and starts serving.
+// Shutdown stops it.
+func Start(cfg Config) (*Agent, error) {
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	if len(cfg.CPUs) == 0 && cfg.Processors == 0 {
+		cfg.Processors = runtime.NumCPU()
+	}
+	if len(cfg.CPUs) > 0 {
+		cfg.Processors = len(cfg.CPUs)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := stateDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("node: state dir: %w", err)
+	}
+	if len(cfg.Shim) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("node: locating the rank shim: %w", err)
+		}
+		cfg.Shim = []string{exe, "__rank-exec"}
+	}
+	host, _, _ := net.SplitHostPort(cfg.Bind)
+	if cfg.Advertise == "" {
+		cfg.Advertise = host
+	}
+	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry()}
+	if cfg.Nice != 0 {
+		if err := setOwnNice(cfg.Nice); err != nil {
+			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			a.closeAll()
+		}
+	}()
+	var err error
+	rankNice := cfg.RankNice // ranks never run at the agent's raised priority
+	if a.ranks, err = rank.NewManager(rank.Config{Shim: cfg.Shim, Log: a.log, Nice: &rankNice}); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if cfg.Priority > 0 {
+		// The whole agent above the ranks, its strobe path above the rest.
+		if err := setOwnFIFO(max(1, cfg.Priority/5)); err != nil {
+			a.log.Warn("cannot give the agent real-time priority; switches may lag behind busy ranks", zap.Error(err))
+		}
+	}
+	a.sw = newSwitcher(a.ranks, false, a.log)
+	if a.ctlLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+		return nil, fmt.Errorf("node: control listener: %w", err)
+	}
+	if a.apiLn, err = net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(cfg.APIPort))); err != nil {
+		return nil, fmt.Errorf("node: API listener: %w", err)
+	}
+	if a.udp, err = listenStrobe(host, cfg.Priority, a.log); err != nil {
+		return nil, fmt.Errorf("node: strobe socket: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	if cfg.Controller {
+		var sender *strobe.Sender
+		if cfg.Mode.TimeShared() {
+			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
+		}
+		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
+			Policy: cfg.Policy, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))
+		if err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+	// Every agent follows strobes: whether rows rotate is the controller's
+	// choice, carried by its hello (setShared); a follower with no strobes
+	// costs nothing.
+	a.follower = strobe.NewFollower(strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Switch: a.sw.Switch, Log: a.log})
+	a.registerMetrics()
+
+	meta := strobe.Meta{
+		Name:        cfg.Name,
+		StrobeAddr:  advertised(a.udp.LocalAddr(), cfg.Advertise),
+		ControlAddr: advertised(a.ctlLn.Addr().String(), cfg.Advertise),
+		APIAddr:     advertised(a.apiLn.Addr().String(), cfg.Advertise),
+		CPUs:        cfg.Processors,
+		Controller:  cfg.Controller,
+	}
+	a.api = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
+
+	a.goRun(func() { a.serveControl(ctx) })
+	a.goRun(a.forwardExits)
+	a.goRun(func() {
+		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("API server", zap.Error(err))
+		}
+	})
+	a.goRun(func() {
+		if err := a.follower.Run(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("strobe follower", zap.Error(err))
+		}
+	})
+	if a.ctrl != nil {
+		a.goRun(func() {
+			if err := a.ctrl.Run(ctx); err != nil {
+				a.log.Error("controller", zap.Error(err))
+			}
+		})
+	}
+	if a.ml, err = strobe.Join(strobe.MemberConfig{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
+		SecretKey: cfg.SecretKey, Meta: meta, Local: cfg.Local, Log: a.log}); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	a.goRun(func() { a.watchMembers(ctx) })
+	ok = true
+	a.log.Info("agent started", zap.String("gossip", a.ml.Addr()), zap.String("api", meta.APIAddr),
+		zap.Bool("controller", cfg.Controller), zap.Int("processors", cfg.Processors))
+	return a, nil
+}
+
+// listenStrobe opens the strobe socket: a real-time one (its own thread
+// receives strobes and switches ranks) unless priority is 0.
+func listenStrobe(host string, priority int, log *zap.Logger) (strobe.Transport, error) {
+	if priority == 0 {
+		return strobe.ListenUDP(net.JoinHostPort(host, "0"), log)
+	}
+	ip := host
+	if _, err := netip.ParseAddr(host); err != nil {
+		addrs, err := net.LookupHost(host)
+		if err != nil || len(addrs) == 0 {
+			return nil, fmt.Errorf("resolve %s: %v", host, err)
+		}
+		ip = addrs[0]
+	}
+	return strobe.ListenUDPRealtime(net.JoinHostPort(ip, "0"), priority, log)
+}
+
+func advertised(addr, host string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (a *Agent) goRun(f func()) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		f()
+	}()
+}
+
+// watchMembers feeds membership changes to the controller (if this agent
+// runs it) and to the heartbeat exchange, and reacts to the controller's
+// departure.
+func (a *Agent) watchMembers(ctx context.Context) {
+	refresh := func() {
+		var peers []string
+		for _, m := range a.ml.Members() {
+			if m.Name != a.cfg.Name {
+				peers = append(peers, m.StrobeAddr)
+			}
+			if m.Controller {
+				a.mu.Lock()
+				a.ctrlAPI = m.APIAddr
+				a.mu.Unlock()
+			}
+		}
+		a.follower.SetPeers(peers)
+	}
+	refresh()
+	if a.ctrl != nil {
+		for _, m := range a.ml.Members() {
+			a.ctrl.MemberJoined(m)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-a.ml.Events():
+			if !ok {
+				return
+			}
+			refresh()
+			switch ev.Kind {
+			case strobe.EventJoin, strobe.EventUpdate:
+				if a.ctrl != nil {
+					a.ctrl.MemberJoined(ev.Meta)
+				}
+			case strobe.EventLeave:
+				if a.ctrl != nil {
+					a.ctrl.MemberLeft(ev.Meta.Name)
+				}
+				if ev.Meta.Controller && ev.Meta.Name != a.cfg.Name {
+					a.controllerGone(ev.Meta.Name)
+				}
+			}
+		}
+	}
+}
+
+func (a *Agent) controllerAPI() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ctrlAPI
+}
+
+// APIAddr is the address of the agent's HTTP API.
+func (a *Agent) APIAddr() string { return a.apiLn.Addr().String() }
+
+// GossipAddr is the address other agents join this one at.
+func (a *Agent) GossipAddr() string { return a.ml.Addr() }
+
+// Name is the agent's name.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// Done is closed when the agent has shut down.
+func (a *Agent) Done() <-chan struct{} { return a.done }
+
+// Shutdown leaves the cluster gracefully, kills every local rank, and
+// waits for the agent's goroutines. It is idempotent.
+func (a *Agent) Shutdown() error {
+	a.stopOnce.Do(func() {
+		if a.ml != nil {
+			if err := a.ml.Leave(2 * time.Second); err != nil {
+				a.log.Warn("leave", zap.Error(err))
+			}
+		}
+		a.stopErr = a.closeAll()
+		close(a.done)
+	})
+	return a.stopErr
+}
+
+// closeAll releases everything Start created, in dependency order.
+func (a *Agent) closeAll() error {
+	var errs []error
+	if a.cancel != nil {
+		a.cancel()
+	}
+	if a.api != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := a.api.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	} else if a.apiLn != nil {
+		a.apiLn.Close()
+	}
+	if a.ctlLn != nil {
+		a.ctlLn.Close()
+	}
+	if a.ranks != nil {
+		if err := a.ranks.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.udp != nil {
+		a.udp.Close()
+	}
+	a.mu.Lock()
+	if a.conn != nil {
+		a.conn.Close()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+	if a.ml != nil {
+		if err := a.ml.Shutdown(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,166 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// JobSpec is what a user submits (POST /v1/jobs).
+type JobSpec struct {
+	Name       string   `json:"name,omitempty"`
+	Command    []string `json:"command"`          // run once per rank
+	Processors int      `json:"processors"`       // ranks, one per processor
+	TimeLimit  Duration `json:"time_limit"`       // the runtime estimate; the job is killed (TIMEOUT) when it has run this long
+	Memory     int64    `json:"memory,omitempty"` // bytes per process; 0 = no constraint
+	Bench      string   `json:"bench,omitempty"`  // a ⟨g,v,comm,sync⟩ template (benchmark jobs)
+}
+
+// Validate reports every problem with a spec at once.
+func (s *JobSpec) Validate(maxProcs int) error {
+	var errs []string
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		errs = append(errs, "command: empty")
+	}
+	switch {
+	case s.Processors < 1:
+		errs = append(errs, fmt.Sprintf("processors: %d, must be at least 1", s.Processors))
+	case maxProcs >= 0 && s.Processors > maxProcs:
+		errs = append(errs, fmt.Sprintf("processors: %d, more than the cluster's %d in service", s.Processors, maxProcs))
+	}
+	if s.TimeLimit.D <= 0 {
+		errs = append(errs, fmt.Sprintf("time_limit: %v, must be positive", s.TimeLimit.D))
+	}
+	if s.Memory < 0 {
+		errs = append(errs, fmt.Sprintf("memory: %d, must not be negative", s.Memory))
+	}
+	if len(s.Name) > 256 {
+		errs = append(errs, "name: longer than 256 bytes")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid job: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// State is a job's state.
+type State string
+
+// Job states.
+const (
+	Pending   State = "PENDING"
+	Running   State = "RUNNING"
+	Completed State = "COMPLETED"
+	Failed    State = "FAILED"
+	Cancelled State = "CANCELLED"
+	Timeout   State = "TIMEOUT"
+)
+
+// Code returns the state's two-letter code, as squeue prints them.
+func (s State) Code() string {
+	switch s {
+	case Pending:
+		return "PD"
+	case Running:
+		return "R"
+	case Completed:
+		return "CD"
+	case Failed:
+		return "F"
+	case Cancelled:
+		return "CA"
+	case Timeout:
+		return "TO"
+	}
+	return "?"
+}
+
+// Done reports whether the state is final.
+func (s State) Done() bool { return s != Pending && s != Running }
+
+// Job is a job as the API reports it.
+type Job struct {
+	ID      int64      `json:"id"`
+	Spec    JobSpec    `json:"spec"`
+	State   State      `json:"state"`
+	Reason  string     `json:"reason,omitempty"` // why it waits, or why it failed
+	Submit  time.Time  `json:"submit"`
+	Start   *time.Time `json:"start,omitempty"`
+	End     *time.Time `json:"end,omitempty"`
+	Row     int        `json:"row"`
+	Nodes   []string   `json:"nodes,omitempty"` // in rank order, one per rank
+	Ranks   []RankInfo `json:"ranks,omitempty"`
+	Elapsed Duration   `json:"elapsed"` // running time so far, or in all
+}
+
+// RankInfo is how one rank ran.
+type RankInfo struct {
+	Rank    int      `json:"rank"`
+	Node    string   `json:"node"`
+	PID     int      `json:"pid,omitempty"`
+	Exited  bool     `json:"exited"`
+	Code    int      `json:"code"`
+	Signal  string   `json:"signal,omitempty"`
+	CPUTime Duration `json:"cpu_time"`
+	MaxRSS  int64    `json:"max_rss"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// NodeInfo is an agent as the API reports it.
+type NodeInfo struct {
+	Name       string     `json:"name"`
+	State      string     `json:"state"` // "up" or "down"
+	Controller bool       `json:"controller"`
+	APIAddr    string     `json:"api_addr"`
+	CPUs       int        `json:"cpus"`
+	Columns    []int      `json:"columns"` // the matrix columns it hosts
+	Jobs       []int64    `json:"jobs,omitempty"`
+	Stats      *NodeStats `json:"stats,omitempty"`
+}
+
+// Submitted is the answer to a submission.
+type Submitted struct {
+	ID int64 `json:"id"`
+}
+
+// APIError is the body of every 4xx/5xx answer.
+type APIError struct {
+	Error string `json:"error"`
+}
+
+// Duration is a time.Duration that JSON carries as a Go duration string
+// ("10m", "1.5s") and that also accepts a number of seconds.
+type Duration struct{ D time.Duration }
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.D.String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: want a Go duration like 10m or 90s", s)
+		}
+		d.D = v
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration %s: want a string like \"10m\" or a number of seconds", b)
+	}
+	d.D = time.Duration(secs * float64(time.Second))
+	return nil
+}
+
+// ParseJobID reads a job id as users type it ("12").
+func ParseJobID(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("job id %q: want a positive integer", s)
+	}
+	return id, nil
+}

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Client calls an agent's HTTP API (any agent: others forward to the
+// controller).
+type Client struct {
+	Addr string // host:port
+	HTTP *http.Client
+}
+
+// NewClient returns a client for the agent at addr.
+func NewClient(addr string) *Client {
+	return &Client{Addr: addr, HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// Error is an API error answer.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status) }
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.Addr+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the cluster at %s: %w", c.Addr, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer from %s: %w", c.Addr, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e APIError
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			e.Error = string(bytes.TrimSpace(data))
+		}
+		return &Error{Status: resp.StatusCode, Message: e.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("unexpected answer from %s: %w", c.Addr, err)
+	}
+	return nil
+}
+
+// Submit submits a job and returns its id.
+func (c *Client) Submit(ctx context.Context, spec JobSpec) (int64, error) {
+	var s Submitted
+	err := c.do(ctx, http.MethodPost, "/v1/jobs", spec, &s)
+	return s.ID, err
+}
+
+// Jobs lists pending and running jobs, or all of them.
+func (c *Client) Jobs(ctx context.Context, all bool) ([]Job, error) {
+	var jobs []Job
+	err := c.do(ctx, http.MethodGet, "/v1/jobs?all="+strconv.FormatBool(all), nil, &jobs)
+	return jobs, err
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, id int64) (Job, error) {
+	var j Job
+	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+strconv.FormatInt(id, 10), nil, &j)
+	return j, err
+}
+
+// Cancel cancels a job.
+func (c *Client) Cancel(ctx context.Context, id int64) error {
+	return c.do(ctx, http.MethodDelete, "/v1/jobs/"+strconv.FormatInt(id, 10), nil, nil)
+}
+
+// Nodes lists the cluster's agents, with their statistics if stats.
+func (c *Client) Nodes(ctx context.Context, stats bool) (NodesReport, error) {
+	var r NodesReport
+	err := c.do(ctx, http.MethodGet, "/v1/nodes?stats="+strconv.FormatBool(stats), nil, &r)
+	return r, err
+}
+
+// Wait polls a job until it ends (or ctx is done) and returns it.
+func (c *Client) Wait(ctx context.Context, id int64, every time.Duration) (Job, error) {
+	for {
+		j, err := c.Job(ctx, id)
+		if err != nil || j.State.Done() {
+			return j, err
+		}
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}

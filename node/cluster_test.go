@@ -1,0 +1,299 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/node"
+)
+
+// coschedBin is the cosched binary, built once: agents start ranks through
+// its hidden __rank-exec shim, and some tests run whole agent processes.
+var coschedBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cosched-node-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	coschedBin = filepath.Join(dir, "cosched")
+	build := exec.Command("go", "build", "-o", coschedBin, "../cmd/cosched")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build cosched: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testCluster is n agents in this process on loopback; agent 0 runs the
+// controller.
+type testCluster struct {
+	t      *testing.T
+	agents []*node.Agent
+	client *node.Client
+	dir    string
+}
+
+type clusterOpts struct {
+	agents     int
+	processors int // per agent
+	mode       node.Mode
+	mpl        int
+	slice      time.Duration
+	policy     gang.Policy
+	priority   int
+}
+
+func startCluster(t *testing.T, o clusterOpts) *testCluster {
+	t.Helper()
+	if o.processors == 0 {
+		o.processors = 1
+	}
+	if o.policy == "" {
+		o.policy = gang.EASY
+	}
+	if o.mpl == 0 {
+		o.mpl = 1
+	}
+	if o.slice == 0 {
+		o.slice = 20 * time.Millisecond
+	}
+	c := &testCluster{t: t, dir: t.TempDir()}
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	for i := 0; i < o.agents; i++ {
+		cfg := node.Config{
+			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
+			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
+			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, Log: log,
+		}
+		if i == 0 {
+			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy = true, o.mode, o.mpl, o.slice, o.policy
+		} else {
+			cfg.Join = []string{c.agents[0].GossipAddr()}
+		}
+		a, err := node.Start(cfg)
+		if err != nil {
+			c.stop()
+			t.Fatalf("agent %d: %v", i, err)
+		}
+		c.agents = append(c.agents, a)
+	}
+	t.Cleanup(c.stop)
+	c.client = node.NewClient(c.agents[0].APIAddr())
+	c.waitNodes(o.agents)
+	return c
+}
+
+func (c *testCluster) stop() {
+	for i := len(c.agents) - 1; i >= 0; i-- {
+		if err := c.agents[i].Shutdown(); err != nil {
+			c.t.Logf("shutdown %s: %v", c.agents[i].Name(), err)
+		}
+	}
+}
+
+func (c *testCluster) waitNodes(n int) {
+	c.t.Helper()
+	eventually(c.t, 20*time.Second, func() error {
+		rep, err := c.client.Nodes(context.Background(), false)
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, nd := range rep.Nodes {
+			if nd.State == "up" {
+				up++
+			}
+		}
+		if up != n {
+			return fmt.Errorf("%d of %d agents up", up, n)
+		}
+		return nil
+	})
+}
+
+// eventually retries f until it succeeds or the (generous) timeout passes.
+func eventually(t *testing.T, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *testCluster) submit(spec node.JobSpec) int64 {
+	c.t.Helper()
+	if spec.TimeLimit.D == 0 {
+		spec.TimeLimit = node.Duration{D: time.Minute}
+	}
+	id, err := c.client.Submit(context.Background(), spec)
+	if err != nil {
+		c.t.Fatalf("submit %+v: %v", spec, err)
+	}
+	return id
+}
+
+func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration) node.Job {
+	c.t.Helper()
+	var j node.Job
+	eventually(c.t, timeout, func() error {
+		var err error
+		if j, err = c.client.Job(context.Background(), id); err != nil {
+			return err
+		}
+		if j.State != want {
+			return fmt.Errorf("job %d is %s (%s), want %s", id, j.State, j.Reason, want)
+		}
+		return nil
+	})
+	return j
+}
+
+// jobPIDs finds the live processes of a job by their COSCHED_JOB
+// environment variable (the shim passes it on to the program).
+func jobPIDs(t *testing.T, id int64) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte("COSCHED_JOB=" + strconv.FormatInt(id, 10) + "\x00")
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
+			continue
+		}
+		if procState(pid) == 'Z' || procState(pid) == 0 {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// procState is a process's state letter from /proc/pid/stat (0 if gone).
+func procState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
+
+// rankNode reports which agent runs a pid (COSCHED_NODE).
+func rankNode(pid int) string {
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "COSCHED_NODE="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+var busy = []string{"sh", "-c", "while :; do :; done"}
+
+func (c *testCluster) waitPIDs(id int64, n int) []int {
+	c.t.Helper()
+	var pids []int
+	eventually(c.t, 20*time.Second, func() error {
+		pids = jobPIDs(c.t, id)
+		if len(pids) != n {
+			return fmt.Errorf("job %d has %d processes, want %d", id, len(pids), n)
+		}
+		return nil
+	})
+	return pids
+}
+
+func (c *testCluster) waitGone(id int64) {
+	c.t.Helper()
+	eventually(c.t, 20*time.Second, func() error {
+		if pids := jobPIDs(c.t, id); len(pids) > 0 {
+			return fmt.Errorf("job %d still has processes %v", id, pids)
+		}
+		return nil
+	})
+}
+
+func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
+
+// waitExec waits until a job has n processes that have exec'd program.
+func (c *testCluster) waitExec(id int64, n int, program string) []int {
+	c.t.Helper()
+	var pids []int
+	eventually(c.t, 20*time.Second, func() error {
+		pids = pids[:0]
+		for _, p := range jobPIDs(c.t, id) {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+			if strings.TrimSpace(string(comm)) == program {
+				pids = append(pids, p)
+			}
+		}
+		if len(pids) != n {
+			return fmt.Errorf("job %d: %d processes run %s, want %d", id, len(pids), program, n)
+		}
+		return nil
+	})
+	return pids
+}
+
+// executing reports whether a process may be executing its program: it is
+// not stopped (T), gone or a zombie, and has no SIGSTOP pending.
+func executing(pid int) bool {
+	switch procState(pid) {
+	case 'R', 'S', 'D':
+	default:
+		return false
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	const sigstop = 1 << (19 - 1)
+	for _, line := range strings.Split(string(status), "\n") {
+		for _, key := range []string{"ShdPnd:", "SigPnd:"} {
+			if v, ok := strings.CutPrefix(line, key); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				if err == nil && mask&sigstop != 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

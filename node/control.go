@@ -1,0 +1,77 @@
+package node
+
+import (
+	"github.com/cosched/cosched/internal/frame"
+)
+
+// The control protocol between the controller and the agents: one TCP
+// connection per agent, opened by the controller, carrying frames
+// (internal/frame) whose msgpack bodies are the types below. Type numbers
+// are part of the wire format: append only.
+const (
+	msgHello     frame.Type = 1 // controller → agent: hello
+	msgLaunch    frame.Type = 2 // controller → agent: launch
+	msgKill      frame.Type = 3 // controller → agent: kill
+	msgAlternate frame.Type = 4 // controller → agent: alternate
+	msgRankExit  frame.Type = 5 // agent → controller: rankExit
+	msgWelcome   frame.Type = 6 // agent → controller: welcome (answer to hello)
+)
+
+// maxControlFrame bounds a control frame: a launch carries argv and env.
+const maxControlFrame = 1 << 20
+
+// hello opens a control connection.
+type hello struct {
+	Controller string `msgpack:"controller"`
+	Epoch      uint64 `msgpack:"epoch"`
+	Mode       string `msgpack:"mode"`
+}
+
+// welcome answers hello with the agent's running jobs, so a controller
+// can tell stale ranks from its own.
+type welcome struct {
+	Node string  `msgpack:"node"`
+	Jobs []int64 `msgpack:"jobs"`
+}
+
+// launch starts a job's ranks that live on one agent.
+type launch struct {
+	Job   int64        `msgpack:"job"`
+	Size  int          `msgpack:"size"`
+	Argv  []string     `msgpack:"argv"`
+	Env   []string     `msgpack:"env"`
+	Row   int          `msgpack:"row"`
+	Rows  []int        `msgpack:"rows"` // every row it runs in: its own and alternates
+	Ranks []launchRank `msgpack:"ranks"`
+}
+
+type launchRank struct {
+	Rank int `msgpack:"rank"`
+	Slot int `msgpack:"slot"` // the agent's local processor index
+}
+
+// kill ends a job's ranks on an agent.
+type kill struct {
+	Job    int64  `msgpack:"job"`
+	Reason string `msgpack:"reason"`
+}
+
+// alternate adds or removes a row a job runs in (alternative scheduling).
+type alternate struct {
+	Job int64 `msgpack:"job"`
+	Row int   `msgpack:"row"`
+	On  bool  `msgpack:"on"`
+}
+
+// rankExit reports how a rank ended.
+type rankExit struct {
+	Job     int64  `msgpack:"job"`
+	Rank    int    `msgpack:"rank"`
+	Node    string `msgpack:"node"`
+	PID     int    `msgpack:"pid"`
+	Code    int    `msgpack:"code"`
+	Signal  string `msgpack:"signal"`
+	CPUTime int64  `msgpack:"cpu_ns"`
+	MaxRSS  int64  `msgpack:"max_rss"`
+	Err     string `msgpack:"err"`
+}

@@ -1,0 +1,265 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/strobe"
+)
+
+// maxBody bounds a request body (a job spec is a few hundred bytes).
+const maxBody = 1 << 20
+
+// routes is the HTTP API every agent serves. The controller answers the
+// /v1 job and node calls itself; other agents forward them to it.
+func (a *Agent) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/jobs", a.withController(a.apiSubmit))
+	mux.HandleFunc("GET /v1/jobs", a.withController(a.apiJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}", a.withController(a.apiJob))
+	mux.HandleFunc("DELETE /v1/jobs/{id}", a.withController(a.apiCancel))
+	mux.HandleFunc("GET /v1/nodes", a.withController(a.apiNodes))
+	mux.HandleFunc("GET /v1/local/stats", a.apiLocalStats)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// withController serves h on the controller and forwards elsewhere.
+func (a *Agent) withController(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.ctrl != nil {
+			h(w, r)
+			return
+		}
+		target := a.controllerAPI()
+		if target == "" {
+			writeError(w, http.StatusServiceUnavailable, "no controller in the cluster yet")
+			return
+		}
+		a.proxyTo(target).ServeHTTP(w, r)
+	}
+}
+
+// proxies caches one reverse proxy per controller address.
+type proxies struct {
+	mu sync.Mutex
+	by map[string]*httputil.ReverseProxy
+}
+
+func (a *Agent) proxyTo(addr string) *httputil.ReverseProxy {
+	a.proxies.mu.Lock()
+	defer a.proxies.mu.Unlock()
+	if p, ok := a.proxies.by[addr]; ok {
+		return p
+	}
+	p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
+	p.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		writeError(w, http.StatusBadGateway, "controller at "+addr+" unreachable: "+err.Error())
+	}
+	if a.proxies.by == nil {
+		a.proxies.by = map[string]*httputil.ReverseProxy{}
+	}
+	a.proxies.by[addr] = p
+	return p
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, APIError{Error: msg})
+}
+
+// callCtx bounds a call into the controller's loop.
+func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 10*time.Second)
+}
+
+func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	var spec JobSpec
+	if err := dec.Decode(&spec); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "malformed job spec: "+err.Error())
+		return
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "malformed job spec: more than one JSON value")
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	id, err := a.ctrl.Submit(ctx, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			writeError(w, http.StatusServiceUnavailable, "controller busy: "+err.Error())
+			return
+		}
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, Submitted{ID: id})
+}
+
+func (a *Agent) apiJobs(w http.ResponseWriter, r *http.Request) {
+	all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	jobs, err := a.ctrl.Jobs(ctx, all)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	if jobs == nil {
+		jobs = []Job{}
+	}
+	writeJSON(w, http.StatusOK, jobs)
+}
+
+func (a *Agent) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := ParseJobID(r.PathValue("id"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return 0, false
+	}
+	return id, true
+}
+
+func (a *Agent) apiJob(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.jobID(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	j, err := a.ctrl.Job(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, j)
+	}
+}
+
+func (a *Agent) apiCancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.jobID(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	err := a.ctrl.Cancel(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrEnded):
+		writeError(w, http.StatusConflict, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, Submitted{ID: id})
+	}
+}
+
+// NodesReport is GET /v1/nodes: every agent, and with ?stats=1 each
+// agent's strobe statistics and the cluster's.
+type NodesReport struct {
+	Nodes   []NodeInfo        `json:"nodes"`
+	Cluster *ClusterStats     `json:"cluster,omitempty"`
+	Skew    *strobe.SkewStats `json:"skew,omitempty"`
+}
+
+func (a *Agent) apiNodes(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	nodes, err := a.ctrl.Nodes(ctx)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	rep := NodesReport{Nodes: nodes}
+	if want, _ := strconv.ParseBool(r.URL.Query().Get("stats")); want {
+		cs, err := a.ctrl.Stats(ctx)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		rep.Cluster = &cs
+		records := map[string][]strobe.SliceRecord{}
+		for i := range rep.Nodes {
+			n := &rep.Nodes[i]
+			if n.State != "up" || n.APIAddr == "" {
+				continue
+			}
+			st, err := fetchLocalStats(ctx, n.APIAddr)
+			if err != nil {
+				a.log.Warn("node stats", zap.String("node", n.Name), zap.Error(err))
+				continue
+			}
+			records[n.Name] = st.Records
+			st.Records = nil
+			n.Stats = &st
+		}
+		skew := strobe.Skew(records)
+		rep.Skew = &skew
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// NodeStats is one agent's view of the strobes.
+type NodeStats struct {
+	Strobe  strobe.Stats         `json:"strobe"`
+	Records []strobe.SliceRecord `json:"records,omitempty"`
+}
+
+func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
+	var st NodeStats
+	if a.follower != nil {
+		st.Strobe = a.follower.Stats()
+		st.Records = a.follower.Records()
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func fetchLocalStats(ctx context.Context, addr string) (NodeStats, error) {
+	var st NodeStats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/local/stats", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("%s: %s", addr, resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}

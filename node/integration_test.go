@@ -1,0 +1,370 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/node"
+)
+
+// Gang mode, two jobs that each fill the machine (so neither can also run
+// in the other's row): sampling /proc shows the rows alternating, and on no
+// node both jobs' ranks executing at once. A rank counts as executing when
+// its state is R, S or D and it has no SIGSTOP pending: a stopped rank whose
+// state still reads R (it has not had a CPU yet to take the stop on) will
+// not execute another instruction of its program. An overlap must last
+// 0.5 ms to count: a real one lasts a slice, while the kernel's stop path
+// has a window of microseconds between dequeuing SIGSTOP and state T.
+func TestGangRowsAlternate(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
+	a := c.submit(node.JobSpec{Name: "a", Command: busy, Processors: 3})
+	b := c.submit(node.JobSpec{Name: "b", Command: busy, Processors: 3})
+	c.waitState(a, node.Running, 20*time.Second)
+	c.waitState(b, node.Running, 20*time.Second)
+	// Sample the programs, not their start-up: a rank's shim (the Go
+	// binary that stops itself before exec'ing the program) runs for a
+	// moment before it is stopped.
+	pa, pb := c.waitExec(a, 3, "sh"), c.waitExec(b, 3, "sh")
+	byNode := map[string][2]int{}
+	for _, p := range pa {
+		e := byNode[rankNode(p)]
+		e[0] = p
+		byNode[rankNode(p)] = e
+	}
+	for _, p := range pb {
+		e := byNode[rankNode(p)]
+		e[1] = p
+		byNode[rankNode(p)] = e
+	}
+	if len(byNode) != 3 {
+		t.Fatalf("ranks by node: %v", byNode)
+	}
+	// The agents run in this test process and raise all its threads to
+	// real-time priority; the sampler must not, or it would compete with
+	// the ranks it watches.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	normal := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
+	if err := unix.SchedSetAttr(0, &normal, 0); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string][2]int{} // per node: samples with a executing, b executing
+	valid := 0
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for name, p := range byNode {
+			// A switch may happen between two reads: read a, b, then a
+			// again, and keep the sample only if a did not change.
+			ea, eb, ea2 := executing(p[0]), executing(p[1]), executing(p[0])
+			if ea != ea2 {
+				continue
+			}
+			valid++
+			if ea && eb {
+				// A real violation lasts (a whole row would be running in
+				// the wrong slice); the kernel's stop path has a window of
+				// microseconds where a dequeued SIGSTOP has not yet made the
+				// state T. Look again a little later.
+				time.Sleep(500 * time.Microsecond)
+				if executing(p[0]) && executing(p[1]) {
+					t.Fatalf("node %s: both jobs executing at once, for at least 0.5 ms (pids %d and %d)", name, p[0], p[1])
+				}
+			}
+			s := seen[name]
+			if ea {
+				s[0]++
+			}
+			if eb {
+				s[1]++
+			}
+			seen[name] = s
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for name, s := range seen {
+		// Each job executed (and, by the check above, never while the
+		// other did): the rows alternated on every node.
+		if s[0] == 0 || s[1] == 0 {
+			t.Errorf("node %s: job a executed in %d samples, b in %d: the rows did not alternate", name, s[0], s[1])
+		}
+	}
+	t.Logf("%d valid samples: %v", valid, seen)
+	for _, id := range []int64{a, b} {
+		if err := c.client.Cancel(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitGone(a)
+	c.waitGone(b)
+}
+
+// Space mode runs jobs to completion in EASY backfill order: job 3 fits
+// beside job 1 and ends (by its limit) before job 1's limit, so it starts
+// before the queue head, job 2, which waits for job 1.
+func TestSpaceBackfillOrder(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space, policy: gang.EASY})
+	j1 := c.submit(node.JobSpec{Name: "long", Command: []string{"sleep", "1.5"}, Processors: 3, TimeLimit: node.Duration{D: 20 * time.Second}})
+	c.waitState(j1, node.Running, 20*time.Second)
+	j2 := c.submit(node.JobSpec{Name: "wide", Command: []string{"sleep", "0.1"}, Processors: 4, TimeLimit: node.Duration{D: 20 * time.Second}})
+	j3 := c.submit(node.JobSpec{Name: "short", Command: []string{"sleep", "0.1"}, Processors: 1, TimeLimit: node.Duration{D: 5 * time.Second}})
+	r1 := c.waitState(j1, node.Completed, 30*time.Second)
+	r2 := c.waitState(j2, node.Completed, 30*time.Second)
+	r3 := c.waitState(j3, node.Completed, 30*time.Second)
+	if !r3.Start.Before(*r2.Start) {
+		t.Errorf("job 3 started at %v, not before the head job 2 at %v (backfill)", r3.Start, r2.Start)
+	}
+	if r2.Start.Before(*r1.End) {
+		t.Errorf("job 2 started at %v, before job 1 ended at %v", r2.Start, r1.End)
+	}
+	for _, j := range []node.Job{r1, r2, r3} {
+		for _, r := range j.Ranks {
+			if !r.Exited || r.Code != 0 || r.CPUTime.D < 0 {
+				t.Errorf("job %d rank %d: %+v", j.ID, r.Rank, r)
+			}
+		}
+	}
+}
+
+// Cancel ends every rank, on every node, whether stopped or running.
+func TestCancelEndsEveryRank(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond})
+	id := c.submit(node.JobSpec{Command: busy, Processors: 3})
+	c.waitState(id, node.Running, 20*time.Second)
+	c.waitPIDs(id, 3)
+	if err := c.client.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	j := c.waitState(id, node.Cancelled, 20*time.Second)
+	c.waitGone(id)
+	for _, r := range j.Ranks {
+		if !r.Exited || r.Signal == "" {
+			t.Errorf("rank %d: %+v, want killed by a signal", r.Rank, r)
+		}
+	}
+	// Cancelling again is a conflict; an unknown job is not found.
+	var apiErr *node.Error
+	if err := c.client.Cancel(context.Background(), id); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Errorf("second cancel: %v", err)
+	}
+	if err := c.client.Cancel(context.Background(), 999); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("unknown job: %v", err)
+	}
+}
+
+// A rank that fails fails its job, and the job's other ranks are killed.
+func TestRankFailureFailsJob(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 3, mode: node.Space})
+	id := c.submit(node.JobSpec{Processors: 3, Command: []string{"sh", "-c", `if [ "$COSCHED_RANK" = 1 ]; then sleep 0.3; exit 3; fi; sleep 60`}})
+	j := c.waitState(id, node.Failed, 20*time.Second)
+	if !strings.Contains(j.Reason, "rank 1") || !strings.Contains(j.Reason, "exited with status 3") {
+		t.Errorf("reason %q", j.Reason)
+	}
+	c.waitGone(id)
+}
+
+// A job running past its time limit is killed: TIMEOUT.
+func TestTimeLimit(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	id := c.submit(node.JobSpec{Processors: 2, Command: []string{"sleep", "60"}, TimeLimit: node.Duration{D: 300 * time.Millisecond}})
+	j := c.waitState(id, node.Timeout, 20*time.Second)
+	if !strings.Contains(j.Reason, "time limit") {
+		t.Errorf("reason %q", j.Reason)
+	}
+	c.waitGone(id)
+}
+
+// Local mode: no coordination, jobs in different rows run together.
+func TestLocalModeRunsEveryRank(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 2, mode: node.Local, mpl: 2})
+	a := c.submit(node.JobSpec{Command: busy, Processors: 2})
+	b := c.submit(node.JobSpec{Command: busy, Processors: 2})
+	pids := append(c.waitPIDs(a, 2), c.waitPIDs(b, 2)...)
+	eventually(t, 10*time.Second, func() error {
+		for _, p := range pids {
+			if s := procState(p); s == 'T' {
+				return fmt.Errorf("pid %d stopped in local mode", p)
+			}
+		}
+		return nil
+	})
+	c.client.Cancel(context.Background(), a)
+	c.client.Cancel(context.Background(), b)
+	c.waitGone(a)
+	c.waitGone(b)
+}
+
+// Bad requests get a 4xx with a message, through the controller and
+// through another agent (which forwards), and nothing breaks.
+func TestAPIBadRequests(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space})
+	post := func(addr, body string) (int, string) {
+		resp, err := http.Post("http://"+addr+"/v1/jobs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e node.APIError
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e.Error
+	}
+	for _, addr := range []string{c.agents[0].APIAddr(), c.agents[1].APIAddr()} {
+		for _, tc := range []struct {
+			body string
+			code int
+			want string
+		}{
+			{`{"command":["true"],"processors":1,"time_limit":"1m"`, 400, "malformed job spec"},
+			{`{"command":["true"],"processors":1,"time_limit":"1m","gpus":2}`, 400, `unknown field "gpus"`},
+			{`{"command":["true"],"processors":5,"time_limit":"1m"}`, 400, "more than the cluster's 4 in service"},
+			{`{"command":[],"processors":0,"time_limit":"0s"}`, 400, "command: empty; processors: 0"},
+			{`{"command":["true"],"processors":1,"time_limit":"soon"}`, 400, "want a Go duration"},
+			{`{"command":["` + strings.Repeat("x", 2<<20) + `"],"processors":1,"time_limit":"1m"}`, 413, "larger than"},
+		} {
+			code, msg := post(addr, tc.body)
+			if code != tc.code || !strings.Contains(msg, tc.want) {
+				t.Errorf("%s %.60s: %d %q, want %d %q", addr, tc.body, code, msg, tc.code, tc.want)
+			}
+		}
+		code, _ := post(addr, `{"command":["true"],"processors":1,"time_limit":90}`)
+		if code != http.StatusCreated {
+			t.Errorf("%s: a good job (time limit in seconds) got %d", addr, code)
+		}
+	}
+	resp, err := http.Get("http://" + c.agents[1].APIAddr() + "/v1/jobs/abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("job id abc: %d", resp.StatusCode)
+	}
+	resp, err = http.Get("http://" + c.agents[1].APIAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(body.String(), "cosched_strobes_applied_total") {
+		t.Errorf("/metrics lacks cosched metrics")
+	}
+}
+
+// Killing an agent (SIGKILL) ends its ranks and fails its job; the other
+// agents kill their ranks of it; cluster down then leaves no process. Run
+// with real agent processes started by `cosched cluster up`.
+func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := execCommand(coschedBin, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("cosched %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("cluster", "up", "-n", "3", "--mode", "gang", "--slice", "20ms", "--mpl", "2")
+	stopped := false
+	defer func() {
+		if !stopped {
+			cmd := execCommand(coschedBin, "cluster", "down")
+			cmd.Env = env
+			cmd.Run()
+		}
+	}()
+	var rec struct {
+		API    string `json:"api"`
+		Agents []struct {
+			Name string `json:"name"`
+			PID  int    `json:"pid"`
+		} `json:"agents"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	client := node.NewClient(rec.API)
+	id, err := client.Submit(context.Background(), node.JobSpec{Command: busy, Processors: 3, TimeLimit: node.Duration{D: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	eventually(t, 20*time.Second, func() error {
+		if pids = jobPIDs(t, id); len(pids) != 3 {
+			return fmt.Errorf("%d of 3 ranks", len(pids))
+		}
+		return nil
+	})
+	victim := rec.Agents[2]
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		j, err := client.Job(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		if j.State != node.Failed || !strings.Contains(j.Reason, victim.Name) {
+			return fmt.Errorf("job %s (%s), want FAILED naming %s", j.State, j.Reason, victim.Name)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, func() error {
+		if left := jobPIDs(t, id); len(left) > 0 {
+			return fmt.Errorf("ranks left after the agent died: %v", left)
+		}
+		return nil
+	})
+	// A new job still runs on the survivors.
+	id2, err := client.Submit(context.Background(), node.JobSpec{Command: []string{"true"}, Processors: 2, TimeLimit: node.Duration{D: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := client.Wait(context.Background(), id2, 20*time.Millisecond); err != nil || j.State != node.Completed {
+		t.Fatalf("job on the survivors: %+v %v", j, err)
+	}
+	id3, err := client.Submit(context.Background(), node.JobSpec{Command: busy, Processors: 2, TimeLimit: node.Duration{D: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if n := len(jobPIDs(t, id3)); n != 2 {
+			return fmt.Errorf("%d of 2 ranks", n)
+		}
+		return nil
+	})
+	out := run("cluster", "down")
+	stopped = true
+	if !strings.Contains(out, "stopped") {
+		t.Errorf("cluster down: %s", out)
+	}
+	for _, a := range rec.Agents {
+		if procState(a.PID) != 0 && procState(a.PID) != 'Z' {
+			t.Errorf("agent %s (pid %d) still running", a.Name, a.PID)
+		}
+	}
+	if left := jobPIDs(t, id3); len(left) > 0 {
+		t.Errorf("ranks left after cluster down: %v", left)
+	}
+}

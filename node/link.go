@@ -1,0 +1,176 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/strobe"
+)
+
+// link is the controller's control connection to one agent: a writer
+// goroutine drains a bounded queue, so the controller's loop never blocks
+// on a slow agent (a full queue counts as the agent being unreachable).
+type link struct {
+	name string
+	conn net.Conn
+	out  chan []byte
+	done chan struct{}
+	once sync.Once
+}
+
+const linkQueue = 1024
+
+func (l *link) send(t frame.Type, v any) error {
+	b, err := frame.Encode(t, v)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-l.done:
+		return errors.New("connection closed")
+	default:
+	}
+	select {
+	case l.out <- b:
+		return nil
+	default:
+		return fmt.Errorf("control queue full (%d messages)", linkQueue)
+	}
+}
+
+// close ends the connection; its goroutines exit. Idempotent.
+func (l *link) close() {
+	l.once.Do(func() {
+		close(l.done)
+		l.conn.Close()
+	})
+}
+
+func (l *link) closed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// handshake greets an agent on a new control connection and reads its
+// welcome.
+func (c *Controller) handshake(conn net.Conn, r *frame.Reader) (welcome, error) {
+	var w welcome
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	defer conn.SetDeadline(time.Time{})
+	if err := frame.Write(conn, msgHello, hello{Controller: c.cfg.Name, Epoch: c.epoch, Mode: string(c.cfg.Mode)}); err != nil {
+		return w, err
+	}
+	t, body, err := r.Read()
+	if err != nil {
+		return w, err
+	}
+	if t != msgWelcome {
+		return w, fmt.Errorf("expected welcome, got message type %d", t)
+	}
+	return w, frame.Decode(body, &w)
+}
+
+// dial opens the control connection to an agent, greets it, registers the
+// link with the controller, and then reads the agent's reports until the
+// connection ends. It runs in its own goroutine (owned by c.wg).
+func (c *Controller) dial(m strobe.Meta) {
+	log := c.log.With(zap.String("agent", m.Name))
+	dialed := false
+	defer func() {
+		if !dialed {
+			c.post(func() { delete(c.dialing, m.Name) })
+		}
+	}()
+	var conn net.Conn
+	var err error
+	for attempt, wait := 0, 100*time.Millisecond; attempt < 8; attempt, wait = attempt+1, wait*2 {
+		conn, err = net.DialTimeout("tcp", m.ControlAddr, 3*time.Second)
+		if err == nil {
+			break
+		}
+		select {
+		case <-c.stopped:
+			return
+		case <-time.After(wait):
+		}
+	}
+	if err != nil {
+		log.Error("cannot reach agent's control address", zap.String("addr", m.ControlAddr), zap.Error(err))
+		return
+	}
+	r := frame.NewReader(conn, maxControlFrame)
+	w, err := c.handshake(conn, r)
+	if err != nil {
+		log.Error("control handshake", zap.Error(err))
+		conn.Close()
+		return
+	}
+	l := &link{name: m.Name, conn: conn, out: make(chan []byte, linkQueue), done: make(chan struct{})}
+	dialed = true
+	c.post(func() {
+		delete(c.dialing, m.Name)
+		if len(w.Jobs) > 0 {
+			// Ranks of jobs this controller does not run (a previous
+			// controller's) must not live on.
+			for _, id := range w.Jobs {
+				if j := c.jobs[id]; j == nil || j.state.Done() {
+					l.send(msgKill, kill{Job: id, Reason: "not a job of this controller"})
+				}
+			}
+		}
+		c.agentUp(m, l)
+	})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			select {
+			case b := <-l.out:
+				conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				if _, err := conn.Write(b); err != nil {
+					if !l.closed() {
+						c.post(func() { c.agentDown(m.Name, "control write: "+err.Error(), l) })
+					}
+					return
+				}
+			case <-l.done:
+				return
+			}
+		}
+	}()
+	for {
+		t, body, err := r.Read()
+		if err != nil {
+			if !l.closed() {
+				why := "control connection closed"
+				if !errors.Is(err, io.EOF) {
+					why = "control connection: " + err.Error()
+				}
+				c.post(func() { c.agentDown(m.Name, why, l) })
+			}
+			return
+		}
+		switch t {
+		case msgRankExit:
+			var x rankExit
+			if err := frame.Decode(body, &x); err != nil {
+				log.Warn("malformed rank exit; dropped", zap.Error(err))
+				continue
+			}
+			c.post(func() { c.rankEnded(x) })
+		default:
+			log.Warn("unexpected control message; dropped", zap.Uint8("type", uint8(t)))
+		}
+	}
+}

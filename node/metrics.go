@@ -1,0 +1,64 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/cosched/cosched/strobe"
+)
+
+// registerMetrics exposes the agent's counters on /metrics. Values are
+// read when scraped, from the follower's and controller's own state, so
+// there is one source of truth and no metric to keep in step.
+func (a *Agent) registerMetrics() {
+	r := a.metrics
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	labels := prometheus.Labels{"node": a.cfg.Name}
+	counter := func(name, help string, f func(strobe.Stats) uint64) {
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_" + name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(f(a.follower.Stats())) }))
+	}
+	gauge := func(name, help string, f func() float64) {
+		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cosched_" + name, Help: help, ConstLabels: labels}, f))
+	}
+	counter("strobes_applied_total", "Strobes this agent applied (row switches).", func(s strobe.Stats) uint64 { return s.Applied })
+	counter("strobes_lost_total", "Strobes never received (gaps in the slice sequence).", func(s strobe.Stats) uint64 { return s.Lost })
+	counter("strobes_late_total", "Strobes received out of order or twice, dropped.", func(s strobe.Stats) uint64 { return s.Late })
+	counter("packets_malformed_total", "Strobe or heartbeat packets that did not decode, dropped.", func(s strobe.Stats) uint64 { return s.Malformed + s.Unknown })
+	counter("heartbeats_sent_total", "Heartbeats sent to other agents.", func(s strobe.Stats) uint64 { return s.HeartbeatsSent })
+	counter("heartbeats_received_total", "Heartbeats received from other agents.", func(s strobe.Stats) uint64 { return s.HeartbeatsReceived })
+	secs := func(d time.Duration) float64 { return d.Seconds() }
+	gauge("strobe_to_switch_p50_seconds", "Median time from the controller sending a strobe to this agent finishing the switch (recent slices).",
+		func() float64 { return secs(a.follower.Stats().Latency.P50) })
+	gauge("strobe_to_switch_p99_seconds", "99th percentile strobe-to-switch latency (recent slices).",
+		func() float64 { return secs(a.follower.Stats().Latency.P99) })
+	gauge("switch_cost_p50_seconds", "Median time spent stopping and continuing ranks at a switch (recent slices).",
+		func() float64 { return secs(a.follower.Stats().SwitchCost.P50) })
+	gauge("switch_cost_p99_seconds", "99th percentile switch cost (recent slices).",
+		func() float64 { return secs(a.follower.Stats().SwitchCost.P99) })
+	gauge("jobs_local", "Jobs with ranks on this agent.", func() float64 { return float64(len(a.sw.jobIDs())) })
+	if a.ctrl == nil {
+		return
+	}
+	ctrlStat := func(f func(ClusterStats) float64) func() float64 {
+		return func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			s, err := a.ctrl.Stats(ctx)
+			if err != nil {
+				return 0
+			}
+			return f(s)
+		}
+	}
+	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_strobes_sent_total", Help: "Slices the controller started (strobes sent).", ConstLabels: labels},
+		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Ticks) })))
+	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slice_overruns_total", Help: "Slices whose strobe went out more than a tenth of a slice late.", ConstLabels: labels},
+		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Overruns) })))
+	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slices_skipped_total", Help: "Slice deadlines skipped because the controller overran a whole slice.", ConstLabels: labels},
+		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Skipped) })))
+	gauge("processors_online", "Processors of the agents in service.", ctrlStat(func(s ClusterStats) float64 { return float64(s.Online) }))
+}

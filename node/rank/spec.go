@@ -1,0 +1,178 @@
+package rank
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Spec describes one rank to launch.
+type Spec struct {
+	Job  int64
+	Rank int
+	Size int
+	// Argv is the program and its arguments. Argv[0] is resolved with
+	// exec.LookPath against the agent's PATH and made absolute; the program
+	// receives the resolved path as its argv[0]. Resolution failures are
+	// spawn failures (an error from Start and an Exit with Err).
+	Argv []string
+	// Env is extra environment, appended to the agent's. The manager then
+	// sets COSCHED_JOB, COSCHED_RANK and COSCHED_SIZE (they override Env).
+	// When a variable appears more than once the last value wins.
+	Env []string
+	// Dir is the working directory; empty means LogDir.
+	Dir string
+	// LogDir receives rank-<Rank>.out and rank-<Rank>.err (stdout and
+	// stderr, opened O_APPEND). It is created if missing. Required.
+	LogDir string
+	// CPU pins the rank to one CPU when ≥ 0; -1 means no pinning.
+	CPU int
+	// Stopped starts the rank stopped: its program does not execute a
+	// single instruction before the first Cont (see the package doc).
+	Stopped bool
+}
+
+// Exit reports how a rank ended. Exactly one Exit is delivered per Start
+// (except a Start refused with ErrClosed).
+type Exit struct {
+	Job  int64
+	Rank int
+	PID  int // 0 when no process was created
+	// Code is the exit status, or -1 when the rank was killed by a signal.
+	// A spawn failure without a process reports 127 (the shell's "command
+	// not found"), as the shim does.
+	Code int
+	// Signal names the terminating signal ("killed", "terminated", with
+	// " (core dumped)" when applicable); "" when the rank exited normally.
+	Signal  string
+	CPUTime time.Duration // user + system, from rusage
+	MaxRSS  int64         // bytes
+	Started time.Time
+	Ended   time.Time
+	// Err is non-nil when the rank's program could not be started: the
+	// spec was invalid, argv[0] was not found, the fork or exec failed
+	// (PID is 0), or the shim exited or was killed before it stopped
+	// itself (PID is the shim's; Code is usually 127 and its message is in
+	// rank-<Rank>.err). Err is nil for every exit of a program that ran.
+	Err error
+}
+
+// Config configures a Manager.
+type Config struct {
+	// Shim is the command prefix that runs ShimMain, e.g.
+	// {"/usr/local/bin/cosched", "__rank-exec"}. Shim[0] is resolved with
+	// exec.LookPath by NewManager. Empty means ranks cannot be started
+	// Stopped (such a Start fails).
+	Shim []string
+	// StartTimeout bounds how long Start waits for the shim of a Stopped
+	// rank to stop itself; past it the shim is killed and Start fails.
+	// Zero means 10s.
+	StartTimeout time.Duration
+	// Log receives the manager's structured logs; nil means no logging.
+	Log *zap.Logger
+	// Nice is the nice value ranks are born with. It is set once on the
+	// spawner's thread, whose children inherit it, so a rank never runs at
+	// the agent's own (typically raised) priority, not even for an
+	// instant. Nil leaves the spawner at the agent's value.
+	Nice *int
+}
+
+const defaultStartTimeout = 10 * time.Second
+
+// ErrClosed is returned by Start after Close.
+var ErrClosed = errors.New("rank: manager closed")
+
+// Environment variables the manager sets in every rank.
+const (
+	EnvJob  = "COSCHED_JOB"
+	EnvRank = "COSCHED_RANK"
+	EnvSize = "COSCHED_SIZE"
+)
+
+// maxCPU bounds Spec.CPU: the affinity calls use a fixed-size CPU set.
+const maxCPU = 1024
+
+func (s *Spec) validate() error {
+	switch {
+	case len(s.Argv) == 0 || s.Argv[0] == "":
+		return errors.New("empty argv")
+	case s.LogDir == "":
+		return errors.New("no log directory")
+	case s.Rank < 0 || s.Size <= 0 || s.Rank >= s.Size:
+		return fmt.Errorf("rank %d outside size %d", s.Rank, s.Size)
+	case s.CPU < -1 || s.CPU >= maxCPU:
+		return fmt.Errorf("cpu %d outside [-1, %d)", s.CPU, maxCPU)
+	}
+	return nil
+}
+
+// resolve finds argv[0] as exec.LookPath does and makes it absolute, so a
+// relative path means the same thing whatever Spec.Dir is.
+func resolve(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return "", err
+	}
+	return filepath.Abs(path)
+}
+
+// environ is the agent's environment, then extra, then the manager's
+// variables; when a name repeats the last value wins, at the position of
+// its first appearance (raw execve does not deduplicate, and C's getenv
+// returns the first match).
+func environ(s *Spec) []string {
+	all := append(os.Environ(), s.Env...)
+	all = append(all,
+		EnvJob+"="+strconv.FormatInt(s.Job, 10),
+		EnvRank+"="+strconv.Itoa(s.Rank),
+		EnvSize+"="+strconv.Itoa(s.Size),
+	)
+	index := make(map[string]int, len(all))
+	out := make([]string, 0, len(all))
+	for _, kv := range all {
+		name, _, _ := strings.Cut(kv, "=")
+		if i, ok := index[name]; ok {
+			out[i] = kv
+			continue
+		}
+		index[name] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// logFiles opens (creating the directory) the rank's stdin (/dev/null),
+// stdout and stderr.
+func logFiles(s *Spec) ([]*os.File, error) {
+	if err := os.MkdirAll(s.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	files := []*os.File{null}
+	for _, ext := range []string{"out", "err"} {
+		name := filepath.Join(s.LogDir, fmt.Sprintf("rank-%d.%s", s.Rank, ext))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			closeAll(files)
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close() // read-only or append-only descriptors the child now holds
+	}
+}

@@ -1,0 +1,101 @@
+// Package strobe is cosched's slice clock: cluster membership, the
+// controller's strobes, and the agents' heartbeat total exchange.
+//
+// # Roles
+//
+// One agent is the controller. Every slice δ (50 ms by default, down to
+// 1 ms) its loop takes a Tick from a Ticker, asks the scheduler core for
+// the row, and calls Sender.Strobe, which sends
+// STROBE{epoch, slice k, row, member epoch, sent time} to every agent. Each
+// agent's Follower applies the strobe (calls its SwitchFunc: stop the old
+// row's processes, continue the new row's), stamps the switch, and sends a
+// HEARTBEAT to every peer and to the controller. Whoever collects the
+// agents' Records computes the cluster's switch skew with Skew.
+//
+// Membership (memberlist gossip) is for discovery and liveness only:
+// failure detection takes seconds and gossip is no barrier. Strobes and
+// heartbeats use their own UDP sockets (Transport), and membership changes
+// reach the slice clock only at slice boundaries: the controller changes
+// its target list and MemberEpoch between strobes, and an agent's
+// SetPeers takes effect at its next applied strobe.
+//
+// # Wire format
+//
+// Every message is msgpack: an envelope array [version, type, body], where
+// body is a map keyed by short field names. Decoders skip envelope
+// elements beyond the third (reserved for additions) and unknown body
+// keys, so adding an optional field needs no new version; changing a
+// field's meaning does. A packet of another version or an unknown type is
+// dropped and counted (Stats.Unknown), a malformed one likewise
+// (Stats.Malformed): never a crash. Packets are at most MaxPacketSize
+// bytes (1400: one unfragmented datagram); today's messages are under 200.
+//
+//	version 1 (ProtocolVersion; accepted: ProtocolVersionMin..ProtocolVersion)
+//
+//	type  message    keys (field)
+//	0     invalid    never sent
+//	1     Strobe     e Epoch, s Seq, r Row, me MemberEpoch, t SentMono
+//	2     Heartbeat  f From, e Epoch, s Seq, rt RecvMono, wt SwitchedMono,
+//	                 wc SwitchCost, lo Lost, la Late
+//	3     Meta       n Name, sa StrobeAddr, ca ControlAddr, aa APIAddr,
+//	                 ra RelayAddr, cpu CPUs, ctl Controller
+//	                 (memberlist node metadata, ≤ 512 bytes; never on the strobe socket)
+//
+// Type numbers and keys are append-only: never renumber or reuse one.
+//
+// # Sequence rules (Follower)
+//
+// Slices are numbered from 1 within a controller epoch; epochs increase
+// across controller restarts.
+//
+//   - Seq = last+1: applied.
+//   - Seq > last+1: the Seq−last−1 slices in between are counted Lost (the
+//     agent kept its row through them); the strobe is applied at once.
+//   - Seq ≤ last (same epoch): late or duplicate, counted Late, not
+//     applied; the agent keeps its row. A strobe counted Lost that arrives
+//     after its successor is therefore also counted Late.
+//   - A newer epoch resets the sequence: its first strobe is applied,
+//     whatever its Seq (an agent that joins a running controller does not
+//     count the slices before it as lost). An older epoch is Stale.
+//
+// So within an epoch Applied + Lost = LastSeq − FirstSeq + 1 whatever
+// the network does (Stats.Accounted).
+//
+// After applying a strobe the agent sends one Heartbeat to the strobe's
+// source (the controller) and to every address of the peer set current at
+// that boundary, never to itself. The controller's own agent may run its
+// Follower on the Sender's transport; it then strobes itself and receives
+// every heartbeat addressed to the controller.
+//
+// # Time
+//
+// All timestamps that another process compares (SentMono, RecvMono,
+// SwitchedMono) are internal/mono.Now(): CLOCK_MONOTONIC in ns,
+// comparable across processes on one host, not across hosts. Latency
+// (SwitchedMono − SentMono) and skew are meaningful for agents on one
+// host (a development or namespace cluster); across hosts they need
+// aligned clocks. Ticker sleeps on the same clock with absolute deadlines.
+//
+// # Threading and lifetimes
+//
+//   - Transport: Send is safe for concurrent use. Each transport owns one
+//     receive goroutine, which stamps RecvMono and feeds Packets; Close
+//     (idempotent) closes the socket, waits for that goroutine and then
+//     Packets is closed.
+//   - Follower: Run is the receive loop and runs in the caller's goroutine;
+//     it returns ctx.Err() when ctx is done and nil when Packets closes.
+//     SwitchFunc and HeartbeatFunc are called from that loop, never
+//     concurrently; they must not block for long (nothing is read or sent
+//     meanwhile). SetPeers, Stats and Records are safe from any goroutine.
+//   - Sender: safe for concurrent use; it owns no goroutine.
+//   - Ticker: Next and Run for one goroutine; Run locks it to its OS thread
+//     and returns when ctx is done. Stats from anywhere.
+//   - Membership: memberlist calls the delegates from its goroutines; they
+//     never block. One forwarder goroutine feeds Events. Shutdown
+//     (idempotent) closes memberlist's sockets (memberlist waits for its
+//     listeners), stops and waits for the forwarder and closes Events;
+//     memberlist's timers and handlers exit shortly after on their own.
+//   - MockNetwork: one pump goroutine per transport, ended by its Close.
+//
+// No package-level mutable state: loggers come in through configs.
+package strobe

@@ -1,0 +1,305 @@
+package strobe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/internal/mono"
+)
+
+// SwitchFunc performs a slice switch: stop the processes of the old row,
+// continue those of row. It returns the time spent doing so. It is called
+// from the Follower's receive loop for every applied strobe, even when the
+// row is unchanged (the agent decides what a switch to the same row
+// means), never concurrently. It must not block for long: until it
+// returns, no strobe or heartbeat is read and no heartbeat is sent.
+type SwitchFunc func(row int) (cost time.Duration)
+
+// HeartbeatFunc receives a peer's heartbeat. It is called from the
+// receive loop, never concurrently, and must not block (queue the
+// content if it needs work). hb is the callee's to keep.
+type HeartbeatFunc func(hb Heartbeat, recvMono int64)
+
+// FollowerConfig configures a Follower.
+type FollowerConfig struct {
+	Name      string        // this node's name, carried in every heartbeat (≤ MaxNameLen bytes)
+	Transport Transport     // the strobe socket; the Follower reads it, its owner closes it
+	Switch    SwitchFunc    // performs the switch; required
+	Heartbeat HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
+	Log       *zap.Logger   // nil: no logging
+	History   int           // per-slice records kept for Records and Stats; 0 = 4096
+}
+
+// SliceRecord is what one agent saw of one slice.
+type SliceRecord struct {
+	Epoch        uint64 // controller incarnation
+	Seq          uint64 // slice number
+	Row          int
+	MemberEpoch  uint64
+	SentMono     int64 // from the strobe: when the controller sent it
+	RecvMono     int64 // when this agent's transport received it
+	SwitchedMono int64 // when Switch returned
+	SwitchCost   time.Duration
+}
+
+// Follower is an agent's side of the slice clock: it applies strobes in
+// order, calls Switch, and sends a heartbeat to every peer and to the
+// controller after each applied strobe. All its work happens in Run; the
+// other methods are safe to call from any goroutine.
+type Follower struct {
+	cfg    FollowerConfig
+	cfgErr error
+	self   string // the transport's address: never heartbeat ourselves
+	log    *zap.Logger
+	active atomic.Bool
+
+	mu sync.Mutex // guards everything below: Run writes, Stats and Records read
+	// Sequence state of the current epoch.
+	have        bool
+	epoch, last uint64
+	first       uint64
+	row         int
+	memberEpoch uint64
+	// Peers: the set in use for the current slice, and the one SetPeers
+	// queued for the next boundary.
+	peers      []string
+	next       []string
+	nextQueued bool
+	c          counters
+	records    ring[SliceRecord]
+	seen       map[string]PeerHeartbeat
+}
+
+type counters struct {
+	applied, lost, late, stale, malformed, unknown uint64
+	epochs, epochApplied, epochLost                uint64
+	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
+}
+
+// maxTrackedPeers bounds the per-peer heartbeat table: names come off the
+// network, and a bad sender must not grow it without limit.
+const maxTrackedPeers = 4096
+
+// NewFollower returns a Follower. A configuration error is reported by Run
+// (every problem at once), so construction cannot fail.
+func NewFollower(cfg FollowerConfig) *Follower {
+	var errs []error
+	if cfg.Name == "" {
+		errs = append(errs, errors.New("empty Name"))
+	} else if len(cfg.Name) > MaxNameLen {
+		errs = append(errs, fmt.Errorf("too long a Name: %d bytes (max %d)", len(cfg.Name), MaxNameLen))
+	}
+	if cfg.Transport == nil {
+		errs = append(errs, errors.New("nil Transport"))
+	}
+	if cfg.Switch == nil {
+		errs = append(errs, errors.New("nil Switch"))
+	}
+	if cfg.History < 0 {
+		errs = append(errs, fmt.Errorf("negative History %d", cfg.History))
+	}
+	if cfg.History <= 0 {
+		cfg.History = 4096
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	f := &Follower{
+		cfg:     cfg,
+		log:     cfg.Log.With(zap.String("node", cfg.Name)),
+		records: newRing[SliceRecord](cfg.History),
+		seen:    make(map[string]PeerHeartbeat),
+	}
+	if len(errs) > 0 {
+		f.cfgErr = fmt.Errorf("strobe: follower config: %w", errors.Join(errs...))
+	} else {
+		f.self = cfg.Transport.LocalAddr()
+	}
+	return f
+}
+
+// Run is the receive loop. It returns ctx's error when ctx is done, nil
+// when the transport's Packets channel closes, or the configuration error.
+// One Run at a time; it does not close the transport.
+func (f *Follower) Run(ctx context.Context) error {
+	if f.cfgErr != nil {
+		return f.cfgErr
+	}
+	if !f.active.CompareAndSwap(false, true) {
+		return errors.New("strobe: follower already running")
+	}
+	defer f.active.Store(false)
+	if s, ok := f.cfg.Transport.(syncServer); ok {
+		// The transport calls handle on its own (real-time) thread: the
+		// switch happens where the strobe was received.
+		return s.Serve(ctx, f.handle)
+	}
+	packets := f.cfg.Transport.Packets()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case p, ok := <-packets:
+			if !ok {
+				return nil
+			}
+			f.handle(p)
+		}
+	}
+}
+
+// syncServer is a transport that can run the receive loop itself and call
+// a handler synchronously for each datagram (RealtimeUDP).
+type syncServer interface {
+	Serve(ctx context.Context, handle func(Packet)) error
+}
+
+// SetPeers sets the addresses that heartbeats go to (besides the
+// controller). It takes effect at the next strobe applied, so every
+// heartbeat of one slice goes to one peer set. The agent's own address
+// and duplicates are ignored.
+func (f *Follower) SetPeers(heartbeatTargets []string) {
+	peers := make([]string, 0, len(heartbeatTargets))
+	for _, p := range heartbeatTargets {
+		if p != f.self && !slices.Contains(peers, p) {
+			peers = append(peers, p)
+		}
+	}
+	f.mu.Lock()
+	f.next, f.nextQueued = peers, true
+	f.mu.Unlock()
+}
+
+func (f *Follower) handle(p Packet) {
+	msg, err := Unmarshal(p.Data)
+	if err != nil {
+		f.mu.Lock()
+		if errors.Is(err, ErrVersion) || errors.Is(err, ErrUnknownType) {
+			f.c.unknown++
+		} else {
+			f.c.malformed++
+		}
+		f.mu.Unlock()
+		f.log.Debug("strobe: dropped packet", zap.String("from", p.From), zap.Error(err))
+		return
+	}
+	switch m := msg.(type) {
+	case *Strobe:
+		f.onStrobe(p, m)
+	case *Heartbeat:
+		f.onHeartbeat(p, m)
+	default: // a valid message that has no business on this socket
+		f.mu.Lock()
+		f.c.unknown++
+		f.mu.Unlock()
+		f.log.Debug("strobe: unexpected message", zap.String("from", p.From), zap.Stringer("type", msg.MsgType()))
+	}
+}
+
+// onStrobe decides whether s starts a new slice, and if so switches and
+// heartbeats. The order is the protocol's: switch, stamp, then tell.
+func (f *Follower) onStrobe(p Packet, s *Strobe) {
+	f.mu.Lock()
+	switch {
+	case !f.have || s.Epoch > f.epoch: // first strobe, or a restarted controller
+		if f.have {
+			f.c.epochs++
+			f.log.Info("strobe: new controller epoch", zap.Uint64("old", f.epoch), zap.Uint64("epoch", s.Epoch), zap.Uint64("seq", s.Seq))
+		}
+		f.have, f.epoch, f.first = true, s.Epoch, s.Seq
+		f.c.epochApplied, f.c.epochLost = 0, 0
+	case s.Epoch < f.epoch: // from a controller that has been replaced
+		f.c.stale++
+		f.mu.Unlock()
+		return
+	case s.Seq <= f.last: // late (overtaken) or duplicate: keep the current row
+		f.c.late++
+		f.mu.Unlock()
+		return
+	case s.Seq > f.last+1: // the row was kept through the missing slices
+		f.c.lost += s.Seq - f.last - 1
+		f.c.epochLost += s.Seq - f.last - 1
+	}
+	f.last, f.row, f.memberEpoch = s.Seq, s.Row, s.MemberEpoch
+	if f.nextQueued {
+		f.peers, f.next, f.nextQueued = f.next, nil, false
+	}
+	peers := f.peers // never mutated in place: SetPeers installs a new slice
+	lost, late := f.c.lost, f.c.late
+	f.mu.Unlock()
+
+	cost := f.cfg.Switch(s.Row)
+	switched := mono.Now()
+
+	hb := Heartbeat{
+		From: f.cfg.Name, Epoch: s.Epoch, Seq: s.Seq,
+		RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: int64(cost),
+		Lost: lost, Late: late,
+	}
+	sent, failed := f.sendHeartbeat(&hb, p.From, peers)
+
+	f.mu.Lock()
+	f.c.applied++
+	f.c.epochApplied++
+	f.c.hbSent += sent
+	f.c.hbSendErrors += failed
+	f.records.add(SliceRecord{
+		Epoch: s.Epoch, Seq: s.Seq, Row: s.Row, MemberEpoch: s.MemberEpoch,
+		SentMono: s.SentMono, RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: cost,
+	})
+	f.mu.Unlock()
+}
+
+// sendHeartbeat sends hb to the controller (the strobe's source) and to
+// every peer, skipping this node and sending to each address once.
+func (f *Follower) sendHeartbeat(hb *Heartbeat, controller string, peers []string) (sent, failed uint64) {
+	data, err := Marshal(hb)
+	if err != nil { // only a config error could cause this, and NewFollower checks it
+		f.log.Error("strobe: encode heartbeat", zap.Error(err))
+		return 0, 1
+	}
+	send := func(to string) {
+		if err := f.cfg.Transport.Send(to, data); err != nil {
+			failed++
+			f.log.Debug("strobe: heartbeat", zap.Error(err))
+			return
+		}
+		sent++
+	}
+	if controller != f.self {
+		send(controller)
+	}
+	for _, to := range peers {
+		if to != controller {
+			send(to)
+		}
+	}
+	return sent, failed
+}
+
+func (f *Follower) onHeartbeat(p Packet, hb *Heartbeat) {
+	f.mu.Lock()
+	f.c.hbRecv++
+	prev, ok := f.seen[hb.From]
+	switch {
+	case !ok && len(f.seen) >= maxTrackedPeers:
+		f.c.hbUntracked++
+	default:
+		prev.Count++
+		if hb.Epoch > prev.Epoch || (hb.Epoch == prev.Epoch && hb.Seq > prev.Seq) {
+			prev.Epoch, prev.Seq, prev.Addr = hb.Epoch, hb.Seq, p.From
+		}
+		f.seen[hb.From] = prev
+	}
+	f.mu.Unlock()
+	if f.cfg.Heartbeat != nil {
+		f.cfg.Heartbeat(*hb, p.RecvMono)
+	}
+}

@@ -1,0 +1,293 @@
+package strobe
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"go.uber.org/zap"
+)
+
+// ErrShutdown is returned by Membership methods called after Shutdown.
+var ErrShutdown = errors.New("strobe: membership is shut down")
+
+// Membership is this node's view of the cluster, kept by memberlist's
+// gossip and failure detection. It is for discovery and liveness only:
+// failures are noticed in seconds and gossip is no barrier, so slice-level
+// decisions (who gets strobes, whose heartbeats to wait for) are taken by
+// the controller at slice boundaries, not here.
+//
+// Threading: memberlist calls this package's delegates from its own
+// goroutines; they never block (see Events). All methods are safe for
+// concurrent use.
+type Membership struct {
+	ml     *memberlist.Memberlist
+	name   string
+	addr   string
+	log    *zap.Logger
+	events *eventQueue
+	meta   *metaDelegate
+	table  *eventDelegate
+
+	mu       sync.RWMutex // Leave and UpdateMeta hold it shared, Shutdown exclusively
+	shutdown bool
+}
+
+// Join starts gossip on cfg.Bind and joins the members at cfg.Join,
+// trying every address for cfg.JoinAttempts rounds with doubling pauses.
+// With no Join addresses it starts a new cluster. If no peer answers, it
+// shuts down and returns an error naming the peers (a wrong SecretKey
+// looks the same from here: the peers cannot read us).
+func Join(cfg MemberConfig) (*Membership, error) {
+	cfg, host, port, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	metaBytes, _ := encodeMeta(cfg.Meta) // checked
+	log := cfg.Log.With(zap.String("node", cfg.Name))
+
+	mc := memberlist.DefaultLANConfig()
+	if cfg.Local {
+		mc = memberlist.DefaultLocalConfig()
+	}
+	mc.Name = cfg.Name
+	mc.BindAddr, mc.BindPort = host, port
+	mc.AdvertisePort = port
+	mc.SecretKey = cfg.SecretKey
+	// A label keeps cosched's gossip apart from any other memberlist
+	// cluster (Consul, Nomad, Serf) that a misconfigured Join could reach.
+	mc.Label = "cosched"
+	mc.Logger = memberlistLogger(log)
+
+	m := &Membership{
+		name:   cfg.Name,
+		log:    log,
+		events: newEventQueue(cfg.EventBuffer),
+		meta:   &metaDelegate{meta: metaBytes},
+	}
+	m.table = &eventDelegate{q: m.events, log: log, members: map[string]Meta{cfg.Name: cfg.Meta}}
+	mc.Delegate = m.meta
+	mc.Events = m.table
+
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		m.events.close()
+		return nil, fmt.Errorf("strobe: start gossip on %s: %w", cfg.Bind, err)
+	}
+	m.ml = ml
+	m.addr = ml.LocalNode().Address() // fixed once bound; read now, before gossip can touch it
+	if len(cfg.Join) == 0 {
+		log.Info("strobe: started a new cluster", zap.String("gossip", m.Addr()))
+		return m, nil
+	}
+	backoff := cfg.JoinBackoff
+	for attempt := 1; ; attempt++ {
+		n, err := ml.Join(cfg.Join)
+		if n > 0 {
+			log.Info("strobe: joined", zap.String("gossip", m.Addr()), zap.Int("contacted", n), zap.Int("members", ml.NumMembers()))
+			return m, nil
+		}
+		if attempt == cfg.JoinAttempts {
+			_ = m.Shutdown()
+			return nil, fmt.Errorf("strobe: join %s: no peer answered in %d attempts (are they running? same SecretKey?): %w",
+				strings.Join(cfg.Join, ", "), attempt, flatten(err))
+		}
+		log.Info("strobe: join failed; retrying", zap.Strings("peers", cfg.Join), zap.Duration("in", backoff), zap.Error(err))
+		time.Sleep(backoff)
+		backoff *= 2
+	}
+}
+
+// Members returns the live members (alive or suspected, as memberlist
+// counts them), sorted by name, including this node. A member whose Meta
+// cannot be decoded (another protocol version) is left out.
+//
+// The list is this package's copy, kept from memberlist's notifications:
+// memberlist.Members returns pointers into nodes that its gossip rewrites
+// in place, so reading their Meta races (hashicorp/memberlist#306).
+func (m *Membership) Members() []Meta { return m.table.list() }
+
+// Events delivers membership changes, including this node's own join. The
+// channel is buffered and fed by a goroutine of the Membership: a slow
+// reader never blocks memberlist; while it lags, pending events are
+// coalesced per member (newest wins), so the reader sees every member's
+// latest state but maybe not every intermediate one. Members is the
+// authoritative list. The channel is closed by Shutdown.
+func (m *Membership) Events() <-chan MemberEvent { return m.events.out }
+
+// Addr returns the gossip address others Join.
+func (m *Membership) Addr() string { return m.addr }
+
+// UpdateMeta replaces this node's Meta (its Name must not change) and
+// gossips it, waiting up to timeout for the update to go out. Others see
+// an EventUpdate.
+func (m *Membership) UpdateMeta(meta Meta, timeout time.Duration) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.shutdown {
+		return ErrShutdown
+	}
+	if meta.Name == "" {
+		meta.Name = m.name
+	}
+	if meta.Name != m.name {
+		return fmt.Errorf("strobe: update meta: name %q differs from %q", meta.Name, m.name)
+	}
+	b, err := encodeMeta(meta)
+	if err != nil {
+		return err
+	}
+	m.meta.set(b)
+	m.table.mu.Lock()
+	m.table.members[m.name] = meta
+	m.table.mu.Unlock()
+	if err := m.ml.UpdateNode(timeout); err != nil {
+		return fmt.Errorf("strobe: update meta: %w", err)
+	}
+	return nil
+}
+
+// Leave tells the cluster this node is leaving, waiting up to timeout for
+// the message to go out; the node keeps gossiping until Shutdown. Others
+// see an EventLeave at once instead of after failure detection.
+func (m *Membership) Leave(timeout time.Duration) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.shutdown {
+		return ErrShutdown // memberlist panics on Leave after Shutdown
+	}
+	if err := m.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("strobe: leave: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops gossip without a goodbye (call Leave first to leave
+// gracefully; otherwise the others detect a failure). It closes the
+// sockets (memberlist waits for its listeners), stops the event forwarder
+// and closes Events. memberlist's background goroutines notice the
+// shutdown and exit on their own shortly after; they touch nothing of
+// this package's once Shutdown has returned. Idempotent.
+func (m *Membership) Shutdown() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shutdown {
+		return nil
+	}
+	m.shutdown = true
+	var err error
+	if m.ml != nil {
+		if e := m.ml.Shutdown(); e != nil {
+			err = fmt.Errorf("strobe: shutdown gossip: %w", e)
+		}
+	}
+	m.events.close()
+	return err
+}
+
+// metaDelegate serves this node's Meta to memberlist (memberlist.Delegate).
+// Its methods are called from memberlist's goroutines, concurrently.
+type metaDelegate struct {
+	mu   sync.Mutex
+	meta []byte
+}
+
+func (d *metaDelegate) set(b []byte) {
+	d.mu.Lock()
+	d.meta = b
+	d.mu.Unlock()
+}
+
+// NodeMeta returns the encoded Meta; its size was checked against the
+// limit when it was set.
+func (d *metaDelegate) NodeMeta(limit int) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.meta
+}
+
+// The rest of memberlist.Delegate is unused: cosched sends nothing over
+// gossip.
+func (d *metaDelegate) NotifyMsg([]byte)                           {}
+func (d *metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *metaDelegate) LocalState(join bool) []byte                { return nil }
+func (d *metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// eventDelegate turns memberlist's notifications into MemberEvents and
+// keeps the member table. memberlist calls it from its goroutines, never
+// concurrently, while holding its node lock: the one moment a Node's
+// fields can be read without racing its gossip. It must not block, and
+// does not (push only queues).
+type eventDelegate struct {
+	q   *eventQueue
+	log *zap.Logger
+
+	mu      sync.Mutex
+	members map[string]Meta
+}
+
+func (d *eventDelegate) NotifyJoin(n *memberlist.Node)   { d.notify(EventJoin, n) }
+func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) { d.notify(EventUpdate, n) }
+func (d *eventDelegate) NotifyLeave(n *memberlist.Node)  { d.notify(EventLeave, n) }
+
+func (d *eventDelegate) notify(kind EventKind, n *memberlist.Node) {
+	meta, err := decodeMeta(n.Meta)
+	if err == nil && meta.Name != n.Name {
+		err = fmt.Errorf("meta names %q", meta.Name)
+	}
+	if err != nil {
+		if kind != EventLeave { // a member we cannot use; its departure is still news
+			d.log.Warn("strobe: ignoring member with unreadable meta", zap.String("member", n.Name), zap.Stringer("event", kind), zap.Error(err))
+			return
+		}
+		meta = Meta{Name: n.Name}
+	}
+	d.mu.Lock()
+	if kind == EventLeave {
+		delete(d.members, n.Name)
+	} else {
+		d.members[n.Name] = meta
+	}
+	d.mu.Unlock()
+	// Leave covers both a graceful leave and a failure: memberlist hands
+	// NotifyLeave a Node whose State field it never updates, so the two
+	// cannot be told apart here.
+	d.q.push(MemberEvent{Kind: kind, Meta: meta})
+}
+
+func (d *eventDelegate) list() []Meta {
+	d.mu.Lock()
+	out := make([]Meta, 0, len(d.members))
+	for _, m := range d.members {
+		out = append(out, m)
+	}
+	d.mu.Unlock()
+	slices.SortFunc(out, func(a, b Meta) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// flatten puts memberlist's multi-line error list ("1 error occurred:\n\t*
+// …") on one line, keeping the errors for errors.Is and errors.As.
+func flatten(err error) error {
+	me, ok := err.(interface{ WrappedErrors() []error })
+	if !ok || len(me.WrappedErrors()) == 0 {
+		return err
+	}
+	return listError(me.WrappedErrors())
+}
+
+type listError []error
+
+func (l listError) Error() string {
+	msgs := make([]string, len(l))
+	for i, e := range l {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (l listError) Unwrap() []error { return l }

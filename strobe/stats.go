@@ -1,0 +1,75 @@
+package strobe
+
+import "maps"
+
+// Stats is a snapshot of a Follower.
+type Stats struct {
+	Epoch       uint64 // current controller epoch (0 before the first strobe)
+	FirstSeq    uint64 // first slice applied in this epoch (a late joiner does not count earlier slices as lost)
+	LastSeq     uint64 // last slice applied
+	Row         int    // row of the last slice applied
+	MemberEpoch uint64 // member epoch of the last strobe applied
+
+	Applied   uint64 // strobes applied (Switch called)
+	Lost      uint64 // strobes never received: gaps in Seq within an epoch
+	Late      uint64 // strobes with Seq ≤ the last applied: reordered or duplicated, dropped
+	Stale     uint64 // strobes from an older epoch, dropped
+	Malformed uint64 // packets that did not decode, dropped
+	Unknown   uint64 // packets of an unknown version or type (or a type not meant for this socket), dropped
+	Epochs    uint64 // controller epoch changes seen after the first
+
+	EpochApplied uint64 // Applied within the current epoch
+	EpochLost    uint64 // Lost within the current epoch
+
+	HeartbeatsSent      uint64 // datagrams
+	HeartbeatSendErrors uint64
+	HeartbeatsReceived  uint64
+	Peers               map[string]PeerHeartbeat // by sender name; at most 4096 names are tracked
+
+	Latency    Dist // SwitchedMono − SentMono over the recorded slices (one host only: mono clocks differ across hosts)
+	SwitchCost Dist // the Switch callback's reported cost over the recorded slices
+}
+
+// PeerHeartbeat is what a Follower has heard from one peer.
+type PeerHeartbeat struct {
+	Epoch, Seq uint64 // newest slice the peer has reported
+	Addr       string // the address that newest heartbeat came from
+	Count      uint64 // heartbeats received from it
+}
+
+// Accounted reports whether every slice of the current epoch from
+// FirstSeq to LastSeq was either applied or counted lost: the invariant
+// of the sequence rules, whatever the network did.
+func (s Stats) Accounted() bool {
+	return s.LastSeq == 0 || s.EpochApplied+s.EpochLost == s.LastSeq-s.FirstSeq+1
+}
+
+// Stats returns the Follower's counters and distributions.
+func (f *Follower) Stats() Stats {
+	f.mu.Lock()
+	st := Stats{
+		Epoch: f.epoch, FirstSeq: f.first, LastSeq: f.last, Row: f.row, MemberEpoch: f.memberEpoch,
+		Applied: f.c.applied, Lost: f.c.lost, Late: f.c.late, Stale: f.c.stale,
+		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
+		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
+		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsReceived: f.c.hbRecv,
+		Peers: maps.Clone(f.seen),
+	}
+	recs := f.records.snapshot()
+	f.mu.Unlock()
+	lat := make([]int64, len(recs))
+	cost := make([]int64, len(recs))
+	for i, r := range recs {
+		lat[i] = r.SwitchedMono - r.SentMono
+		cost[i] = int64(r.SwitchCost)
+	}
+	st.Latency, st.SwitchCost = distOf(lat), distOf(cost)
+	return st
+}
+
+// Records returns the last History slices applied, oldest first.
+func (f *Follower) Records() []SliceRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.records.snapshot()
+}

@@ -1,0 +1,261 @@
+package strobe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/internal/mono"
+)
+
+// rtPoll bounds how long the real-time receive loop sleeps in recvfrom
+// before it checks whether it should stop.
+const rtPoll = 50 * time.Millisecond
+
+// RealtimeUDP is a UDP transport for the latency-critical side of the
+// protocol: Serve runs its receive loop on one locked OS thread with the
+// SCHED_FIFO policy, blocking in recvfrom and handing each datagram to the
+// handler on that same thread. A Follower served this way switches rows in
+// the thread that received the strobe: no goroutine hand-off, no wait for
+// the Go scheduler or for a CPU held by a busy rank. It does not use Go's
+// network poller at all: its socket is its own.
+//
+// Send is safe from any goroutine. Packets is for callers that do not use
+// Serve: the first call starts an ordinary receive goroutine instead.
+type RealtimeUDP struct {
+	fd       int
+	family   int
+	local    string
+	priority int
+	log      *zap.Logger
+
+	closed  atomic.Bool
+	serving atomic.Bool
+	wg      sync.WaitGroup
+	once    sync.Once
+
+	chOnce  sync.Once
+	packets chan Packet
+
+	mu       sync.Mutex
+	resolved map[string]netip.AddrPort
+	rtErr    error // why SCHED_FIFO could not be set, if it could not
+}
+
+// ListenUDPRealtime opens a RealtimeUDP on addr (a literal IP and a port; 0
+// picks one) whose receive loop runs at SCHED_FIFO priority (1–99; 0 keeps
+// the normal policy but still avoids the hand-offs).
+func ListenUDPRealtime(addr string, priority int, log *zap.Logger) (*RealtimeUDP, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("strobe: listen udp %s: want a literal ip:port: %w", addr, err)
+	}
+	family := unix.AF_INET
+	if ap.Addr().Is6() && !ap.Addr().Is4In6() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("strobe: socket: %w", err)
+	}
+	t := &RealtimeUDP{fd: fd, family: family, priority: priority, resolved: map[string]netip.AddrPort{}}
+	fail := func(what string, err error) (*RealtimeUDP, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("strobe: listen udp %s: %s: %w", addr, what, err)
+	}
+	if err := unix.Bind(fd, t.sockaddr(ap)); err != nil {
+		return fail("bind", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, udpRecvBuffer); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, udpRecvBuffer)
+	}
+	tv := unix.NsecToTimeval(int64(rtPoll))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fail("receive timeout", err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return fail("getsockname", err)
+	}
+	t.local = addrOf(sa).String()
+	t.log = log.With(zap.String("strobe_addr", t.local))
+	return t, nil
+}
+
+func (t *RealtimeUDP) sockaddr(ap netip.AddrPort) unix.Sockaddr {
+	if t.family == unix.AF_INET6 {
+		return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
+}
+
+func addrOf(sa unix.Sockaddr) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// Serve runs the receive loop on the calling goroutine, locked to its OS
+// thread at SCHED_FIFO, calling handle for each datagram on that thread,
+// until ctx is done or the transport is closed. handle must not block for
+// long: the next strobe waits for it. If the real-time policy cannot be
+// set (no privilege), Serve logs it once, carries on at normal priority,
+// and RealtimeError reports it.
+func (t *RealtimeUDP) Serve(ctx context.Context, handle func(Packet)) error {
+	if !t.serving.CompareAndSwap(false, true) {
+		return errors.New("strobe: realtime transport already served")
+	}
+	t.wg.Add(1)
+	defer t.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if t.priority > 0 {
+		restore, err := setThreadFIFO(t.priority)
+		defer restore()
+		if err != nil {
+			t.mu.Lock()
+			t.rtErr = err
+			t.mu.Unlock()
+			t.log.Warn("strobe: receiving at normal priority; switches may lag behind busy ranks", zap.Error(err))
+		}
+	}
+	return t.loop(ctx, handle)
+}
+
+func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet)) error {
+	buf := make([]byte, 64<<10)
+	for {
+		if t.closed.Load() {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		n, from, err := unix.Recvfrom(t.fd, buf, 0)
+		now := mono.Now()
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue // the poll timeout: check whether to stop
+			}
+			if t.closed.Load() {
+				return nil
+			}
+			t.log.Debug("strobe: udp read", zap.Error(err))
+			continue
+		}
+		p := Packet{From: addrOf(from).String(), Data: append([]byte(nil), buf[:n]...), RecvMono: now}
+		handle(p)
+	}
+}
+
+// RealtimeError says why the receive loop runs without real-time priority
+// (nil if it has it, or has not started).
+func (t *RealtimeUDP) RealtimeError() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rtErr
+}
+
+// Packets starts an ordinary receive goroutine (no real-time thread) and
+// returns its channel; for callers that do not use Serve.
+func (t *RealtimeUDP) Packets() <-chan Packet {
+	t.chOnce.Do(func() {
+		t.mu.Lock()
+		t.packets = make(chan Packet, packetQueue)
+		t.mu.Unlock()
+		if !t.serving.CompareAndSwap(false, true) {
+			close(t.packets) // Serve owns the socket
+			return
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			defer close(t.packets)
+			_ = t.loop(context.Background(), func(p Packet) {
+				if !t.closed.Load() {
+					t.packets <- p
+				}
+			})
+		}()
+	})
+	return t.packets
+}
+
+// Send sends one datagram. Safe for concurrent use.
+func (t *RealtimeUDP) Send(to string, data []byte) error {
+	ap, err := t.resolve(to)
+	if err != nil {
+		return fmt.Errorf("strobe: send to %s: %w", to, err)
+	}
+	if err := unix.Sendto(t.fd, data, 0, t.sockaddr(ap)); err != nil {
+		return fmt.Errorf("strobe: send to %s: %w", to, err)
+	}
+	return nil
+}
+
+func (t *RealtimeUDP) resolve(to string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(to); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	}
+	t.mu.Lock()
+	ap, ok := t.resolved[to]
+	t.mu.Unlock()
+	if ok {
+		return ap, nil
+	}
+	ua, err := net.ResolveUDPAddr("udp", to)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	ap = netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
+	t.mu.Lock()
+	if len(t.resolved) >= maxResolved {
+		clear(t.resolved)
+	}
+	t.resolved[to] = ap
+	t.mu.Unlock()
+	return ap, nil
+}
+
+// LocalAddr is the address peers send to.
+func (t *RealtimeUDP) LocalAddr() string { return t.local }
+
+// Close stops the receive loop (within rtPoll), waits for it, and closes
+// the socket. Idempotent. A goroutine blocked sending to a full Packets
+// channel is released by draining it.
+func (t *RealtimeUDP) Close() error {
+	var err error
+	t.once.Do(func() {
+		t.closed.Store(true)
+		t.mu.Lock()
+		ch := t.packets
+		t.mu.Unlock()
+		if ch != nil {
+			go func() { // unblock a receive goroutine stuck on a full channel; ends when it closes ch
+				for range ch {
+				}
+			}()
+		}
+		t.wg.Wait()
+		if cerr := unix.Close(t.fd); cerr != nil {
+			err = fmt.Errorf("strobe: close udp %s: %w", t.local, cerr)
+		}
+	})
+	return err
+}

@@ -1,0 +1,214 @@
+package strobe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Protocol versions this build speaks. A packet carries the version of its
+// sender; one outside [ProtocolVersionMin, ProtocolVersion] is dropped and
+// counted. Adding an optional field to a message does not need a new
+// version (decoders ignore unknown keys and leave missing ones zero);
+// changing the meaning or the encoding of an existing field does.
+const (
+	ProtocolVersionMin uint8 = 1
+	ProtocolVersion    uint8 = 1
+)
+
+// MsgType numbers the message kinds. The numbers are part of the protocol:
+// append new types at the end, never renumber or reuse one.
+type MsgType uint8
+
+const (
+	typeInvalid   MsgType = 0 // never sent: catches zeroed packets
+	TypeStrobe    MsgType = 1 // controller → agents, once per slice
+	TypeHeartbeat MsgType = 2 // agent → every peer and the controller, after applying a strobe
+	TypeMeta      MsgType = 3 // memberlist node metadata (never on the strobe socket)
+)
+
+func (t MsgType) String() string {
+	switch t {
+	case TypeStrobe:
+		return "strobe"
+	case TypeHeartbeat:
+		return "heartbeat"
+	case TypeMeta:
+		return "meta"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// MaxPacketSize bounds an encoded message. Today's messages are under 200
+// bytes (names are limited to MaxNameLen); the bound keeps a heartbeat
+// that grows with BCS below a typical Ethernet MTU, so a datagram is
+// never fragmented (a lost fragment loses the whole datagram).
+const MaxPacketSize = 1400
+
+// MaxNameLen bounds a node name, which every heartbeat carries.
+const MaxNameLen = 128
+
+// Errors returned by Unmarshal (wrapped; test with errors.Is).
+var (
+	ErrMalformed   = errors.New("malformed packet")
+	ErrVersion     = errors.New("unsupported protocol version")
+	ErrUnknownType = errors.New("unknown message type")
+	ErrTooLarge    = errors.New("packet too large")
+)
+
+// Message is one of *Strobe, *Heartbeat or *Meta.
+type Message interface {
+	MsgType() MsgType
+	validate() error
+}
+
+// Strobe starts slice Seq: every agent switches to Row. Keys are short
+// because the strobe is sent N times per slice.
+type Strobe struct {
+	Epoch       uint64 `msgpack:"e"`  // controller incarnation; increases across controller restarts
+	Seq         uint64 `msgpack:"s"`  // slice number k, from 1, +1 per slice
+	Row         int    `msgpack:"r"`  // matrix row to run in slice k
+	MemberEpoch uint64 `msgpack:"me"` // changes whenever the controller's member list changes
+	SentMono    int64  `msgpack:"t"`  // mono.Now() at the controller when sent
+}
+
+// MsgType implements Message.
+func (*Strobe) MsgType() MsgType { return TypeStrobe }
+
+func (s *Strobe) validate() error {
+	if s.Seq == 0 {
+		return errors.New("strobe seq 0 (slices count from 1)")
+	}
+	return nil
+}
+
+// Heartbeat is an agent's answer to a strobe, sent to every peer and the
+// controller (the total exchange). BCS adds its per-slice control data as
+// new fields with new keys; keep keys short and never reuse one.
+type Heartbeat struct {
+	From         string `msgpack:"f"`  // sender's node name
+	Epoch        uint64 `msgpack:"e"`  // epoch of the strobe it answers
+	Seq          uint64 `msgpack:"s"`  // seq of the strobe it answers
+	RecvMono     int64  `msgpack:"rt"` // when the agent received the strobe
+	SwitchedMono int64  `msgpack:"wt"` // when its switch completed
+	SwitchCost   int64  `msgpack:"wc"` // ns spent stopping and continuing processes
+	Lost         uint64 `msgpack:"lo"` // running count of strobes never received
+	Late         uint64 `msgpack:"la"` // running count of late or duplicate strobes
+}
+
+// MsgType implements Message.
+func (*Heartbeat) MsgType() MsgType { return TypeHeartbeat }
+
+func (h *Heartbeat) validate() error {
+	switch {
+	case h.From == "":
+		return errors.New("heartbeat without sender")
+	case len(h.From) > MaxNameLen:
+		return fmt.Errorf("heartbeat sender name of %d bytes (max %d)", len(h.From), MaxNameLen)
+	case h.Seq == 0:
+		return errors.New("heartbeat for seq 0")
+	}
+	return nil
+}
+
+// Marshal encodes m in the envelope [version, type, body]. The body is a
+// msgpack map keyed by the struct tags.
+func Marshal(m Message) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("strobe: marshal nil message")
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("strobe: marshal %v: %w", m.MsgType(), err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(128)
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
+	enc.UseCompactInts(true)
+	err := enc.EncodeArrayLen(3)
+	if err == nil {
+		err = enc.EncodeUint(uint64(ProtocolVersion))
+	}
+	if err == nil {
+		err = enc.EncodeUint(uint64(m.MsgType()))
+	}
+	if err == nil {
+		err = enc.Encode(m)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("strobe: marshal %v: %w", m.MsgType(), err)
+	}
+	if buf.Len() > MaxPacketSize {
+		return nil, fmt.Errorf("strobe: marshal %v: %w: %d bytes (max %d)", m.MsgType(), ErrTooLarge, buf.Len(), MaxPacketSize)
+	}
+	return buf.Bytes(), nil
+}
+
+// Unmarshal decodes one packet. It never panics on arbitrary input; errors
+// wrap ErrMalformed, ErrVersion, ErrUnknownType or ErrTooLarge. The
+// envelope may carry more than three elements (reserved for additions);
+// they are skipped.
+func Unmarshal(b []byte) (Message, error) {
+	if len(b) > MaxPacketSize {
+		return nil, fmt.Errorf("strobe: unmarshal: %w: %d bytes (max %d)", ErrTooLarge, len(b), MaxPacketSize)
+	}
+	r := bytes.NewReader(b)
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(r)
+
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return nil, malformed("envelope", err)
+	}
+	if n < 3 {
+		return nil, fmt.Errorf("strobe: unmarshal: %w: envelope of %d elements", ErrMalformed, n)
+	}
+	v, err := dec.DecodeUint()
+	if err != nil {
+		return nil, malformed("version", err)
+	}
+	if v < uint(ProtocolVersionMin) || v > uint(ProtocolVersion) {
+		return nil, fmt.Errorf("strobe: unmarshal: %w: %d (this build speaks %d–%d)", ErrVersion, v, ProtocolVersionMin, ProtocolVersion)
+	}
+	t, err := dec.DecodeUint()
+	if err != nil {
+		return nil, malformed("type", err)
+	}
+	var m Message
+	if t > 0xff { // MsgType(t) would wrap onto a known type
+		return nil, fmt.Errorf("strobe: unmarshal: %w: %d", ErrUnknownType, t)
+	}
+	switch MsgType(t) {
+	case TypeStrobe:
+		m = new(Strobe)
+	case TypeHeartbeat:
+		m = new(Heartbeat)
+	case TypeMeta:
+		m = new(Meta)
+	default:
+		return nil, fmt.Errorf("strobe: unmarshal: %w: %d", ErrUnknownType, t)
+	}
+	if err := dec.Decode(m); err != nil {
+		return nil, malformed(MsgType(t).String(), err)
+	}
+	for i := 3; i < n; i++ {
+		if err := dec.Skip(); err != nil {
+			return nil, malformed("envelope extension", err)
+		}
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("strobe: unmarshal: %w: %d trailing bytes", ErrMalformed, r.Len())
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("strobe: unmarshal: %w: %v", ErrMalformed, err)
+	}
+	return m, nil
+}
+
+func malformed(what string, err error) error {
+	return fmt.Errorf("strobe: unmarshal: %w: %s: %v", ErrMalformed, what, err)
+}
