@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,6 +116,7 @@ type Agent struct {
 	sw       *switcher
 	ml       *strobe.Membership
 	udp      strobe.Transport
+	hbUDP    strobe.Transport // heartbeat exchange, normal priority
 	follower *strobe.Follower
 	ctrl     *Controller
 	ctlLn    net.Listener
@@ -197,6 +199,10 @@ func Start(cfg Config) (*Agent, error) {
 	if a.udp, err = listenStrobe(host, cfg.Priority, a.log); err != nil {
 		return nil, fmt.Errorf("node: strobe socket: %w", err)
 	}
+	// Heartbeats have a socket of their own, off the strobe path.
+	if a.hbUDP, err = strobe.ListenUDP(net.JoinHostPort(host, "0"), a.log); err != nil {
+		return nil, fmt.Errorf("node: heartbeat socket: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	if cfg.Controller {
@@ -213,16 +219,17 @@ func Start(cfg Config) (*Agent, error) {
 	// Every agent follows strobes: whether rows rotate is the controller's
 	// choice, carried by its hello (setShared); a follower with no strobes
 	// costs nothing.
-	a.follower = strobe.NewFollower(strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Switch: a.sw.Switch, Log: a.log})
+	a.follower = strobe.NewFollower(strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log})
 	a.registerMetrics()
 
 	meta := strobe.Meta{
-		Name:        cfg.Name,
-		StrobeAddr:  advertised(a.udp.LocalAddr(), cfg.Advertise),
-		ControlAddr: advertised(a.ctlLn.Addr().String(), cfg.Advertise),
-		APIAddr:     advertised(a.apiLn.Addr().String(), cfg.Advertise),
-		CPUs:        cfg.Processors,
-		Controller:  cfg.Controller,
+		Name:          cfg.Name,
+		StrobeAddr:    advertised(a.udp.LocalAddr(), cfg.Advertise),
+		HeartbeatAddr: advertised(a.hbUDP.LocalAddr(), cfg.Advertise),
+		ControlAddr:   advertised(a.ctlLn.Addr().String(), cfg.Advertise),
+		APIAddr:       advertised(a.apiLn.Addr().String(), cfg.Advertise),
+		CPUs:          cfg.Processors,
+		Controller:    cfg.Controller,
 	}
 	a.api = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
 
@@ -297,7 +304,7 @@ func (a *Agent) watchMembers(ctx context.Context) {
 		var peers []string
 		for _, m := range a.ml.Members() {
 			if m.Name != a.cfg.Name {
-				peers = append(peers, m.StrobeAddr)
+				peers = append(peers, cmp.Or(m.HeartbeatAddr, m.StrobeAddr))
 			}
 			if m.Controller {
 				a.mu.Lock()
@@ -397,6 +404,9 @@ func (a *Agent) closeAll() error {
 	}
 	if a.udp != nil {
 		a.udp.Close()
+	}
+	if a.hbUDP != nil {
+		a.hbUDP.Close()
 	}
 	a.mu.Lock()
 	if a.conn != nil {

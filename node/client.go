@@ -119,3 +119,13 @@ func (c *Client) Wait(ctx context.Context, id int64, every time.Duration) (Job, 
 		}
 	}
 }
+
+// LocalStats returns the strobe statistics of the agent this client talks
+// to (not forwarded to the controller), with its per-slice records after
+// slice since. Records are kept for the last few thousand slices: poll at
+// least that often to see every slice.
+func (c *Client) LocalStats(ctx context.Context, since uint64) (NodeStats, error) {
+	var st NodeStats
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/local/stats?since=%d", since), nil, &st)
+	return st, err
+}

@@ -217,7 +217,7 @@ func (a *Agent) apiNodes(w http.ResponseWriter, r *http.Request) {
 			if n.State != "up" || n.APIAddr == "" {
 				continue
 			}
-			st, err := fetchLocalStats(ctx, n.APIAddr)
+			st, err := NewClient(n.APIAddr).LocalStats(ctx, 0)
 			if err != nil {
 				a.log.Warn("node stats", zap.String("node", n.Name), zap.Error(err))
 				continue
@@ -234,32 +234,46 @@ func (a *Agent) apiNodes(w http.ResponseWriter, r *http.Request) {
 
 // NodeStats is one agent's view of the strobes.
 type NodeStats struct {
-	Strobe  strobe.Stats         `json:"strobe"`
-	Records []strobe.SliceRecord `json:"records,omitempty"`
+	Strobe strobe.Stats `json:"strobe"`
+	// Realtime is the strobe thread's scheduling: "SCHED_FIFO <prio>",
+	// or "normal" with the reason real-time priority is not in effect.
+	Realtime string               `json:"realtime"`
+	Records  []strobe.SliceRecord `json:"records,omitempty"`
 }
 
+// apiLocalStats is GET /v1/local/stats[?since=SEQ]: this agent's strobe
+// statistics and its per-slice records (only those after slice SEQ).
 func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
-	var st NodeStats
+	var since uint64
+	if s := r.URL.Query().Get("since"); s != "" {
+		var err error
+		if since, err = strconv.ParseUint(s, 10, 64); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("since=%q: not a slice number", s))
+			return
+		}
+	}
+	st := NodeStats{Realtime: a.realtimeStatus()}
 	if a.follower != nil {
 		st.Strobe = a.follower.Stats()
-		st.Records = a.follower.Records()
+		for _, rec := range a.follower.Records() {
+			if rec.Seq > since {
+				st.Records = append(st.Records, rec)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, st)
 }
 
-func fetchLocalStats(ctx context.Context, addr string) (NodeStats, error) {
-	var st NodeStats
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/local/stats", nil)
-	if err != nil {
-		return st, err
+func (a *Agent) realtimeStatus() string {
+	if a.cfg.Priority == 0 {
+		return "normal (real-time priority turned off)"
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, err
+	rt, ok := a.udp.(*strobe.RealtimeUDP)
+	if !ok {
+		return "normal"
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("%s: %s", addr, resp.Status)
+	if err := rt.RealtimeError(); err != nil {
+		return "normal (" + err.Error() + ")"
 	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
+	return fmt.Sprintf("SCHED_FIFO %d", a.cfg.Priority)
 }

@@ -368,3 +368,48 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		t.Errorf("ranks left after cluster down: %v", left)
 	}
 }
+
+// `cosched bench strobe` end to end: it starts a gang cluster, measures
+// every agent's slices, reports them, and leaves no agent behind.
+func TestBenchStrobeCommand(t *testing.T) {
+	cmd := execCommand(coschedBin, "bench", "strobe", "-n", "3", "--slice", "10ms", "--duration", "1s", "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench strobe: %v\n%s", err, stderr.String())
+	}
+	var rep struct {
+		Agents   int               `json:"agents"`
+		Realtime map[string]string `json:"realtime"`
+		Slices   int               `json:"slices"`
+		Applied  uint64            `json:"applied"`
+		Lost     uint64            `json:"lost"`
+		Skew     struct{ N int }   `json:"skew"`
+		Latency  struct{ N int }   `json:"latency"`
+		Overhead struct {
+			N    int
+			Mean time.Duration
+		} `json:"overhead"`
+		OverheadFraction float64 `json:"overhead_fraction"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	// About 100 slices in a second; every agent applies each one (or
+	// counts it lost), and each seen by two or more agents yields a skew.
+	if rep.Agents != 3 || len(rep.Realtime) != 3 || rep.Slices < 50 || rep.Skew.N != rep.Slices ||
+		rep.Latency.N < 2*rep.Slices || rep.Applied+rep.Lost < uint64(3*rep.Slices) || rep.Overhead.N == 0 {
+		t.Fatalf("report %+v\n%s", rep, out)
+	}
+	if want := float64(rep.Overhead.Mean) / float64(10*time.Millisecond); rep.OverheadFraction != want {
+		t.Fatalf("overhead fraction %v, want %v", rep.OverheadFraction, want)
+	}
+	// The cluster is gone: no process runs with the benchmark's state dir.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte("cosched-bench-strobe-")) {
+			t.Fatalf("left behind: %s: %q", p, b)
+		}
+	}
+}

@@ -7,10 +7,11 @@ import (
 
 // Dist summarises a sample of durations.
 type Dist struct {
-	N   int           // sample size
-	P50 time.Duration // nearest-rank percentiles
-	P99 time.Duration
-	Max time.Duration
+	N    int // sample size
+	Mean time.Duration
+	P50  time.Duration // nearest-rank percentiles
+	P99  time.Duration
+	Max  time.Duration
 }
 
 // distOf summarises xs (nanoseconds), reordering it.
@@ -19,11 +20,16 @@ func distOf(xs []int64) Dist {
 		return Dist{}
 	}
 	slices.Sort(xs)
+	var sum int64
+	for _, x := range xs {
+		sum += x
+	}
 	return Dist{
-		N:   len(xs),
-		P50: time.Duration(rank(xs, 50)),
-		P99: time.Duration(rank(xs, 99)),
-		Max: time.Duration(xs[len(xs)-1]),
+		N:    len(xs),
+		Mean: time.Duration(sum / int64(len(xs))),
+		P50:  time.Duration(rank(xs, 50)),
+		P99:  time.Duration(rank(xs, 99)),
+		Max:  time.Duration(xs[len(xs)-1]),
 	}
 }
 

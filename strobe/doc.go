@@ -34,11 +34,12 @@
 //
 //	type  message    keys (field)
 //	0     invalid    never sent
-//	1     Strobe     e Epoch, s Seq, r Row, me MemberEpoch, t SentMono
+//	1     Strobe     e Epoch, s Seq, r Row, me MemberEpoch, t SentMono,
+//	                 d DueMono
 //	2     Heartbeat  f From, e Epoch, s Seq, rt RecvMono, wt SwitchedMono,
 //	                 wc SwitchCost, lo Lost, la Late
 //	3     Meta       n Name, sa StrobeAddr, ca ControlAddr, aa APIAddr,
-//	                 ra RelayAddr, cpu CPUs, ctl Controller
+//	                 ra RelayAddr, cpu CPUs, ctl Controller, ha HeartbeatAddr
 //	                 (memberlist node metadata, ≤ 512 bytes; never on the strobe socket)
 //
 // Type numbers and keys are append-only: never renumber or reuse one.
@@ -61,11 +62,16 @@
 // So within an epoch Applied + Lost = LastSeq − FirstSeq + 1 whatever
 // the network does (Stats.Accounted).
 //
-// After applying a strobe the agent sends one Heartbeat to the strobe's
-// source (the controller) and to every address of the peer set current at
-// that boundary, never to itself. The controller's own agent may run its
-// Follower on the Sender's transport; it then strobes itself and receives
-// every heartbeat addressed to the controller.
+// After applying a strobe the agent sends one Heartbeat to every address
+// of the peer set current at that boundary, never to itself. With one
+// socket (FollowerConfig.Heartbeats nil) heartbeats travel on the strobe
+// socket, are sent on the strobe path, and also go to the strobe's source
+// (the controller). With a heartbeat socket of its own (what agents use)
+// they are sent after the switch by another goroutine and received there,
+// so that a strobe's receiver never queues behind heartbeats: on a host
+// running several agents, heartbeats on the strobe path doubled the skew.
+// The controller's own agent runs its Follower on the Sender's transport;
+// it strobes itself, and hears the heartbeats as a peer.
 //
 // # Time
 //
@@ -84,6 +90,8 @@
 //     Packets is closed.
 //   - Follower: Run is the receive loop and runs in the caller's goroutine;
 //     it returns ctx.Err() when ctx is done and nil when Packets closes.
+//     With a heartbeat socket it also owns a heartbeat sender and a
+//     heartbeat receiver goroutine, which have ended when Run returns.
 //     SwitchFunc and HeartbeatFunc are called from that loop, never
 //     concurrently; they must not block for long (nothing is read or sent
 //     meanwhile). SetPeers, Stats and Records are safe from any goroutine.

@@ -29,12 +29,21 @@ type HeartbeatFunc func(hb Heartbeat, recvMono int64)
 
 // FollowerConfig configures a Follower.
 type FollowerConfig struct {
-	Name      string        // this node's name, carried in every heartbeat (≤ MaxNameLen bytes)
-	Transport Transport     // the strobe socket; the Follower reads it, its owner closes it
-	Switch    SwitchFunc    // performs the switch; required
-	Heartbeat HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
-	Log       *zap.Logger   // nil: no logging
-	History   int           // per-slice records kept for Records and Stats; 0 = 4096
+	Name      string    // this node's name, carried in every heartbeat (≤ MaxNameLen bytes)
+	Transport Transport // the strobe socket; the Follower reads it, its owner closes it
+	// Heartbeats, if set, is a socket of its own for the heartbeat
+	// exchange: Run sends heartbeats from it on a goroutine of its own and
+	// receives peers' heartbeats on another, so that the strobe path (a
+	// real-time thread, when Transport is a RealtimeUDP) only switches.
+	// Peers are then heartbeat addresses, and heartbeats go to the peers
+	// only: the controller hears them through its own agent's Follower.
+	// Without it, heartbeats share Transport and are sent on the strobe
+	// path, to the peers and to the strobe's source.
+	Heartbeats Transport
+	Switch     SwitchFunc    // performs the switch; required
+	Heartbeat  HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
+	Log        *zap.Logger   // nil: no logging
+	History    int           // per-slice records kept for Records and Stats; 0 = 4096
 }
 
 // SliceRecord is what one agent saw of one slice.
@@ -44,6 +53,7 @@ type SliceRecord struct {
 	Row          int
 	MemberEpoch  uint64
 	SentMono     int64 // from the strobe: when the controller sent it
+	DueMono      int64 // from the strobe: the slice boundary it starts (0: unknown)
 	RecvMono     int64 // when this agent's transport received it
 	SwitchedMono int64 // when Switch returned
 	SwitchCost   time.Duration
@@ -56,7 +66,8 @@ type SliceRecord struct {
 type Follower struct {
 	cfg    FollowerConfig
 	cfgErr error
-	self   string // the transport's address: never heartbeat ourselves
+	self   string        // the address heartbeats leave from: never heartbeat ourselves
+	hbWake chan struct{} // Heartbeats set: a heartbeat is pending
 	log    *zap.Logger
 	active atomic.Bool
 
@@ -75,12 +86,20 @@ type Follower struct {
 	c          counters
 	records    ring[SliceRecord]
 	seen       map[string]PeerHeartbeat
+	pendingHB  *outgoingHeartbeat // Heartbeats set: the newest heartbeat not yet sent
+}
+
+// outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
+type outgoingHeartbeat struct {
+	hb    Heartbeat
+	peers []string
 }
 
 type counters struct {
 	applied, lost, late, stale, malformed, unknown uint64
 	epochs, epochApplied, epochLost                uint64
 	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
+	hbDropped                                      uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -116,10 +135,14 @@ func NewFollower(cfg FollowerConfig) *Follower {
 		log:     cfg.Log.With(zap.String("node", cfg.Name)),
 		records: newRing[SliceRecord](cfg.History),
 		seen:    make(map[string]PeerHeartbeat),
+		hbWake:  make(chan struct{}, 1),
 	}
-	if len(errs) > 0 {
+	switch {
+	case len(errs) > 0:
 		f.cfgErr = fmt.Errorf("strobe: follower config: %w", errors.Join(errs...))
-	} else {
+	case cfg.Heartbeats != nil:
+		f.self = cfg.Heartbeats.LocalAddr()
+	default:
 		f.self = cfg.Transport.LocalAddr()
 	}
 	return f
@@ -136,6 +159,14 @@ func (f *Follower) Run(ctx context.Context) error {
 		return errors.New("strobe: follower already running")
 	}
 	defer f.active.Store(false)
+	if f.cfg.Heartbeats != nil {
+		hbCtx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); f.sendHeartbeats(hbCtx) }()
+		go func() { defer wg.Done(); f.receiveHeartbeats(hbCtx) }()
+		defer func() { cancel(); wg.Wait() }()
+	}
 	if s, ok := f.cfg.Transport.(syncServer); ok {
 		// The transport calls handle on its own (real-time) thread: the
 		// switch happens where the strobe was received.
@@ -243,37 +274,108 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: int64(cost),
 		Lost: lost, Late: late,
 	}
-	sent, failed := f.sendHeartbeat(&hb, p.From, peers)
+	var sent, failed uint64
+	if f.cfg.Heartbeats == nil {
+		sent, failed = f.sendHeartbeat(f.cfg.Transport, &hb, p.From, peers)
+	}
 
 	f.mu.Lock()
 	f.c.applied++
 	f.c.epochApplied++
 	f.c.hbSent += sent
 	f.c.hbSendErrors += failed
+	if f.cfg.Heartbeats != nil {
+		if f.pendingHB != nil {
+			f.c.hbDropped++ // the sender is a whole slice behind: the newer one wins
+		}
+		f.pendingHB = &outgoingHeartbeat{hb: hb, peers: peers}
+	}
 	f.records.add(SliceRecord{
 		Epoch: s.Epoch, Seq: s.Seq, Row: s.Row, MemberEpoch: s.MemberEpoch,
-		SentMono: s.SentMono, RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: cost,
+		SentMono: s.SentMono, DueMono: s.DueMono, RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: cost,
 	})
 	f.mu.Unlock()
+	if f.cfg.Heartbeats != nil {
+		select {
+		case f.hbWake <- struct{}{}:
+		default: // already signalled
+		}
+	}
 }
 
-// sendHeartbeat sends hb to the controller (the strobe's source) and to
-// every peer, skipping this node and sending to each address once.
-func (f *Follower) sendHeartbeat(hb *Heartbeat, controller string, peers []string) (sent, failed uint64) {
+// sendHeartbeats is the heartbeat sender when Heartbeats is set: it sends
+// the newest queued heartbeat to that slice's peers.
+func (f *Follower) sendHeartbeats(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.hbWake:
+		}
+		f.mu.Lock()
+		out := f.pendingHB
+		f.pendingHB = nil
+		f.mu.Unlock()
+		if out == nil {
+			continue
+		}
+		sent, failed := f.sendHeartbeat(f.cfg.Heartbeats, &out.hb, "", out.peers)
+		f.mu.Lock()
+		f.c.hbSent += sent
+		f.c.hbSendErrors += failed
+		f.mu.Unlock()
+	}
+}
+
+// receiveHeartbeats reads the heartbeat socket when Heartbeats is set.
+// Only heartbeats are accepted there: a strobe on it is dropped, so that
+// switches happen on the strobe path alone.
+func (f *Follower) receiveHeartbeats(ctx context.Context) {
+	packets := f.cfg.Heartbeats.Packets()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p, ok := <-packets:
+			if !ok {
+				return
+			}
+			msg, err := Unmarshal(p.Data)
+			hb, isHB := msg.(*Heartbeat)
+			if err != nil || !isHB {
+				f.mu.Lock()
+				if err != nil && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrUnknownType) {
+					f.c.malformed++
+				} else {
+					f.c.unknown++
+				}
+				f.mu.Unlock()
+				f.log.Debug("strobe: dropped packet on the heartbeat socket", zap.String("from", p.From), zap.Error(err))
+				continue
+			}
+			f.onHeartbeat(p, hb)
+		}
+	}
+}
+
+// sendHeartbeat sends hb over tr to the controller (the strobe's source,
+// unless controller is "") and to every peer, skipping this node and
+// sending to each address once.
+func (f *Follower) sendHeartbeat(tr Transport, hb *Heartbeat, controller string, peers []string) (sent, failed uint64) {
 	data, err := Marshal(hb)
 	if err != nil { // only a config error could cause this, and NewFollower checks it
 		f.log.Error("strobe: encode heartbeat", zap.Error(err))
 		return 0, 1
 	}
 	send := func(to string) {
-		if err := f.cfg.Transport.Send(to, data); err != nil {
+		if err := tr.Send(to, data); err != nil {
 			failed++
 			f.log.Debug("strobe: heartbeat", zap.Error(err))
 			return
 		}
 		sent++
 	}
-	if controller != f.self {
+	if controller != "" && controller != f.self {
 		send(controller)
 	}
 	for _, to := range peers {

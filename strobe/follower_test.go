@@ -55,7 +55,7 @@ func (c *cluster) names() []string {
 // strobe sends slice seq to every follower.
 func (c *cluster) strobe(seq uint64, row int) int64 {
 	c.t.Helper()
-	sent, err := c.send.Strobe(c.names(), seq, row, 1)
+	sent, err := c.send.Strobe(c.names(), seq, row, 1, 0)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestFollowerHistoryIsBounded(t *testing.T) {
 	runFollower(t, f)
 	s := NewSender(ctl, 1, nil)
 	for seq := uint64(1); seq <= 20; seq++ {
-		if _, err := s.Strobe([]string{"a"}, seq, 0, 0); err != nil {
+		if _, err := s.Strobe([]string{"a"}, seq, 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -433,5 +433,76 @@ func TestFollowerHistoryIsBounded(t *testing.T) {
 	}
 	if st := f.Stats(); st.Latency.N != 8 || st.Applied != 20 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestFollowerHeartbeatSocket: with a heartbeat socket of its own, a
+// follower sends its heartbeats from it to the peers (never to the strobe
+// source), receives the peers' there, and refuses strobes on it.
+func TestFollowerHeartbeatSocket(t *testing.T) {
+	checkLeaks(t)
+	nw := NewMockNetwork(7)
+	ctl := nw.Transport("ctl")
+	t.Cleanup(func() { ctl.Close() })
+	send := NewSender(ctl, 100, zaptest.NewLogger(t))
+	names := []string{"a", "b", "c"}
+	var hbAddrs []string
+	for _, n := range names {
+		hbAddrs = append(hbAddrs, n+".hb")
+	}
+	fs := map[string]*Follower{}
+	sws := map[string]*switchLog{}
+	for _, n := range names {
+		tr, hb := nw.Transport(n), nw.Transport(n+".hb")
+		t.Cleanup(func() { tr.Close(); hb.Close() })
+		sw := &switchLog{}
+		f := NewFollower(FollowerConfig{Name: n, Transport: tr, Heartbeats: hb, Switch: sw.Switch, Log: zaptest.NewLogger(t)})
+		f.SetPeers(hbAddrs) // its own heartbeat address is skipped
+		runFollower(t, f)
+		fs[n], sws[n] = f, sw
+	}
+	const slices = 5
+	for seq := uint64(1); seq <= slices; seq++ {
+		if _, err := send.Strobe(names, seq, int(seq%2), 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			waitApplied(t, fs[n], 100, seq)
+		}
+	}
+	for _, n := range names {
+		f := fs[n]
+		eventually(t, n+" to send and receive every heartbeat", func() bool {
+			st := f.Stats()
+			return st.HeartbeatsSent == 2*slices && st.HeartbeatsReceived == 2*slices
+		})
+		st := f.Stats()
+		for _, peer := range names {
+			ph, ok := st.Peers[peer]
+			if peer == n {
+				if ok {
+					t.Fatalf("%s heard itself: %+v", n, ph)
+				}
+				continue
+			}
+			if !ok || ph.Seq != slices || ph.Addr != peer+".hb" {
+				t.Fatalf("%s: heartbeat of %s: %+v (present %v)", n, peer, ph, ok)
+			}
+		}
+	}
+	// The strobe source got no heartbeat: the datagrams went to peers only.
+	select {
+	case p := <-ctl.Packets():
+		t.Fatalf("the controller's socket got a packet from %s", p.From)
+	case <-time.After(50 * time.Millisecond):
+	}
+	// A strobe on the heartbeat socket switches nothing.
+	before := fs["a"].Stats()
+	if _, err := send.Strobe([]string{"a.hb"}, slices+1, 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the stray strobe to be counted", func() bool { return fs["a"].Stats().Unknown == before.Unknown+1 })
+	if st := fs["a"].Stats(); st.Applied != before.Applied || len(sws["a"].Rows()) != slices {
+		t.Fatalf("a strobe on the heartbeat socket was applied: %+v, rows %v", st, sws["a"].Rows())
 	}
 }

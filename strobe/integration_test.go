@@ -90,7 +90,7 @@ func TestUDPSlices(t *testing.T) {
 	tctx, tcancel := context.WithCancel(ctx)
 	err = ticker.Run(tctx, func(tk Tick) {
 		seq++
-		sent, err := sender.Strobe(addrs, seq, int(seq%3), 1)
+		sent, err := sender.Strobe(addrs, seq, int(seq%3), 1, 0)
 		if err != nil && sendErr == nil {
 			sendErr = err
 		}
@@ -115,7 +115,7 @@ func TestUDPSlices(t *testing.T) {
 				t.Fatalf("followers stuck below slice %d", seq)
 			}
 			seq++
-			if _, err := sender.Strobe(addrs, seq, 0, 1); err != nil {
+			if _, err := sender.Strobe(addrs, seq, 0, 1, 0); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -15,13 +15,16 @@ const MaxMetaSize = memberlist.MetaMaxSize
 // agent ignores a member whose metadata it cannot read instead of
 // misreading it.
 type Meta struct {
-	Name        string `msgpack:"n"`   // node name (equals the memberlist name)
-	StrobeAddr  string `msgpack:"sa"`  // UDP host:port for strobes and heartbeats
-	ControlAddr string `msgpack:"ca"`  // TCP host:port of the controller ↔ agent control channel
-	APIAddr     string `msgpack:"aa"`  // HTTP host:port of the API
-	RelayAddr   string `msgpack:"ra"`  // host:port of the message relay (BCS)
-	CPUs        int    `msgpack:"cpu"` // processors this node offers
-	Controller  bool   `msgpack:"ctl"` // this node runs the controller role
+	Name       string `msgpack:"n"`  // node name (equals the memberlist name)
+	StrobeAddr string `msgpack:"sa"` // UDP host:port for strobes
+	// HeartbeatAddr is the UDP host:port of the heartbeat exchange; ""
+	// means heartbeats go to StrobeAddr.
+	HeartbeatAddr string `msgpack:"ha,omitempty"`
+	ControlAddr   string `msgpack:"ca"`  // TCP host:port of the controller ↔ agent control channel
+	APIAddr       string `msgpack:"aa"`  // HTTP host:port of the API
+	RelayAddr     string `msgpack:"ra"`  // host:port of the message relay (BCS)
+	CPUs          int    `msgpack:"cpu"` // processors this node offers
+	Controller    bool   `msgpack:"ctl"` // this node runs the controller role
 }
 
 // MsgType implements Message.

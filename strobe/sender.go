@@ -37,17 +37,18 @@ func NewSender(t Transport, epoch uint64, log *zap.Logger) *Sender {
 // Epoch returns the controller incarnation this Sender stamps.
 func (s *Sender) Epoch() uint64 { return s.epoch }
 
-// Strobe sends Strobe{Epoch, seq, row, memberEpoch, SentMono} to every
-// target and returns SentMono. The datagram is encoded once and sent
+// Strobe sends Strobe{Epoch, seq, row, memberEpoch, SentMono, due} to
+// every target and returns SentMono; due is the slice boundary the strobe
+// starts (the ticker's deadline; 0 if there is none). The datagram is encoded once and sent
 // back to back; the first target rotates with seq so that no agent is
 // always the last to hear (the send loop is part of the switch skew). A
 // failed send does not stop the others; the errors are joined.
-func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint64) (sentMono int64, err error) {
+func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint64, due int64) (sentMono int64, err error) {
 	if seq == 0 {
 		return 0, errors.New("strobe: slice numbers start at 1")
 	}
 	sentMono = mono.Now()
-	data, err := Marshal(&Strobe{Epoch: s.epoch, Seq: seq, Row: row, MemberEpoch: memberEpoch, SentMono: sentMono})
+	data, err := Marshal(&Strobe{Epoch: s.epoch, Seq: seq, Row: row, MemberEpoch: memberEpoch, SentMono: sentMono, DueMono: due})
 	if err != nil {
 		return sentMono, err
 	}

@@ -20,7 +20,7 @@ func TestSenderStrobes(t *testing.T) {
 		ts, addrs = append(ts, tr), append(addrs, a)
 	}
 	s := NewSender(ctl, 9, nil)
-	sent, err := s.Strobe(addrs, 4, 2, 3)
+	sent, err := s.Strobe(addrs, 4, 2, 3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,10 +33,10 @@ func TestSenderStrobes(t *testing.T) {
 			t.Fatalf("got %+v, want %+v", got, want)
 		}
 	}
-	if _, err := s.Strobe(addrs, 0, 0, 0); err == nil {
+	if _, err := s.Strobe(addrs, 0, 0, 0, 0); err == nil {
 		t.Fatal("slice 0 accepted")
 	}
-	if _, err := s.Strobe(nil, 1, 0, 0); err != nil {
+	if _, err := s.Strobe(nil, 1, 0, 0, 0); err != nil {
 		t.Fatalf("no targets: %v", err)
 	}
 }
@@ -47,7 +47,7 @@ func TestSenderReportsEveryFailedSend(t *testing.T) {
 	ctl, a := n.Transport("ctl"), n.Transport("a")
 	defer a.Close()
 	ctl.Close()
-	_, err := NewSender(ctl, 1, nil).Strobe([]string{"a", "b"}, 1, 0, 0)
+	_, err := NewSender(ctl, 1, nil).Strobe([]string{"a", "b"}, 1, 0, 0, 0)
 	if !errors.Is(err, net.ErrClosed) || !strings.Contains(err.Error(), "2 of 2 sends failed") {
 		t.Fatalf("err = %v", err)
 	}
@@ -65,7 +65,7 @@ func TestSenderRotatesFirstTarget(t *testing.T) {
 	l := &sendLog{}
 	s := NewSender(l, 1, nil)
 	for seq := uint64(1); seq <= 3; seq++ {
-		if _, err := s.Strobe([]string{"a", "b", "c"}, seq, 0, 0); err != nil {
+		if _, err := s.Strobe([]string{"a", "b", "c"}, seq, 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,14 @@ type SkewStats struct {
 	Slices  int  // slices seen by at least two agents
 	Skew    Dist // per slice: latest − earliest SwitchedMono among the agents that applied it
 	Latency Dist // SwitchedMono − SentMono over every record of those slices
+	// Per slice whose strobe carried its boundary (DueMono), how long after
+	// the boundary the new row started: Idle until the first agent
+	// switched (no rank of the row ran before), Overhead until the last
+	// did. A gang job whose ranks communicate progresses only once all of
+	// them run, so Overhead is the slice's lost time for such a job, and
+	// Idle the part that no job at all can use.
+	Idle     Dist
+	Overhead Dist
 }
 
 // Skew computes the cluster-wide switch skew from the Records of several
@@ -18,6 +26,7 @@ func Skew(records map[string][]SliceRecord) SkewStats {
 	type span struct {
 		n        int
 		min, max int64
+		due      int64
 	}
 	slices := make(map[key]*span)
 	for _, recs := range records {
@@ -25,7 +34,7 @@ func Skew(records map[string][]SliceRecord) SkewStats {
 			k := key{r.Epoch, r.Seq}
 			s := slices[k]
 			if s == nil {
-				slices[k] = &span{n: 1, min: r.SwitchedMono, max: r.SwitchedMono}
+				slices[k] = &span{n: 1, min: r.SwitchedMono, max: r.SwitchedMono, due: r.DueMono}
 				continue
 			}
 			s.n++
@@ -33,10 +42,14 @@ func Skew(records map[string][]SliceRecord) SkewStats {
 			s.max = max(s.max, r.SwitchedMono)
 		}
 	}
-	var skews, lat []int64
+	var skews, lat, idle, over []int64
 	for _, s := range slices {
 		if s.n >= 2 {
 			skews = append(skews, s.max-s.min)
+			if s.due != 0 {
+				idle = append(idle, s.min-s.due)
+				over = append(over, s.max-s.due)
+			}
 		}
 	}
 	for _, recs := range records {
@@ -46,5 +59,5 @@ func Skew(records map[string][]SliceRecord) SkewStats {
 			}
 		}
 	}
-	return SkewStats{Slices: len(skews), Skew: distOf(skews), Latency: distOf(lat)}
+	return SkewStats{Slices: len(skews), Skew: distOf(skews), Latency: distOf(lat), Idle: distOf(idle), Overhead: distOf(over)}
 }

@@ -4,7 +4,7 @@ import "testing"
 
 func TestSkew(t *testing.T) {
 	rec := func(epoch, seq uint64, sent, switched int64) SliceRecord {
-		return SliceRecord{Epoch: epoch, Seq: seq, SentMono: sent, SwitchedMono: switched}
+		return SliceRecord{Epoch: epoch, Seq: seq, SentMono: sent, DueMono: sent - 10, SwitchedMono: switched}
 	}
 	sk := Skew(map[string][]SliceRecord{
 		"a": {rec(1, 1, 0, 100), rec(1, 2, 1000, 1200), rec(1, 3, 2000, 2050), rec(2, 1, 5000, 5010)},
@@ -16,8 +16,16 @@ func TestSkew(t *testing.T) {
 		t.Fatalf("skew %+v", sk)
 	}
 	// Latency over the five records of those slices: 100, 130, 110, 50, 50.
-	if sk.Latency != (Dist{N: 5, P50: 100, P99: 130, Max: 130}) {
+	if sk.Latency != (Dist{N: 5, Mean: 88, P50: 100, P99: 130, Max: 130}) {
 		t.Fatalf("latency %+v", sk.Latency)
+	}
+	// Idle: boundary (sent − 10) to the first agent's switch: 1/1 → 110, 1/3 → 60.
+	if sk.Idle != (Dist{N: 2, Mean: 85, P50: 60, P99: 110, Max: 110}) {
+		t.Fatalf("idle %+v", sk.Idle)
+	}
+	// Overhead: boundary to the last agent's switch: 1/1 → 140, 1/3 → 60.
+	if sk.Overhead != (Dist{N: 2, Mean: 100, P50: 60, P99: 140, Max: 140}) {
+		t.Fatalf("overhead %+v", sk.Overhead)
 	}
 	if empty := Skew(nil); empty.Slices != 0 || empty.Skew.N != 0 {
 		t.Fatalf("empty %+v", empty)
@@ -29,10 +37,10 @@ func TestDistNearestRank(t *testing.T) {
 	for i := range xs {
 		xs[i] = int64(100 - i) // 100 … 1, unsorted
 	}
-	if d := distOf(xs); d != (Dist{N: 100, P50: 50, P99: 99, Max: 100}) {
+	if d := distOf(xs); d != (Dist{N: 100, Mean: 50, P50: 50, P99: 99, Max: 100}) {
 		t.Fatalf("%+v", d)
 	}
-	if d := distOf([]int64{7}); d != (Dist{N: 1, P50: 7, P99: 7, Max: 7}) {
+	if d := distOf([]int64{7}); d != (Dist{N: 1, Mean: 7, P50: 7, P99: 7, Max: 7}) {
 		t.Fatalf("%+v", d)
 	}
 	if d := distOf(nil); d != (Dist{}) {

@@ -23,6 +23,7 @@ type Stats struct {
 
 	HeartbeatsSent      uint64 // datagrams
 	HeartbeatSendErrors uint64
+	HeartbeatsDropped   uint64 // with a separate heartbeat socket: superseded before they were sent
 	HeartbeatsReceived  uint64
 	Peers               map[string]PeerHeartbeat // by sender name; at most 4096 names are tracked
 
@@ -52,7 +53,7 @@ func (f *Follower) Stats() Stats {
 		Applied: f.c.applied, Lost: f.c.lost, Late: f.c.late, Stale: f.c.stale,
 		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
 		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
-		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsReceived: f.c.hbRecv,
+		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
 		Peers: maps.Clone(f.seen),
 	}
 	recs := f.records.snapshot()

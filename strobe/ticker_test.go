@@ -8,8 +8,14 @@ import (
 )
 
 func TestTickerDeadlines(t *testing.T) {
+	t.Run("sleep", func(t *testing.T) { testTickerDeadlines(t, 0) })
+	// Spinning the last stretch must never hand out a tick early.
+	t.Run("spin-ahead", func(t *testing.T) { testTickerDeadlines(t, 300*time.Microsecond) })
+}
+
+func testTickerDeadlines(t *testing.T, spin time.Duration) {
 	const period = time.Millisecond
-	tk, err := NewTicker(TickerConfig{Period: period, History: 16})
+	tk, err := NewTicker(TickerConfig{Period: period, History: 16, SpinAhead: spin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +88,8 @@ func TestTickerNextHonoursContext(t *testing.T) {
 }
 
 func TestTickerConfig(t *testing.T) {
-	_, err := NewTicker(TickerConfig{Period: time.Microsecond, OverrunAfter: -1, History: -1})
-	for _, want := range []string{"strobe: ticker", "period", "OverrunAfter", "History"} {
+	_, err := NewTicker(TickerConfig{Period: time.Microsecond, OverrunAfter: -1, History: -1, SpinAhead: time.Millisecond})
+	for _, want := range []string{"strobe: ticker", "period", "OverrunAfter", "History", "SpinAhead"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v does not mention %q", err, want)
 		}

@@ -67,11 +67,12 @@ type Message interface {
 // Strobe starts slice Seq: every agent switches to Row. Keys are short
 // because the strobe is sent N times per slice.
 type Strobe struct {
-	Epoch       uint64 `msgpack:"e"`  // controller incarnation; increases across controller restarts
-	Seq         uint64 `msgpack:"s"`  // slice number k, from 1, +1 per slice
-	Row         int    `msgpack:"r"`  // matrix row to run in slice k
-	MemberEpoch uint64 `msgpack:"me"` // changes whenever the controller's member list changes
-	SentMono    int64  `msgpack:"t"`  // mono.Now() at the controller when sent
+	Epoch       uint64 `msgpack:"e"`           // controller incarnation; increases across controller restarts
+	Seq         uint64 `msgpack:"s"`           // slice number k, from 1, +1 per slice
+	Row         int    `msgpack:"r"`           // matrix row to run in slice k
+	MemberEpoch uint64 `msgpack:"me"`          // changes whenever the controller's member list changes
+	SentMono    int64  `msgpack:"t"`           // mono.Now() at the controller when sent
+	DueMono     int64  `msgpack:"d,omitempty"` // the slice boundary it starts, by the controller's clock (0: unknown)
 }
 
 // MsgType implements Message.

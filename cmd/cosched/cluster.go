@@ -116,10 +116,11 @@ type clusterUpFlags struct {
 	processors int
 	stateDir   string
 	timeout    time.Duration
+	priority   int
 }
 
 func newClusterUpCmd() *cobra.Command {
-	f := clusterUpFlags{n: 4, mode: "gang", slice: "50ms", mpl: 3, policy: "easy", processors: 1, timeout: 30 * time.Second}
+	f := clusterUpFlags{n: 4, mode: "gang", slice: "50ms", mpl: 3, policy: "easy", processors: 1, timeout: 30 * time.Second, priority: 50}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start N agents on this machine (the first is the controller) and record how to reach them",
@@ -144,6 +145,7 @@ output go under the state directory.`,
 	fl.IntVar(&f.processors, "processors", f.processors, "processors each agent offers")
 	fl.StringVar(&f.stateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 	fl.DurationVar(&f.timeout, "timeout", f.timeout, "how long to wait for the agents to come up")
+	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
 	return cmd
 }
 
@@ -161,6 +163,9 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	}
 	if f.processors < 1 {
 		errs = append(errs, fmt.Errorf("--processors %d: must be at least 1", f.processors))
+	}
+	if f.priority < 0 || f.priority > 99 {
+		errs = append(errs, fmt.Errorf("--realtime-priority %d: must be 0 (off) to 99", f.priority))
 	}
 	if mode == node.Space {
 		f.mpl = 1
@@ -199,19 +204,20 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 		ready := filepath.Join(adir, "ready.json")
 		os.Remove(ready)
 		args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir,
-			"--processors", strconv.Itoa(f.processors), "--ready-file", ready, "--log-format", "json"}
+			"--processors", strconv.Itoa(f.processors), "--ready-file", ready, "--log-format", "json",
+			"--realtime-priority", strconv.Itoa(f.priority)}
 		if i == 0 {
 			args = append(args, "--controller", "--mode", string(mode), "--slice", f.slice, "--mpl", strconv.Itoa(f.mpl), "--policy", f.policy)
 		} else {
 			args = append(args, "--join", rec.Agents[0].Gossip)
 		}
 		logPath := filepath.Join(adir, "agent.log")
-		pid, err := startDetached(exe, args, logPath)
+		pid, exited, err := startDetached(exe, args, logPath)
 		if err != nil {
 			return fmt.Errorf("start agent %s: %w", name, err)
 		}
 		rec.Agents = append(rec.Agents, clusterAgt{readyInfo: readyInfo{Name: name, PID: pid}, Log: logPath})
-		info, err := waitReady(ctx, ready, pid, deadline)
+		info, err := waitReady(ctx, ready, exited, deadline)
 		if err != nil {
 			return fmt.Errorf("agent %s did not come up: %w (see %s)", name, err, logPath)
 		}
@@ -253,25 +259,26 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 }
 
 // startDetached starts a background process in its own session with its
-// output in logPath; it outlives this command.
-func startDetached(exe string, args []string, logPath string) (int, error) {
+// output in logPath; it outlives this command. exited yields how it ended
+// if it ends while this command still runs.
+func startDetached(exe string, args []string, logPath string) (pid int, exited <-chan error, err error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	pid := cmd.Process.Pid
-	go cmd.Wait() // reap it if it dies while this command still runs
-	return pid, nil
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }() // reap it if it dies while this command still runs
+	return cmd.Process.Pid, done, nil
 }
 
-func waitReady(ctx context.Context, path string, pid int, deadline time.Time) (readyInfo, error) {
+func waitReady(ctx context.Context, path string, exited <-chan error, deadline time.Time) (readyInfo, error) {
 	for {
 		if b, err := os.ReadFile(path); err == nil {
 			var info readyInfo
@@ -280,15 +287,17 @@ func waitReady(ctx context.Context, path string, pid int, deadline time.Time) (r
 			}
 			return info, nil
 		}
-		if !alive(pid) {
-			return readyInfo{}, errors.New("it exited")
-		}
 		if time.Now().After(deadline) {
 			return readyInfo{}, errors.New("timed out")
 		}
 		select {
 		case <-ctx.Done():
 			return readyInfo{}, ctx.Err()
+		case err := <-exited:
+			if err == nil {
+				return readyInfo{}, errors.New("it exited with status 0")
+			}
+			return readyInfo{}, fmt.Errorf("it exited: %w", err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
