@@ -116,7 +116,8 @@ type Agent struct {
 	sw       *switcher
 	ml       *strobe.Membership
 	udp      strobe.Transport
-	hbUDP    strobe.Transport // heartbeat exchange, normal priority
+	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
+	skew     *strobe.SkewTracker // the controller's agent only
 	follower *strobe.Follower
 	ctrl     *Controller
 	ctlLn    net.Listener
@@ -164,7 +165,11 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	host, _, _ := net.SplitHostPort(cfg.Bind)
 	if cfg.Advertise == "" {
-		cfg.Advertise = host
+		adv, err := advertiseFor(host)
+		if err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry()}
 	if cfg.Nice != 0 {
@@ -219,7 +224,15 @@ func Start(cfg Config) (*Agent, error) {
 	// Every agent follows strobes: whether rows rotate is the controller's
 	// choice, carried by its hello (setShared); a follower with no strobes
 	// costs nothing.
-	a.follower = strobe.NewFollower(strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log})
+	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log}
+	if a.ctrl != nil {
+		// The controller's agent hears every heartbeat: the switch times
+		// they carry give the cluster's skew for /metrics.
+		a.skew = strobe.NewSkewTracker(0)
+		fcfg.Applied = func(r strobe.SliceRecord) { a.skew.Observe(r.Epoch, r.Seq, r.SwitchedMono) }
+		fcfg.Heartbeat = func(hb strobe.Heartbeat, _ int64) { a.skew.Observe(hb.Epoch, hb.Seq, hb.SwitchedMono) }
+	}
+	a.follower = strobe.NewFollower(fcfg)
 	a.registerMetrics()
 
 	meta := strobe.Meta{
@@ -253,7 +266,7 @@ func Start(cfg Config) (*Agent, error) {
 		})
 	}
 	if a.ml, err = strobe.Join(strobe.MemberConfig{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
-		SecretKey: cfg.SecretKey, Meta: meta, Local: cfg.Local, Log: a.log}); err != nil {
+		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	a.goRun(func() { a.watchMembers(ctx) })
@@ -420,4 +433,51 @@ func (a *Agent) closeAll() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// advertiseFor is the host other agents reach this one at when the agent
+// binds to bindHost: bindHost itself, unless it is every interface
+// (0.0.0.0, ::, empty), where that is one of this machine's addresses of
+// the same family: a private one (10/8, 172.16/12, 192.168/16, fc00::/7)
+// if there is one, else any global unicast one.
+func advertiseFor(bindHost string) (string, error) {
+	bind, err := netip.ParseAddr(bindHost)
+	if bindHost != "" && (err != nil || !bind.IsUnspecified()) {
+		return bindHost, nil
+	}
+	wantV4 := bindHost == "" || bind.Is4()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("listing interfaces to find an address to advertise: %w (pass --advertise)", err)
+	}
+	var public string
+	for _, a := range addrs {
+		pfx, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		ip := pfx.Addr().Unmap()
+		if ip.Is4() != wantV4 || !ip.IsGlobalUnicast() {
+			continue // loopback, link-local, multicast, or the other family
+		}
+		if ip.IsPrivate() {
+			return ip.String(), nil
+		}
+		if public == "" {
+			public = ip.String()
+		}
+	}
+	if public == "" {
+		return "", fmt.Errorf("bound to every interface (%q) and this machine has no address of that family to advertise: pass --advertise", bindHost)
+	}
+	return public, nil
+}
+
+// advertiseIP is host if it is an IP literal (memberlist wants one), else
+// "" to let memberlist resolve the bind address itself.
+func advertiseIP(host string) string {
+	if _, err := netip.ParseAddr(host); err != nil {
+		return ""
+	}
+	return host
 }

@@ -104,6 +104,13 @@ func TestGangRowsAlternate(t *testing.T) {
 		}
 	}
 	t.Logf("%d valid samples: %v", valid, seen)
+	// The controller's agent measured the skew from the heartbeats.
+	if n := metric(t, c.agents[0].APIAddr(), "cosched_skew_slices_total"); n < 10 {
+		t.Errorf("skew measured over %v slices in 3 s of 40 ms slices", n)
+	}
+	if p99 := metric(t, c.agents[0].APIAddr(), "cosched_switch_skew_p99_seconds"); p99 <= 0 {
+		t.Errorf("switch skew p99 %v s: three agents never switch at the same nanosecond", p99)
+	}
 	for _, id := range []int64{a, b} {
 		if err := c.client.Cancel(context.Background(), id); err != nil {
 			t.Fatal(err)
@@ -412,4 +419,29 @@ func TestBenchStrobeCommand(t *testing.T) {
 			t.Fatalf("left behind: %s: %q", p, b)
 		}
 	}
+}
+
+// metric scrapes one agent's /metrics for a metric's value (the first
+// sample of that name).
+func metric(t *testing.T, addr, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	for _, line := range strings.Split(body.String(), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+			t.Fatalf("%s: %q: %v", name, line, err)
+		}
+		return v
+	}
+	t.Fatalf("/metrics of %s has no %s", addr, name)
+	return 0
 }

@@ -60,5 +60,16 @@ func (a *Agent) registerMetrics() {
 		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Overruns) })))
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slices_skipped_total", Help: "Slice deadlines skipped because the controller overran a whole slice.", ConstLabels: labels},
 		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Skipped) })))
+	skewStat := func(f func(strobe.SkewStats) time.Duration) func() float64 {
+		return func() float64 { return secs(f(a.skew.Stats())) }
+	}
+	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_skew_slices_total", Help: "Slices whose switch skew was measured from heartbeats (two or more agents heard from).", ConstLabels: labels},
+		func() float64 { return float64(a.skew.Stats().Slices) }))
+	gauge("switch_skew_p50_seconds", "Median switch skew across agents: latest minus earliest switch of a slice, from heartbeats (recent slices; one host only, clocks differ across hosts).",
+		skewStat(func(s strobe.SkewStats) time.Duration { return s.Skew.P50 }))
+	gauge("switch_skew_p99_seconds", "99th percentile switch skew across agents (recent slices).",
+		skewStat(func(s strobe.SkewStats) time.Duration { return s.Skew.P99 }))
+	gauge("switch_skew_max_seconds", "Largest switch skew across agents (recent slices).",
+		skewStat(func(s strobe.SkewStats) time.Duration { return s.Skew.Max }))
 	gauge("processors_online", "Processors of the agents in service.", ctrlStat(func(s ClusterStats) float64 { return float64(s.Online) }))
 }

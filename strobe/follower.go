@@ -42,8 +42,11 @@ type FollowerConfig struct {
 	Heartbeats Transport
 	Switch     SwitchFunc    // performs the switch; required
 	Heartbeat  HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
-	Log        *zap.Logger   // nil: no logging
-	History    int           // per-slice records kept for Records and Stats; 0 = 4096
+	// Applied, optional, sees this node's record of every slice it
+	// applied, on the strobe path (after the switch): it must be quick.
+	Applied func(SliceRecord)
+	Log     *zap.Logger // nil: no logging
+	History int         // per-slice records kept for Records and Stats; 0 = 4096
 }
 
 // SliceRecord is what one agent saw of one slice.
@@ -290,11 +293,15 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		}
 		f.pendingHB = &outgoingHeartbeat{hb: hb, peers: peers}
 	}
-	f.records.add(SliceRecord{
+	rec := SliceRecord{
 		Epoch: s.Epoch, Seq: s.Seq, Row: s.Row, MemberEpoch: s.MemberEpoch,
 		SentMono: s.SentMono, DueMono: s.DueMono, RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: cost,
-	})
+	}
+	f.records.add(rec)
 	f.mu.Unlock()
+	if f.cfg.Applied != nil {
+		f.cfg.Applied(rec)
+	}
 	if f.cfg.Heartbeats != nil {
 		select {
 		case f.hbWake <- struct{}{}:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 type MemberConfig struct {
 	Name      string      // unique node name (≤ MaxNameLen bytes); also Meta.Name
 	Bind      string      // host:port for gossip, TCP and UDP on the same port; port 0 picks one
+	Advertise string      // IP the others reach this node's gossip at (default: Bind's host, or a private IP of this machine when Bind is 0.0.0.0)
 	Join      []string    // gossip addresses of existing members; empty = first node of a cluster
 	SecretKey []byte      // optional gossip encryption key: 16, 24 or 32 bytes (AES-128/192/256); every member needs the same
 	Meta      Meta        // what the others learn about this node (≤ MaxMetaSize bytes encoded)
@@ -80,6 +82,11 @@ func (cfg MemberConfig) check() (MemberConfig, string, int, error) {
 	}
 	if host == "" {
 		host = "0.0.0.0"
+	}
+	if cfg.Advertise != "" {
+		if _, err := netip.ParseAddr(cfg.Advertise); err != nil {
+			errs = append(errs, fmt.Errorf("bad Advertise %q: not an IP address", cfg.Advertise))
+		}
 	}
 	if cfg.JoinAttempts < 0 || cfg.JoinBackoff < 0 || cfg.EventBuffer < 0 {
 		errs = append(errs, errors.New("negative JoinAttempts, JoinBackoff or EventBuffer"))

@@ -56,7 +56,7 @@ func Join(cfg MemberConfig) (*Membership, error) {
 	}
 	mc.Name = cfg.Name
 	mc.BindAddr, mc.BindPort = host, port
-	mc.AdvertisePort = port
+	mc.AdvertiseAddr, mc.AdvertisePort = cfg.Advertise, port
 	mc.SecretKey = cfg.SecretKey
 	// A label keeps cosched's gossip apart from any other memberlist
 	// cluster (Consul, Nomad, Serf) that a misconfigured Join could reach.

@@ -164,11 +164,12 @@ func TestMembershipWrongKey(t *testing.T) {
 func TestMemberConfigErrors(t *testing.T) {
 	cfg := MemberConfig{
 		Bind:      "nonsense",
+		Advertise: "node1.example",
 		SecretKey: []byte("short"),
 		Meta:      Meta{Name: "other"},
 	}
 	_, err := Join(cfg)
-	for _, want := range []string{"strobe: member config", "empty Name", "bad SecretKey length 5", "Bind"} {
+	for _, want := range []string{"strobe: member config", "empty Name", "bad SecretKey length 5", "Bind", `bad Advertise "node1.example"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v does not mention %q", err, want)
 		}

@@ -28,6 +28,7 @@ import (
 type agentFlags struct {
 	Name       string   `toml:"name"`
 	Bind       string   `toml:"bind"`
+	Advertise  string   `toml:"advertise"`
 	Join       []string `toml:"join"`
 	Controller bool     `toml:"controller"`
 	Mode       string   `toml:"mode"`
@@ -64,7 +65,7 @@ Modes (controller): space (MPL 1, jobs run to completion with backfilling),
 gang (rows of the matrix rotate every --slice on the controller's strobes),
 local (no coordination: every placed rank runs).
 
-A --config file (TOML) may hold any of: name, bind, join, controller, mode,
+A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, cpus, processors, state_dir, api_port, encrypt_key, local,
 nice, rank_nice, realtime_priority, log_level, log_format. Flags override it.
 
@@ -86,6 +87,7 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.StringVar(&f.config, "config", "", "TOML file with agent settings (flags override it)")
 	fl.StringVar(&f.Name, "name", "", "this agent's name, unique in the cluster (default: the host name)")
 	fl.StringVar(&f.Bind, "bind", f.Bind, "gossip address host:port (port 0 picks one); the API, control and strobe sockets use the same host")
+	fl.StringVar(&f.Advertise, "advertise", "", "address other agents reach this one at (default: --bind's host; with 0.0.0.0, this machine's private IP)")
 	fl.StringSliceVar(&f.Join, "join", nil, "gossip addresses of running agents to join (comma-separated)")
 	fl.BoolVar(&f.Controller, "controller", false, "run the controller: the scheduler, the job table and the strobe clock")
 	fl.StringVar(&f.Mode, "mode", f.Mode, "controller: space, gang or local")
@@ -122,7 +124,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		return usageError{fmt.Errorf("--config %s: unknown keys: %v", f.config, und)}
 	}
 	override := map[string]func(){
-		"name": func() { f.Name = fromFlags.Name }, "bind": func() { f.Bind = fromFlags.Bind }, "join": func() { f.Join = fromFlags.Join },
+		"name": func() { f.Name = fromFlags.Name }, "bind": func() { f.Bind = fromFlags.Bind }, "advertise": func() { f.Advertise = fromFlags.Advertise }, "join": func() { f.Join = fromFlags.Join },
 		"controller": func() { f.Controller = fromFlags.Controller }, "mode": func() { f.Mode = fromFlags.Mode },
 		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy },
 		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
@@ -193,7 +195,7 @@ func newLogger(level, format string) (*zap.Logger, error) {
 // agentConfig checks every flag and builds the agent's configuration.
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
-	cfg := node.Config{Name: f.Name, Bind: f.Bind, Join: f.Join, Controller: f.Controller, MPL: f.MPL,
+	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, MPL: f.MPL,
 		Processors: f.Processors, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority}
 	if cfg.Name == "" {
 		host, err := os.Hostname()

@@ -1,0 +1,52 @@
+// Package node is cosched's runtime: the per-node agent, the controller
+// one agent runs, and the job API every agent serves.
+//
+// # Agent
+//
+// Start(cfg) runs one agent: memberlist gossip (strobe.Membership) for
+// discovery and liveness, a strobe socket whose receive thread switches
+// rows (strobe.Follower calling the switcher, which stops and continues
+// the ranks of node/rank), a heartbeat socket, a control listener, and the
+// HTTP API. Its node metadata carries the strobe, heartbeat, control and
+// API addresses and its processor count. Shutdown (and SIGINT/SIGTERM in
+// the CLI) leaves the cluster and kills every rank; a killed agent's
+// ranks die by their parent-death signal.
+//
+// # Controller
+//
+// The agent started with Config.Controller also runs a Controller: the job
+// table and one gang.Scheduler driven with wall-clock offsets. Agents map
+// to matrix columns (one per processor, in join order; a departed agent's
+// columns go offline and come back when it returns). Every decision of the
+// core becomes control messages: a Start launches the ranks on each
+// column's agent, a Kill (time limit) or a cancel kills them everywhere,
+// an Alternate adds a row a job may also run in. In gang mode the slice
+// clock (strobe.Ticker, SCHED_FIFO when allowed) asks the core for the row
+// and sends the strobe. State is guarded by one mutex: API calls, control
+// events and the slice clock take it briefly; nothing blocks under it.
+//
+// # Control protocol
+//
+// One TCP connection per agent, opened by the controller, carrying
+// internal/frame frames (control.go): hello/welcome, launch, kill,
+// alternate one way, rankExit (exit status, CPU time, max RSS) the other.
+// An agent that accepts a newer controller connection closes the old one;
+// an agent whose controller is gone kills its ranks. A malformed frame is
+// logged and closes that connection; the daemon carries on.
+//
+// # Job states
+//
+// PENDING → RUNNING → COMPLETED | FAILED | CANCELLED | TIMEOUT. A job that
+// fails on one rank, loses an agent, is cancelled or reaches its limit is
+// ended on every node; it is reported ended once every rank's exit has
+// been heard (or its agent is gone).
+//
+// # Priorities
+//
+// Switching must preempt busy ranks. With Config.Priority > 0 the agent
+// runs at SCHED_FIFO Priority/5, its strobe receive-and-switch thread and
+// the controller's slice clock at Priority; heartbeats, the API and
+// everything else stay off the strobe path. Ranks are always started at
+// SCHED_NORMAL with Config.RankNice. Without the privilege the agent logs a
+// warning and runs at normal priority (Config.Nice still applies if it can).
+package node
