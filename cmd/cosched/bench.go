@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -106,6 +109,13 @@ type StrobeReport struct {
 	// IdleFraction and OverheadFraction are the means over the slice.
 	IdleFraction     float64 `json:"idle_fraction"`
 	OverheadFraction float64 `json:"overhead_fraction"`
+	// PerAgent is each agent's strobe-to-switch latency over the run:
+	// one slow agent shows up here before it shows in the skew.
+	PerAgent map[string]strobe.Dist `json:"per_agent_latency"`
+	// Steal is CPU time the hypervisor took from this (virtual) machine
+	// during the measurement (/proc/stat), -1 if unknown: stalls of a few
+	// ms on a VM are often this, not cosched.
+	Steal time.Duration `json:"steal_ns"`
 }
 
 // benchSpin is a rank that only computes: every processor of the active
@@ -231,6 +241,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *clusterRecord,
 		}
 		return last, nil
 	}
+	stealBefore := hostSteal()
 	fmt.Fprintf(progress, "measuring for %v...\n", f.duration)
 	every := min(10*time.Second, 1000*f.slice) // a quarter of the agents' 4096-record rings
 	end := time.Now().Add(f.duration)
@@ -246,6 +257,10 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *clusterRecord,
 	if err != nil {
 		return nil, err
 	}
+	rep.Steal = -1
+	if stealAfter := hostSteal(); stealBefore >= 0 && stealAfter >= 0 {
+		rep.Steal = stealAfter - stealBefore
+	}
 	nodes, err := ctl.Nodes(ctx, true)
 	if err != nil {
 		return nil, err
@@ -255,7 +270,13 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *clusterRecord,
 		rep.SendLate, rep.Overruns, rep.Skipped, rep.ControllerRealtime = t.SendLate, t.Overruns, t.Skipped, t.RealtimeError
 	}
 	var costs []time.Duration
+	rep.PerAgent = map[string]strobe.Dist{}
 	for name, st := range last {
+		var lat []time.Duration
+		for _, r := range records[name] {
+			lat = append(lat, time.Duration(r.SwitchedMono-r.SentMono))
+		}
+		rep.PerAgent[name] = durationDist(lat)
 		b := base[name].Strobe
 		rep.Applied += st.Strobe.Applied - b.Applied
 		rep.Lost += st.Strobe.Lost - b.Lost
@@ -273,6 +294,26 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *clusterRecord,
 		return rep, errors.New("no slice was seen by two agents: are the agents receiving strobes? (run with --keep and read the agent logs)")
 	}
 	return rep, nil
+}
+
+// hostSteal is the CPU time stolen from this machine by its hypervisor so
+// far (the steal column of /proc/stat, in USER_HZ = 100 ticks a second),
+// or -1 if it cannot be read.
+func hostSteal() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return -1
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return -1
+	}
+	ticks, err := strconv.ParseInt(f[8], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // durationDist summarises durations the way strobe.Dist does.
@@ -344,8 +385,21 @@ func writeStrobeReport(w io.Writer, r *StrobeReport) {
 	writeColumns(w, rows)
 	fmt.Fprintf(w, "\noverhead per slice (mean, from the slice boundary): %.2f%% until every agent runs the new row, %.2f%% with no rank of it running\n",
 		100*r.OverheadFraction, 100*r.IdleFraction)
-	fmt.Fprintf(w, "slices: %d seen by every agent pair; %d strobes applied, %d lost, %d late; controller: %d overruns, %d slices skipped\n",
+	if r.OverheadFraction > 1 {
+		fmt.Fprintln(w, "(over 100%: on average the last agent switches more than a slice late; the agents run whole slices behind the controller)")
+	}
+	fmt.Fprintf(w, "slices: %d measured (seen by two or more agents); %d strobes applied, %d lost, %d late; controller: %d overruns, %d slices skipped\n",
 		r.Slices, r.Applied, r.Lost, r.Late, r.Overruns, r.Skipped)
+	if len(r.PerAgent) > 0 {
+		names := slices.Sorted(maps.Keys(r.PerAgent))
+		worst := slices.MaxFunc(names, func(a, b string) int { return cmp.Compare(r.PerAgent[a].P99, r.PerAgent[b].P99) })
+		best := slices.MinFunc(names, func(a, b string) int { return cmp.Compare(r.PerAgent[a].P99, r.PerAgent[b].P99) })
+		fmt.Fprintf(w, "strobe-to-switch p99 by agent: best %s %s, worst %s %s (max %s)\n",
+			best, fmtDur(r.PerAgent[best].P99), worst, fmtDur(r.PerAgent[worst].P99), fmtDur(r.PerAgent[worst].Max))
+	}
+	if r.Steal >= 0 {
+		fmt.Fprintf(w, "host: %s of CPU time stolen by the hypervisor during the run (/proc/stat steal)\n", fmtDur(r.Steal))
+	}
 	normal := 0
 	for _, s := range r.Realtime {
 		if s == "" || s[0] == 'n' {
