@@ -20,9 +20,6 @@ import (
 // kernel's default (~200 KiB).
 const udpRecvBuffer = 4 << 20
 
-// maxResolved bounds the cache of resolved host names.
-const maxResolved = 4096
-
 type udpTransport struct {
 	conn    *net.UDPConn
 	local   string
@@ -32,8 +29,7 @@ type udpTransport struct {
 	wg      sync.WaitGroup
 	once    sync.Once
 
-	mu       sync.Mutex
-	resolved map[string]netip.AddrPort // host names only; literals are parsed each time
+	addrs addrCache
 }
 
 // ListenUDP opens a UDP transport on addr ("127.0.0.1:0" picks a port).
@@ -54,12 +50,11 @@ func ListenUDP(addr string, log *zap.Logger) (Transport, error) {
 		return nil, fmt.Errorf("strobe: listen udp %s: %w", addr, err)
 	}
 	t := &udpTransport{
-		conn:     conn,
-		local:    conn.LocalAddr().String(),
-		log:      log.With(zap.String("strobe_addr", conn.LocalAddr().String())),
-		packets:  make(chan Packet, packetQueue),
-		done:     make(chan struct{}),
-		resolved: make(map[string]netip.AddrPort),
+		conn:    conn,
+		local:   conn.LocalAddr().String(),
+		log:     log.With(zap.String("strobe_addr", conn.LocalAddr().String())),
+		packets: make(chan Packet, packetQueue),
+		done:    make(chan struct{}),
 	}
 	t.setRecvBuffer()
 	t.wg.Add(1)
@@ -134,7 +129,7 @@ func (t *udpTransport) receive() {
 }
 
 func (t *udpTransport) Send(to string, data []byte) error {
-	ap, err := t.resolve(to)
+	ap, err := t.addrs.resolve(to)
 	if err != nil {
 		return fmt.Errorf("strobe: send to %s: %w", to, err)
 	}
@@ -142,33 +137,6 @@ func (t *udpTransport) Send(to string, data []byte) error {
 		return fmt.Errorf("strobe: send to %s: %w", to, err)
 	}
 	return nil
-}
-
-// resolve parses literal addresses on every call (cheap, no lookup) and
-// resolves host names once: a DNS query must not sit on the strobe path.
-func (t *udpTransport) resolve(to string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(to); err == nil {
-		return ap, nil
-	}
-	t.mu.Lock()
-	ap, ok := t.resolved[to]
-	t.mu.Unlock()
-	if ok {
-		return ap, nil
-	}
-	ua, err := net.ResolveUDPAddr("udp", to)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	ap = ua.AddrPort()
-	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	t.mu.Lock()
-	if len(t.resolved) >= maxResolved {
-		clear(t.resolved)
-	}
-	t.resolved[to] = ap
-	t.mu.Unlock()
-	return ap, nil
 }
 
 func (t *udpTransport) Packets() <-chan Packet { return t.packets }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -46,9 +45,9 @@ type RealtimeUDP struct {
 	chOnce  sync.Once
 	packets chan Packet
 
-	mu       sync.Mutex
-	resolved map[string]netip.AddrPort
-	rtErr    error // why SCHED_FIFO could not be set, if it could not
+	addrs addrCache
+	mu    sync.Mutex
+	rtErr error // why SCHED_FIFO could not be set, if it could not
 }
 
 // ListenUDPRealtime opens a RealtimeUDP on addr (a literal IP and a port; 0
@@ -70,7 +69,7 @@ func ListenUDPRealtime(addr string, priority int, log *zap.Logger) (*RealtimeUDP
 	if err != nil {
 		return nil, fmt.Errorf("strobe: socket: %w", err)
 	}
-	t := &RealtimeUDP{fd: fd, family: family, priority: priority, resolved: map[string]netip.AddrPort{}}
+	t := &RealtimeUDP{fd: fd, family: family, priority: priority}
 	fail := func(what string, err error) (*RealtimeUDP, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("strobe: listen udp %s: %s: %w", addr, what, err)
@@ -199,7 +198,7 @@ func (t *RealtimeUDP) Packets() <-chan Packet {
 
 // Send sends one datagram. Safe for concurrent use.
 func (t *RealtimeUDP) Send(to string, data []byte) error {
-	ap, err := t.resolve(to)
+	ap, err := t.addrs.resolve(to)
 	if err != nil {
 		return fmt.Errorf("strobe: send to %s: %w", to, err)
 	}
@@ -207,30 +206,6 @@ func (t *RealtimeUDP) Send(to string, data []byte) error {
 		return fmt.Errorf("strobe: send to %s: %w", to, err)
 	}
 	return nil
-}
-
-func (t *RealtimeUDP) resolve(to string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(to); err == nil {
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
-	}
-	t.mu.Lock()
-	ap, ok := t.resolved[to]
-	t.mu.Unlock()
-	if ok {
-		return ap, nil
-	}
-	ua, err := net.ResolveUDPAddr("udp", to)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	ap = netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
-	t.mu.Lock()
-	if len(t.resolved) >= maxResolved {
-		clear(t.resolved)
-	}
-	t.resolved[to] = ap
-	t.mu.Unlock()
-	return ap, nil
 }
 
 // LocalAddr is the address peers send to.
