@@ -403,10 +403,12 @@ func TestBenchStrobeCommand(t *testing.T) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
-	// About 100 slices in a second; every agent applies each one (or
-	// counts it lost), and each seen by two or more agents yields a skew.
+	// About 100 slices in a second; each seen by two or more agents yields
+	// a skew and two or three latencies, each latency is an applied strobe.
+	// (Agents are polled one after another, so the last slice may be
+	// missing from the first agent polled: no exact count per agent.)
 	if rep.Agents != 3 || len(rep.Realtime) != 3 || rep.Slices < 50 || rep.Skew.N != rep.Slices ||
-		rep.Latency.N < 2*rep.Slices || rep.Applied+rep.Lost < uint64(3*rep.Slices) || rep.Overhead.N == 0 {
+		rep.Latency.N < 2*rep.Slices || rep.Latency.N > 3*rep.Slices || rep.Applied < uint64(rep.Latency.N) || rep.Overhead.N == 0 {
 		t.Fatalf("report %+v\n%s", rep, out)
 	}
 	if want := float64(rep.Overhead.Mean) / float64(10*time.Millisecond); rep.OverheadFraction != want {
