@@ -83,13 +83,14 @@ type Follower struct {
 	memberEpoch uint64
 	// Peers: the set in use for the current slice, and the one SetPeers
 	// queued for the next boundary.
-	peers      []string
-	next       []string
-	nextQueued bool
-	c          counters
-	records    ring[SliceRecord]
-	seen       map[string]PeerHeartbeat
-	pendingHB  *outgoingHeartbeat // Heartbeats set: the newest heartbeat not yet sent
+	peers       []string
+	next        []string
+	nextQueued  bool
+	c           counters
+	records     ring[SliceRecord]
+	seen        map[string]PeerHeartbeat
+	pendingHB   *outgoingHeartbeat // Heartbeats set: the newest heartbeat not yet sent
+	lastDropLog int64              // mono time of the last dropped-packet warning
 }
 
 // outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
@@ -214,14 +215,7 @@ func (f *Follower) SetPeers(heartbeatTargets []string) {
 func (f *Follower) handle(p Packet) {
 	msg, err := Unmarshal(p.Data)
 	if err != nil {
-		f.mu.Lock()
-		if errors.Is(err, ErrVersion) || errors.Is(err, ErrUnknownType) {
-			f.c.unknown++
-		} else {
-			f.c.malformed++
-		}
-		f.mu.Unlock()
-		f.log.Debug("strobe: dropped packet", zap.String("from", p.From), zap.Error(err))
+		f.drop(p, "strobe socket", err)
 		return
 	}
 	switch m := msg.(type) {
@@ -230,10 +224,36 @@ func (f *Follower) handle(p Packet) {
 	case *Heartbeat:
 		f.onHeartbeat(p, m)
 	default: // a valid message that has no business on this socket
-		f.mu.Lock()
+		f.drop(p, "strobe socket", fmt.Errorf("%w for this socket: %v", ErrUnknownType, msg.MsgType()))
+	}
+}
+
+// dropLogEvery limits the warnings about dropped packets: a flood of
+// garbage must not turn into a flood of log lines (the counters count
+// every one).
+const dropLogEvery = 10 * time.Second
+
+// drop counts a packet that is not a valid message for the socket it came
+// to, and logs it: the first one, then at most one every dropLogEvery
+// with the totals.
+func (f *Follower) drop(p Packet, socket string, err error) {
+	f.mu.Lock()
+	if errors.Is(err, ErrVersion) || errors.Is(err, ErrUnknownType) {
 		f.c.unknown++
-		f.mu.Unlock()
-		f.log.Debug("strobe: unexpected message", zap.String("from", p.From), zap.Stringer("type", msg.MsgType()))
+	} else {
+		f.c.malformed++
+	}
+	now := mono.Now()
+	logIt := f.lastDropLog == 0 || now-f.lastDropLog >= int64(dropLogEvery)
+	if logIt {
+		f.lastDropLog = now
+	}
+	malformed, unknown := f.c.malformed, f.c.unknown
+	f.mu.Unlock()
+	if logIt {
+		f.log.Warn("strobe: dropped a packet that is not a valid message for this socket",
+			zap.String("socket", socket), zap.String("from", p.From), zap.Error(err),
+			zap.Uint64("malformed_total", malformed), zap.Uint64("unknown_total", unknown))
 	}
 }
 
@@ -349,15 +369,11 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 			}
 			msg, err := Unmarshal(p.Data)
 			hb, isHB := msg.(*Heartbeat)
-			if err != nil || !isHB {
-				f.mu.Lock()
-				if err != nil && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrUnknownType) {
-					f.c.malformed++
-				} else {
-					f.c.unknown++
-				}
-				f.mu.Unlock()
-				f.log.Debug("strobe: dropped packet on the heartbeat socket", zap.String("from", p.From), zap.Error(err))
+			if err == nil && !isHB {
+				err = fmt.Errorf("%w for this socket: %v", ErrUnknownType, msg.MsgType())
+			}
+			if err != nil {
+				f.drop(p, "heartbeat socket", err)
 				continue
 			}
 			f.onHeartbeat(p, hb)

@@ -181,6 +181,7 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	cfg := zap.NewProductionConfig()
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
 	cfg.Sampling = nil
+	cfg.DisableStacktrace = true // a daemon's errors are reports, not crashes (memberlist logs rejected packets as errors)
 	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	switch format {
 	case "json":
