@@ -77,22 +77,11 @@ func NewProgram(t bench.Template, procs, iterations int, seed uint64) *Program {
 	return p
 }
 
-// Compute returns process q's compute time in iteration i.
+// Compute returns process q's compute time in iteration i: the template's
+// draw for (seed, q, i), the same one the runtime's benchmark ranks use
+// (bench.Template.Compute).
 func (p *Program) Compute(q, i int) time.Duration {
-	return p.Template.ComputeTime(unitHash(p.Seed, uint64(q), uint64(i)))
-}
-
-// unitHash maps (seed, a, b) to [0, 1) with SplitMix64 finalisation: a
-// counter-based generator, so draws do not depend on the order in which a
-// model asks for them.
-func unitHash(seed, a, b uint64) float64 {
-	x := seed ^ (a+1)*0x9e3779b97f4a7c15 ^ (b+1)*0xbf58476d1ce4e5b9
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / (1 << 53)
+	return p.Template.Compute(p.Seed, q, i)
 }
 
 // IterationEstimate is the expected dedicated time of one iteration, used

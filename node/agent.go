@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/comm/relay"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -33,7 +36,8 @@ type Config struct {
 	Slice      time.Duration
 	MPL        int
 	Policy     gang.Policy
-	MaxColumns int // controller: the most processors the cluster can have
+	Bandwidth  float64 // controller, BCS: bytes per second per node (h_max = Bandwidth × Slice); 0 = unlimited
+	MaxColumns int     // controller: the most processors the cluster can have
 	// CPUs pins ranks: slot i runs on CPU CPUs[i]. Empty: Processors
 	// slots without pinning.
 	CPUs       []int
@@ -51,7 +55,11 @@ type Config struct {
 	APIPort  int  // 0 picks one
 	Local    bool // loopback cluster: fast membership timings
 	Shim     []string
-	Log      *zap.Logger
+	// BenchRank is how the agent runs a benchmark job's ranks: the
+	// command, to which the job's bench-rank arguments are appended
+	// (default: this executable's "bench-rank").
+	BenchRank []string
+	Log       *zap.Logger
 }
 
 // Validate reports every problem with the configuration at once.
@@ -119,6 +127,7 @@ type Agent struct {
 	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
 	skew     *strobe.SkewTracker // the controller's agent only
 	follower *strobe.Follower
+	relay    *relay.Relay
 	ctrl     *Controller
 	ctlLn    net.Listener
 	apiLn    net.Listener
@@ -132,10 +141,16 @@ type Agent struct {
 	stopOnce sync.Once
 	stopErr  error
 
-	mu      sync.Mutex // guards conn, pending, ctrlAPI
+	mu      sync.Mutex // guards conn, pending, ctrlAPI, stats
 	conn    net.Conn
 	pending []rankExit
 	ctrlAPI string
+	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
+}
+
+type rankKey struct {
+	job  int64
+	rank int
 }
 
 // Start binds the agent's sockets, joins the cluster and starts serving.
@@ -162,6 +177,12 @@ func Start(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("node: locating the rank shim: %w", err)
 		}
 		cfg.Shim = []string{exe, "__rank-exec"}
+		if len(cfg.BenchRank) == 0 {
+			cfg.BenchRank = []string{exe, "bench-rank"}
+		}
+	}
+	if len(cfg.BenchRank) == 0 {
+		cfg.BenchRank = []string{cfg.Shim[0], "bench-rank"}
 	}
 	host, _, _ := net.SplitHostPort(cfg.Bind)
 	if cfg.Advertise == "" {
@@ -171,7 +192,8 @@ func Start(cfg Config) (*Agent, error) {
 		}
 		cfg.Advertise = adv
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry()}
+	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
+		stats: map[rankKey]comm.Stats{}}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
@@ -208,6 +230,10 @@ func Start(cfg Config) (*Agent, error) {
 	if a.hbUDP, err = strobe.ListenUDP(net.JoinHostPort(host, "0"), a.log); err != nil {
 		return nil, fmt.Errorf("node: heartbeat socket: %w", err)
 	}
+	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
+		OnBlocked: a.sw.blocked, OnStats: a.rankStats}); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	if cfg.Controller {
@@ -216,7 +242,7 @@ func Start(cfg Config) (*Agent, error) {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
-			Policy: cfg.Policy, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))
+			Policy: cfg.Policy, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
@@ -224,13 +250,26 @@ func Start(cfg Config) (*Agent, error) {
 	// Every agent follows strobes: whether rows rotate is the controller's
 	// choice, carried by its hello (setShared); a follower with no strobes
 	// costs nothing.
-	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log}
+	// The relay cuts each slice at the switch and exchanges its control
+	// data in the heartbeats (BCS). The controller's agent hears every
+	// heartbeat: the switch times they carry give the cluster's skew for
+	// /metrics.
+	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log,
+		HeartbeatData: a.relay.HeartbeatData}
 	if a.ctrl != nil {
-		// The controller's agent hears every heartbeat: the switch times
-		// they carry give the cluster's skew for /metrics.
 		a.skew = strobe.NewSkewTracker(0)
-		fcfg.Applied = func(r strobe.SliceRecord) { a.skew.Observe(r.Epoch, r.Seq, r.SwitchedMono) }
-		fcfg.Heartbeat = func(hb strobe.Heartbeat, _ int64) { a.skew.Observe(hb.Epoch, hb.Seq, hb.SwitchedMono) }
+	}
+	fcfg.Applied = func(r strobe.SliceRecord) {
+		a.relay.Cut(r.Epoch, r.Seq)
+		if a.skew != nil {
+			a.skew.Observe(r.Epoch, r.Seq, r.SwitchedMono)
+		}
+	}
+	fcfg.Heartbeat = func(hb strobe.Heartbeat, _ int64) {
+		a.relay.PeerHeartbeat(hb.From, hb.Epoch, hb.Seq, hb.Data)
+		if a.skew != nil {
+			a.skew.Observe(hb.Epoch, hb.Seq, hb.SwitchedMono)
+		}
 	}
 	a.follower = strobe.NewFollower(fcfg)
 	a.registerMetrics()
@@ -239,6 +278,7 @@ func Start(cfg Config) (*Agent, error) {
 		Name:          cfg.Name,
 		StrobeAddr:    advertised(a.udp.LocalAddr(), cfg.Advertise),
 		HeartbeatAddr: advertised(a.hbUDP.LocalAddr(), cfg.Advertise),
+		RelayAddr:     advertised(a.relay.Addr(), cfg.Advertise),
 		ControlAddr:   advertised(a.ctlLn.Addr().String(), cfg.Advertise),
 		APIAddr:       advertised(a.apiLn.Addr().String(), cfg.Advertise),
 		CPUs:          cfg.Processors,
@@ -315,9 +355,11 @@ func (a *Agent) goRun(f func()) {
 func (a *Agent) watchMembers(ctx context.Context) {
 	refresh := func() {
 		var peers []string
+		relays := map[string]string{}
 		for _, m := range a.ml.Members() {
 			if m.Name != a.cfg.Name {
 				peers = append(peers, cmp.Or(m.HeartbeatAddr, m.StrobeAddr))
+				relays[m.Name] = m.RelayAddr
 			}
 			if m.Controller {
 				a.mu.Lock()
@@ -326,6 +368,7 @@ func (a *Agent) watchMembers(ctx context.Context) {
 			}
 		}
 		a.follower.SetPeers(peers)
+		a.relay.SetPeers(relays)
 	}
 	refresh()
 	if a.ctrl != nil {
@@ -421,6 +464,9 @@ func (a *Agent) closeAll() error {
 	if a.hbUDP != nil {
 		a.hbUDP.Close()
 	}
+	if a.relay != nil {
+		a.relay.Close()
+	}
 	a.mu.Lock()
 	if a.conn != nil {
 		a.conn.Close()
@@ -480,4 +526,21 @@ func advertiseIP(host string) string {
 		return ""
 	}
 	return host
+}
+
+// relaySocket is where ranks reach the relay: in the state directory,
+// unless that path is too long for a Unix socket (107 bytes).
+func relaySocket(cfg Config) string {
+	p := filepath.Join(cfg.StateDir, "relay.sock")
+	if len(p) < 100 {
+		return p
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("cosched-%s-%d.sock", cfg.Name, os.Getpid()))
+}
+
+// rankStats keeps a benchmark rank's report for its exit.
+func (a *Agent) rankStats(job int64, rank int, s comm.Stats) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stats[rankKey{job, rank}] = s
 }

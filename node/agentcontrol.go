@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -63,7 +65,13 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 	}
 	conn.SetDeadline(time.Time{})
 	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode))
-	a.sw.setShared(Mode(h.Mode).TimeShared())
+	mode := Mode(h.Mode)
+	a.sw.configure(mode, h.MPL)
+	if mode == BCS {
+		a.relay.SetMode(relay.Buffered, time.Duration(h.Slice), h.Bandwidth)
+	} else {
+		a.relay.SetMode(relay.Immediate, 0, 0)
+	}
 	a.setController(conn)
 	defer a.clearController(conn)
 	for {
@@ -105,17 +113,31 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 // launch starts a job's ranks that live here.
 func (a *Agent) launch(l launch) {
 	dir := filepath.Join(a.cfg.StateDir, "jobs", strconv.FormatInt(l.Job, 10))
-	env := append(append([]string(nil), l.Env...), "COSCHED_NODE="+a.cfg.Name)
+	env := append(append([]string(nil), l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
+	argv := l.Argv
+	if len(l.Bench) > 0 {
+		argv = append(slices.Clone(a.cfg.BenchRank), l.Bench...)
+	}
 	// Register before starting, so a strobe that comes while ranks start
-	// already knows the job; ranks start stopped when rows rotate.
+	// already knows the job, and the relay knows it before a rank
+	// connects; ranks start stopped when rows rotate.
+	if len(l.Nodes) > 0 {
+		if err := a.relay.AddJob(l.Job, l.Nodes); err != nil {
+			a.log.Warn("relay", zap.Error(err))
+		}
+	}
 	shared := a.sw.isShared()
-	a.sw.add(l.Job, nil)
+	slots := map[int]int{}
+	for _, r := range l.Ranks {
+		slots[r.Rank] = r.Slot
+	}
+	a.sw.add(l.Job, slots)
 	for _, r := range l.Ranks {
 		cpu := -1
 		if r.Slot < len(a.cfg.CPUs) {
 			cpu = a.cfg.CPUs[r.Slot]
 		}
-		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: l.Argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared}
+		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared}
 		if _, err := a.ranks.Start(spec); err != nil {
 			// The manager reports the failure as the rank's Exit.
 			a.log.Warn("rank did not start", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))
@@ -129,6 +151,7 @@ func (a *Agent) launch(l launch) {
 // kill ends a job's ranks here.
 func (a *Agent) kill(job int64, reason string) {
 	a.sw.remove(job)
+	a.relay.RemoveJob(job)
 	if err := a.ranks.Kill(job); err != nil {
 		a.log.Debug("kill", zap.Int64("job", job), zap.Error(err))
 	}
@@ -143,8 +166,21 @@ func (a *Agent) forwardExits() {
 		if e.Err != nil {
 			m.Err = e.Err.Error()
 		}
+		// A rank that used comm and ended without Finalize has failed,
+		// whatever its status: its peers may wait for it forever.
+		if connected, finalized := a.relay.RankState(e.Job, e.Rank); connected && !finalized && m.Code == 0 && m.Signal == "" {
+			m.Failure = "ended without comm.Finalize"
+		}
+		a.mu.Lock()
+		if s, ok := a.stats[rankKey{e.Job, e.Rank}]; ok {
+			m.Stats = &s
+			delete(a.stats, rankKey{e.Job, e.Rank})
+		}
+		a.mu.Unlock()
+		a.sw.rankExited(e.Job, e.Rank)
 		if len(a.ranks.Ranks(e.Job)) == 0 {
 			a.sw.remove(e.Job)
+			a.relay.RemoveJob(e.Job)
 		}
 		a.report(m)
 	}

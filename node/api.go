@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cosched/cosched/bench"
 )
 
 // JobSpec is what a user submits (POST /v1/jobs).
@@ -15,14 +17,41 @@ type JobSpec struct {
 	Processors int      `json:"processors"`       // ranks, one per processor
 	TimeLimit  Duration `json:"time_limit"`       // the runtime estimate; the job is killed (TIMEOUT) when it has run this long
 	Memory     int64    `json:"memory,omitempty"` // bytes per process; 0 = no constraint
-	Bench      string   `json:"bench,omitempty"`  // a ⟨g,v,comm,sync⟩ template (benchmark jobs)
+	// A benchmark job runs the agents' own `cosched bench-rank` instead of
+	// Command: Bench is its ⟨g,v,comm,sync⟩ template (e.g.
+	// "50ms,25ms,news,NB"), BenchIterations its iterations, BenchSeed the
+	// seed of its compute draws, BenchWork "cpu" (default) or "wall".
+	Bench           string `json:"bench,omitempty"`
+	BenchIterations int    `json:"bench_iterations,omitempty"`
+	BenchSeed       uint64 `json:"bench_seed,omitempty"`
+	BenchWork       string `json:"bench_work,omitempty"`
+	// Overrun is what happens at the time limit: "kill" (default: the job
+	// ends as TIMEOUT) or "extend" (the limit was only an estimate for
+	// backfilling; the job runs on).
+	Overrun string `json:"overrun,omitempty"`
 }
 
 // Validate reports every problem with a spec at once.
 func (s *JobSpec) Validate(maxProcs int) error {
 	var errs []string
-	if len(s.Command) == 0 || s.Command[0] == "" {
+	switch {
+	case s.Bench == "" && (len(s.Command) == 0 || s.Command[0] == ""):
 		errs = append(errs, "command: empty")
+	case s.Bench != "" && len(s.Command) > 0:
+		errs = append(errs, "command: a benchmark job (bench) runs bench-rank, not a command")
+	case s.Bench != "":
+		if _, err := bench.ParseTemplate(s.Bench); err != nil {
+			errs = append(errs, "bench: "+err.Error())
+		}
+		if s.BenchIterations < 1 {
+			errs = append(errs, fmt.Sprintf("bench_iterations: %d, must be at least 1", s.BenchIterations))
+		}
+		if s.BenchWork != "" && s.BenchWork != "cpu" && s.BenchWork != "wall" {
+			errs = append(errs, fmt.Sprintf("bench_work: %q, want cpu or wall", s.BenchWork))
+		}
+	}
+	if s.Overrun != "" && s.Overrun != "kill" && s.Overrun != "extend" {
+		errs = append(errs, fmt.Sprintf("overrun: %q, want kill or extend", s.Overrun))
 	}
 	switch {
 	case s.Processors < 1:
@@ -106,6 +135,16 @@ type RankInfo struct {
 	CPUTime Duration `json:"cpu_time"`
 	MaxRSS  int64    `json:"max_rss"`
 	Error   string   `json:"error,omitempty"`
+	// Bench is a benchmark rank's own report.
+	Bench *BenchStats `json:"bench,omitempty"`
+}
+
+// BenchStats is what a benchmark rank measured of itself.
+type BenchStats struct {
+	Iterations int      `json:"iterations"`
+	Compute    Duration `json:"compute"`   // time computing
+	CommWait   Duration `json:"comm_wait"` // time blocked in communication
+	Wall       Duration `json:"wall"`      // first iteration to last
 }
 
 // NodeInfo is an agent as the API reports it.

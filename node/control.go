@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/internal/frame"
 )
 
@@ -22,9 +23,12 @@ const maxControlFrame = 1 << 20
 
 // hello opens a control connection.
 type hello struct {
-	Controller string `msgpack:"controller"`
-	Epoch      uint64 `msgpack:"epoch"`
-	Mode       string `msgpack:"mode"`
+	Controller string  `msgpack:"controller"`
+	Epoch      uint64  `msgpack:"epoch"`
+	Mode       string  `msgpack:"mode"`
+	Slice      int64   `msgpack:"slice_ns"`  // the slice δ (time-shared modes)
+	Bandwidth  float64 `msgpack:"bandwidth"` // bytes/s per node: BCS's h_max = bandwidth × δ; 0 = unlimited
+	MPL        int     `msgpack:"mpl"`       // rows of the matrix
 }
 
 // welcome answers hello with the agent's running jobs, so a controller
@@ -43,6 +47,10 @@ type launch struct {
 	Row   int          `msgpack:"row"`
 	Rows  []int        `msgpack:"rows"` // every row it runs in: its own and alternates
 	Ranks []launchRank `msgpack:"ranks"`
+	Nodes []string     `msgpack:"nodes"` // the node of every rank of the job (for the relays)
+	// Bench, when set, replaces Argv: the agent runs its own cosched's
+	// bench-rank with these arguments (agents may not share a path).
+	Bench []string `msgpack:"bench"`
 }
 
 type launchRank struct {
@@ -73,5 +81,9 @@ type rankExit struct {
 	Signal  string `msgpack:"signal"`
 	CPUTime int64  `msgpack:"cpu_ns"`
 	MaxRSS  int64  `msgpack:"max_rss"`
-	Err     string `msgpack:"err"`
+	Err     string `msgpack:"err"` // it could not be started
+	// Failure is why the agent counts a rank that exited 0 as failed.
+	Failure string `msgpack:"failure,omitempty"`
+	// Stats is a benchmark rank's report (comm.Stats), if it sent one.
+	Stats *comm.Stats `msgpack:"stats,omitempty"`
 }

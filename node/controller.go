@@ -1,11 +1,13 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,9 +22,12 @@ import (
 type ControllerConfig struct {
 	Name   string
 	Mode   Mode
-	Slice  time.Duration // gang: the time slice δ
+	Slice  time.Duration // gang, bcs: the time slice δ
 	MPL    int           // rows of the matrix (1 in space mode)
 	Policy gang.Policy
+	// Bandwidth (bytes per second per node; 0 = unlimited) sets BCS's
+	// transfer budget per slice, h_max = Bandwidth × Slice.
+	Bandwidth float64
 	// MaxColumns bounds the processors the cluster can ever have; each
 	// agent's processors take a block of columns when it first joins.
 	MaxColumns int
@@ -366,6 +371,10 @@ func (c *Controller) pass() {
 		case gang.Start:
 			c.startJob(j, d)
 		case gang.Kill:
+			if j.spec.Overrun == "extend" {
+				c.log.Info("job ran past its time limit; it runs on (overrun extend)", zap.Int64("job", j.id))
+				continue
+			}
 			c.endJob(j, Timeout, fmt.Sprintf("time limit %v reached", j.spec.TimeLimit.D))
 		case gang.Alternate, gang.AlternateEnd:
 			on := d.Kind == gang.Alternate
@@ -391,12 +400,19 @@ func (c *Controller) startJob(j *jobRecord, d gang.Decision) {
 		per[o.agent] = append(per[o.agent], launchRank{Rank: r, Slot: o.slot})
 	}
 	j.agents = slices.Sorted(mapKeys(per))
-	env := []string{}
-	if j.spec.Bench != "" {
-		env = append(env, "COSCHED_BENCH="+j.spec.Bench)
+	nodes := make([]string, len(j.ranks))
+	for i, r := range j.ranks {
+		nodes[i] = r.Node
+	}
+	var env, benchArgs []string
+	if s := j.spec; s.Bench != "" {
+		env = append(env, "COSCHED_BENCH="+s.Bench)
+		benchArgs = []string{"--template", s.Bench, "--iterations", strconv.Itoa(s.BenchIterations),
+			"--seed", strconv.FormatUint(s.BenchSeed, 10), "--work", cmp.Or(s.BenchWork, "cpu")}
 	}
 	for _, a := range j.agents {
-		if !c.send(a, msgLaunch, launch{Job: j.id, Size: len(d.Columns), Argv: j.spec.Command, Env: env, Row: d.Row, Rows: j.rows, Ranks: per[a]}) {
+		l := launch{Job: j.id, Size: len(d.Columns), Argv: j.spec.Command, Env: env, Row: d.Row, Rows: j.rows, Ranks: per[a], Nodes: nodes, Bench: benchArgs}
+		if !c.send(a, msgLaunch, l) {
 			for i := range j.ranks {
 				if r := &j.ranks[i]; r.Node == a && !r.Exited {
 					r.Exited, r.Code, r.Error = true, -1, "node "+a+" unreachable"
@@ -448,8 +464,15 @@ func (c *Controller) rankEnded(m rankExit) {
 	r := &j.ranks[m.Rank]
 	r.Exited, r.PID, r.Code, r.Signal, r.Error = true, m.PID, m.Code, m.Signal, m.Err
 	r.CPUTime, r.MaxRSS = Duration{time.Duration(m.CPUTime)}, m.MaxRSS
+	if s := m.Stats; s != nil {
+		r.Bench = &BenchStats{Iterations: s.Iterations, Compute: Duration{time.Duration(s.Compute)},
+			CommWait: Duration{time.Duration(s.CommWait)}, Wall: Duration{time.Duration(s.Wall)}}
+	}
 	j.exited++
-	if !j.finishing() && (m.Code != 0 || m.Signal != "" || m.Err != "") {
+	if m.Failure != "" && r.Error == "" {
+		r.Error = m.Failure
+	}
+	if !j.finishing() && (m.Code != 0 || m.Signal != "" || m.Err != "" || m.Failure != "") {
 		c.endJob(j, Failed, fmt.Sprintf("rank %d on %s %s", m.Rank, m.Node, exitText(m)))
 	}
 	c.maybeFinish(j)
@@ -459,6 +482,8 @@ func exitText(m rankExit) string {
 	switch {
 	case m.Err != "":
 		return "could not start: " + m.Err
+	case m.Failure != "":
+		return m.Failure
 	case m.Signal != "":
 		return "was " + m.Signal
 	}
@@ -489,6 +514,9 @@ func (c *Controller) Submit(ctx context.Context, spec JobSpec) (int64, error) {
 		}
 		c.nextID++
 		id = c.nextID
+		if spec.Bench != "" && spec.BenchSeed == 0 {
+			spec.BenchSeed = uint64(id) // distinct, reproducible draws per job
+		}
 		j := &jobRecord{id: id, spec: spec, state: Pending, submit: time.Now()}
 		if err = c.core.Submit(gang.Job{
 			ID: gang.JobID(id), Submit: c.now(), Processors: spec.Processors,

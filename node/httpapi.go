@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -237,8 +238,12 @@ type NodeStats struct {
 	Strobe strobe.Stats `json:"strobe"`
 	// Realtime is the strobe thread's scheduling: "SCHED_FIFO <prio>",
 	// or "normal" with the reason real-time priority is not in effect.
-	Realtime string               `json:"realtime"`
-	Records  []strobe.SliceRecord `json:"records,omitempty"`
+	Realtime string      `json:"realtime"`
+	Relay    relay.Stats `json:"relay"`
+	// SlotReuses counts the ranks this agent continued in another row's
+	// slice because that slice's rank was blocked (BCS).
+	SlotReuses uint64               `json:"slot_reuses"`
+	Records    []strobe.SliceRecord `json:"records,omitempty"`
 }
 
 // apiLocalStats is GET /v1/local/stats[?since=SEQ]: this agent's strobe
@@ -252,7 +257,7 @@ func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st := NodeStats{Realtime: a.realtimeStatus()}
+	st := NodeStats{Realtime: a.realtimeStatus(), Relay: a.relay.Stats(), SlotReuses: a.sw.slotReuses()}
 	if a.follower != nil {
 		st.Strobe = a.follower.Stats()
 		for _, rec := range a.follower.Records() {

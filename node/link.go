@@ -68,7 +68,8 @@ func (c *Controller) handshake(conn net.Conn, r *frame.Reader) (welcome, error) 
 	var w welcome
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	defer conn.SetDeadline(time.Time{})
-	if err := frame.Write(conn, msgHello, hello{Controller: c.cfg.Name, Epoch: c.epoch, Mode: string(c.cfg.Mode)}); err != nil {
+	if err := frame.Write(conn, msgHello, hello{Controller: c.cfg.Name, Epoch: c.epoch, Mode: string(c.cfg.Mode),
+		Slice: int64(c.cfg.Slice), Bandwidth: c.cfg.Bandwidth, MPL: c.cfg.MPL}); err != nil {
 		return w, err
 	}
 	t, body, err := r.Read()

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -40,6 +41,23 @@ func (a *Agent) registerMetrics() {
 	gauge("switch_cost_p99_seconds", "99th percentile switch cost (recent slices).",
 		func() float64 { return secs(a.follower.Stats().SwitchCost.P99) })
 	gauge("jobs_local", "Jobs with ranks on this agent.", func() float64 { return float64(len(a.sw.jobIDs())) })
+	relayCounter := func(name, help string, f func(relay.Stats) uint64) {
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_relay_" + name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(f(a.relay.Stats())) }))
+	}
+	relayCounter("sent_total", "Messages the local ranks handed to the relay.", func(s relay.Stats) uint64 { return s.Sent })
+	relayCounter("sent_bytes_total", "Payload bytes the local ranks handed to the relay.", func(s relay.Stats) uint64 { return s.SentBytes })
+	relayCounter("delivered_total", "Messages delivered to local ranks.", func(s relay.Stats) uint64 { return s.Delivered })
+	relayCounter("forwarded_total", "Messages sent to other agents' relays.", func(s relay.Stats) uint64 { return s.Forwarded })
+	relayCounter("received_total", "Messages received from other agents' relays.", func(s relay.Stats) uint64 { return s.Received })
+	relayCounter("dropped_total", "Messages dropped: for ended jobs, unknown ranks, or beyond the hold limit.", func(s relay.Stats) uint64 { return s.Dropped })
+	relayCounter("slice_transfers_deferred_total", "BCS slices whose transfer left messages for later slices (h_max).", func(s relay.Stats) uint64 { return s.Deferred })
+	relayCounter("heartbeat_timeouts_total", "BCS transfers started without every peer's heartbeat.", func(s relay.Stats) uint64 { return s.HeartbeatWaits })
+	relayCounter("barriers_total", "Barriers released by this relay.", func(s relay.Stats) uint64 { return s.Barriers })
+	gauge("relay_outbox", "BCS messages waiting for a slice transfer.", func() float64 { return float64(a.relay.Stats().Outbox) })
+	gauge("ranks_blocked", "Local ranks blocked in communication.", func() float64 { return float64(a.relay.Stats().Blocked) })
+	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slot_reuses_total", Help: "Ranks continued in another row's slice because that slice's rank was blocked (BCS process-level slot reuse).", ConstLabels: labels},
+		func() float64 { return float64(a.sw.slotReuses()) }))
 	if a.ctrl == nil {
 		return
 	}

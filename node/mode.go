@@ -18,13 +18,19 @@ const (
 	// new row's. Jobs also run in empty slots of other rows (alternative
 	// scheduling).
 	Gang Mode = "gang"
+	// BCS: buffered coscheduling. Rows rotate as in gang mode, but without
+	// alternative scheduling; the relays buffer messages per slice and
+	// deliver them after the strobe, and an agent whose running rank is
+	// blocked in communication lends its processor to another local rank
+	// for the rest of the slice (process-level slot reuse).
+	BCS Mode = "bcs"
 	// Local: no coordination: every placed rank runs and Linux schedules
 	// them.
 	Local Mode = "local"
 )
 
 // Modes lists the modes.
-func Modes() []Mode { return []Mode{Space, Gang, Local} }
+func Modes() []Mode { return []Mode{Space, Gang, BCS, Local} }
 
 // ParseMode resolves a mode name; the error lists the valid ones.
 func ParseMode(s string) (Mode, error) {
@@ -33,8 +39,8 @@ func ParseMode(s string) (Mode, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("unknown mode %q (valid: space, gang, local)", s)
+	return "", fmt.Errorf("unknown mode %q (valid: space, gang, bcs, local)", s)
 }
 
 // TimeShared reports whether rows rotate on strobes.
-func (m Mode) TimeShared() bool { return m == Gang }
+func (m Mode) TimeShared() bool { return m == Gang || m == BCS }

@@ -6,46 +6,77 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/cosched/cosched/node/rank"
 )
+
+// signaller stops and continues ranks (rank.Manager; a fake in tests).
+type signaller interface {
+	Stop(job int64) error
+	Cont(job int64) error
+	StopRank(job int64, rank int) error
+	ContRank(job int64, rank int) error
+}
 
 // switcher is an agent's view of which of its jobs run in which rows, and
 // of the row the cluster is in. Strobes (the follower's goroutine) switch
 // rows; launches, kills and alternates (the control goroutine) change the
-// jobs. One mutex serialises them, so a job launched mid-slice starts
-// exactly in the right state.
+// jobs; the relay reports ranks blocking and unblocking. One mutex
+// serialises them, so a job launched mid-slice starts exactly in the
+// right state.
+//
+// Gang mode works per job: a job's ranks here are stopped or continued
+// together. BCS mode (reuse) works per rank and per processor slot: in
+// each slot the rank of the slice's row runs unless it is blocked in
+// communication or the row has no rank there, in which case the next ready
+// rank of that slot, in row order after the slice's row, runs instead until
+// the row's rank can proceed (process-level slot reuse, as the simulator's
+// BCS model does it).
 type switcher struct {
 	mu     sync.Mutex
-	ranks  *rank.Manager
+	ranks  signaller
 	log    *zap.Logger
 	shared bool // rows rotate: ranks run only in their rows' slices
-	row    int  // the current slice's row; -1 before the first strobe
+	reuse  bool // BCS: per-rank control with slot reuse
+	mpl    int
+	row    int // the current slice's row; -1 before the first strobe
 	jobs   map[int64]*localJob
+	reuses uint64 // ranks continued to reuse a slot
 }
 
 type localJob struct {
 	rows    []int
-	running bool
+	running bool // job-level control: its ranks are continued
+	ranks   map[int]*localRank
 }
 
-func newSwitcher(ranks *rank.Manager, shared bool, log *zap.Logger) *switcher {
-	return &switcher{ranks: ranks, shared: shared, log: log, row: -1, jobs: map[int64]*localJob{}}
+type localRank struct {
+	slot    int
+	blocked bool // in communication (the relay says)
+	exited  bool
+	running bool // per-rank control: continued
 }
 
-// setShared switches time sharing on or off (the controller's mode, from
-// its hello). Turning it off continues every job.
-func (s *switcher) setShared(shared bool) {
+func newSwitcher(ranks signaller, shared bool, log *zap.Logger) *switcher {
+	return &switcher{ranks: ranks, shared: shared, log: log, row: -1, mpl: 1, jobs: map[int64]*localJob{}}
+}
+
+// configure sets the controller's mode (from its hello): whether rows
+// rotate, whether slots are reused, and the number of rows.
+func (s *switcher) configure(mode Mode, mpl int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.shared = shared
-	if !shared {
+	shared, reuse := mode.TimeShared(), mode == BCS
+	if reuse != s.reuse {
+		// Change of granularity: stop everything, then let the new mode
+		// decide what runs.
 		for id, j := range s.jobs {
-			if !j.running {
-				s.set(id, j, true)
+			s.setJob(id, j, false)
+			for _, r := range j.ranks {
+				r.running = false
 			}
 		}
 	}
+	s.shared, s.reuse, s.mpl = shared, reuse, max(mpl, 1)
+	s.applyLocked()
 }
 
 func (s *switcher) isShared() bool {
@@ -54,19 +85,21 @@ func (s *switcher) isShared() bool {
 	return s.shared
 }
 
-// add registers a job whose ranks were just started (stopped when rows
-// rotate) and continues them if their row is running.
-func (s *switcher) add(job int64, rows []int) {
+// add registers a job whose ranks (rank → local slot) are about to start,
+// stopped when rows rotate. Its rows follow with setRow.
+func (s *switcher) add(job int64, slots map[int]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := &localJob{rows: slices.Clone(rows), running: !s.shared}
-	s.jobs[job] = j
-	if s.shared && slices.Contains(j.rows, s.row) {
-		s.set(job, j, true)
+	j := &localJob{ranks: map[int]*localRank{}}
+	for r, slot := range slots {
+		j.ranks[r] = &localRank{slot: slot}
 	}
+	s.jobs[job] = j
+	s.applyLocked()
 }
 
-// setRows changes the rows a job runs in (alternative scheduling).
+// setRow adds or removes a row a job runs in (its own, or alternative
+// scheduling).
 func (s *switcher) setRow(job int64, row int, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,8 +112,35 @@ func (s *switcher) setRow(job int64, row int, on bool) {
 	} else if !on {
 		j.rows = slices.DeleteFunc(j.rows, func(r int) bool { return r == row })
 	}
-	if s.shared && row == s.row {
-		s.set(job, j, on)
+	s.applyLocked()
+}
+
+// blocked records that a rank is (or no longer is) blocked in
+// communication, and in BCS mode lends or returns its slot.
+func (s *switcher) blocked(job int64, rank int, b bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.jobs[job]; j != nil {
+		if r := j.ranks[rank]; r != nil {
+			r.blocked = b
+			if s.reuse {
+				s.applyLocked()
+			}
+		}
+	}
+}
+
+// rankExited forgets a rank that ended; its slot may go to another.
+func (s *switcher) rankExited(job int64, rank int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.jobs[job]; j != nil {
+		if r := j.ranks[rank]; r != nil {
+			r.exited, r.running = true, false
+			if s.reuse {
+				s.applyLocked()
+			}
+		}
 	}
 }
 
@@ -89,6 +149,9 @@ func (s *switcher) remove(job int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.jobs, job)
+	if s.reuse {
+		s.applyLocked() // its slots may go to others
+	}
 }
 
 // jobIDs lists the jobs with ranks here.
@@ -103,9 +166,15 @@ func (s *switcher) jobIDs() []int64 {
 	return ids
 }
 
-// Switch moves to row: stops the ranks of jobs that do not run in it,
-// then continues those that do, and returns how long that took. It is the
-// strobe follower's callback.
+// slotReuses counts the ranks continued to reuse a slot.
+func (s *switcher) slotReuses() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reuses
+}
+
+// Switch moves to row and returns how long stopping and continuing took.
+// It is the strobe follower's callback.
 func (s *switcher) Switch(row int) time.Duration {
 	start := time.Now()
 	s.mu.Lock()
@@ -114,25 +183,103 @@ func (s *switcher) Switch(row int) time.Duration {
 	if !s.shared {
 		return 0
 	}
-	// Stop first, so two rows never run together on this node. Once kill
-	// returns, a stopped rank executes no more of its program: SIGSTOP
-	// cannot be blocked, and a task handles pending signals before it
-	// returns to user mode. (Its /proc state may still read R for a while,
-	// until it gets a CPU to take the stop on; nothing to wait for.)
-	for id, j := range s.jobs {
-		if j.running && !slices.Contains(j.rows, row) {
-			s.set(id, j, false)
-		}
-	}
-	for id, j := range s.jobs {
-		if !j.running && slices.Contains(j.rows, row) {
-			s.set(id, j, true)
-		}
-	}
+	s.applyLocked()
 	return time.Since(start)
 }
 
-func (s *switcher) set(id int64, j *localJob, run bool) {
+// applyLocked makes what runs match the current row. It always stops
+// first, so two rows never run together in a slot. Once kill returns, a
+// stopped rank executes no more of its program: SIGSTOP cannot be
+// blocked, and a task handles pending signals before it returns to user
+// mode. (Its /proc state may still read R for a while, until it gets a
+// CPU to take the stop on; nothing to wait for.)
+func (s *switcher) applyLocked() {
+	if s.reuse && s.shared {
+		s.applyRanksLocked()
+		return
+	}
+	runs := func(j *localJob) bool { return !s.shared || slices.Contains(j.rows, s.row) }
+	for id, j := range s.jobs {
+		if j.running && !runs(j) {
+			s.setJob(id, j, false)
+		}
+	}
+	for id, j := range s.jobs {
+		if !j.running && runs(j) {
+			s.setJob(id, j, true)
+		}
+	}
+}
+
+// applyRanksLocked is BCS's per-slot decision.
+func (s *switcher) applyRanksLocked() {
+	type cand struct {
+		job   int64
+		rank  int
+		r     *localRank
+		order int // 0: runs in the slice's row; k: k rows after it
+	}
+	bySlot := map[int][]cand{}
+	for id, j := range s.jobs {
+		order := s.mpl + 1 // in no row at all: never runs
+		if s.row >= 0 {
+			for _, row := range j.rows {
+				order = min(order, ((row-s.row)%s.mpl+s.mpl)%s.mpl)
+			}
+		}
+		for rk, r := range j.ranks {
+			if !r.exited && order <= s.mpl {
+				bySlot[r.slot] = append(bySlot[r.slot], cand{id, rk, r, order})
+			}
+		}
+	}
+	want := map[*localRank]bool{}
+	reuse := map[*localRank]bool{}
+	for _, cs := range bySlot {
+		slices.SortFunc(cs, func(a, b cand) int {
+			if a.order != b.order {
+				return a.order - b.order
+			}
+			if a.job != b.job {
+				return int(a.job - b.job)
+			}
+			return a.rank - b.rank
+		})
+		// The row's ranks run unless every one of them is blocked (or
+		// the row has none here) and another rank of the slot is ready.
+		ready := slices.IndexFunc(cs, func(c cand) bool { return !c.r.blocked })
+		switch {
+		case cs[0].order == 0 && (ready < 0 || cs[ready].order == 0):
+			for _, c := range cs {
+				if c.order == 0 {
+					want[c.r] = true
+				}
+			}
+		case ready >= 0:
+			want[cs[ready].r] = true
+			reuse[cs[ready].r] = true
+		}
+	}
+	for id, j := range s.jobs {
+		for rk, r := range j.ranks {
+			if r.running && !want[r] {
+				s.setRank(id, rk, r, false)
+			}
+		}
+	}
+	for id, j := range s.jobs {
+		for rk, r := range j.ranks {
+			if !r.running && want[r] {
+				s.setRank(id, rk, r, true)
+				if reuse[r] {
+					s.reuses++
+				}
+			}
+		}
+	}
+}
+
+func (s *switcher) setJob(id int64, j *localJob, run bool) {
 	var err error
 	if run {
 		err = s.ranks.Cont(id)
@@ -143,4 +290,17 @@ func (s *switcher) set(id int64, j *localJob, run bool) {
 		s.log.Debug("signal ranks", zap.Int64("job", id), zap.Bool("run", run), zap.Error(err))
 	}
 	j.running = run
+}
+
+func (s *switcher) setRank(id int64, rk int, r *localRank, run bool) {
+	var err error
+	if run {
+		err = s.ranks.ContRank(id, rk)
+	} else {
+		err = s.ranks.StopRank(id, rk)
+	}
+	if err != nil {
+		s.log.Debug("signal rank", zap.Int64("job", id), zap.Int("rank", rk), zap.Bool("run", run), zap.Error(err))
+	}
+	r.running = run
 }

@@ -28,7 +28,7 @@
 // field's meaning does. A packet of another version or an unknown type is
 // dropped and counted (Stats.Unknown), a malformed one likewise
 // (Stats.Malformed): never a crash. Packets are at most MaxPacketSize
-// bytes (1400: one unfragmented datagram); today's messages are under 200.
+// bytes (8192; see there).
 //
 //	version 1 (ProtocolVersion; accepted: ProtocolVersionMin..ProtocolVersion)
 //
@@ -37,7 +37,7 @@
 //	1     Strobe     e Epoch, s Seq, r Row, me MemberEpoch, t SentMono,
 //	                 d DueMono
 //	2     Heartbeat  f From, e Epoch, s Seq, rt RecvMono, wt SwitchedMono,
-//	                 wc SwitchCost, lo Lost, la Late
+//	                 wc SwitchCost, lo Lost, la Late, d Data
 //	3     Meta       n Name, sa StrobeAddr, ca ControlAddr, aa APIAddr,
 //	                 ra RelayAddr, cpu CPUs, ctl Controller, ha HeartbeatAddr
 //	                 (memberlist node metadata, ≤ 512 bytes; never on the strobe socket)

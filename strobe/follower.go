@@ -45,8 +45,12 @@ type FollowerConfig struct {
 	// Applied, optional, sees this node's record of every slice it
 	// applied, on the strobe path (after the switch): it must be quick.
 	Applied func(SliceRecord)
-	Log     *zap.Logger // nil: no logging
-	History int         // per-slice records kept for Records and Stats; 0 = 4096
+	// HeartbeatData, optional, returns the data the heartbeat of slice
+	// (epoch, seq) carries (Heartbeat.Data). It is called after Applied,
+	// off the strobe path when Heartbeats is set.
+	HeartbeatData func(epoch, seq uint64) []byte
+	Log           *zap.Logger // nil: no logging
+	History       int         // per-slice records kept for Records and Stats; 0 = 4096
 }
 
 // SliceRecord is what one agent saw of one slice.
@@ -297,8 +301,18 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: int64(cost),
 		Lost: lost, Late: late,
 	}
+	rec := SliceRecord{
+		Epoch: s.Epoch, Seq: s.Seq, Row: s.Row, MemberEpoch: s.MemberEpoch,
+		SentMono: s.SentMono, DueMono: s.DueMono, RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: cost,
+	}
+	if f.cfg.Applied != nil {
+		f.cfg.Applied(rec)
+	}
 	var sent, failed uint64
 	if f.cfg.Heartbeats == nil {
+		if f.cfg.HeartbeatData != nil {
+			hb.Data = f.cfg.HeartbeatData(s.Epoch, s.Seq)
+		}
 		sent, failed = f.sendHeartbeat(f.cfg.Transport, &hb, p.From, peers)
 	}
 
@@ -313,15 +327,8 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		}
 		f.pendingHB = &outgoingHeartbeat{hb: hb, peers: peers}
 	}
-	rec := SliceRecord{
-		Epoch: s.Epoch, Seq: s.Seq, Row: s.Row, MemberEpoch: s.MemberEpoch,
-		SentMono: s.SentMono, DueMono: s.DueMono, RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: cost,
-	}
 	f.records.add(rec)
 	f.mu.Unlock()
-	if f.cfg.Applied != nil {
-		f.cfg.Applied(rec)
-	}
 	if f.cfg.Heartbeats != nil {
 		select {
 		case f.hbWake <- struct{}{}:
@@ -345,6 +352,9 @@ func (f *Follower) sendHeartbeats(ctx context.Context) {
 		f.mu.Unlock()
 		if out == nil {
 			continue
+		}
+		if f.cfg.HeartbeatData != nil {
+			out.hb.Data = f.cfg.HeartbeatData(out.hb.Epoch, out.hb.Seq)
 		}
 		sent, failed := f.sendHeartbeat(f.cfg.Heartbeats, &out.hb, "", out.peers)
 		f.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -314,11 +315,11 @@ func TestFollowerHeartbeatCallback(t *testing.T) {
 	runFollower(t, f)
 	peer := n.Transport("b")
 	defer peer.Close()
-	want := Heartbeat{From: "b", Epoch: 1, Seq: 9, Lost: 2}
+	want := Heartbeat{From: "b", Epoch: 1, Seq: 9, Lost: 2, Data: []byte("relay data")}
 	if err := peer.Send("a", mustMarshal(t, &want)); err != nil {
 		t.Fatal(err)
 	}
-	if hb := <-got; hb != want {
+	if hb := <-got; !reflect.DeepEqual(hb, want) {
 		t.Fatalf("callback got %+v, want %+v", hb, want)
 	}
 	if st := f.Stats(); st.HeartbeatsReceived != 1 || st.Peers["b"].Seq != 9 {
@@ -452,17 +453,38 @@ func TestFollowerHeartbeatSocket(t *testing.T) {
 	}
 	fs := map[string]*Follower{}
 	sws := map[string]*switchLog{}
+	var dataMu sync.Mutex
+	data := map[string][]string{} // heartbeat data each follower received
 	for _, n := range names {
 		tr, hb := nw.Transport(n), nw.Transport(n+".hb")
 		t.Cleanup(func() { tr.Close(); hb.Close() })
 		sw := &switchLog{}
-		f := NewFollower(FollowerConfig{Name: n, Transport: tr, Heartbeats: hb, Switch: sw.Switch, Log: zaptest.NewLogger(t)})
+		var applied []uint64 // nSlices Applied saw; HeartbeatData must come after
+		f := NewFollower(FollowerConfig{Name: n, Transport: tr, Heartbeats: hb, Switch: sw.Switch, Log: zaptest.NewLogger(t),
+			Applied: func(r SliceRecord) {
+				dataMu.Lock()
+				applied = append(applied, r.Seq)
+				dataMu.Unlock()
+			},
+			HeartbeatData: func(epoch, seq uint64) []byte {
+				dataMu.Lock()
+				defer dataMu.Unlock()
+				if !slices.Contains(applied, seq) {
+					return []byte("before Applied")
+				}
+				return fmt.Appendf(nil, "%s/%d/%d", n, epoch, seq)
+			},
+			Heartbeat: func(hb Heartbeat, _ int64) {
+				dataMu.Lock()
+				data[n] = append(data[n], string(hb.Data))
+				dataMu.Unlock()
+			}})
 		f.SetPeers(hbAddrs) // its own heartbeat address is skipped
 		runFollower(t, f)
 		fs[n], sws[n] = f, sw
 	}
-	const slices = 5
-	for seq := uint64(1); seq <= slices; seq++ {
+	const nSlices = 5
+	for seq := uint64(1); seq <= nSlices; seq++ {
 		if _, err := send.Strobe(names, seq, int(seq%2), 1, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -474,7 +496,7 @@ func TestFollowerHeartbeatSocket(t *testing.T) {
 		f := fs[n]
 		eventually(t, n+" to send and receive every heartbeat", func() bool {
 			st := f.Stats()
-			return st.HeartbeatsSent == 2*slices && st.HeartbeatsReceived == 2*slices
+			return st.HeartbeatsSent == 2*nSlices && st.HeartbeatsReceived == 2*nSlices
 		})
 		st := f.Stats()
 		for _, peer := range names {
@@ -485,11 +507,30 @@ func TestFollowerHeartbeatSocket(t *testing.T) {
 				}
 				continue
 			}
-			if !ok || ph.Seq != slices || ph.Addr != peer+".hb" {
+			if !ok || ph.Seq != nSlices || ph.Addr != peer+".hb" {
 				t.Fatalf("%s: heartbeat of %s: %+v (present %v)", n, peer, ph, ok)
 			}
 		}
 	}
+	// Every heartbeat carried its sender's data for its slice.
+	dataMu.Lock()
+	for _, n := range names {
+		got := slices.Clone(data[n])
+		slices.Sort(got)
+		var want []string
+		for _, peer := range names {
+			for seq := 1; seq <= nSlices; seq++ {
+				if peer != n {
+					want = append(want, fmt.Sprintf("%s/100/%d", peer, seq))
+				}
+			}
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s received heartbeat data %q, want %q", n, got, want)
+		}
+	}
+	dataMu.Unlock()
 	// The strobe source got no heartbeat: the datagrams went to peers only.
 	select {
 	case p := <-ctl.Packets():
@@ -498,11 +539,11 @@ func TestFollowerHeartbeatSocket(t *testing.T) {
 	}
 	// A strobe on the heartbeat socket switches nothing.
 	before := fs["a"].Stats()
-	if _, err := send.Strobe([]string{"a.hb"}, slices+1, 0, 1, 0); err != nil {
+	if _, err := send.Strobe([]string{"a.hb"}, nSlices+1, 0, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the stray strobe to be counted", func() bool { return fs["a"].Stats().Unknown == before.Unknown+1 })
-	if st := fs["a"].Stats(); st.Applied != before.Applied || len(sws["a"].Rows()) != slices {
+	if st := fs["a"].Stats(); st.Applied != before.Applied || len(sws["a"].Rows()) != nSlices {
 		t.Fatalf("a strobe on the heartbeat socket was applied: %+v, rows %v", st, sws["a"].Rows())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
 // Protocol versions this build speaks. A packet carries the version of its
@@ -41,11 +43,13 @@ func (t MsgType) String() string {
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
 
-// MaxPacketSize bounds an encoded message. Today's messages are under 200
-// bytes (names are limited to MaxNameLen); the bound keeps a heartbeat
-// that grows with BCS below a typical Ethernet MTU, so a datagram is
-// never fragmented (a lost fragment loses the whole datagram).
-const MaxPacketSize = 1400
+// MaxPacketSize bounds an encoded message. Strobes are under 100 bytes.
+// Heartbeats carry BCS's per-slice control data (Heartbeat.Data, about
+// 30 bytes per destination node with short names), so on clusters of more
+// than a few dozen nodes a heartbeat exceeds an Ethernet MTU and is
+// fragmented: a lost fragment loses it, which delays that slice's
+// transfer by the relay's timeout, never its correctness.
+const MaxPacketSize = 8192
 
 // MaxNameLen bounds a node name, which every heartbeat carries.
 const MaxNameLen = 128
@@ -89,14 +93,15 @@ func (s *Strobe) validate() error {
 // controller (the total exchange). BCS adds its per-slice control data as
 // new fields with new keys; keep keys short and never reuse one.
 type Heartbeat struct {
-	From         string `msgpack:"f"`  // sender's node name
-	Epoch        uint64 `msgpack:"e"`  // epoch of the strobe it answers
-	Seq          uint64 `msgpack:"s"`  // seq of the strobe it answers
-	RecvMono     int64  `msgpack:"rt"` // when the agent received the strobe
-	SwitchedMono int64  `msgpack:"wt"` // when its switch completed
-	SwitchCost   int64  `msgpack:"wc"` // ns spent stopping and continuing processes
-	Lost         uint64 `msgpack:"lo"` // running count of strobes never received
-	Late         uint64 `msgpack:"la"` // running count of late or duplicate strobes
+	From         string `msgpack:"f"`           // sender's node name
+	Epoch        uint64 `msgpack:"e"`           // epoch of the strobe it answers
+	Seq          uint64 `msgpack:"s"`           // seq of the strobe it answers
+	RecvMono     int64  `msgpack:"rt"`          // when the agent received the strobe
+	SwitchedMono int64  `msgpack:"wt"`          // when its switch completed
+	SwitchCost   int64  `msgpack:"wc"`          // ns spent stopping and continuing processes
+	Lost         uint64 `msgpack:"lo"`          // running count of strobes never received
+	Late         uint64 `msgpack:"la"`          // running count of late or duplicate strobes
+	Data         []byte `msgpack:"d,omitempty"` // the relay's control data for the slice (BCS), opaque here
 }
 
 // MsgType implements Message.
@@ -155,6 +160,9 @@ func Marshal(m Message) ([]byte, error) {
 func Unmarshal(b []byte) (Message, error) {
 	if len(b) > MaxPacketSize {
 		return nil, fmt.Errorf("strobe: unmarshal: %w: %d bytes (max %d)", ErrTooLarge, len(b), MaxPacketSize)
+	}
+	if err := msgpackcheck.Check(b); err != nil {
+		return nil, malformed("packet", err)
 	}
 	r := bytes.NewReader(b)
 	dec := msgpack.GetDecoder()

@@ -35,6 +35,7 @@ type agentFlags struct {
 	Slice      string   `toml:"slice"`
 	MPL        int      `toml:"mpl"`
 	Policy     string   `toml:"policy"`
+	Bandwidth  string   `toml:"bandwidth"`
 	CPUs       string   `toml:"cpus"`
 	Processors int      `toml:"processors"`
 	StateDir   string   `toml:"state_dir"`
@@ -51,7 +52,7 @@ type agentFlags struct {
 }
 
 func newAgentCmd() *cobra.Command {
-	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console"}
+	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console"}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent (one per node; one of them with --controller)",
@@ -63,10 +64,17 @@ placed on its processors.
 
 Modes (controller): space (MPL 1, jobs run to completion with backfilling),
 gang (rows of the matrix rotate every --slice on the controller's strobes),
-local (no coordination: every placed rank runs).
+bcs (buffered coscheduling: rows rotate; the relays buffer the ranks'
+messages per slice and deliver them after the strobe, at most --bandwidth ×
+--slice bytes per node per slice; a processor whose rank is blocked in
+communication runs another of its ranks), local (no coordination: every
+placed rank runs).
+
+Every agent runs a relay for its ranks' messages (the comm library): ranks
+find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
-slice, mpl, policy, cpus, processors, state_dir, api_port, encrypt_key, local,
+slice, mpl, policy, bandwidth, cpus, processors, state_dir, api_port, encrypt_key, local,
 nice, rank_nice, realtime_priority, log_level, log_format. Flags override it.
 
 The agent stops on SIGINT or SIGTERM: it leaves the cluster and kills its
@@ -90,7 +98,8 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.StringVar(&f.Advertise, "advertise", "", "address other agents reach this one at (default: --bind's host; with 0.0.0.0, this machine's private IP)")
 	fl.StringSliceVar(&f.Join, "join", nil, "gossip addresses of running agents to join (comma-separated)")
 	fl.BoolVar(&f.Controller, "controller", false, "run the controller: the scheduler, the job table and the strobe clock")
-	fl.StringVar(&f.Mode, "mode", f.Mode, "controller: space, gang or local")
+	fl.StringVar(&f.Mode, "mode", f.Mode, "controller: space, gang, bcs or local")
+	fl.StringVar(&f.Bandwidth, "bandwidth", f.Bandwidth, "controller, bcs: network bandwidth per node, per second; h_max = bandwidth × slice (0: unlimited)")
 	fl.StringVar(&f.Slice, "slice", f.Slice, "controller: time slice in gang mode (down to 1ms)")
 	fl.IntVar(&f.MPL, "mpl", f.MPL, "controller: multiprogramming level, rows of the matrix (1 in space mode)")
 	fl.StringVar(&f.Policy, "policy", f.Policy, "controller: queue policy: "+policyNames())
@@ -126,7 +135,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 	override := map[string]func(){
 		"name": func() { f.Name = fromFlags.Name }, "bind": func() { f.Bind = fromFlags.Bind }, "advertise": func() { f.Advertise = fromFlags.Advertise }, "join": func() { f.Join = fromFlags.Join },
 		"controller": func() { f.Controller = fromFlags.Controller }, "mode": func() { f.Mode = fromFlags.Mode },
-		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy },
+		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy }, "bandwidth": func() { f.Bandwidth = fromFlags.Bandwidth },
 		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
 		"state-dir": func() { f.StateDir = fromFlags.StateDir }, "api-port": func() { f.APIPort = fromFlags.APIPort },
 		"encrypt-key": func() { f.Key = fromFlags.Key }, "local": func() { f.Local = fromFlags.Local },
@@ -210,6 +219,13 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		errs = append(errs, fmt.Errorf("--mode: %v", err))
 	}
 	cfg.Mode = mode
+	if f.Bandwidth != "0" {
+		if bw, err := parseSize(f.Bandwidth); err != nil || bw < 1 {
+			errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.Bandwidth))
+		} else {
+			cfg.Bandwidth = float64(bw)
+		}
+	}
 	if cfg.Slice, err = time.ParseDuration(f.Slice); err != nil {
 		errs = append(errs, fmt.Errorf("--slice %q: not a duration (e.g. 10ms)", f.Slice))
 	}

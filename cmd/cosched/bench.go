@@ -122,7 +122,7 @@ type StrobeReport struct {
 // row is busy, as in a fine-grained job.
 var benchSpin = []string{"sh", "-c", "while :; do :; done"}
 
-func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFlags) error {
+func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFlags) (err error) {
 	var errs []error
 	if f.n < 2 {
 		errs = append(errs, fmt.Errorf("-n %d: skew needs at least 2 agents", f.n))
@@ -143,11 +143,16 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 	if err != nil {
 		return err
 	}
-	if f.keep {
-		fmt.Fprintf(progress, "cluster state (agent logs) in %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer func() {
+		switch {
+		case f.keep:
+			fmt.Fprintf(progress, "cluster state (agent logs) in %s\n", dir)
+		case err != nil:
+			fmt.Fprintf(progress, "cluster state (agent logs) kept in %s\n", dir)
+		default:
+			os.RemoveAll(dir)
+		}
+	}()
 
 	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d)...\n", f.n, f.slice, f.mpl)
 	up := clusterUpFlags{n: f.n, mode: string(node.Gang), slice: f.slice.String(), mpl: f.mpl, policy: "fcfs",

@@ -117,10 +117,11 @@ type clusterUpFlags struct {
 	stateDir   string
 	timeout    time.Duration
 	priority   int
+	bandwidth  string
 }
 
 func newClusterUpCmd() *cobra.Command {
-	f := clusterUpFlags{n: 4, mode: "gang", slice: "50ms", mpl: 3, policy: "easy", processors: 1, timeout: 30 * time.Second, priority: 50}
+	f := clusterUpFlags{n: 4, mode: "gang", slice: "50ms", mpl: 3, policy: "easy", processors: 1, timeout: 30 * time.Second, priority: 50, bandwidth: "100MB"}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start N agents on this machine (the first is the controller) and record how to reach them",
@@ -138,7 +139,8 @@ output go under the state directory.`,
 	}
 	fl := cmd.Flags()
 	fl.IntVarP(&f.n, "agents", "n", f.n, "number of agents")
-	fl.StringVar(&f.mode, "mode", f.mode, "space, gang or local")
+	fl.StringVar(&f.mode, "mode", f.mode, "space, gang, bcs or local")
+	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
 	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang)")
 	fl.IntVar(&f.mpl, "mpl", f.mpl, "multiprogramming level (1 in space mode)")
 	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+policyNames())
@@ -163,6 +165,9 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	}
 	if f.processors < 1 {
 		errs = append(errs, fmt.Errorf("--processors %d: must be at least 1", f.processors))
+	}
+	if f.bandwidth == "" {
+		f.bandwidth = "100MB"
 	}
 	if f.priority < 0 || f.priority > 99 {
 		errs = append(errs, fmt.Errorf("--realtime-priority %d: must be 0 (off) to 99", f.priority))
@@ -207,7 +212,8 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 			"--processors", strconv.Itoa(f.processors), "--ready-file", ready, "--log-format", "json",
 			"--realtime-priority", strconv.Itoa(f.priority)}
 		if i == 0 {
-			args = append(args, "--controller", "--mode", string(mode), "--slice", f.slice, "--mpl", strconv.Itoa(f.mpl), "--policy", f.policy)
+			args = append(args, "--controller", "--mode", string(mode), "--slice", f.slice, "--mpl", strconv.Itoa(f.mpl), "--policy", f.policy,
+				"--bandwidth", f.bandwidth)
 		} else {
 			args = append(args, "--join", rec.Agents[0].Gossip)
 		}

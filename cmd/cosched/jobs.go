@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/jss"
 	"io"
 	"slices"
 	"strings"
@@ -19,39 +20,82 @@ func newSubmitCmd() *cobra.Command {
 	var spec node.JobSpec
 	var limit, mem string
 	var parsable bool
+	var benchRuntime time.Duration
 	cmd := &cobra.Command{
-		Use:   "submit -n PROCS -t LIMIT [flags] -- COMMAND [ARGS...]",
+		Use:   "submit -n PROCS -t LIMIT [flags] -- COMMAND [ARGS...]  |  submit -n PROCS --bench G,V,COMM,SYNC --runtime D",
 		Short: "Submit a job: COMMAND runs once per rank, one rank per processor",
 		Long: `Submit a parallel job. COMMAND runs once per rank with COSCHED_JOB, COSCHED_RANK,
 COSCHED_SIZE and COSCHED_NODE in its environment; its output goes to
 <state dir>/agents/<agent>/jobs/<id>/rank-<rank>.{out,err} on the agent that
 ran it. The time limit is the job's runtime estimate (backfilling uses it); a
-job still running at its limit is killed (TIMEOUT) — under gang scheduling the
-limit counts wall time dilated by the MPL.`,
+job still running at its limit is killed (TIMEOUT; --overrun extend lets it
+run on) — under gang scheduling the limit counts wall time dilated by the MPL.
+
+A benchmark job (--bench) runs the agents' own "cosched bench-rank" with a
+⟨g,v,comm,sync⟩ template: each rank computes for g ± v/2, then communicates
+(barrier, news or transpose; blocking B or non-blocking NB) through the
+relays, for --iterations, or as many as make --runtime of dedicated run
+time. Without -t its limit is that runtime estimate, used for backfilling
+only (--overrun extend). Each rank reports its compute time, communication
+wait and wall time: cosched queue --all, or GET /v1/jobs/ID.`,
 		Example: `  cosched submit -n 8 -t 10m -- ./solver input.dat
-  cosched submit -n 4 -t 30s --name spin --parsable -- sh -c 'while :; do :; done'`,
+  cosched submit -n 4 -t 30s --name spin --parsable -- sh -c 'while :; do :; done'
+  cosched submit -n 8 --bench 50ms,25ms,news,NB --runtime 20s
+  cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
-			if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
-				errs = append(errs, errors.New("give the command after --, e.g. cosched submit -n 4 -t 1m -- ./prog"))
+			var tpl bench.Template
+			if spec.Bench == "" {
+				if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
+					errs = append(errs, errors.New("give the command after --, e.g. cosched submit -n 4 -t 1m -- ./prog (or a benchmark with --bench)"))
+				}
+				spec.Command = args
+			} else {
+				var err error
+				if len(args) > 0 {
+					errs = append(errs, errors.New("--bench runs bench-rank: give no command"))
+				}
+				if tpl, err = bench.ParseTemplate(spec.Bench); err != nil {
+					errs = append(errs, fmt.Errorf("--bench: %v", err))
+				}
+				switch {
+				case (benchRuntime > 0) == (spec.BenchIterations > 0):
+					errs = append(errs, errors.New("--bench needs exactly one of --runtime and --iterations"))
+				case benchRuntime < 0:
+					errs = append(errs, fmt.Errorf("--runtime %v: must be positive", benchRuntime))
+				}
+				if spec.BenchWork != "cpu" && spec.BenchWork != "wall" {
+					errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
+				}
 			}
-			spec.Command = args
+			if spec.Processors < 1 {
+				errs = append(errs, fmt.Errorf("-n %d: must be at least 1", spec.Processors))
+			}
+			if spec.Bench != "" && len(errs) == 0 {
+				// The estimate the simulator would use: iterations × the
+				// expected dedicated iteration.
+				iter := jss.IterationEstimate(tpl, spec.Processors, jss.DefaultNetwork())
+				if spec.BenchIterations == 0 {
+					spec.BenchIterations = benchIterations(tpl, spec.Processors, bench.DefaultMessageSize, benchRuntime)
+				}
+				if limit == "" {
+					limit = (time.Duration(spec.BenchIterations) * iter).String()
+					if spec.Overrun == "" {
+						spec.Overrun = "extend"
+					}
+				}
+			}
 			d, err := time.ParseDuration(limit)
 			if err != nil || d <= 0 {
 				errs = append(errs, fmt.Errorf("-t %q: want a positive duration (e.g. 10m)", limit))
 			}
 			spec.TimeLimit = node.Duration{D: d}
-			if spec.Processors < 1 {
-				errs = append(errs, fmt.Errorf("-n %d: must be at least 1", spec.Processors))
+			if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
+				errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
 			}
 			if mem != "" {
 				if spec.Memory, err = parseSize(mem); err != nil {
 					errs = append(errs, fmt.Errorf("--mem %q: %v", mem, err))
-				}
-			}
-			if spec.Bench != "" {
-				if _, err := bench.ParseTemplate(spec.Bench); err != nil {
-					errs = append(errs, fmt.Errorf("--bench: %v", err))
 				}
 			}
 			if len(errs) > 0 {
@@ -78,8 +122,12 @@ limit counts wall time dilated by the MPL.`,
 	fl.StringVarP(&limit, "time", "t", "", "time limit, the runtime estimate (e.g. 10m)")
 	fl.StringVar(&spec.Name, "name", "", "job name")
 	fl.StringVar(&mem, "mem", "", "memory per process (e.g. 256MB)")
-	fl.StringVar(&spec.Bench, "bench", "", "a ⟨g,v,comm,sync⟩ benchmark template, passed to the ranks as COSCHED_BENCH")
-	_ = fl.MarkHidden("bench") // until the benchmark ranks exist (comm issue): today it only sets COSCHED_BENCH
+	fl.StringVar(&spec.Overrun, "overrun", "", "at the time limit: kill (default) or extend (the limit is only an estimate)")
+	fl.StringVar(&spec.Bench, "bench", "", "run a benchmark job with this ⟨g,v,comm,sync⟩ template (e.g. 50ms,25ms,news,NB) instead of a command")
+	fl.DurationVar(&benchRuntime, "runtime", 0, "benchmark: target dedicated runtime (sets the iterations)")
+	fl.IntVar(&spec.BenchIterations, "iterations", 0, "benchmark: iterations")
+	fl.StringVar(&spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
+	fl.Uint64Var(&spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
 	fl.BoolVar(&parsable, "parsable", false, "print only the job id")
 	cf.add(cmd)
 	return cmd

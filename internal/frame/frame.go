@@ -20,6 +20,8 @@ import (
 	"io"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
 // Version is the framing protocol version written and accepted.
@@ -109,8 +111,13 @@ func (r *Reader) Read() (Type, []byte, error) {
 	return Type(b[1]), b[2:], nil
 }
 
-// Decode unmarshals a frame body into v.
+// Decode unmarshals a frame body into v. The body is vetted first
+// (msgpackcheck), so a length it declares can never make the decoder
+// allocate more than the body's size.
 func Decode(body []byte, v any) error {
+	if err := msgpackcheck.Check(body); err != nil {
+		return fmt.Errorf("frame: decode: %w", err)
+	}
 	if err := msgpack.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("frame: decode: %w", err)
 	}

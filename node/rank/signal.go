@@ -87,3 +87,28 @@ func (m *Manager) killLocked(p *proc, sig unix.Signal) error {
 	}
 	return nil
 }
+
+// SignalRank sends sig to the process group of one rank of job, with the
+// same handling of ranks still starting as Signal. It reports whether the
+// rank is known here.
+func (m *Manager) SignalRank(job int64, rank int, sig unix.Signal) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.jobs[job][rank]
+	if p == nil {
+		return false, nil
+	}
+	return true, m.deliverLocked(p, sig)
+}
+
+// StopRank sends SIGSTOP to one rank (process-level slot reuse).
+func (m *Manager) StopRank(job int64, rank int) error {
+	_, err := m.SignalRank(job, rank, unix.SIGSTOP)
+	return err
+}
+
+// ContRank sends SIGCONT to one rank.
+func (m *Manager) ContRank(job int64, rank int) error {
+	_, err := m.SignalRank(job, rank, unix.SIGCONT)
+	return err
+}

@@ -188,3 +188,31 @@ func TestSignalsDuringStart(t *testing.T) {
 		}
 	})
 }
+
+// StopRank and ContRank address one rank of a job, not its siblings.
+func TestStopRankAddressesOneRank(t *testing.T) {
+	m, dir := newManager(t)
+	busy := []string{"sh", "-c", "while :; do :; done"}
+	p0 := mustStart(t, m, spec(dir, 20, 0, false, busy...))
+	p1 := mustStart(t, m, spec(dir, 20, 1, false, busy...))
+	if err := m.StopRank(20, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, p0, "T")
+	time.Sleep(50 * time.Millisecond)
+	if s := state(p1); s == 'T' {
+		t.Fatalf("rank 1 stopped by StopRank(20, 0)")
+	}
+	if err := m.ContRank(20, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, p0, "RS")
+	if ok, err := m.SignalRank(20, 7, unix.SIGCONT); ok || err != nil {
+		t.Fatalf("SignalRank to an unknown rank = %v, %v", ok, err)
+	}
+	if err := m.Kill(20); err != nil {
+		t.Fatal(err)
+	}
+	nextExit(t, m)
+	nextExit(t, m)
+}

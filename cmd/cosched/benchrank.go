@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/bench"
+	benchrank "github.com/cosched/cosched/bench/rank"
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/jss"
+)
+
+// envBench is the variable agents set to a benchmark job's template.
+const envBench = "COSCHED_BENCH"
+
+type benchRankFlags struct {
+	template   string
+	iterations int
+	runtime    time.Duration
+	seed       uint64
+	work       string
+	msgSize    string
+}
+
+func newBenchRankCmd() *cobra.Command {
+	f := benchRankFlags{work: "cpu", msgSize: "4KiB"}
+	cmd := &cobra.Command{
+		Use:   "bench-rank",
+		Short: "Run one rank of a benchmark job (what agents run for submit --bench)",
+		Long: `Run one rank of a synthetic benchmark job with a ⟨g,v,comm,sync⟩ template: the
+same iterations the simulator models (docs/MODELS.md). Each iteration
+computes for the rank's drawn time — the simulator's draw for the same
+seed — then communicates through the agent's relay (package comm):
+barrier: a barrier; B: send and receive step by step; NB: post every receive
+and send, a barrier, then wait for every message. Every received message is
+checked (sender, iteration, size).
+
+The rank learns who it is from COSCHED_JOB, COSCHED_RANK, COSCHED_SIZE and
+COSCHED_RELAY, which agents set. It reports its statistics to its agent and
+prints one line: rank, iterations, compute, communication wait, wall time.
+
+  --template   defaults to $COSCHED_BENCH (agents set it for submit --bench)
+  --runtime D  runs round(D / E[iteration]) iterations (at least 1), with the
+               simulator's estimate of one dedicated iteration for the job's
+               size and the default network at --msg-size: a job of
+               runtime D in the simulator has the same number
+  --seed       defaults to the job id (COSCHED_JOB) as an unsigned number:
+               the simulator's per-job seed for job number COSCHED_JOB in a
+               workload of seed 0
+  --work cpu   burns the compute time as CPU time of the rank's thread
+  --work wall  sleeps it instead, excluding time the rank is stopped (for
+               clusters with more agents than cores); the credited time is
+               within 1.2ms per stop of the truth`,
+		Example: `  cosched submit -n 8 -t 5m -- cosched bench-rank --template 50ms,25ms,news,NB --runtime 2m
+  cosched submit -n 4 -t 1m -- cosched bench-rank --template 10,5,transpose,B --iterations 1000 --work wall`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return benchRank(cmd.Context(), cmd.OutOrStdout(), &f, cmd.Flags().Changed)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.template, "template", "", "⟨g,v,comm,sync⟩ template, e.g. 50ms,25ms,news,NB (default $"+envBench+")")
+	fl.IntVar(&f.iterations, "iterations", 0, "iterations to run (or --runtime)")
+	fl.DurationVar(&f.runtime, "runtime", 0, "target dedicated runtime, which sets the iterations (or --iterations)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed of the compute-time draws (default: the job id, $COSCHED_JOB)")
+	fl.StringVar(&f.work, "work", f.work, "compute work: cpu (burn CPU time) or wall (sleep, excluding stops)")
+	fl.StringVar(&f.msgSize, "msg-size", f.msgSize, "size of one message")
+	return cmd
+}
+
+// benchRankConfig is what the flags say; iterations and seed may still
+// depend on the job (its size, its id).
+type benchRankConfig struct {
+	cfg     benchrank.Config
+	runtime time.Duration // > 0: iterations from the job's size
+	seedSet bool
+}
+
+// validate checks every flag (and $COSCHED_BENCH), reporting all problems.
+func (f *benchRankFlags) validate(changed func(string) bool) (benchRankConfig, error) {
+	var errs []error
+	var c benchRankConfig
+	switch {
+	case changed("template"):
+		t, err := bench.ParseTemplate(f.template)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--template: %v", err))
+		}
+		c.cfg.Template = t
+	case os.Getenv(envBench) != "":
+		t, err := bench.ParseTemplate(os.Getenv(envBench))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("$%s: %v", envBench, err))
+		}
+		c.cfg.Template = t
+	default:
+		errs = append(errs, fmt.Errorf("--template: required when $%s is not set (e.g. --template 50ms,25ms,news,NB)", envBench))
+	}
+	switch its, rt := changed("iterations"), changed("runtime"); {
+	case its && rt:
+		errs = append(errs, errors.New("--iterations and --runtime: give one of them, not both"))
+	case !its && !rt:
+		errs = append(errs, errors.New("give --iterations N or --runtime D"))
+	case its && f.iterations < 1:
+		errs = append(errs, fmt.Errorf("--iterations %d: must be at least 1", f.iterations))
+	case rt && f.runtime <= 0:
+		errs = append(errs, fmt.Errorf("--runtime %v: must be positive", f.runtime))
+	case its:
+		c.cfg.Iterations = f.iterations
+	default:
+		c.runtime = f.runtime
+	}
+	w, err := benchrank.ParseWork(f.work)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", f.work))
+	}
+	c.cfg.Work = w
+	size, err := parseSize(f.msgSize)
+	if err != nil || size < benchrank.HeaderSize || size > comm.MaxMessage {
+		errs = append(errs, fmt.Errorf("--msg-size %q: want a size from %d to %d bytes (e.g. 4KiB)", f.msgSize, benchrank.HeaderSize, comm.MaxMessage))
+	}
+	c.cfg.MessageSize = int(size)
+	c.cfg.Seed, c.seedSet = f.seed, changed("seed")
+	if len(errs) > 0 {
+		return c, flagErrors(errs)
+	}
+	return c, nil
+}
+
+// benchIterations is the number of iterations of a job of procs processes
+// whose dedicated runtime should be d: as the simulator chooses them.
+func benchIterations(t bench.Template, procs, msgSize int, d time.Duration) int {
+	net := jss.DefaultNetwork()
+	net.MessageSize = msgSize
+	it := jss.IterationEstimate(t, procs, net)
+	return max(1, int(math.Round(float64(d)/float64(it))))
+}
+
+func benchRank(ctx context.Context, out io.Writer, f *benchRankFlags, changed func(string) bool) error {
+	c, err := f.validate(changed)
+	if err != nil {
+		return err
+	}
+	cm, err := comm.Init(ctx)
+	if err != nil {
+		return fmt.Errorf("bench-rank: connecting to the agent's relay (COSCHED_RELAY): %w", err)
+	}
+	cfg := c.cfg
+	if c.runtime > 0 {
+		cfg.Iterations = benchIterations(cfg.Template, cm.Size(), cfg.MessageSize, c.runtime)
+	}
+	if !c.seedSet {
+		cfg.Seed = uint64(cm.Job())
+	}
+	// On an error the rank exits without Finalize: its relay fails the job,
+	// so the other ranks do not wait for it forever.
+	stats, err := benchrank.Run(ctx, cm, cfg)
+	if err != nil {
+		return err
+	}
+	if err := cm.ReportStats(stats); err != nil {
+		return fmt.Errorf("bench-rank: reporting statistics: %w", err)
+	}
+	if err := cm.Finalize(ctx); err != nil {
+		return fmt.Errorf("bench-rank: finalize: %w", err)
+	}
+	fmt.Fprintln(out, benchRankSummary(cm.Rank(), cm.Size(), stats))
+	return nil
+}
+
+func benchRankSummary(rank, size int, s comm.Stats) string {
+	d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
+	return fmt.Sprintf("rank %d of %d: %d iterations, compute %v, comm wait %v, wall %v",
+		rank, size, s.Iterations, d(s.Compute), d(s.CommWait), d(s.Wall))
+}

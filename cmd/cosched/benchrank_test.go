@@ -1,0 +1,131 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/jss"
+)
+
+func TestBenchRankBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  string // $COSCHED_BENCH
+		args []string
+		want []string
+	}{
+		{"no template", "", []string{"--iterations", "3"},
+			[]string{"--template: required when $COSCHED_BENCH is not set"}},
+		{"bad template", "", []string{"--template", "50ms,25ms,ring,NB", "--iterations", "3"},
+			[]string{"--template:", `unknown pattern "ring"`}},
+		{"bad template in the environment", "fast,25ms,news,NB", []string{"--iterations", "3"},
+			[]string{"$COSCHED_BENCH:", `grain "fast"`}},
+		{"both iterations and runtime", "50ms,25ms,news,NB", []string{"--iterations", "3", "--runtime", "1m"},
+			[]string{"--iterations and --runtime: give one of them, not both"}},
+		{"neither iterations nor runtime", "50ms,25ms,news,NB", nil,
+			[]string{"give --iterations N or --runtime D"}},
+		{"zero iterations", "50ms,25ms,news,NB", []string{"--iterations", "0"},
+			[]string{"--iterations 0: must be at least 1"}},
+		{"negative runtime", "50ms,25ms,news,NB", []string{"--runtime", "-1s"},
+			[]string{"--runtime -1s: must be positive"}},
+		{"bad work", "50ms,25ms,news,NB", []string{"--iterations", "3", "--work", "gpu"},
+			[]string{`--work "gpu": want cpu or wall`}},
+		{"bad message size", "50ms,25ms,news,NB", []string{"--iterations", "3", "--msg-size", "8"},
+			[]string{`--msg-size "8": want a size from 16 to 4194304 bytes`}},
+		{"every problem at once", "", []string{"--work", "gpu", "--msg-size", "lots"},
+			[]string{"4 problems with the command line", "--template: required", "give --iterations N or --runtime D", `--work "gpu"`, `--msg-size "lots"`}},
+		{"bad seed", "50ms,25ms,news,NB", []string{"--iterations", "3", "--seed", "-1"},
+			[]string{`invalid argument "-1" for "--seed"`}},
+		{"stray argument", "50ms,25ms,news,NB", []string{"--iterations", "3", "extra"},
+			[]string{`unknown command "extra"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(envBench, c.env)
+			code, out, errOut := cli(t, "", append([]string{"bench-rank"}, c.args...)...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr: %s", code, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout: %q", out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q: %s", w, errOut)
+				}
+			}
+			if !strings.Contains(errOut, "cosched bench-rank --help") {
+				t.Errorf("stderr does not point to the help: %s", errOut)
+			}
+		})
+	}
+}
+
+// Good flags get as far as connecting to the relay; without one (outside
+// an agent) that fails with status 1, saying so.
+func TestBenchRankNeedsARelay(t *testing.T) {
+	for _, env := range []string{"", "50ms,25ms,news,NB"} {
+		t.Setenv(envBench, env)
+		args := []string{"bench-rank", "--runtime", "1s", "--work", "WALL", "--msg-size", "1KiB", "--seed", "7"}
+		if env == "" {
+			args = append(args, "--template", "10,5,transpose,B")
+		}
+		t.Setenv("COSCHED_RELAY", "")
+		code, out, errOut := cli(t, "", args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "bench-rank: connecting to the agent's relay (COSCHED_RELAY)") {
+			t.Errorf("$%s=%q: exit %d, stdout %q, stderr %q", envBench, env, code, out, errOut)
+		}
+	}
+}
+
+// --template wins over $COSCHED_BENCH, and every flag reaches the config.
+func TestBenchRankFlags(t *testing.T) {
+	t.Setenv(envBench, "fast,25ms,news,NB") // ignored: --template is given
+	f := benchRankFlags{template: "10,5,transpose,B", runtime: time.Minute, work: "wall", msgSize: "1KiB", seed: 9}
+	set := map[string]bool{"template": true, "runtime": true, "work": true, "msg-size": true, "seed": true}
+	c, err := f.validate(func(n string) bool { return set[n] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := bench.ParseTemplate("10,5,transpose,B")
+	if c.cfg.Template != want || c.runtime != time.Minute || c.cfg.Iterations != 0 || c.cfg.Work.String() != "wall" || c.cfg.MessageSize != 1024 || c.cfg.Seed != 9 || !c.seedSet {
+		t.Errorf("config %+v", c)
+	}
+	// Without --template, $COSCHED_BENCH is read.
+	t.Setenv(envBench, "50ms,25ms,barrier,NB")
+	delete(set, "template")
+	if c, err = f.validate(func(n string) bool { return set[n] }); err != nil || c.cfg.Template.Pattern != bench.Barrier || c.seedSet != true {
+		t.Errorf("from the environment: %+v, %v", c, err)
+	}
+	delete(set, "seed")
+	if c, err = f.validate(func(n string) bool { return set[n] }); err != nil || c.seedSet {
+		t.Errorf("without --seed: %+v, %v", c, err)
+	}
+}
+
+func TestBenchIterations(t *testing.T) {
+	tp, _ := bench.ParseTemplate("50ms,25ms,news,NB")
+	for _, procs := range []int{1, 4, 16} {
+		est := jss.IterationEstimate(tp, procs, jss.DefaultNetwork())
+		for _, d := range []time.Duration{time.Minute, 10 * time.Second, time.Millisecond} {
+			want := max(1, int(math.Round(float64(d)/float64(est))))
+			if got := benchIterations(tp, procs, bench.DefaultMessageSize, d); got != want {
+				t.Errorf("%d procs, %v: %d iterations, want %d", procs, d, got, want)
+			}
+		}
+	}
+	// Larger messages make iterations longer, hence fewer of them.
+	if a, b := benchIterations(tp, 16, 4096, time.Hour), benchIterations(tp, 16, 1<<20, time.Hour); b >= a {
+		t.Errorf("1 MiB messages: %d iterations, 4 KiB: %d", b, a)
+	}
+}
+
+func TestBenchRankSummary(t *testing.T) {
+	got := benchRankSummary(3, 8, comm.Stats{Iterations: 120, Compute: int64(6021345678 * time.Nanosecond), CommWait: int64(1302 * time.Millisecond), Wall: int64(7405 * time.Millisecond)})
+	if want := "rank 3 of 8: 120 iterations, compute 6.021346s, comm wait 1.302s, wall 7.405s"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,241 @@
+package comm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cosched/cosched/internal/frame"
+)
+
+// out is one frame to write.
+type out struct {
+	t frame.Type
+	v any
+}
+
+// fatalError is the relay's Fatal, kept as a type so Finalize can prefer
+// it over the write error it causes.
+type fatalError string
+
+func (e fatalError) Error() string {
+	if e == "" {
+		return "relay reported a fatal error (no reason given)"
+	}
+	return "relay reported a fatal error: " + string(e)
+}
+
+// errProtocol marks relay input the library cannot accept; the connection
+// is then out of sync and is dropped.
+var errProtocol = errors.New("protocol error")
+
+func protocolErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errProtocol, fmt.Sprintf(format, args...))
+}
+
+// state is nil while the Comm is usable, else why it is not.
+func (c *Comm) state() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// fail makes err the reason every call fails, unless there is one already,
+// and wakes every blocked call.
+func (c *Comm) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+		close(c.dead)
+	}
+}
+
+// emit writes the frames mk returns as one batch. mk runs under the write
+// lock, so the sequence numbers it assigns reach the relay in order.
+func (c *Comm) emit(mk func() []out) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.state(); err != nil {
+		return err
+	}
+	if err := c.writeLocked(mk()); err != nil {
+		c.fail(err)
+		c.conn.Close() // the stream may hold half a frame: nothing more can follow
+		return c.state()
+	}
+	return nil
+}
+
+// writeLocked writes and flushes frames; the caller holds wmu.
+func (c *Comm) writeLocked(fs []out) error {
+	for _, f := range fs {
+		if err := frame.Write(c.bw, f.t, f.v); err != nil {
+			return fmt.Errorf("writing %s to relay: %w", frameName(f.t), err)
+		}
+	}
+	if err := c.bw.Flush(); err != nil {
+		return fmt.Errorf("writing to relay: %w", err)
+	}
+	return nil
+}
+
+// read is the reader goroutine: it runs until the connection fails, the
+// relay sends Bye or Fatal, or the Comm closes the connection.
+func (c *Comm) read() {
+	defer close(c.readerDone)
+	err := c.readLoop(frame.NewReader(c.conn, MaxFrame))
+	c.readErr = err
+	c.fail(err)
+	// The relay is gone, done or not to be trusted: make writes fail too.
+	c.conn.Close()
+}
+
+func (c *Comm) readLoop(fr *frame.Reader) error {
+	welcomed := false
+	for {
+		t, body, err := fr.Read()
+		switch {
+		case err == io.EOF && welcomed:
+			return errors.New("relay closed the connection")
+		case err == io.EOF:
+			return errors.New("relay closed the connection before Welcome")
+		case err != nil:
+			return fmt.Errorf("reading from relay: %w", err)
+		}
+		if !welcomed && t != FrameWelcome && t != FrameFatal {
+			return protocolErr("%s before Welcome", frameName(t))
+		}
+		switch t {
+		case FrameWelcome:
+			if welcomed {
+				return protocolErr("second Welcome")
+			}
+			var w Welcome
+			if err := decode(t, body, &w); err != nil {
+				return err
+			}
+			welcomed = true // w.Mode is informational
+			close(c.welcome)
+		case FrameDeliver:
+			var d Deliver
+			if err := decode(t, body, &d); err != nil {
+				return err
+			}
+			if err := c.deliver(d); err != nil {
+				return err
+			}
+		case FrameRelease:
+			var r Release
+			if err := decode(t, body, &r); err != nil {
+				return err
+			}
+			if err := c.release(r.Seq); err != nil {
+				return err
+			}
+		case FrameBye:
+			var b Bye
+			if err := decode(t, body, &b); err != nil {
+				return err
+			}
+			c.mu.Lock()
+			finalized := c.finalized
+			c.mu.Unlock()
+			if !finalized {
+				return protocolErr("Bye without Finalize")
+			}
+			close(c.bye)
+			return ErrFinalized // nothing may follow Bye; Finalize closes the connection
+		case FrameFatal:
+			var f Fatal
+			if err := decode(t, body, &f); err != nil {
+				return err
+			}
+			return fatalError(f.Error)
+		default:
+			return protocolErr("unexpected %s from relay", frameName(t))
+		}
+	}
+}
+
+func decode(t frame.Type, body []byte, v any) error {
+	if err := frame.Decode(body, v); err != nil { // vets declared lengths first
+		return fmt.Errorf("%w: malformed %s: %v", errProtocol, frameName(t), err)
+	}
+	return nil
+}
+
+// deliver completes a posted receive. A Deliver the rank did not ask for
+// means the relay and the rank disagree: nothing after it can be trusted.
+func (c *Comm) deliver(d Deliver) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.pending[d.Req]
+	switch {
+	case r == nil:
+		return protocolErr("Deliver for request %d, which is not pending", d.Req)
+	case d.Src < 0 || d.Src >= c.cfg.Size:
+		return protocolErr("Deliver for request %d from rank %d, outside [0, %d)", d.Req, d.Src, c.cfg.Size)
+	case d.Tag < 0:
+		return protocolErr("Deliver for request %d with tag %d", d.Req, d.Tag)
+	case r.src != AnySource && r.src != d.Src, r.tag != AnyTag && r.tag != d.Tag:
+		return protocolErr("Deliver for request %d (source %s, tag %s) from rank %d with tag %d",
+			d.Req, rankString(r.src), tagString(r.tag), d.Src, d.Tag)
+	case len(d.Data) > MaxMessage:
+		return protocolErr("Deliver for request %d with %d bytes, limit %d", d.Req, len(d.Data), MaxMessage)
+	}
+	delete(c.pending, d.Req)
+	r.msg = Message{Source: d.Src, Tag: d.Tag, Data: d.Data}
+	close(r.done)
+	return nil
+}
+
+// release completes barrier seq.
+func (c *Comm) release(seq uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq != c.barrier || c.released == nil || isClosed(c.released) {
+		return protocolErr("Release of barrier %d, which the rank is not in", seq)
+	}
+	close(c.released)
+	return nil
+}
+
+func frameName(t frame.Type) string {
+	switch t {
+	case FrameHello:
+		return "Hello"
+	case FrameWelcome:
+		return "Welcome"
+	case FrameSend:
+		return "Send"
+	case FramePost:
+		return "Post"
+	case FrameWait:
+		return "Wait"
+	case FrameDeliver:
+		return "Deliver"
+	case FrameArrive:
+		return "Arrive"
+	case FrameRelease:
+		return "Release"
+	case FrameStats:
+		return "Stats"
+	case FrameFinalize:
+		return "Finalize"
+	case FrameBye:
+		return "Bye"
+	case FrameFatal:
+		return "Fatal"
+	}
+	return fmt.Sprintf("frame type %d", t)
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

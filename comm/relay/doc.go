@@ -1,0 +1,51 @@
+// Package relay is the node side of comm: every agent runs one Relay,
+// which owns the messages of the ranks on its node. Ranks connect over a
+// Unix socket (comm's protocol, comm/proto.go); relays talk to each other
+// over TCP, one outbound connection per peer.
+//
+// # Modes
+//
+//   - Immediate (space, gang and local scheduling): a message is forwarded
+//     as soon as its rank hands it over. Barriers are counted by the relay
+//     of the job's rank 0, which releases every node when all have arrived.
+//   - Buffered (BCS): messages handed over during slice k wait in the
+//     node's outbox. At the strobe that starts slice k+1 (Cut) the relay
+//     takes, oldest first, at most h_max = bandwidth × slice bytes of them
+//     (at least one message) as that slice's transfer, and announces it in
+//     its heartbeat with the barrier arrivals and the blocked ranks it saw
+//     at the cut (HeartbeatData). Once every peer's heartbeat of the slice
+//     is in, or a timeout passes, it sends the transfer destination by
+//     destination in rounds: in round j node i sends to node (i+j) mod N
+//     (nodes sorted by name), so no node receives from everyone at once.
+//     The rest waits for later slices, so a message sent in slice k is
+//     received in slice k+1 at the earliest. A barrier completes at the
+//     strobe after its last arrival: each node reports how many of its
+//     ranks have arrived (cumulatively, so a lost heartbeat only delays),
+//     and every relay releases its own ranks when the reports add up to
+//     the job's size.
+//
+// # Matching and blocking
+//
+// Receives are matched here, per destination rank (match.go), so the
+// relay knows when a rank is blocked: it has sent Wait for receives not
+// yet delivered, or Arrive for a barrier not yet released. Blocked and
+// unblocked transitions are reported, in order, to Config.OnBlocked (the
+// agent lends the processor to another rank: process-level slot reuse).
+//
+// # Jobs
+//
+// The agent registers a job (its size and the node of every rank) with
+// AddJob before starting its ranks and removes it with RemoveJob when it
+// ends. Messages for a job this relay does not know yet (a remote rank was
+// faster than this node's launch) are held until it does, up to a bound.
+//
+// # Threading
+//
+// One mutex guards the relay's state. Goroutines, all ended by Close: the
+// Unix and TCP accept loops; a reader and a writer per rank connection; a
+// reader per inbound peer connection; a writer per outbound peer
+// connection (it dials); the notifier that calls OnBlocked in order; the
+// buffered mode's transfer loop. Writers drain unbounded queues, so no
+// state change ever waits for a socket: a stopped rank that does not read
+// costs memory, not progress.
+package relay

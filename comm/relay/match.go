@@ -1,0 +1,60 @@
+package relay
+
+import "github.com/cosched/cosched/comm"
+
+// envelope is a message waiting for a receive at its destination rank.
+type envelope struct {
+	src, tag, ctx int
+	data          []byte
+}
+
+// posted is a receive waiting for a message.
+type posted struct {
+	req           uint64
+	src, tag, ctx int
+}
+
+func (p posted) matches(e envelope) bool {
+	return p.ctx == e.ctx &&
+		(p.src == comm.AnySource || p.src == e.src) &&
+		(p.tag == comm.AnyTag || p.tag == e.tag)
+}
+
+// matcher is one rank's matching state: messages that arrived before a
+// receive matched them, and receives posted before a message matched
+// them. At most one of the two is non-empty for any (source, tag,
+// context), and both are kept in arrival order, so a message always goes
+// to the oldest receive it matches and a receive takes the oldest
+// message it matches: exactly once, in order per (source, tag).
+type matcher struct {
+	unexpected []envelope
+	posted     []posted
+	queued     int // bytes in unexpected
+}
+
+// arrive matches e against the posted receives; if none matches, e
+// queues.
+func (m *matcher) arrive(e envelope) (posted, bool) {
+	for i, p := range m.posted {
+		if p.matches(e) {
+			m.posted = append(m.posted[:i], m.posted[i+1:]...)
+			return p, true
+		}
+	}
+	m.unexpected = append(m.unexpected, e)
+	m.queued += len(e.data)
+	return posted{}, false
+}
+
+// post matches p against the queued messages; if none matches, p waits.
+func (m *matcher) post(p posted) (envelope, bool) {
+	for i, e := range m.unexpected {
+		if p.matches(e) {
+			m.unexpected = append(m.unexpected[:i], m.unexpected[i+1:]...)
+			m.queued -= len(e.data)
+			return e, true
+		}
+	}
+	m.posted = append(m.posted, p)
+	return envelope{}, false
+}

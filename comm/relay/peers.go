@@ -1,0 +1,366 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/internal/frame"
+)
+
+// The relay ↔ relay protocol: TCP, internal/frame frames. Each relay
+// dials one connection to each peer it sends to and says who it is
+// first; everything it sends to that peer goes over that connection, in
+// order. Type numbers are append only.
+const (
+	framePeerHello    frame.Type = 1 // peerHello
+	framePeerMsg      frame.Type = 2 // peerMsg
+	frameBarrierCount frame.Type = 3 // barrierCount: a node's arrivals, to the job's root (immediate mode)
+	frameBarrierDone  frame.Type = 4 // barrierDone: the root's release, to every node of the job
+)
+
+// maxPeerFrame bounds a frame between relays: a message and its header.
+const maxPeerFrame = comm.MaxFrame + 1024
+
+type peerHello struct {
+	Node string `msgpack:"n"`
+}
+
+// peerMsg is a message between ranks, as relays forward it. Slice is the
+// buffered-mode slice whose transfer carried it (0: sent at once).
+type peerMsg struct {
+	//lint:ignore U1000 read by msgpack: encode as an array (no field names on the hot path)
+	_msgpack struct{} `msgpack:",as_array"`
+	Job      int64
+	Src      int
+	Dst      int
+	Tag      int
+	Ctx      int
+	Slice    uint64
+	Data     []byte
+}
+
+type barrierCount struct {
+	Job   int64  `msgpack:"j"`
+	Seq   uint64 `msgpack:"s"`
+	Count int    `msgpack:"c"`
+	Node  string `msgpack:"n"`
+}
+
+type barrierDone struct {
+	Job int64  `msgpack:"j"`
+	Seq uint64 `msgpack:"s"`
+}
+
+// inbound is something a peer sent for a job: held while the job is not
+// registered here.
+type inbound struct {
+	from  string
+	msg   *peerMsg
+	count *barrierCount
+	done  *barrierDone
+}
+
+func (in inbound) size() int {
+	if in.msg != nil {
+		return len(in.msg.Data) + 64
+	}
+	return 64
+}
+
+func (in inbound) job() int64 {
+	switch {
+	case in.msg != nil:
+		return in.msg.Job
+	case in.count != nil:
+		return in.count.Job
+	}
+	return in.done.Job
+}
+
+// peerConn is the outbound connection to one peer, dialled by its writer.
+type peerConn struct {
+	node string
+	q    *writeQueue
+}
+
+func (pc *peerConn) close() { pc.q.close() }
+
+// peerLocked returns the outbound connection to node, starting its writer
+// if needed.
+func (r *Relay) peerLocked(node string) *peerConn {
+	if pc := r.out[node]; pc != nil {
+		return pc
+	}
+	pc := &peerConn{node: node, q: newWriteQueue()}
+	r.out[node] = pc
+	if r.closed {
+		pc.close()
+		return pc
+	}
+	r.goRun(func() { r.writePeer(pc) })
+	return pc
+}
+
+// writePeer dials the peer (again after a failure) and writes its queue.
+// Frames that were being written when a connection failed are lost:
+// relays are on one cluster network, and a peer that cannot be reached
+// has usually died, which fails its jobs.
+func (r *Relay) writePeer(pc *peerConn) {
+	log := r.log.With(zap.String("peer", pc.node))
+	backoff := 10 * time.Millisecond
+	for {
+		addr, err := r.waitPeerAddr(pc)
+		if err != nil {
+			return
+		}
+		d := net.Dialer{Timeout: 5 * time.Second}
+		c, err := d.DialContext(r.ctx, "tcp", addr)
+		if err != nil {
+			if r.ctx.Err() != nil {
+				return
+			}
+			log.Warn("dial relay", zap.String("addr", addr), zap.Error(err), zap.Duration("retry in", backoff))
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		stop := context.AfterFunc(r.ctx, func() { c.Close() })
+		err = frame.Write(c, framePeerHello, &peerHello{Node: r.cfg.Node})
+		if err == nil {
+			err = drain(pc.q, c)
+		}
+		stop()
+		c.Close()
+		if err == nil || r.ctx.Err() != nil {
+			return // queue closed: the peer left, or the relay is closing
+		}
+		log.Warn("relay connection lost; redialling", zap.Error(err))
+	}
+}
+
+// waitPeerAddr returns the peer's address once membership has it, or an
+// error once the queue is closed or the relay stops.
+func (r *Relay) waitPeerAddr(pc *peerConn) (string, error) {
+	for {
+		r.mu.Lock()
+		addr, closed := r.peers[pc.node], r.closed
+		r.mu.Unlock()
+		if closed {
+			return "", errors.New("closed")
+		}
+		if addr != "" {
+			return addr, nil
+		}
+		pc.q.mu.Lock()
+		qclosed := pc.q.closed
+		pc.q.mu.Unlock()
+		if qclosed {
+			return "", errors.New("closed")
+		}
+		select {
+		case <-r.ctx.Done():
+			return "", r.ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// forwardLocked sends m to node's relay, or delivers it here.
+func (r *Relay) forwardLocked(node string, m peerMsg, slice uint64) {
+	if node == r.cfg.Node {
+		if j := r.jobs[m.Job]; j != nil {
+			r.deliverLocked(j, m)
+		} else {
+			r.st.Dropped++
+		}
+		return
+	}
+	m.Slice = slice
+	b, err := frame.Encode(framePeerMsg, &m)
+	if err != nil {
+		r.log.Error("encode message for peer", zap.Error(err))
+		return
+	}
+	r.peerLocked(node).q.push(b)
+	r.st.Forwarded++
+}
+
+func (r *Relay) sendPeerLocked(node string, t frame.Type, v any) {
+	b, err := frame.Encode(t, v)
+	if err != nil {
+		r.log.Error("encode frame for peer", zap.Error(err))
+		return
+	}
+	r.peerLocked(node).q.push(b)
+}
+
+func (r *Relay) acceptPeers() {
+	for {
+		c, err := r.tcpLn.Accept()
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.log.Error("accept relay connection", zap.Error(err))
+			}
+			return
+		}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			c.Close()
+			return
+		}
+		r.inConns[c] = struct{}{}
+		r.mu.Unlock()
+		r.goRun(func() { r.servePeer(c) })
+	}
+}
+
+// servePeer reads an inbound relay connection until it ends. A malformed
+// frame closes it (logged); the relay carries on.
+func (r *Relay) servePeer(c net.Conn) {
+	defer func() {
+		r.mu.Lock()
+		delete(r.inConns, c)
+		r.mu.Unlock()
+		c.Close()
+	}()
+	log := r.log.With(zap.String("remote", c.RemoteAddr().String()))
+	fr := frame.NewReader(c, maxPeerFrame)
+	t, body, err := fr.Read()
+	var h peerHello
+	if err == nil && t != framePeerHello {
+		err = fmt.Errorf("first frame is type %d, not hello", t)
+	}
+	if err == nil {
+		err = frame.Decode(body, &h)
+	}
+	if err != nil {
+		log.Warn("relay connection refused", zap.Error(err))
+		return
+	}
+	log = log.With(zap.String("peer", h.Node))
+	for {
+		t, body, err := fr.Read()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && r.ctx.Err() == nil {
+				log.Warn("relay connection closed", zap.Error(err))
+			}
+			return
+		}
+		in := inbound{from: h.Node}
+		switch t {
+		case framePeerMsg:
+			in.msg = new(peerMsg)
+			err = frame.Decode(body, in.msg)
+			if err == nil && (in.msg.Dst < 0 || in.msg.Src < 0) {
+				err = fmt.Errorf("message between ranks %d and %d", in.msg.Src, in.msg.Dst)
+			}
+		case frameBarrierCount:
+			in.count = new(barrierCount)
+			err = frame.Decode(body, in.count)
+		case frameBarrierDone:
+			in.done = new(barrierDone)
+			err = frame.Decode(body, in.done)
+		default:
+			err = fmt.Errorf("unknown frame type %d", t)
+		}
+		if err != nil {
+			log.Warn("bad frame from relay; connection closed", zap.Error(err))
+			return
+		}
+		r.mu.Lock()
+		r.inboundLocked(in)
+		r.mu.Unlock()
+	}
+}
+
+// inboundLocked applies what a peer sent, or holds it until its job is
+// registered here.
+func (r *Relay) inboundLocked(in inbound) {
+	id := in.job()
+	j := r.jobs[id]
+	if j == nil {
+		if _, gone := r.ended[id]; gone || r.earlyBytes+in.size() > r.cfg.MaxEarly {
+			r.st.Dropped++
+			if !gone {
+				r.log.Error("too much held for jobs not registered here; dropped", zap.Int64("job", id), zap.Int("held bytes", r.earlyBytes))
+			}
+			return
+		}
+		r.early[id] = append(r.early[id], in)
+		r.earlyBytes += in.size()
+		r.st.Held++
+		return
+	}
+	switch {
+	case in.msg != nil:
+		r.st.Received++
+		if in.msg.Slice != 0 {
+			r.st.ReceivedIn++
+			r.st.ReceivedInBytes += uint64(len(in.msg.Data))
+		}
+		if in.msg.Dst >= j.size {
+			r.st.Dropped++
+			return
+		}
+		r.deliverLocked(j, *in.msg)
+	case in.count != nil:
+		r.rootCountLocked(j, in.count.Seq, in.count.Count)
+	case in.done != nil:
+		r.releaseLocked(j, in.done.Seq)
+	}
+}
+
+// barrierArrivedLocked: every local rank of j is in barrier seq
+// (immediate mode). Tell the job's root, rank 0's node.
+func (r *Relay) barrierArrivedLocked(j *job, seq uint64, count int) {
+	root := j.nodes[0]
+	if root == r.cfg.Node {
+		r.rootCountLocked(j, seq, count)
+		return
+	}
+	r.sendPeerLocked(root, frameBarrierCount, &barrierCount{Job: j.id, Seq: seq, Count: count, Node: r.cfg.Node})
+}
+
+// rootCountLocked, at the root: count arrivals; when every rank is in,
+// release every node of the job.
+func (r *Relay) rootCountLocked(j *job, seq uint64, count int) {
+	if seq <= j.released {
+		return
+	}
+	j.root[seq] += count
+	if j.root[seq] < j.size {
+		return
+	}
+	for _, n := range j.hosts {
+		if n != r.cfg.Node {
+			r.sendPeerLocked(n, frameBarrierDone, &barrierDone{Job: j.id, Seq: seq})
+		}
+	}
+	r.releaseLocked(j, seq)
+}
+
+// nodesLocked is the sorted names of this node and its peers.
+func (r *Relay) nodesLocked() []string {
+	nodes := make([]string, 0, len(r.peers)+1)
+	nodes = append(nodes, r.cfg.Node)
+	for n := range r.peers {
+		nodes = append(nodes, n)
+	}
+	return sortStrings(nodes)
+}

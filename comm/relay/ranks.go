@@ -1,0 +1,338 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/internal/frame"
+)
+
+// rankConn is one rank's connection.
+type rankConn struct {
+	c    *net.UnixConn
+	q    *writeQueue
+	log  *zap.Logger
+	once sync.Once
+}
+
+// send queues a frame for the rank. An encoding failure cannot happen for
+// these types; it would be logged.
+func (rc *rankConn) send(t frame.Type, v any) {
+	b, err := frame.Encode(t, v)
+	if err != nil {
+		rc.log.Error("encode frame for rank", zap.Error(err))
+		return
+	}
+	rc.q.push(b)
+}
+
+// fatal tells the rank why its connection ends, then ends it once the
+// queued frames are out.
+func (rc *rankConn) fatal(msg string) {
+	rc.send(comm.FrameFatal, &comm.Fatal{Error: msg})
+	rc.q.close()
+}
+
+// close ends the connection now.
+func (rc *rankConn) close() {
+	rc.once.Do(func() {
+		rc.q.close()
+		rc.c.Close()
+	})
+}
+
+func (r *Relay) acceptRanks() {
+	for {
+		c, err := r.unixLn.AcceptUnix()
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.log.Error("accept rank connection", zap.Error(err))
+			}
+			return
+		}
+		rc := &rankConn{c: c, q: newWriteQueue(), log: r.log}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			c.Close()
+			return
+		}
+		r.rankConns[rc] = struct{}{}
+		r.mu.Unlock()
+		r.goRun(func() {
+			if err := drain(rc.q, c); err != nil && r.ctx.Err() == nil {
+				r.log.Debug("write to rank", zap.Error(err))
+			}
+			rc.close()
+		})
+		r.goRun(func() { r.serveRank(rc) })
+	}
+}
+
+// serveRank reads one rank's frames until its connection ends.
+func (r *Relay) serveRank(rc *rankConn) {
+	var rs *rankState
+	defer func() {
+		r.mu.Lock()
+		delete(r.rankConns, rc)
+		if rs != nil && rs.conn == rc {
+			rs.conn = nil
+			rs.recompute(r)
+			if !rs.finalized {
+				r.log.Warn("rank left without Finalize", zap.Int64("job", rs.job.id), zap.Int("rank", rs.rank))
+			}
+		}
+		r.mu.Unlock()
+		rc.q.close() // the writer flushes a pending Fatal or Bye, then closes
+	}()
+	fr := frame.NewReader(rc.c, comm.MaxFrame)
+	t, body, err := fr.Read()
+	if err != nil {
+		r.log.Debug("rank connection without hello", zap.Error(err))
+		return
+	}
+	if t != comm.FrameHello {
+		rc.fatal(fmt.Sprintf("first frame is type %d, not hello", t))
+		return
+	}
+	var h comm.Hello
+	if err := frame.Decode(body, &h); err != nil {
+		rc.fatal("malformed hello: " + err.Error())
+		return
+	}
+	if rs, err = r.hello(rc, h); err != nil {
+		r.log.Warn("rank refused", zap.Int64("job", h.Job), zap.Int("rank", h.Rank), zap.Error(err))
+		rc.fatal(err.Error())
+		return
+	}
+	log := r.log.With(zap.Int64("job", h.Job), zap.Int("rank", h.Rank))
+	for {
+		t, body, err := fr.Read()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && r.ctx.Err() == nil {
+				log.Warn("rank connection broken", zap.Error(err))
+				rc.fatal("relay: " + err.Error())
+			}
+			return
+		}
+		if err := r.rankFrame(rs, t, body); err != nil {
+			log.Warn("bad frame from rank; connection closed", zap.Error(err))
+			rc.fatal("relay: " + err.Error())
+			return
+		}
+	}
+}
+
+// hello accepts a rank: its job must be registered here and the rank must
+// live on this node and not be connected already.
+func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := r.jobs[h.Job]
+	switch {
+	case j == nil:
+		return nil, fmt.Errorf("job %d is not running on node %s", h.Job, r.cfg.Node)
+	case h.Size != j.size:
+		return nil, fmt.Errorf("job %d has %d ranks, not %d", h.Job, j.size, h.Size)
+	case h.Rank < 0 || h.Rank >= j.size:
+		return nil, fmt.Errorf("rank %d out of range for job %d of %d ranks", h.Rank, h.Job, j.size)
+	}
+	rs := j.local[h.Rank]
+	switch {
+	case rs == nil:
+		return nil, fmt.Errorf("rank %d of job %d runs on node %s, not %s", h.Rank, h.Job, j.nodes[h.Rank], r.cfg.Node)
+	case rs.inited:
+		return nil, fmt.Errorf("rank %d of job %d is already connected", h.Rank, h.Job)
+	}
+	rs.inited, rs.conn = true, rc
+	rc.send(comm.FrameWelcome, &comm.Welcome{Mode: r.mode.String()})
+	return rs, nil
+}
+
+// rankFrame handles one frame from a connected rank.
+func (r *Relay) rankFrame(rs *rankState, t frame.Type, body []byte) error {
+	switch t {
+	case comm.FrameSend:
+		var s comm.Send
+		if err := frame.Decode(body, &s); err != nil {
+			return fmt.Errorf("malformed send: %w", err)
+		}
+		return r.rankSend(rs, s)
+	case comm.FramePost:
+		var p comm.Post
+		if err := frame.Decode(body, &p); err != nil {
+			return fmt.Errorf("malformed post: %w", err)
+		}
+		return r.rankPost(rs, p)
+	case comm.FrameWait:
+		var w comm.Wait
+		if err := frame.Decode(body, &w); err != nil {
+			return fmt.Errorf("malformed wait: %w", err)
+		}
+		r.mu.Lock()
+		for _, req := range w.Reqs {
+			if _, ok := rs.pending[req]; ok {
+				rs.waiting[req] = struct{}{}
+			}
+		}
+		rs.recompute(r)
+		r.mu.Unlock()
+		return nil
+	case comm.FrameArrive:
+		var a comm.Arrive
+		if err := frame.Decode(body, &a); err != nil {
+			return fmt.Errorf("malformed arrive: %w", err)
+		}
+		return r.rankArrive(rs, a.Seq)
+	case comm.FrameStats:
+		var s comm.Stats
+		if err := frame.Decode(body, &s); err != nil {
+			return fmt.Errorf("malformed stats: %w", err)
+		}
+		if r.cfg.OnStats != nil {
+			r.cfg.OnStats(rs.job.id, rs.rank, s)
+		}
+		return nil
+	case comm.FrameFinalize:
+		r.mu.Lock()
+		rs.finalized = true
+		if rs.conn != nil {
+			rs.conn.send(comm.FrameBye, &comm.Bye{})
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	return fmt.Errorf("unknown frame type %d", t)
+}
+
+func (r *Relay) rankSend(rs *rankState, s comm.Send) error {
+	j := rs.job
+	switch {
+	case s.Dst < 0 || s.Dst >= j.size:
+		return fmt.Errorf("send to rank %d of a job of %d", s.Dst, j.size)
+	case s.Tag < 0:
+		return fmt.Errorf("send with negative tag %d", s.Tag)
+	case s.Context != comm.ContextUser && s.Context != comm.ContextCollective:
+		return fmt.Errorf("send in unknown context %d", s.Context)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.jobs[j.id] != j {
+		return errors.New("the job has ended")
+	}
+	r.st.Sent++
+	r.st.SentBytes += uint64(len(s.Data))
+	m := peerMsg{Job: j.id, Src: rs.rank, Dst: s.Dst, Tag: s.Tag, Ctx: s.Context, Data: s.Data}
+	node := j.nodes[s.Dst]
+	if r.mode == Buffered {
+		r.bcs.enqueue(node, m)
+		return nil
+	}
+	r.forwardLocked(node, m, 0)
+	return nil
+}
+
+func (r *Relay) rankPost(rs *rankState, p comm.Post) error {
+	j := rs.job
+	switch {
+	case p.Src != comm.AnySource && (p.Src < 0 || p.Src >= j.size):
+		return fmt.Errorf("receive from rank %d of a job of %d", p.Src, j.size)
+	case p.Tag < comm.AnyTag:
+		return fmt.Errorf("receive with tag %d", p.Tag)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := rs.pending[p.Req]; dup {
+		return fmt.Errorf("receive request %d posted twice", p.Req)
+	}
+	rs.pending[p.Req] = struct{}{}
+	if env, ok := rs.q.post(posted{req: p.Req, src: p.Src, tag: p.Tag, ctx: p.Context}); ok {
+		r.completeLocked(rs, p.Req, env)
+	}
+	return nil
+}
+
+func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := rs.job
+	switch {
+	case rs.barrier != 0:
+		return fmt.Errorf("barrier %d entered while in barrier %d", seq, rs.barrier)
+	case seq <= j.released:
+		return fmt.Errorf("barrier %d already completed", seq)
+	}
+	rs.barrier = seq
+	rs.recompute(r)
+	j.arrived[seq]++
+	if r.mode == Immediate && j.arrived[seq] == len(j.local) {
+		r.barrierArrivedLocked(j, seq, len(j.local))
+	}
+	return nil
+}
+
+// blockEvent is a change of a rank's blocked state.
+type blockEvent struct {
+	job     int64
+	rank    int
+	blocked bool
+}
+
+// notifier calls OnBlocked from one goroutine, in the order the changes
+// happened, so the relay never calls out while holding its lock.
+type notifier struct {
+	fn     func(job int64, rank int, blocked bool)
+	mu     sync.Mutex
+	cond   *sync.Cond
+	events []blockEvent
+	done   bool
+}
+
+func newNotifier(fn func(int64, int, bool)) *notifier {
+	n := &notifier{fn: fn}
+	n.cond = sync.NewCond(&n.mu)
+	return n
+}
+
+func (n *notifier) push(e blockEvent) {
+	if n.fn == nil {
+		return
+	}
+	n.mu.Lock()
+	n.events = append(n.events, e)
+	n.cond.Signal()
+	n.mu.Unlock()
+}
+
+func (n *notifier) run(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		n.mu.Lock()
+		n.done = true
+		n.cond.Broadcast()
+		n.mu.Unlock()
+	})
+	defer stop()
+	for {
+		n.mu.Lock()
+		for len(n.events) == 0 && !n.done {
+			n.cond.Wait()
+		}
+		if n.done {
+			n.mu.Unlock()
+			return
+		}
+		evs := n.events
+		n.events = nil
+		n.mu.Unlock()
+		for _, e := range evs {
+			n.fn(e.job, e.rank, e.blocked)
+		}
+	}
+}

@@ -1,0 +1,415 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/comm"
+)
+
+// Mode is how a relay forwards messages.
+type Mode int
+
+// The modes.
+const (
+	Immediate Mode = iota // forward at once (space, gang, local)
+	Buffered              // buffer per slice, deliver after the strobe (bcs)
+)
+
+func (m Mode) String() string {
+	if m == Buffered {
+		return "bcs"
+	}
+	return "immediate"
+}
+
+// Config configures a Relay.
+type Config struct {
+	Node       string // this agent's name, as the other agents know it
+	SocketPath string // Unix socket the ranks connect to (COSCHED_RELAY); created, removed by Close
+	Listen     string // TCP host:port for the other relays ("10.0.0.1:0" picks a port)
+	Log        *zap.Logger
+	// OnBlocked learns, in order, when a local rank becomes blocked in
+	// communication (a Wait for undelivered receives, or a barrier) and
+	// when it can proceed again. Called from one goroutine; it may block
+	// briefly but must not call back into the Relay.
+	OnBlocked func(job int64, rank int, blocked bool)
+	// OnStats receives a rank's benchmark statistics (comm.Stats).
+	OnStats func(job int64, rank int, s comm.Stats)
+	// MaxEarly bounds the bytes held for jobs not registered yet; 0 = 64 MiB.
+	MaxEarly int
+}
+
+// Stats counts what a relay has done.
+type Stats struct {
+	Mode string `json:"mode"`
+
+	Sent      uint64 `json:"sent"`       // messages handed over by local ranks
+	SentBytes uint64 `json:"sent_bytes"` // their payload bytes
+	Delivered uint64 `json:"delivered"`  // messages delivered to local ranks
+	Forwarded uint64 `json:"forwarded"`  // messages sent to other relays
+	Received  uint64 `json:"received"`   // messages received from other relays
+	Held      uint64 `json:"held"`       // messages held for a job not registered yet
+	Dropped   uint64 `json:"dropped"`    // messages for ended jobs, unknown ranks, or beyond the hold limit
+
+	// Buffered mode.
+	Slices           uint64 `json:"slices"`             // strobes cut
+	Transferred      uint64 `json:"transferred"`        // messages sent in slice transfers
+	TransferredBytes uint64 `json:"transferred_bytes"`  // their bytes
+	Deferred         uint64 `json:"deferred"`           // slice transfers that left messages for later (h_max)
+	Announced        uint64 `json:"announced"`          // messages this relay's heartbeats announced (the plans)
+	AnnouncedBytes   uint64 `json:"announced_bytes"`    // their bytes
+	AnnouncedIn      uint64 `json:"announced_in"`       // messages other relays' heartbeats announced for this node
+	AnnouncedInBytes uint64 `json:"announced_in_bytes"` //
+	ReceivedIn       uint64 `json:"received_in"`        // messages received in slice transfers from other relays
+	ReceivedInBytes  uint64 `json:"received_in_bytes"`  //
+	MaxSliceBytes    uint64 `json:"max_slice_bytes"`    // largest transfer of one slice
+	Outbox           int    `json:"outbox"`             // messages waiting for a slice now
+	HeartbeatWaits   uint64 `json:"heartbeat_timeouts"` // transfers started without every peer's heartbeat
+
+	Barriers uint64 `json:"barriers"` // barriers released here
+	Blocked  int    `json:"blocked"`  // local ranks blocked now
+}
+
+// Relay is one node's message relay.
+type Relay struct {
+	cfg    Config
+	log    *zap.Logger
+	unixLn *net.UnixListener
+	tcpLn  net.Listener
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	notes  *notifier
+
+	mu         sync.Mutex
+	closed     bool
+	mode       Mode
+	hmax       int64         // bytes per node per slice in Buffered mode; 0 = no limit
+	hbTimeout  time.Duration // how long a transfer waits for the peers' heartbeats
+	jobs       map[int64]*job
+	ended      map[int64]time.Time // recently ended jobs: late messages are dropped, not held
+	early      map[int64][]inbound
+	earlyBytes int
+	peers      map[string]string // other nodes → their relay address
+	out        map[string]*peerConn
+	rankConns  map[*rankConn]struct{}
+	inConns    map[net.Conn]struct{}
+	bcs        bcsState
+	st         Stats
+}
+
+type job struct {
+	id    int64
+	size  int
+	nodes []string // node of each rank
+	hosts []string // distinct nodes with ranks of the job, sorted
+	local map[int]*rankState
+	// Barriers, by sequence number.
+	arrived  map[uint64]int            // local ranks arrived
+	root     map[uint64]int            // immediate, at rank 0's node: arrivals reported by nodes
+	reports  map[uint64]map[string]int // buffered: arrivals each node reported at a cut
+	released uint64                    // highest barrier released
+}
+
+type rankState struct {
+	job       *job
+	rank      int
+	q         matcher
+	conn      *rankConn
+	inited    bool // a rank connected (Hello accepted)
+	finalized bool
+	pending   map[uint64]struct{} // posted receives not yet delivered
+	waiting   map[uint64]struct{} // the subset the rank said it is blocked on
+	barrier   uint64              // barrier it waits in (0: none)
+	blocked   bool
+}
+
+// New starts a relay: its Unix socket for ranks and its TCP listener for
+// peers. It starts in Immediate mode.
+func New(cfg Config) (*Relay, error) {
+	if cfg.Node == "" || cfg.SocketPath == "" || cfg.Listen == "" {
+		return nil, errors.New("relay: Node, SocketPath and Listen are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	if cfg.MaxEarly <= 0 {
+		cfg.MaxEarly = 64 << 20
+	}
+	if len(cfg.SocketPath) >= 108 {
+		return nil, fmt.Errorf("relay: socket path %s is %d bytes, over the 107 a Unix socket allows: use a shorter state directory", cfg.SocketPath, len(cfg.SocketPath))
+	}
+	if err := os.Remove(cfg.SocketPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("relay: remove stale socket: %w", err)
+	}
+	unixLn, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.SocketPath, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("relay: listen on %s: %w", cfg.SocketPath, err)
+	}
+	// Only the agent's user (its ranks) may connect.
+	if err := os.Chmod(cfg.SocketPath, 0o600); err != nil {
+		unixLn.Close()
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	tcpLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		unixLn.Close()
+		return nil, fmt.Errorf("relay: listen on %s: %w", cfg.Listen, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Relay{
+		cfg: cfg, log: cfg.Log.With(zap.String("component", "relay")),
+		unixLn: unixLn, tcpLn: tcpLn, ctx: ctx, cancel: cancel,
+		jobs: map[int64]*job{}, ended: map[int64]time.Time{}, early: map[int64][]inbound{},
+		peers: map[string]string{}, out: map[string]*peerConn{},
+		rankConns: map[*rankConn]struct{}{}, inConns: map[net.Conn]struct{}{},
+		hbTimeout: 5 * time.Millisecond,
+	}
+	r.bcs.init()
+	r.notes = newNotifier(cfg.OnBlocked)
+	r.goRun(func() { r.notes.run(ctx) })
+	r.goRun(r.acceptRanks)
+	r.goRun(r.acceptPeers)
+	r.goRun(func() { r.transferLoop(ctx) })
+	return r, nil
+}
+
+func (r *Relay) goRun(f func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+}
+
+// Addr is the TCP address the other relays connect to.
+func (r *Relay) Addr() string { return r.tcpLn.Addr().String() }
+
+// SocketPath is the Unix socket ranks connect to.
+func (r *Relay) SocketPath() string { return r.cfg.SocketPath }
+
+// Close stops the relay: every connection is closed, every goroutine has
+// ended when it returns, and the socket file is removed.
+func (r *Relay) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	for rc := range r.rankConns {
+		rc.close()
+	}
+	for c := range r.inConns {
+		c.Close()
+	}
+	for _, pc := range r.out {
+		pc.close()
+	}
+	r.mu.Unlock()
+	r.cancel()
+	r.unixLn.Close()
+	r.tcpLn.Close()
+	r.wg.Wait()
+	os.Remove(r.cfg.SocketPath)
+	return nil
+}
+
+// SetMode switches between immediate and buffered forwarding. slice and
+// bandwidth (bytes per second per node; 0 = unlimited) set the buffered
+// mode's budget h_max = bandwidth × slice. Leaving buffered mode sends
+// whatever is still buffered at once.
+func (r *Relay) SetMode(mode Mode, slice time.Duration, bandwidth float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hmax = 0
+	if bandwidth > 0 && slice > 0 {
+		r.hmax = max(1, int64(bandwidth*slice.Seconds()))
+	}
+	r.hbTimeout = min(max(slice/4, 500*time.Microsecond), 20*time.Millisecond)
+	if r.mode == Buffered && mode == Immediate {
+		r.flushBufferedLocked()
+	}
+	r.mode = mode
+}
+
+// SetPeers sets the other relays' addresses (node → host:port), as
+// membership learns them. This node's own entry is ignored.
+func (r *Relay) SetPeers(peers map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.peers = make(map[string]string, len(peers))
+	for n, a := range peers {
+		if n != r.cfg.Node && a != "" {
+			r.peers[n] = a
+		}
+	}
+	for n, pc := range r.out {
+		if _, ok := r.peers[n]; !ok {
+			pc.close()
+			delete(r.out, n)
+		}
+	}
+	r.bcs.wakeUp()
+}
+
+// AddJob registers a job before its local ranks start: its size and the
+// node of each rank. Messages held for it are delivered.
+func (r *Relay) AddJob(id int64, nodes []string) error {
+	if len(nodes) == 0 {
+		return fmt.Errorf("relay: job %d without ranks", id)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.jobs[id]; ok {
+		return fmt.Errorf("relay: job %d registered twice", id)
+	}
+	j := &job{id: id, size: len(nodes), nodes: slices.Clone(nodes), local: map[int]*rankState{},
+		arrived: map[uint64]int{}, root: map[uint64]int{}, reports: map[uint64]map[string]int{}}
+	for rk, n := range nodes {
+		if n == r.cfg.Node {
+			j.local[rk] = &rankState{job: j, rank: rk, pending: map[uint64]struct{}{}, waiting: map[uint64]struct{}{}}
+		}
+	}
+	j.hosts = slices.Compact(slices.Sorted(slices.Values(nodes)))
+	r.jobs[id] = j
+	delete(r.ended, id)
+	held := r.early[id]
+	delete(r.early, id)
+	for _, in := range held {
+		r.earlyBytes -= in.size()
+		r.inboundLocked(in)
+	}
+	return nil
+}
+
+// RemoveJob forgets a job: its ranks still connected are told (Fatal),
+// its buffered messages are dropped, and late messages for it will be.
+func (r *Relay) RemoveJob(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := r.jobs[id]
+	if j == nil {
+		return
+	}
+	for _, rs := range j.local {
+		if rs.conn != nil {
+			rs.conn.fatal("job ended")
+		}
+		rs.setBlocked(r, false)
+	}
+	delete(r.jobs, id)
+	now := time.Now()
+	r.ended[id] = now
+	for old, at := range r.ended {
+		if now.Sub(at) > 10*time.Minute {
+			delete(r.ended, old)
+		}
+	}
+	r.bcs.dropJob(id)
+}
+
+// RankState says whether a rank of a job connected to the relay and
+// whether it finalized: a rank that connected and ended without
+// Finalize has failed.
+func (r *Relay) RankState(id int64, rank int) (connected, finalized bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil {
+		if rs := j.local[rank]; rs != nil {
+			return rs.inited, rs.finalized
+		}
+	}
+	return false, false
+}
+
+// Stats returns the counters.
+func (r *Relay) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.st
+	st.Mode = r.mode.String()
+	st.Outbox = len(r.bcs.outbox)
+	for _, j := range r.jobs {
+		for _, rs := range j.local {
+			if rs.blocked {
+				st.Blocked++
+			}
+		}
+	}
+	return st
+}
+
+// setBlocked records whether rs is blocked and reports changes.
+func (rs *rankState) setBlocked(r *Relay, b bool) {
+	if rs.blocked == b {
+		return
+	}
+	rs.blocked = b
+	r.notes.push(blockEvent{job: rs.job.id, rank: rs.rank, blocked: b})
+}
+
+func (rs *rankState) recompute(r *Relay) {
+	rs.setBlocked(r, rs.conn != nil && (len(rs.waiting) > 0 || rs.barrier != 0))
+}
+
+// deliverLocked hands a message to a local rank: to its oldest matching
+// receive, else to its queue.
+func (r *Relay) deliverLocked(j *job, m peerMsg) {
+	rs := j.local[m.Dst]
+	if rs == nil {
+		r.st.Dropped++
+		r.log.Warn("message for a rank not on this node; dropped", zap.Int64("job", j.id), zap.Int("rank", m.Dst), zap.Int("from", m.Src))
+		return
+	}
+	env := envelope{src: m.Src, tag: m.Tag, ctx: m.Ctx, data: m.Data}
+	p, ok := rs.q.arrive(env)
+	if !ok {
+		return
+	}
+	r.completeLocked(rs, p.req, env)
+}
+
+// completeLocked sends the Deliver of receive req and updates the rank's
+// blocked state.
+func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope) {
+	delete(rs.pending, req)
+	if rs.conn != nil {
+		rs.conn.send(comm.FrameDeliver, &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data})
+	}
+	r.st.Delivered++
+	if _, ok := rs.waiting[req]; ok {
+		delete(rs.waiting, req)
+		rs.recompute(r)
+	}
+}
+
+// releaseLocked completes barrier seq of j on this node.
+func (r *Relay) releaseLocked(j *job, seq uint64) {
+	if seq <= j.released {
+		return
+	}
+	j.released = seq
+	for _, rs := range j.local {
+		if rs.barrier == seq {
+			rs.barrier = 0
+			if rs.conn != nil {
+				rs.conn.send(comm.FrameRelease, &comm.Release{Seq: seq})
+			}
+			rs.recompute(r)
+		}
+	}
+	delete(j.arrived, seq)
+	delete(j.root, seq)
+	delete(j.reports, seq)
+	r.st.Barriers++
+}

@@ -1,0 +1,421 @@
+package relay
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/internal/frame"
+)
+
+// blockLog records OnBlocked calls.
+type blockLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (b *blockLog) add(job int64, rank int, blocked bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.events = append(b.events, fmt.Sprintf("%d/%d:%v", job, rank, blocked))
+}
+
+func (b *blockLog) get() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.events)
+}
+
+func newRelay(t *testing.T, node string, blocks *blockLog) *Relay {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := Config{Node: node, SocketPath: filepath.Join(dir, "r.sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(t)}
+	if blocks != nil {
+		cfg.OnBlocked = blocks.add
+	}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// link tells relays about each other.
+func link(rs ...*Relay) {
+	peers := map[string]string{}
+	for _, r := range rs {
+		peers[r.cfg.Node] = r.Addr()
+	}
+	for _, r := range rs {
+		r.SetPeers(peers)
+	}
+}
+
+// client is a rank speaking the raw protocol.
+type client struct {
+	t    *testing.T
+	c    net.Conn
+	fr   *frame.Reader
+	next uint64
+}
+
+func dialRank(t *testing.T, r *Relay, job int64, rank, size int) *client {
+	t.Helper()
+	cl, welcome := tryRank(t, r, job, rank, size)
+	if welcome != "" {
+		t.Fatalf("rank %d refused: %s", rank, welcome)
+	}
+	return cl
+}
+
+// tryRank connects and says hello; it returns the Fatal text if refused.
+func tryRank(t *testing.T, r *Relay, job int64, rank, size int) (*client, string) {
+	t.Helper()
+	c, err := net.Dial("unix", r.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cl := &client{t: t, c: c, fr: frame.NewReader(c, comm.MaxFrame)}
+	cl.send(comm.FrameHello, &comm.Hello{Job: job, Rank: rank, Size: size, PID: os.Getpid()})
+	typ, body := cl.read()
+	switch typ {
+	case comm.FrameWelcome:
+		return cl, ""
+	case comm.FrameFatal:
+		var f comm.Fatal
+		frame.Decode(body, &f)
+		return cl, f.Error
+	}
+	t.Fatalf("hello answered with frame type %d", typ)
+	return nil, ""
+}
+
+func (cl *client) send(typ frame.Type, v any) {
+	cl.t.Helper()
+	if err := frame.Write(cl.c, typ, v); err != nil {
+		cl.t.Fatal(err)
+	}
+}
+
+func (cl *client) read() (frame.Type, []byte) {
+	cl.t.Helper()
+	cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	typ, body, err := cl.fr.Read()
+	if err != nil {
+		cl.t.Fatalf("read from relay: %v", err)
+	}
+	return typ, slices.Clone(body)
+}
+
+// expectNothing checks that the relay sends nothing for d.
+func (cl *client) expectNothing(d time.Duration) {
+	cl.t.Helper()
+	cl.c.SetReadDeadline(time.Now().Add(d))
+	typ, _, err := cl.fr.Read()
+	if err == nil {
+		cl.t.Fatalf("relay sent frame type %d, expected nothing yet", typ)
+	}
+	cl.fr = frame.NewReader(cl.c, comm.MaxFrame) // the timed-out reader may hold a partial frame: none here
+}
+
+func (cl *client) msg(dst, tag int, data string) {
+	cl.send(comm.FrameSend, &comm.Send{Dst: dst, Tag: tag, Data: []byte(data)})
+}
+
+func (cl *client) post(src, tag int) uint64 {
+	cl.next++
+	cl.send(comm.FramePost, &comm.Post{Req: cl.next, Src: src, Tag: tag})
+	return cl.next
+}
+
+func (cl *client) deliver() comm.Deliver {
+	cl.t.Helper()
+	typ, body := cl.read()
+	if typ != comm.FrameDeliver {
+		cl.t.Fatalf("got frame type %d, want deliver", typ)
+	}
+	var d comm.Deliver
+	if err := frame.Decode(body, &d); err != nil {
+		cl.t.Fatal(err)
+	}
+	return d
+}
+
+func (cl *client) recv(src, tag int) comm.Deliver {
+	cl.t.Helper()
+	req := cl.post(src, tag)
+	d := cl.deliver()
+	if d.Req != req {
+		cl.t.Fatalf("deliver for req %d, want %d", d.Req, req)
+	}
+	return d
+}
+
+func (cl *client) release() uint64 {
+	cl.t.Helper()
+	typ, body := cl.read()
+	if typ != comm.FrameRelease {
+		cl.t.Fatalf("got frame type %d, want release", typ)
+	}
+	var rel comm.Release
+	frame.Decode(body, &rel)
+	return rel.Seq
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestImmediateOneNode(t *testing.T) {
+	var blocks blockLog
+	r := newRelay(t, "n0", &blocks)
+	if err := r.AddJob(7, []string{"n0", "n0", "n0"}); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := dialRank(t, r, 7, 0, 3), dialRank(t, r, 7, 1, 3), dialRank(t, r, 7, 2, 3)
+
+	// Order per (source, tag), any-source, any-tag.
+	for i := range 5 {
+		a.msg(1, 3, fmt.Sprint("a", i))
+	}
+	c.msg(1, 3, "c0")
+	for i := range 5 {
+		if d := b.recv(0, 3); string(d.Data) != fmt.Sprint("a", i) || d.Src != 0 || d.Tag != 3 {
+			t.Fatalf("message %d: %+v", i, d)
+		}
+	}
+	if d := b.recv(comm.AnySource, comm.AnyTag); string(d.Data) != "c0" || d.Src != 2 {
+		t.Fatalf("any: %+v", d)
+	}
+
+	// Blocked: a Wait on an undelivered receive, until the message comes.
+	req := b.post(2, 9)
+	b.send(comm.FrameWait, &comm.Wait{Reqs: []uint64{req, 12345}})
+	eventually(t, "rank 1 blocked", func() bool { return r.Stats().Blocked == 1 })
+	c.msg(1, 9, "late")
+	if d := b.deliver(); d.Req != req || string(d.Data) != "late" {
+		t.Fatalf("%+v", d)
+	}
+	eventually(t, "rank 1 unblocked", func() bool { return r.Stats().Blocked == 0 })
+
+	// Barrier: released only when all three arrive.
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	a.expectNothing(50 * time.Millisecond)
+	c.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	for _, cl := range []*client{a, b, c} {
+		if seq := cl.release(); seq != 1 {
+			t.Fatalf("released %d", seq)
+		}
+	}
+	if got, want := blocks.get(), []string{"7/1:true", "7/1:false"}; !slices.Equal(got[:2], want) {
+		t.Fatalf("block events %v, want %v first", got, want)
+	}
+	eventually(t, "barrier blocks to end", func() bool { return r.Stats().Blocked == 0 && len(blocks.get()) == 8 })
+
+	// Finalize → Bye; state says so.
+	a.send(comm.FrameFinalize, &comm.Finalize{})
+	if typ, _ := a.read(); typ != comm.FrameBye {
+		t.Fatalf("finalize answered with %d", typ)
+	}
+	if inited, fin := r.RankState(7, 0); !inited || !fin {
+		t.Fatalf("rank 0 state %v %v", inited, fin)
+	}
+	if inited, fin := r.RankState(7, 1); !inited || fin {
+		t.Fatalf("rank 1 state %v %v", inited, fin)
+	}
+}
+
+func TestHelloRefusedAndBadFrames(t *testing.T) {
+	r := newRelay(t, "n0", nil)
+	r.AddJob(1, []string{"n0", "n1"})
+	for _, tc := range []struct {
+		job        int64
+		rank, size int
+		want       string
+	}{
+		{9, 0, 2, "job 9 is not running on node n0"},
+		{1, 0, 3, "job 1 has 2 ranks, not 3"},
+		{1, 1, 2, "rank 1 of job 1 runs on node n1, not n0"},
+		{1, 5, 2, "rank 5 out of range"},
+	} {
+		if _, fatal := tryRank(t, r, tc.job, tc.rank, tc.size); fatal == "" || !contains(fatal, tc.want) {
+			t.Errorf("hello %+v: %q, want %q", tc, fatal, tc.want)
+		}
+	}
+	ok := dialRank(t, r, 1, 0, 2)
+	if _, fatal := tryRank(t, r, 1, 0, 2); !contains(fatal, "already connected") {
+		t.Errorf("second hello: %q", fatal)
+	}
+	// A bad request ends that connection with a reason; the relay goes on.
+	ok.msg(7, 0, "x")
+	typ, body := ok.read()
+	var f comm.Fatal
+	frame.Decode(body, &f)
+	if typ != comm.FrameFatal || !contains(f.Error, "send to rank 7 of a job of 2") {
+		t.Fatalf("bad send: %d %q", typ, f.Error)
+	}
+	// Garbage on both sockets.
+	for _, addr := range []struct{ net, addr string }{{"unix", r.SocketPath()}, {"tcp", r.Addr()}} {
+		c, err := net.Dial(addr.net, addr.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte{0, 0, 0, 9, 1, 3, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1})
+		c.Write([]byte("\xff\xff\xff\xff garbage"))
+		c.Close()
+	}
+	r.AddJob(2, []string{"n0"})
+	again := dialRank(t, r, 2, 0, 1)
+	again.msg(0, 1, "self")
+	if d := again.recv(0, 1); string(d.Data) != "self" {
+		t.Fatalf("%+v", d)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Two relays, immediate: messages cross, the barrier is counted at rank
+// 0's node, and messages for a job not yet registered are held.
+func TestImmediateTwoNodes(t *testing.T) {
+	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
+	link(r0, r1)
+	nodes := []string{"n0", "n1", "n1"}
+	r0.AddJob(3, nodes)
+	a := dialRank(t, r0, 3, 0, 3)
+	a.msg(1, 0, "early") // n1 does not know job 3 yet
+	eventually(t, "the message held at n1", func() bool { return r1.Stats().Held == 1 })
+	r1.AddJob(3, nodes)
+	b, c := dialRank(t, r1, 3, 1, 3), dialRank(t, r1, 3, 2, 3)
+	if d := b.recv(0, 0); string(d.Data) != "early" {
+		t.Fatalf("%+v", d)
+	}
+	for i := range 100 {
+		c.msg(0, 1, fmt.Sprint(i))
+	}
+	for i := range 100 {
+		if d := a.recv(2, 1); string(d.Data) != fmt.Sprint(i) {
+			t.Fatalf("message %d: %q", i, d.Data)
+		}
+	}
+	for _, cl := range []*client{b, c, a} {
+		cl.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	}
+	for _, cl := range []*client{a, b, c} {
+		if cl.release() != 1 {
+			t.Fatal("wrong barrier")
+		}
+	}
+	if s0, s1 := r0.Stats(), r1.Stats(); s0.Forwarded != 1 || s1.Forwarded != 100 || s0.Received != 100 || s1.Received != 1 {
+		t.Fatalf("stats %+v / %+v", s0, s1)
+	}
+	// A job that ended: its late messages are dropped, not held.
+	r1.RemoveJob(3)
+	a.msg(1, 0, "late")
+	eventually(t, "the late message dropped", func() bool { return r1.Stats().Dropped == 1 })
+}
+
+// Buffered mode: a message handed over in slice k is delivered only after
+// the strobe that ends it and every peer's heartbeat; h_max spreads a
+// burst over slices; what heartbeats announce is what arrives; a barrier
+// completes at the strobe after its last arrival.
+func TestBufferedSlices(t *testing.T) {
+	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
+	link(r0, r1)
+	const slice = 50 * time.Millisecond
+	for _, r := range []*Relay{r0, r1} {
+		r.SetMode(Buffered, slice, 3*4096/slice.Seconds()) // h_max: three 4 KB messages
+	}
+	nodes := []string{"n0", "n1"}
+	r0.AddJob(5, nodes)
+	r1.AddJob(5, nodes)
+	a, b := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
+	// strobe cuts slice seq on both nodes and exchanges their heartbeats.
+	strobe := func(seq uint64) {
+		r0.Cut(1, seq)
+		r1.Cut(1, seq)
+		h0, h1 := r0.HeartbeatData(1, seq), r1.HeartbeatData(1, seq)
+		r1.PeerHeartbeat("n0", 1, seq, h0)
+		r0.PeerHeartbeat("n1", 1, seq, h1)
+	}
+	strobe(1)
+	msg := make([]byte, 4096)
+	for range 7 {
+		a.send(comm.FrameSend, &comm.Send{Dst: 1, Tag: 0, Data: msg})
+	}
+	req := b.post(0, 0)
+	eventually(t, "7 messages in n0's outbox", func() bool { return r0.Stats().Outbox == 7 })
+	b.expectNothing(30 * time.Millisecond) // slice 1: nothing moves
+	got := 0
+	for seq := uint64(2); got < 7; seq++ {
+		strobe(seq)
+		want := min(3, 7-got) // h_max: 3 messages a slice
+		for range want {
+			d := b.deliver()
+			if d.Req != req {
+				t.Fatalf("deliver for %d", d.Req)
+			}
+			req = b.post(0, 0)
+			got++
+		}
+		b.expectNothing(20 * time.Millisecond)
+	}
+	s0, s1 := r0.Stats(), r1.Stats()
+	if s0.Announced != 7 || s0.Transferred != 7 || s1.AnnouncedIn != 7 || s1.ReceivedIn != 7 || s1.AnnouncedInBytes != 7*4096 || s0.MaxSliceBytes != 3*4096 || s0.Deferred != 2 {
+		t.Fatalf("stats n0 %+v\nn1 %+v", s0, s1)
+	}
+	// Barrier: arrivals in slice k complete at strobe k+1.
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	eventually(t, "both ranks blocked", func() bool { return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 1 })
+	a.expectNothing(30 * time.Millisecond)
+	strobe(10)
+	if a.release() != 1 || b.release() != 1 {
+		t.Fatal("barrier")
+	}
+}
+
+// Without every peer's heartbeat, a slice's transfer waits for the
+// timeout, then goes anyway.
+func TestBufferedHeartbeatTimeout(t *testing.T) {
+	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
+	link(r0, r1)
+	r0.SetMode(Buffered, 40*time.Millisecond, 0) // timeout 10 ms
+	r1.SetMode(Buffered, 40*time.Millisecond, 0)
+	nodes := []string{"n0", "n1"}
+	r0.AddJob(5, nodes)
+	r1.AddJob(5, nodes)
+	a, b := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
+	r0.Cut(1, 1)
+	a.msg(1, 0, "x")
+	eventually(t, "outbox", func() bool { return r0.Stats().Outbox == 1 })
+	r0.Cut(1, 2) // no heartbeat from n1 ever comes
+	if d := b.recv(0, 0); string(d.Data) != "x" {
+		t.Fatalf("%+v", d)
+	}
+	if s := r0.Stats(); s.HeartbeatWaits == 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
