@@ -58,6 +58,7 @@ func (c *Comm) Barrier(ctx context.Context) error {
 		case <-c.dead:
 			return c.opErr(fmt.Sprintf("barrier %d", seq), c.state())
 		case <-ctx.Done():
+			c.unwait(nil, seq)
 			return c.opErr(fmt.Sprintf("barrier %d", seq), ctx.Err())
 		}
 	}

@@ -382,10 +382,29 @@ func (c *Comm) wait(ctx context.Context, rs []*Request) error {
 		case <-c.dead:
 			return c.state()
 		case <-ctx.Done():
+			c.unwait(ids, 0)
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// unwait tells the relay the rank no longer waits (proto.go: Unwait) for
+// those of reqs still incomplete, and for barrier's release.
+func (c *Comm) unwait(reqs []uint64, barrier uint64) {
+	var left []uint64
+	c.mu.Lock()
+	for _, id := range reqs {
+		if _, ok := c.pending[id]; ok {
+			left = append(left, id)
+		}
+	}
+	c.mu.Unlock()
+	if len(left) == 0 && barrier == 0 {
+		return
+	}
+	// Best effort: if the connection has failed, nothing waits any more.
+	_ = c.emit(func() []out { return []out{{FrameUnwait, Unwait{Reqs: left, Barrier: barrier}}} })
 }
 
 // ReportStats sends a benchmark rank's statistics to its agent.

@@ -283,6 +283,11 @@ func TestContextCancel(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "recv from 1 tag 0") {
 		t.Fatalf("cancelled Recv: %v", err)
 	}
+	// The relay hears that the rank is no longer blocked on that receive.
+	waits, unwaits := f.await(0, FrameWait, 1), f.await(0, FrameUnwait, 1)
+	if w, u := waits[0].(Wait), unwaits[0].(Unwait); len(u.Reqs) != 1 || u.Reqs[0] != w.Reqs[0] || u.Barrier != 0 {
+		t.Fatalf("wait %+v, then unwait %+v", w, u)
+	}
 
 	r, err := cs[0].Irecv(1, 0)
 	if err != nil {

@@ -227,6 +227,8 @@ func frameName(t frame.Type) string {
 		return "Bye"
 	case FrameFatal:
 		return "Fatal"
+	case FrameUnwait:
+		return "Unwait"
 	}
 	return fmt.Sprintf("frame type %d", t)
 }

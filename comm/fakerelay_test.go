@@ -186,6 +186,9 @@ func (f *fakeRelay) handle(rank int, t frame.Type, body []byte) error {
 	case FrameWait:
 		var w Wait
 		err, v = frame.Decode(body, &w), w
+	case FrameUnwait:
+		var u Unwait
+		err, v = frame.Decode(body, &u), u
 	case FrameArrive:
 		var a Arrive
 		err, v = frame.Decode(body, &a), a

@@ -17,6 +17,7 @@ import "github.com/cosched/cosched/internal/frame"
 //	 7 Arrive   at a barrier             11 Bye      answer to Finalize
 //	 9 Stats    benchmark statistics
 //	10 Finalize last
+//	13 Unwait   no longer blocked
 //
 // Semantics the relay provides and the library relies on:
 //   - Sends complete locally: a Send frame is the message handed over (the
@@ -33,7 +34,10 @@ import "github.com/cosched/cosched/internal/frame"
 //     has been delivered; Arrive blocks it until the barrier's Release. The
 //     relay uses this for slot reuse (lending the processor to another
 //     rank) and reports blocked ranks in its heartbeats; it clears the
-//     state itself when it sends the Deliver or Release that ends it.
+//     state itself when it sends the Deliver or Release that ends it, and
+//     the rank clears it with Unwait when it stops waiting first (its ctx
+//     ended): a rank the relay wrongly believed blocked would be kept
+//     stopped while another rank used its processor.
 const (
 	FrameHello    frame.Type = 1
 	FrameWelcome  frame.Type = 2
@@ -47,6 +51,7 @@ const (
 	FrameFinalize frame.Type = 10
 	FrameBye      frame.Type = 11
 	FrameFatal    frame.Type = 12
+	FrameUnwait   frame.Type = 13
 )
 
 // MaxMessage is the largest message payload, in bytes.
@@ -102,6 +107,15 @@ type Post struct {
 // receives) has been delivered. Requests already delivered are ignored.
 type Wait struct {
 	Reqs []uint64 `msgpack:"r"`
+}
+
+// Unwait says the rank stopped waiting before the wait was over (its
+// context ended): for the listed receives, and for barrier Barrier's
+// release when it is not 0. The receives stay posted and the rank stays
+// arrived at the barrier; it just is not blocked on them any more.
+type Unwait struct {
+	Reqs    []uint64 `msgpack:"r"`
+	Barrier uint64   `msgpack:"b"`
 }
 
 // Deliver completes a posted receive.

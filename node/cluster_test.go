@@ -23,6 +23,11 @@ import (
 var coschedBin string
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as a comm program that jobs run (see
+	// comm_test.go).
+	if len(os.Args) > 2 && os.Args[1] == commScenarioArg {
+		os.Exit(commScenario(os.Args[2]))
+	}
 	dir, err := os.MkdirTemp("", "cosched-node-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,6 +61,7 @@ type clusterOpts struct {
 	slice      time.Duration
 	policy     gang.Policy
 	priority   int
+	bandwidth  float64 // bcs: bytes per second per node
 }
 
 func startCluster(t *testing.T, o clusterOpts) *testCluster {
@@ -81,7 +87,7 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, Log: log,
 		}
 		if i == 0 {
-			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy = true, o.mode, o.mpl, o.slice, o.policy
+			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
 		} else {
 			cfg.Join = []string{c.agents[0].GossipAddr()}
 		}

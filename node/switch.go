@@ -25,11 +25,12 @@ type signaller interface {
 //
 // Gang mode works per job: a job's ranks here are stopped or continued
 // together. BCS mode (reuse) works per rank and per processor slot: in
-// each slot the rank of the slice's row runs unless it is blocked in
-// communication or the row has no rank there, in which case the next ready
-// rank of that slot, in row order after the slice's row, runs instead until
-// the row's rank can proceed (process-level slot reuse, as the simulator's
-// BCS model does it).
+// each slot the rank of the slice's row runs; when it is blocked in
+// communication, or the row has no rank there, the next ready rank of that
+// slot, in row order after the slice's row, is continued too and runs
+// until the row's rank can proceed (process-level slot reuse, as the
+// simulator's BCS model does it). The blocked rank is not stopped: it
+// sleeps in the relay, and must stay able to time out.
 type switcher struct {
 	mu     sync.Mutex
 	ranks  signaller
@@ -258,6 +259,14 @@ func (s *switcher) applyRanksLocked() {
 		case ready >= 0:
 			want[cs[ready].r] = true
 			reuse[cs[ready].r] = true
+			// The row's blocked ranks stay continued: asleep in the
+			// relay they use no CPU, and stopped they could not notice
+			// their own timeouts (and say they stopped waiting).
+			for _, c := range cs {
+				if c.order == 0 {
+					want[c.r] = true
+				}
+			}
 		}
 	}
 	for id, j := range s.jobs {

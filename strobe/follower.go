@@ -93,8 +93,8 @@ type Follower struct {
 	c           counters
 	records     ring[SliceRecord]
 	seen        map[string]PeerHeartbeat
-	pendingHB   *outgoingHeartbeat // Heartbeats set: the newest heartbeat not yet sent
-	lastDropLog int64              // mono time of the last dropped-packet warning
+	pendingHB   []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
+	lastDropLog int64               // mono time of the last dropped-packet warning
 }
 
 // outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
@@ -322,10 +322,14 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	f.c.hbSent += sent
 	f.c.hbSendErrors += failed
 	if f.cfg.Heartbeats != nil {
-		if f.pendingHB != nil {
-			f.c.hbDropped++ // the sender is a whole slice behind: the newer one wins
+		// Every heartbeat matters (BCS's control data rides on it), so a
+		// slow sender catches up rather than skipping; only a sender that
+		// has fallen hopelessly behind loses the oldest.
+		if len(f.pendingHB) >= maxPendingHeartbeats {
+			f.pendingHB = f.pendingHB[1:]
+			f.c.hbDropped++
 		}
-		f.pendingHB = &outgoingHeartbeat{hb: hb, peers: peers}
+		f.pendingHB = append(f.pendingHB, outgoingHeartbeat{hb: hb, peers: peers})
 	}
 	f.records.add(rec)
 	f.mu.Unlock()
@@ -337,8 +341,11 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	}
 }
 
+// maxPendingHeartbeats bounds the heartbeats waiting for the sender.
+const maxPendingHeartbeats = 64
+
 // sendHeartbeats is the heartbeat sender when Heartbeats is set: it sends
-// the newest queued heartbeat to that slice's peers.
+// the queued heartbeats, in order, each to its slice's peers.
 func (f *Follower) sendHeartbeats(ctx context.Context) {
 	for {
 		select {
@@ -347,20 +354,20 @@ func (f *Follower) sendHeartbeats(ctx context.Context) {
 		case <-f.hbWake:
 		}
 		f.mu.Lock()
-		out := f.pendingHB
+		outs := f.pendingHB
 		f.pendingHB = nil
 		f.mu.Unlock()
-		if out == nil {
-			continue
+		for i := range outs {
+			out := &outs[i]
+			if f.cfg.HeartbeatData != nil {
+				out.hb.Data = f.cfg.HeartbeatData(out.hb.Epoch, out.hb.Seq)
+			}
+			sent, failed := f.sendHeartbeat(f.cfg.Heartbeats, &out.hb, "", out.peers)
+			f.mu.Lock()
+			f.c.hbSent += sent
+			f.c.hbSendErrors += failed
+			f.mu.Unlock()
 		}
-		if f.cfg.HeartbeatData != nil {
-			out.hb.Data = f.cfg.HeartbeatData(out.hb.Epoch, out.hb.Seq)
-		}
-		sent, failed := f.sendHeartbeat(f.cfg.Heartbeats, &out.hb, "", out.peers)
-		f.mu.Lock()
-		f.c.hbSent += sent
-		f.c.hbSendErrors += failed
-		f.mu.Unlock()
 	}
 }
 

@@ -23,7 +23,7 @@ type Stats struct {
 
 	HeartbeatsSent      uint64 // datagrams
 	HeartbeatSendErrors uint64
-	HeartbeatsDropped   uint64 // with a separate heartbeat socket: superseded before they were sent
+	HeartbeatsDropped   uint64 // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
 	HeartbeatsReceived  uint64
 	Peers               map[string]PeerHeartbeat // by sender name; at most 4096 names are tracked
 

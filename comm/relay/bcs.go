@@ -68,6 +68,10 @@ type loadRank struct {
 	Rank int   `msgpack:"r"`
 }
 
+// keepPlans is how many slices a transferred plan is kept for its
+// heartbeat.
+const keepPlans = 8
+
 func (b *bcsState) init() {
 	b.plans = map[uint64]*slicePlan{}
 	b.loads = map[uint64]map[string]*load{}
@@ -315,7 +319,15 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 		}
 		r.planLocked(p)
 		r.sendPlanLocked(p)
-		delete(b.plans, seq)
+		// The plan stays a few slices: this node's heartbeat for the slice
+		// may be composed after the transfer (the peers' heartbeats came
+		// first) and must still carry it.
+		p.msgs = nil
+		for s := range b.plans {
+			if s+keepPlans <= seq {
+				delete(b.plans, s)
+			}
+		}
 		b.order = b.order[1:]
 		b.done = seq
 		for s := range b.loads {

@@ -185,6 +185,21 @@ func (r *Relay) rankFrame(rs *rankState, t frame.Type, body []byte) error {
 		rs.recompute(r)
 		r.mu.Unlock()
 		return nil
+	case comm.FrameUnwait:
+		var u comm.Unwait
+		if err := frame.Decode(body, &u); err != nil {
+			return fmt.Errorf("malformed unwait: %w", err)
+		}
+		r.mu.Lock()
+		for _, req := range u.Reqs {
+			delete(rs.waiting, req)
+		}
+		if u.Barrier != 0 && u.Barrier == rs.barrier {
+			rs.inBarrier = false
+		}
+		rs.recompute(r)
+		r.mu.Unlock()
+		return nil
 	case comm.FrameArrive:
 		var a comm.Arrive
 		if err := frame.Decode(body, &a); err != nil {
@@ -203,6 +218,8 @@ func (r *Relay) rankFrame(rs *rankState, t frame.Type, body []byte) error {
 	case comm.FrameFinalize:
 		r.mu.Lock()
 		rs.finalized = true
+		clear(rs.waiting)
+		rs.recompute(r)
 		if rs.conn != nil {
 			rs.conn.send(comm.FrameBye, &comm.Bye{})
 		}
@@ -269,7 +286,7 @@ func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
 	case seq <= j.released:
 		return fmt.Errorf("barrier %d already completed", seq)
 	}
-	rs.barrier = seq
+	rs.barrier, rs.inBarrier = seq, true
 	rs.recompute(r)
 	j.arrived[seq]++
 	if r.mode == Immediate && j.arrived[seq] == len(j.local) {

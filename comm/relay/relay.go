@@ -129,7 +129,8 @@ type rankState struct {
 	finalized bool
 	pending   map[uint64]struct{} // posted receives not yet delivered
 	waiting   map[uint64]struct{} // the subset the rank said it is blocked on
-	barrier   uint64              // barrier it waits in (0: none)
+	barrier   uint64              // barrier it arrived at, not yet released (0: none)
+	inBarrier bool                // and it waits for the release (no Unwait since)
 	blocked   bool
 }
 
@@ -359,7 +360,7 @@ func (rs *rankState) setBlocked(r *Relay, b bool) {
 }
 
 func (rs *rankState) recompute(r *Relay) {
-	rs.setBlocked(r, rs.conn != nil && (len(rs.waiting) > 0 || rs.barrier != 0))
+	rs.setBlocked(r, rs.conn != nil && !rs.finalized && (len(rs.waiting) > 0 || rs.barrier != 0 && rs.inBarrier))
 }
 
 // deliverLocked hands a message to a local rank: to its oldest matching
@@ -401,7 +402,7 @@ func (r *Relay) releaseLocked(j *job, seq uint64) {
 	j.released = seq
 	for _, rs := range j.local {
 		if rs.barrier == seq {
-			rs.barrier = 0
+			rs.barrier, rs.inBarrier = 0, false
 			if rs.conn != nil {
 				rs.conn.send(comm.FrameRelease, &comm.Release{Seq: seq})
 			}

@@ -419,3 +419,28 @@ func TestBufferedHeartbeatTimeout(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// A rank that stops waiting (its ctx ended) says so, and is not counted
+// blocked any more; nor is a finalized rank.
+func TestUnwait(t *testing.T) {
+	var blocks blockLog
+	r := newRelay(t, "n0", &blocks)
+	r.AddJob(1, []string{"n0", "n0"})
+	a, _ := dialRank(t, r, 1, 0, 2), dialRank(t, r, 1, 1, 2)
+	req := a.post(1, 0)
+	a.send(comm.FrameWait, &comm.Wait{Reqs: []uint64{req}})
+	eventually(t, "blocked in a receive", func() bool { return r.Stats().Blocked == 1 })
+	a.send(comm.FrameUnwait, &comm.Unwait{Reqs: []uint64{req}})
+	eventually(t, "unblocked by Unwait", func() bool { return r.Stats().Blocked == 0 })
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	eventually(t, "blocked in a barrier", func() bool { return r.Stats().Blocked == 1 })
+	a.send(comm.FrameUnwait, &comm.Unwait{Barrier: 1})
+	eventually(t, "unblocked from the barrier", func() bool { return r.Stats().Blocked == 0 })
+	a.send(comm.FrameWait, &comm.Wait{Reqs: []uint64{req}})
+	eventually(t, "blocked again", func() bool { return r.Stats().Blocked == 1 })
+	a.send(comm.FrameFinalize, &comm.Finalize{})
+	eventually(t, "finalized, not blocked", func() bool { return r.Stats().Blocked == 0 })
+	if got := blocks.get(); len(got) != 6 {
+		t.Fatalf("block events %v", got)
+	}
+}

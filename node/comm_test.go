@@ -1,0 +1,376 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/node"
+)
+
+// commScenarioArg makes the test binary run a comm program instead of the
+// tests (TestMain): `node.test __comm_scenario NAME`.
+const commScenarioArg = "__comm_scenario"
+
+func scenarioCommand(name string) []string {
+	return []string{os.Args[0], commScenarioArg, name}
+}
+
+// commScenario is a rank's program. It exits 0 after Finalize when every
+// check passed, 1 with the reason on stderr otherwise.
+func commScenario(name string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := comm.Init(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "init:", err)
+		return 1
+	}
+	switch name {
+	case "semantics":
+		err = semantics(ctx, c)
+	case "exit-early":
+		if c.Rank() == 1 {
+			return 0 // no Finalize: the job must fail, not hang
+		}
+		_, err = c.Recv(ctx, 1, 0) // never comes; the job's end kills this rank
+	default:
+		err = fmt.Errorf("unknown scenario %q", name)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: %v\n", c.Rank(), err)
+		return 1
+	}
+	if err := c.Finalize(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "finalize:", err)
+		return 1
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+// semantics exercises comm and checks every result: order per (source,
+// tag), any-source and any-tag, non-blocking calls, barrier, collectives,
+// and that nothing is delivered twice.
+func semantics(ctx context.Context, c *comm.Comm) error {
+	n, me := c.Size(), c.Rank()
+	const m = 40
+	msg := func(src, tag, i int) []byte { return fmt.Appendf(nil, "%d:%d:%d", src, tag, i) }
+	// Streams with two tags to every rank, self included.
+	for dst := range n {
+		for i := range m {
+			for _, tag := range []int{1, 2} {
+				if err := c.Send(ctx, dst, tag, msg(me, tag, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for src := range n {
+		for i := range m { // tag 2 by name: in order, skipping tag 1's
+			got, err := c.Recv(ctx, src, 2)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(got.Data, msg(src, 2, i)) || got.Source != src || got.Tag != 2 {
+				return fmt.Errorf("from %d tag 2 #%d: got %q (src %d tag %d)", src, i, got.Data, got.Source, got.Tag)
+			}
+		}
+		for i := range m { // then AnyTag: only tag 1's are left, in order
+			got, err := c.Recv(ctx, src, comm.AnyTag)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(got.Data, msg(src, 1, i)) {
+				return fmt.Errorf("from %d any tag #%d: got %q", src, i, got.Data)
+			}
+		}
+	}
+	// Any source: rank 0 hears from everyone once.
+	if err := c.Send(ctx, 0, 3, []byte{byte(me)}); err != nil {
+		return err
+	}
+	if me == 0 {
+		var from []int
+		for range n {
+			got, err := c.Recv(ctx, comm.AnySource, 3)
+			if err != nil {
+				return err
+			}
+			from = append(from, got.Source)
+		}
+		slices.Sort(from)
+		if len(slices.Compact(from)) != n {
+			return fmt.Errorf("any-source receives came from %v", from)
+		}
+	}
+	// Non-blocking ring.
+	right, left := (me+1)%n, (me-1+n)%n
+	rr, err := c.Irecv(left, 4)
+	if err != nil {
+		return err
+	}
+	sr, err := c.Isend(right, 4, []byte(fmt.Sprint(me)))
+	if err != nil {
+		return err
+	}
+	ms, err := c.Waitall(ctx, []*comm.Request{sr, rr})
+	if err != nil {
+		return err
+	}
+	if string(ms[1].Data) != fmt.Sprint(left) {
+		return fmt.Errorf("ring: got %q from %d", ms[1].Data, left)
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	in := make([][]byte, n)
+	for j := range n {
+		in[j] = fmt.Appendf(nil, "%d->%d", me, j)
+	}
+	out, err := c.Alltoall(ctx, in)
+	if err != nil {
+		return err
+	}
+	for j := range n {
+		if want := fmt.Sprintf("%d->%d", j, me); string(out[j]) != want {
+			return fmt.Errorf("alltoall from %d: %q, want %q", j, out[j], want)
+		}
+	}
+	sum, err := c.Allreduce(ctx, 0.1*float64(me+1))
+	if err != nil {
+		return err
+	}
+	want := 0.0
+	for r := range n {
+		want += 0.1 * float64(r+1)
+	}
+	if math.Float64bits(sum) != math.Float64bits(want) {
+		return fmt.Errorf("allreduce %v, want %v", sum, want)
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	// Exactly once: everything sent has been received; nothing else comes.
+	quiet, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if got, err := c.Recv(quiet, comm.AnySource, comm.AnyTag); !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("a message beyond those sent: %q from %d (%v)", got.Data, got.Source, err)
+	}
+	return nil
+}
+
+// The comm library's semantics hold in every mode, through real agents'
+// relays, with ranks on three nodes stopped and continued by the slice
+// switching (gang, bcs) or from outside at random (local).
+func TestCommSemanticsInEveryMode(t *testing.T) {
+	for _, mode := range []node.Mode{node.Space, node.Gang, node.BCS, node.Local} {
+		t.Run(string(mode), func(t *testing.T) {
+			o := clusterOpts{agents: 3, mode: mode, mpl: 2, slice: 20 * time.Millisecond}
+			if mode == node.Space {
+				o.mpl = 1
+			}
+			c := startCluster(t, o)
+			var spin int64
+			if mode.TimeShared() {
+				c.waitHeartbeats()
+				// A second row, so the rows rotate and the ranks are
+				// stopped and continued mid-operation.
+				spin = c.submit(node.JobSpec{Name: "spin", Command: busy, Processors: 3})
+				c.waitState(spin, node.Running, 20*time.Second)
+			}
+			id := c.submit(node.JobSpec{Name: "semantics", Command: scenarioCommand("semantics"), Processors: 3})
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if mode == node.Local {
+				wg.Add(1)
+				go func() { // SIGSTOP/SIGCONT the ranks mid-operation
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						case <-time.After(3 * time.Millisecond):
+						}
+						for _, pid := range jobPIDs(t, id) {
+							sig := syscall.SIGSTOP
+							if i%2 == 1 {
+								sig = syscall.SIGCONT
+							}
+							syscall.Kill(-pid, sig)
+						}
+					}
+				}()
+			}
+			j := waitDone(t, c, id, 90*time.Second)
+			close(stop)
+			wg.Wait()
+			if j.State != node.Completed {
+				t.Fatalf("job %s: %s; rank errors in %s", j.State, j.Reason, c.dir)
+			}
+			for _, r := range j.Ranks {
+				if r.Code != 0 || r.Error != "" {
+					t.Fatalf("rank %+v", r)
+				}
+			}
+			st := c.relayStats()
+			switch mode {
+			case node.BCS:
+				// Everything went through slice transfers, and what the
+				// heartbeats announced is what arrived.
+				if st.Announced == 0 || st.AnnouncedIn != st.ReceivedIn || st.AnnouncedInBytes != st.ReceivedInBytes || st.Transferred != st.Announced {
+					t.Fatalf("bcs relay totals %+v", st)
+				}
+			default:
+				if st.Announced != 0 || st.Forwarded == 0 {
+					t.Fatalf("%s relay totals %+v", mode, st)
+				}
+			}
+			if spin != 0 {
+				if err := c.client.Cancel(context.Background(), spin); err != nil {
+					t.Fatal(err)
+				}
+				c.waitGone(spin)
+			}
+		})
+	}
+}
+
+// waitDone waits for a job to end and returns it.
+func waitDone(t *testing.T, c *testCluster, id int64, timeout time.Duration) node.Job {
+	t.Helper()
+	var j node.Job
+	eventually(t, timeout, func() error {
+		var err error
+		if j, err = c.client.Job(context.Background(), id); err != nil {
+			return err
+		}
+		if !j.State.Done() {
+			return fmt.Errorf("job %d is %s", id, j.State)
+		}
+		return nil
+	})
+	return j
+}
+
+// A rank that leaves comm without Finalize fails its job at once, though
+// it exited 0, and no rank is left behind waiting for it.
+func TestRankExitingWithoutFinalizeFailsJob(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 2, mode: node.Gang, mpl: 1})
+	id := c.submit(node.JobSpec{Command: scenarioCommand("exit-early"), Processors: 2})
+	j := waitDone(t, c, id, 30*time.Second)
+	if j.State != node.Failed || !strings.Contains(j.Reason, "without comm.Finalize") {
+		t.Fatalf("job %s: %q", j.State, j.Reason)
+	}
+	c.waitGone(id)
+}
+
+// relayStats adds up every agent's relay counters.
+func (c *testCluster) relayStats() relay.Stats {
+	c.t.Helper()
+	var sum relay.Stats
+	for _, a := range c.agents {
+		st, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r := st.Relay
+		sum.Sent += r.Sent
+		sum.Forwarded += r.Forwarded
+		sum.Received += r.Received
+		sum.Delivered += r.Delivered
+		sum.Announced += r.Announced
+		sum.AnnouncedIn += r.AnnouncedIn
+		sum.AnnouncedInBytes += r.AnnouncedInBytes
+		sum.ReceivedIn += r.ReceivedIn
+		sum.ReceivedInBytes += r.ReceivedInBytes
+		sum.Transferred += r.Transferred
+		sum.Dropped += r.Dropped
+		sum.MaxSliceBytes = max(sum.MaxSliceBytes, r.MaxSliceBytes)
+	}
+	return sum
+}
+
+// waitHeartbeats waits until every agent hears every other's heartbeats:
+// gossip has converged, so every agent's heartbeats and messages reach
+// every other (time-shared modes only: heartbeats answer strobes).
+func (c *testCluster) waitHeartbeats() {
+	c.t.Helper()
+	eventually(c.t, 20*time.Second, func() error {
+		for _, a := range c.agents {
+			st, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+			if err != nil {
+				return err
+			}
+			if n := len(st.Strobe.Peers); n != len(c.agents)-1 {
+				return fmt.Errorf("%s hears %d peers", a.Name(), n)
+			}
+		}
+		return nil
+	})
+}
+
+// BCS end to end with benchmark jobs (bench-rank through the relays): a
+// blocking pattern and a computing one share the nodes in two rows. The
+// nodes lend the blocked ranks' processors to the others (slot reuse), no
+// slice transfer exceeds h_max, and what the heartbeats announced is what
+// arrived. The second job is submitted with the CLI.
+func TestBCSBenchmarks(t *testing.T) {
+	const slice = 20 * time.Millisecond
+	hmax := 2 * 4096 // two benchmark messages per node per slice
+	c := startCluster(t, clusterOpts{agents: 2, mode: node.BCS, mpl: 2, slice: slice, bandwidth: float64(hmax) / slice.Seconds()})
+	c.waitHeartbeats()
+	blocking := c.submit(node.JobSpec{Name: "exchange", Bench: "5ms,2ms,transpose,B", BenchIterations: 15, BenchWork: "wall",
+		Processors: 2, TimeLimit: node.Duration{D: time.Second}, Overrun: "extend"})
+	cmd := execCommand(coschedBin, "submit", "--addr", c.agents[1].APIAddr(), "-n", "2", "--bench", "20ms,0ms,barrier,NB",
+		"--iterations", "20", "--work", "wall", "--parsable")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cosched submit --bench: %v\n%s", err, out)
+	}
+	computing, err := node.ParseJobID(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("submit printed %q", out)
+	}
+	for id, iters := range map[int64]int{blocking: 15, computing: 20} {
+		j := waitDone(t, c, id, 90*time.Second)
+		if j.State != node.Completed {
+			t.Fatalf("job %d %s: %s", id, j.State, j.Reason)
+		}
+		for _, r := range j.Ranks {
+			if r.Bench == nil || r.Bench.Iterations != iters || r.Bench.Compute.D <= 0 || r.Bench.Wall.D < r.Bench.Compute.D {
+				t.Fatalf("job %d rank %d bench stats %+v", id, r.Rank, r.Bench)
+			}
+		}
+	}
+	st := c.relayStats()
+	if st.Announced == 0 || st.AnnouncedIn != st.ReceivedIn || st.AnnouncedInBytes != st.ReceivedInBytes {
+		t.Fatalf("relay totals %+v", st)
+	}
+	if st.MaxSliceBytes > uint64(hmax) {
+		t.Fatalf("a slice transferred %d bytes, h_max %d", st.MaxSliceBytes, hmax)
+	}
+	var reuses uint64
+	for _, a := range c.agents {
+		s, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reuses += s.SlotReuses
+	}
+	if reuses == 0 {
+		t.Fatal("no slot was reused, though the exchanging job blocks every iteration")
+	}
+	t.Logf("slot reuses %d; relay %+v", reuses, st)
+}
