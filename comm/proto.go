@@ -94,6 +94,9 @@ type Send struct {
 	Data    []byte `msgpack:"x"`
 }
 
+// EncodedSizeHint lets frames carrying a payload be encoded in one piece.
+func (s Send) EncodedSizeHint() int { return len(s.Data) + 32 }
+
 // Post posts a receive; Req is the rank's own identifier, unique on its
 // connection, echoed in the Deliver. Src may be AnySource, Tag AnyTag.
 type Post struct {
@@ -108,6 +111,9 @@ type Post struct {
 type Wait struct {
 	Reqs []uint64 `msgpack:"r"`
 }
+
+// EncodedSizeHint lets frames carrying a payload be encoded in one piece.
+func (d Deliver) EncodedSizeHint() int { return len(d.Data) + 48 }
 
 // Unwait says the rank stopped waiting before the wait was over (its
 // context ended): for the listed receives, and for barrier Barrier's

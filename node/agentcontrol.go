@@ -180,7 +180,7 @@ func (a *Agent) forwardExits() {
 		a.sw.rankExited(e.Job, e.Rank)
 		if len(a.ranks.Ranks(e.Job)) == 0 {
 			a.sw.remove(e.Job)
-			a.relay.RemoveJob(e.Job)
+			a.relay.FinishJob(e.Job)
 		}
 		a.report(m)
 	}

@@ -79,7 +79,11 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 		o.slice = 20 * time.Millisecond
 	}
 	c := &testCluster{t: t, dir: t.TempDir()}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	level := zap.WarnLevel
+	if os.Getenv("COSCHED_TEST_LOG") == "debug" {
+		level = zap.DebugLevel
+	}
+	log := zaptest.NewLogger(t, zaptest.Level(level))
 	for i := 0; i < o.agents; i++ {
 		cfg := node.Config{
 			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,

@@ -3,10 +3,12 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -251,17 +253,38 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 func waitDone(t *testing.T, c *testCluster, id int64, timeout time.Duration) node.Job {
 	t.Helper()
 	var j node.Job
-	eventually(t, timeout, func() error {
+	deadline := time.Now().Add(timeout)
+	for {
 		var err error
-		if j, err = c.client.Job(context.Background(), id); err != nil {
-			return err
+		if j, err = c.client.Job(context.Background(), id); err == nil && j.State.Done() {
+			return j
 		}
-		if !j.State.Done() {
-			return fmt.Errorf("job %d is %s", id, j.State)
+		if time.Now().After(deadline) {
+			c.dump()
+			t.Fatalf("after %v: job %d is %s (%v)", timeout, id, j.State, err)
 		}
-		return nil
-	})
-	return j
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dump logs what every agent knows, so that a job that never ends can be
+// diagnosed from the test's output alone.
+func (c *testCluster) dump() {
+	for _, a := range c.agents {
+		st, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		if err != nil {
+			c.t.Logf("%s: stats: %v", a.Name(), err)
+			continue
+		}
+		b, _ := json.Marshal(st)
+		c.t.Logf("%s: %s", a.Name(), b)
+	}
+	files, _ := filepath.Glob(filepath.Join(c.dir, "*", "agents", "*", "jobs", "*", "rank-*"))
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && len(b) > 0 {
+			c.t.Logf("%s:\n%s", f, b)
+		}
+	}
 }
 
 // A rank that leaves comm without Finalize fails its job at once, though

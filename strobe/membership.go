@@ -25,13 +25,14 @@ var ErrShutdown = errors.New("strobe: membership is shut down")
 // goroutines; they never block (see Events). All methods are safe for
 // concurrent use.
 type Membership struct {
-	ml     *memberlist.Memberlist
-	name   string
-	addr   string
-	log    *zap.Logger
-	events *eventQueue
-	meta   *metaDelegate
-	table  *eventDelegate
+	ml       *memberlist.Memberlist
+	name     string
+	addr     string
+	log      *zap.Logger
+	events   *eventQueue
+	closeLog func() // silences memberlist's logger once it is shut down
+	meta     *metaDelegate
+	table    *eventDelegate
 
 	mu       sync.RWMutex // Leave and UpdateMeta hold it shared, Shutdown exclusively
 	shutdown bool
@@ -61,13 +62,15 @@ func Join(cfg MemberConfig) (*Membership, error) {
 	// A label keeps cosched's gossip apart from any other memberlist
 	// cluster (Consul, Nomad, Serf) that a misconfigured Join could reach.
 	mc.Label = "cosched"
-	mc.Logger = memberlistLogger(log)
+	var closeLog func()
+	mc.Logger, closeLog = memberlistLogger(log)
 
 	m := &Membership{
-		name:   cfg.Name,
-		log:    log,
-		events: newEventQueue(cfg.EventBuffer),
-		meta:   &metaDelegate{meta: metaBytes},
+		name:     cfg.Name,
+		log:      log,
+		events:   newEventQueue(cfg.EventBuffer),
+		meta:     &metaDelegate{meta: metaBytes},
+		closeLog: closeLog,
 	}
 	m.table = &eventDelegate{q: m.events, log: log, members: map[string]Meta{cfg.Name: cfg.Meta}}
 	mc.Delegate = m.meta
@@ -76,6 +79,7 @@ func Join(cfg MemberConfig) (*Membership, error) {
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		m.events.close()
+		closeLog()
 		return nil, fmt.Errorf("strobe: start gossip on %s: %w", cfg.Bind, err)
 	}
 	m.ml = ml
@@ -186,6 +190,7 @@ func (m *Membership) Shutdown() error {
 		}
 	}
 	m.events.close()
+	m.closeLog()
 	return err
 }
 

@@ -200,7 +200,7 @@ func TestJoinNobodyThere(t *testing.T) {
 
 func TestMemberlistLogsGoToZap(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	l := memberlistLogger(zap.New(core))
+	l, closeLog := memberlistLogger(zap.New(core))
 	l.Printf("[WARN] memberlist: Was able to connect to %s", "x")
 	l.Printf("[DEBUG] memberlist: Stream connection from=%s", "y")
 	l.Printf("[ERR] memberlist: Failed: %v", errors.New("boom"))
@@ -217,6 +217,11 @@ func TestMemberlistLogsGoToZap(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	closeLog() // memberlist shut down: its stragglers are not heard
+	l.Printf("[WARN] memberlist: late")
+	if n := logs.Len(); n != len(want) {
+		t.Fatalf("%d lines after close, want %d", n, len(want))
 	}
 }
 

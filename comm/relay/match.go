@@ -37,7 +37,7 @@ type matcher struct {
 func (m *matcher) arrive(e envelope) (posted, bool) {
 	for i, p := range m.posted {
 		if p.matches(e) {
-			m.posted = append(m.posted[:i], m.posted[i+1:]...)
+			m.posted = remove(m.posted, i)
 			return p, true
 		}
 	}
@@ -50,11 +50,25 @@ func (m *matcher) arrive(e envelope) (posted, bool) {
 func (m *matcher) post(p posted) (envelope, bool) {
 	for i, e := range m.unexpected {
 		if p.matches(e) {
-			m.unexpected = append(m.unexpected[:i], m.unexpected[i+1:]...)
+			m.unexpected = remove(m.unexpected, i)
 			m.queued -= len(e.data)
 			return e, true
 		}
 	}
 	m.posted = append(m.posted, p)
 	return envelope{}, false
+}
+
+// remove deletes s[i]. The head, by far the most common case (streams are
+// matched in order), is dropped by reslicing, without moving the rest: a
+// queue of thousands of early messages must not cost a copy per receive.
+func remove[T any](s []T, i int) []T {
+	var zero T
+	if i == 0 {
+		s[0] = zero // let the GC have its payload
+		return s[1:]
+	}
+	copy(s[i:], s[i+1:])
+	s[len(s)-1] = zero
+	return s[:len(s)-1]
 }

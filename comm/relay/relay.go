@@ -298,6 +298,21 @@ func (r *Relay) AddJob(id int64, nodes []string) error {
 func (r *Relay) RemoveJob(id int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.forgetJobLocked(id)
+	r.bcs.dropJob(id)
+}
+
+// FinishJob forgets a job whose local ranks have all ended, as RemoveJob
+// does, but what they sent and is still buffered for a later slice goes
+// out: a send completed when the rank handed it over, and its receiver
+// may still be waiting for it.
+func (r *Relay) FinishJob(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgetJobLocked(id)
+}
+
+func (r *Relay) forgetJobLocked(id int64) {
 	j := r.jobs[id]
 	if j == nil {
 		return
@@ -316,7 +331,6 @@ func (r *Relay) RemoveJob(id int64) {
 			delete(r.ended, old)
 		}
 	}
-	r.bcs.dropJob(id)
 }
 
 // RankState says whether a rank of a job connected to the relay and

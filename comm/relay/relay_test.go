@@ -444,3 +444,37 @@ func TestUnwait(t *testing.T) {
 		t.Fatalf("block events %v", got)
 	}
 }
+
+// What a rank sent before all of its node's ranks ended still goes out at
+// the next slice (FinishJob); a cancelled job's buffered messages do not
+// (RemoveJob).
+func TestBufferedMessagesOutliveTheirSender(t *testing.T) {
+	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
+	link(r0, r1)
+	for _, r := range []*Relay{r0, r1} {
+		r.SetMode(Buffered, 40*time.Millisecond, 0)
+	}
+	nodes := []string{"n0", "n1"}
+	for _, job := range []int64{5, 6} {
+		r0.AddJob(job, nodes)
+		r1.AddJob(job, nodes)
+	}
+	a5, b5 := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
+	a6, b6 := dialRank(t, r0, 6, 0, 2), dialRank(t, r1, 6, 1, 2)
+	r0.Cut(1, 1)
+	a5.msg(1, 0, "last words")
+	a6.msg(1, 0, "never sent")
+	eventually(t, "outbox", func() bool { return r0.Stats().Outbox == 2 })
+	a5.send(comm.FrameFinalize, &comm.Finalize{})
+	r0.FinishJob(5) // job 5's ranks on n0 ended
+	r0.RemoveJob(6) // job 6 was cancelled
+	if s := r0.Stats(); s.Outbox != 1 {
+		t.Fatalf("outbox after FinishJob and RemoveJob: %+v", s)
+	}
+	r0.Cut(1, 2)
+	if d := b5.recv(0, 0); string(d.Data) != "last words" {
+		t.Fatalf("%+v", d)
+	}
+	b6.post(0, 0)
+	b6.expectNothing(100 * time.Millisecond)
+}

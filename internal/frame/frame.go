@@ -14,6 +14,7 @@ package frame
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -40,17 +41,32 @@ var (
 // Type identifies a message within a protocol.
 type Type uint8
 
+// Sizer is implemented by messages that know roughly how large they
+// encode (a message carrying a payload): Encode then allocates the frame
+// once, at its final size, and the payload is copied once.
+type Sizer interface {
+	EncodedSizeHint() int
+}
+
 // Encode marshals v into a complete frame of type t.
 func Encode(t Type, v any) ([]byte, error) {
-	body, err := msgpack.Marshal(v)
-	if err != nil {
+	hint := 64
+	if s, ok := v.(Sizer); ok {
+		hint = s.EncodedSizeHint()
+	}
+	// The body is encoded straight after the header's room, so the
+	// frame needs no second copy.
+	buf := bytes.NewBuffer(make([]byte, 6, 6+hint))
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("frame: encode type %d: %w", t, err)
 	}
-	buf := make([]byte, 6+len(body))
-	binary.BigEndian.PutUint32(buf, uint32(2+len(body)))
-	buf[4], buf[5] = Version, byte(t)
-	copy(buf[6:], body)
-	return buf, nil
+	b := buf.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	b[4], b[5] = Version, byte(t)
+	return b, nil
 }
 
 // Write encodes v as a frame of type t and writes it to w in one call.
