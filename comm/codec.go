@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cosched/cosched/internal/frame"
 )
 
 // Send and Deliver carry every message, so they encode and decode by hand
@@ -28,7 +30,7 @@ func (s *Send) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "c":
 			s.Context, err = d.DecodeInt()
 		case "x":
-			s.Data, err = d.DecodeBytes()
+			s.Data, err = frame.Bytes(d)
 		default:
 			return false, nil
 		}
@@ -62,7 +64,7 @@ func (m *Deliver) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "t":
 			m.Tag, err = d.DecodeInt()
 		case "x":
-			m.Data, err = d.DecodeBytes()
+			m.Data, err = frame.Bytes(d)
 		default:
 			return false, nil
 		}

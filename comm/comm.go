@@ -1,7 +1,6 @@
 package comm
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -71,8 +70,8 @@ type Comm struct {
 	// wmu serializes frames on the connection. It is taken before mu, and
 	// sequence numbers (request ids, barriers, collectives) are assigned
 	// under it so that they reach the relay in order.
-	wmu sync.Mutex
-	bw  *bufio.Writer
+	wmu  sync.Mutex
+	wbuf []byte // frames being written, reused (guarded by wmu)
 
 	mu        sync.Mutex
 	err       error         // why calls fail (ErrFinalized, Fatal, connection lost); nil while usable
@@ -163,7 +162,6 @@ func newComm(conn net.Conn, cfg Config) *Comm {
 	c := &Comm{
 		cfg:        cfg,
 		conn:       conn,
-		bw:         bufio.NewWriterSize(conn, 64<<10),
 		dead:       make(chan struct{}),
 		pending:    make(map[uint64]*Request),
 		welcome:    make(chan struct{}),

@@ -69,13 +69,18 @@ func (c *Comm) emit(mk func() []out) error {
 
 // writeLocked writes and flushes frames; the caller holds wmu.
 func (c *Comm) writeLocked(fs []out) error {
+	buf := c.wbuf[:0]
 	for _, f := range fs {
-		if err := frame.Write(c.bw, f.t, f.v); err != nil {
+		var err error
+		if buf, err = frame.Append(buf, f.t, f.v); err != nil {
 			return fmt.Errorf("writing %s to relay: %w", frameName(f.t), err)
 		}
 	}
-	if err := c.bw.Flush(); err != nil {
+	if _, err := c.conn.Write(buf); err != nil {
 		return fmt.Errorf("writing to relay: %w", err)
+	}
+	if cap(buf) <= 1<<20 { // keep a buffer for the usual frames, not for a rare huge one
+		c.wbuf = buf
 	}
 	return nil
 }

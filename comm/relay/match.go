@@ -1,6 +1,10 @@
 package relay
 
-import "github.com/cosched/cosched/comm"
+import (
+	"bytes"
+
+	"github.com/cosched/cosched/comm"
+)
 
 // envelope is a message waiting for a receive at its destination rank.
 type envelope struct {
@@ -41,6 +45,7 @@ func (m *matcher) arrive(e envelope) (posted, bool) {
 			return p, true
 		}
 	}
+	e.data = bytes.Clone(e.data) // it was borrowed from the frame that carried it
 	m.unexpected = append(m.unexpected, e)
 	m.queued += len(e.data)
 	return posted{}, false

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,7 @@ func (m *peerMsg) DecodeMsgpack(d *msgpack.Decoder) error {
 	if m.Slice, err = d.DecodeUint64(); err != nil {
 		return err
 	}
-	if m.Data, err = d.DecodeBytes(); err != nil {
+	if m.Data, err = frame.Bytes(d); err != nil {
 		return err
 	}
 	for range n - 7 {
@@ -216,10 +217,7 @@ func (r *Relay) waitPeerAddr(pc *peerConn) (string, error) {
 		if addr != "" {
 			return addr, nil
 		}
-		pc.q.mu.Lock()
-		qclosed := pc.q.closed
-		pc.q.mu.Unlock()
-		if qclosed {
+		if pc.q.isClosed() {
 			return "", errors.New("closed")
 		}
 		select {
@@ -241,22 +239,17 @@ func (r *Relay) forwardLocked(node string, m peerMsg, slice uint64) {
 		return
 	}
 	m.Slice = slice
-	b, err := frame.Encode(framePeerMsg, &m)
-	if err != nil {
+	if _, err := r.peerLocked(node).q.push(framePeerMsg, &m); err != nil {
 		r.log.Error("encode message for peer", zap.Error(err))
 		return
 	}
-	r.peerLocked(node).q.push(b)
 	r.st.Forwarded++
 }
 
 func (r *Relay) sendPeerLocked(node string, t frame.Type, v any) {
-	b, err := frame.Encode(t, v)
-	if err != nil {
+	if _, err := r.peerLocked(node).q.push(t, v); err != nil {
 		r.log.Error("encode frame for peer", zap.Error(err))
-		return
 	}
-	r.peerLocked(node).q.push(b)
 }
 
 func (r *Relay) acceptPeers() {
@@ -316,7 +309,9 @@ func (r *Relay) servePeer(c net.Conn) {
 		switch t {
 		case framePeerMsg:
 			in.msg = new(peerMsg)
-			err = frame.Decode(body, in.msg)
+			// in.msg.Data points into the read buffer: whatever keeps
+			// it copies it.
+			err = frame.DecodeBorrowing(body, in.msg)
 			if err == nil && (in.msg.Dst < 0 || in.msg.Src < 0) {
 				err = fmt.Errorf("message between ranks %d and %d", in.msg.Src, in.msg.Dst)
 			}
@@ -351,6 +346,9 @@ func (r *Relay) inboundLocked(in inbound) {
 				r.log.Error("too much held for jobs not registered here; dropped", zap.Int64("job", id), zap.Int("held bytes", r.earlyBytes))
 			}
 			return
+		}
+		if in.msg != nil {
+			in.msg.Data = bytes.Clone(in.msg.Data)
 		}
 		r.early[id] = append(r.early[id], in)
 		r.earlyBytes += in.size()

@@ -25,12 +25,9 @@ type rankConn struct {
 // send queues a frame for the rank. An encoding failure cannot happen for
 // these types; it would be logged.
 func (rc *rankConn) send(t frame.Type, v any) {
-	b, err := frame.Encode(t, v)
-	if err != nil {
+	if _, err := rc.q.push(t, v); err != nil {
 		rc.log.Error("encode frame for rank", zap.Error(err))
-		return
 	}
-	rc.q.push(b)
 }
 
 // fatal tells the rank why its connection ends, then ends it once the
@@ -161,7 +158,8 @@ func (r *Relay) rankFrame(rs *rankState, t frame.Type, body []byte) error {
 	switch t {
 	case comm.FrameSend:
 		var s comm.Send
-		if err := frame.Decode(body, &s); err != nil {
+		// s.Data points into the read buffer: whatever keeps it copies it.
+		if err := frame.DecodeBorrowing(body, &s); err != nil {
 			return fmt.Errorf("malformed send: %w", err)
 		}
 		return r.rankSend(rs, s)

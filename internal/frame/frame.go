@@ -54,18 +54,26 @@ func Encode(t Type, v any) ([]byte, error) {
 	if s, ok := v.(Sizer); ok {
 		hint = s.EncodedSizeHint()
 	}
-	// The body is encoded straight after the header's room, so the
-	// frame needs no second copy.
-	buf := bytes.NewBuffer(make([]byte, 6, 6+hint))
+	return Append(make([]byte, 0, 6+hint), t, v)
+}
+
+// Append marshals v as a frame of type t at the end of dst and returns
+// the extended slice: a writer that reuses one buffer for its frames
+// encodes without allocating.
+func Append(dst []byte, t Type, v any) ([]byte, error) {
+	start := len(dst)
+	// The body is encoded straight after the header's room, so the frame
+	// needs no second copy.
+	buf := bytes.NewBuffer(append(dst, 0, 0, 0, 0, 0, 0))
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(buf)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("frame: encode type %d: %w", t, err)
+		return dst, fmt.Errorf("frame: encode type %d: %w", t, err)
 	}
 	b := buf.Bytes()
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	b[4], b[5] = Version, byte(t)
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
+	b[start+4], b[start+5] = Version, byte(t)
 	return b, nil
 }
 
@@ -114,12 +122,22 @@ func (r *Reader) Read() (Type, []byte, error) {
 	case n > r.max:
 		return 0, nil, fmt.Errorf("frame: %w: %d bytes, limit %d", ErrTooLarge, n, r.max)
 	}
-	if cap(r.buf) < n {
-		r.buf = make([]byte, n)
-	}
-	b := r.buf[:n]
-	if _, err := io.ReadFull(r.r, b); err != nil {
-		return 0, nil, fmt.Errorf("frame: read %d-byte frame: %w", n, err)
+	var b []byte
+	if n <= r.r.Size() {
+		// The frame fits the read buffer: hand out the buffer itself.
+		var err error
+		if b, err = r.r.Peek(n); err != nil {
+			return 0, nil, fmt.Errorf("frame: read %d-byte frame: %w", n, noEOF(err))
+		}
+		_, _ = r.r.Discard(n) // cannot fail: Peek returned n bytes
+	} else {
+		if cap(r.buf) < n {
+			r.buf = make([]byte, n)
+		}
+		b = r.buf[:n]
+		if _, err := io.ReadFull(r.r, b); err != nil {
+			return 0, nil, fmt.Errorf("frame: read %d-byte frame: %w", n, err)
+		}
 	}
 	if b[0] != Version {
 		return 0, nil, fmt.Errorf("frame: %w %d (want %d)", ErrVersion, b[0], Version)
@@ -138,4 +156,60 @@ func Decode(body []byte, v any) error {
 		return fmt.Errorf("frame: decode: %w", err)
 	}
 	return nil
+}
+
+// DecodeBorrowing is Decode, except that the byte slices v decodes with
+// Bytes point into body instead of being copied: the caller must copy
+// whatever it keeps past body's lifetime (for a Reader, the next Read).
+// A relay that re-encodes a payload at once saves a copy and an
+// allocation per message this way.
+func DecodeBorrowing(body []byte, v any) error {
+	if err := msgpackcheck.Check(body); err != nil {
+		return fmt.Errorf("frame: decode: %w", err)
+	}
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(&borrowReader{Reader: bytes.NewReader(body), body: body})
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("frame: decode: %w", err)
+	}
+	return nil
+}
+
+// borrowReader is the reader DecodeBorrowing decodes from; Bytes
+// recognizes it.
+type borrowReader struct {
+	*bytes.Reader
+	body []byte
+}
+
+// Bytes decodes a msgpack bin (or nil) for a message's DecodeMsgpack:
+// under DecodeBorrowing the result points into the frame, otherwise it is
+// a copy.
+func Bytes(d *msgpack.Decoder) ([]byte, error) {
+	br, ok := d.Buffered().(*borrowReader)
+	if !ok {
+		return d.DecodeBytes()
+	}
+	n, err := d.DecodeBytesLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if n > br.Len() {
+		return nil, io.ErrUnexpectedEOF
+	}
+	off := len(br.body) - br.Len()
+	if _, err := br.Seek(int64(n), io.SeekCurrent); err != nil {
+		return nil, err
+	}
+	return br.body[off : off+n : off+n], nil
+}
+
+// noEOF reports a stream that ended inside a frame as io.ErrUnexpectedEOF,
+// as io.ReadFull does.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }

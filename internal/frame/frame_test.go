@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 type msg struct {
@@ -85,4 +87,50 @@ func FuzzReader(f *testing.F) {
 			_ = Decode(body, &m) // must not panic
 		}
 	})
+}
+
+// payload decodes its bin with Bytes.
+type payload struct{ Data []byte }
+
+func (p payload) EncodeMsgpack(e *msgpack.Encoder) error { return e.EncodeBytes(p.Data) }
+
+func (p *payload) DecodeMsgpack(d *msgpack.Decoder) (err error) {
+	p.Data, err = Bytes(d)
+	return err
+}
+
+// DecodeBorrowing hands out the frame's own bytes; Decode a copy; both
+// refuse a bin longer than the frame.
+func TestDecodeBorrowing(t *testing.T) {
+	b, err := Encode(7, payload{Data: []byte("borrowed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := b[6:]
+	var borrowed, copied payload
+	if err := DecodeBorrowing(body, &borrowed); err != nil {
+		t.Fatal(err)
+	}
+	if err := Decode(body, &copied); err != nil {
+		t.Fatal(err)
+	}
+	if string(borrowed.Data) != "borrowed" || string(copied.Data) != "borrowed" {
+		t.Fatalf("%q %q", borrowed.Data, copied.Data)
+	}
+	body[len(body)-1] = '!'
+	if string(borrowed.Data) != "borrowe!" || string(copied.Data) != "borrowed" {
+		t.Fatalf("after changing the frame: borrowed %q, copied %q", borrowed.Data, copied.Data)
+	}
+	if cap(borrowed.Data) != len(borrowed.Data) {
+		t.Fatal("an append to borrowed data would write into the frame")
+	}
+	var nilData payload
+	if err := DecodeBorrowing([]byte{0xc0}, &nilData); err != nil || nilData.Data != nil {
+		t.Fatalf("nil bin: %v %v", nilData.Data, err)
+	}
+	for _, bad := range [][]byte{{0xc4, 5, 'a'}, {0xc5, 0xff}} {
+		if err := DecodeBorrowing(bad, &nilData); err == nil {
+			t.Fatalf("% x decoded", bad)
+		}
+	}
 }
