@@ -36,8 +36,8 @@ import "github.com/cosched/cosched/internal/frame"
 //     rank) and reports blocked ranks in its heartbeats; it clears the
 //     state itself when it sends the Deliver or Release that ends it, and
 //     the rank clears it with Unwait when it stops waiting first (its ctx
-//     ended): a rank the relay wrongly believed blocked would be kept
-//     stopped while another rank used its processor.
+//     ended): a rank the relay wrongly believed blocked would go on
+//     sharing its processor with the rank lent it.
 const (
 	FrameHello    frame.Type = 1
 	FrameWelcome  frame.Type = 2

@@ -395,5 +395,9 @@ func TestBCSBenchmarks(t *testing.T) {
 	if reuses == 0 {
 		t.Fatal("no slot was reused, though the exchanging job blocks every iteration")
 	}
+	out, err = execCommand(coschedBin, "nodes", "--stats", "--addr", c.agents[0].APIAddr()).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "REUSES") || !strings.Contains(string(out), "bcs mode, MPL 2, slice 20ms") {
+		t.Fatalf("cosched nodes --stats: %v\n%s", err, out)
+	}
 	t.Logf("slot reuses %d; relay %+v", reuses, st)
 }

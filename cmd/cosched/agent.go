@@ -100,7 +100,7 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.BoolVar(&f.Controller, "controller", false, "run the controller: the scheduler, the job table and the strobe clock")
 	fl.StringVar(&f.Mode, "mode", f.Mode, "controller: space, gang, bcs or local")
 	fl.StringVar(&f.Bandwidth, "bandwidth", f.Bandwidth, "controller, bcs: network bandwidth per node, per second; h_max = bandwidth × slice (0: unlimited)")
-	fl.StringVar(&f.Slice, "slice", f.Slice, "controller: time slice in gang mode (down to 1ms)")
+	fl.StringVar(&f.Slice, "slice", f.Slice, "controller: time slice in gang and bcs modes (down to 1ms)")
 	fl.IntVar(&f.MPL, "mpl", f.MPL, "controller: multiprogramming level, rows of the matrix (1 in space mode)")
 	fl.StringVar(&f.Policy, "policy", f.Policy, "controller: queue policy: "+policyNames())
 	fl.StringVar(&f.CPUs, "cpus", "", "CPUs to pin ranks to, as a list (0-3,8,10-11); default: every CPU, unpinned")

@@ -141,7 +141,7 @@ output go under the state directory.`,
 	fl.IntVarP(&f.n, "agents", "n", f.n, "number of agents")
 	fl.StringVar(&f.mode, "mode", f.mode, "space, gang, bcs or local")
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
-	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang)")
+	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
 	fl.IntVar(&f.mpl, "mpl", f.mpl, "multiprogramming level (1 in space mode)")
 	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+policyNames())
 	fl.IntVar(&f.processors, "processors", f.processors, "processors each agent offers")

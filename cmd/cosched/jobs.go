@@ -37,7 +37,8 @@ A benchmark job (--bench) runs the agents' own "cosched bench-rank" with a
 relays, for --iterations, or as many as make --runtime of dedicated run
 time. Without -t its limit is that runtime estimate, used for backfilling
 only (--overrun extend). Each rank reports its compute time, communication
-wait and wall time: cosched queue --all, or GET /v1/jobs/ID.`,
+wait and wall time in the job's record (GET /v1/jobs/ID); cosched bench run
+collects them for whole workloads.`,
 		Example: `  cosched submit -n 8 -t 10m -- ./solver input.dat
   cosched submit -n 4 -t 30s --name spin --parsable -- sh -c 'while :; do :; done'
   cosched submit -n 8 --bench 50ms,25ms,news,NB --runtime 20s
@@ -284,7 +285,9 @@ func newNodesCmd() *cobra.Command {
 		Short: "List the cluster's agents (--stats: strobe and switch statistics)",
 		Long: `List the agents: name, state, processors, the matrix columns they host and
 their running jobs. With --stats, per agent: strobes applied, lost and late,
-strobe-to-switch latency and switch cost (p50/p99 over recent slices); and for
+strobe-to-switch latency and switch cost (p50/p99 over recent slices), slot
+reuses (bcs: a blocked rank's processor lent to another rank) and the relay's
+messages delivered to and sent by local ranks; and for
 the cluster: the switch skew across agents per slice (p50/p99/max; exact on
 one host, where agents share the monotonic clock), strobes sent and slices
 whose strobe went out late (overruns).`,
@@ -310,7 +313,7 @@ whose strobe went out late (overruns).`,
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 	head := []string{"NAME", "STATE", "CPUS", "COLUMNS", "JOBS"}
 	if stats {
-		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99")
+		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT")
 	}
 	rows := [][]string{head}
 	for _, n := range rep.Nodes {
@@ -327,9 +330,10 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
 				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
-					fmt.Sprintf("%v/%v", st.Latency.P50, st.Latency.P99), fmt.Sprintf("%v/%v", st.SwitchCost.P50, st.SwitchCost.P99))
+					fmt.Sprintf("%v/%v", st.Latency.P50, st.Latency.P99), fmt.Sprintf("%v/%v", st.SwitchCost.P50, st.SwitchCost.P99),
+					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent))
 			} else {
-				r = append(r, "-", "-", "-", "-", "-")
+				r = append(r, "-", "-", "-", "-", "-", "-", "-")
 			}
 		}
 		rows = append(rows, r)
@@ -338,7 +342,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 	if stats && rep.Cluster != nil {
 		cs := rep.Cluster
 		fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
-		if cs.Mode == node.Gang {
+		if cs.Mode.TimeShared() {
 			t := cs.Ticks
 			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, t.SendLate.P50, t.SendLate.P99, t.Overruns, t.Skipped)
 		}

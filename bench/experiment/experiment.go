@@ -1,0 +1,240 @@
+// Package experiment runs a benchmark workload on a cosched cluster in real
+// time and records how every job ran: the measured half of a
+// measured-versus-simulated comparison. The workload comes from the
+// simulator's generator (jss/sweep), so the same jobs can be simulated.
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/jss/metrics"
+	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/node"
+)
+
+// Job is one job of a workload, as it is submitted.
+type Job struct {
+	Seq        int           `json:"seq"`        // position in the workload, from 0
+	Submit     time.Duration `json:"submit_ns"`  // offset from the start of the run
+	Processors int           `json:"processors"` // ranks
+	Template   string        `json:"template"`   // ⟨g,v,comm,sync⟩
+	Runtime    time.Duration `json:"runtime_ns"` // dedicated runtime drawn by the generator
+	Iterations int           `json:"iterations"` // what makes Runtime on the relays' network model
+	Estimate   time.Duration `json:"estimate_ns"`
+}
+
+// Workload returns the jobs of point p on machine m: the generator's jobs,
+// each with the iterations that make its runtime and, as its time limit,
+// the estimate of those iterations.
+func Workload(m sweep.Machine, p sweep.Point) ([]Job, error) {
+	gen, err := m.Generator(p)
+	if err != nil {
+		return nil, fmt.Errorf("experiment: workload: %w", err)
+	}
+	var jobs []Job
+	for {
+		j, err := gen.Next()
+		if err == io.EOF {
+			return jobs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("experiment: workload: %w", err)
+		}
+		t, err := bench.ParseTemplate(j.Template)
+		if err != nil {
+			return nil, fmt.Errorf("experiment: workload job %d: %w", j.Number, err)
+		}
+		it := jss.IterationEstimate(t, j.Processors, m.Network)
+		n := max(1, int((j.Runtime+it/2)/it))
+		jobs = append(jobs, Job{
+			Seq: len(jobs), Submit: j.Submit, Processors: j.Processors, Template: j.Template,
+			Runtime: j.Runtime, Iterations: n, Estimate: time.Duration(n) * it,
+		})
+	}
+}
+
+// Record is how one job ran. Times are offsets from the start of the run;
+// Start and End are -1 when the job never started or ended.
+type Record struct {
+	Job
+	ID       int64         `json:"id"`
+	State    node.State    `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	Start    time.Duration `json:"start_ns"`
+	End      time.Duration `json:"end_ns"`
+	Compute  time.Duration `json:"compute_ns"`   // summed over the ranks' reports
+	CommWait time.Duration `json:"comm_wait_ns"` // summed over the ranks' reports
+	Reports  int           `json:"reports"`      // ranks that reported
+}
+
+// Completed reports whether the job ran to its end.
+func (r Record) Completed() bool { return r.State == node.Completed }
+
+// Progress is the state of a run, for display.
+type Progress struct {
+	Submitted, Done, Total int
+	Elapsed                time.Duration
+}
+
+// Options tune Replay.
+type Options struct {
+	Work     string        // the ranks' work: "cpu" or "wall"
+	Poll     time.Duration // how often the cluster is asked about the jobs (default 200 ms)
+	Progress func(Progress)
+}
+
+// Replay submits jobs to the cluster behind c at their offsets from now,
+// waits for every one to end, and returns their records in workload order.
+// If ctx ends first, the jobs not yet ended are cancelled and the records
+// of those that ended are returned with ctx's error.
+func Replay(ctx context.Context, c *node.Client, jobs []Job, o Options) ([]Record, error) {
+	if o.Poll <= 0 {
+		o.Poll = 200 * time.Millisecond
+	}
+	if o.Work == "" {
+		o.Work = "cpu"
+	}
+	t0 := time.Now()
+	recs := make([]Record, len(jobs))
+	running := map[int64]int{} // job id → index
+	serverSubmit := map[int64]time.Time{}
+	next, done := 0, 0
+	report := func() {
+		if o.Progress != nil {
+			o.Progress(Progress{Submitted: next, Done: done, Total: len(jobs), Elapsed: time.Since(t0)})
+		}
+	}
+	for done < len(jobs) {
+		for next < len(jobs) && time.Since(t0) >= jobs[next].Submit {
+			j := jobs[next]
+			spec := node.JobSpec{
+				Name: fmt.Sprintf("w%d", j.Seq), Bench: j.Template, BenchIterations: j.Iterations,
+				BenchSeed: uint64(j.Seq) + 1, BenchWork: o.Work, Processors: j.Processors,
+				TimeLimit: node.Duration{D: j.Estimate}, Overrun: "extend",
+			}
+			id, err := c.Submit(ctx, spec)
+			if err != nil {
+				return finish(recs, running, c, fmt.Errorf("experiment: submit job %d: %w", j.Seq, err))
+			}
+			recs[next] = Record{Job: j, ID: id, Start: -1, End: -1}
+			running[id] = next
+			next++
+		}
+		if len(running) > 0 {
+			list, err := c.Jobs(ctx, true)
+			if err != nil {
+				return finish(recs, running, c, fmt.Errorf("experiment: list jobs: %w", err))
+			}
+			for _, nj := range list {
+				i, ok := running[nj.ID]
+				if !ok {
+					continue
+				}
+				serverSubmit[nj.ID] = nj.Submit
+				if !nj.State.Done() {
+					continue
+				}
+				full, err := c.Job(ctx, nj.ID) // with every rank's report
+				if err != nil {
+					return finish(recs, running, c, fmt.Errorf("experiment: job %d: %w", nj.ID, err))
+				}
+				recs[i] = record(recs[i], full)
+				delete(running, nj.ID)
+				done++
+			}
+		}
+		report()
+		if done == len(jobs) {
+			break
+		}
+		wait := o.Poll
+		if next < len(jobs) {
+			wait = min(wait, max(0, jobs[next].Submit-time.Since(t0)))
+		}
+		select {
+		case <-ctx.Done():
+			return finish(recs, running, c, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+	return recs, nil
+}
+
+// record fills r from the cluster's account of its job. Offsets are taken
+// from the controller's own submit time, so the two clocks need not agree.
+func record(r Record, j node.Job) Record {
+	r.State, r.Reason = j.State, j.Reason
+	if j.Start != nil {
+		r.Start = r.Submit + j.Start.Sub(j.Submit)
+	}
+	if j.End != nil {
+		r.End = r.Submit + j.End.Sub(j.Submit)
+	}
+	for _, rk := range j.Ranks {
+		if rk.Bench != nil {
+			r.Compute += rk.Bench.Compute.D
+			r.CommWait += rk.Bench.CommWait.D
+			r.Reports++
+		}
+	}
+	return r
+}
+
+// finish cancels the jobs still running after a failed or interrupted
+// run and returns the records of the jobs that ended.
+func finish(recs []Record, running map[int64]int, c *node.Client, err error) ([]Record, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for id := range running {
+		if e := c.Cancel(ctx, id); e != nil {
+			errs = append(errs, fmt.Errorf("cancel job %d: %w", id, e))
+		}
+	}
+	var ended []Record
+	for _, r := range recs {
+		if r.ID != 0 && r.State.Done() {
+			ended = append(ended, r)
+		}
+	}
+	return ended, errors.Join(append([]error{err}, errs...)...)
+}
+
+// Summary is a run's metrics: over its completed jobs, and processor
+// utilization as the useful computation the ranks reported over the
+// processors' time from the first submission to the last end.
+type Summary struct {
+	Jobs          int             `json:"jobs"`
+	Completed     int             `json:"completed"`
+	Metrics       metrics.Summary `json:"metrics"`
+	ProcessorUtil float64         `json:"processor_util"`
+	Compute       time.Duration   `json:"compute_ns"`
+	CommWait      time.Duration   `json:"comm_wait_ns"`
+}
+
+// Summarize computes the metrics of recs on a machine of procs
+// processors; tau is the bounded slowdown's threshold.
+func Summarize(recs []Record, procs int, tau time.Duration) Summary {
+	col := metrics.NewCollector(procs, tau)
+	s := Summary{Jobs: len(recs)}
+	for _, r := range recs {
+		s.Compute += r.Compute
+		s.CommWait += r.CommWait
+		if !r.Completed() || r.Start < 0 || r.End < r.Start {
+			continue
+		}
+		s.Completed++
+		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+	}
+	s.Metrics = col.Summary()
+	if s.Metrics.Makespan > 0 && procs > 0 {
+		s.ProcessorUtil = s.Compute.Seconds() / (float64(procs) * s.Metrics.Makespan)
+	}
+	return s
+}

@@ -1,0 +1,168 @@
+package node_test
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchRunResults is what the tests read of results.json.
+type benchRunResults struct {
+	Jobs  int `json:"jobs"`
+	Modes []struct {
+		Mode    string `json:"mode"`
+		Error   string `json:"error"`
+		Summary struct {
+			Jobs          int     `json:"jobs"`
+			Completed     int     `json:"completed"`
+			ProcessorUtil float64 `json:"processor_util"`
+			Metrics       struct {
+				Response struct {
+					Mean float64 `json:"mean"`
+				} `json:"response_s"`
+			} `json:"metrics"`
+		} `json:"summary"`
+		Nodes struct {
+			SlotReuses uint64 `json:"slot_reuses"`
+		} `json:"nodes"`
+	} `json:"modes"`
+}
+
+func readBenchRun(t *testing.T, dir string) benchRunResults {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r benchRunResults
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// agentsGone fails if an agent of the run's clusters is still alive.
+func agentsGone(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "state", "cluster.json"))
+	if len(files) == 0 {
+		t.Fatal("no cluster record was written")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			Agents []struct{ PID int } `json:"agents"`
+		}
+		json.Unmarshal(b, &rec)
+		for _, a := range rec.Agents {
+			if syscall.Kill(a.PID, 0) == nil {
+				t.Errorf("agent pid %d of %s still alive", a.PID, f)
+			}
+		}
+	}
+}
+
+// `cosched bench run` end to end on a tiny workload: every job of every
+// mode completes, the table's numbers are those of the per-job records,
+// and no agent is left.
+func TestBenchRunEndToEnd(t *testing.T) {
+	out := t.TempDir()
+	cmd := execCommand(coschedBin, "bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--modes", "bcs,space",
+		"--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall", "--realtime-priority", "0", "--out", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench run: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "mean response") || !strings.Contains(string(b), "[bcs 1/2]") {
+		t.Fatalf("output:\n%s", b)
+	}
+	agentsGone(t, out)
+	res := readBenchRun(t, out)
+	if len(res.Modes) != 2 || res.Modes[0].Mode != "bcs" || res.Modes[1].Mode != "space" {
+		t.Fatalf("modes %+v", res.Modes)
+	}
+	for _, m := range res.Modes {
+		s := m.Summary
+		if m.Error != "" || s.Jobs != 4 || s.Completed != 4 || !(s.ProcessorUtil > 0 && s.ProcessorUtil <= 1.05) {
+			t.Fatalf("%s: %+v (error %q)", m.Mode, s, m.Error)
+		}
+		// The mean response is that of the per-job records.
+		f, err := os.Open(filepath.Join(out, m.Mode, "jobs.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(bufio.NewReader(f)).ReadAll()
+		f.Close()
+		if err != nil || len(rows) != 5 {
+			t.Fatalf("%s jobs.csv: %d rows, %v", m.Mode, len(rows), err)
+		}
+		col := map[string]int{}
+		for i, h := range rows[0] {
+			col[h] = i
+		}
+		var sum float64
+		for _, r := range rows[1:] {
+			if r[col["state"]] != "COMPLETED" {
+				t.Fatalf("%s: %v", m.Mode, r)
+			}
+			x, err := strconv.ParseFloat(r[col["response_s"]], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += x
+		}
+		if got := sum / 4; math.Abs(got-s.Metrics.Response.Mean) > 0.002 {
+			t.Fatalf("%s: jobs.csv mean response %.4f, results %.4f", m.Mode, got, s.Metrics.Response.Mean)
+		}
+	}
+}
+
+// Ctrl-C during a run stops the cluster, keeps the jobs that finished and
+// exits non-zero.
+func TestBenchRunInterrupted(t *testing.T) {
+	out := t.TempDir()
+	cmd := execCommand(coschedBin, "bench", "run", "--jobs", "30", "--mean-runtime", "1s", "--modes", "gang,space",
+		"--nodes", "2", "--slice", "20ms", "--work", "wall", "--realtime-priority", "0", "--out", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	deadline := time.Now().Add(60 * time.Second)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "[gang 1/2] 2/30 jobs done") || time.Now().After(deadline) {
+			break
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err = cmd.Wait()
+	if err == nil {
+		t.Fatal("an interrupted run exited 0")
+	}
+	agentsGone(t, out)
+	res := readBenchRun(t, out)
+	if len(res.Modes) != 1 || res.Modes[0].Mode != "gang" || !strings.Contains(res.Modes[0].Error, "canceled") {
+		t.Fatalf("modes %+v", res.Modes)
+	}
+	if s := res.Modes[0].Summary; s.Completed < 2 || s.Completed >= 30 {
+		t.Fatalf("kept %d finished jobs", s.Completed)
+	}
+}
