@@ -170,8 +170,13 @@ func programFor(j *Job, cfg *ModelConfig) (*Program, error) {
 	}
 	iter := IterationEstimate(t, j.Processors, cfg.Network)
 	n := int(math.Round(float64(j.Runtime) / float64(iter)))
-	seed := cfg.Seed*0x9e3779b97f4a7c15 ^ uint64(j.Number)
-	return NewProgram(t, j.Processors, max(n, 1), seed), nil
+	return NewProgram(t, j.Processors, max(n, 1), ProgramSeed(cfg.Seed, j.Number)), nil
+}
+
+// ProgramSeed is the seed of the compute-time draws of job number in a
+// run seeded with seed: a benchmark rank given it draws the same times.
+func ProgramSeed(seed uint64, number int64) uint64 {
+	return seed*0x9e3779b97f4a7c15 ^ uint64(number)
 }
 
 // ModelSource turns a workload of templated jobs into the jobs an execution

@@ -33,6 +33,11 @@ type benchRunResults struct {
 		Nodes struct {
 			SlotReuses uint64 `json:"slot_reuses"`
 		} `json:"nodes"`
+		Simulated *struct {
+			Mode         string  `json:"mode"`
+			Simulated    int     `json:"simulated"`
+			MeanResponse float64 `json:"mean_response"`
+		} `json:"simulated"`
 	} `json:"modes"`
 }
 
@@ -84,7 +89,7 @@ func TestBenchRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench run: %v\n%s", err, b)
 	}
-	if !strings.Contains(string(b), "mean response") || !strings.Contains(string(b), "[bcs 1/2]") {
+	if !strings.Contains(string(b), "response meas") || !strings.Contains(string(b), "[bcs 1/2]") {
 		t.Fatalf("output:\n%s", b)
 	}
 	agentsGone(t, out)
@@ -96,6 +101,11 @@ func TestBenchRunEndToEnd(t *testing.T) {
 		s := m.Summary
 		if m.Error != "" || s.Jobs != 4 || s.Completed != 4 || !(s.ProcessorUtil > 0 && s.ProcessorUtil <= 1.05) {
 			t.Fatalf("%s: %+v (error %q)", m.Mode, s, m.Error)
+		}
+		// The same four jobs were simulated under the mode's model.
+		wantSim := map[string]string{"bcs": "bcs", "space": "bf"}[m.Mode]
+		if sim := m.Simulated; sim == nil || sim.Mode != wantSim || sim.Simulated != 4 || !(sim.MeanResponse > 0) {
+			t.Fatalf("%s: simulated %+v", m.Mode, sim)
 		}
 		// The mean response is that of the per-job records.
 		f, err := os.Open(filepath.Join(out, m.Mode, "jobs.csv"))

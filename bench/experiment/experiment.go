@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/cosched/cosched/bench"
@@ -27,6 +28,7 @@ type Job struct {
 	Runtime    time.Duration `json:"runtime_ns"` // dedicated runtime drawn by the generator
 	Iterations int           `json:"iterations"` // what makes Runtime on the relays' network model
 	Estimate   time.Duration `json:"estimate_ns"`
+	Seed       uint64        `json:"seed"` // of the compute-time draws: the simulator's for this job
 }
 
 // Workload returns the jobs of point p on machine m: the generator's jobs,
@@ -51,10 +53,10 @@ func Workload(m sweep.Machine, p sweep.Point) ([]Job, error) {
 			return nil, fmt.Errorf("experiment: workload job %d: %w", j.Number, err)
 		}
 		it := jss.IterationEstimate(t, j.Processors, m.Network)
-		n := max(1, int((j.Runtime+it/2)/it))
+		n := max(1, int(math.Round(float64(j.Runtime)/float64(it)))) // as the simulator's programs
 		jobs = append(jobs, Job{
 			Seq: len(jobs), Submit: j.Submit, Processors: j.Processors, Template: j.Template,
-			Runtime: j.Runtime, Iterations: n, Estimate: time.Duration(n) * it,
+			Runtime: j.Runtime, Iterations: n, Estimate: time.Duration(n) * it, Seed: jss.ProgramSeed(p.Seed, j.Number),
 		})
 	}
 }
@@ -115,7 +117,7 @@ func Replay(ctx context.Context, c *node.Client, jobs []Job, o Options) ([]Recor
 			j := jobs[next]
 			spec := node.JobSpec{
 				Name: fmt.Sprintf("w%d", j.Seq), Bench: j.Template, BenchIterations: j.Iterations,
-				BenchSeed: uint64(j.Seq) + 1, BenchWork: o.Work, Processors: j.Processors,
+				BenchSeed: j.Seed, BenchWork: o.Work, Processors: j.Processors,
 				TimeLimit: node.Duration{D: j.Estimate}, Overrun: "extend",
 			}
 			id, err := c.Submit(ctx, spec)
@@ -237,4 +239,33 @@ func Summarize(recs []Record, procs int, tau time.Duration) Summary {
 		s.ProcessorUtil = s.Compute.Seconds() / (float64(procs) * s.Metrics.Makespan)
 	}
 	return s
+}
+
+// SimMode is the simulator's model of a runtime mode: space sharing is
+// backfilling (BF), gang is backfilling gang scheduling (BGS).
+func SimMode(m node.Mode) (jss.Mode, error) {
+	switch m {
+	case node.Space:
+		return jss.BF, nil
+	case node.Gang:
+		return jss.BGS, nil
+	case node.BCS:
+		return jss.BCS, nil
+	}
+	return "", fmt.Errorf("experiment: mode %s has no simulator model", m)
+}
+
+// Simulate predicts the run of point p's workload on machine m in mode:
+// the same jobs, the same scheduler core, the simulator's model of the
+// mode.
+func Simulate(ctx context.Context, m sweep.Machine, p sweep.Point, mode node.Mode) (sweep.Row, error) {
+	sm, err := SimMode(mode)
+	if err != nil {
+		return sweep.Row{}, err
+	}
+	p.Mode = sm
+	if sm == jss.BF {
+		p.MPL, p.Slice = 1, 0
+	}
+	return sweep.RunPoint(ctx, m, p)
 }

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"math"
 	"reflect"
 	"testing"
@@ -47,6 +48,9 @@ func TestWorkload(t *testing.T) {
 		if !found || j.Estimate != time.Duration(j.Iterations)*it {
 			t.Fatalf("job %d: %+v (iteration %v)", i, j, it)
 		}
+		if j.Seed != jss.ProgramSeed(p.Seed, int64(i+1)) {
+			t.Fatalf("job %d: seed %d is not the simulator's", i, j.Seed)
+		}
 		if j.Iterations > 1 && (j.Estimate-j.Runtime).Abs() > it/2 {
 			t.Fatalf("job %d: %d iterations of %v for a runtime of %v", i, j.Iterations, it, j.Runtime)
 		}
@@ -92,5 +96,24 @@ func TestSummarize(t *testing.T) {
 	m := s.Metrics
 	if m.Response.Mean != 6 || m.Wait.Mean != 1 || m.Makespan != 10 || math.Abs(s.ProcessorUtil-9.0/40) > 1e-12 {
 		t.Fatalf("response %v wait %v makespan %v util %v", m.Response.Mean, m.Wait.Mean, m.Makespan, s.ProcessorUtil)
+	}
+}
+
+// Simulate runs the same point under each mode's model; local has none.
+func TestSimulate(t *testing.T) {
+	m, p := machine()
+	want := map[node.Mode]jss.Mode{node.Space: jss.BF, node.Gang: jss.BGS, node.BCS: jss.BCS}
+	p.MPL, p.Slice, p.Policy = 3, 50*time.Millisecond, "easy"
+	for mode, sm := range want {
+		row, err := Simulate(context.Background(), m, p, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Mode != sm || row.Simulated != p.Jobs || !(row.MeanResponse > 0) || (sm == jss.BF && row.MPL != 1) {
+			t.Fatalf("%s: %+v", mode, row)
+		}
+	}
+	if _, err := Simulate(context.Background(), m, p, node.Local); err == nil {
+		t.Fatal("local mode simulated")
 	}
 }

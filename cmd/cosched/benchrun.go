@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
+	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
@@ -146,6 +148,9 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	if bw, err := parseSize(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
 		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
 	}
+	if _, err := gang.ParsePolicy(f.policy); err != nil {
+		errs = append(errs, fmt.Errorf("--policy: %v", err))
+	}
 	if len(errs) > 0 {
 		return c, flagErrors(errs)
 	}
@@ -153,18 +158,31 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	c.machine.Processors = f.nodes
 	c.machine.MemoryPerProc = 0
 	c.machine.MeanRuntime = f.meanRuntime
-	c.point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed}
+	c.point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
 	return c, nil
 }
 
 // BenchModeResult is one mode's measured run.
 type BenchModeResult struct {
-	Mode    node.Mode           `json:"mode"`
-	Summary experiment.Summary  `json:"summary"`
-	Nodes   benchNodeTotals     `json:"nodes"`
-	Elapsed time.Duration       `json:"elapsed_ns"`
-	Error   string              `json:"error,omitempty"`
-	Jobs    []experiment.Record `json:"jobs"`
+	Mode    node.Mode          `json:"mode"`
+	Summary experiment.Summary `json:"summary"`
+	Nodes   benchNodeTotals    `json:"nodes"`
+	Elapsed time.Duration      `json:"elapsed_ns"`
+	Error   string             `json:"error,omitempty"`
+	// Simulated is the simulator's prediction for the same jobs (default
+	// machine costs: 1 ms job switch, 100 µs process switch, 100 MB/s).
+	Simulated *sweep.Row          `json:"simulated,omitempty"`
+	Jobs      []experiment.Record `json:"jobs"`
+}
+
+// responseError is the simulated mean response's error relative to the
+// measured one (NaN without both).
+func (m BenchModeResult) responseError() float64 {
+	meas := m.Summary.Metrics.Response.Mean
+	if m.Simulated == nil || m.Summary.Completed == 0 || meas == 0 {
+		return math.NaN()
+	}
+	return (m.Simulated.MeanResponse - meas) / meas
 }
 
 // benchNodeTotals sums the agents' counters at the end of a mode's run.
@@ -216,6 +234,11 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) er
 	var runErr error
 	for i, mode := range c.modes {
 		res, err := benchRunMode(ctx, progress, f, c, mode, jobs, dir, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(c.modes)))
+		if row, serr := experiment.Simulate(ctx, c.machine, c.point, mode); serr == nil {
+			res.Simulated = &row
+		} else if err == nil {
+			err = fmt.Errorf("simulating: %w", serr)
+		}
 		rep.Modes = append(rep.Modes, res)
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", mode, err)
@@ -338,27 +361,46 @@ func writeBenchRun(dir string, rep *BenchRunReport) error {
 	var sb strings.Builder
 	w := csv.NewWriter(&sb)
 	w.Write([]string{"mode", "jobs", "completed", "mean_response_s", "mean_wait_s", "mean_slowdown", "mean_bounded_slowdown",
-		"makespan_s", "processor_util", "slot_reuses", "error"})
+		"makespan_s", "processor_util", "slot_reuses", "sim_mean_response_s", "sim_mean_wait_s", "sim_makespan_s", "sim_processor_util",
+		"response_rel_error", "error"})
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 	for _, m := range rep.Modes {
 		s := m.Summary
 		w.Write([]string{string(m.Mode), strconv.Itoa(s.Jobs), strconv.Itoa(s.Completed), f(s.Metrics.Response.Mean), f(s.Metrics.Wait.Mean),
 			f(s.Metrics.Slowdown.Mean), f(s.Metrics.BoundedSlowdown.Mean), f(s.Metrics.Makespan), f(s.ProcessorUtil),
-			strconv.FormatUint(m.Nodes.SlotReuses, 10), m.Error})
+			strconv.FormatUint(m.Nodes.SlotReuses, 10), simField(m, func(r *sweep.Row) float64 { return r.MeanResponse }),
+			simField(m, func(r *sweep.Row) float64 { return r.MeanWait }), simField(m, func(r *sweep.Row) float64 { return r.Makespan }),
+			simField(m, func(r *sweep.Row) float64 { return r.ProcessorUtil }), f(m.responseError()), m.Error})
 	}
 	w.Flush()
 	return atomicfile.WriteFile(filepath.Join(dir, "results.csv"), []byte(sb.String()))
 }
 
+// simField is a simulated value for the CSV ("" when not simulated).
+func simField(m BenchModeResult, get func(*sweep.Row) float64) string {
+	if m.Simulated == nil {
+		return ""
+	}
+	return strconv.FormatFloat(get(m.Simulated), 'f', 4, 64)
+}
+
 func writeBenchRunTable(out io.Writer, rep *BenchRunReport) {
-	fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work (measured)\n\n",
+	fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work: measured (meas) and simulated (sim)\n\n",
 		rep.Workload, rep.Jobs, rep.Load, rep.Nodes, rep.Slice, rep.MPL, rep.Work)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tdone\tmean response\tmean wait\tmean slowdown\tmakespan\tproc util\tslot reuses\t")
+	fmt.Fprintln(tw, "mode\tdone\tresponse meas\tsim\terror\twait meas\tsim\tmakespan meas\tsim\tproc util meas\tsim\tslot reuses\t")
 	for _, m := range rep.Modes {
 		s := m.Summary
-		fmt.Fprintf(tw, "%s\t%d/%d\t%.2fs\t%.2fs\t%.2f\t%.1fs\t%.1f%%\t%d\t\n", m.Mode, s.Completed, s.Jobs,
-			s.Metrics.Response.Mean, s.Metrics.Wait.Mean, s.Metrics.Slowdown.Mean, s.Metrics.Makespan, 100*s.ProcessorUtil, m.Nodes.SlotReuses)
+		sim := [4]string{"-", "-", "-", "-"}
+		if r := m.Simulated; r != nil {
+			sim = [4]string{fmt.Sprintf("%.2fs", r.MeanResponse), fmt.Sprintf("%.2fs", r.MeanWait), fmt.Sprintf("%.1fs", r.Makespan), fmt.Sprintf("%.1f%%", 100*r.ProcessorUtil)}
+		}
+		errText := "-"
+		if e := m.responseError(); !math.IsNaN(e) {
+			errText = fmt.Sprintf("%+.0f%%", 100*e)
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.2fs\t%s\t%s\t%.2fs\t%s\t%.1fs\t%s\t%.1f%%\t%s\t%d\t\n", m.Mode, s.Completed, s.Jobs,
+			s.Metrics.Response.Mean, sim[0], errText, s.Metrics.Wait.Mean, sim[1], s.Metrics.Makespan, sim[2], 100*s.ProcessorUtil, sim[3], m.Nodes.SlotReuses)
 	}
 	tw.Flush()
 	for _, m := range rep.Modes {
