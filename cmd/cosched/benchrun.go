@@ -187,12 +187,12 @@ func (m BenchModeResult) responseError() float64 {
 
 // benchNodeTotals sums the agents' counters at the end of a mode's run.
 type benchNodeTotals struct {
-	SlotReuses       uint64 `json:"slot_reuses"`
-	Transferred      uint64 `json:"relay_transferred"`
-	Deferred         uint64 `json:"relay_deferred"`
-	Delivered        uint64 `json:"relay_delivered"`
-	StrobesLost      uint64 `json:"strobes_lost"`
-	HeartbeatTimeout uint64 `json:"heartbeat_waits"`
+	SlotReuses     uint64 `json:"slot_reuses"`
+	Transferred    uint64 `json:"relay_transferred"`
+	Deferred       uint64 `json:"relay_deferred"`
+	Delivered      uint64 `json:"relay_delivered"`
+	StrobesLost    uint64 `json:"strobes_lost"`
+	HeartbeatWaits uint64 `json:"heartbeat_waits"`
 }
 
 // BenchRunReport is what `cosched bench run` writes to results.json.
@@ -316,7 +316,7 @@ func benchNodeCounters(rec *clusterRecord) benchNodeTotals {
 		t.Transferred += st.Relay.Transferred
 		t.Deferred += st.Relay.Deferred
 		t.Delivered += st.Relay.Delivered
-		t.HeartbeatTimeout += st.Relay.HeartbeatWaits
+		t.HeartbeatWaits += st.Relay.HeartbeatWaits
 		t.StrobesLost += st.Strobe.Lost
 	}
 	return t
