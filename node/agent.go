@@ -168,6 +168,13 @@ func Start(cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Ranks run in their own working directories and find the relay's
+	// socket from the path they are given: a relative one would miss.
+	abs, absErr := filepath.Abs(cfg.StateDir)
+	if absErr != nil {
+		return nil, fmt.Errorf("node: state dir: %w", absErr)
+	}
+	cfg.StateDir = abs
 	if err := stateDir(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("node: state dir: %w", err)
 	}

@@ -82,9 +82,13 @@ func agentsGone(t *testing.T, dir string) {
 // mode completes, the table's numbers are those of the per-job records,
 // and no agent is left.
 func TestBenchRunEndToEnd(t *testing.T) {
-	out := t.TempDir()
+	// A relative --out, as make demo gives: the ranks, in their own
+	// working directories, must still find their relays.
+	cwd := t.TempDir()
+	out := filepath.Join(cwd, "results")
 	cmd := execCommand(coschedBin, "bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--modes", "bcs,space",
-		"--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall", "--realtime-priority", "0", "--out", out)
+		"--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall", "--realtime-priority", "0", "--out", "results")
+	cmd.Dir = cwd
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench run: %v\n%s", err, b)

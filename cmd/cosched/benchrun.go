@@ -245,6 +245,17 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) er
 			break
 		}
 	}
+	// A job that did not complete makes the run's figures meaningless:
+	// say which and why, and fail.
+	for _, m := range rep.Modes {
+		for _, r := range m.Jobs {
+			if !r.Completed() && runErr == nil {
+				runErr = fmt.Errorf("%s: %d of %d jobs did not complete; job %d (workload job %d) is %s: %s (rank output under %s)",
+					m.Mode, m.Summary.Jobs-m.Summary.Completed, m.Summary.Jobs, r.ID, r.Seq, r.State, r.Reason,
+					filepath.Join(dir, string(m.Mode), "state", "agents"))
+			}
+		}
+	}
 	if err := writeBenchRun(dir, &rep); err != nil {
 		return err
 	}
