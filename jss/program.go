@@ -84,6 +84,13 @@ func (p *Program) Compute(q, i int) time.Duration {
 	return p.Template.Compute(p.Seed, q, i)
 }
 
+// Iterations is how many iterations of t on procs processes make runtime
+// of dedicated run time (at least one): what the simulator runs for a job
+// of that runtime, and what a benchmark rank is given for it.
+func Iterations(t bench.Template, procs int, net Network, runtime time.Duration) int {
+	return max(1, int(math.Round(float64(runtime)/float64(IterationEstimate(t, procs, net)))))
+}
+
 // IterationEstimate is the expected dedicated time of one iteration, used
 // to turn a target runtime into a number of iterations: the expected
 // slowest compute time among the processes that synchronise, plus the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -168,9 +167,8 @@ func programFor(j *Job, cfg *ModelConfig) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jss: job %d: %w", j.Number, err)
 	}
-	iter := IterationEstimate(t, j.Processors, cfg.Network)
-	n := int(math.Round(float64(j.Runtime) / float64(iter)))
-	return NewProgram(t, j.Processors, max(n, 1), ProgramSeed(cfg.Seed, j.Number)), nil
+	n := Iterations(t, j.Processors, cfg.Network, j.Runtime)
+	return NewProgram(t, j.Processors, n, ProgramSeed(cfg.Seed, j.Number)), nil
 }
 
 // ProgramSeed is the seed of the compute-time draws of job number in a

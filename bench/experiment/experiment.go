@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/cosched/cosched/bench"
@@ -53,7 +52,7 @@ func Workload(m sweep.Machine, p sweep.Point) ([]Job, error) {
 			return nil, fmt.Errorf("experiment: workload job %d: %w", j.Number, err)
 		}
 		it := jss.IterationEstimate(t, j.Processors, m.Network)
-		n := max(1, int(math.Round(float64(j.Runtime)/float64(it)))) // as the simulator's programs
+		n := jss.Iterations(t, j.Processors, m.Network, j.Runtime) // as the simulator's programs
 		jobs = append(jobs, Job{
 			Seq: len(jobs), Submit: j.Submit, Processors: j.Processors, Template: j.Template,
 			Runtime: j.Runtime, Iterations: n, Estimate: time.Duration(n) * it, Seed: jss.ProgramSeed(p.Seed, j.Number),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"time"
 
@@ -139,8 +138,7 @@ func (f *benchRankFlags) validate(changed func(string) bool) (benchRankConfig, e
 func benchIterations(t bench.Template, procs, msgSize int, d time.Duration) int {
 	net := jss.DefaultNetwork()
 	net.MessageSize = msgSize
-	it := jss.IterationEstimate(t, procs, net)
-	return max(1, int(math.Round(float64(d)/float64(it))))
+	return jss.Iterations(t, procs, net, d)
 }
 
 func benchRank(ctx context.Context, out io.Writer, f *benchRankFlags, changed func(string) bool) error {
