@@ -392,6 +392,9 @@ func (a *Agent) watchMembers(ctx context.Context) {
 				return
 			}
 			refresh()
+			if ev.Kind != strobe.EventUpdate && ev.Meta.Name != a.cfg.Name {
+				a.log.Info("member "+ev.Kind.String(), zap.String("member", ev.Meta.Name))
+			}
 			switch ev.Kind {
 			case strobe.EventJoin, strobe.EventUpdate:
 				if a.ctrl != nil {

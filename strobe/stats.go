@@ -1,6 +1,9 @@
 package strobe
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Stats is a snapshot of a Follower.
 type Stats struct {
@@ -26,6 +29,7 @@ type Stats struct {
 	HeartbeatsDropped   uint64 // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
 	HeartbeatsReceived  uint64
 	Peers               map[string]PeerHeartbeat // by sender name; at most 4096 names are tracked
+	Targets             []string                 // where this slice's heartbeats go (besides the controller)
 
 	Latency    Dist // SwitchedMono − SentMono over the recorded slices (one host only: mono clocks differ across hosts)
 	SwitchCost Dist // the Switch callback's reported cost over the recorded slices
@@ -54,7 +58,7 @@ func (f *Follower) Stats() Stats {
 		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
 		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
 		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
-		Peers: maps.Clone(f.seen),
+		Peers: maps.Clone(f.seen), Targets: slices.Clone(f.peers),
 	}
 	recs := f.records.snapshot()
 	f.mu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cosched/cosched/bench"
@@ -88,7 +90,14 @@ type Options struct {
 	Work     string        // the ranks' work: "cpu" or "wall"
 	Poll     time.Duration // how often the cluster is asked about the jobs (default 200 ms)
 	Progress func(Progress)
+	// StallAfter, if positive, ends the run with ErrStalled when jobs are
+	// running but none has ended for that long: a hung job fails the run
+	// instead of holding it forever.
+	StallAfter time.Duration
 }
+
+// ErrStalled is returned by Replay when no job ended for Options.StallAfter.
+var ErrStalled = errors.New("experiment: stalled")
 
 // Replay submits jobs to the cluster behind c at their offsets from now,
 // waits for every one to end, and returns their records in workload order.
@@ -106,6 +115,7 @@ func Replay(ctx context.Context, c *node.Client, jobs []Job, o Options) ([]Recor
 	running := map[int64]int{} // job id → index
 	serverSubmit := map[int64]time.Time{}
 	next, done := 0, 0
+	lastEnd := t0 // when a job last ended, or the run began
 	report := func() {
 		if o.Progress != nil {
 			o.Progress(Progress{Submitted: next, Done: done, Total: len(jobs), Elapsed: time.Since(t0)})
@@ -148,7 +158,13 @@ func Replay(ctx context.Context, c *node.Client, jobs []Job, o Options) ([]Recor
 				recs[i] = record(recs[i], full)
 				delete(running, nj.ID)
 				done++
+				lastEnd = time.Now()
 			}
+		}
+		if o.StallAfter > 0 && len(running) > 0 && time.Since(lastEnd) > o.StallAfter {
+			ids := slices.Sorted(maps.Keys(running))
+			return finish(recs, running, c, fmt.Errorf("%w: no job ended for %v; still running: jobs %v (cancelled)",
+				ErrStalled, time.Since(lastEnd).Round(time.Second), ids))
 		}
 		report()
 		if done == len(jobs) {

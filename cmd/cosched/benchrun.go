@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -27,20 +28,21 @@ import (
 )
 
 type benchRunFlags struct {
-	workload    string
-	jobs        int
-	load        float64
-	modes       string
-	nodes       int
-	slice       time.Duration
-	mpl         int
-	policy      string
-	meanRuntime time.Duration
-	work        string
-	seed        uint64
-	bandwidth   string
-	out         string
-	priority    int
+	workload     string
+	jobs         int
+	load         float64
+	modes        string
+	nodes        int
+	slice        time.Duration
+	mpl          int
+	policy       string
+	meanRuntime  time.Duration
+	work         string
+	seed         uint64
+	bandwidth    string
+	out          string
+	priority     int
+	stallTimeout time.Duration
 }
 
 func newBenchRunCmd() *cobra.Command {
@@ -86,6 +88,7 @@ processors' time from the first submission to the last end.`,
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node per second (h_max = bandwidth × slice)")
 	fl.StringVar(&f.out, "out", "", "output directory (default: cosched-bench-DATE-TIME)")
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off)")
+	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
 	return cmd
 }
 
@@ -120,6 +123,9 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	}
 	if f.meanRuntime <= 0 {
 		errs = append(errs, fmt.Errorf("--mean-runtime %v: must be positive", f.meanRuntime))
+	}
+	if f.stallTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--stall-timeout %v: must not be negative", f.stallTimeout))
 	}
 	seen := map[node.Mode]bool{}
 	for _, s := range strings.Split(f.modes, ",") {
@@ -297,12 +303,21 @@ func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c b
 	}()
 	lastDone, lastPrint := -1, time.Time{}
 	recs, err := experiment.Replay(ctx, node.NewClient(rec.API), jobs, experiment.Options{Work: c.work,
+		StallAfter: stallTimeout(f, jobs),
 		Progress: func(p experiment.Progress) {
 			if p.Done != lastDone || time.Since(lastPrint) > 10*time.Second {
 				fmt.Fprintf(progress, "%s %d/%d jobs done, %d submitted, %v\n", tag, p.Done, p.Total, p.Submitted, p.Elapsed.Round(time.Second))
 				lastDone, lastPrint = p.Done, time.Now()
 			}
 		}})
+	if errors.Is(err, experiment.ErrStalled) {
+		// What every agent knew when the run hung: the evidence a bug
+		// report needs, taken before the cluster is stopped.
+		path := filepath.Join(dir, string(mode), "nodes-at-stall.json")
+		if derr := dumpNodeStats(rec.API, path); derr == nil {
+			err = fmt.Errorf("%w (the agents' state: %s)", err, path)
+		}
+	}
 	res.Jobs = recs
 	res.Summary = experiment.Summarize(recs, f.nodes, metrics.DefaultTau)
 	res.Nodes = benchNodeCounters(rec)
@@ -310,6 +325,34 @@ func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c b
 		err = werr
 	}
 	return res, err
+}
+
+// stallTimeout is --stall-timeout, or by default long enough for the
+// longest job to run time-shared at the MPL with room to spare.
+func stallTimeout(f *benchRunFlags, jobs []experiment.Job) time.Duration {
+	if f.stallTimeout > 0 {
+		return f.stallTimeout
+	}
+	var longest time.Duration
+	for _, j := range jobs {
+		longest = max(longest, j.Estimate)
+	}
+	return max(2*time.Minute, 4*time.Duration(f.mpl)*longest)
+}
+
+// dumpNodeStats writes the cluster's GET /v1/nodes?stats=1 to path.
+func dumpNodeStats(api, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nodes, err := node.NewClient(api).Nodes(ctx, true)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(nodes, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // benchNodeCounters sums every agent's counters (best effort: an agent
