@@ -1,0 +1,401 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/gang/now"
+	"github.com/cosched/cosched/jss/nowsim"
+	"github.com/cosched/cosched/jss/swf"
+)
+
+type simNowFlags struct {
+	policies      string
+	speeds        string
+	speedsFile    string
+	trace         string
+	jobs          int
+	seqShare      float64
+	largeShare    float64
+	balancedShare float64
+	span          time.Duration
+	ptime         string
+	ptimeClass    [3]string // seq, small, large overrides
+	programs      int
+	programVar    float64
+	estimate      string
+	seeds         string
+	format        string
+}
+
+// nowGeneratorFlags are the flags --trace replaces.
+var nowGeneratorFlags = []string{"jobs", "seq-share", "large-share", "balanced-share", "span", "ptime", "ptime-seq", "ptime-small", "ptime-large", "programs", "program-var"}
+
+func newSimNowCmd() *cobra.Command {
+	var f simNowFlags
+	cmd := &cobra.Command{
+		Use:   "now",
+		Short: "Simulate online policies on a network of workstations with nodes of different speeds (Arndt et al.)",
+		Long: `Simulate the online, non-preemptive policies of Arndt, Freisleben, Kielmann and
+Thilo on a network of workstations whose nodes have relative speeds, and report
+makespan, mean flow time and maximum wait: one row per policy and seed.
+
+A job of k tasks with processing time t (one task's time at speed 1) gets the k
+fastest idle nodes and runs t / min(s_i), or k·t / Σ s_i if it is load-balanced.
+Policies (rules in docs/POLICIES.md):
+  fifo      arrival order; the first job that does not fit blocks
+  firstfit  every waiting job that fits, in arrival order
+  random    a job drawn uniformly among those that fit, until none fits
+  lpt, spt  longest / shortest estimated processing time first; blocks when
+            the chosen job does not fit
+  fifo-bf   fifo with EASY backfilling: the head's reservation comes from
+            the running jobs' estimated ends
+
+The workload is generated (--jobs, shares, --span, --ptime ranges) or read
+from an SWF trace (--trace: tasks = field 8, else 5; processing time = field
+4; program = field 14). Estimates: exact, fuzzy:P (t·f or t/f, f = 1 + U·P)
+or learned:W[:PRIOR] (per-program EWMA of normalized run times with weight W;
+PRIOR defaults to the workload's mean processing time).`,
+		Example: `  cosched sim now
+  cosched sim now --speeds 1,1,2,2,4 --jobs 200 --seq-share 0.3 --large-share 0.2 --ptime 10m-2h
+  cosched sim now --speeds 16x1,8x2,4x4 --span 8h --estimate fuzzy:0.5 --seed 1,2,3 --format csv
+  cosched sim now --programs 5 --estimate learned:0.3 --policy spt,fifo-bf
+  cosched sim now --trace KTH-SP2-1996-2.swf --speeds 100x1 --policy fifo,fifo-bf`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimNow(cmd.Context(), cmd, cmd.InOrStdin(), cmd.OutOrStdout(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.policies, "policy", strings.ReplaceAll(now.PolicyList(), " ", ""), "comma-separated policies: "+now.PolicyList())
+	fl.StringVar(&f.speeds, "speeds", "8x1,4x2,2x4", "node speeds, comma-separated; NxS is N nodes of speed S")
+	fl.StringVar(&f.speedsFile, "speeds-file", "", "read the node speeds from a file instead (same items, separated by commas, spaces or lines; # starts a comment)")
+	fl.StringVar(&f.trace, "trace", "", "SWF trace to simulate instead of a generated workload (plain or gzip; - reads standard input)")
+	fl.IntVar(&f.jobs, "jobs", 200, "number of generated jobs")
+	fl.Float64Var(&f.seqShare, "seq-share", 0.3, "share of sequential (1-task) jobs")
+	fl.Float64Var(&f.largeShare, "large-share", 0.2, "share of large parallel jobs (at least half the nodes); the rest are small parallel")
+	fl.Float64Var(&f.balancedShare, "balanced-share", 0, "share of parallel jobs that are load-balanced (run k·t / Σs instead of t / min s)")
+	fl.DurationVar(&f.span, "span", 0, "creation span: submit times uniform in [0, span]; 0 submits every job at once")
+	fl.StringVar(&f.ptime, "ptime", "10m-2h", "processing-time range LO-HI (uniform; one task at speed 1) of every class")
+	fl.StringVar(&f.ptimeClass[nowsim.Sequential], "ptime-seq", "", "processing-time range of sequential jobs (default: --ptime)")
+	fl.StringVar(&f.ptimeClass[nowsim.SmallParallel], "ptime-small", "", "processing-time range of small parallel jobs (default: --ptime)")
+	fl.StringVar(&f.ptimeClass[nowsim.LargeParallel], "ptime-large", "", "processing-time range of large parallel jobs (default: --ptime)")
+	fl.IntVar(&f.programs, "programs", 0, "programs per class (0: none): a program's jobs take its base time (uniform in the range) ± --program-var")
+	fl.Float64Var(&f.programVar, "program-var", 0.2, "relative variation of a program's processing times, in [0, 1)")
+	fl.StringVar(&f.estimate, "estimate", "exact", "runtime estimates: exact, fuzzy:P or learned:W[:PRIOR]")
+	fl.StringVar(&f.seeds, "seed", "1", "random seeds, comma-separated: each gives a workload (and fuzzy and random draws); one row per seed and policy")
+	fl.StringVar(&f.format, "format", "table", "output format: table, json or csv")
+	return cmd
+}
+
+// simNowPlan is a validated command line.
+type simNowPlan struct {
+	policies []now.Policy
+	speeds   []float64
+	estimate now.EstimateSpec
+	seeds    []uint64
+	gen      nowsim.GenConfig
+}
+
+// nowParseSpeeds reads items "S" or "NxS" separated by commas or white space.
+func nowParseSpeeds(text string) ([]float64, error) {
+	var out []float64
+	for _, item := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
+		n, sp := 1, item
+		if a, b, ok := strings.Cut(item, "x"); ok {
+			var err error
+			if n, err = strconv.Atoi(a); err != nil || n < 1 {
+				return nil, fmt.Errorf("%q: want a positive node count before x", item)
+			}
+			sp = b
+		}
+		v, err := strconv.ParseFloat(sp, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%q: a speed must be a positive number", item)
+		}
+		for range n {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no nodes")
+	}
+	return out, nil
+}
+
+// nowParseRange reads "LO-HI" or a single duration.
+func nowParseRange(s string) (nowsim.Range, error) {
+	lo, hi, ok := strings.Cut(s, "-")
+	if !ok {
+		hi = lo
+	}
+	a, err1 := time.ParseDuration(strings.TrimSpace(lo))
+	b, err2 := time.ParseDuration(strings.TrimSpace(hi))
+	if err := errors.Join(err1, err2); err != nil {
+		return nowsim.Range{}, fmt.Errorf("want LO-HI, e.g. 10m-2h: %w", err)
+	}
+	if a < 0 || b < a {
+		return nowsim.Range{}, errors.New("want 0 ≤ LO ≤ HI")
+	}
+	return nowsim.Range{Lo: a, Hi: b}, nil
+}
+
+func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
+	var errs []error
+	var p simNowPlan
+	seen := map[now.Policy]bool{}
+	for _, name := range strings.Split(f.policies, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
+		pol, err := now.ParsePolicy(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), now.PolicyList()))
+		} else if !seen[pol] {
+			seen[pol] = true
+			p.policies = append(p.policies, pol)
+		}
+	}
+	if len(p.policies) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("--policy: no policy given (valid: %s)", now.PolicyList()))
+	}
+	if f.speedsFile != "" {
+		if cmd.Flags().Changed("speeds") {
+			errs = append(errs, errors.New("--speeds-file: give --speeds or --speeds-file, not both"))
+		} else if data, err := os.ReadFile(f.speedsFile); err != nil {
+			errs = append(errs, fmt.Errorf("--speeds-file: %w", err))
+		} else {
+			var lines []string
+			for _, l := range strings.Split(string(data), "\n") {
+				l, _, _ = strings.Cut(l, "#")
+				lines = append(lines, l)
+			}
+			if p.speeds, err = nowParseSpeeds(strings.Join(lines, "\n")); err != nil {
+				errs = append(errs, fmt.Errorf("--speeds-file %s: %w", f.speedsFile, err))
+			}
+		}
+	} else {
+		var err error
+		if p.speeds, err = nowParseSpeeds(f.speeds); err != nil {
+			errs = append(errs, fmt.Errorf("--speeds %q: %w", f.speeds, err))
+		}
+	}
+	var err error
+	if p.estimate, err = now.ParseEstimate(f.estimate); err != nil {
+		errs = append(errs, fmt.Errorf("--estimate %q: want exact, fuzzy:P (P ≥ 0) or learned:W[:PRIOR] (0 < W ≤ 1)", f.estimate))
+	}
+	for _, item := range strings.Split(f.seeds, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(item), 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--seed %q: want non-negative integers, comma-separated", f.seeds))
+			break
+		}
+		p.seeds = append(p.seeds, v)
+	}
+	if !slices.Contains([]string{"table", "json", "csv"}, f.format) {
+		errs = append(errs, fmt.Errorf("--format %q: want table, json or csv", f.format))
+	}
+	if f.trace != "" {
+		for _, name := range nowGeneratorFlags {
+			if cmd.Flags().Changed(name) {
+				errs = append(errs, fmt.Errorf("--%s: not used with --trace (the trace is the workload)", name))
+			}
+		}
+		return p, nowFlagErrors(errs)
+	}
+	// The generator's flags, each named in its own message.
+	g := nowsim.GenConfig{Nodes: len(p.speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
+		BalancedShare: f.balancedShare, Span: f.span, Programs: f.programs, ProgramVar: f.programVar}
+	if f.jobs < 1 {
+		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
+	}
+	for _, sh := range []struct {
+		name string
+		v    float64
+	}{{"--seq-share", f.seqShare}, {"--large-share", f.largeShare}, {"--balanced-share", f.balancedShare}} {
+		if !(sh.v >= 0 && sh.v <= 1) {
+			errs = append(errs, fmt.Errorf("%s %v: must be in [0, 1]", sh.name, sh.v))
+		}
+	}
+	if f.seqShare+f.largeShare > 1+1e-9 {
+		errs = append(errs, fmt.Errorf("--seq-share %v + --large-share %v: more than 1", f.seqShare, f.largeShare))
+	}
+	if f.span < 0 {
+		errs = append(errs, fmt.Errorf("--span %v: must not be negative", f.span))
+	}
+	if f.programs < 0 {
+		errs = append(errs, fmt.Errorf("--programs %d: must not be negative", f.programs))
+	}
+	if !(f.programVar >= 0 && f.programVar < 1) {
+		errs = append(errs, fmt.Errorf("--program-var %v: must be in [0, 1)", f.programVar))
+	}
+	all, err := nowParseRange(f.ptime)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--ptime %q: %w", f.ptime, err))
+	}
+	for cl, s := range f.ptimeClass {
+		g.PTime[cl] = all
+		if s == "" {
+			continue
+		}
+		if g.PTime[cl], err = nowParseRange(s); err != nil {
+			errs = append(errs, fmt.Errorf("--ptime-%s %q: %w", nowsim.Class(cl), s, err))
+		}
+	}
+	if len(errs) == 0 && len(p.speeds) > 0 {
+		counts := g.Counts()
+		for cl, n := range counts {
+			if lo, hi := nowsim.SizeRange(nowsim.Class(cl), len(p.speeds)); n > 0 && lo > hi {
+				flag := map[nowsim.Class]string{nowsim.SmallParallel: "--seq-share/--large-share", nowsim.LargeParallel: "--large-share"}[nowsim.Class(cl)]
+				errs = append(errs, fmt.Errorf("%s: %d %s parallel jobs, but %d nodes have no %s parallel size (small: 2…⌈n/2⌉−1 tasks, large: ⌈n/2⌉…n)", flag, n, nowsim.Class(cl), len(p.speeds), nowsim.Class(cl)))
+			}
+		}
+	}
+	p.gen = g
+	return p, nowFlagErrors(errs)
+}
+
+func nowFlagErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return flagErrors(errs)
+}
+
+func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout io.Writer, f *simNowFlags) error {
+	p, err := f.validate(cmd)
+	if err != nil {
+		return err
+	}
+	var traceJobs []nowsim.Job
+	var dropped nowsim.Dropped
+	if f.trace != "" {
+		if traceJobs, dropped, err = readNowTrace(f.trace, len(p.speeds), stdin); err != nil {
+			return err
+		}
+		if len(traceJobs) == 0 {
+			return fmt.Errorf("--trace %s: no job fits %d nodes (%d dropped)", f.trace, len(p.speeds), dropped.Total())
+		}
+	}
+	var results []nowsim.Result
+	for _, seed := range p.seeds {
+		jobs := traceJobs
+		if jobs == nil {
+			g := p.gen
+			g.Seed = seed
+			if jobs, err = nowsim.Generate(g); err != nil {
+				return err
+			}
+		}
+		for _, pol := range p.policies {
+			cfg := nowsim.Config{Speeds: p.speeds, Policy: pol, Estimate: p.estimate, Prior: nowMeanWork(jobs), Seed: seed}
+			res, err := nowsim.Run(ctx, cfg, jobs, nil)
+			if err != nil {
+				return fmt.Errorf("policy %s, seed %d: %w", pol, seed, err)
+			}
+			results = append(results, res)
+		}
+	}
+	switch f.format {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	case "csv":
+		return writeNowCSV(stdout, results)
+	}
+	return writeNowTable(stdout, f, p, len(traceJobs), dropped, results)
+}
+
+// readNowTrace reads an SWF file (or standard input for "-") into jobs.
+func readNowTrace(path string, nodes int, stdin io.Reader) ([]nowsim.Job, nowsim.Dropped, error) {
+	var rd *swf.Reader
+	var closer io.Closer
+	var err error
+	if path == "-" {
+		rd, closer, err = swf.OpenReader(stdin, "<stdin>")
+	} else {
+		if st, serr := os.Stat(path); serr != nil {
+			return nil, nowsim.Dropped{}, fmt.Errorf("--trace: %w", serr)
+		} else if st.IsDir() {
+			return nil, nowsim.Dropped{}, fmt.Errorf("--trace %s: is a directory, not an SWF file", path)
+		}
+		rd, closer, err = swf.Open(path)
+	}
+	if err != nil {
+		return nil, nowsim.Dropped{}, err
+	}
+	defer closer.Close()
+	return nowsim.ReadSWF(rd, nodes)
+}
+
+// nowMeanWork is the learned estimator's default prior: the workload's mean
+// processing time.
+func nowMeanWork(jobs []nowsim.Job) time.Duration {
+	var sum float64
+	for _, j := range jobs {
+		sum += float64(j.Work)
+	}
+	return time.Duration(sum / float64(max(1, len(jobs))))
+}
+
+var nowCSVHeader = []string{"policy", "estimate", "seed", "jobs", "makespan_s", "mean_flow_s", "max_wait_s", "mean_wait_s"}
+
+func writeNowCSV(w io.Writer, results []nowsim.Result) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write(nowCSVHeader)
+	for _, r := range results {
+		_ = cw.Write([]string{string(r.Policy), r.Estimate, strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Jobs),
+			nowNum(r.Makespan), nowNum(r.MeanFlow), nowNum(r.MaxWait), nowNum(r.MeanWait)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func nowNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func writeNowTable(w io.Writer, f *simNowFlags, p simNowPlan, traceJobs int, dropped nowsim.Dropped, results []nowsim.Result) error {
+	fmt.Fprintf(w, "nodes     %d, speeds %s\n", len(p.speeds), nowSpeedSummary(p.speeds))
+	if f.trace != "" {
+		fmt.Fprintf(w, "workload  %s: %d jobs, %d dropped (%d no size, %d no runtime, %d no submit, %d wider than the nodes)\n",
+			f.trace, traceJobs, dropped.Total(), dropped.NoSize, dropped.NoRuntime, dropped.NoSubmit, dropped.TooWide)
+	} else {
+		c := p.gen.Counts()
+		fmt.Fprintf(w, "workload  %d jobs generated: %d sequential, %d small, %d large parallel; span %v; processing times seq %v, small %v, large %v\n",
+			p.gen.Jobs, c[0], c[1], c[2], p.gen.Span, p.gen.PTime[0], p.gen.PTime[1], p.gen.PTime[2])
+	}
+	fmt.Fprintf(w, "estimate  %s\n\n", p.estimate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tseed\tjobs\tmakespan\tmean_flow\tmax_wait\tmean_wait\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.Policy, r.Seed, r.Jobs, fmtSeconds(r.Makespan), fmtSeconds(r.MeanFlow), fmtSeconds(r.MaxWait), fmtSeconds(r.MeanWait))
+	}
+	return tw.Flush()
+}
+
+// nowSpeedSummary writes speeds back as NxS items: 1,1,2 → 2x1,1x2.
+func nowSpeedSummary(speeds []float64) string {
+	var items []string
+	for i := 0; i < len(speeds); {
+		j := i
+		for j < len(speeds) && speeds[j] == speeds[i] {
+			j++
+		}
+		items = append(items, fmt.Sprintf("%dx%s", j-i, strconv.FormatFloat(speeds[i], 'g', -1, 64)))
+		i = j
+	}
+	return strings.Join(items, ",")
+}
