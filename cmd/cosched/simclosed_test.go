@@ -22,7 +22,7 @@ func TestSimClosedCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := strings.Join(recs[0], ",")
-	if head != "policy,jobs,mean_response,mean_response_hw,mean_cycle,mean_cycle_hw,throughput,throughput_hw,cpu_util,cpu_util_hw,io_util,io_util_hw,d_rt,d_k,d_r" {
+	if head != "policy,jobs,mean_response,mean_response_hw,mean_cycle,mean_cycle_hw,throughput,throughput_hw,cpu_util,cpu_util_hw,io_util,io_util_hw,d_rt,d_k,d_r,procs,dist,cv,service_mean,io_mean" {
 		t.Errorf("header %s", head)
 	}
 	var keys []string

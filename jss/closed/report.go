@@ -22,7 +22,7 @@ func Write(w io.Writer, format string, e *Experiment, rows []Row) error {
 	case "json":
 		err = writeJSON(w, e, rows)
 	case "csv":
-		err = writeCSV(w, rows)
+		err = writeCSV(w, e, rows)
 	default:
 		return fmt.Errorf("closed: unknown format %q (valid: %s)", format, strings.Join(Formats(), ", "))
 	}
@@ -45,8 +45,9 @@ func writeJSON(w io.Writer, e *Experiment, rows []Row) error {
 	}{e, rows})
 }
 
-// csvColumns are the CSV header: each metric then its half-width, and the
-// gains when the rows have them.
+// csvColumns are the CSV header: each metric then its half-width, the
+// gains when the rows have them, and the model's parameters (so files of
+// several runs, say one per C, can be concatenated).
 func csvColumns(gains bool) []string {
 	cols := []string{"policy", "jobs"}
 	for _, m := range []string{"mean_response", "mean_cycle", "throughput", "cpu_util", "io_util"} {
@@ -55,12 +56,12 @@ func csvColumns(gains bool) []string {
 	if gains {
 		cols = append(cols, "d_rt", "d_k", "d_r")
 	}
-	return cols
+	return append(cols, "procs", "dist", "cv", "service_mean", "io_mean")
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-func writeCSV(w io.Writer, rows []Row) error {
+func writeCSV(w io.Writer, e *Experiment, rows []Row) error {
 	gains := len(rows) > 0 && rows[0].Gains != nil
 	cw := csv.NewWriter(w)
 	_ = cw.Write(csvColumns(gains)) // errors surface through cw.Error
@@ -72,6 +73,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 		if gains {
 			rec = append(rec, num(r.Gains.DRT), num(r.Gains.DK), num(r.Gains.DR))
 		}
+		rec = append(rec, strconv.Itoa(e.Procs), string(e.Service.Dist), num(e.Service.C()), num(e.Service.Mean), num(e.IOMean))
 		_ = cw.Write(rec)
 	}
 	cw.Flush()

@@ -28,9 +28,9 @@ func TestWriteCSV(t *testing.T) {
 	if err := Write(&b, "csv", e, rows); err != nil {
 		t.Fatal(err)
 	}
-	want := `policy,jobs,mean_response,mean_response_hw,mean_cycle,mean_cycle_hw,throughput,throughput_hw,cpu_util,cpu_util_hw,io_util,io_util_hw,d_rt,d_k,d_r
-fcfs,3,2,0.2,3,0.3,1,0.1,0.5,0.05,0.25,0.025,0,0,0
-ljfs,3,1.5,0.15,2.5,0.25,1.2,0.12,0.6,0.06,0.3,0.03,0.25,0.16666666666666666,0.2
+	want := `policy,jobs,mean_response,mean_response_hw,mean_cycle,mean_cycle_hw,throughput,throughput_hw,cpu_util,cpu_util_hw,io_util,io_util_hw,d_rt,d_k,d_r,procs,dist,cv,service_mean,io_mean
+fcfs,3,2,0.2,3,0.3,1,0.1,0.5,0.05,0.25,0.025,0,0,0,2,exp,1,1,0.5
+ljfs,3,1.5,0.15,2.5,0.25,1.2,0.12,0.6,0.06,0.3,0.03,0.25,0.16666666666666666,0.2,2,exp,1,1,0.5
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
