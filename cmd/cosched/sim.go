@@ -85,8 +85,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "skip and count malformed lines and out-of-order jobs instead of failing")
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
-	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd())
-	cmd.AddCommand(newSimNowCmd())
+	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd(), newSimNowCmd(), newSimClosedCmd())
 	return cmd
 }
 
