@@ -39,6 +39,7 @@ type simFlags struct {
 	lenient   bool
 	check     bool
 	parallel  int
+	pfcfs     pfcfsFlags
 }
 
 func newSimCmd() *cobra.Command {
@@ -65,7 +66,8 @@ than the machine, are dropped and counted in the report.`,
 		Example: `  cosched sim
   cosched sim --trace KTH-SP2-1996-2.swf --policy easy,conservative
   cosched sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --format json
-  cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv`,
+  cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv
+  cosched sim --policy pfcfs --pfcfs-wide 50 --pfcfs-switch 10m --pfcfs-switches 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSim(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)
@@ -85,6 +87,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "skip and count malformed lines and out-of-order jobs instead of failing")
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
+	addPFCFSFlags(fl, &f.pfcfs)
 	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd())
 	return cmd
 }
@@ -94,6 +97,7 @@ func policyNames() string {
 	for _, p := range gang.Policies() {
 		names = append(names, string(p))
 	}
+	names = append(names, string(policyPFCFS))
 	return strings.Join(names, ", ")
 }
 
@@ -107,6 +111,9 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 			continue
 		}
 		p, err := gang.ParsePolicy(name)
+		if err != nil && isPFCFS(name) {
+			p, err = policyPFCFS, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), policyNames())
 		}
@@ -154,6 +161,7 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if f.parallel < 1 {
 		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
 	}
+	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)
 	if len(errs) > 0 {
 		return nil, conv, flagErrors(errs)
 	}
@@ -200,6 +208,9 @@ func runSim(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFlags)
 		})
 	}
 	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := addFCFSRatios(ctx, f, input, conv, results); err != nil {
 		return err
 	}
 	return report.Write(stdout, f.format, results)
@@ -270,7 +281,7 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 			return jss.TraceResult{}, fmt.Errorf("--jobs-csv: %w", err)
 		}
 	}
-	res, err := jss.SimulateTrace(ctx, opt, p)
+	res, err := simulatePolicy(ctx, f, opt, p)
 	if err != nil {
 		return res, err
 	}
