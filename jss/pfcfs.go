@@ -31,6 +31,9 @@ type PFCFSStats struct {
 	WideJobs    int64 // jobs at least the wide threshold
 	Preempting  int64 // wide jobs that started by preempting
 	Preemptions int64 // Preempt decisions, each charged the penalty
+	// Busy is the processor time jobs spent running (not preempted),
+	// penalties included, in processor-seconds.
+	Busy float64
 }
 
 type pfJob struct {
@@ -40,6 +43,7 @@ type pfJob struct {
 	end   time.Duration // while running: when it will end
 	left  time.Duration // while preempted: what it has left to run
 	on    bool          // running
+	since time.Duration // while running: when it last started or resumed
 }
 
 // RunPFCFS simulates the workload from src under preemptive FCFS with gang
@@ -135,6 +139,7 @@ func (e *pfEngine) complete(ev event) error {
 		return nil // superseded by a preemption
 	}
 	delete(e.jobs, ev.job)
+	e.stats.Busy += float64(a.job.Processors) * (ev.at - a.since).Seconds()
 	if err := e.core.Finished(ev.job, ev.at); err != nil {
 		return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
 	}
@@ -178,16 +183,17 @@ func (e *pfEngine) pass(at time.Duration) error {
 		}
 		switch d.Kind {
 		case gang.Start:
-			a.on, a.start, a.end = true, at, at+a.job.Runtime
+			a.on, a.start, a.end, a.since = true, at, at+a.job.Runtime, at
 			if d.Why.Rule == gang.RuleWidePreempts {
 				e.stats.Preempting++
 			}
 		case gang.Preempt:
 			a.on, a.left = false, a.end-at+e.cfg.Penalty
 			e.stats.Preemptions++
+			e.stats.Busy += float64(a.job.Processors) * (at - a.since).Seconds()
 			continue
 		case gang.Resume:
-			a.on, a.end = true, at+a.left
+			a.on, a.end, a.since = true, at+a.left, at
 		default:
 			return fmt.Errorf("jss: decision %v is not supported under pfcfs", d)
 		}
@@ -297,4 +303,44 @@ func (c *columnCheck) finished(id gang.JobID) error {
 	c.setRunning(id, false)
 	delete(c.cols, id)
 	return nil
+}
+
+func (c *ModelConfig) isPFCFS() bool { return c.Scheduler.Policy == gang.Policy(pfcfs.Name) }
+
+// pfcfsConfig is the pfcfs configuration of a model run: PFCFS on the
+// scheduler's machine.
+func (c *ModelConfig) pfcfsConfig() PFCFSConfig {
+	p := c.PFCFS
+	p.Scheduler.Processors = c.Scheduler.Machine.Processors
+	p.Check = c.Check
+	return p
+}
+
+func (c *ModelConfig) validatePFCFS() []error {
+	var errs []error
+	if c.Mode != BF {
+		errs = append(errs, fmt.Errorf("policy pfcfs is space sharing: it runs in mode bf, not %s", c.Mode))
+	}
+	p := c.pfcfsConfig()
+	if err := p.Scheduler.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Penalty < 0 {
+		errs = append(errs, fmt.Errorf("pfcfs: penalty must not be negative, got %v", p.Penalty))
+	}
+	return errs
+}
+
+// runPFCFS runs benchmark jobs (BF) under pfcfs. SlotTime counts the
+// processors jobs run on, not those a preempted job holds; Switches
+// counts preemptions.
+func (c *ModelConfig) runPFCFS(ctx context.Context, src Source, emit func(Result) error) (ModelStats, error) {
+	var compute time.Duration
+	st, err := RunPFCFS(ctx, c.pfcfsConfig(), src, func(r Result) error {
+		compute += r.Compute
+		return emit(r)
+	})
+	ms := ModelStats{Jobs: st.Jobs, Passes: st.Passes, Steps: st.Events, Compute: compute, End: st.End,
+		Switches: st.Preemptions, SlotTime: st.Busy / float64(c.Scheduler.Machine.Processors)}
+	return ms, err
 }

@@ -75,7 +75,7 @@ than the machine, are dropped and counted in the report.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", "", "SWF trace to simulate, plain or gzip-compressed; - reads standard input (default: the embedded KTH-SP2 sample)")
-	fl.StringVar(&f.policies, "policy", "fcfs,easy,easy-sjbf,conservative", "comma-separated policies to compare: "+policyNames())
+	fl.StringVar(&f.policies, "policy", "fcfs,easy,easy-sjbf,conservative", "comma-separated policies to compare: "+simPolicyNames())
 	fl.IntVar(&f.procs, "procs", 0, "machine size in processors (default: the trace header's MaxProcs, else MaxNodes)")
 	fl.StringVar(&f.format, "format", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fl.StringVar(&f.outSWF, "out-swf", "", "write the simulated schedule as an SWF file (field 3 = simulated wait); with several policies the policy name is inserted before the extension")
@@ -97,7 +97,6 @@ func policyNames() string {
 	for _, p := range gang.Policies() {
 		names = append(names, string(p))
 	}
-	names = append(names, string(policyPFCFS))
 	return strings.Join(names, ", ")
 }
 
@@ -115,7 +114,7 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 			p, err = policyPFCFS, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), policyNames())
+			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), simPolicyNames())
 		}
 		if !seen[p] {
 			seen[p] = true
@@ -123,7 +122,7 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--policy: no policy given (valid: %s)", policyNames())
+		return nil, fmt.Errorf("--policy: no policy given (valid: %s)", simPolicyNames())
 	}
 	return out, nil
 }

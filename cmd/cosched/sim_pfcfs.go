@@ -118,7 +118,22 @@ func addFCFSRatios(ctx context.Context, f *simFlags, input jss.TraceInput, conv 
 	return nil
 }
 
+// simPolicyNames lists the policies `cosched sim` runs: the core's and
+// pfcfs.
+func simPolicyNames() string { return policyNames() + ", " + pfcfs.Name }
+
 // isPFCFS reports whether a --policy entry names pfcfs.
 func isPFCFS(name string) bool {
 	return strings.EqualFold(strings.TrimSpace(name), pfcfs.Name)
+}
+
+// pfcfsSweepModes rejects the time-sharing modes for --policy pfcfs, a
+// space-sharing policy.
+func pfcfsSweepModes(modes []jss.Mode) []error {
+	for _, m := range modes {
+		if m != jss.BF {
+			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode bf only (got --mode %s)", m)}
+		}
+	}
+	return nil
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/jss/sweep"
 )
 
 // The hand-worked case of jss's TestSimulateTracePFCFS (machine of 10, wide
@@ -89,6 +95,48 @@ func TestSimPFCFSBadFlags(t *testing.T) {
 			if !strings.Contains(errOut, w) {
 				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, errOut)
 			}
+		}
+	}
+}
+
+func TestSweepPFCFS(t *testing.T) {
+	dir := t.TempDir()
+	var errb bytes.Buffer
+	code, _ := sweepCLI(context.Background(), &errb, "sim", "sweep", "--mode", "bf", "--policy", "pfcfs",
+		"--load", "0.9", "--jobs", "60", "--pfcfs-switch", "1m", "--pfcfs-switches", "2", "--check", "--parallel", "1", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res sweep.Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	p := res.Machine.PFCFS
+	if res.Spec.Policy != "pfcfs" || p == nil || p.WidePercent != 50 || p.Switch != time.Minute || p.Switches != 2 {
+		t.Fatalf("spec %+v, machine %+v", res.Spec, res.Machine)
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Policy != "pfcfs" || res.Rows[0].Simulated != 60 {
+		t.Fatalf("rows %+v", res.Rows)
+	}
+}
+
+func TestSweepPFCFSBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "pfcfs"}, "--policy pfcfs: space sharing, runs with --mode bf only (got --mode bgs)"},
+		{[]string{"--mode", "bf", "--policy", "pfcfs", "--pfcfs-switches", "0"}, "--pfcfs-switches 0: must be at least 1"},
+		{[]string{"--mode", "bf", "--pfcfs-delay", "1m"}, "--pfcfs-delay: applies only with --policy pfcfs"},
+	} {
+		var errb bytes.Buffer
+		code, _ := sweepCLI(context.Background(), &errb, append([]string{"sim", "sweep", "--jobs", "5"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
 		}
 	}
 }
