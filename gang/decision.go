@@ -90,6 +90,13 @@ const (
 	RuleAlternateFree   // alternate: its columns are empty in that row
 	RuleAlternateTaken  // alternate ends: its columns in that row were taken
 	RuleNoCapacity      // waits aside: wider than the columns in service (nodes are down)
+	// Preemptive FCFS (package gang/pfcfs).
+	RuleWidePreempts  // start: a wide job preempted running jobs to get its processors
+	RuleSwitch        // preempt/resume: the time between context switches has passed
+	RuleOtherSideDone // resume: the other side of a preemption completed
+	RuleWideDelay     // waits: a wide job next in line, preempting after the start delay
+	RuleEarlierWide   // waits: a wide job next in line, behind an earlier wide job still active
+	RulePreemptedBy   // preempt: a wide job takes this job's processors
 )
 
 func (r Rule) String() string {
@@ -128,6 +135,18 @@ func (r Rule) String() string {
 		return "alternate-taken"
 	case RuleNoCapacity:
 		return "no-capacity"
+	case RuleWidePreempts:
+		return "wide-preempts"
+	case RuleSwitch:
+		return "switch"
+	case RuleOtherSideDone:
+		return "other-side-done"
+	case RuleWideDelay:
+		return "wide-delay"
+	case RuleEarlierWide:
+		return "earlier-wide"
+	case RulePreemptedBy:
+		return "preempted-by-wide"
 	}
 	return fmt.Sprintf("rule(%d)", uint8(r))
 }
@@ -181,6 +200,18 @@ func (e Explanation) String() string {
 		return "its columns in this row were taken"
 	case RuleNoCapacity:
 		return fmt.Sprintf("needs %d processors, only %d in service (nodes are down): waits aside", e.Procs, e.Free)
+	case RuleWidePreempts:
+		return fmt.Sprintf("wide job preempted running jobs: needs %d, %d were free", e.Procs, e.Free)
+	case RuleSwitch:
+		return fmt.Sprintf("context switch at %v", e.At)
+	case RuleOtherSideDone:
+		return fmt.Sprintf("the other side of the preemption completed at %v", e.At)
+	case RuleWideDelay:
+		return fmt.Sprintf("wide job next in line: needs %d processors, %d free; preempts at %v", e.Procs, e.Free, e.At)
+	case RuleEarlierWide:
+		return fmt.Sprintf("wide job next in line: needs %d processors, %d free; may not preempt while wide job %d is active", e.Procs, e.Free, e.Head)
+	case RulePreemptedBy:
+		return fmt.Sprintf("preempted by wide job %d", e.Head)
 	}
 	return e.Rule.String()
 }

@@ -65,6 +65,9 @@ type ModelConfig struct {
 	Seed uint64
 	// Check verifies every decision with gang/verify.
 	Check bool
+	// PFCFS parameterizes Scheduler.Policy "pfcfs" (BF only; the machine
+	// size comes from Scheduler.Machine).
+	PFCFS PFCFSConfig
 }
 
 // DefaultModelConfig returns the BCS study's machine: 32 processors with
@@ -106,7 +109,9 @@ func (c ModelConfig) Validate() error {
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Scheduler.Validate(); err != nil {
+	if c.isPFCFS() {
+		errs = append(errs, c.validatePFCFS()...)
+	} else if err := c.Scheduler.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	switch {
@@ -220,6 +225,9 @@ func RunModel(ctx context.Context, cfg ModelConfig, src Source, emit func(Result
 		var compute time.Duration
 		var slotTime float64
 		procs := float64(cfg.Scheduler.Machine.Processors)
+		if cfg.isPFCFS() {
+			return cfg.runPFCFS(ctx, msrc, emit)
+		}
 		st, err := Run(ctx, Config{Scheduler: cfg.Scheduler, Check: cfg.Check}, msrc, func(r Result) error {
 			compute += r.Compute
 			slotTime += float64(r.Processors) / procs * (r.End - r.Start).Seconds()

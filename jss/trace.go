@@ -43,6 +43,9 @@ type TraceOptions struct {
 	// SWFOut and JobsCSV, when set, receive the simulated schedule.
 	SWFOut  io.Writer
 	JobsCSV io.Writer
+	// Engine, when set, runs the simulation instead of Run under the named
+	// policy: policies outside the matrix core (pfcfs) provide one.
+	Engine func(ctx context.Context, processors int, src Source, emit func(Result) error) (Stats, error)
 }
 
 // TraceResult is one policy's run over a trace.
@@ -57,6 +60,8 @@ type TraceResult struct {
 	Passes         int64           `json:"passes"`
 	// Skipped holds the first malformed lines skipped in lenient mode.
 	Skipped []string `json:"skipped_lines,omitempty"`
+	// PFCFS describes a pfcfs run (see SimulateTracePFCFS).
+	PFCFS *PFCFSSummary `json:"pfcfs,omitempty"`
 }
 
 // SimulateTrace runs one policy over a trace and computes its metrics.
@@ -112,7 +117,11 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 	}
 
 	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy}, Check: opt.Check}
-	stats, err := Run(ctx, cfg, src, emit)
+	run := func() (Stats, error) { return Run(ctx, cfg, src, emit) }
+	if opt.Engine != nil {
+		run = func() (Stats, error) { return opt.Engine(ctx, procs, src, emit) }
+	}
+	stats, err := run()
 	if err != nil {
 		return TraceResult{}, err
 	}

@@ -39,6 +39,7 @@ type simFlags struct {
 	lenient   bool
 	check     bool
 	parallel  int
+	pfcfs     pfcfsFlags
 }
 
 func newSimCmd() *cobra.Command {
@@ -65,7 +66,8 @@ than the machine, are dropped and counted in the report.`,
 		Example: `  cosched sim
   cosched sim --trace KTH-SP2-1996-2.swf --policy easy,conservative
   cosched sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --format json
-  cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv`,
+  cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv
+  cosched sim --policy pfcfs --pfcfs-wide 50 --pfcfs-switch 10m --pfcfs-switches 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSim(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)
@@ -73,7 +75,7 @@ than the machine, are dropped and counted in the report.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", "", "SWF trace to simulate, plain or gzip-compressed; - reads standard input (default: the embedded KTH-SP2 sample)")
-	fl.StringVar(&f.policies, "policy", "fcfs,easy,easy-sjbf,conservative", "comma-separated policies to compare: "+policyNames())
+	fl.StringVar(&f.policies, "policy", "fcfs,easy,easy-sjbf,conservative", "comma-separated policies to compare: "+simPolicyNames())
 	fl.IntVar(&f.procs, "procs", 0, "machine size in processors (default: the trace header's MaxProcs, else MaxNodes)")
 	fl.StringVar(&f.format, "format", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fl.StringVar(&f.outSWF, "out-swf", "", "write the simulated schedule as an SWF file (field 3 = simulated wait); with several policies the policy name is inserted before the extension")
@@ -85,6 +87,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "skip and count malformed lines and out-of-order jobs instead of failing")
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
+	addPFCFSFlags(fl, &f.pfcfs)
 	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd(), newSimNowCmd(), newSimClosedCmd())
 	return cmd
 }
@@ -107,8 +110,11 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 			continue
 		}
 		p, err := gang.ParsePolicy(name)
+		if err != nil && isPFCFS(name) {
+			p, err = policyPFCFS, nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), policyNames())
+			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), simPolicyNames())
 		}
 		if !seen[p] {
 			seen[p] = true
@@ -116,7 +122,7 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--policy: no policy given (valid: %s)", policyNames())
+		return nil, fmt.Errorf("--policy: no policy given (valid: %s)", simPolicyNames())
 	}
 	return out, nil
 }
@@ -154,6 +160,7 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if f.parallel < 1 {
 		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
 	}
+	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)
 	if len(errs) > 0 {
 		return nil, conv, flagErrors(errs)
 	}
@@ -200,6 +207,9 @@ func runSim(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFlags)
 		})
 	}
 	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := addFCFSRatios(ctx, f, input, conv, results); err != nil {
 		return err
 	}
 	return report.Write(stdout, f.format, results)
@@ -270,7 +280,7 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 			return jss.TraceResult{}, fmt.Errorf("--jobs-csv: %w", err)
 		}
 	}
-	res, err := jss.SimulateTrace(ctx, opt, p)
+	res, err := simulatePolicy(ctx, f, opt, p)
 	if err != nil {
 		return res, err
 	}

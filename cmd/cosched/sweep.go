@@ -50,6 +50,7 @@ type sweepFlags struct {
 	latency     time.Duration
 	jobSwitch   time.Duration
 	procSwitch  time.Duration
+	pfcfs       pfcfsFlags
 }
 
 func newSweepCmd() *cobra.Command {
@@ -108,7 +109,7 @@ progress goes to standard error.`,
 	fl.StringVar(&f.seeds, "seed", "1", "random seeds (a list runs each point once per seed)")
 	fl.StringVar(&f.out, "out", "", "directory for the results (created if needed); without it the table is printed and no file written")
 	fl.StringVar(&f.shard, "shard", "", "run only shard k of n (k/n, 1 ≤ k ≤ n): the points whose index % n == k-1")
-	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames())
+	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames()+", or pfcfs (with --mode bf only)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "points simulated at once")
 	fl.IntVar(&f.procs, "procs", 32, "machine size in processors")
 	fl.StringVar(&f.memPerProc, "mem-per-proc", "512MiB", "memory of one processor; no process needs more")
@@ -121,6 +122,7 @@ progress goes to standard error.`,
 	fl.DurationVar(&f.latency, "latency", def.Network.Latency, "network latency per message and per barrier level")
 	fl.DurationVar(&f.jobSwitch, "job-switch", def.JobSwitch, "cost of switching a job in (bgs)")
 	fl.DurationVar(&f.procSwitch, "process-switch", def.ProcessSwitch, "cost of a process context switch (bcs)")
+	addPFCFSFlags(fl, &f.pfcfs)
 	return cmd
 }
 
@@ -257,11 +259,15 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 		return n, nil
 	})
 	collect(e)
-	if p, err := gang.ParsePolicy(f.policy); err != nil {
-		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, policyNames()))
-	} else {
+	if p, err := gang.ParsePolicy(f.policy); err == nil {
 		spec.Policy = p
+	} else if isPFCFS(f.policy) {
+		spec.Policy = policyPFCFS
+		errs = append(errs, pfcfsSweepModes(spec.Modes)...)
+	} else {
+		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, simPolicyNames()))
 	}
+	errs = append(errs, f.pfcfs.validate(isPFCFS(f.policy))...)
 	shard, err := sweep.ParseShard(f.shard)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--shard %q: want k/n with 1 ≤ k ≤ n, e.g. 2/4", f.shard))
@@ -318,6 +324,9 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	m.Network.Latency = f.latency
 	m.JobSwitch = f.jobSwitch
 	m.ProcessSwitch = f.procSwitch
+	if spec.Policy == policyPFCFS {
+		m.PFCFS = f.pfcfs.config()
+	}
 	return spec, shard, m, nil
 }
 

@@ -169,6 +169,7 @@ func Table(w io.Writer, results []jss.TraceResult) error {
 	row("sum of flow times (s)", "", func(r *jss.TraceResult) string { return fmt.Sprintf("%.4e", r.Metrics.SumFlow) })
 	row("weighted flow time (proc·s²)", "", func(r *jss.TraceResult) string { return fmt.Sprintf("%.4e", r.Metrics.WeightedFlow) })
 	writeAligned(&b, rows, 2)
+	writePFCFS(&b, results)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

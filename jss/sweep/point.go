@@ -45,6 +45,8 @@ type Machine struct {
 	Model         workload.Model
 	MeanRuntime   time.Duration // mean runtime at load 1 (see workload.Config)
 	Check         bool
+	// PFCFS parameterizes policy pfcfs (its Processors is ignored).
+	PFCFS jss.PFCFSConfig
 }
 
 // DefaultMachine is the BCS study's machine (32 processors of 512 MB, 1 ms
@@ -101,6 +103,7 @@ func (m Machine) Config(p Point) jss.ModelConfig {
 		Network:       m.Network,
 		Seed:          p.Seed,
 		Check:         m.Check,
+		PFCFS:         m.PFCFS,
 	}
 }
 

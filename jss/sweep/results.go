@@ -40,6 +40,7 @@ type MachineInfo struct {
 	MeanRuntime   time.Duration `json:"mean_runtime_ns"` // mean runtime at load 1
 	Model         string        `json:"model"`           // what the workload model was fitted to
 	ModelSHA256   string        `json:"model_sha256"`    // first 16 hex digits of the model's JSON digest
+	PFCFS         *PFCFSInfo    `json:"pfcfs,omitempty"` // policy pfcfs's parameters, when set
 }
 
 // Info describes m for results files.
@@ -54,6 +55,7 @@ func (m Machine) Info() MachineInfo {
 		Latency:       m.Network.Latency,
 		MeanRuntime:   m.MeanRuntime,
 		Model:         m.Model.Source,
+		PFCFS:         m.pfcfsInfo(),
 	}
 	if data, err := json.Marshal(m.Model); err == nil {
 		sum := sha256.Sum256(data)

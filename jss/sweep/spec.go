@@ -86,7 +86,9 @@ func (s Spec) Validate() error {
 	if len(s.Seeds) == 0 {
 		add("no seed")
 	}
-	if _, err := gang.ParsePolicy(string(s.Policy)); err != nil {
+	if s.Policy == policyPFCFS {
+		errs = append(errs, pfcfsModes(s.Modes)...)
+	} else if _, err := gang.ParsePolicy(string(s.Policy)); err != nil {
 		add("%v", err)
 	}
 	if len(errs) == 0 {

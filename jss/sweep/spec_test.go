@@ -168,3 +168,16 @@ func TestSpecValidateListsEveryProblem(t *testing.T) {
 		t.Errorf("bgs without MPL or slice: %v", err)
 	}
 }
+
+func TestSpecPFCFSOnlyInModeBF(t *testing.T) {
+	s := fullSpec()
+	s.Policy = "pfcfs"
+	s.Modes = []jss.Mode{jss.BF}
+	if err := s.Validate(); err != nil {
+		t.Errorf("bf with pfcfs: %v", err)
+	}
+	s.Modes = []jss.Mode{jss.BF, jss.BGS}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "policy pfcfs is space sharing: it runs in mode bf, not bgs") {
+		t.Errorf("bgs with pfcfs: %v", err)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/gang/pfcfs"
+	"github.com/cosched/cosched/jss"
+)
+
+// policyPFCFS selects preemptive FCFS (package gang/pfcfs) in --policy.
+const policyPFCFS = gang.Policy(pfcfs.Name)
+
+// pfcfsFlags are the --pfcfs-* parameters of `cosched sim`.
+type pfcfsFlags struct {
+	wide     float64
+	delay    time.Duration
+	every    time.Duration
+	switches int
+	penalty  time.Duration
+	changed  func(name string) bool
+}
+
+func addPFCFSFlags(fl *pflag.FlagSet, f *pfcfsFlags) {
+	d := pfcfs.DefaultConfig(1)
+	fl.Float64Var(&f.wide, "pfcfs-wide", d.WidePercent, "pfcfs: a job needing at least this percentage of the machine is wide and may preempt")
+	fl.DurationVar(&f.delay, "pfcfs-delay", d.Delay, "pfcfs: start delay δ, from when a wide job is first in line (and no earlier wide job is active) to its preemption")
+	fl.DurationVar(&f.every, "pfcfs-switch", d.Switch, "pfcfs: time Δ between context switches of a wide job and the jobs it preempted")
+	fl.IntVar(&f.switches, "pfcfs-switches", d.Switches, "pfcfs: most context switches n, the first preemption included (odd: the wide job finishes first; even: the preempted jobs do)")
+	fl.DurationVar(&f.penalty, "pfcfs-penalty", 0, "pfcfs: time added to a job's remaining runtime each time it is preempted")
+	f.changed = fl.Changed
+}
+
+// validate checks the --pfcfs-* flags; selected reports whether --policy
+// names pfcfs (the flags are an error without it).
+func (f *pfcfsFlags) validate(selected bool) []error {
+	var errs []error
+	if !selected {
+		for _, name := range []string{"pfcfs-wide", "pfcfs-delay", "pfcfs-switch", "pfcfs-switches", "pfcfs-penalty"} {
+			if f.changed != nil && f.changed(name) {
+				errs = append(errs, fmt.Errorf("--%s: applies only with --policy %s", name, pfcfs.Name))
+			}
+		}
+		return errs
+	}
+	if !(f.wide > 0 && f.wide <= 100) || math.IsNaN(f.wide) {
+		errs = append(errs, fmt.Errorf("--pfcfs-wide %g: must be a percentage in (0, 100]", f.wide))
+	}
+	if f.delay < 0 {
+		errs = append(errs, fmt.Errorf("--pfcfs-delay %v: must not be negative", f.delay))
+	}
+	if f.every <= 0 {
+		errs = append(errs, fmt.Errorf("--pfcfs-switch %v: must be positive", f.every))
+	}
+	if f.switches < 1 {
+		errs = append(errs, fmt.Errorf("--pfcfs-switches %d: must be at least 1", f.switches))
+	}
+	if f.penalty < 0 {
+		errs = append(errs, fmt.Errorf("--pfcfs-penalty %v: must not be negative", f.penalty))
+	}
+	return errs
+}
+
+func (f *pfcfsFlags) config() jss.PFCFSConfig {
+	return jss.PFCFSConfig{
+		Scheduler: pfcfs.Config{WidePercent: f.wide, Delay: f.delay, Switch: f.every, Switches: f.switches},
+		Penalty:   f.penalty,
+	}
+}
+
+// simulatePolicy runs one policy over the trace: pfcfs on its own engine,
+// the others on the matrix core.
+func simulatePolicy(ctx context.Context, f *simFlags, opt jss.TraceOptions, p gang.Policy) (jss.TraceResult, error) {
+	if p == policyPFCFS {
+		return jss.SimulateTracePFCFS(ctx, opt, f.pfcfs.config())
+	}
+	return jss.SimulateTrace(ctx, opt, p)
+}
+
+// addFCFSRatios fills in each pfcfs result's metrics relative to plain FCFS
+// on the same input: the fcfs result when --policy has it, else a run made
+// for the purpose (its schedule is not written out).
+func addFCFSRatios(ctx context.Context, f *simFlags, input jss.TraceInput, conv jss.Conventions, results []jss.TraceResult) error {
+	var base *jss.TraceResult
+	need := false
+	for i := range results {
+		switch {
+		case results[i].Policy == gang.FCFS:
+			base = &results[i]
+		case results[i].PFCFS != nil:
+			need = true
+		}
+	}
+	if !need {
+		return nil
+	}
+	if base == nil {
+		res, err := jss.SimulateTrace(ctx, jss.TraceOptions{
+			Input: input, Processors: f.procs, Conventions: conv, Lenient: f.lenient, Tau: f.tau, Check: f.check,
+		}, gang.FCFS)
+		if err != nil {
+			return fmt.Errorf("fcfs baseline for pfcfs: %w", err)
+		}
+		base = &res
+	}
+	for i := range results {
+		if p := results[i].PFCFS; p != nil {
+			rel := jss.RelativeTo(results[i].Metrics, base.Metrics)
+			p.VsFCFS = &rel
+		}
+	}
+	return nil
+}
+
+// simPolicyNames lists the policies `cosched sim` runs: the core's and
+// pfcfs.
+func simPolicyNames() string { return policyNames() + ", " + pfcfs.Name }
+
+// isPFCFS reports whether a --policy entry names pfcfs.
+func isPFCFS(name string) bool {
+	return strings.EqualFold(strings.TrimSpace(name), pfcfs.Name)
+}
+
+// pfcfsSweepModes rejects the time-sharing modes for --policy pfcfs, a
+// space-sharing policy.
+func pfcfsSweepModes(modes []jss.Mode) []error {
+	for _, m := range modes {
+		if m != jss.BF {
+			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode bf only (got --mode %s)", m)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package sweep
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/gang/pfcfs"
+	"github.com/cosched/cosched/jss"
+)
+
+// policyPFCFS is preemptive FCFS (package gang/pfcfs): a space-sharing
+// policy, so a sweep runs it in mode bf only.
+const policyPFCFS = gang.Policy(pfcfs.Name)
+
+// PFCFSInfo records policy pfcfs's parameters in results files.
+type PFCFSInfo struct {
+	WidePercent float64       `json:"wide_percent"`
+	Delay       time.Duration `json:"delay_ns"`
+	Switch      time.Duration `json:"switch_ns"`
+	Switches    int           `json:"switches"`
+	Penalty     time.Duration `json:"penalty_ns"`
+}
+
+// pfcfsInfo describes m's pfcfs parameters, or nil when none are set.
+func (m Machine) pfcfsInfo() *PFCFSInfo {
+	p := m.PFCFS
+	if p.Scheduler.Switches == 0 && p.Scheduler.WidePercent == 0 && p.Scheduler.Switch == 0 {
+		return nil
+	}
+	return &PFCFSInfo{
+		WidePercent: p.Scheduler.WidePercent,
+		Delay:       p.Scheduler.Delay,
+		Switch:      p.Scheduler.Switch,
+		Switches:    p.Scheduler.Switches,
+		Penalty:     p.Penalty,
+	}
+}
+
+func pfcfsModes(modes []jss.Mode) []error {
+	var errs []error
+	for _, m := range modes {
+		if m != jss.BF {
+			errs = append(errs, fmt.Errorf("policy pfcfs is space sharing: it runs in mode bf, not %s", m))
+		}
+	}
+	return errs
+}
