@@ -36,6 +36,7 @@ type slicePlan struct {
 	upTo     uint64    // messages numbered below this were handed over before the cut
 	at       time.Time // when the cut happened (for the heartbeat timeout)
 	barriers []loadBarrier
+	released []loadRelease
 	blocked  []loadRank
 	planned  bool
 	msgs     []outMsg
@@ -50,6 +51,16 @@ type load struct {
 	Barriers []loadBarrier `msgpack:"b"` // local arrivals at open barriers
 	Blocked  []loadRank    `msgpack:"k"` // local ranks blocked in a receive or barrier
 	Waiting  int           `msgpack:"w"` // messages left in the outbox for later slices
+	// Released is each local job's highest barrier released here. A peer
+	// that missed some of the arrivals (a heartbeat lost, or this node
+	// not yet a member in its eyes) releases from it: arrivals stop being
+	// reported once released, so without it that peer would wait forever.
+	Released []loadRelease `msgpack:"r"`
+}
+
+type loadRelease struct {
+	Job int64  `msgpack:"j"`
+	Seq uint64 `msgpack:"s"`
 }
 
 type loadFlow struct {
@@ -135,6 +146,9 @@ func (r *Relay) Cut(epoch, seq uint64) {
 				p.blocked = append(p.blocked, loadRank{Job: j.id, Rank: rs.rank})
 			}
 		}
+		if j.released > 0 {
+			p.released = append(p.released, loadRelease{Job: j.id, Seq: j.released})
+		}
 	}
 	b.plans[seq] = p
 	b.order = append(b.order, seq)
@@ -183,7 +197,7 @@ func (r *Relay) planLocked(p *slicePlan) {
 		f.Msgs++
 		f.Bytes += int64(len(o.m.Data))
 	}
-	ld := load{Node: r.cfg.Node, Barriers: p.barriers, Blocked: p.blocked, Waiting: len(b.outbox)}
+	ld := load{Node: r.cfg.Node, Barriers: p.barriers, Blocked: p.blocked, Waiting: len(b.outbox), Released: p.released}
 	for _, node := range sortStrings(mapKeys(flows)) {
 		ld.Flows = append(ld.Flows, *flows[node])
 	}
@@ -243,6 +257,11 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 	}
 	for _, lb := range ld.Barriers {
 		r.barrierReportLocked(lb, from)
+	}
+	for _, rel := range ld.Released {
+		if j := r.jobs[rel.Job]; j != nil {
+			r.releaseLocked(j, rel.Seq)
+		}
 	}
 	// A peer may switch before this node does: keep its load for a slice
 	// not cut here yet, but not for one already transferred.

@@ -415,16 +415,28 @@ func (r *Relay) releaseLocked(j *job, seq uint64) {
 	}
 	j.released = seq
 	for _, rs := range j.local {
-		if rs.barrier == seq {
+		if rs.barrier != 0 && rs.barrier <= seq {
+			released := rs.barrier
 			rs.barrier, rs.inBarrier = 0, false
 			if rs.conn != nil {
-				rs.conn.send(comm.FrameRelease, &comm.Release{Seq: seq})
+				rs.conn.send(comm.FrameRelease, &comm.Release{Seq: released})
 			}
 			rs.recompute(r)
 		}
 	}
-	delete(j.arrived, seq)
-	delete(j.root, seq)
-	delete(j.reports, seq)
+	// A release learnt from a peer may cover barriers not yet released
+	// here: everything up to seq is done.
+	for _, m := range []map[uint64]int{j.arrived, j.root} {
+		for s := range m {
+			if s <= seq {
+				delete(m, s)
+			}
+		}
+	}
+	for s := range j.reports {
+		if s <= seq {
+			delete(j.reports, s)
+		}
+	}
 	r.st.Barriers++
 }

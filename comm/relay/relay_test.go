@@ -478,3 +478,43 @@ func TestBufferedMessagesOutliveTheirSender(t *testing.T) {
 	b6.post(0, 0)
 	b6.expectNothing(100 * time.Millisecond)
 }
+
+// A node whose heartbeats do not reach a peer for a while (membership not
+// yet converged, datagrams lost) must not leave that peer's ranks in a
+// barrier forever: the node that saw every arrival releases it, and its
+// later heartbeats carry the release to the peer that missed the
+// arrivals. (Before releases rode on heartbeats, n1 waited forever: n0
+// stopped reporting the barrier once it had released it.)
+func TestBarrierReleaseReachesAPeerThatMissedTheArrivals(t *testing.T) {
+	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
+	link(r0, r1)
+	for _, r := range []*Relay{r0, r1} {
+		r.SetMode(Buffered, 40*time.Millisecond, 0)
+	}
+	nodes := []string{"n0", "n1"}
+	r0.AddJob(5, nodes)
+	r1.AddJob(5, nodes)
+	a, b := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	eventually(t, "both ranks in the barrier", func() bool { return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 1 })
+	// Slice 1: only n1's heartbeat gets through, to n0.
+	r0.Cut(1, 1)
+	r1.Cut(1, 1)
+	r0.PeerHeartbeat("n1", 1, 1, r1.HeartbeatData(1, 1))
+	_ = r0.HeartbeatData(1, 1) // lost on its way to n1
+	if a.release() != 1 {
+		t.Fatal("n0 saw every arrival but did not release")
+	}
+	b.expectNothing(30 * time.Millisecond)
+	// Slice 2: n0's heartbeat reaches n1 again.
+	r0.Cut(1, 2)
+	r1.Cut(1, 2)
+	r1.PeerHeartbeat("n0", 1, 2, r0.HeartbeatData(1, 2))
+	if b.release() != 1 {
+		t.Fatal("n1 not released")
+	}
+	if s := r1.Stats(); s.Blocked != 0 || s.Barriers != 1 {
+		t.Fatalf("n1 stats %+v", s)
+	}
+}
