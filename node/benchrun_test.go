@@ -2,8 +2,10 @@ package node_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -98,6 +100,11 @@ func TestBenchRunEndToEnd(t *testing.T) {
 	}
 	agentsGone(t, out)
 	res := readBenchRun(t, out)
+	rb, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(rb)
 	if len(res.Modes) != 2 || res.Modes[0].Mode != "bcs" || res.Modes[1].Mode != "space" {
 		t.Fatalf("modes %+v", res.Modes)
 	}
@@ -139,6 +146,63 @@ func TestBenchRunEndToEnd(t *testing.T) {
 		if got := sum / 4; math.Abs(got-s.Metrics.Response.Mean) > 0.002 {
 			t.Fatalf("%s: jobs.csv mean response %.4f, results %.4f", m.Mode, got, s.Metrics.Response.Mean)
 		}
+		// The report states the same numbers (those of results.json, which
+		// equal jobs.csv's to its millisecond rounding, checked above).
+		want := fmt.Sprintf("| %s | mean response | %.2f s | %.2f s |", m.Mode, s.Metrics.Response.Mean, m.Simulated.MeanResponse)
+		if !strings.Contains(report, want) {
+			t.Fatalf("report.md lacks %q:\n%s", want, report)
+		}
+	}
+	for _, fig := range []string{"measured_vs_simulated.png", "response_cdf.png"} {
+		b, err := os.ReadFile(filepath.Join(out, fig))
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || !strings.Contains(report, "("+fig+")") {
+			t.Fatalf("figure %s: %v, %d bytes, linked %v", fig, err, len(b), strings.Contains(report, fig))
+		}
+	}
+}
+
+// With --addr, bench run uses an existing cluster: its mode, processors,
+// slice and MPL; a flag that contradicts them is refused; the cluster is
+// left running.
+func TestBenchRunOnAnExistingCluster(t *testing.T) {
+	state := t.TempDir()
+	env := append(os.Environ(), "COSCHED_STATE_DIR="+state)
+	cosched := func(args ...string) (string, error) {
+		cmd := execCommand(coschedBin, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := cosched("cluster", "up", "-n", "2", "--mode", "gang", "--slice", "20ms", "--mpl", "2", "--realtime-priority", "0"); err != nil {
+		t.Fatalf("cluster up: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { cosched("cluster", "down") })
+	var rec struct {
+		API string `json:"api"`
+	}
+	b, err := os.ReadFile(filepath.Join(state, "cluster.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(b, &rec)
+	out, err := cosched("bench", "run", "--addr", rec.API, "--modes", "bcs", "--slice", "10ms", "--out", t.TempDir())
+	if err == nil || !strings.Contains(out, "--modes bcs: the cluster at --addr runs gang") || !strings.Contains(out, "--slice 10ms: the cluster at --addr runs 20ms") {
+		t.Fatalf("contradicting flags: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	out, err = cosched("bench", "run", "--addr", rec.API, "--jobs", "3", "--mean-runtime", "300ms", "--work", "wall", "--out", dir)
+	if err != nil {
+		t.Fatalf("bench run --addr: %v\n%s", err, out)
+	}
+	res := readBenchRun(t, dir)
+	if len(res.Modes) != 1 || res.Modes[0].Mode != "gang" || res.Modes[0].Summary.Completed != 3 {
+		t.Fatalf("modes %+v", res.Modes)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gang", "state")); err == nil {
+		t.Fatal("bench run --addr started a cluster of its own")
+	}
+	if out, err := cosched("nodes"); err != nil || strings.Count(out, " up ") != 2 {
+		t.Fatalf("the cluster did not outlive the run: %v\n%s", err, out)
 	}
 }
 

@@ -634,10 +634,11 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
 
 // ClusterStats is what only the controller knows: its slice clock.
 type ClusterStats struct {
-	Mode   Mode     `json:"mode"`
-	Slice  Duration `json:"slice"`
-	MPL    int      `json:"mpl"`
-	Online int      `json:"processors_online"`
+	Mode   Mode        `json:"mode"`
+	Slice  Duration    `json:"slice"`
+	MPL    int         `json:"mpl"`
+	Policy gang.Policy `json:"policy"`
+	Online int         `json:"processors_online"`
 	// Ticks is the slice clock: strobes sent, deadlines skipped because the
 	// controller overran a whole slice, strobes sent late (overruns), and
 	// how late strobes went out after their deadline.
@@ -648,7 +649,7 @@ type ClusterStats struct {
 func (c *Controller) Stats(ctx context.Context) (ClusterStats, error) {
 	var s ClusterStats
 	err := c.do(ctx, func() {
-		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{c.cfg.Slice}, MPL: c.cfg.MPL, Online: c.core.Online()}
+		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: c.core.Online()}
 		if c.ticker != nil {
 			s.Ticks = c.ticker.Stats()
 		}

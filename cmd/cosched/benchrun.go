@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +17,6 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
@@ -43,6 +38,7 @@ type benchRunFlags struct {
 	out          string
 	priority     int
 	stallTimeout time.Duration
+	addr         string
 }
 
 func newBenchRunCmd() *cobra.Command {
@@ -70,7 +66,7 @@ processors' time from the first submission to the last end.`,
 		Example: "  cosched bench run\n  cosched bench run --workload w3 --jobs 40 --load 0.8 --modes bcs,gang,space --nodes 4 --slice 50ms --mpl 3",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchRun(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
+			return benchRun(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, cmd.Flags().Changed)
 		},
 	}
 	fl := cmd.Flags()
@@ -88,6 +84,7 @@ processors' time from the first submission to the last end.`,
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node per second (h_max = bandwidth × slice)")
 	fl.StringVar(&f.out, "out", "", "output directory (default: cosched-bench-DATE-TIME)")
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off)")
+	fl.StringVar(&f.addr, "addr", "", "run on the existing cluster whose controller API is at HOST:PORT (its mode, processors, slice and MPL) instead of starting local ones")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
 	return cmd
 }
@@ -168,56 +165,16 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	return c, nil
 }
 
-// BenchModeResult is one mode's measured run.
-type BenchModeResult struct {
-	Mode    node.Mode          `json:"mode"`
-	Summary experiment.Summary `json:"summary"`
-	Nodes   benchNodeTotals    `json:"nodes"`
-	Elapsed time.Duration      `json:"elapsed_ns"`
-	Error   string             `json:"error,omitempty"`
-	// Simulated is the simulator's prediction for the same jobs (default
-	// machine costs: 1 ms job switch, 100 µs process switch, 100 MB/s).
-	Simulated *sweep.Row          `json:"simulated,omitempty"`
-	Jobs      []experiment.Record `json:"jobs"`
-}
-
-// responseError is the simulated mean response's error relative to the
-// measured one (NaN without both).
-func (m BenchModeResult) responseError() float64 {
-	meas := m.Summary.Metrics.Response.Mean
-	if m.Simulated == nil || m.Summary.Completed == 0 || meas == 0 {
-		return math.NaN()
+func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, changed func(string) bool) error {
+	var cl *node.Client
+	if f.addr != "" {
+		// An existing cluster fixes the mode, processors, slice and MPL:
+		// take them from it, and refuse flags that say otherwise.
+		cl = node.NewClient(f.addr)
+		if err := f.adoptCluster(ctx, cl, changed); err != nil {
+			return err
+		}
 	}
-	return (m.Simulated.MeanResponse - meas) / meas
-}
-
-// benchNodeTotals sums the agents' counters at the end of a mode's run.
-type benchNodeTotals struct {
-	SlotReuses     uint64 `json:"slot_reuses"`
-	Transferred    uint64 `json:"relay_transferred"`
-	Deferred       uint64 `json:"relay_deferred"`
-	Delivered      uint64 `json:"relay_delivered"`
-	StrobesLost    uint64 `json:"strobes_lost"`
-	HeartbeatWaits uint64 `json:"heartbeat_waits"`
-}
-
-// BenchRunReport is what `cosched bench run` writes to results.json.
-type BenchRunReport struct {
-	Workload     string            `json:"workload"`
-	Jobs         int               `json:"jobs"`
-	Load         float64           `json:"load"`
-	Nodes        int               `json:"nodes"`
-	Slice        time.Duration     `json:"slice_ns"`
-	MPL          int               `json:"mpl"`
-	Policy       string            `json:"policy"`
-	MeanRuntime  time.Duration     `json:"mean_runtime_ns"`
-	Work         string            `json:"work"`
-	Seed         uint64            `json:"seed"`
-	WorkloadJobs []experiment.Job  `json:"workload_jobs"`
-	Modes        []BenchModeResult `json:"modes"`
-}
-
-func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) error {
 	c, err := f.validate()
 	if err != nil {
 		return err
@@ -233,19 +190,27 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	fmt.Fprintf(progress, "%d %s jobs on %d nodes, load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
-		len(jobs), f.workload, f.nodes, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.work, dir)
-	rep := BenchRunReport{Workload: f.workload, Jobs: f.jobs, Load: f.load, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl,
-		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.work, Seed: f.seed, WorkloadJobs: jobs}
+	where := fmt.Sprintf("a local cluster of %d agents per mode", f.nodes)
+	if cl != nil {
+		where = "the cluster at " + f.addr
+	}
+	fmt.Fprintf(progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
+		len(jobs), f.workload, f.nodes, where, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.work, dir)
+	run := experiment.Run{Workload: f.workload, Jobs: f.jobs, Load: f.load, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl,
+		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.machine),
+		Started: time.Now(), WorkloadJobs: jobs}
+	if cl != nil {
+		run.Cluster = f.addr
+	}
 	var runErr error
 	for i, mode := range c.modes {
-		res, err := benchRunMode(ctx, progress, f, c, mode, jobs, dir, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(c.modes)))
+		res, err := benchRunMode(ctx, progress, f, c, cl, mode, jobs, dir, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(c.modes)))
 		if row, serr := experiment.Simulate(ctx, c.machine, c.point, mode); serr == nil {
 			res.Simulated = &row
 		} else if err == nil {
 			err = fmt.Errorf("simulating: %w", serr)
 		}
-		rep.Modes = append(rep.Modes, res)
+		run.Modes = append(run.Modes, res)
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", mode, err)
 			break
@@ -253,7 +218,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) er
 	}
 	// A job that did not complete makes the run's figures meaningless:
 	// say which and why, and fail.
-	for _, m := range rep.Modes {
+	for _, m := range run.Modes {
 		for _, r := range m.Jobs {
 			if !r.Completed() && runErr == nil {
 				runErr = fmt.Errorf("%s: %d of %d jobs did not complete; job %d (workload job %d) is %s: %s (rank output under %s)",
@@ -262,17 +227,81 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) er
 			}
 		}
 	}
-	if err := writeBenchRun(dir, &rep); err != nil {
+	if err := experiment.WriteResults(dir, &run); err != nil {
 		return err
 	}
-	writeBenchRunTable(out, &rep)
-	fmt.Fprintf(out, "\nper-job records: %s/MODE/jobs.csv; metrics: %s/results.csv, %s/results.json\n", dir, dir, dir)
+	report, err := experiment.WriteReport(dir, &run)
+	if err != nil {
+		return err
+	}
+	experiment.WriteTable(out, &run)
+	fmt.Fprintf(out, "\nreport: %s; per-job records: %s/MODE/jobs.csv; metrics: %s/results.csv, %s/results.json\n", report, dir, dir, dir)
 	return runErr
 }
 
-// benchRunMode runs the workload on a fresh local cluster in one mode.
-func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c benchRunConfig, mode node.Mode,
-	jobs []experiment.Job, dir, tag string) (res BenchModeResult, err error) {
+// adoptCluster takes the mode, processors, slice and MPL of the cluster
+// behind cl into f. A flag the user set to something else is an error
+// naming it: the run would not be what was asked for.
+func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, changed func(string) bool) error {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rep, err := cl.Nodes(qctx, true)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", f.addr, err)
+	}
+	if rep.Cluster == nil {
+		return fmt.Errorf("--addr %s: the controller did not report its configuration", f.addr)
+	}
+	cs := rep.Cluster
+	procs := 0
+	for _, n := range rep.Nodes {
+		if n.State == "up" {
+			procs += len(n.Columns)
+		}
+	}
+	var errs []error
+	conflict := func(flag string, mine, theirs any) {
+		if changed(flag) && fmt.Sprint(mine) != fmt.Sprint(theirs) {
+			errs = append(errs, fmt.Errorf("--%s %v: the cluster at --addr runs %v", flag, mine, theirs))
+		}
+	}
+	conflict("modes", f.modes, cs.Mode)
+	conflict("nodes", f.nodes, procs)
+	if cs.Mode == node.Gang || cs.Mode == node.BCS {
+		conflict("slice", f.slice, cs.Slice.D)
+		conflict("mpl", f.mpl, cs.MPL)
+	}
+	if cs.Policy != "" {
+		conflict("policy", f.policy, cs.Policy)
+		f.policy = string(cs.Policy)
+	}
+	for _, flag := range []string{"bandwidth", "realtime-priority"} {
+		if changed(flag) {
+			errs = append(errs, fmt.Errorf("--%s: set on the cluster's agents, not by bench run, when --addr is given", flag))
+		}
+	}
+	if len(errs) > 0 {
+		return flagErrors(errs)
+	}
+	if procs == 0 {
+		return fmt.Errorf("--addr %s: no processor of the cluster is up", f.addr)
+	}
+	f.modes, f.nodes = string(cs.Mode), procs
+	if cs.Mode == node.Gang || cs.Mode == node.BCS {
+		f.slice, f.mpl = cs.Slice.D, cs.MPL
+	} else {
+		f.mpl = 1
+	}
+	if f.work == "" {
+		f.work = "cpu" // agents on their own hosts: burn CPU
+	}
+	return nil
+}
+
+// benchRunMode runs the workload in one mode: on a fresh local cluster, or
+// on the cluster behind cl.
+func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c benchRunConfig, cl *node.Client, mode node.Mode,
+	jobs []experiment.Job, dir, tag string) (res experiment.ModeResult, err error) {
 	res.Mode = mode
 	start := time.Now()
 	defer func() {
@@ -281,28 +310,34 @@ func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c b
 			res.Error = err.Error()
 		}
 	}()
-	state := filepath.Join(dir, string(mode), "state")
-	if err := os.MkdirAll(state, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, string(mode)), 0o755); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(progress, "%s starting %d agents...\n", tag, f.nodes)
-	up := clusterUpFlags{n: f.nodes, mode: string(mode), slice: f.slice.String(), mpl: f.mpl, policy: f.policy,
-		processors: 1, stateDir: state, priority: f.priority, bandwidth: f.bandwidth,
-		timeout: 30*time.Second + time.Duration(f.nodes)*2*time.Second}
-	if err := clusterUp(ctx, io.Discard, &up); err != nil {
-		return res, err
-	}
-	rec, err := readCluster(state)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if left := stopAgents(rec.Agents, 10*time.Second); len(left) > 0 {
-			fmt.Fprintf(progress, "%s warning: agents still running after the run: %v\n", tag, left)
+	if cl == nil {
+		state := filepath.Join(dir, string(mode), "state")
+		if err := os.MkdirAll(state, 0o755); err != nil {
+			return res, err
 		}
-	}()
+		fmt.Fprintf(progress, "%s starting %d agents...\n", tag, f.nodes)
+		up := clusterUpFlags{n: f.nodes, mode: string(mode), slice: f.slice.String(), mpl: f.mpl, policy: f.policy,
+			processors: 1, stateDir: state, priority: f.priority, bandwidth: f.bandwidth,
+			timeout: 30*time.Second + time.Duration(f.nodes)*2*time.Second}
+		if err := clusterUp(ctx, io.Discard, &up); err != nil {
+			return res, err
+		}
+		rec, err := readCluster(state)
+		if err != nil {
+			return res, err
+		}
+		defer func() {
+			if left := stopAgents(rec.Agents, 10*time.Second); len(left) > 0 {
+				fmt.Fprintf(progress, "%s warning: agents still running after the run: %v\n", tag, left)
+			}
+		}()
+		cl = node.NewClient(rec.API)
+	}
 	lastDone, lastPrint := -1, time.Time{}
-	recs, err := experiment.Replay(ctx, node.NewClient(rec.API), jobs, experiment.Options{Work: c.work,
+	recs, err := experiment.Replay(ctx, cl, jobs, experiment.Options{Work: c.work,
 		StallAfter: stallTimeout(f, jobs),
 		Progress: func(p experiment.Progress) {
 			if p.Done != lastDone || time.Since(lastPrint) > 10*time.Second {
@@ -314,14 +349,16 @@ func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c b
 		// What every agent knew when the run hung: the evidence a bug
 		// report needs, taken before the cluster is stopped.
 		path := filepath.Join(dir, string(mode), "nodes-at-stall.json")
-		if derr := dumpNodeStats(rec.API, path); derr == nil {
+		if derr := dumpNodeStats(cl, path); derr == nil {
 			err = fmt.Errorf("%w (the agents' state: %s)", err, path)
 		}
 	}
 	res.Jobs = recs
 	res.Summary = experiment.Summarize(recs, f.nodes, metrics.DefaultTau)
-	res.Nodes = benchNodeCounters(rec)
-	if werr := writeJobsCSV(filepath.Join(dir, string(mode), "jobs.csv"), recs); werr != nil && err == nil {
+	tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	res.Nodes, _ = experiment.CollectNodeTotals(tctx, cl) // best effort: the counters are for the record
+	cancel()
+	if werr := experiment.WriteRecordsCSV(filepath.Join(dir, string(mode), "jobs.csv"), recs); werr != nil && err == nil {
 		err = werr
 	}
 	return res, err
@@ -341,10 +378,10 @@ func stallTimeout(f *benchRunFlags, jobs []experiment.Job) time.Duration {
 }
 
 // dumpNodeStats writes the cluster's GET /v1/nodes?stats=1 to path.
-func dumpNodeStats(api, path string) error {
+func dumpNodeStats(cl *node.Client, path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nodes, err := node.NewClient(api).Nodes(ctx, true)
+	nodes, err := cl.Nodes(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -353,113 +390,4 @@ func dumpNodeStats(api, path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// benchNodeCounters sums every agent's counters (best effort: an agent
-// that does not answer is left out).
-func benchNodeCounters(rec *clusterRecord) benchNodeTotals {
-	var t benchNodeTotals
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, a := range rec.Agents {
-		st, err := node.NewClient(a.API).LocalStats(ctx, ^uint64(0))
-		if err != nil {
-			continue
-		}
-		t.SlotReuses += st.SlotReuses
-		t.Transferred += st.Relay.Transferred
-		t.Deferred += st.Relay.Deferred
-		t.Delivered += st.Relay.Delivered
-		t.HeartbeatWaits += st.Relay.HeartbeatWaits
-		t.StrobesLost += st.Strobe.Lost
-	}
-	return t
-}
-
-func writeJobsCSV(path string, recs []experiment.Record) error {
-	var b strings.Builder
-	w := csv.NewWriter(&b)
-	w.Write([]string{"seq", "id", "state", "processors", "template", "iterations", "runtime_s", "estimate_s",
-		"submit_s", "start_s", "end_s", "wait_s", "response_s", "compute_s", "comm_wait_s", "reason"})
-	sec := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
-	opt := func(d time.Duration) string {
-		if d < 0 {
-			return ""
-		}
-		return sec(d)
-	}
-	for _, r := range recs {
-		wait, resp := time.Duration(-1), time.Duration(-1)
-		if r.Start >= 0 {
-			wait = r.Start - r.Submit
-		}
-		if r.End >= 0 {
-			resp = r.End - r.Submit
-		}
-		w.Write([]string{strconv.Itoa(r.Seq), strconv.FormatInt(r.ID, 10), string(r.State), strconv.Itoa(r.Processors), r.Template,
-			strconv.Itoa(r.Iterations), sec(r.Runtime), sec(r.Estimate), sec(r.Submit), opt(r.Start), opt(r.End), opt(wait), opt(resp),
-			sec(r.Compute), sec(r.CommWait), r.Reason})
-	}
-	w.Flush()
-	return atomicfile.WriteFile(path, []byte(b.String()))
-}
-
-func writeBenchRun(dir string, rep *BenchRunReport) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n')); err != nil {
-		return err
-	}
-	var sb strings.Builder
-	w := csv.NewWriter(&sb)
-	w.Write([]string{"mode", "jobs", "completed", "mean_response_s", "mean_wait_s", "mean_slowdown", "mean_bounded_slowdown",
-		"makespan_s", "processor_util", "slot_reuses", "sim_mean_response_s", "sim_mean_wait_s", "sim_makespan_s", "sim_processor_util",
-		"response_rel_error", "error"})
-	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
-	for _, m := range rep.Modes {
-		s := m.Summary
-		w.Write([]string{string(m.Mode), strconv.Itoa(s.Jobs), strconv.Itoa(s.Completed), f(s.Metrics.Response.Mean), f(s.Metrics.Wait.Mean),
-			f(s.Metrics.Slowdown.Mean), f(s.Metrics.BoundedSlowdown.Mean), f(s.Metrics.Makespan), f(s.ProcessorUtil),
-			strconv.FormatUint(m.Nodes.SlotReuses, 10), simField(m, func(r *sweep.Row) float64 { return r.MeanResponse }),
-			simField(m, func(r *sweep.Row) float64 { return r.MeanWait }), simField(m, func(r *sweep.Row) float64 { return r.Makespan }),
-			simField(m, func(r *sweep.Row) float64 { return r.ProcessorUtil }), f(m.responseError()), m.Error})
-	}
-	w.Flush()
-	return atomicfile.WriteFile(filepath.Join(dir, "results.csv"), []byte(sb.String()))
-}
-
-// simField is a simulated value for the CSV ("" when not simulated).
-func simField(m BenchModeResult, get func(*sweep.Row) float64) string {
-	if m.Simulated == nil {
-		return ""
-	}
-	return strconv.FormatFloat(get(m.Simulated), 'f', 4, 64)
-}
-
-func writeBenchRunTable(out io.Writer, rep *BenchRunReport) {
-	fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work: measured (meas) and simulated (sim)\n\n",
-		rep.Workload, rep.Jobs, rep.Load, rep.Nodes, rep.Slice, rep.MPL, rep.Work)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tdone\tresponse meas\tsim\terror\twait meas\tsim\tmakespan meas\tsim\tproc util meas\tsim\tslot reuses\t")
-	for _, m := range rep.Modes {
-		s := m.Summary
-		sim := [4]string{"-", "-", "-", "-"}
-		if r := m.Simulated; r != nil {
-			sim = [4]string{fmt.Sprintf("%.2fs", r.MeanResponse), fmt.Sprintf("%.2fs", r.MeanWait), fmt.Sprintf("%.1fs", r.Makespan), fmt.Sprintf("%.1f%%", 100*r.ProcessorUtil)}
-		}
-		errText := "-"
-		if e := m.responseError(); !math.IsNaN(e) {
-			errText = fmt.Sprintf("%+.0f%%", 100*e)
-		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%.2fs\t%s\t%s\t%.2fs\t%s\t%.1fs\t%s\t%.1f%%\t%s\t%d\t\n", m.Mode, s.Completed, s.Jobs,
-			s.Metrics.Response.Mean, sim[0], errText, s.Metrics.Wait.Mean, sim[1], s.Metrics.Makespan, sim[2], 100*s.ProcessorUtil, sim[3], m.Nodes.SlotReuses)
-	}
-	tw.Flush()
-	for _, m := range rep.Modes {
-		if m.Error != "" {
-			fmt.Fprintf(out, "%s: %s\n", m.Mode, m.Error)
-		}
-	}
 }

@@ -1,0 +1,277 @@
+package experiment
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/cosched/cosched/internal/atomicfile"
+)
+
+// Report files, in the run's directory.
+const (
+	ReportFile      = "report.md"
+	CompareFigure   = "measured_vs_simulated.png"
+	ResponseCDFFile = "response_cdf.png"
+)
+
+// WriteReport writes dir/report.md, a self-contained account of run for
+// a reader (configuration, measured and simulated metrics per mode with
+// the relative error, the agents' counters, the files), and its figures.
+// It returns the report's path.
+func WriteReport(dir string, run *Run) (string, error) {
+	var figErrs []string
+	if err := writeCompareFigure(filepath.Join(dir, CompareFigure), run); err != nil {
+		figErrs = append(figErrs, err.Error())
+	}
+	if err := writeResponseCDF(filepath.Join(dir, ResponseCDFFile), run); err != nil {
+		figErrs = append(figErrs, err.Error())
+	}
+	path := filepath.Join(dir, ReportFile)
+	if err := atomicfile.WriteFile(path, []byte(reportMarkdown(run, figErrs))); err != nil {
+		return "", fmt.Errorf("experiment: report: %w", err)
+	}
+	return path, nil
+}
+
+func reportMarkdown(run *Run, figErrs []string) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("# cosched bench run: %s, %d jobs, load %g\n\n", run.Workload, run.Jobs, run.Load)
+	host, _ := os.Hostname()
+	p("Run %s on %s (%d cores, %s, cosched %s).\n\n", run.Started.Format(time.RFC3339), host, runtime.NumCPU(), runtime.Version(), version())
+	p("| setting | value |\n| --- | --- |\n")
+	p("| cluster | %s |\n", run.Cluster)
+	p("| processors | %d |\n", run.Nodes)
+	p("| slice, MPL (gang, bcs) | %v, %d |\n", run.Slice, run.MPL)
+	p("| queue policy | %s |\n", run.Policy)
+	p("| mean runtime at load 1 | %v |\n", run.MeanRuntime)
+	p("| ranks' work | %s |\n", run.Work)
+	p("| workload seed | %d |\n", run.Seed)
+	c := run.Machine
+	p("| simulated machine | job switch %v, process switch %v, %s messages at %.0f MB/s, latency %v |\n\n",
+		c.JobSwitch, c.ProcessSwitch, sizeText(c.MessageSize), c.Bandwidth/1e6, c.Latency)
+
+	p("## Measured and simulated\n\n")
+	p("The simulator runs the same jobs (arrivals, sizes, templates, compute-time draws) through the same scheduler core. ")
+	p("Error is (simulated − measured) / measured.\n\n")
+	p("| mode | metric | measured | simulated | error |\n| --- | --- | ---: | ---: | ---: |\n")
+	for _, m := range run.Modes {
+		for _, cmp := range m.Compared() {
+			p("| %s | %s | %s | %s | %s |\n", m.Mode, cmp.Metric, valueText(cmp.Measured, cmp.Unit), valueText(cmp.Simulated, cmp.Unit), errText(cmp.RelError()))
+		}
+	}
+	p("\n![measured and simulated metrics per mode](%s)\n\n", CompareFigure)
+	p("![measured response times](%s)\n\n", ResponseCDFFile)
+	for _, e := range figErrs {
+		p("(A figure could not be drawn: %s.)\n\n", e)
+	}
+
+	p("## Each mode's run\n\n")
+	p("| mode | completed | makespan | elapsed | slot reuses | relay transfers | deferred | heartbeat waits | strobes lost |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, m := range run.Modes {
+		n := m.Nodes
+		p("| %s | %d/%d | %.1f s | %v | %d | %d | %d | %d | %d |\n", m.Mode, m.Summary.Completed, m.Summary.Jobs, m.Summary.Metrics.Makespan,
+			m.Elapsed.Round(time.Second), n.SlotReuses, n.Transferred, n.Deferred, n.HeartbeatWaits, n.StrobesLost)
+	}
+	for _, m := range run.Modes {
+		if m.Error != "" {
+			p("\n**%s failed:** %s\n", m.Mode, m.Error)
+		}
+	}
+	p("\n## Definitions\n\n")
+	p("- Response = end − submit; wait = start − submit; execution slowdown = (end − start) / the job's dedicated runtime.\n")
+	p("- Processor utilization = the compute time the ranks report / (processors × (last end − first submit)); the simulator's is its programs' compute over the same span.\n")
+	p("- Measured times come from the controller's clock; every number above is computed from the per-job records in MODE/jobs.csv.\n\n")
+	p("## Files\n\n")
+	p("- `results.json`: the whole run (workload, per-job records, summaries, simulated rows); `results.csv`: a row per mode.\n")
+	p("- `MODE/jobs.csv`: one line per job; `MODE/state/`: the agents' logs and rank output (local clusters).\n")
+	return b.String()
+}
+
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	return info.Main.Version
+}
+
+func sizeText(n int) string {
+	if n%1024 == 0 && n > 0 {
+		return fmt.Sprintf("%d KB", n/1024)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func valueText(x float64, unit string) string {
+	switch {
+	case math.IsNaN(x):
+		return "–"
+	case unit == "s":
+		return fmt.Sprintf("%.2f s", x)
+	case unit == "%":
+		return fmt.Sprintf("%.1f %%", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func errText(e float64) string {
+	if math.IsNaN(e) {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f %%", 100*e)
+}
+
+var (
+	measuredColor  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	simulatedColor = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+)
+
+// writeCompareFigure draws one panel per compared metric: a measured
+// and a simulated bar for each mode.
+func writeCompareFigure(path string, run *Run) error {
+	if len(run.Modes) == 0 {
+		return fmt.Errorf("no mode was run")
+	}
+	names := make([]string, len(run.Modes))
+	for i, m := range run.Modes {
+		names[i] = string(m.Mode)
+	}
+	const rows, cols = 2, 2
+	panels := make([][]*gplot.Plot, rows)
+	for i := range rows {
+		panels[i] = make([]*gplot.Plot, cols)
+	}
+	for k := range rows * cols {
+		p := gplot.New()
+		var meas, sim plotter.Values
+		var title string
+		for _, m := range run.Modes {
+			c := m.Compared()[k]
+			title = c.Metric
+			if c.Unit != "" {
+				title += " (" + c.Unit + ")"
+			}
+			meas = append(meas, zeroIfNaN(c.Measured))
+			sim = append(sim, zeroIfNaN(c.Simulated))
+		}
+		p.Title.Text = title
+		w := vg.Points(14)
+		bm, err := plotter.NewBarChart(meas, w)
+		if err != nil {
+			return fmt.Errorf("%s: %w", title, err)
+		}
+		bs, err := plotter.NewBarChart(sim, w)
+		if err != nil {
+			return fmt.Errorf("%s: %w", title, err)
+		}
+		bm.Color, bm.LineStyle.Width = measuredColor, 0
+		bs.Color, bs.LineStyle.Width = simulatedColor, 0
+		bm.Offset, bs.Offset = -w/2, w/2
+		p.Add(plotter.NewGrid(), bm, bs)
+		p.NominalX(names...)
+		p.Y.Min = 0
+		p.Y.Max *= 1.25 // room for the legend
+		p.Legend.Add("measured", bm)
+		p.Legend.Add("simulated", bs)
+		p.Legend.Top = true
+		panels[k/cols][k%cols] = p
+	}
+	img := vgimg.NewWith(vgimg.UseWH(9*vg.Inch, 6.5*vg.Inch), vgimg.UseDPI(120))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
+		PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+	canvases := gplot.Align(panels, tiles, dc)
+	for i := range rows {
+		for j := range cols {
+			panels[i][j].Draw(canvases[i][j])
+		}
+	}
+	return writePNG(path, img)
+}
+
+// writeResponseCDF draws each mode's measured response times as a
+// cumulative distribution.
+func writeResponseCDF(path string, run *Run) error {
+	p := gplot.New()
+	p.Title.Text = "Measured response times"
+	p.X.Label.Text = "response (s)"
+	p.Y.Label.Text = "fraction of jobs"
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = false
+	drawn := 0
+	for i, m := range run.Modes {
+		var resp []float64
+		for _, r := range m.Jobs {
+			if r.Completed() && r.End >= 0 {
+				resp = append(resp, (r.End - r.Submit).Seconds())
+			}
+		}
+		if len(resp) == 0 {
+			continue
+		}
+		slices.Sort(resp)
+		pts := make(plotter.XYs, 0, 2*len(resp))
+		for k, x := range resp {
+			pts = append(pts, plotter.XY{X: x, Y: float64(k) / float64(len(resp))}, plotter.XY{X: x, Y: float64(k+1) / float64(len(resp))})
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return fmt.Errorf("response CDF: %w", err)
+		}
+		line.Color = modeColor(i)
+		line.Width = vg.Points(1.5)
+		p.Add(line)
+		p.Legend.Add(string(m.Mode), line)
+		drawn++
+	}
+	if drawn == 0 {
+		return fmt.Errorf("response CDF: no completed job")
+	}
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Left = false
+	img := vgimg.NewWith(vgimg.UseWH(7*vg.Inch, 4.5*vg.Inch), vgimg.UseDPI(120))
+	p.Draw(draw.New(img))
+	return writePNG(path, img)
+}
+
+func modeColor(i int) color.Color {
+	palette := []color.Color{measuredColor, simulatedColor, color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}}
+	return palette[i%len(palette)]
+}
+
+func writePNG(path string, img *vgimg.Canvas) error {
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return atomicfile.WriteFile(path, buf.Bytes())
+}
+
+func zeroIfNaN(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
+}
