@@ -177,7 +177,7 @@ func writeCompareFigure(path string, run *Run) error {
 			sim = append(sim, zeroIfNaN(c.Simulated))
 		}
 		p.Title.Text = title
-		w := vg.Points(14)
+		w := vg.Points(22)
 		bm, err := plotter.NewBarChart(meas, w)
 		if err != nil {
 			return fmt.Errorf("%s: %w", title, err)
@@ -192,7 +192,7 @@ func writeCompareFigure(path string, run *Run) error {
 		p.Add(plotter.NewGrid(), bm, bs)
 		p.NominalX(names...)
 		p.Y.Min = 0
-		p.Y.Max *= 1.25 // room for the legend
+		p.Y.Max *= 1.45 // room for the legend
 		p.Legend.Add("measured", bm)
 		p.Legend.Add("simulated", bs)
 		p.Legend.Top = true
