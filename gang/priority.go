@@ -209,6 +209,14 @@ type priorityBF struct {
 	n       int // reservations; UnlimitedReservations for all
 	fixed   bool
 
+	// dirty is set by every arrival, end and capacity change; lastPass is
+	// the instant of the last pass that decided anything. A pass with no
+	// news and no reservation newly due decides nothing, so the outcome
+	// does not depend on how often the caller asks (priorities change with
+	// time alone).
+	dirty    bool
+	lastPass time.Duration
+
 	profs []profile
 	order []ranked // scratch: the runnable queue in priority order
 	first []resvAt // per row: the earliest reservation in this pass
@@ -226,7 +234,7 @@ type resvAt struct {
 }
 
 func newPriorityBF(cfg Config) *priorityBF {
-	p := &priorityBF{n: 1, sjf: cfg.Policy == SJFBF, fixed: cfg.Backfill.Mode == Fixed,
+	p := &priorityBF{lastPass: -1, n: 1, sjf: cfg.Policy == SJFBF, fixed: cfg.Backfill.Mode == Fixed,
 		profs: make([]profile, cfg.MPL), first: make([]resvAt, cfg.MPL)}
 	p.weights, _ = PresetWeights(cfg.Policy)
 	if cfg.Backfill.Weights != nil {
@@ -298,7 +306,26 @@ func (p *priorityBF) noteReservation(j *jobState) {
 	}
 }
 
+// news reports whether a pass at now may decide anything: something
+// arrived, ended or changed capacity, or a reservation has come due since
+// the last pass (the instants NextWakeup reports).
+func (p *priorityBF) news(s *Scheduler) bool {
+	if p.dirty {
+		return true
+	}
+	for _, j := range s.queue {
+		if j.resv > p.lastPass && j.resv <= s.now {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *priorityBF) schedule(s *Scheduler) {
+	if !p.news(s) {
+		return
+	}
+	p.dirty, p.lastPass = false, s.now
 	p.buildProfiles(s)
 	held := 0
 	for _, j := range s.queue {
@@ -401,8 +428,8 @@ func (p *priorityBF) why(s *Scheduler, j *jobState, r int, own bool) Explanation
 	return why
 }
 
-func (p *priorityBF) submitted(*Scheduler, *jobState)           {}
-func (p *priorityBF) removed(*Scheduler, *jobState, bool, bool) {}
+func (p *priorityBF) submitted(*Scheduler, *jobState)           { p.dirty = true }
+func (p *priorityBF) removed(*Scheduler, *jobState, bool, bool) { p.dirty = true }
 func (p *priorityBF) settle(*Scheduler)                         {}
 
 func (p *priorityBF) started(_ *Scheduler, j *jobState) { j.resv = -1 }
@@ -410,13 +437,15 @@ func (p *priorityBF) started(_ *Scheduler, j *jobState) { j.resv = -1 }
 // capacityChanged drops every reservation: they were placed for another
 // machine. The next pass gives them out again in priority order.
 func (p *priorityBF) capacityChanged(s *Scheduler) {
+	p.dirty = true
 	for _, j := range s.queue {
 		j.resv = -1
 	}
 }
 
-// wakeup is the earliest reservation still ahead: a job may become
-// startable then without any job arriving or ending.
+// wakeup is the earliest reservation still ahead: its job may start then
+// without any job arriving or ending (a reservation chained after another
+// one that has since moved, or a fixed one left behind by an early end).
 func (p *priorityBF) wakeup(s *Scheduler) (t time.Duration, ok bool) {
 	for _, j := range s.queue {
 		if j.resv > s.now && (!ok || j.resv < t) {

@@ -207,3 +207,72 @@ func TestPriorityBackfillProperties(t *testing.T) {
 		}
 	}
 }
+
+// Priorities change with time alone, but a pass with no news decides
+// nothing: calling Schedule every second gives the same starts as calling
+// it only at events and wakeups. (The workloads have no overruns: a job
+// running past its estimate frees its processors "now" in every later
+// pass, as under easy, which does depend on when passes happen.)
+func TestPriorityBackfillIndependentOfPassFrequency(t *testing.T) {
+	policies := []gang.Policy{gang.SJFBF, gang.PriorityBF, gang.LXFWBF}
+	for seed := uint64(0); seed < 600; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 89))
+		m, mpl := randomMachine(rng, true)
+		cfg := gang.Config{Machine: m, MPL: mpl, Policy: policies[rng.IntN(len(policies))]}
+		cfg.Backfill.Reservations = []int{1, 2, gang.UnlimitedReservations}[rng.IntN(3)]
+		cfg.Backfill.Mode = []gang.ReservationMode{gang.Dynamic, gang.Fixed}[rng.IntN(2)]
+		jobs := equivWorkload(rng, m.Processors, mpl, m.MemoryPerProcessor, false)
+		want, _, err := gangtest.Simulate(cfg, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := gangtest.NewRecorder(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends := map[gang.JobID]time.Duration{}
+		runtime := map[gang.JobID]time.Duration{}
+		got := map[gang.JobID]time.Duration{}
+		next := 0
+		for now := time.Duration(0); len(got) < len(jobs) || len(ends) > 0; {
+			for _, j := range jobs { // in ID order: deterministic
+				if e, ok := ends[j.ID]; ok && e == now {
+					delete(ends, j.ID)
+					if err := rec.Finished(j.ID, now); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for next < len(jobs) && jobs[next].Submit == now {
+				runtime[jobs[next].ID] = jobs[next].Runtime
+				if err := rec.Submit(jobs[next].Job, now); err != nil {
+					t.Fatal(err)
+				}
+				next++
+			}
+			ds, err := rec.Schedule(now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				got[d.Job] = now
+				ends[d.Job] = now + runtime[d.Job]
+			}
+			if now > time.Hour {
+				t.Fatalf("seed %d: stuck", seed)
+			}
+			again := false // a zero-length job ended at once: same instant
+			for _, e := range ends {
+				again = again || e == now
+			}
+			if !again {
+				now += time.Second
+			}
+		}
+		for _, j := range jobs {
+			if got[j.ID] != want[j.ID].Start {
+				t.Fatalf("seed %d %s %+v: job %d starts at %v with a pass every second, at %v with passes at events", seed, cfg.Policy, cfg.Backfill, j.ID, got[j.ID], want[j.ID].Start)
+			}
+		}
+	}
+}

@@ -40,6 +40,8 @@ type TraceOptions struct {
 	Tau time.Duration
 	// Check verifies every decision (see Config.Check).
 	Check bool
+	// Backfill configures the priority-backfill policies (BackfillFor).
+	Backfill gang.Backfill
 	// SWFOut and JobsCSV, when set, receive the simulated schedule.
 	SWFOut  io.Writer
 	JobsCSV io.Writer
@@ -111,7 +113,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		return nil
 	}
 
-	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy}, Check: opt.Check}
+	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy, Backfill: BackfillFor(opt.Backfill, policy)}, Check: opt.Check}
 	stats, err := Run(ctx, cfg, src, emit)
 	if err != nil {
 		return TraceResult{}, err
@@ -137,4 +139,18 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		res.Skipped = append(res.Skipped, e.Error())
 	}
 	return res, nil
+}
+
+// BackfillFor returns the part of b that applies to policy: all of it for a
+// weighted priority-backfill policy, all but the weights for sjf-bf, and
+// nothing for any other policy. So one set of options can go with a list
+// of policies.
+func BackfillFor(b gang.Backfill, policy gang.Policy) gang.Backfill {
+	if !gang.IsPriorityBackfill(policy) {
+		return gang.Backfill{}
+	}
+	if _, weighted := gang.PresetWeights(policy); !weighted {
+		b.Weights = nil
+	}
+	return b
 }

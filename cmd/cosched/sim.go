@@ -39,6 +39,9 @@ type simFlags struct {
 	lenient   bool
 	check     bool
 	parallel  int
+	backfill  backfillFlags
+	bf        gang.Backfill          // parsed from backfill
+	changed   func(name string) bool // whether a flag was given
 }
 
 func newSimCmd() *cobra.Command {
@@ -68,6 +71,7 @@ than the machine, are dropped and counted in the report.`,
   cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.changed = func(name string) bool { return cmd.Flags().Changed(name) }
 			return runSim(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)
 		},
 	}
@@ -85,6 +89,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.BoolVar(&f.lenient, "lenient", false, "skip and count malformed lines and out-of-order jobs instead of failing")
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
+	f.backfill.add(fl)
 	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd())
 	return cmd
 }
@@ -154,6 +159,12 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if f.parallel < 1 {
 		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
 	}
+	if f.changed == nil {
+		f.changed = func(string) bool { return false }
+	}
+	var bfErrs []error
+	f.bf, bfErrs = f.backfill.parse(policies, f.changed)
+	errs = append(errs, bfErrs...)
 	if len(errs) > 0 {
 		return nil, conv, flagErrors(errs)
 	}
@@ -241,6 +252,7 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 		Lenient:     f.lenient,
 		Tau:         f.tau,
 		Check:       f.check,
+		Backfill:    f.bf,
 	}
 	var outs []*atomicfile.File
 	defer func() {
