@@ -42,6 +42,8 @@ type TraceOptions struct {
 	Check bool
 	// Backfill configures the priority-backfill policies (BackfillFor).
 	Backfill gang.Backfill
+	// ByRuntimeBin adds the metrics of every runtime bin to the result.
+	ByRuntimeBin bool
 	// SWFOut and JobsCSV, when set, receive the simulated schedule.
 	SWFOut  io.Writer
 	JobsCSV io.Writer
@@ -55,8 +57,10 @@ type TraceResult struct {
 	ProcessorsFrom string          `json:"processors_from"`
 	Jobs           SourceCounts    `json:"jobs"`
 	Metrics        metrics.Summary `json:"metrics"`
-	Events         int64           `json:"events"`
-	Passes         int64           `json:"passes"`
+	// ByRuntime holds the metrics by runtime bin (TraceOptions.ByRuntimeBin).
+	ByRuntime []metrics.Bin `json:"by_runtime_bin,omitempty"`
+	Events    int64         `json:"events"`
+	Passes    int64         `json:"passes"`
 	// Skipped holds the first malformed lines skipped in lenient mode.
 	Skipped []string `json:"skipped_lines,omitempty"`
 }
@@ -134,6 +138,9 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		Metrics:        col.Summary(),
 		Events:         stats.Events,
 		Passes:         stats.Passes,
+	}
+	if opt.ByRuntimeBin {
+		res.ByRuntime = col.ByRuntime()
 	}
 	for _, e := range rd.SkippedErrors() {
 		res.Skipped = append(res.Skipped, e.Error())

@@ -40,7 +40,8 @@ type simFlags struct {
 	check     bool
 	parallel  int
 	backfill  backfillFlags
-	bf        gang.Backfill          // parsed from backfill
+	bf        gang.Backfill // parsed from backfill
+	byBin     bool
 	changed   func(name string) bool // whether a flag was given
 }
 
@@ -90,6 +91,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
 	f.backfill.add(fl)
+	fl.BoolVar(&f.byBin, "by-runtime-bin", false, "also report every metric by runtime bin: [0,1m), [1m,10m), [10m,100m), [100m,1000m), [1000m,∞) (dedicated runtime)")
 	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd())
 	return cmd
 }
@@ -246,13 +248,14 @@ func simInput(trace string, stdin io.Reader) (jss.TraceInput, error) {
 // failed or interrupted run never leaves a truncated schedule behind.
 func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv jss.Conventions, p gang.Policy, several bool) (jss.TraceResult, error) {
 	opt := jss.TraceOptions{
-		Input:       input,
-		Processors:  f.procs,
-		Conventions: conv,
-		Lenient:     f.lenient,
-		Tau:         f.tau,
-		Check:       f.check,
-		Backfill:    f.bf,
+		Input:        input,
+		Processors:   f.procs,
+		Conventions:  conv,
+		Lenient:      f.lenient,
+		Tau:          f.tau,
+		Check:        f.check,
+		Backfill:     f.bf,
+		ByRuntimeBin: f.byBin,
 	}
 	var outs []*atomicfile.File
 	defer func() {

@@ -67,3 +67,60 @@ func TestSweepPriorityBackfillByName(t *testing.T) {
 		t.Errorf("want two rows:\n%s", out)
 	}
 }
+
+// smallTrace under easy, by hand: job 1 (8 procs, 100 s) runs 0–100; jobs 2
+// (4, 50 s) and 3 (4, 30 s) start at 100, job 4 (2, 10 s) when job 3 ends,
+// at 130. Waits 0, 90, 80, 100. Runtime bins: [0,1m) holds jobs 2–4 (wait
+// mean 90, max 100), [1m,10m) job 1 (wait 0).
+func TestSimByRuntimeBin(t *testing.T) {
+	path := writeFile(t, "small.swf", smallTrace)
+	code, out, errOut := cli(t, "", "sim", "--trace", path, "--policy", "easy", "--by-runtime-bin", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res []struct {
+		Bins []struct {
+			Label string `json:"runtime"`
+			Jobs  int    `json:"jobs"`
+			Wait  struct {
+				Mean float64 `json:"mean"`
+				Max  float64 `json:"max"`
+			} `json:"wait_s"`
+		} `json:"by_runtime_bin"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || len(res[0].Bins) != 5 {
+		t.Fatalf("want one result with 5 bins: %s", out)
+	}
+	b := res[0].Bins
+	if b[0].Label != "[0,1m)" || b[0].Jobs != 3 || b[0].Wait.Mean != 90 || b[0].Wait.Max != 100 {
+		t.Errorf("bin 0: %+v", b[0])
+	}
+	if b[1].Label != "[1m,10m)" || b[1].Jobs != 1 || b[1].Wait.Max != 0 {
+		t.Errorf("bin 1: %+v", b[1])
+	}
+	code, out, errOut = cli(t, "", "sim", "--trace", path, "--policy", "easy", "--by-runtime-bin")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"by runtime bin", "[0,1m)", "[1m,10m)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "[10m,100m)") {
+		t.Errorf("table shows an empty bin:\n%s", out)
+	}
+	code, out, errOut = cli(t, "", "sim", "--trace", path, "--policy", "easy", "--by-runtime-bin", "--format", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	header := strings.SplitN(out, "\n", 2)[0]
+	for _, want := range []string{"runtime_0_1m_jobs", "runtime_0_1m_wait_s_p95", "runtime_1000m_inf_utilization"} {
+		if !strings.Contains(header, want) {
+			t.Errorf("CSV header lacks %q: %s", want, header)
+		}
+	}
+}
