@@ -85,7 +85,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job: id, submit, start, end, processors, runtime, estimate (seconds); named per policy like --out-swf")
 	fl.StringVar(&f.overrun, "overrun", string(jss.OverrunExtend), "a job running past its estimate: extend (raise the estimate to the runtime) or kill (cut the runtime at the estimate)")
 	fl.StringVar(&f.procsFrom, "procs-from", string(jss.ProcsRequested), "job size: requested (field 8, else field 5) or allocated (field 5, else field 8)")
-	fl.StringVar(&f.estimate, "estimate", string(jss.EstimateRequested), "runtime estimate: requested (field 9, else the runtime) or exact (the runtime)")
+	fl.StringVar(&f.estimate, "estimate", string(jss.EstimateRequested), "runtime estimate: requested (field 9, else the runtime), exact or actual (the runtime), actual+K% (the runtime plus K percent), or abort (the runtime, but the request for failed or cancelled jobs)")
 	fl.DurationVar(&f.tau, "tau", metrics.DefaultTau, "bounded-slowdown threshold τ")
 	fl.BoolVar(&f.lenient, "lenient", false, "skip and count malformed lines and out-of-order jobs instead of failing")
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
@@ -143,8 +143,10 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if conv.Processors != jss.ProcsRequested && conv.Processors != jss.ProcsAllocated {
 		errs = append(errs, fmt.Errorf("--procs-from %q: want requested or allocated", f.procsFrom))
 	}
-	if conv.Estimate != jss.EstimateRequested && conv.Estimate != jss.EstimateExact {
-		errs = append(errs, fmt.Errorf("--estimate %q: want requested or exact", f.estimate))
+	if e, err := jss.ParseEstimate(f.estimate); err != nil {
+		errs = append(errs, fmt.Errorf("--estimate %q: want requested, exact (or actual), actual+K%% (e.g. actual+20%%) or abort", f.estimate))
+	} else {
+		conv.Estimate = e
 	}
 	if conv.Overrun != jss.OverrunExtend && conv.Overrun != jss.OverrunKill {
 		errs = append(errs, fmt.Errorf("--overrun %q: want extend or kill", f.overrun))

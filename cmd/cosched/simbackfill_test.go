@@ -124,3 +124,16 @@ func TestSimByRuntimeBin(t *testing.T) {
 		}
 	}
 }
+
+func TestSimEstimateScenarios(t *testing.T) {
+	path := writeFile(t, "small.swf", smallTrace)
+	for _, e := range []string{"actual", "actual+20%", "abort"} {
+		if code, _, errOut := cli(t, "", "sim", "--trace", path, "--policy", "easy", "--estimate", e); code != 0 {
+			t.Errorf("--estimate %s: exit %d: %s", e, code, errOut)
+		}
+	}
+	code, _, errOut := cli(t, "", "sim", "--estimate", "actual+x%")
+	if code != 2 || !strings.Contains(errOut, `--estimate "actual+x%": want requested, exact (or actual), actual+K% (e.g. actual+20%) or abort`) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
