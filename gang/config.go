@@ -15,11 +15,16 @@ const (
 	EASY         Policy = "easy"
 	EASYSJBF     Policy = "easy-sjbf"
 	Conservative Policy = "conservative"
+	// Priority backfill (NCSA Origin 2000 study; see priority.go).
+	FCFSBF     Policy = "fcfs-bf"
+	SJFBF      Policy = "sjf-bf"
+	PriorityBF Policy = "priority-bf"
+	LXFWBF     Policy = "lxfw-bf"
 )
 
 // Policies lists every policy the core implements, in a stable order.
 func Policies() []Policy {
-	return []Policy{FCFS, EASY, EASYSJBF, Conservative}
+	return []Policy{FCFS, EASY, EASYSJBF, Conservative, FCFSBF, SJFBF, PriorityBF, LXFWBF}
 }
 
 // ParsePolicy resolves a policy name (case-insensitive). The error of an
@@ -63,6 +68,9 @@ type Config struct {
 	// NextWakeup. The runtime sets it; the simulator applies its own overrun
 	// convention instead.
 	EnforceLimits bool
+	// Backfill configures the priority-backfill policies (reservation
+	// depth and mode, weights); the zero value is their default.
+	Backfill Backfill
 }
 
 // DefaultConfig returns a space-sharing EASY configuration for a machine of
@@ -86,6 +94,7 @@ func (c Config) Validate() error {
 	if _, err := ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("unknown policy %q (valid: %s)", c.Policy, policyList()))
 	}
+	errs = append(errs, c.Backfill.validate(c.Policy)...)
 	if len(errs) == 0 {
 		return nil
 	}

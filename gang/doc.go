@@ -52,6 +52,14 @@
 //     removed, reservations are compressed at once: each queued job, in
 //     arrival order, is moved to the earliest time it now fits (never later
 //     than before).
+//   - fcfs-bf, sjf-bf, priority-bf, lxfw-bf: priority backfill (the NCSA
+//     Origin 2000 study). At every pass the queue is ordered by a priority
+//     (Weights: wait hours, expansion factor, processors, memory share;
+//     sjf-bf: shortest estimate first); the first N jobs in that order that
+//     cannot start hold reservations (Config.Backfill: N, dynamic or fixed)
+//     and a job starts now only if it delays none of them. fcfs-bf with one
+//     dynamic reservation is easy; with exact estimates and every job
+//     reserved it is conservative.
 //
 // Estimates drive every reservation. The core assumes a job ends by its
 // estimate; with Config.EnforceLimits it asks for the job to be killed when

@@ -111,6 +111,8 @@ func New(cfg Config) (*Scheduler, error) {
 		s.policy = &easy{shortestFirst: true}
 	case Conservative:
 		s.policy = newConservative(cfg.Machine.Processors, cfg.MPL)
+	case FCFSBF, SJFBF, PriorityBF, LXFWBF:
+		s.policy = newPriorityBF(cfg)
 	}
 	return s, nil
 }

@@ -18,8 +18,10 @@ import (
 // sequence of directives; times and estimates are in seconds:
 //
 //	config procs=10 policy=easy [mpl=2] [alt] [limits] [mem=512]
+//	       [resv=2|inf] [mode=fixed] [weights=(ww=1,wx=5)]
 //	                                               new scheduler (mem in bytes per processor,
-//	                                               alt: alternative scheduling)
+//	                                               alt: alternative scheduling; resv, mode,
+//	                                               weights: priority backfill)
 //	submit at=0 id=1 procs=4 est=10 [mem=100]      a job arrives
 //	finish at=5 id=1                               a job ends
 //	schedule at=5                                  a pass: prints the decisions
@@ -49,6 +51,9 @@ func TestScripts(t *testing.T) {
 				cfg.MPL = intArg(t, d, "mpl", 1)
 				cfg.EnforceLimits = d.HasArg("limits")
 				cfg.AlternativeScheduling = d.HasArg("alt")
+				if err := backfillArgs(t, d, &cfg); err != nil {
+					return "error: " + err.Error()
+				}
 				var err error
 				rec, err = gangtest.NewRecorder(cfg)
 				if err != nil {
@@ -180,4 +185,30 @@ func intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
 
 func secArg(t *testing.T, d *datadriven.TestData, key string, def int) time.Duration {
 	return time.Duration(intArg(t, d, key, def)) * time.Second
+}
+
+// backfillArgs reads the priority-backfill options of a config directive.
+func backfillArgs(t *testing.T, d *datadriven.TestData, cfg *gang.Config) error {
+	if d.HasArg("resv") {
+		n, err := gang.ParseReservations(strArg(t, d, "resv", ""))
+		if err != nil {
+			return err
+		}
+		cfg.Backfill.Reservations = n
+	}
+	if d.HasArg("mode") {
+		m, err := gang.ParseReservationMode(strArg(t, d, "mode", ""))
+		if err != nil {
+			return err
+		}
+		cfg.Backfill.Mode = m
+	}
+	if arg, ok := d.Arg("weights"); ok {
+		w, err := gang.ParseWeights(strings.Join(arg.Vals, ","))
+		if err != nil {
+			return err
+		}
+		cfg.Backfill.Weights = &w
+	}
+	return nil
 }

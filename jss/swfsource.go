@@ -67,8 +67,8 @@ func (c Conventions) Validate() error {
 	if c.Processors != ProcsRequested && c.Processors != ProcsAllocated {
 		errs = append(errs, fmt.Errorf("processors convention %q: want %q or %q", c.Processors, ProcsRequested, ProcsAllocated))
 	}
-	if c.Estimate != EstimateRequested && c.Estimate != EstimateExact {
-		errs = append(errs, fmt.Errorf("estimate convention %q: want %q or %q", c.Estimate, EstimateRequested, EstimateExact))
+	if _, err := c.Estimate.rule(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Overrun != OverrunExtend && c.Overrun != OverrunKill {
 		errs = append(errs, fmt.Errorf("overrun convention %q: want %q or %q", c.Overrun, OverrunExtend, OverrunKill))
@@ -119,15 +119,16 @@ type SourceCounts struct {
 // When the header lists benchmark templates (TemplateKey), a job's field
 // 14 selects its template.
 type SWFSource struct {
-	r       *swf.Reader
-	name    string
-	procs   int
-	conv    Conventions
-	lenient bool
-	keep    bool
-	tpls    map[int]bench.Template // from the header's Template lines
-	prev    float64                // previous delivered submit time
-	counts  SourceCounts
+	r        *swf.Reader
+	name     string
+	procs    int
+	conv     Conventions
+	estimate estimateRule
+	lenient  bool
+	keep     bool
+	tpls     map[int]bench.Template // from the header's Template lines
+	prev     float64                // previous delivered submit time
+	counts   SourceCounts
 }
 
 // SWFSourceOptions configures NewSWFSource.
@@ -155,7 +156,8 @@ func NewSWFSource(r *swf.Reader, opt SWFSourceOptions) (*SWFSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opt.Name, err)
 	}
-	return &SWFSource{r: r, name: opt.Name, procs: opt.Processors, conv: opt.Conventions, lenient: opt.Lenient, keep: opt.KeepRecords, tpls: tpls, prev: math.Inf(-1)}, nil
+	rule, _ := opt.Conventions.Estimate.rule() // validated above
+	return &SWFSource{r: r, name: opt.Name, procs: opt.Processors, conv: opt.Conventions, estimate: rule, lenient: opt.Lenient, keep: opt.KeepRecords, tpls: tpls, prev: math.Inf(-1)}, nil
 }
 
 // Counts returns what the source has read, delivered and dropped so far.
@@ -221,10 +223,7 @@ func (s *SWFSource) convert(rec *swf.Record) (Job, bool, error) {
 	s.prev = rec.SubmitTime
 
 	runtime := seconds(rec.RunTime)
-	estimate := runtime
-	if s.conv.Estimate == EstimateRequested && rec.RequestedTime >= 0 {
-		estimate = seconds(rec.RequestedTime)
-	}
+	estimate := s.estimate.estimate(rec, runtime)
 	truncated := false
 	if runtime > estimate {
 		if s.conv.Overrun == OverrunKill {

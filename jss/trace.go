@@ -40,6 +40,10 @@ type TraceOptions struct {
 	Tau time.Duration
 	// Check verifies every decision (see Config.Check).
 	Check bool
+	// Backfill configures the priority-backfill policies (BackfillFor).
+	Backfill gang.Backfill
+	// ByRuntimeBin adds the metrics of every runtime bin to the result.
+	ByRuntimeBin bool
 	// SWFOut and JobsCSV, when set, receive the simulated schedule.
 	SWFOut  io.Writer
 	JobsCSV io.Writer
@@ -56,8 +60,10 @@ type TraceResult struct {
 	ProcessorsFrom string          `json:"processors_from"`
 	Jobs           SourceCounts    `json:"jobs"`
 	Metrics        metrics.Summary `json:"metrics"`
-	Events         int64           `json:"events"`
-	Passes         int64           `json:"passes"`
+	// ByRuntime holds the metrics by runtime bin (TraceOptions.ByRuntimeBin).
+	ByRuntime []metrics.Bin `json:"by_runtime_bin,omitempty"`
+	Events    int64         `json:"events"`
+	Passes    int64         `json:"passes"`
 	// Skipped holds the first malformed lines skipped in lenient mode.
 	Skipped []string `json:"skipped_lines,omitempty"`
 	// PFCFS describes a pfcfs run (see SimulateTracePFCFS).
@@ -116,7 +122,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		return nil
 	}
 
-	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy}, Check: opt.Check}
+	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy, Backfill: BackfillFor(opt.Backfill, policy)}, Check: opt.Check}
 	run := func() (Stats, error) { return Run(ctx, cfg, src, emit) }
 	if opt.Engine != nil {
 		run = func() (Stats, error) { return opt.Engine(ctx, procs, src, emit) }
@@ -142,8 +148,25 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		Events:         stats.Events,
 		Passes:         stats.Passes,
 	}
+	if opt.ByRuntimeBin {
+		res.ByRuntime = col.ByRuntime()
+	}
 	for _, e := range rd.SkippedErrors() {
 		res.Skipped = append(res.Skipped, e.Error())
 	}
 	return res, nil
+}
+
+// BackfillFor returns the part of b that applies to policy: all of it for a
+// weighted priority-backfill policy, all but the weights for sjf-bf, and
+// nothing for any other policy. So one set of options can go with a list
+// of policies.
+func BackfillFor(b gang.Backfill, policy gang.Policy) gang.Backfill {
+	if !gang.IsPriorityBackfill(policy) {
+		return gang.Backfill{}
+	}
+	if _, weighted := gang.PresetWeights(policy); !weighted {
+		b.Weights = nil
+	}
+	return b
 }

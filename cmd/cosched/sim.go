@@ -40,6 +40,10 @@ type simFlags struct {
 	check     bool
 	parallel  int
 	pfcfs     pfcfsFlags
+	backfill  backfillFlags
+	bf        gang.Backfill // parsed from backfill
+	byBin     bool
+	changed   func(name string) bool // whether a flag was given
 }
 
 func newSimCmd() *cobra.Command {
@@ -70,6 +74,7 @@ than the machine, are dropped and counted in the report.`,
   cosched sim --policy pfcfs --pfcfs-wide 50 --pfcfs-switch 10m --pfcfs-switches 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.changed = func(name string) bool { return cmd.Flags().Changed(name) }
 			return runSim(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)
 		},
 	}
@@ -82,12 +87,14 @@ than the machine, are dropped and counted in the report.`,
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job: id, submit, start, end, processors, runtime, estimate (seconds); named per policy like --out-swf")
 	fl.StringVar(&f.overrun, "overrun", string(jss.OverrunExtend), "a job running past its estimate: extend (raise the estimate to the runtime) or kill (cut the runtime at the estimate)")
 	fl.StringVar(&f.procsFrom, "procs-from", string(jss.ProcsRequested), "job size: requested (field 8, else field 5) or allocated (field 5, else field 8)")
-	fl.StringVar(&f.estimate, "estimate", string(jss.EstimateRequested), "runtime estimate: requested (field 9, else the runtime) or exact (the runtime)")
+	fl.StringVar(&f.estimate, "estimate", string(jss.EstimateRequested), "runtime estimate: requested (field 9, else the runtime), exact or actual (the runtime), actual+K% (the runtime plus K percent), or abort (the runtime, but the request for failed or cancelled jobs)")
 	fl.DurationVar(&f.tau, "tau", metrics.DefaultTau, "bounded-slowdown threshold τ")
 	fl.BoolVar(&f.lenient, "lenient", false, "skip and count malformed lines and out-of-order jobs instead of failing")
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
 	addPFCFSFlags(fl, &f.pfcfs)
+	f.backfill.add(fl)
+	fl.BoolVar(&f.byBin, "by-runtime-bin", false, "also report every metric by runtime bin: [0,1m), [1m,10m), [10m,100m), [100m,1000m), [1000m,∞) (dedicated runtime)")
 	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd(), newSimNowCmd(), newSimClosedCmd())
 	return cmd
 }
@@ -142,8 +149,10 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if conv.Processors != jss.ProcsRequested && conv.Processors != jss.ProcsAllocated {
 		errs = append(errs, fmt.Errorf("--procs-from %q: want requested or allocated", f.procsFrom))
 	}
-	if conv.Estimate != jss.EstimateRequested && conv.Estimate != jss.EstimateExact {
-		errs = append(errs, fmt.Errorf("--estimate %q: want requested or exact", f.estimate))
+	if e, err := jss.ParseEstimate(f.estimate); err != nil {
+		errs = append(errs, fmt.Errorf("--estimate %q: want requested, exact (or actual), actual+K%% (e.g. actual+20%%) or abort", f.estimate))
+	} else {
+		conv.Estimate = e
 	}
 	if conv.Overrun != jss.OverrunExtend && conv.Overrun != jss.OverrunKill {
 		errs = append(errs, fmt.Errorf("--overrun %q: want extend or kill", f.overrun))
@@ -161,6 +170,12 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
 	}
 	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)
+	if f.changed == nil {
+		f.changed = func(string) bool { return false }
+	}
+	var bfErrs []error
+	f.bf, bfErrs = f.backfill.parse(policies, f.changed)
+	errs = append(errs, bfErrs...)
 	if len(errs) > 0 {
 		return nil, conv, flagErrors(errs)
 	}
@@ -245,12 +260,14 @@ func simInput(trace string, stdin io.Reader) (jss.TraceInput, error) {
 // failed or interrupted run never leaves a truncated schedule behind.
 func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv jss.Conventions, p gang.Policy, several bool) (jss.TraceResult, error) {
 	opt := jss.TraceOptions{
-		Input:       input,
-		Processors:  f.procs,
-		Conventions: conv,
-		Lenient:     f.lenient,
-		Tau:         f.tau,
-		Check:       f.check,
+		Input:        input,
+		Processors:   f.procs,
+		Conventions:  conv,
+		Lenient:      f.lenient,
+		Tau:          f.tau,
+		Check:        f.check,
+		Backfill:     f.bf,
+		ByRuntimeBin: f.byBin,
 	}
 	var outs []*atomicfile.File
 	defer func() {

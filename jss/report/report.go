@@ -87,6 +87,48 @@ func csvColumns() []column {
 	)
 }
 
+// binColumns are the columns of runtime bin b: runtime_1m_10m_wait_s_mean, …
+func binColumns(b int) []column {
+	label := strings.NewReplacer("[", "", ")", "", ",", "_", "∞", "inf").Replace(metrics.RuntimeBinLabel(b))
+	prefix := "runtime_" + label + "_"
+	bin := func(r *jss.TraceResult) *metrics.Bin {
+		if b < len(r.ByRuntime) {
+			return &r.ByRuntime[b]
+		}
+		return &metrics.Bin{}
+	}
+	stat := func(name string, get func(b *metrics.Bin) metrics.Stat) []column {
+		return []column{
+			{prefix + name + "_mean", func(r *jss.TraceResult) string { return num(get(bin(r)).Mean) }},
+			{prefix + name + "_median", func(r *jss.TraceResult) string { return num(get(bin(r)).Median) }},
+			{prefix + name + "_p95", func(r *jss.TraceResult) string { return num(get(bin(r)).P95) }},
+			{prefix + name + "_max", func(r *jss.TraceResult) string { return num(get(bin(r)).Max) }},
+		}
+	}
+	cols := []column{{prefix + "jobs", func(r *jss.TraceResult) string { return strconv.Itoa(bin(r).Jobs) }}}
+	cols = append(cols, stat("wait_s", func(b *metrics.Bin) metrics.Stat { return b.Wait })...)
+	cols = append(cols, stat("response_s", func(b *metrics.Bin) metrics.Stat { return b.Response })...)
+	cols = append(cols, stat("slowdown", func(b *metrics.Bin) metrics.Stat { return b.Slowdown })...)
+	cols = append(cols, stat("bounded_slowdown", func(b *metrics.Bin) metrics.Stat { return b.BoundedSlowdown })...)
+	return append(cols,
+		column{prefix + "utilization", func(r *jss.TraceResult) string { return num(bin(r).Utilization) }},
+		column{prefix + "sum_flow_s", func(r *jss.TraceResult) string { return num(bin(r).SumFlow) }},
+	)
+}
+
+// withBins appends every runtime bin's columns when some result has them.
+func withBins(cols []column, results []jss.TraceResult) []column {
+	for i := range results {
+		if len(results[i].ByRuntime) > 0 {
+			for b := range results[i].ByRuntime {
+				cols = append(cols, binColumns(b)...)
+			}
+			break
+		}
+	}
+	return cols
+}
+
 // CSVColumns returns CSV's header row.
 func CSVColumns() []string {
 	var names []string
@@ -96,9 +138,10 @@ func CSVColumns() []string {
 	return names
 }
 
-// CSV writes a header row and one row per result.
+// CSV writes a header row and one row per result. With metrics by runtime
+// bin, each bin's columns follow the overall ones.
 func CSV(w io.Writer, results []jss.TraceResult) error {
-	cols := csvColumns()
+	cols := withBins(csvColumns(), results)
 	cw := csv.NewWriter(w)
 	row := make([]string, len(cols))
 	for i, c := range cols {
@@ -170,8 +213,49 @@ func Table(w io.Writer, results []jss.TraceResult) error {
 	row("weighted flow time (proc·s²)", "", func(r *jss.TraceResult) string { return fmt.Sprintf("%.4e", r.Metrics.WeightedFlow) })
 	writeAligned(&b, rows, 2)
 	writePFCFS(&b, results)
+	if len(first.ByRuntime) > 0 {
+		b.WriteString("\nby runtime bin (dedicated runtime)\n\n")
+		writeAligned(&b, binRows(results), 2)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// binRows is the table of metrics by runtime bin: a block of rows per
+// non-empty bin, one column per policy.
+func binRows(results []jss.TraceResult) [][]string {
+	rows := [][]string{{"", ""}}
+	for i := range results {
+		rows[0] = append(rows[0], string(results[i].Policy))
+	}
+	for b := range results[0].ByRuntime {
+		if results[0].ByRuntime[b].Jobs == 0 {
+			continue
+		}
+		label := results[0].ByRuntime[b].Label
+		row := func(name string, cell func(x *metrics.Bin) string) {
+			cells := []string{label, name}
+			label = ""
+			for i := range results {
+				x := &metrics.Bin{}
+				if b < len(results[i].ByRuntime) {
+					x = &results[i].ByRuntime[b]
+				}
+				cells = append(cells, cell(x))
+			}
+			rows = append(rows, cells)
+		}
+		row("jobs", func(x *metrics.Bin) string { return group(float64(x.Jobs), 0) })
+		row("wait mean (s)", func(x *metrics.Bin) string { return group(x.Wait.Mean, 0) })
+		row("wait p95 (s)", func(x *metrics.Bin) string { return group(x.Wait.P95, 0) })
+		row("wait max (s)", func(x *metrics.Bin) string { return group(x.Wait.Max, 0) })
+		row("response mean (s)", func(x *metrics.Bin) string { return group(x.Response.Mean, 0) })
+		row("slowdown mean", func(x *metrics.Bin) string { return group(x.Slowdown.Mean, 2) })
+		row("slowdown p95", func(x *metrics.Bin) string { return group(x.Slowdown.P95, 2) })
+		row("bounded slowdown mean", func(x *metrics.Bin) string { return group(x.BoundedSlowdown.Mean, 2) })
+		row("utilization", func(x *metrics.Bin) string { return fmt.Sprintf("%.1f%%", 100*x.Utilization) })
+	}
+	return rows
 }
 
 // writeAligned writes rows as columns separated by at least two spaces:
