@@ -22,7 +22,9 @@
 //     strobe after its last arrival: each node reports how many of its
 //     ranks have arrived (cumulatively, so a lost heartbeat only delays),
 //     and every relay releases its own ranks when the reports add up to
-//     the job's size.
+//     the job's size. Heartbeats also carry each job's highest barrier
+//     released, so a relay that missed some arrival reports (a heartbeat
+//     lost, or a peer it does not yet know) still releases.
 //
 // # Matching and blocking
 //
