@@ -9,17 +9,6 @@ import (
 	"testing"
 )
 
-// buildCosched builds the binary the scripts run.
-func buildCosched(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cosched")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/cosched")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func runScript(t *testing.T, env []string, script string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("bash", append([]string{script}, args...)...)
