@@ -205,20 +205,22 @@ func (s *Scheduler) Submit(j gang.Job, now time.Duration) error {
 }
 
 // Place starts a job on host h at once, outside the queue (the
-// simulator's immediate service): it takes j.Processors (0 allowed) and
-// JobMemory of the host's free processors and memory until it is
-// Finished, and is counted as ending by its estimate. It fails if they are
-// not free.
-func (s *Scheduler) Place(j gang.Job, h int, now time.Duration) error {
+// simulator's immediate service): it takes procs of the host's free
+// processors (0 allowed; the job may run on processors it took from
+// preempted jobs, which the core still counts as theirs) and JobMemory(j)
+// of its free memory until it is Finished, and is counted as ending by its
+// estimate. It fails if they are not free.
+func (s *Scheduler) Place(j gang.Job, procs, h int, now time.Duration) error {
 	if err := s.check(j, now, 0); err != nil {
 		return err
 	}
-	if h < 0 || h >= len(s.hosts) {
-		return fmt.Errorf("hosts: job %d: no host %d", j.ID, h)
+	if h < 0 || h >= len(s.hosts) || procs < 0 {
+		return fmt.Errorf("hosts: job %d: no host %d or negative processors %d", j.ID, h, procs)
 	}
 	js := &job{Job: j, mem: JobMemory(j), resv: -1}
-	if hs := &s.hosts[h]; js.Processors > hs.free || js.mem > hs.freeMem {
-		return fmt.Errorf("hosts: job %d: needs %d processors and %d bytes on host %s, %d and %d free", j.ID, js.Processors, js.mem, hs.Name, hs.free, hs.freeMem)
+	js.Processors = procs
+	if hs := &s.hosts[h]; procs > hs.free || js.mem > hs.freeMem {
+		return fmt.Errorf("hosts: job %d: needs %d processors and %d bytes on host %s, %d and %d free", j.ID, procs, js.mem, hs.Name, hs.free, hs.freeMem)
 	}
 	s.seq++
 	js.seq = s.seq
