@@ -146,6 +146,18 @@ func TestReservationsOnHosts(t *testing.T) {
 		t.Errorf("why: job 5 %q, job 3 %q; want backfill, fits", res[5].why, res[3].why)
 	}
 
+	// Fixed mode: job 3 keeps its reservation (B at 50) from 1 on and
+	// starts by it ("reservation"); the other starts are the same.
+	fixed := cfg
+	fixed.Backfill = gang.Backfill{Mode: gang.Fixed}
+	res = simulate(t, fixed, jobs)
+	expect(t, res, 3, 50*s, 1)
+	expect(t, res, 4, 60*s, 1)
+	expect(t, res, 5, s, 1)
+	if res[3].why != "reservation" {
+		t.Errorf("fixed: job 3 started by %q, want reservation", res[3].why)
+	}
+
 	// With N = 2 job 4 also holds a reservation, on B at 60 (B: 1 free
 	// until 50, 0 for job 3's slot [50, 60)); A only at 100.
 	c, err := New(Config{Policy: gang.FCFSBF, Backfill: gang.Backfill{Reservations: 2}, Hosts: cfg.Hosts})
