@@ -99,11 +99,12 @@ type Dropped struct {
 	NoSubmit     int64 `json:"no_submit"`     // submit time unknown
 	Unsorted     int64 `json:"unsorted"`      // submitted before the previous job (lenient mode)
 	Malformed    int64 `json:"malformed"`     // unparsable lines (or header values) skipped (lenient mode)
+	NoHost       int64 `json:"no_host"`       // hosts of different sizes: no host has both its processors and its memory
 }
 
 // Total returns the number of dropped jobs.
 func (d Dropped) Total() int64 {
-	return d.NoProcessors + d.TooWide + d.NoRuntime + d.NoSubmit + d.Unsorted + d.Malformed
+	return d.NoProcessors + d.TooWide + d.NoRuntime + d.NoSubmit + d.Unsorted + d.Malformed + d.NoHost
 }
 
 // SourceCounts describes what a source read and changed.

@@ -68,6 +68,9 @@ type TraceResult struct {
 	Skipped []string `json:"skipped_lines,omitempty"`
 	// PFCFS describes a pfcfs run (see SimulateTracePFCFS).
 	PFCFS *PFCFSSummary `json:"pfcfs,omitempty"`
+	// Hosts describes a run on hosts of different sizes (see
+	// SimulateTraceHosts).
+	Hosts *HostsSummary `json:"hosts,omitempty"`
 }
 
 // SimulateTrace runs one policy over a trace and computes its metrics.

@@ -41,6 +41,7 @@ type simFlags struct {
 	parallel  int
 	pfcfs     pfcfsFlags
 	backfill  backfillFlags
+	hosts     hostsFlags
 	bf        gang.Backfill // parsed from backfill
 	byBin     bool
 	changed   func(name string) bool // whether a flag was given
@@ -71,7 +72,8 @@ than the machine, are dropped and counted in the report.`,
   cosched sim --trace KTH-SP2-1996-2.swf --policy easy,conservative
   cosched sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --format json
   cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv
-  cosched sim --policy pfcfs --pfcfs-wide 50 --pfcfs-switch 10m --pfcfs-switches 3`,
+  cosched sim --policy pfcfs --pfcfs-wide 50 --pfcfs-switch 10m --pfcfs-switches 3
+  cosched sim --trace o2k.swf --machine-file hosts.txt --policy fcfs-bf,priority-bf,eqspatial --immediate-service`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = func(name string) bool { return cmd.Flags().Changed(name) }
@@ -94,6 +96,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
 	addPFCFSFlags(fl, &f.pfcfs)
 	f.backfill.add(fl)
+	f.hosts.add(fl)
 	fl.BoolVar(&f.byBin, "by-runtime-bin", false, "also report every metric by runtime bin: [0,1m), [1m,10m), [10m,100m), [100m,1000m), [1000m,∞) (dedicated runtime)")
 	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd(), newSimNowCmd(), newSimClosedCmd())
 	return cmd
@@ -119,6 +122,9 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 		p, err := gang.ParsePolicy(name)
 		if err != nil && isPFCFS(name) {
 			p, err = policyPFCFS, nil
+		}
+		if err != nil && isEQSpatial(name) {
+			p, err = policyEQSpatial, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), simPolicyNames())
@@ -176,6 +182,7 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	var bfErrs []error
 	f.bf, bfErrs = f.backfill.parse(policies, f.changed)
 	errs = append(errs, bfErrs...)
+	errs = append(errs, f.hosts.validate(policies, f.procs, f.changed)...)
 	if len(errs) > 0 {
 		return nil, conv, flagErrors(errs)
 	}

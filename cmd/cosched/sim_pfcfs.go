@@ -80,6 +80,9 @@ func simulatePolicy(ctx context.Context, f *simFlags, opt jss.TraceOptions, p ga
 	if p == policyPFCFS {
 		return jss.SimulateTracePFCFS(ctx, opt, f.pfcfs.config())
 	}
+	if p == policyEQSpatial || (f.hosts.hostsActive() && gang.IsPriorityBackfill(p)) {
+		return simulateHosts(ctx, f, opt, p)
+	}
 	return jss.SimulateTrace(ctx, opt, p)
 }
 
@@ -118,9 +121,11 @@ func addFCFSRatios(ctx context.Context, f *simFlags, input jss.TraceInput, conv 
 	return nil
 }
 
-// simPolicyNames lists the policies `cosched sim` runs: the core's and
-// pfcfs.
-func simPolicyNames() string { return policyNames() + ", " + pfcfs.Name }
+// simPolicyNames lists the policies `cosched sim` runs: the core's, pfcfs
+// and eqspatial.
+func simPolicyNames() string {
+	return policyNames() + ", " + pfcfs.Name + ", " + string(policyEQSpatial)
+}
 
 // isPFCFS reports whether a --policy entry names pfcfs.
 func isPFCFS(name string) bool {

@@ -264,6 +264,8 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	} else if isPFCFS(f.policy) {
 		spec.Policy = policyPFCFS
 		errs = append(errs, pfcfsSweepModes(spec.Modes)...)
+	} else if isEQSpatial(f.policy) {
+		errs = append(errs, fmt.Errorf("--policy %s: runs on hosts of a machine file in cosched sim only; sweep points are homogeneous-matrix modes", policyEQSpatial))
 	} else {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, simPolicyNames()))
 	}

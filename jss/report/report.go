@@ -213,6 +213,7 @@ func Table(w io.Writer, results []jss.TraceResult) error {
 	row("weighted flow time (proc·s²)", "", func(r *jss.TraceResult) string { return fmt.Sprintf("%.4e", r.Metrics.WeightedFlow) })
 	writeAligned(&b, rows, 2)
 	writePFCFS(&b, results)
+	writeHosts(&b, results)
 	if len(first.ByRuntime) > 0 {
 		b.WriteString("\nby runtime bin (dedicated runtime)\n\n")
 		writeAligned(&b, binRows(results), 2)
@@ -301,6 +302,7 @@ func dropDetail(d jss.Dropped) string {
 	add(d.NoSubmit, "with no submit time")
 	add(d.Unsorted, "out of submit order")
 	add(d.Malformed, "malformed lines")
+	add(d.NoHost, "fitting no host (processors and memory)")
 	return strings.Join(parts, ", ")
 }
 

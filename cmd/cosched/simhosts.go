@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/gang/hosts"
+	"github.com/cosched/cosched/jss"
+)
+
+// policyEQSpatial selects EQspatial (simulator only) in --policy.
+const policyEQSpatial = gang.Policy(jss.EQSpatialName)
+
+// hostsFlags are the options of the multi-host policies of `cosched sim`:
+// the machine file, immediate service and EQspatial.
+type hostsFlags struct {
+	machineFile string
+	is          bool
+	isQuantum   time.Duration
+	isMemory    string
+	isMinRun    time.Duration
+	eqInterval  time.Duration
+	eqFullAfter time.Duration
+
+	machine []hosts.Host // parsed from machineFile
+	isCfg   jss.ImmediateService
+}
+
+func (h *hostsFlags) add(fl *pflag.FlagSet) {
+	d := jss.DefaultImmediateService()
+	fl.StringVar(&h.machineFile, "machine-file", "", "hosts of different sizes, one per line: name processors memory (e.g. big 64 16GB; - for unlimited memory; # comments); runs fcfs-bf, sjf-bf, priority-bf, lxfw-bf and eqspatial on them, each job on one host")
+	fl.BoolVar(&h.is, "immediate-service", false, "priority-backfill policies: a job that cannot start at once gets a quantum, preempting the processors (not the memory) of long-running jobs")
+	fl.DurationVar(&h.isQuantum, "is-quantum", d.Quantum, "immediate service: the quantum; a job not done by then is killed and queued")
+	fl.StringVar(&h.isMemory, "is-memory", hosts.FormatMemory(d.Memory), "immediate service: the most memory (in all) a job may have to get a quantum; - for any")
+	fl.DurationVar(&h.isMinRun, "is-min-run", d.MinRun, "immediate service: only jobs that have run uninterrupted longer than this and have more than this left (by estimate) are preempted")
+	fl.DurationVar(&h.eqInterval, "eq-interval", jss.DefaultEQSpatial().Interval, "eqspatial: the least time between two repartitions of a host")
+	fl.DurationVar(&h.eqFullAfter, "eq-full-after", 0, "eqspatial: jobs that have run longer than this get their full request first (e.g. 50h; 0 = off)")
+}
+
+// hostsActive reports whether the priority-backfill policies run on the
+// multi-host engine: with a machine file or immediate service.
+func (h *hostsFlags) hostsActive() bool { return h.machineFile != "" || h.is }
+
+// validate checks the multi-host flags against the policies and reads the
+// machine file. Every problem names its flag.
+func (h *hostsFlags) validate(policies []gang.Policy, procs int, changed func(string) bool) []error {
+	var errs []error
+	anyBF, anyEQ := false, false
+	for _, p := range policies {
+		switch {
+		case p == policyEQSpatial:
+			anyEQ = true
+		case gang.IsPriorityBackfill(p):
+			anyBF = true
+		case h.machineFile != "":
+			errs = append(errs, fmt.Errorf("--policy %s: does not run on hosts from --machine-file (those run fcfs-bf, sjf-bf, priority-bf, lxfw-bf, eqspatial)", p))
+		}
+	}
+	if h.machineFile != "" {
+		if changed("procs") {
+			errs = append(errs, fmt.Errorf("--procs %d: not with --machine-file (the machine is the file's hosts)", procs))
+		}
+		if err := h.readMachine(); err != nil {
+			errs = append(errs, fmt.Errorf("--machine-file: %w", err))
+		}
+	}
+	if h.is && !anyBF && policies != nil {
+		errs = append(errs, fmt.Errorf("--immediate-service applies only to the priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf); none is selected"))
+	}
+	for _, name := range []string{"is-quantum", "is-memory", "is-min-run"} {
+		if changed(name) && !h.is {
+			errs = append(errs, fmt.Errorf("--%s: applies only with --immediate-service", name))
+		}
+	}
+	for _, name := range []string{"eq-interval", "eq-full-after"} {
+		if changed(name) && !anyEQ && policies != nil {
+			errs = append(errs, fmt.Errorf("--%s: applies only with --policy %s", name, policyEQSpatial))
+		}
+	}
+	if h.isQuantum <= 0 {
+		errs = append(errs, fmt.Errorf("--is-quantum %v: must be positive", h.isQuantum))
+	}
+	if h.isMinRun < 0 {
+		errs = append(errs, fmt.Errorf("--is-min-run %v: must not be negative", h.isMinRun))
+	}
+	mem, err := hosts.ParseMemory(h.isMemory)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--is-memory %q: %w", h.isMemory, err))
+	}
+	h.isCfg = jss.ImmediateService{Quantum: h.isQuantum, Memory: mem, MinRun: h.isMinRun}
+	if h.eqInterval < 0 {
+		errs = append(errs, fmt.Errorf("--eq-interval %v: must not be negative", h.eqInterval))
+	}
+	if h.eqFullAfter < 0 {
+		errs = append(errs, fmt.Errorf("--eq-full-after %v: must not be negative", h.eqFullAfter))
+	}
+	return errs
+}
+
+func (h *hostsFlags) readMachine() error {
+	file, err := os.Open(h.machineFile)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	h.machine, err = hosts.ParseMachine(file, h.machineFile)
+	return err
+}
+
+// isEQSpatial reports whether a --policy entry names eqspatial.
+func isEQSpatial(name string) bool {
+	return strings.EqualFold(strings.TrimSpace(name), jss.EQSpatialName)
+}
+
+// simulateHosts runs a priority-backfill policy or eqspatial on the hosts
+// of the machine file, or without one on a single host of the trace's
+// machine size with unlimited memory.
+func simulateHosts(ctx context.Context, f *simFlags, opt jss.TraceOptions, p gang.Policy) (jss.TraceResult, error) {
+	machine := f.hosts.machine
+	if machine == nil {
+		rd, closer, err := opt.Input.Open()
+		if err != nil {
+			return jss.TraceResult{}, err
+		}
+		procs, _, err := jss.MachineSize(opt.Processors, rd.Header())
+		closer.Close()
+		if err != nil {
+			return jss.TraceResult{}, fmt.Errorf("%s: %w", opt.Input.Name, err)
+		}
+		machine = []hosts.Host{{Name: "machine", Processors: procs}}
+	}
+	cfg := jss.HostsConfig{Scheduler: hosts.Config{Hosts: machine, Policy: p, Backfill: opt.Backfill}}
+	if p == policyEQSpatial {
+		cfg.Scheduler.Policy = gang.FCFSBF // unused by eqspatial
+		cfg.EQ = &jss.EQSpatial{Interval: f.hosts.eqInterval, FullAfter: f.hosts.eqFullAfter}
+	} else if f.hosts.is {
+		is := f.hosts.isCfg
+		cfg.IS = &is
+	}
+	return jss.SimulateTraceHosts(ctx, opt, cfg)
+}
