@@ -53,11 +53,10 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 		return Stats{}, fmt.Errorf("jss: %w", err)
 	}
 	e := engine{
-		core:   core,
-		in:     arrivals{src: src},
-		emit:   emit,
-		jobs:   make(map[gang.JobID]*active),
-		passes: make(map[time.Duration]struct{}),
+		core: core,
+		loop: newLoop(src),
+		emit: emit,
+		jobs: make(map[gang.JobID]*active),
 	}
 	if cfg.Check {
 		e.check = verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)
@@ -66,55 +65,18 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 }
 
 type engine struct {
-	core   *gang.Scheduler
-	in     arrivals
-	emit   func(Result) error
-	check  *verify.Checker
-	heap   eventHeap
-	jobs   map[gang.JobID]*active     // queued and running
-	passes map[time.Duration]struct{} // instants with a pass pending
-	stats  Stats
+	loop
+	core  *gang.Scheduler
+	emit  func(Result) error
+	check *verify.Checker
+	jobs  map[gang.JobID]*active // queued and running
+	stats Stats
 }
 
 func (e *engine) run(ctx context.Context) (Stats, error) {
-	if err := e.pull(); err != nil {
-		return e.stats, err
-	}
-	for e.heap.len() > 0 {
-		if e.stats.Events&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return e.stats, fmt.Errorf("jss: run stopped at %v: %w", e.stats.End, err)
-			}
-		}
-		ev := e.heap.pop()
-		e.stats.Events++
-		e.stats.End = ev.at
-		var err error
-		switch ev.class {
-		case classCompletion:
-			err = e.complete(ev)
-		case classArrival:
-			err = e.arrive(ev)
-		case classPass:
-			err = e.pass(ev.at)
-		}
-		if err != nil {
-			return e.stats, err
-		}
-	}
-	if n := len(e.jobs); n > 0 {
-		return e.stats, fmt.Errorf("jss: run ended at %v with %d jobs never finished", e.stats.End, n)
-	}
-	return e.stats, nil
-}
-
-// pull reads the next job from the source and schedules its arrival.
-func (e *engine) pull() error {
-	if err := e.in.pull(); err != nil || !e.in.ok {
-		return err
-	}
-	e.heap.push(e.in.next.Submit, classArrival, e.in.next.ID)
-	return nil
+	err := e.loop.run(ctx, &e.stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass,
+		left: func() int { return len(e.jobs) }})
+	return e.stats, err
 }
 
 func (e *engine) arrive(ev event) error {
@@ -155,17 +117,7 @@ func (e *engine) complete(ev event) error {
 	return nil
 }
 
-func (e *engine) needPass(at time.Duration) {
-	if _, ok := e.passes[at]; ok {
-		return
-	}
-	e.passes[at] = struct{}{}
-	e.heap.push(at, classPass, 0)
-}
-
 func (e *engine) pass(at time.Duration) error {
-	delete(e.passes, at)
-	e.stats.Passes++
 	ds, err := e.core.Schedule(at)
 	if err != nil {
 		return fmt.Errorf("jss: %w", err)

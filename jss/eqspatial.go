@@ -54,16 +54,14 @@ type eqHost struct {
 }
 
 type eqEngine struct {
-	cfg    EQSpatial
-	check  bool
-	hs     []eqHost
-	in     arrivals
-	emit   func(Result) error
-	heap   eventHeap
-	jobs   map[gang.JobID]*eqJob
-	queue  []*eqJob
-	passes map[time.Duration]struct{}
-	stats  HostsStats
+	loop
+	cfg   EQSpatial
+	check bool
+	hs    []eqHost
+	emit  func(Result) error
+	jobs  map[gang.JobID]*eqJob
+	queue []*eqJob
+	stats HostsStats
 }
 
 func runEQ(ctx context.Context, cfg HostsConfig, src Source, emit func(Result) error) (HostsStats, error) {
@@ -74,7 +72,7 @@ func runEQ(ctx context.Context, cfg HostsConfig, src Source, emit func(Result) e
 	if len(cfg.Scheduler.Hosts) == 0 {
 		return HostsStats{}, errors.New("jss: eqspatial: no hosts")
 	}
-	e := eqEngine{cfg: eq, check: cfg.Check, in: arrivals{src: src}, emit: emit, jobs: map[gang.JobID]*eqJob{}, passes: map[time.Duration]struct{}{}}
+	e := eqEngine{cfg: eq, check: cfg.Check, loop: newLoop(src), emit: emit, jobs: map[gang.JobID]*eqJob{}}
 	for _, h := range cfg.Scheduler.Hosts {
 		if h.Processors < 1 || h.Memory < 0 {
 			return HostsStats{}, fmt.Errorf("jss: eqspatial: host %s: bad size %d processors, %d bytes", h.Name, h.Processors, h.Memory)
@@ -90,54 +88,13 @@ func runEQ(ctx context.Context, cfg HostsConfig, src Source, emit func(Result) e
 }
 
 func (e *eqEngine) run(ctx context.Context) error {
-	if err := e.pull(); err != nil {
-		return err
+	var after func() error
+	if e.check {
+		after = e.verify
 	}
-	for e.heap.len() > 0 {
-		if e.stats.Events&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("jss: run stopped at %v: %w", e.stats.End, err)
-			}
-		}
-		ev := e.heap.pop()
-		e.stats.Events++
-		e.stats.End = ev.at
-		var err error
-		switch ev.class {
-		case classCompletion:
-			err = e.complete(ev)
-		case classArrival:
-			err = e.arrive(ev)
-		case classPass:
-			err = e.pass(ev.at)
-		}
-		if err == nil && e.check {
-			err = e.verify()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if n := len(e.jobs); n > 0 {
-		return fmt.Errorf("jss: run ended at %v with %d jobs never finished", e.stats.End, n)
-	}
-	return nil
-}
-
-func (e *eqEngine) pull() error {
-	if err := e.in.pull(); err != nil || !e.in.ok {
-		return err
-	}
-	e.heap.push(e.in.next.Submit, classArrival, e.in.next.ID)
-	return nil
-}
-
-func (e *eqEngine) needPass(at time.Duration) {
-	if _, ok := e.passes[at]; ok {
-		return
-	}
-	e.passes[at] = struct{}{}
-	e.heap.push(at, classPass, 0)
+	err := e.loop.run(ctx, &e.stats.Stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass, after: after,
+		left: func() int { return len(e.jobs) }})
+	return err
 }
 
 func (e *eqEngine) arrive(ev event) error {
@@ -192,8 +149,6 @@ func (e *eqEngine) admittable(a *eqJob, h int) bool {
 // up to its equal share (at least 1) and its request, and repartitions at
 // last + interval.
 func (e *eqEngine) pass(at time.Duration) error {
-	delete(e.passes, at)
-	e.stats.Passes++
 	for len(e.queue) > 0 {
 		a := e.queue[0]
 		best := -1

@@ -103,72 +103,29 @@ func RunHosts(ctx context.Context, cfg HostsConfig, src Source, emit func(Result
 	if err != nil {
 		return HostsStats{}, fmt.Errorf("jss: %w", err)
 	}
-	e := hEngine{cfg: cfg, core: core, in: arrivals{src: src}, emit: emit, jobs: map[gang.JobID]*hJob{}, passes: map[time.Duration]struct{}{}}
+	e := hEngine{cfg: cfg, core: core, loop: newLoop(src), emit: emit, jobs: map[gang.JobID]*hJob{}}
 	err = e.run(ctx)
 	return e.stats, err
 }
 
 type hEngine struct {
-	cfg    HostsConfig
-	core   *hosts.Scheduler
-	in     arrivals
-	emit   func(Result) error
-	heap   eventHeap
-	jobs   map[gang.JobID]*hJob
-	fresh  []*hJob
-	passes map[time.Duration]struct{}
-	stats  HostsStats
+	loop
+	cfg   HostsConfig
+	core  *hosts.Scheduler
+	emit  func(Result) error
+	jobs  map[gang.JobID]*hJob
+	fresh []*hJob
+	stats HostsStats
 }
 
 func (e *hEngine) run(ctx context.Context) error {
-	if err := e.pull(); err != nil {
-		return err
+	var after func() error
+	if e.cfg.Check {
+		after = e.checkHosts
 	}
-	for e.heap.len() > 0 {
-		if e.stats.Events&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("jss: run stopped at %v: %w", e.stats.End, err)
-			}
-		}
-		ev := e.heap.pop()
-		e.stats.Events++
-		e.stats.End = ev.at
-		var err error
-		switch ev.class {
-		case classCompletion:
-			err = e.complete(ev)
-		case classArrival:
-			err = e.arrive(ev)
-		case classPass:
-			err = e.pass(ev.at)
-		}
-		if err == nil && e.cfg.Check {
-			err = e.checkHosts()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if n := len(e.jobs); n > 0 {
-		return fmt.Errorf("jss: run ended at %v with %d jobs never finished", e.stats.End, n)
-	}
-	return nil
-}
-
-func (e *hEngine) pull() error {
-	if err := e.in.pull(); err != nil || !e.in.ok {
-		return err
-	}
-	e.heap.push(e.in.next.Submit, classArrival, e.in.next.ID)
-	return nil
-}
-
-func (e *hEngine) needPass(at time.Duration) {
-	if _, ok := e.passes[at]; ok {
-		return
-	}
-	e.passes[at] = struct{}{}
-	e.heap.push(at, classPass, 0)
+	err := e.loop.run(ctx, &e.stats.Stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass, after: after,
+		left: func() int { return len(e.jobs) }})
+	return err
 }
 
 func (e *hEngine) arrive(ev event) error {
@@ -189,8 +146,6 @@ func (e *hEngine) arrive(ev event) error {
 }
 
 func (e *hEngine) pass(at time.Duration) error {
-	delete(e.passes, at)
-	e.stats.Passes++
 	ds, err := e.core.Schedule(at)
 	if err != nil {
 		return fmt.Errorf("jss: %w", err)

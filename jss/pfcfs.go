@@ -59,7 +59,7 @@ func RunPFCFS(ctx context.Context, cfg PFCFSConfig, src Source, emit func(Result
 	if err != nil {
 		return PFCFSStats{}, fmt.Errorf("jss: %w", err)
 	}
-	e := pfEngine{cfg: cfg, core: core, in: arrivals{src: src}, emit: emit, jobs: map[gang.JobID]*pfJob{}, passes: map[time.Duration]struct{}{}}
+	e := pfEngine{cfg: cfg, core: core, loop: newLoop(src), emit: emit, jobs: map[gang.JobID]*pfJob{}}
 	if cfg.Check {
 		e.check = newColumnCheck(cfg.Scheduler.Processors)
 	}
@@ -68,55 +68,19 @@ func RunPFCFS(ctx context.Context, cfg PFCFSConfig, src Source, emit func(Result
 }
 
 type pfEngine struct {
-	cfg    PFCFSConfig
-	core   *pfcfs.Scheduler
-	in     arrivals
-	emit   func(Result) error
-	check  *columnCheck
-	heap   eventHeap
-	jobs   map[gang.JobID]*pfJob
-	passes map[time.Duration]struct{}
-	stats  PFCFSStats
+	loop
+	cfg   PFCFSConfig
+	core  *pfcfs.Scheduler
+	emit  func(Result) error
+	check *columnCheck
+	jobs  map[gang.JobID]*pfJob
+	stats PFCFSStats
 }
 
 func (e *pfEngine) run(ctx context.Context) error {
-	if err := e.pull(); err != nil {
-		return err
-	}
-	for e.heap.len() > 0 {
-		if e.stats.Events&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("jss: run stopped at %v: %w", e.stats.End, err)
-			}
-		}
-		ev := e.heap.pop()
-		e.stats.Events++
-		e.stats.End = ev.at
-		var err error
-		switch ev.class {
-		case classCompletion:
-			err = e.complete(ev)
-		case classArrival:
-			err = e.arrive(ev)
-		case classPass:
-			err = e.pass(ev.at)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if n := len(e.jobs); n > 0 {
-		return fmt.Errorf("jss: run ended at %v with %d jobs never finished", e.stats.End, n)
-	}
-	return nil
-}
-
-func (e *pfEngine) pull() error {
-	if err := e.in.pull(); err != nil || !e.in.ok {
-		return err
-	}
-	e.heap.push(e.in.next.Submit, classArrival, e.in.next.ID)
-	return nil
+	err := e.loop.run(ctx, &e.stats.Stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass,
+		left: func() int { return len(e.jobs) }})
+	return err
 }
 
 func (e *pfEngine) arrive(ev event) error {
@@ -155,17 +119,7 @@ func (e *pfEngine) complete(ev event) error {
 	return nil
 }
 
-func (e *pfEngine) needPass(at time.Duration) {
-	if _, ok := e.passes[at]; ok {
-		return
-	}
-	e.passes[at] = struct{}{}
-	e.heap.push(at, classPass, 0)
-}
-
 func (e *pfEngine) pass(at time.Duration) error {
-	delete(e.passes, at)
-	e.stats.Passes++
 	ds, err := e.core.Schedule(at)
 	if err != nil {
 		return fmt.Errorf("jss: %w", err)
