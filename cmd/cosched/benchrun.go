@@ -20,6 +20,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
+	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/metrics"
@@ -43,6 +44,7 @@ type benchRunFlags struct {
 	out          string
 	priority     int
 	stallTimeout time.Duration
+	profile      string
 }
 
 func newBenchRunCmd() *cobra.Command {
@@ -88,6 +90,7 @@ processors' time from the first submission to the last end.`,
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node per second (h_max = bandwidth × slice)")
 	fl.StringVar(&f.out, "out", "", "output directory (default: cosched-bench-DATE-TIME)")
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off)")
+	fl.StringVar(&f.profile, "profile", "", "simulate with this machine profile (from cosched bench calibrate) instead of the default machine costs")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
 	return cmd
 }
@@ -95,6 +98,8 @@ processors' time from the first submission to the last end.`,
 // benchRunConfig is a validated bench run.
 type benchRunConfig struct {
 	machine sweep.Machine
+	simMach sweep.Machine // the simulated side's: machine with the profile applied
+	profile *profile.Profile
 	point   sweep.Point
 	modes   []node.Mode
 	work    string
@@ -164,6 +169,14 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	c.machine.Processors = f.nodes
 	c.machine.MemoryPerProc = 0
 	c.machine.MeanRuntime = f.meanRuntime
+	c.simMach = c.machine
+	if f.profile != "" {
+		p, err := profile.Load(f.profile)
+		if err != nil {
+			return c, fmt.Errorf("--profile: %w", err)
+		}
+		c.profile, c.simMach = p, p.Apply(c.machine)
+	}
 	c.point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
 	return c, nil
 }
@@ -215,6 +228,9 @@ type BenchRunReport struct {
 	Seed         uint64            `json:"seed"`
 	WorkloadJobs []experiment.Job  `json:"workload_jobs"`
 	Modes        []BenchModeResult `json:"modes"`
+
+	// Profile is the machine profile the simulated side used (--profile).
+	Profile *benchProfileRef `json:"profile,omitempty"`
 }
 
 func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) error {
@@ -237,10 +253,13 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags) er
 		len(jobs), f.workload, f.nodes, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.work, dir)
 	rep := BenchRunReport{Workload: f.workload, Jobs: f.jobs, Load: f.load, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl,
 		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.work, Seed: f.seed, WorkloadJobs: jobs}
+	if c.profile != nil {
+		rep.Profile = &benchProfileRef{Path: f.profile, Profile: c.profile}
+	}
 	var runErr error
 	for i, mode := range c.modes {
 		res, err := benchRunMode(ctx, progress, f, c, mode, jobs, dir, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(c.modes)))
-		if row, serr := experiment.Simulate(ctx, c.machine, c.point, mode); serr == nil {
+		if row, serr := experiment.Simulate(ctx, c.simMach, c.point, mode); serr == nil {
 			res.Simulated = &row
 		} else if err == nil {
 			err = fmt.Errorf("simulating: %w", serr)
