@@ -28,9 +28,19 @@ import (
 //   - barrier: arrive at the barrier and wait.
 //
 // A job ends when its last process finishes its last iteration.
+//
+// Calibrated overheads (Overheads, zero by default): each process first
+// spends Launch of its running time starting up; deliveries and barrier
+// releases reach the processes Delivery after the strobe, so a process
+// they unblock is ready only then (its node runs other ready processes
+// meanwhile, and the process then takes its processor back in row order);
+// with SoloSync a one-process job's iterations end at a strobe too.
 type bcsModel struct {
 	slice    time.Duration
 	pswitch  time.Duration
+	launch   time.Duration
+	delivery time.Duration
+	soloSync bool
 	hmax     int64 // messages a node delivers per slice
 	mpl      int
 	nodes    []bcsNode
@@ -70,8 +80,10 @@ type bcsProc struct {
 	step      int           // B: the step in progress
 	phase     uint8
 	blocked   bool
-	sent      int64 // messages handed to the node
-	delivered int64 // of those, delivered
+	wake      time.Duration // not ready before (Overheads.Delivery)
+	setup     time.Duration // start-up left (Overheads.Launch)
+	sent      int64         // messages handed to the node
+	delivered int64         // of those, delivered
 }
 
 // bcsJobState is a running job's processes and barriers. A process can be
@@ -88,11 +100,14 @@ type bcsJobState struct {
 
 func newBCSModel(cfg *ModelConfig) *bcsModel {
 	m := &bcsModel{
-		slice:   cfg.Slice,
-		pswitch: cfg.ProcessSwitch,
-		mpl:     cfg.Scheduler.MPL,
-		nodes:   make([]bcsNode, cfg.Scheduler.Machine.Processors),
-		hmax:    max(1, int64(cfg.Slice.Seconds()*cfg.Network.Bandwidth)/int64(cfg.Network.MessageSize)),
+		slice:    cfg.Slice,
+		pswitch:  cfg.ProcessSwitch,
+		launch:   cfg.Overheads.Launch,
+		delivery: cfg.Overheads.Delivery,
+		soloSync: cfg.Overheads.SoloSync,
+		mpl:      cfg.Scheduler.MPL,
+		nodes:    make([]bcsNode, cfg.Scheduler.Machine.Processors),
+		hmax:     max(1, int64(cfg.Slice.Seconds()*cfg.Network.Bandwidth)/int64(cfg.Network.MessageSize)),
 	}
 	for i := range m.nodes {
 		m.nodes[i].res = make([]*bcsProc, m.mpl)
@@ -105,7 +120,7 @@ func (m *bcsModel) start(j *tsJob) {
 	st := &bcsJobState{prog: prog, procs: make([]bcsProc, prog.Procs)}
 	for q := range st.procs {
 		p := &st.procs[q]
-		*p = bcsProc{job: j, rank: q, node: j.cols[q], rem: prog.Compute(q, 0)}
+		*p = bcsProc{job: j, rank: q, node: j.cols[q], rem: prog.work(q, 0), setup: m.launch}
 		m.nodes[p.node].res[j.row] = p
 	}
 	j.bcs = st
@@ -137,8 +152,10 @@ func (m *bcsModel) runSlice(t time.Duration, row int, done func(*tsJob)) {
 	}
 }
 
-// strobe delivers buffered messages and completes barriers at time t.
+// strobe delivers buffered messages and completes barriers at time t; the
+// processes they unblock are ready at t + Delivery.
 func (m *bcsModel) strobe(t time.Duration, done func(*tsJob)) {
+	ready := t + m.delivery
 	for i := range m.nodes {
 		nd := &m.nodes[i]
 		budget := m.hmax
@@ -174,22 +191,22 @@ func (m *bcsModel) strobe(t time.Duration, done func(*tsJob)) {
 			switch p.phase {
 			case phaseSteps:
 				if m.received(p, p.step) {
-					p.blocked = false
+					p.blocked, p.wake = false, ready
 					if p.step == st.prog.perIter-1 {
 						// The last receive of the iteration needs no processor.
 						p.step++
-						m.nextIteration(p, t, done)
+						m.nextIteration(p, ready, done)
 					}
 				}
 			case phaseWait:
 				g := p.iter % 2
 				if st.released[g] && m.allReceived(p) {
-					p.blocked = false
+					p.blocked, p.wake = false, ready
 					st.left[g]++
 					if st.left[g] == n {
 						st.arrived[g], st.released[g], st.left[g] = 0, false, 0
 					}
-					m.nextIteration(p, t, done)
+					m.nextIteration(p, ready, done)
 				}
 			}
 		}
@@ -215,33 +232,53 @@ func (m *bcsModel) allReceived(p *bcsProc) bool {
 	return true
 }
 
+// runNode runs node nd's processes in the slice [t, t+slice) of row. The
+// slice is cut at every wake-up of a process (Overheads.Delivery); each
+// part runs the ready processes in row order, so a process waking up takes
+// the processor back from one of a later row.
 func (m *bcsModel) runNode(nd *bcsNode, t time.Duration, row int, done func(*tsJob)) {
-	budget := m.slice
-	for k := 0; k < m.mpl && budget > 0; k++ {
-		p := nd.res[(row+k)%m.mpl]
-		if p == nil || p.blocked || p.phase == phaseDone {
-			continue
-		}
-		if nd.last != p {
-			m.switches++
-			if k > 0 {
-				m.reuses++
+	now, end := t, t+m.slice
+	for now < end {
+		next := end
+		for _, p := range nd.res {
+			if p != nil && p.wake > now && p.wake < next {
+				next = p.wake
 			}
-			budget -= min(m.pswitch, budget)
-			nd.last = p
 		}
-		budget = m.run(p, t, budget, done)
+		budget := next - now
+		for k := 0; k < m.mpl && budget > 0; k++ {
+			p := nd.res[(row+k)%m.mpl]
+			if p == nil || p.blocked || p.phase == phaseDone || p.wake > now {
+				continue
+			}
+			if nd.last != p {
+				m.switches++
+				if k > 0 {
+					m.reuses++
+				}
+				budget -= min(m.pswitch, budget)
+				nd.last = p
+			}
+			budget = m.run(p, next, budget, done)
+		}
+		now = next
 	}
 }
 
-// run lets process p use up to budget of the slice starting at t and
-// returns what is left.
-func (m *bcsModel) run(p *bcsProc, t, budget time.Duration, done func(*tsJob)) time.Duration {
+// run lets process p use up to budget of the time that ends at end (so it
+// starts at end − budget) and returns what is left.
+func (m *bcsModel) run(p *bcsProc, end, budget time.Duration, done func(*tsJob)) time.Duration {
 	st := p.job.bcs
 	for budget > 0 {
 		m.steps++
 		switch p.phase {
 		case phaseCompute:
+			if p.setup > 0 {
+				d := min(p.setup, budget)
+				p.setup -= d
+				budget -= d
+				continue
+			}
 			if p.rem > budget {
 				p.rem -= budget
 				m.compute += budget
@@ -250,9 +287,9 @@ func (m *bcsModel) run(p *bcsProc, t, budget time.Duration, done func(*tsJob)) t
 			budget -= p.rem
 			m.compute += p.rem
 			p.rem = 0
-			now := t + m.slice - budget
+			now := end - budget
 			switch {
-			case st.prog.Procs == 1:
+			case st.prog.Procs == 1 && !m.soloSync:
 				m.nextIteration(p, now, done)
 			case st.prog.Template.Pattern == bench.Barrier || st.prog.Template.Sync == bench.NonBlocking:
 				m.send(p, int64(st.prog.perIter))
@@ -273,7 +310,7 @@ func (m *bcsModel) run(p *bcsProc, t, budget time.Duration, done func(*tsJob)) t
 				}
 				p.step++
 			}
-			m.nextIteration(p, t+m.slice-budget, done)
+			m.nextIteration(p, end-budget, done)
 		default:
 			return budget
 		}
@@ -310,7 +347,7 @@ func (m *bcsModel) nextIteration(p *bcsProc, now time.Duration, done func(*tsJob
 		}
 		return
 	}
-	p.phase, p.step, p.rem = phaseCompute, 0, st.prog.Compute(p.rank, p.iter)
+	p.phase, p.step, p.rem = phaseCompute, 0, st.prog.work(p.rank, p.iter)
 }
 
 func (m *bcsModel) stats(st *ModelStats) {

@@ -9,11 +9,12 @@ import (
 // job's processes always run together, with immediate messages, so while
 // it runs it progresses exactly as it would alone: its dedicated run,
 // paused between its slices. It needs its dedicated runtime of running
-// time; each slice in which it runs after not running in the previous one
-// costs a job context switch.
+// time (plus Overheads.Launch); each slice in which it runs after not
+// running in the previous one costs a job context switch.
 type bgsModel struct {
 	slice    time.Duration
 	switchIn time.Duration
+	launch   time.Duration
 	rows     [][]*tsJob // jobs that run in each row's slices (placed and alternates)
 	k        int64      // current slice number
 	switches int64
@@ -21,7 +22,7 @@ type bgsModel struct {
 }
 
 func newBGSModel(cfg *ModelConfig) *bgsModel {
-	return &bgsModel{slice: cfg.Slice, switchIn: cfg.JobSwitch, rows: make([][]*tsJob, cfg.Scheduler.MPL)}
+	return &bgsModel{slice: cfg.Slice, switchIn: cfg.JobSwitch, launch: cfg.Overheads.Launch, rows: make([][]*tsJob, cfg.Scheduler.MPL)}
 }
 
 func (m *bgsModel) start(j *tsJob) { m.rows[j.row] = append(m.rows[j.row], j) }
@@ -56,9 +57,9 @@ func (m *bgsModel) runSlice(t time.Duration, row int, done func(*tsJob)) {
 			at += cost
 		}
 		j.lastSlice = m.k
-		need := j.Runtime - j.progress
+		need := j.Runtime + m.launch - j.progress
 		if need <= avail {
-			j.progress = j.Runtime
+			j.progress = j.Runtime + m.launch
 			j.done, j.end = true, at+need
 			done(j)
 			continue

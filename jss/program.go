@@ -60,6 +60,7 @@ type Program struct {
 	Seed       uint64
 	steps      [][]bench.Step // per process, for B and NB patterns alike
 	perIter    int            // messages each process sends per iteration
+	scale      float64        // Overheads.ComputeScale (0: 1)
 }
 
 // NewProgram prepares a program.
@@ -82,6 +83,16 @@ func NewProgram(t bench.Template, procs, iterations int, seed uint64) *Program {
 // (bench.Template.Compute).
 func (p *Program) Compute(q, i int) time.Duration {
 	return p.Template.Compute(p.Seed, q, i)
+}
+
+// work is how long process q's compute phase of iteration i occupies its
+// processor: the draw, stretched by Overheads.ComputeScale.
+func (p *Program) work(q, i int) time.Duration {
+	c := p.Compute(q, i)
+	if p.scale > 0 && p.scale != 1 {
+		return time.Duration(float64(c) * p.scale)
+	}
+	return c
 }
 
 // Iterations is how many iterations of t on procs processes make runtime
@@ -139,9 +150,8 @@ func (p *Program) RunDedicated(net Network) Dedicated {
 	var d Dedicated
 	for i := 0; i < p.Iterations; i++ {
 		for q := 0; q < n; q++ {
-			c := p.Compute(q, i)
-			d.Compute += c
-			x[q] = t[q] + c
+			d.Compute += p.Compute(q, i)
+			x[q] = t[q] + p.work(q, i)
 		}
 		switch {
 		case n <= 1:

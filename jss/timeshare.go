@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -68,7 +69,45 @@ type ModelConfig struct {
 	// PFCFS parameterizes Scheduler.Policy "pfcfs" (BF only; the machine
 	// size comes from Scheduler.Machine).
 	PFCFS PFCFSConfig
+	// Overheads are a real runtime's costs beyond the ideal model, set
+	// from a calibrated machine profile; the zero value adds none.
+	Overheads Overheads
 }
+
+// Overheads are costs a runtime pays that the ideal execution models leave
+// out (docs/MODELS.md, "Calibrated overheads"). `cosched bench calibrate`
+// measures them on a cluster; the zero value is the ideal model.
+type Overheads struct {
+	// Launch is a job's start-up cost: from its start until its processes
+	// compute (spawning and connecting the ranks, and reporting the end).
+	// It is taken from the job's own running time: BF runs a job for its
+	// dedicated runtime plus Launch, BGS needs that much running time,
+	// and under BCS each process spends Launch before its first compute.
+	Launch time.Duration
+	// Delivery (BCS) is how long after a strobe its deliveries and barrier
+	// releases reach the processes (the runtime's heartbeat exchange and
+	// transfer). Meanwhile a process they unblock is not ready, and its
+	// node runs other ready processes. Less than the slice.
+	Delivery time.Duration
+	// SoloSync (BCS): a one-process job's iteration ends at a barrier that
+	// completes at the next strobe, as any job's, which is what the
+	// runtime does; false: a one-process job never waits for a strobe.
+	SoloSync bool
+	// Relay, when its MessageSize is set, is the network the processes'
+	// messages actually see (measured relays) in dedicated runs (BF, BGS).
+	// Network still picks each job's iterations (as the runtime's
+	// benchmark jobs are given them) and sets BCS's h_max (the runtime's
+	// bandwidth setting).
+	Relay Network
+	// ComputeScale stretches every compute phase: a draw of d takes
+	// d × ComputeScale of processor time (the runtime's work overshooting
+	// its draw); 0 means 1. The jobs' useful computation (Compute, and so
+	// processor utilization) stays the drawn time.
+	ComputeScale float64
+}
+
+// IsZero reports whether o adds nothing to the ideal model.
+func (o Overheads) IsZero() bool { return o == Overheads{} }
 
 // DefaultModelConfig returns the BCS study's machine: 32 processors with
 // 512 MB each, MPL 3, 50 ms slices, 1 ms job and 100 µs process context
@@ -126,6 +165,18 @@ func (c ModelConfig) Validate() error {
 	if c.JobSwitch < 0 || c.ProcessSwitch < 0 {
 		errs = append(errs, errors.New("context switch costs must not be negative"))
 	}
+	if o := c.Overheads; o.Launch < 0 || o.Delivery < 0 || o.ComputeScale < 0 || o.ComputeScale > 10 || math.IsNaN(o.ComputeScale) {
+		errs = append(errs, fmt.Errorf("overheads: launch %v and delivery %v must not be negative, compute scale %g must be in [0, 10]",
+			o.Launch, o.Delivery, o.ComputeScale))
+	}
+	if r := c.Overheads.Relay; r.MessageSize > 0 {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("overheads: relay: %w", err))
+		}
+	}
+	if c.Mode == BCS && c.Slice > 0 && c.Overheads.Delivery >= c.Slice {
+		errs = append(errs, fmt.Errorf("delivery delay %v must be less than the slice %v", c.Overheads.Delivery, c.Slice))
+	}
 	if err := c.Network.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -173,7 +224,9 @@ func programFor(j *Job, cfg *ModelConfig) (*Program, error) {
 		return nil, fmt.Errorf("jss: job %d: %w", j.Number, err)
 	}
 	n := Iterations(t, j.Processors, cfg.Network, j.Runtime)
-	return NewProgram(t, j.Processors, n, ProgramSeed(cfg.Seed, j.Number)), nil
+	p := NewProgram(t, j.Processors, n, ProgramSeed(cfg.Seed, j.Number))
+	p.scale = cfg.Overheads.ComputeScale
+	return p, nil
 }
 
 // ProgramSeed is the seed of the compute-time draws of job number in a
@@ -205,8 +258,17 @@ func (m *ModelSource) Next() (Job, error) {
 	if err != nil {
 		return j, err
 	}
-	ded := prog.RunDedicated(m.cfg.Network)
+	net := m.cfg.Network
+	if m.cfg.Overheads.Relay.MessageSize > 0 {
+		net = m.cfg.Overheads.Relay
+	}
+	ded := prog.RunDedicated(net)
 	j.Runtime, j.Estimate, j.Compute = ded.Runtime, ded.Runtime, ded.Compute
+	if m.cfg.Mode == BF {
+		// The event engine runs a job for its Runtime; RunModel reports
+		// the dedicated runtime again.
+		j.Runtime += m.cfg.Overheads.Launch
+	}
 	j.program = prog
 	return j, nil
 }
@@ -229,6 +291,7 @@ func RunModel(ctx context.Context, cfg ModelConfig, src Source, emit func(Result
 			return cfg.runPFCFS(ctx, msrc, emit)
 		}
 		st, err := Run(ctx, Config{Scheduler: cfg.Scheduler, Check: cfg.Check}, msrc, func(r Result) error {
+			r.Runtime -= cfg.Overheads.Launch
 			compute += r.Compute
 			slotTime += float64(r.Processors) / procs * (r.End - r.Start).Seconds()
 			return emit(r)

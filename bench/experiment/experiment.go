@@ -284,3 +284,38 @@ func Simulate(ctx context.Context, m sweep.Machine, p sweep.Point, mode node.Mod
 	}
 	return sweep.RunPoint(ctx, m, p)
 }
+
+// SimJob is one job's simulated run, in workload order (Seq is the
+// workload position, as in Job).
+type SimJob struct {
+	Seq     int           `json:"seq"`
+	Start   time.Duration `json:"start_ns"`
+	End     time.Duration `json:"end_ns"`
+	Runtime time.Duration `json:"runtime_ns"` // dedicated runtime on the machine's network
+}
+
+// SimulateJobs is Simulate with every job's simulated start and end, for a
+// job-by-job comparison with the measured records.
+func SimulateJobs(ctx context.Context, m sweep.Machine, p sweep.Point, mode node.Mode) ([]SimJob, error) {
+	sm, err := SimMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	p.Mode = sm
+	if sm == jss.BF {
+		p.MPL, p.Slice = 1, 0
+	}
+	gen, err := m.Generator(p)
+	if err != nil {
+		return nil, fmt.Errorf("experiment: simulate: %w", err)
+	}
+	var out []SimJob
+	if _, err := jss.RunModel(ctx, m.Config(p), gen, func(r jss.Result) error {
+		out = append(out, SimJob{Seq: int(r.Number) - 1, Start: r.Start, End: r.End, Runtime: r.Runtime})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("experiment: simulate %v: %w", p, err)
+	}
+	slices.SortFunc(out, func(a, b SimJob) int { return a.Seq - b.Seq })
+	return out, nil
+}

@@ -63,8 +63,16 @@ func reportMarkdown(run *Run, figErrs []string) string {
 	p("| ranks' work | %s |\n", run.Work)
 	p("| workload seed | %d |\n", run.Seed)
 	c := run.Machine
-	p("| simulated machine | job switch %v, process switch %v, %s messages at %.0f MB/s, latency %v |\n\n",
+	p("| simulated machine | job switch %v, process switch %v, %s messages at %.0f MB/s, latency %v |\n",
 		c.JobSwitch, c.ProcessSwitch, sizeText(c.MessageSize), c.Bandwidth/1e6, c.Latency)
+	if pr := run.Profile; pr != nil && pr.Profile != nil {
+		m := pr.Measured
+		p("| machine profile | `%s`, calibrated %s on %s: launch %v, BCS delivery delay %v, compute scale %.3f |\n",
+			pr.Path, pr.Created.Format(time.RFC3339), pr.Host.Hostname, m.Launch, m.BCSDelivery, m.ComputeScale)
+	} else {
+		p("| machine profile | none: the simulator's default costs (`cosched bench calibrate` makes one) |\n")
+	}
+	p("\n")
 
 	p("## Measured and simulated\n\n")
 	p("The simulator runs the same jobs (arrivals, sizes, templates, compute-time draws) through the same scheduler core. ")

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
@@ -35,10 +36,18 @@ type Run struct {
 	// or the API address of an existing cluster.
 	Cluster string `json:"cluster"`
 	// Machine is the simulated machine's costs (defaults, or a profile's).
-	Machine      MachineCosts `json:"machine"`
+	Machine MachineCosts `json:"machine"`
+	// Profile is the machine profile the simulated side used (--profile).
+	Profile      *ProfileRef  `json:"profile,omitempty"`
 	Started      time.Time    `json:"started"`
 	WorkloadJobs []Job        `json:"workload_jobs"`
 	Modes        []ModeResult `json:"modes"`
+}
+
+// ProfileRef is a machine profile a run simulated with, and its file.
+type ProfileRef struct {
+	Path string `json:"path"`
+	*profile.Profile
 }
 
 // MachineCosts are the costs the simulator charged, for the record.
@@ -220,6 +229,9 @@ func WriteRecordsCSV(path string, recs []Record) error {
 func WriteTable(out io.Writer, run *Run) {
 	fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work: measured (meas) and simulated (sim)\n\n",
 		run.Workload, run.Jobs, run.Load, run.Nodes, run.Slice, run.MPL, run.Work)
+	if run.Profile != nil {
+		fmt.Fprintf(out, "(simulated with the machine profile %s)\n\n", run.Profile.Path)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tdone\tresponse meas\tsim\terror\twait meas\tsim\texec slowdown meas\tsim\tproc util meas\tsim\tslot reuses\t")
 	for _, m := range run.Modes {

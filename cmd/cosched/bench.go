@@ -25,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the runtime on this machine",
 	}
-	cmd.AddCommand(newBenchStrobeCmd(), newBenchRunCmd())
+	cmd.AddCommand(newBenchStrobeCmd(), newBenchRunCmd(), newBenchCalibrateCmd())
 	return cmd
 }
 

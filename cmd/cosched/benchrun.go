@@ -16,6 +16,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
+	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
@@ -39,6 +40,7 @@ type benchRunFlags struct {
 	priority     int
 	stallTimeout time.Duration
 	addr         string
+	profile      string
 }
 
 func newBenchRunCmd() *cobra.Command {
@@ -85,6 +87,7 @@ processors' time from the first submission to the last end.`,
 	fl.StringVar(&f.out, "out", "", "output directory (default: cosched-bench-DATE-TIME)")
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off)")
 	fl.StringVar(&f.addr, "addr", "", "run on the existing cluster whose controller API is at HOST:PORT (its mode, processors, slice and MPL) instead of starting local ones")
+	fl.StringVar(&f.profile, "profile", "", "simulate with this machine profile (from cosched bench calibrate) instead of the default machine costs")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
 	return cmd
 }
@@ -92,6 +95,8 @@ processors' time from the first submission to the last end.`,
 // benchRunConfig is a validated bench run.
 type benchRunConfig struct {
 	machine sweep.Machine
+	simMach sweep.Machine // the simulated side's: machine with the profile applied
+	profile *profile.Profile
 	point   sweep.Point
 	modes   []node.Mode
 	work    string
@@ -161,6 +166,14 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	c.machine.Processors = f.nodes
 	c.machine.MemoryPerProc = 0
 	c.machine.MeanRuntime = f.meanRuntime
+	c.simMach = c.machine
+	if f.profile != "" {
+		p, err := profile.Load(f.profile)
+		if err != nil {
+			return c, fmt.Errorf("--profile: %w", err)
+		}
+		c.profile, c.simMach = p, p.Apply(c.machine)
+	}
 	c.point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
 	return c, nil
 }
@@ -197,15 +210,18 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	fmt.Fprintf(progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
 		len(jobs), f.workload, f.nodes, where, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.work, dir)
 	run := experiment.Run{Workload: f.workload, Jobs: f.jobs, Load: f.load, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl,
-		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.machine),
+		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.simMach),
 		Started: time.Now(), WorkloadJobs: jobs}
+	if c.profile != nil {
+		run.Profile = &experiment.ProfileRef{Path: f.profile, Profile: c.profile}
+	}
 	if cl != nil {
 		run.Cluster = f.addr
 	}
 	var runErr error
 	for i, mode := range c.modes {
 		res, err := benchRunMode(ctx, progress, f, c, cl, mode, jobs, dir, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(c.modes)))
-		if row, serr := experiment.Simulate(ctx, c.machine, c.point, mode); serr == nil {
+		if row, serr := experiment.Simulate(ctx, c.simMach, c.point, mode); serr == nil {
 			res.Simulated = &row
 		} else if err == nil {
 			err = fmt.Errorf("simulating: %w", serr)

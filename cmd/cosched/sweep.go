@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
@@ -51,6 +52,7 @@ type sweepFlags struct {
 	jobSwitch   time.Duration
 	procSwitch  time.Duration
 	pfcfs       pfcfsFlags
+	profile     string
 }
 
 func newSweepCmd() *cobra.Command {
@@ -122,6 +124,7 @@ progress goes to standard error.`,
 	fl.DurationVar(&f.latency, "latency", def.Network.Latency, "network latency per message and per barrier level")
 	fl.DurationVar(&f.jobSwitch, "job-switch", def.JobSwitch, "cost of switching a job in (bgs)")
 	fl.DurationVar(&f.procSwitch, "process-switch", def.ProcessSwitch, "cost of a process context switch (bcs)")
+	fl.StringVar(&f.profile, "profile", "", "machine profile from cosched bench calibrate: its switch costs, relay network and overheads replace --job-switch, --process-switch and the defaults (--latency and --bandwidth still set iterations and h_max)")
 	addPFCFSFlags(fl, &f.pfcfs)
 	return cmd
 }
@@ -329,7 +332,31 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	if spec.Policy == policyPFCFS {
 		m.PFCFS = f.pfcfs.config()
 	}
+	if f.profile != "" {
+		p, err := profile.Load(f.profile)
+		if err != nil {
+			return spec, shard, sweep.Machine{}, usageError{fmt.Errorf("--profile: %w", err)}
+		}
+		m = p.Apply(m)
+		if err := profileFits(m, spec); err != nil {
+			return spec, shard, sweep.Machine{}, usageError{fmt.Errorf("--profile %s: %w", f.profile, err)}
+		}
+	}
 	return spec, shard, m, nil
+}
+
+// profileFits checks that the profiled costs fit every slice of the
+// sweep (the slice checks above used the flags' switch costs).
+func profileFits(m sweep.Machine, spec sweep.Spec) error {
+	for _, sl := range spec.Slices {
+		switch {
+		case slices.Contains(spec.Modes, jss.BGS) && sl <= m.JobSwitch:
+			return fmt.Errorf("slice %v does not exceed the profile's job switch %v", sl, m.JobSwitch)
+		case slices.Contains(spec.Modes, jss.BCS) && sl <= max(m.ProcessSwitch, m.Overheads.Delivery):
+			return fmt.Errorf("slice %v does not exceed the profile's process switch %v and delivery delay %v", sl, m.ProcessSwitch, m.Overheads.Delivery)
+		}
+	}
+	return nil
 }
 
 func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f *sweepFlags) error {

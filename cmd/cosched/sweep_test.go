@@ -260,3 +260,41 @@ func TestSimSweepWithoutOut(t *testing.T) {
 		t.Errorf("shard without --out: exit %d: %s", code, errOut)
 	}
 }
+
+// --profile replaces the switch costs and adds the overheads, recorded in
+// results.json; a bad profile is a usage error naming the file and field.
+func TestSimSweepProfile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "profile.json")
+	os.WriteFile(path, []byte(`{"version": 1, "created": "2025-01-01T00:00:00Z",
+  "host": {"hostname": "h", "cores": 2, "go_version": "go", "os": "linux", "arch": "amd64"},
+  "cluster": {"nodes": 4, "slice_ns": 50000000, "mpl": 3, "work": "wall", "realtime_priority": 0, "bcs_bandwidth": 100000000},
+  "measured": {"switch_cost_ns": 3000, "switch_cost_p99_ns": 9000, "strobe_overhead_ns": 200000, "strobe_idle_ns": 150000,
+    "slices": 80, "relay_latency_ns": 200000, "relay_bandwidth_bps": 30000000, "message_size": 4096, "launch_ns": 10000000,
+    "compute_scale": 1.03, "bcs_delivery_ns": 2000000, "bcs_delivery_p90_ns": 4000000, "bcs_solo_sync": true, "bcs_solo_period_ns": 50000000}}`), 0o644)
+	out := filepath.Join(dir, "out")
+	code, _, errOut := cli(t, "", "sim", "sweep", "--mode", "bgs,bcs", "--jobs", "8", "--out", out, "--profile", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	res, err := sweep.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Machine
+	if m.JobSwitch != 200*time.Microsecond || m.ProcessSwitch != 3*time.Microsecond || m.Overheads == nil ||
+		m.Overheads.Delivery != 2*time.Millisecond || !m.Overheads.SoloSync || m.Overheads.RelayLatency != 200*time.Microsecond {
+		t.Errorf("machine %+v overheads %+v", m, m.Overheads)
+	}
+	// The delivery delay must fit the slice.
+	code, _, errOut = cli(t, "", "sim", "sweep", "--mode", "bcs", "--slice", "2ms", "--jobs", "8", "--profile", path)
+	if code != 2 || !strings.Contains(errOut, "slice 2ms does not exceed the profile's process switch 3µs and delivery delay 2ms") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"version": 1, "colour": "red"}`), 0o644)
+	code, _, errOut = cli(t, "", "sim", "sweep", "--jobs", "8", "--profile", bad)
+	if code != 2 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, `unknown field "colour"`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

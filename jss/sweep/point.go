@@ -47,6 +47,9 @@ type Machine struct {
 	Check         bool
 	// PFCFS parameterizes policy pfcfs (its Processors is ignored).
 	PFCFS jss.PFCFSConfig
+	// Overheads are a runtime's costs beyond the ideal models (from a
+	// calibrated machine profile); zero by default.
+	Overheads jss.Overheads
 }
 
 // DefaultMachine is the BCS study's machine (32 processors of 512 MB, 1 ms
@@ -104,6 +107,7 @@ func (m Machine) Config(p Point) jss.ModelConfig {
 		Seed:          p.Seed,
 		Check:         m.Check,
 		PFCFS:         m.PFCFS,
+		Overheads:     m.Overheads,
 	}
 }
 

@@ -41,6 +41,20 @@ type MachineInfo struct {
 	Model         string        `json:"model"`           // what the workload model was fitted to
 	ModelSHA256   string        `json:"model_sha256"`    // first 16 hex digits of the model's JSON digest
 	PFCFS         *PFCFSInfo    `json:"pfcfs,omitempty"` // policy pfcfs's parameters, when set
+	// Overheads are the calibrated overheads, when any is set.
+	Overheads *OverheadsInfo `json:"overheads,omitempty"`
+}
+
+// OverheadsInfo records jss.Overheads in results files.
+type OverheadsInfo struct {
+	Launch   time.Duration `json:"launch_ns"`
+	Delivery time.Duration `json:"delivery_ns"`
+	SoloSync bool          `json:"solo_sync"`
+	// The relays' network (zero: the machine's).
+	RelayMessageSize int           `json:"relay_message_size"`
+	RelayBandwidth   float64       `json:"relay_bandwidth"`
+	RelayLatency     time.Duration `json:"relay_latency_ns"`
+	ComputeScale     float64       `json:"compute_scale"`
 }
 
 // Info describes m for results files.
@@ -56,6 +70,10 @@ func (m Machine) Info() MachineInfo {
 		MeanRuntime:   m.MeanRuntime,
 		Model:         m.Model.Source,
 		PFCFS:         m.pfcfsInfo(),
+	}
+	if o := m.Overheads; !o.IsZero() {
+		info.Overheads = &OverheadsInfo{Launch: o.Launch, Delivery: o.Delivery, SoloSync: o.SoloSync, RelayMessageSize: o.Relay.MessageSize,
+			RelayBandwidth: o.Relay.Bandwidth, RelayLatency: o.Relay.Latency, ComputeScale: o.ComputeScale}
 	}
 	if data, err := json.Marshal(m.Model); err == nil {
 		sum := sha256.Sum256(data)
