@@ -213,11 +213,14 @@ func (c *Comm) Job() int64 { return c.cfg.Job }
 // Send sends data to dst with tag. It returns once the message is written
 // to the relay; ctx is only checked before (a message is never half sent).
 func (c *Comm) Send(ctx context.Context, dst, tag int, data []byte) error {
-	if err := ctx.Err(); err != nil {
+	err := ctx.Err()
+	if err == nil {
+		_, err = c.isend(dst, tag, ContextUser, data)
+	}
+	if err != nil {
 		return c.opErr(fmt.Sprintf("send to %d", dst), err)
 	}
-	_, err := c.isend(dst, tag, ContextUser, data)
-	return c.opErr(fmt.Sprintf("send to %d", dst), err)
+	return nil
 }
 
 // Isend starts a send. The request is complete at once: the relay
@@ -259,13 +262,13 @@ func (c *Comm) isend(dst, tag, ctxt int, data []byte) (*Request, error) {
 // When ctx ends first the receive stays posted: the next matching message
 // goes to it, not to a later receive.
 func (c *Comm) Recv(ctx context.Context, src, tag int) (Message, error) {
-	op := "recv from " + rankString(src) + " tag " + tagString(tag)
+	op := func() string { return "recv from " + rankString(src) + " tag " + tagString(tag) }
 	r, err := c.irecv(src, tag)
 	if err != nil {
-		return Message{}, c.opErr(op, err)
+		return Message{}, c.opErr(op(), err)
 	}
 	if err := c.wait(ctx, []*Request{r}); err != nil {
-		return Message{}, c.opErr(op, err)
+		return Message{}, c.opErr(op(), err)
 	}
 	return r.msg, nil
 }

@@ -24,7 +24,8 @@ var ErrTruncated = errors.New("msgpack value runs past the end of the message")
 // not looked at) and refuses lengths that exceed the bytes left, nesting
 // deeper than MaxDepth, and invalid bytes.
 func Check(body []byte) error {
-	left := []uint64{1} // values still due at each open nesting level
+	var stack [16]uint64         // the usual depths, without an allocation
+	left := append(stack[:0], 1) // values still due at each open nesting level
 	i := 0
 	// size reads a k-byte big-endian length at i.
 	size := func(k int) (uint64, error) {
