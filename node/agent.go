@@ -36,6 +36,9 @@ type Config struct {
 	Slice      time.Duration
 	MPL        int
 	Policy     gang.Policy
+	// Backfill holds the options of the priority-backfill policies
+	// (controller; the zero value is their default).
+	Backfill   gang.Backfill
 	Bandwidth  float64 // controller, BCS: bytes per second per node (h_max = Bandwidth × Slice); 0 = unlimited
 	MaxColumns int     // controller: the most processors the cluster can have
 	// CPUs pins ranks: slot i runs on CPU CPUs[i]. Empty: Processors
@@ -249,7 +252,7 @@ func Start(cfg Config) (*Agent, error) {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
-			Policy: cfg.Policy, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))
+			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}

@@ -60,6 +60,7 @@ type clusterOpts struct {
 	mpl        int
 	slice      time.Duration
 	policy     gang.Policy
+	backfill   gang.Backfill // the priority-backfill policies' options
 	priority   int
 	bandwidth  float64 // bcs: bytes per second per node
 }
@@ -92,6 +93,7 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 		}
 		if i == 0 {
 			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
+			cfg.Backfill = o.backfill
 		} else {
 			cfg.Join = []string{c.agents[0].GossipAddr()}
 		}

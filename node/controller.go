@@ -25,6 +25,9 @@ type ControllerConfig struct {
 	Slice  time.Duration // gang, bcs: the time slice δ
 	MPL    int           // rows of the matrix (1 in space mode)
 	Policy gang.Policy
+	// Backfill configures the priority-backfill policies (reservations,
+	// their mode, weights); the zero value is their default.
+	Backfill gang.Backfill
 	// Bandwidth (bytes per second per node; 0 = unlimited) sets BCS's
 	// transfer budget per slice, h_max = Bandwidth × Slice.
 	Bandwidth float64
@@ -91,6 +94,7 @@ func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*
 		Machine:               gang.Machine{Processors: cfg.MaxColumns},
 		MPL:                   cfg.MPL,
 		Policy:                cfg.Policy,
+		Backfill:              cfg.Backfill,
 		AlternativeScheduling: cfg.Mode == Gang,
 		EnforceLimits:         true,
 	})
@@ -638,7 +642,14 @@ type ClusterStats struct {
 	Slice  Duration    `json:"slice"`
 	MPL    int         `json:"mpl"`
 	Policy gang.Policy `json:"policy"`
-	Online int         `json:"processors_online"`
+	// The options of a priority-backfill policy (empty with any other):
+	// how many queued jobs hold a reservation ("inf": every one), whether
+	// reservations are dynamic or fixed, and the priority weights in use
+	// (the policy's preset unless replaced; none with sjf-bf).
+	Reservations    string               `json:"reservations,omitempty"`
+	ReservationMode gang.ReservationMode `json:"reservations_mode,omitempty"`
+	Weights         *gang.Weights        `json:"weights,omitempty"`
+	Online          int                  `json:"processors_online"`
 	// Ticks is the slice clock: strobes sent, deadlines skipped because the
 	// controller overran a whole slice, strobes sent late (overruns), and
 	// how late strobes went out after their deadline.
@@ -650,11 +661,39 @@ func (c *Controller) Stats(ctx context.Context) (ClusterStats, error) {
 	var s ClusterStats
 	err := c.do(ctx, func() {
 		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: c.core.Online()}
+		s.Reservations, s.ReservationMode, s.Weights = backfillStats(c.cfg.Policy, c.cfg.Backfill)
 		if c.ticker != nil {
 			s.Ticks = c.ticker.Stats()
 		}
 	})
 	return s, err
+}
+
+// backfillStats reports the options policy p runs with: empty unless it is
+// a priority-backfill policy, the defaults filled in.
+func backfillStats(p gang.Policy, b gang.Backfill) (resv string, mode gang.ReservationMode, w *gang.Weights) {
+	if !gang.IsPriorityBackfill(p) {
+		return "", "", nil
+	}
+	switch {
+	case b.Reservations == gang.UnlimitedReservations:
+		resv = "inf"
+	case b.Reservations < 1:
+		resv = "1"
+	default:
+		resv = strconv.Itoa(b.Reservations)
+	}
+	mode = b.Mode
+	if mode == "" {
+		mode = gang.Dynamic
+	}
+	if b.Weights != nil {
+		wc := *b.Weights
+		w = &wc
+	} else if pw, ok := gang.PresetWeights(p); ok {
+		w = &pw
+	}
+	return resv, mode, w
 }
 
 // spinAhead is how long before a slice boundary the slice clock stops

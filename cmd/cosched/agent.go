@@ -47,11 +47,21 @@ type agentFlags struct {
 	RankNice   int      `toml:"rank_nice"`
 	LogLevel   string   `toml:"log_level"`
 	LogFormat  string   `toml:"log_format"`
-	readyFile  string
-	config     string
+	// The priority-backfill options: reservations, reservations_mode and
+	// weights in the TOML file.
+	backfillFlags
+	readyFile string
+	config    string
+	// changed tells whether a setting was given, by its flag's name: on
+	// the command line or in the --config file.
+	changed func(name string) bool
 }
 
-func newAgentCmd() *cobra.Command {
+func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
+
+// newAgentCmdRun builds the command with run as what it does once the
+// settings are read (tests inspect them instead of starting an agent).
+func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
 	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console"}
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -74,21 +84,28 @@ Every agent runs a relay for its ranks' messages (the comm library): ranks
 find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
-slice, mpl, policy, bandwidth, cpus, processors, state_dir, api_port, encrypt_key, local,
-nice, rank_nice, realtime_priority, log_level, log_format. Flags override it.
+slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
+state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, log_level,
+log_format. Flags override it.
+
+The priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf) take
+--reservations, --reservations-mode and --weights, as in cosched sim (see
+docs/POLICIES.md); they are refused with any other policy.
 
 The agent stops on SIGINT or SIGTERM: it leaves the cluster and kills its
 ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 		Example: `  cosched agent --name n0 --bind 10.0.0.1:7946 --controller --mode gang --slice 10ms
-  cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7`,
+  cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7
+  cosched agent --name n0 --controller --mode space --policy sjf-bf --reservations 2 --reservations-mode fixed`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.changed = cmd.Flags().Changed
 			if f.config != "" {
 				if err := loadAgentConfig(cmd, &f); err != nil {
 					return err
 				}
 			}
-			return runAgent(cmd.Context(), &f)
+			return run(cmd.Context(), &f)
 		},
 	}
 	fl := cmd.Flags()
@@ -103,6 +120,7 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.StringVar(&f.Slice, "slice", f.Slice, "controller: time slice in gang and bcs modes (down to 1ms)")
 	fl.IntVar(&f.MPL, "mpl", f.MPL, "controller: multiprogramming level, rows of the matrix (1 in space mode)")
 	fl.StringVar(&f.Policy, "policy", f.Policy, "controller: queue policy: "+policyNames())
+	f.backfillFlags.add(fl, "controller, ")
 	fl.StringVar(&f.CPUs, "cpus", "", "CPUs to pin ranks to, as a list (0-3,8,10-11); default: every CPU, unpinned")
 	fl.IntVar(&f.Processors, "processors", 0, "processors to offer when --cpus is not given (default: the machine's CPUs)")
 	fl.StringVar(&f.StateDir, "state-dir", "", "directory for rank output and agent files (default: <state dir>/agents/<name>)")
@@ -142,11 +160,16 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
 		"realtime-priority": func() { f.Priority = fromFlags.Priority },
+		"reservations":      func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
+		"weights": func() { f.Weights = fromFlags.Weights },
 	}
 	for name := range set {
 		if o, ok := override[name]; ok {
 			o()
 		}
+	}
+	f.changed = func(name string) bool {
+		return set[name] || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
 	}
 	return nil
 }
@@ -234,6 +257,13 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
+	changed := f.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	bf, bfErrs := f.backfillFor(p, err == nil, changed)
+	cfg.Backfill = bf
+	errs = append(errs, bfErrs...)
 	if mode == node.Space && f.Controller {
 		cfg.MPL = 1
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/node"
 )
@@ -118,6 +119,8 @@ type clusterUpFlags struct {
 	timeout    time.Duration
 	priority   int
 	bandwidth  string
+	backfill   backfillFlags
+	changed    func(name string) bool
 }
 
 func newClusterUpCmd() *cobra.Command {
@@ -131,9 +134,11 @@ controller, the others join it. Each agent offers --processors processors
 address is recorded in the state directory, where cosched submit, queue,
 cancel and nodes find it; cosched cluster down stops it. Agent logs and rank
 output go under the state directory.`,
-		Example: "  cosched cluster up -n 4 --mode gang --slice 10ms --mpl 2",
-		Args:    cobra.NoArgs,
+		Example: `  cosched cluster up -n 4 --mode gang --slice 10ms --mpl 2
+  cosched cluster up -n 2 --processors 2 --mode space --policy sjf-bf --reservations 2`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.changed = cmd.Flags().Changed
 			return clusterUp(cmd.Context(), cmd.OutOrStdout(), &f)
 		},
 	}
@@ -144,6 +149,7 @@ output go under the state directory.`,
 	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
 	fl.IntVar(&f.mpl, "mpl", f.mpl, "multiprogramming level (1 in space mode)")
 	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+policyNames())
+	f.backfill.add(fl, "")
 	fl.IntVar(&f.processors, "processors", f.processors, "processors each agent offers")
 	fl.StringVar(&f.stateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 	fl.DurationVar(&f.timeout, "timeout", f.timeout, "how long to wait for the agents to come up")
@@ -163,6 +169,15 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	if _, err := time.ParseDuration(f.slice); err != nil {
 		errs = append(errs, fmt.Errorf("--slice %q: not a duration", f.slice))
 	}
+	policy, err := gang.ParsePolicy(f.policy)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, policyNames()))
+	}
+	if f.changed == nil {
+		f.changed = func(string) bool { return false }
+	}
+	_, bfErrs := f.backfill.backfillFor(policy, err == nil, f.changed)
+	errs = append(errs, bfErrs...)
 	if f.processors < 1 {
 		errs = append(errs, fmt.Errorf("--processors %d: must be at least 1", f.processors))
 	}
@@ -214,6 +229,7 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 		if i == 0 {
 			args = append(args, "--controller", "--mode", string(mode), "--slice", f.slice, "--mpl", strconv.Itoa(f.mpl), "--policy", f.policy,
 				"--bandwidth", f.bandwidth)
+			args = append(args, f.backfill.args(f.changed)...)
 		} else {
 			args = append(args, "--join", rec.Agents[0].Gossip)
 		}

@@ -346,6 +346,22 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 			t := cs.Ticks
 			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, t.SendLate.P50, t.SendLate.P99, t.Overruns, t.Skipped)
 		}
+		if cs.Policy != "" {
+			fmt.Fprintf(w, "; policy %s", cs.Policy)
+			var opts []string
+			if cs.Reservations != "" {
+				opts = append(opts, "reservations "+cs.Reservations)
+			}
+			if cs.ReservationMode != "" {
+				opts = append(opts, string(cs.ReservationMode))
+			}
+			if cs.Weights != nil {
+				opts = append(opts, "weights "+cs.Weights.String())
+			}
+			if len(opts) > 0 {
+				fmt.Fprintf(w, " (%s)", strings.Join(opts, ", "))
+			}
+		}
 		fmt.Fprintf(w, "; %d processors in service\n", cs.Online)
 		if s := rep.Skew; s != nil && s.Slices > 0 {
 			fmt.Fprintf(w, "switch skew across agents over %d slices: p50 %v, p99 %v, max %v; strobe-to-switch p50 %v, p99 %v\n",

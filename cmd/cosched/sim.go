@@ -95,7 +95,7 @@ than the machine, are dropped and counted in the report.`,
 	fl.BoolVar(&f.check, "check", true, "verify every decision against an independent record of the machine (no processor used twice, none over capacity)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "policies simulated at once")
 	addPFCFSFlags(fl, &f.pfcfs)
-	f.backfill.add(fl)
+	f.backfill.add(fl, "")
 	f.hosts.add(fl)
 	fl.BoolVar(&f.byBin, "by-runtime-bin", false, "also report every metric by runtime bin: [0,1m), [1m,10m), [10m,100m), [100m,1000m), [1000m,∞) (dedicated runtime)")
 	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), newPlotCmd(), newSimNowCmd(), newSimClosedCmd())

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/node"
+)
+
+// agentSettings runs `cosched agent args` up to the point where it would
+// start, and returns the agent's configuration.
+func agentSettings(t *testing.T, args ...string) (node.Config, error) {
+	t.Helper()
+	var cfg node.Config
+	cmd := newAgentCmdRun(func(_ context.Context, f *agentFlags) error {
+		var err error
+		cfg, err = agentConfig(f)
+		return err
+	})
+	cmd.SetArgs(append([]string{"--name", "n0", "--state-dir", t.TempDir()}, args...))
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	err := cmd.Execute()
+	return cfg, err
+}
+
+func TestAgentBackfillOptions(t *testing.T) {
+	conf := writeFile(t, "agent.toml", "controller = true\npolicy = \"sjf-bf\"\nreservations = \"3\"\nreservations_mode = \"fixed\"\n")
+	for _, tc := range []struct {
+		args []string
+		want gang.Backfill
+	}{
+		{[]string{"--controller", "--policy", "priority-bf", "--reservations", "inf", "--reservations-mode", "fixed", "--weights", "wx=1,ww=0.5"},
+			gang.Backfill{Reservations: gang.UnlimitedReservations, Mode: gang.Fixed, Weights: &gang.Weights{Wait: 0.5, Expansion: 1}}},
+		{[]string{"--controller", "--policy", "sjf-bf"}, gang.Backfill{Reservations: 1, Mode: gang.Dynamic}},
+		// Empty values (the systemd unit's unset variables) are the defaults.
+		{[]string{"--controller", "--policy", "easy", "--reservations=", "--reservations-mode=", "--weights="}, gang.Backfill{}},
+		{[]string{"--config", conf}, gang.Backfill{Reservations: 3, Mode: gang.Fixed}},
+		{[]string{"--config", conf, "--reservations", "2"}, gang.Backfill{Reservations: 2, Mode: gang.Fixed}},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if !reflect.DeepEqual(cfg.Backfill, tc.want) {
+			t.Errorf("%v: backfill %+v, want %+v", tc.args, cfg.Backfill, tc.want)
+		}
+	}
+}
+
+func TestAgentBadBackfillOptions(t *testing.T) {
+	easyConf := writeFile(t, "easy.toml", "policy = \"easy\"\nreservations_mode = \"fixed\"\n")
+	badConf := writeFile(t, "bad.toml", "policy = \"lxfw-bf\"\nweights = \"wq=1\"\n")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"agent", "--policy", "sjf-bf", "--reservations", "0"}, []string{`--reservations "0": want a count of at least 1, or inf`}},
+		{[]string{"agent", "--policy", "fcfs-bf", "--reservations-mode", "sticky"}, []string{`--reservations-mode "sticky": want dynamic or fixed`}},
+		{[]string{"agent", "--policy", "easy", "--reservations", "2"}, []string{"--reservations applies only to the priority-backfill policies"}},
+		{[]string{"agent", "--policy", "sjf-bf", "--weights", "ww=1"}, []string{"--weights applies only to fcfs-bf, priority-bf and lxfw-bf"}},
+		{[]string{"agent", "--config", easyConf}, []string{"--reservations-mode applies only"}},
+		{[]string{"agent", "--config", badConf}, []string{`--weights "wq=1": unknown weight "wq"`}},
+		{[]string{"cluster", "up", "--policy", "conservative", "--reservations", "inf"}, []string{"--reservations applies only"}},
+		{[]string{"cluster", "up", "--policy", "fcfs-bf", "--weights", "ww=x"}, []string{`--weights "ww=x": weight ww: "x" is not a finite number`}},
+		{[]string{"cluster", "up", "--policy", "nope"}, []string{`--policy "nope": unknown policy`}},
+	} {
+		args := append(append([]string{}, tc.args...), "--state-dir", t.TempDir())
+		if tc.args[0] == "agent" {
+			args = append(args, "--name", "n0")
+		}
+		code, _, errOut := cli(t, "", args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", tc.args, code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, errOut)
+			}
+		}
+	}
+}
+
+// cluster up passes the options that were given on to the controller.
+func TestBackfillArgs(t *testing.T) {
+	b := backfillFlags{Reservations: "2", ResvMode: "dynamic", Weights: ""}
+	got := b.args(func(name string) bool { return name != "reservations-mode" })
+	if want := []string{"--reservations", "2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("args %q, want %q", got, want)
+	}
+}
+
+func TestNodesStatsShowsBackfill(t *testing.T) {
+	var out strings.Builder
+	writeNodes(&out, node.NodesReport{Cluster: &node.ClusterStats{Mode: node.Space, MPL: 1, Policy: gang.PriorityBF,
+		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
+	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
+		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
+	}
+}
