@@ -28,8 +28,13 @@ type Job struct {
 	Template   string        `json:"template"`   // ⟨g,v,comm,sync⟩
 	Runtime    time.Duration `json:"runtime_ns"` // dedicated runtime drawn by the generator
 	Iterations int           `json:"iterations"` // what makes Runtime on the relays' network model
-	Estimate   time.Duration `json:"estimate_ns"`
-	Seed       uint64        `json:"seed"` // of the compute-time draws: the simulator's for this job
+	// Dedicated is the runtime of the job's program alone on its
+	// processors, as the simulator runs it (its iterations and compute
+	// draws, the nominal network): what execution slowdown divides by, on
+	// both sides.
+	Dedicated time.Duration `json:"dedicated_ns"`
+	Estimate  time.Duration `json:"estimate_ns"`
+	Seed      uint64        `json:"seed"` // of the compute-time draws: the simulator's for this job
 }
 
 // Workload returns the jobs of point p on machine m: the generator's jobs,
@@ -55,9 +60,11 @@ func Workload(m sweep.Machine, p sweep.Point) ([]Job, error) {
 		}
 		it := jss.IterationEstimate(t, j.Processors, m.Network)
 		n := jss.Iterations(t, j.Processors, m.Network, j.Runtime) // as the simulator's programs
+		seed := jss.ProgramSeed(p.Seed, j.Number)
+		ded := jss.NewProgram(t, j.Processors, n, seed).RunDedicated(m.Network)
 		jobs = append(jobs, Job{
 			Seq: len(jobs), Submit: j.Submit, Processors: j.Processors, Template: j.Template,
-			Runtime: j.Runtime, Iterations: n, Estimate: time.Duration(n) * it, Seed: jss.ProgramSeed(p.Seed, j.Number),
+			Runtime: j.Runtime, Iterations: n, Dedicated: ded.Runtime, Estimate: time.Duration(n) * it, Seed: seed,
 		})
 	}
 }
@@ -247,7 +254,11 @@ func Summarize(recs []Record, procs int, tau time.Duration) Summary {
 			continue
 		}
 		s.Completed++
-		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+		runtime := r.Dedicated
+		if runtime <= 0 {
+			runtime = r.Runtime
+		}
+		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: runtime})
 	}
 	s.Metrics = col.Summary()
 	if s.Metrics.Makespan > 0 && procs > 0 {

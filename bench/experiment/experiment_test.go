@@ -117,3 +117,38 @@ func TestSimulate(t *testing.T) {
 		t.Fatal("local mode simulated")
 	}
 }
+
+// Each job's Dedicated is the runtime the simulator gives its twin run
+// alone (so measured and simulated execution slowdowns divide by the same
+// number), and Summarize divides by it: a job run exactly dedicated has
+// execution slowdown 1.
+func TestDedicatedIsTheSimulatorsRuntime(t *testing.T) {
+	m, p := machine()
+	jobs, err := Workload(m, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := m.Generator(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Mode, p.MPL, p.Policy = jss.BF, 1, "easy"
+	got := map[int64]time.Duration{}
+	if _, err := jss.RunModel(context.Background(), m.Config(p), gen, func(r jss.Result) error {
+		got[r.Number] = r.Runtime
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	for i, j := range jobs {
+		sim, ok := got[int64(i+1)]
+		if !ok || j.Dedicated != sim || j.Dedicated <= 0 {
+			t.Fatalf("job %d: dedicated %v, simulator %v (%v)", i, j.Dedicated, sim, ok)
+		}
+		recs = append(recs, Record{Job: j, State: node.Completed, Start: j.Submit, End: j.Submit + j.Dedicated})
+	}
+	if s := Summarize(recs, m.Processors, time.Second).Metrics.ExecSlowdown; math.Abs(s.Mean-1) > 1e-9 || math.Abs(s.Max-1) > 1e-9 {
+		t.Fatalf("execution slowdown of dedicated runs: %+v", s)
+	}
+}

@@ -200,7 +200,7 @@ func WriteResults(dir string, run *Run) error {
 func WriteRecordsCSV(path string, recs []Record) error {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
-	w.Write([]string{"seq", "id", "state", "processors", "template", "iterations", "runtime_s", "estimate_s",
+	w.Write([]string{"seq", "id", "state", "processors", "template", "iterations", "runtime_s", "dedicated_s", "estimate_s",
 		"submit_s", "start_s", "end_s", "wait_s", "response_s", "compute_s", "comm_wait_s", "reason"})
 	sec := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
 	opt := func(d time.Duration) string {
@@ -218,7 +218,7 @@ func WriteRecordsCSV(path string, recs []Record) error {
 			resp = r.End - r.Submit
 		}
 		w.Write([]string{strconv.Itoa(r.Seq), strconv.FormatInt(r.ID, 10), string(r.State), strconv.Itoa(r.Processors), r.Template,
-			strconv.Itoa(r.Iterations), sec(r.Runtime), sec(r.Estimate), sec(r.Submit), opt(r.Start), opt(r.End), opt(wait), opt(resp),
+			strconv.Itoa(r.Iterations), sec(r.Runtime), sec(r.Dedicated), sec(r.Estimate), sec(r.Submit), opt(r.Start), opt(r.End), opt(wait), opt(resp),
 			sec(r.Compute), sec(r.CommWait), r.Reason})
 	}
 	w.Flush()
