@@ -24,12 +24,16 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The main job on a built-in default: 20 jobs of workload w3 replayed on a
-# local cluster of 4 agents under bcs, gang and space in turn (about three
+# The main job on a built-in default: calibrate the simulator against a
+# local cluster (about 15 s), then replay 20 jobs of workload w3 on a local
+# cluster of 4 agents under bcs, gang and space in turn (about three
 # minutes; no process is left behind), each measured and simulated side by
-# side. The results go to demo-results/.
+# side with the calibrated profile. The results and report.md go to
+# demo-results/.
 demo: build
-	./bin/cosched bench run --jobs 20 --out demo-results
+	mkdir -p demo-results
+	./bin/cosched bench calibrate --out demo-results/profile.json
+	./bin/cosched bench run --jobs 20 --profile demo-results/profile.json --out demo-results
 
 # Longer fuzzing of the SWF reader than the seed corpus `make test` runs.
 fuzz:
