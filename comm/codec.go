@@ -92,7 +92,7 @@ func encodeFields(e *msgpack.Encoder, keys []string, vals []int64, bkey string, 
 	if err := e.EncodeString(bkey); err != nil {
 		return err
 	}
-	return e.EncodeBytes(b)
+	return frame.PutBytes(e, b) // last: a writer may send it from where it is
 }
 
 // decodeMap reads a map, handing each key to field, which decodes the

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
+
+	"github.com/cosched/cosched/internal/frame"
 )
 
 // ErrFinalized is returned by every call after Finalize.
@@ -70,8 +72,11 @@ type Comm struct {
 	// wmu serializes frames on the connection. It is taken before mu, and
 	// sequence numbers (request ids, barriers, collectives) are assigned
 	// under it so that they reach the relay in order.
-	wmu  sync.Mutex
-	wbuf []byte // frames being written, reused (guarded by wmu)
+	wmu   sync.Mutex
+	wbuf  []byte // frames being written, reused (guarded by wmu)
+	split frame.Splitter
+	tails []frame.Tail // payloads written from where they are, after wbuf's pieces
+	iov   [][]byte
 
 	mu        sync.Mutex
 	err       error         // why calls fail (ErrFinalized, Fatal, connection lost); nil while usable

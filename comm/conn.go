@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/cosched/cosched/internal/frame"
 )
@@ -67,21 +68,38 @@ func (c *Comm) emit(mk func() []out) error {
 	return nil
 }
 
-// writeLocked writes and flushes frames; the caller holds wmu.
+// writeLocked writes and flushes frames; the caller holds wmu. Large
+// payloads are written from the caller's memory (writev), not copied.
 func (c *Comm) writeLocked(fs []out) error {
 	buf := c.wbuf[:0]
+	tails := c.tails[:0]
 	for _, f := range fs {
+		var tail []byte
 		var err error
-		if buf, err = frame.Append(buf, f.t, f.v); err != nil {
+		if buf, tail, err = c.split.Append(buf, f.t, f.v); err != nil {
 			return fmt.Errorf("writing %s to relay: %w", frameName(f.t), err)
 		}
+		if tail != nil {
+			tails = append(tails, frame.Tail{At: len(buf), Data: tail})
+		}
 	}
-	if _, err := c.conn.Write(buf); err != nil {
+	var err error
+	if len(tails) == 0 {
+		_, err = c.conn.Write(buf)
+	} else {
+		c.iov = frame.Gather(c.iov[:0], buf, tails)
+		vs := net.Buffers(c.iov)
+		_, err = vs.WriteTo(c.conn)
+		clear(c.iov) // let the payloads go
+		clear(tails)
+	}
+	if err != nil {
 		return fmt.Errorf("writing to relay: %w", err)
 	}
 	if cap(buf) <= 1<<20 { // keep a buffer for the usual frames, not for a rare huge one
 		c.wbuf = buf
 	}
+	c.tails = tails[:0]
 	return nil
 }
 
@@ -124,8 +142,16 @@ func (c *Comm) readLoop(fr *frame.Reader) error {
 			close(c.welcome)
 		case FrameDeliver:
 			var d Deliver
-			if err := decode(t, body, &d); err != nil {
-				return err
+			if err := frame.DecodeBorrowing(body, &d); err != nil { // vets declared lengths first
+				return fmt.Errorf("%w: malformed %s: %v", errProtocol, frameName(t), err)
+			}
+			// d.Data points into the frame. A large payload is handed to
+			// the application where it lies, a small one is copied: a
+			// kept payload holds its read chunk.
+			if len(d.Data) >= KeepMin {
+				fr.Keep()
+			} else if d.Data != nil {
+				d.Data = append(make([]byte, 0, len(d.Data)), d.Data...)
 			}
 			if err := c.deliver(d); err != nil {
 				return err

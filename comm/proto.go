@@ -57,6 +57,13 @@ const (
 // MaxMessage is the largest message payload, in bytes.
 const MaxMessage = 4 << 20
 
+// KeepMin is the smallest payload kept where it was read: a received
+// message of at least this size shares the memory it was read into
+// (frame.ChunkSize bytes) with the messages read with it, which saves a
+// copy of every large message; smaller ones are copied out. The relay
+// does the same with what it holds.
+const KeepMin = 2048
+
 // MaxFrame bounds every frame on a rank connection: a message plus its
 // header.
 const MaxFrame = MaxMessage + 1024

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"time"
@@ -100,7 +99,7 @@ func (b *bcsState) wakeUp() {
 // enqueue keeps m for a later slice (a copy of its data: the caller's
 // may be borrowed).
 func (b *bcsState) enqueue(node string, m peerMsg) {
-	m.Data = bytes.Clone(m.Data)
+	m.own()
 	b.outbox = append(b.outbox, outMsg{n: b.nextN, node: node, m: m})
 	b.nextN++
 }

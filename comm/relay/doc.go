@@ -41,6 +41,19 @@
 // ends. Messages for a job this relay does not know yet (a remote rank was
 // faster than this node's launch) are held until it does, up to a bound.
 //
+// # Payloads
+//
+// A message's payload is copied by neither the relay nor comm on its way
+// through, when it is large (comm.KeepMin): connections are read in chunks
+// (frame.Reader), a payload the relay must hold (its receive is not
+// posted yet, a buffered slice, a job not registered yet) stays in its
+// chunk, which the reader then leaves alone (Keep), and Deliver and peer
+// frames are written with the payload sent from where it lies (writev,
+// writeQueue.pushRef). A payload that passes straight through (its receive
+// is posted) is copied once into the outgoing frames, which keeps the read
+// chunk reusable. Small payloads are copied. The garbage collector frees a
+// chunk once nothing refers into it.
+//
 // # Threading
 //
 // One mutex guards the relay's state. Goroutines, all ended by Close: the

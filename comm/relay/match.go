@@ -36,19 +36,33 @@ type matcher struct {
 	queued     int // bytes in unexpected
 }
 
-// arrive matches e against the posted receives; if none matches, e
-// queues.
+// arrive matches e against the posted receives; if none matches, a copy
+// of e queues.
 func (m *matcher) arrive(e envelope) (posted, bool) {
+	if p, ok := m.take(e); ok {
+		return p, true
+	}
+	e.data = bytes.Clone(e.data) // it was borrowed from the frame that carried it
+	m.queue(e)
+	return posted{}, false
+}
+
+// take removes and returns the oldest posted receive e matches.
+func (m *matcher) take(e envelope) (posted, bool) {
 	for i, p := range m.posted {
 		if p.matches(e) {
 			m.posted = remove(m.posted, i)
 			return p, true
 		}
 	}
-	e.data = bytes.Clone(e.data) // it was borrowed from the frame that carried it
+	return posted{}, false
+}
+
+// queue keeps e, whose data must be its own, until a receive takes it; e
+// matches no posted receive.
+func (m *matcher) queue(e envelope) {
 	m.unexpected = append(m.unexpected, e)
 	m.queued += len(e.data)
-	return posted{}, false
 }
 
 // post matches p against the queued messages; if none matches, p waits.

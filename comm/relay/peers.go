@@ -44,6 +44,25 @@ type peerMsg struct {
 	Ctx   int
 	Slice uint64
 	Data  []byte
+	// Not sent. Data is borrowed from the frame being handled unless
+	// owned; whatever keeps it calls own. rd, if set, read that frame.
+	owned bool
+	rd    *frame.Reader
+}
+
+// own makes m's data the relay's: a large payload stays in the chunk it
+// was read into, which the reader then leaves alone (frame.Reader.Keep);
+// a small one is copied.
+func (m *peerMsg) own() {
+	switch {
+	case m.owned:
+		return
+	case m.rd != nil && len(m.Data) >= comm.KeepMin:
+		m.rd.Keep()
+	default:
+		m.Data = bytes.Clone(m.Data)
+	}
+	m.owned, m.rd = true, nil
 }
 
 // EncodedSizeHint lets the frame be encoded in one piece.
@@ -63,7 +82,7 @@ func (m peerMsg) EncodeMsgpack(e *msgpack.Encoder) error {
 	if err := e.EncodeUint(m.Slice); err != nil {
 		return err
 	}
-	return e.EncodeBytes(m.Data)
+	return frame.PutBytes(e, m.Data) // last: a writer may send it from where it is
 }
 
 // DecodeMsgpack reads what EncodeMsgpack writes; elements beyond the
@@ -239,7 +258,11 @@ func (r *Relay) forwardLocked(node string, m peerMsg, slice uint64) {
 		return
 	}
 	m.Slice = slice
-	if _, err := r.peerLocked(node).q.push(framePeerMsg, &m); err != nil {
+	push := r.peerLocked(node).q.push
+	if m.owned {
+		push = r.peerLocked(node).q.pushRef
+	}
+	if _, err := push(framePeerMsg, &m); err != nil {
 		r.log.Error("encode message for peer", zap.Error(err))
 		return
 	}
@@ -315,6 +338,7 @@ func (r *Relay) servePeer(c net.Conn) {
 			if err == nil && (in.msg.Dst < 0 || in.msg.Src < 0) {
 				err = fmt.Errorf("message between ranks %d and %d", in.msg.Src, in.msg.Dst)
 			}
+			in.msg.rd = fr
 		case frameBarrierCount:
 			in.count = new(barrierCount)
 			err = frame.Decode(body, in.count)
@@ -348,7 +372,7 @@ func (r *Relay) inboundLocked(in inbound) {
 			return
 		}
 		if in.msg != nil {
-			in.msg.Data = bytes.Clone(in.msg.Data)
+			in.msg.own()
 		}
 		r.early[id] = append(r.early[id], in)
 		r.earlyBytes += in.size()

@@ -30,6 +30,14 @@ func (rc *rankConn) send(t frame.Type, v any) {
 	}
 }
 
+// sendRef is send for a frame whose payload is the relay's own and never
+// changes (writeQueue.pushRef).
+func (rc *rankConn) sendRef(t frame.Type, v any) {
+	if _, err := rc.q.pushRef(t, v); err != nil {
+		rc.log.Error("encode frame for rank", zap.Error(err))
+	}
+}
+
 // fatal tells the rank why its connection ends, then ends it once the
 // queued frames are out.
 func (rc *rankConn) fatal(msg string) {
@@ -119,7 +127,7 @@ func (r *Relay) serveRank(rc *rankConn) {
 			}
 			return
 		}
-		if err := r.rankFrame(rs, t, body); err != nil {
+		if err := r.rankFrame(rs, fr, t, body); err != nil {
 			log.Warn("bad frame from rank; connection closed", zap.Error(err))
 			rc.fatal("relay: " + err.Error())
 			return
@@ -153,8 +161,8 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 	return rs, nil
 }
 
-// rankFrame handles one frame from a connected rank.
-func (r *Relay) rankFrame(rs *rankState, t frame.Type, body []byte) error {
+// rankFrame handles one frame from a connected rank, read by fr.
+func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []byte) error {
 	switch t {
 	case comm.FrameSend:
 		var s comm.Send
@@ -162,7 +170,7 @@ func (r *Relay) rankFrame(rs *rankState, t frame.Type, body []byte) error {
 		if err := frame.DecodeBorrowing(body, &s); err != nil {
 			return fmt.Errorf("malformed send: %w", err)
 		}
-		return r.rankSend(rs, s)
+		return r.rankSend(rs, fr, s)
 	case comm.FramePost:
 		var p comm.Post
 		if err := frame.Decode(body, &p); err != nil {
@@ -227,7 +235,7 @@ func (r *Relay) rankFrame(rs *rankState, t frame.Type, body []byte) error {
 	return fmt.Errorf("unknown frame type %d", t)
 }
 
-func (r *Relay) rankSend(rs *rankState, s comm.Send) error {
+func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 	j := rs.job
 	switch {
 	case s.Dst < 0 || s.Dst >= j.size:
@@ -245,6 +253,7 @@ func (r *Relay) rankSend(rs *rankState, s comm.Send) error {
 	r.st.Sent++
 	r.st.SentBytes += uint64(len(s.Data))
 	m := peerMsg{Job: j.id, Src: rs.rank, Dst: s.Dst, Tag: s.Tag, Ctx: s.Context, Data: s.Data}
+	m.rd = fr
 	node := j.nodes[s.Dst]
 	if r.mode == Buffered {
 		r.bcs.enqueue(node, m)
@@ -269,7 +278,7 @@ func (r *Relay) rankPost(rs *rankState, p comm.Post) error {
 	}
 	rs.pending[p.Req] = struct{}{}
 	if env, ok := rs.q.post(posted{req: p.Req, src: p.Src, tag: p.Tag, ctx: p.Context}); ok {
-		r.completeLocked(rs, p.Req, env)
+		r.completeLocked(rs, p.Req, env, true)
 	}
 	return nil
 }

@@ -387,19 +387,28 @@ func (r *Relay) deliverLocked(j *job, m peerMsg) {
 		return
 	}
 	env := envelope{src: m.Src, tag: m.Tag, ctx: m.Ctx, data: m.Data}
-	p, ok := rs.q.arrive(env)
+	p, ok := rs.q.take(env)
 	if !ok {
+		m.own()
+		env.data = m.Data
+		rs.q.queue(env)
 		return
 	}
-	r.completeLocked(rs, p.req, env)
+	r.completeLocked(rs, p.req, env, false)
 }
 
 // completeLocked sends the Deliver of receive req and updates the rank's
-// blocked state.
-func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope) {
+// blocked state. owned: env's data is the relay's (a queued message), so
+// the Deliver refers to it instead of copying it.
+func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope, owned bool) {
 	delete(rs.pending, req)
 	if rs.conn != nil {
-		rs.conn.send(comm.FrameDeliver, &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data})
+		d := &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data}
+		if owned {
+			rs.conn.sendRef(comm.FrameDeliver, d)
+		} else {
+			rs.conn.send(comm.FrameDeliver, d)
+		}
 	}
 	r.st.Delivered++
 	if _, ok := rs.waiting[req]; ok {

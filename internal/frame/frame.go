@@ -13,7 +13,6 @@
 package frame
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -77,6 +76,107 @@ func Append(dst []byte, t Type, v any) ([]byte, error) {
 	return b, nil
 }
 
+// Splitter encodes frames whose large payload is left out of the
+// encoding and written after it (writev) instead of being copied: see
+// Append and PutBytes. The zero value is ready; a Splitter is reused by
+// one goroutine at a time.
+type Splitter struct {
+	w splitWriter
+}
+
+// MinSplit is the smallest payload Splitter leaves out of a frame.
+const MinSplit = 1024
+
+// Append is frame.Append, except that the payload that v's encoder writes
+// last with PutBytes, if at least MinSplit bytes, is not copied: it is
+// returned as tail, and the frame is head's bytes from len(dst) on
+// followed by tail. tail is nil when nothing was left out.
+func (s *Splitter) Append(dst []byte, t Type, v any) (head, tail []byte, err error) {
+	start := len(dst)
+	s.w = splitWriter{buf: append(dst, 0, 0, 0, 0, 0, 0), split: true}
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&s.w)
+	err = enc.Encode(v)
+	head, tail = s.w.buf, s.w.tail
+	s.w = splitWriter{}
+	if err != nil {
+		return dst, nil, fmt.Errorf("frame: encode type %d: %w", t, err)
+	}
+	binary.BigEndian.PutUint32(head[start:], uint32(len(head)-start-4+len(tail)))
+	head[start+4], head[start+5] = Version, byte(t)
+	return head, tail, nil
+}
+
+// Tail is a payload Splitter.Append left out: it goes at offset At of
+// the frames encoded before and after it.
+type Tail struct {
+	At   int
+	Data []byte
+}
+
+// Gather appends to iov the pieces to write, in order: buf cut at each
+// tail's offset (ascending), with the tails in between.
+func Gather(iov [][]byte, buf []byte, tails []Tail) [][]byte {
+	last := 0
+	for _, t := range tails {
+		if t.At > last {
+			iov = append(iov, buf[last:t.At:t.At])
+		}
+		iov = append(iov, t.Data)
+		last = t.At
+	}
+	if last < len(buf) {
+		iov = append(iov, buf[last:])
+	}
+	return iov
+}
+
+// splitWriter is the writer a Splitter encodes into; PutBytes recognizes
+// it.
+type splitWriter struct {
+	buf   []byte
+	tail  []byte // the payload left out, written after buf
+	split bool   // a payload may still be left out
+}
+
+func (w *splitWriter) Write(p []byte) (int, error) {
+	w.unsplit()
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}
+
+func (w *splitWriter) WriteByte(c byte) error {
+	w.unsplit()
+	w.buf = append(w.buf, c)
+	return nil
+}
+
+// unsplit copies a payload left out back in: something follows it.
+func (w *splitWriter) unsplit() {
+	if w.tail != nil {
+		w.buf = append(w.buf, w.tail...)
+		w.tail = nil
+	}
+}
+
+// PutBytes encodes b as a msgpack bin (or nil), as Encoder.EncodeBytes
+// does, from a message's EncodeMsgpack. Under Splitter.Append, a large b
+// encoded last is left out of the encoding, to be written from where it
+// is (the bytes on the wire are the same).
+func PutBytes(e *msgpack.Encoder, b []byte) error {
+	w, ok := e.Writer().(*splitWriter)
+	if !ok || !w.split || len(b) < MinSplit {
+		return e.EncodeBytes(b)
+	}
+	if err := e.EncodeBytesLen(len(b)); err != nil {
+		return err
+	}
+	w.unsplit()
+	w.tail, w.split = b, false
+	return nil
+}
+
 // Write encodes v as a frame of type t and writes it to w in one call.
 func Write(w io.Writer, t Type, v any) error {
 	buf, err := Encode(t, v)
@@ -90,11 +190,28 @@ func Write(w io.Writer, t Type, v any) error {
 }
 
 // Reader reads frames from a stream.
+//
+// It reads the stream in chunks, as much as the socket has, and hands out
+// bodies that point into the current chunk. A body is valid until the next
+// Read, unless the caller calls Keep: the chunk's bytes handed out so far
+// are then never reused (later frames fill the rest of the chunk, then a
+// new one), so a payload can be kept, or written out later, without a
+// copy — the garbage collector frees the chunk once nothing points into
+// it. The price is memory: whatever is kept holds its whole chunk.
 type Reader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
+	src  io.Reader
+	max  int
+	buf  []byte // the chunk: buf[r:w] read but not yet handed out
+	r, w int
+	kept bool // bytes before r may be referenced: buf is never rewritten
 }
+
+// ChunkSize is the size of a Reader's chunks; a frame larger than one has
+// a chunk of its own size.
+const ChunkSize = 64 << 10
+
+// minRead is the least room a chunk must have left to be read into.
+const minRead = 4 << 10
 
 // NewReader returns a Reader that rejects frames longer than max bytes
 // (DefaultMax when max ≤ 0).
@@ -102,47 +219,71 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMax
 	}
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &Reader{src: r, max: max}
 }
 
+// Keep says the caller keeps (part of) the body the last Read returned:
+// its bytes will not be overwritten.
+func (r *Reader) Keep() { r.kept = true }
+
 // Read returns the next frame's type and msgpack body. The body is valid
-// until the next call. io.EOF means the stream ended cleanly between frames.
+// until the next call, or for good after Keep. io.EOF means the stream
+// ended cleanly between frames.
 func (r *Reader) Read() (Type, []byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
-		if err == io.EOF {
+	if err := r.fill(4); err != nil {
+		if err == io.EOF && r.w == r.r {
 			return 0, nil, io.EOF
 		}
-		return 0, nil, fmt.Errorf("frame: read length: %w", err)
+		return 0, nil, fmt.Errorf("frame: read length: %w", noEOF(err))
 	}
-	n := int(binary.BigEndian.Uint32(hdr[:]))
+	n := int(binary.BigEndian.Uint32(r.buf[r.r:]))
 	switch {
 	case n < 2:
 		return 0, nil, fmt.Errorf("frame: %w: length %d", ErrShort, n)
 	case n > r.max:
 		return 0, nil, fmt.Errorf("frame: %w: %d bytes, limit %d", ErrTooLarge, n, r.max)
 	}
-	var b []byte
-	if n <= r.r.Size() {
-		// The frame fits the read buffer: hand out the buffer itself.
-		var err error
-		if b, err = r.r.Peek(n); err != nil {
-			return 0, nil, fmt.Errorf("frame: read %d-byte frame: %w", n, noEOF(err))
-		}
-		_, _ = r.r.Discard(n) // cannot fail: Peek returned n bytes
-	} else {
-		if cap(r.buf) < n {
-			r.buf = make([]byte, n)
-		}
-		b = r.buf[:n]
-		if _, err := io.ReadFull(r.r, b); err != nil {
-			return 0, nil, fmt.Errorf("frame: read %d-byte frame: %w", n, err)
-		}
+	if err := r.fill(4 + n); err != nil {
+		return 0, nil, fmt.Errorf("frame: read %d-byte frame: %w", n, noEOF(err))
 	}
+	b := r.buf[r.r+4 : r.r+4+n : r.r+4+n]
+	r.r += 4 + n
 	if b[0] != Version {
 		return 0, nil, fmt.Errorf("frame: %w %d (want %d)", ErrVersion, b[0], Version)
 	}
 	return Type(b[1]), b[2:], nil
+}
+
+// fill reads until at least k bytes are buffered.
+func (r *Reader) fill(k int) error {
+	for r.w-r.r < k {
+		if len(r.buf)-r.r < k || len(r.buf)-r.w < min(minRead, k-(r.w-r.r)) {
+			r.relocate(k)
+		}
+		m, err := r.src.Read(r.buf[r.w:])
+		r.w += m
+		if err != nil && r.w-r.r < k {
+			return err
+		}
+		if m == 0 && err == nil {
+			continue // io.Reader allows it; the next call reads or fails
+		}
+	}
+	return nil
+}
+
+// relocate moves the unread bytes to the start of a chunk with room for
+// a k-byte frame: the current one if nothing in it is kept and it is the
+// right size, else a new one.
+func (r *Reader) relocate(k int) {
+	size := max(ChunkSize, k)
+	left := r.buf[r.r:r.w]
+	if r.kept || len(r.buf) != size {
+		r.buf = make([]byte, size)
+		r.kept = false
+	}
+	r.w = copy(r.buf, left)
+	r.r = 0
 }
 
 // Decode unmarshals a frame body into v. The body is vetted first

@@ -134,3 +134,102 @@ func TestDecodeBorrowing(t *testing.T) {
 		}
 	}
 }
+
+// twoPayloads writes a payload with PutBytes, then maybe another field:
+// only a payload encoded last may be left out.
+type twoPayloads struct {
+	Data  []byte
+	After bool
+}
+
+func (p twoPayloads) EncodeMsgpack(e *msgpack.Encoder) error {
+	if err := e.EncodeArrayLen(2); err != nil {
+		return err
+	}
+	if !p.After {
+		if err := e.EncodeBool(false); err != nil {
+			return err
+		}
+		return PutBytes(e, p.Data)
+	}
+	if err := PutBytes(e, p.Data); err != nil {
+		return err
+	}
+	return e.EncodeBool(true)
+}
+
+// A Splitter's frames are Append's bytes, with large last payloads left
+// out where they lie.
+func TestSplitterWritesAppendsBytes(t *testing.T) {
+	var s Splitter
+	var buf []byte
+	var tails []Tail
+	var want []byte
+	for _, n := range []int{-1, 0, 10, MinSplit - 1, MinSplit, 5000, 70000} {
+		for _, after := range []bool{false, true} {
+			var data []byte
+			if n >= 0 {
+				data = bytes.Repeat([]byte{byte(n)}, n)
+			}
+			v := twoPayloads{Data: data, After: after}
+			var err error
+			if want, err = Append(want, 5, v); err != nil {
+				t.Fatal(err)
+			}
+			var tail []byte
+			if buf, tail, err = s.Append(buf, 5, v); err != nil {
+				t.Fatal(err)
+			}
+			if left := tail != nil; left != (!after && n >= MinSplit) {
+				t.Fatalf("%d bytes, after %v: tail %d bytes", n, after, len(tail))
+			}
+			if tail != nil {
+				if &tail[0] != &data[0] {
+					t.Fatal("the tail is a copy")
+				}
+				tails = append(tails, Tail{At: len(buf), Data: tail})
+			}
+		}
+	}
+	if got := bytes.Join(Gather(nil, buf, tails), nil); !bytes.Equal(got, want) {
+		t.Fatalf("split frames differ from Append's (%d vs %d bytes)", len(got), len(want))
+	}
+}
+
+// A kept body stays as read while the reader goes on, across chunks.
+func TestReaderKeep(t *testing.T) {
+	var stream bytes.Buffer
+	const frames = 100
+	for i := range frames {
+		if err := Write(&stream, 1, payload{Data: bytes.Repeat([]byte{byte(i)}, 3000+i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewReader(iotest{&stream}, 0)
+	var kept [][]byte
+	for i := range frames {
+		_, body, err := r.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p payload
+		if err := DecodeBorrowing(body, &p); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			r.Keep()
+			kept = append(kept, p.Data)
+		}
+	}
+	for k, d := range kept {
+		i := 3 * k
+		if !bytes.Equal(d, bytes.Repeat([]byte{byte(i)}, 3000+i)) {
+			t.Fatalf("kept payload %d changed", i)
+		}
+	}
+}
+
+// iotest reads at most 5000 bytes at a time, as a socket might.
+type iotest struct{ r io.Reader }
+
+func (s iotest) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), 5000)]) }
