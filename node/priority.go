@@ -43,13 +43,18 @@ func setOwnNice(n int) error {
 // also preempts busy ranks instead of queueing behind them: without this,
 // measured switch skew p99 was milliseconds, with it under 200 µs.
 // Ranks do not inherit it: the rank spawner resets its own thread to the
-// normal policy before every fork.
+// normal policy before every fork. Nor does any other child: the policy
+// is set with SCHED_RESET_ON_FORK, so whatever a thread of this process
+// forks starts at the normal policy. (A test binary running agents in
+// process once handed SCHED_FIFO to the cluster and bench processes it
+// exec'd, which then spun at real-time priority for minutes on 2 cores.)
 func setOwnFIFO(prio int) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return err
 	}
-	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
+	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_FIFO, Priority: uint32(prio),
+		Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
@@ -60,4 +65,34 @@ func setOwnFIFO(prio int) error {
 		}
 	}
 	return nil
+}
+
+// dropInheritedRealtime puts back at the normal policy (nice 0) every
+// thread of this process that runs at a real-time policy it inherited, and
+// reports whether any did. An agent told not to use real-time priority may
+// still have inherited it from whatever started it; it must then not keep
+// it. Threads this package or strobe raised (SCHED_RESET_ON_FORK set: other
+// agents of a test binary) are left alone.
+func dropInheritedRealtime() (bool, error) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return false, err
+	}
+	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
+	dropped := false
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		cur, err := unix.SchedGetAttr(tid, 0)
+		if err != nil || (cur.Policy != unix.SCHED_FIFO && cur.Policy != unix.SCHED_RR) || cur.Flags&unix.SCHED_FLAG_RESET_ON_FORK != 0 {
+			continue
+		}
+		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+			return dropped, fmt.Errorf("normal policy on thread %d: %w", tid, err)
+		}
+		dropped = true
+	}
+	return dropped, nil
 }
