@@ -222,7 +222,7 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	if cfg.Priority > 0 {
 		// The whole agent above the ranks, its strobe path above the rest.
-		if err := setOwnFIFO(max(1, cfg.Priority/5)); err != nil {
+		if err := setOwnRealtime(max(1, cfg.Priority/5)); err != nil {
 			a.log.Warn("cannot give the agent real-time priority; switches may lag behind busy ranks", zap.Error(err))
 		}
 	} else if dropped, err := dropInheritedRealtime(); err != nil {

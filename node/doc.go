@@ -44,8 +44,10 @@
 // # Priorities
 //
 // Switching must preempt busy ranks. With Config.Priority > 0 the agent
-// runs at SCHED_FIFO Priority/5, its strobe receive-and-switch thread and
-// the controller's slice clock at Priority; heartbeats, the API and
+// runs at SCHED_RR Priority/5 (round-robin, so that a Go runtime thread
+// spinning for another cannot starve it), its strobe receive-and-switch
+// thread and the controller's slice clock at SCHED_FIFO Priority; nothing
+// the agent forks inherits real-time priority; heartbeats, the API and
 // everything else stay off the strobe path. Ranks are always started at
 // SCHED_NORMAL with Config.RankNice. Without the privilege the agent logs a
 // warning and runs at normal priority (Config.Nice still applies if it can).

@@ -35,25 +35,33 @@ func setOwnNice(n int) error {
 	return nil
 }
 
-// setOwnFIFO puts every thread of this process at SCHED_FIFO priority
+// setOwnRealtime puts every thread of this process at SCHED_RR priority
 // prio; threads the Go runtime creates later inherit it from their
-// creator. The strobe path then runs above that (its own thread at a higher
-// priority), and every runtime thread it may wait for (one that holds a P
-// it needs after a system call, or the garbage collector's stop-the-world)
-// also preempts busy ranks instead of queueing behind them: without this,
-// measured switch skew p99 was milliseconds, with it under 200 µs.
+// creator. The strobe path then runs above that (its own thread at SCHED_FIFO
+// at a higher priority), and every runtime thread it may wait for (one
+// that holds a P it needs after a system call, or the garbage collector's
+// stop-the-world) also preempts busy ranks instead of queueing behind
+// them: without this, measured switch skew p99 was milliseconds, with it
+// under 200 µs.
+//
+// Round-robin, not FIFO: the Go runtime spins in places until another of
+// its threads moves (a goroutine reaching a safe point for the garbage
+// collector), and at SCHED_FIFO a spinning thread is never preempted by an
+// equal-priority one queued on its processor. With several real-time Go
+// processes on 2 cores that livelocked for 14 minutes; at SCHED_RR the
+// spinner loses the processor after its time slice (100 ms by default).
+//
 // Ranks do not inherit it: the rank spawner resets its own thread to the
 // normal policy before every fork. Nor does any other child: the policy
 // is set with SCHED_RESET_ON_FORK, so whatever a thread of this process
-// forks starts at the normal policy. (A test binary running agents in
-// process once handed SCHED_FIFO to the cluster and bench processes it
-// exec'd, which then spun at real-time priority for minutes on 2 cores.)
-func setOwnFIFO(prio int) error {
+// forks starts at the normal policy (a test binary running agents in
+// process once handed real-time priority to the processes it exec'd).
+func setOwnRealtime(prio int) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return err
 	}
-	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_FIFO, Priority: uint32(prio),
+	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_RR, Priority: uint32(prio),
 		Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
@@ -61,7 +69,7 @@ func setOwnFIFO(prio int) error {
 			continue
 		}
 		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-			return fmt.Errorf("SCHED_FIFO %d on thread %d: %w", prio, tid, err)
+			return fmt.Errorf("SCHED_RR %d on thread %d: %w", prio, tid, err)
 		}
 	}
 	return nil

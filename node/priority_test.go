@@ -43,8 +43,15 @@ func TestRealtimePriorityIsNotInherited(t *testing.T) {
 	}
 	normal := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
 	t.Cleanup(func() { setAllThreads(t, normal) })
-	if err := setOwnFIFO(1); err != nil {
+	if err := setOwnRealtime(1); err != nil {
 		t.Fatal(err)
+	}
+	own, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := policyOf(t, string(own)); p != unix.SCHED_RR {
+		t.Fatalf("the agent runs at policy %d, want SCHED_RR", p)
 	}
 	child := func() int {
 		out, err := exec.Command("cat", "/proc/self/stat").Output()
@@ -54,7 +61,7 @@ func TestRealtimePriorityIsNotInherited(t *testing.T) {
 		return policyOf(t, string(out))
 	}
 	if p := child(); p != unix.SCHED_NORMAL {
-		t.Fatalf("a child of a SCHED_FIFO agent runs at policy %d", p)
+		t.Fatalf("a child of a real-time agent runs at policy %d", p)
 	}
 	if dropped, err := dropInheritedRealtime(); err != nil || dropped {
 		t.Fatalf("the agent's own priority counted as inherited: %v %v", dropped, err)
