@@ -225,10 +225,6 @@ func Start(cfg Config) (*Agent, error) {
 		if err := setOwnRealtime(max(1, cfg.Priority/5)); err != nil {
 			a.log.Warn("cannot give the agent real-time priority; switches may lag behind busy ranks", zap.Error(err))
 		}
-	} else if dropped, err := dropInheritedRealtime(); err != nil {
-		a.log.Warn("started at a real-time priority and cannot drop it", zap.Error(err))
-	} else if dropped {
-		a.log.Info("started at a real-time priority it was not given; now at the normal policy")
 	}
 	a.sw = newSwitcher(a.ranks, false, a.log)
 	if a.ctlLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {

@@ -52,17 +52,17 @@ func setOwnNice(n int) error {
 // spinner loses the processor after its time slice (100 ms by default).
 //
 // Ranks do not inherit it: the rank spawner resets its own thread to the
-// normal policy before every fork. Nor does any other child: the policy
-// is set with SCHED_RESET_ON_FORK, so whatever a thread of this process
-// forks starts at the normal policy (a test binary running agents in
-// process once handed real-time priority to the processes it exec'd).
+// normal policy before every fork. (Not SCHED_RESET_ON_FORK: it also resets
+// the threads the Go runtime clones later, which put switch skew p99 back
+// at hundreds of milliseconds.) Other children may inherit it, which is why
+// every cosched command starts by dropping a real-time policy it inherited
+// (DropRealtime).
 func setOwnRealtime(prio int) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return err
 	}
-	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_RR, Priority: uint32(prio),
-		Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_RR, Priority: uint32(prio)}
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
@@ -75,18 +75,19 @@ func setOwnRealtime(prio int) error {
 	return nil
 }
 
-// dropInheritedRealtime puts back at the normal policy (nice 0) every
-// thread of this process that runs at a real-time policy it inherited, and
-// reports whether any did. An agent told not to use real-time priority may
-// still have inherited it from whatever started it; it must then not keep
-// it. Threads this package or strobe raised (SCHED_RESET_ON_FORK set: other
-// agents of a test binary) are left alone.
-func dropInheritedRealtime() (bool, error) {
+// DropRealtime puts every thread of this process that runs at a
+// real-time policy back at the normal one (its nice value kept), and
+// reports whether any did. Every cosched command calls it first: a process
+// started by a real-time parent (an agent's test binary, a real-time shell)
+// inherits its policy, and a CLI command or an agent not told to use
+// real-time priority must not keep it: several of them spinning at
+// real-time priority starved a 2-core machine for 14 minutes. An agent
+// that is told raises itself afterwards.
+func DropRealtime() (bool, error) {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return false, err
 	}
-	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
 	dropped := false
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
@@ -94,9 +95,10 @@ func dropInheritedRealtime() (bool, error) {
 			continue
 		}
 		cur, err := unix.SchedGetAttr(tid, 0)
-		if err != nil || (cur.Policy != unix.SCHED_FIFO && cur.Policy != unix.SCHED_RR) || cur.Flags&unix.SCHED_FLAG_RESET_ON_FORK != 0 {
+		if err != nil || (cur.Policy != unix.SCHED_FIFO && cur.Policy != unix.SCHED_RR) {
 			continue
 		}
+		attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL, Nice: cur.Nice}
 		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
 			return dropped, fmt.Errorf("normal policy on thread %d: %w", tid, err)
 		}

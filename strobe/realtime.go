@@ -22,10 +22,7 @@ func setThreadFIFO(prio int) (restore func(), err error) {
 	if err != nil {
 		return func() {}, fmt.Errorf("strobe: sched_getattr: %w", err)
 	}
-	// Reset on fork: nothing this thread forks may inherit real-time
-	// priority.
-	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_FIFO, Priority: uint32(prio),
-		Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
 	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 		return func() {}, fmt.Errorf("strobe: SCHED_FIFO priority %d (needs root or CAP_SYS_NICE): %w", prio, err)
 	}

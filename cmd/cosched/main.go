@@ -13,9 +13,17 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/node"
 )
 
 func main() {
+	// Whatever started this process, it starts at the normal policy: an
+	// inherited real-time one would let a busy command starve the machine.
+	// The agent raises itself if told to.
+	if _, err := node.DropRealtime(); err != nil {
+		fmt.Fprintf(os.Stderr, "cosched: warning: running at an inherited real-time priority: %v\n", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
