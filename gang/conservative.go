@@ -157,6 +157,12 @@ func (p *conservative) wakeup(s *Scheduler) (t time.Duration, ok bool) {
 }
 
 func (p *conservative) explain(s *Scheduler, j *jobState) Explanation {
+	return reservedExplanation(s, j)
+}
+
+// reservedExplanation says why a job holding a reservation has not
+// started (conservative, and the priority-backfill policies).
+func reservedExplanation(s *Scheduler, j *jobState) Explanation {
 	why := Explanation{Procs: j.Processors, Free: s.rows[j.resvRow].cols.free, At: j.resv}
 	switch {
 	case j.resv > s.now:

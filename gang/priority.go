@@ -457,18 +457,7 @@ func (p *priorityBF) wakeup(s *Scheduler) (t time.Duration, ok bool) {
 
 func (p *priorityBF) explain(s *Scheduler, j *jobState) Explanation {
 	if j.resv >= 0 {
-		why := Explanation{Procs: j.Processors, Free: s.rows[j.resvRow].cols.free, At: j.resv}
-		switch {
-		case j.resv > s.now:
-			why.Rule = RuleReservedLater
-		case s.fits(j, j.resvRow):
-			why.Rule = RuleReservationDue // the next pass starts it
-		case s.memoryBlocked(j):
-			why.Rule = RuleNoMemory
-		default:
-			why.Rule = RuleReservationLate
-		}
-		return why
+		return reservedExplanation(s, j)
 	}
 	if r, ok := s.firstFit(j); ok {
 		if why, ok := p.delayed(s, j, r); ok {
