@@ -21,6 +21,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/pmi"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -62,7 +63,10 @@ type Config struct {
 	// command, to which the job's bench-rank arguments are appended
 	// (default: this executable's "bench-rank").
 	BenchRank []string
-	Log       *zap.Logger
+	// MPI is the cluster's default process-management interface for jobs
+	// that do not choose one (controller; "", none or pmi1).
+	MPI string
+	Log *zap.Logger
 }
 
 // Validate reports every problem with the configuration at once.
@@ -96,6 +100,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("mpl %d: space sharing has one row (mpl 1)", c.MPL))
 		}
 		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := ParseMPI(c.MPI); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -137,6 +144,7 @@ type Agent struct {
 	api      *http.Server
 	metrics  *prometheus.Registry
 	proxies  proxies
+	pmi      *pmi.Server // MPI jobs' PMI connections
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -227,6 +235,7 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	}
 	a.sw = newSwitcher(a.ranks, false, a.log)
+	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
 	if a.ctlLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 		return nil, fmt.Errorf("node: control listener: %w", err)
 	}
@@ -252,7 +261,7 @@ func Start(cfg Config) (*Agent, error) {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
-			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))
+			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, MPI: cfg.MPI, Log: a.log}, sender, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
@@ -470,6 +479,9 @@ func (a *Agent) closeAll() error {
 		if err := a.ranks.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if a.pmi != nil {
+		a.pmi.Close()
 	}
 	if a.udp != nil {
 		a.udp.Close()

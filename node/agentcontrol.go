@@ -16,6 +16,7 @@ import (
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/pmi"
 )
 
 // maxPendingExits bounds the exit reports an agent keeps while no
@@ -104,6 +105,14 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 				continue
 			}
 			a.sw.setRow(al.Job, al.Row, al.On)
+		case msgPMIBarrierOut:
+			var b pmiBarrier
+			if err := frame.Decode(body, &b); err != nil {
+				log.Warn("malformed PMI barrier; dropped", zap.Error(err))
+				continue
+			}
+			// Replies to ranks have write deadlines; off the control loop.
+			a.goRun(func() { a.pmi.BarrierDone(b.Job, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts}) })
 		default:
 			log.Warn("unexpected control message; dropped", zap.Uint8("type", uint8(t)))
 		}
@@ -132,13 +141,25 @@ func (a *Agent) launch(l launch) {
 		slots[r.Rank] = r.Slot
 	}
 	a.sw.add(l.Job, slots)
+	if l.MPI == MPIPMI1 {
+		a.pmi.AddJob(l.Job, l.Nodes, a.cfg.Name)
+	}
 	for _, r := range l.Ranks {
 		cpu := -1
 		if r.Slot < len(a.cfg.CPUs) {
 			cpu = a.cfg.CPUs[r.Slot]
 		}
-		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared}
-		if _, err := a.ranks.Start(spec); err != nil {
+		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared}
+		pmiFile, err := a.rankLayout(l, &spec)
+		if err != nil {
+			a.log.Warn("PMI connection not opened", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))
+			spec.Argv = nil // Start reports the spec invalid as the rank's exit
+		}
+		_, err = a.ranks.Start(spec)
+		if pmiFile != nil {
+			pmiFile.Close() // the rank has its copy
+		}
+		if err != nil {
 			// The manager reports the failure as the rank's Exit.
 			a.log.Warn("rank did not start", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))
 		}
@@ -171,6 +192,9 @@ func (a *Agent) forwardExits() {
 		if connected, finalized := a.relay.RankState(e.Job, e.Rank); connected && !finalized && m.Code == 0 && m.Signal == "" {
 			m.Failure = "ended without comm.Finalize"
 		}
+		if m.Failure == "" {
+			m.Failure = a.pmi.Failure(e.Job, e.Rank, m.Code == 0 && m.Signal == "" && m.Err == "")
+		}
 		a.mu.Lock()
 		if s, ok := a.stats[rankKey{e.Job, e.Rank}]; ok {
 			m.Stats = &s
@@ -181,6 +205,7 @@ func (a *Agent) forwardExits() {
 		if len(a.ranks.Ranks(e.Job)) == 0 {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
+			a.pmi.RemoveJob(e.Job)
 		}
 		a.report(m)
 	}

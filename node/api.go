@@ -29,6 +29,10 @@ type JobSpec struct {
 	// ends as TIMEOUT) or "extend" (the limit was only an estimate for
 	// backfilling; the job runs on).
 	Overrun string `json:"overrun,omitempty"`
+	// MPI is the process-management interface the ranks get, as srun's
+	// --mpi: "none" or "pmi1" (MPICH's simple PMI; docs/mpi.md); ""
+	// takes the cluster's default.
+	MPI string `json:"mpi,omitempty"`
 }
 
 // Validate reports every problem with a spec at once.
@@ -49,6 +53,11 @@ func (s *JobSpec) Validate(maxProcs int) error {
 		if s.BenchWork != "" && s.BenchWork != "cpu" && s.BenchWork != "wall" {
 			errs = append(errs, fmt.Sprintf("bench_work: %q, want cpu or wall", s.BenchWork))
 		}
+	}
+	if _, err := ParseMPI(s.MPI); err != nil {
+		errs = append(errs, err.Error())
+	} else if s.MPI == MPIPMI1 && s.Bench != "" {
+		errs = append(errs, "mpi: a benchmark job runs bench-rank, which speaks comm, not PMI")
 	}
 	if s.Overrun != "" && s.Overrun != "kill" && s.Overrun != "extend" {
 		errs = append(errs, fmt.Sprintf("overrun: %q, want kill or extend", s.Overrun))

@@ -16,6 +16,10 @@ const (
 	msgAlternate frame.Type = 4 // controller → agent: alternate
 	msgRankExit  frame.Type = 5 // agent → controller: rankExit
 	msgWelcome   frame.Type = 6 // agent → controller: welcome (answer to hello)
+	// PMI barriers (pmi.go): agent → controller when its ranks are in,
+	// controller → agents when every agent is.
+	msgPMIBarrier    frame.Type = 7
+	msgPMIBarrierOut frame.Type = 8
 )
 
 // maxControlFrame bounds a control frame: a launch carries argv and env.
@@ -51,6 +55,9 @@ type launch struct {
 	// Bench, when set, replaces Argv: the agent runs its own cosched's
 	// bench-rank with these arguments (agents may not share a path).
 	Bench []string `msgpack:"bench"`
+	// MPI is the process-management interface the ranks get ("" or
+	// none: none; pmi1: PMI-1 over PMI_FD).
+	MPI string `msgpack:"mpi,omitempty"`
 }
 
 type launchRank struct {

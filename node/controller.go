@@ -15,6 +15,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/pmi"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -37,7 +38,9 @@ type ControllerConfig struct {
 	// Priority, when 1–99, runs the slice clock at SCHED_FIFO (root or
 	// CAP_SYS_NICE) so slices start on time while ranks keep every CPU busy.
 	Priority int
-	Log      *zap.Logger
+	// MPI is the default of JobSpec.MPI ("" = none).
+	MPI string
+	Log *zap.Logger
 }
 
 // Controller runs the scheduler core for the cluster: it owns the job
@@ -72,6 +75,7 @@ type Controller struct {
 	memberEpoch uint64
 	targets     []string
 	ticker      *strobe.Ticker
+	pmiGathers  map[int64]*pmi.Gather // MPI jobs' PMI barriers (pmi.go)
 	// stopped is closed when Run returns. It exists from construction, so
 	// goroutines that talk to the controller before its loop starts (a
 	// membership event) can always tell it has gone.
@@ -415,7 +419,7 @@ func (c *Controller) startJob(j *jobRecord, d gang.Decision) {
 			"--seed", strconv.FormatUint(s.BenchSeed, 10), "--work", cmp.Or(s.BenchWork, "cpu")}
 	}
 	for _, a := range j.agents {
-		l := launch{Job: j.id, Size: len(d.Columns), Argv: j.spec.Command, Env: env, Row: d.Row, Rows: j.rows, Ranks: per[a], Nodes: nodes, Bench: benchArgs}
+		l := launch{Job: j.id, Size: len(d.Columns), Argv: j.spec.Command, Env: env, Row: d.Row, Rows: j.rows, Ranks: per[a], Nodes: nodes, Bench: benchArgs, MPI: j.spec.MPI}
 		if !c.send(a, msgLaunch, l) {
 			for i := range j.ranks {
 				if r := &j.ranks[i]; r.Node == a && !r.Exited {
@@ -452,6 +456,7 @@ func (c *Controller) maybeFinish(j *jobRecord) {
 		j.state = j.ending
 	}
 	j.end = time.Now()
+	delete(c.pmiGathers, j.id)
 	if err := c.core.Finished(gang.JobID(j.id), c.now()); err != nil {
 		c.log.Error("finished", zap.Int64("job", j.id), zap.Error(err))
 	}
@@ -518,6 +523,9 @@ func (c *Controller) Submit(ctx context.Context, spec JobSpec) (int64, error) {
 		}
 		c.nextID++
 		id = c.nextID
+		if spec.MPI == "" && spec.Bench == "" {
+			spec.MPI = c.cfg.MPI
+		}
 		if spec.Bench != "" && spec.BenchSeed == 0 {
 			spec.BenchSeed = uint64(id) // distinct, reproducible draws per job
 		}

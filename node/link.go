@@ -170,6 +170,13 @@ func (c *Controller) dial(m strobe.Meta) {
 				continue
 			}
 			c.post(func() { c.rankEnded(x) })
+		case msgPMIBarrier:
+			var x pmiBarrier
+			if err := frame.Decode(body, &x); err != nil {
+				log.Warn("malformed PMI barrier; dropped", zap.Error(err))
+				continue
+			}
+			c.post(func() { c.pmiBarrierIn(m.Name, x) })
 		default:
 			log.Warn("unexpected control message; dropped", zap.Uint8("type", uint8(t)))
 		}

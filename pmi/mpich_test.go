@@ -25,16 +25,12 @@ func mpicc(t *testing.T, src string) string {
 	return out
 }
 
-// runLocal runs a job's ranks as plain children with a Server answering
-// their PMI, as two "nodes" would (ranks alternate between them, each
-// node's barrier gathered by one Gather), and returns each rank's exit
-// error and output.
-func runLocal(t *testing.T, prog string, size int, args ...string) (errs []error, outs []string, failure string) {
+// runLocal runs a job's ranks as plain children with a Server per "node"
+// ("a" and "b") answering their PMI, rank r on nodes[r], their barriers
+// gathered by one Gather, and returns each rank's exit error and output.
+func runLocal(t *testing.T, prog string, nodes []string, args ...string) (errs []error, outs []string, failure string) {
 	t.Helper()
-	nodes := make([]string, size)
-	for r := range nodes {
-		nodes[r] = []string{"a", "b"}[r%2]
-	}
+	size := len(nodes)
 	var srvs map[string]*Server
 	gather := NewGather(nodes)
 	var mu sync.Mutex
@@ -122,7 +118,7 @@ func runLocal(t *testing.T, prog string, size int, args ...string) (errs []error
 // program itself.
 func TestMPICHRanksStartAndTalk(t *testing.T) {
 	prog := mpicc(t, "testdata/ring.c")
-	errs, outs, failure := runLocal(t, prog, 4, "2")
+	errs, outs, failure := runLocal(t, prog, []string{"a", "b", "a", "b"}, "2")
 	for r, err := range errs {
 		if err != nil {
 			t.Errorf("rank %d: %v\n%s", r, err, outs[r])
@@ -139,7 +135,7 @@ func TestMPICHRanksStartAndTalk(t *testing.T) {
 // message, and no rank is left running.
 func TestMPICHAbort(t *testing.T) {
 	prog := mpicc(t, "testdata/ring.c")
-	errs, outs, failure := runLocal(t, prog, 3, "abort")
+	errs, outs, failure := runLocal(t, prog, []string{"a", "a", "b"}, "abort")
 	if !strings.Contains(failure, "rank 2 called MPI_Abort/PMI_Abort (exit code 3)") || !strings.Contains(failure, "application called MPI_Abort") {
 		t.Errorf("failure %q, want rank 2's abort with code 3 and MPICH's message", failure)
 	}

@@ -185,7 +185,7 @@ func (s *Server) serve(js *jobServer, rc *rankConn) {
 			return
 		case out.Abort != nil:
 			msg := abortMessage(rc.errPath)
-			reason := fmt.Sprintf("rank %d called MPI_Abort/PMI_Abort (exit code %d)", out.Abort.Rank, out.Abort.Code)
+			reason := fmt.Sprintf("PMI: rank %d called MPI_Abort/PMI_Abort (exit code %d)", out.Abort.Rank, out.Abort.Code)
 			if msg != "" {
 				reason += ": " + msg
 			}

@@ -196,7 +196,7 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		argv:  argv,
 		env:   environ(s),
 		dir:   dir,
-		files: files,
+		files: append(files, s.ExtraFiles...),
 		cpu:   s.CPU,
 		reply: make(chan spawnResult, 1),
 	}

@@ -17,7 +17,7 @@ type spawnReq struct {
 	argv  []string
 	env   []string
 	dir   string
-	files []*os.File // stdin, stdout, stderr
+	files []*os.File // stdin, stdout, stderr, then Spec.ExtraFiles
 	cpu   int        // ≥ 0: pin the child to this CPU from its first instruction
 	reply chan spawnResult
 }

@@ -34,6 +34,10 @@ type Spec struct {
 	LogDir string
 	// CPU pins the rank to one CPU when ≥ 0; -1 means no pinning.
 	CPU int
+	// ExtraFiles are open files the rank inherits as descriptors 3, 4, …
+	// (a PMI socket, for instance). The caller keeps ownership: it closes
+	// its copies once Start returns.
+	ExtraFiles []*os.File
 	// Stopped starts the rank stopped: its program does not execute a
 	// single instruction before the first Cont (see the package doc).
 	Stopped bool

@@ -13,6 +13,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc > 1 && strcmp(argv[1], "abort") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD); /* everyone is past MPI_Init */
         if (rank == size - 1) {
             fprintf(stderr, "rank %d giving up\n", rank);
             MPI_Abort(MPI_COMM_WORLD, 3);

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/pmi"
+)
+
+// MPI process-management interfaces a job can ask for (JobSpec.MPI,
+// srun's --mpi).
+const (
+	MPINone = "none" // the ranks get no PMI
+	MPIPMI1 = "pmi1" // MPICH's simple PMI-1 over a socketpair (PMI_FD)
+)
+
+// ParseMPI checks an --mpi value ("" means the cluster's default).
+func ParseMPI(s string) (string, error) {
+	switch s {
+	case "", MPINone, MPIPMI1:
+		return s, nil
+	}
+	return "", fmt.Errorf("mpi %q: want none or pmi1", s)
+}
+
+// pmiBarrier carries a PMI barrier between an agent and the controller:
+// agent → controller when all its ranks of the job are in it
+// (msgPMIBarrier), controller → every agent of the job when all agents are
+// (msgPMIBarrierOut), with the puts made since the previous barrier.
+type pmiBarrier struct {
+	Job   int64             `msgpack:"job"`
+	Epoch uint64            `msgpack:"epoch"`
+	Puts  map[string]string `msgpack:"puts"`
+}
+
+// rankLayout sets a rank's environment for its node-local rank (every
+// job) and, for an MPI job, opens its PMI connection: the file goes to the
+// rank as descriptor pmi.FD; the caller closes it after the start.
+func (a *Agent) rankLayout(l launch, spec *rank.Spec) (*os.File, error) {
+	if len(l.Nodes) > spec.Rank {
+		local, per := pmi.LocalRanks(l.Nodes)
+		spec.Env = append(spec.Env, "COSCHED_LOCAL_RANK="+strconv.Itoa(local[spec.Rank]), "COSCHED_LOCAL_SIZE="+strconv.Itoa(per[spec.Rank]))
+	}
+	if l.MPI != MPIPMI1 {
+		return nil, nil
+	}
+	if len(l.Nodes) != l.Size {
+		return nil, fmt.Errorf("pmi: launch without the job's node list")
+	}
+	f, err := a.pmi.Rank(l.Job, spec.Rank, filepath.Join(spec.LogDir, fmt.Sprintf("rank-%d.err", spec.Rank)))
+	if err != nil {
+		return nil, err
+	}
+	spec.Env = append(spec.Env, pmi.Env(l.Nodes, spec.Rank)...)
+	spec.ExtraFiles = []*os.File{f}
+	return f, nil
+}
+
+// pmiBarrierIn sends a job's local barrier to the controller. Without a
+// controller it is dropped: the agent kills its ranks anyway.
+func (a *Agent) pmiBarrierIn(job int64, b pmi.Barrier) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn == nil {
+		a.log.Warn("PMI barrier with no controller; dropped", zap.Int64("job", job))
+		return
+	}
+	a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := frame.Write(a.conn, msgPMIBarrier, pmiBarrier{Job: job, Epoch: b.Epoch, Puts: b.Puts}); err != nil {
+		a.conn.Close() // the reader sees it and clears it
+		a.conn = nil
+	}
+}
+
+// pmiFail ends a job's local ranks: one aborted or broke the protocol.
+// Their exits carry the reason (pmi.Server.Failure) to the controller,
+// which ends the job everywhere.
+func (a *Agent) pmiFail(job int64, reason string) {
+	if err := a.ranks.Kill(job); err != nil {
+		a.log.Debug("kill after PMI failure", zap.Int64("job", job), zap.Error(err))
+	}
+}
+
+// pmiBarrierIn (controller) gathers an agent's barrier; when every agent
+// of the job is in, the barrier ends on all of them.
+func (c *Controller) pmiBarrierIn(node string, b pmiBarrier) {
+	j := c.jobs[b.Job]
+	if j == nil || j.state != Running || j.finishing() {
+		return
+	}
+	if c.pmiGathers == nil {
+		c.pmiGathers = map[int64]*pmi.Gather{}
+	}
+	g := c.pmiGathers[j.id]
+	if g == nil {
+		nodes := make([]string, len(j.ranks))
+		for i, r := range j.ranks {
+			nodes[i] = r.Node
+		}
+		g = pmi.NewGather(nodes)
+		c.pmiGathers[j.id] = g
+	}
+	done, err := g.In(node, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts})
+	if err != nil {
+		c.endJob(j, Failed, err.Error())
+		return
+	}
+	if done == nil {
+		return
+	}
+	for _, a := range g.Nodes() {
+		c.send(a, msgPMIBarrierOut, pmiBarrier{Job: j.id, Epoch: done.Epoch, Puts: done.Puts})
+	}
+}
