@@ -47,6 +47,7 @@ type agentFlags struct {
 	RankNice   int      `toml:"rank_nice"`
 	LogLevel   string   `toml:"log_level"`
 	LogFormat  string   `toml:"log_format"`
+	MPI        string   `toml:"mpi"`
 	// The priority-backfill options: reservations, reservations_mode and
 	// weights in the TOML file.
 	backfillFlags
@@ -130,6 +131,7 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
+	fl.StringVar(&f.MPI, "mpi", "none", "controller: the cluster's default process-management interface for jobs that give no --mpi: none or pmi1 (docs/mpi.md)")
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
@@ -161,7 +163,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
 		"realtime-priority": func() { f.Priority = fromFlags.Priority },
 		"reservations":      func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
-		"weights": func() { f.Weights = fromFlags.Weights },
+		"weights": func() { f.Weights = fromFlags.Weights }, "mpi": func() { f.MPI = fromFlags.MPI },
 	}
 	for name := range set {
 		if o, ok := override[name]; ok {
@@ -257,6 +259,9 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
+	if cfg.MPI, err = node.ParseMPI(f.MPI); err != nil {
+		errs = append(errs, fmt.Errorf("--mpi: %v", err))
+	}
 	changed := f.changed
 	if changed == nil {
 		changed = func(string) bool { return false }

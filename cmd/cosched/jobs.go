@@ -31,6 +31,10 @@ ran it. The time limit is the job's runtime estimate (backfilling uses it); a
 job still running at its limit is killed (TIMEOUT; --overrun extend lets it
 run on) — under gang scheduling the limit counts wall time dilated by the MPL.
 
+An MPI program built with MPICH runs with --mpi pmi1: the agents serve its
+ranks the PMI-1 protocol (docs/mpi.md); "cosched output --label JOB" prints
+every rank's output, labelled with its rank.
+
 A benchmark job (--bench) runs the agents' own "cosched bench-rank" with a
 ⟨g,v,comm,sync⟩ template: each rank computes for g ± v/2, then communicates
 (barrier, news or transpose; blocking B or non-blocking NB) through the
@@ -41,6 +45,7 @@ wait and wall time in the job's record (GET /v1/jobs/ID); cosched bench run
 collects them for whole workloads.`,
 		Example: `  cosched submit -n 8 -t 10m -- ./solver input.dat
   cosched submit -n 4 -t 30s --name spin --parsable -- sh -c 'while :; do :; done'
+  cosched submit -n 8 -t 5m --mpi pmi1 -- ./a.out
   cosched submit -n 8 --bench 50ms,25ms,news,NB --runtime 20s
   cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,6 +73,9 @@ collects them for whole workloads.`,
 				if spec.BenchWork != "cpu" && spec.BenchWork != "wall" {
 					errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
 				}
+			}
+			if _, err := node.ParseMPI(spec.MPI); err != nil {
+				errs = append(errs, fmt.Errorf("--mpi: %v", err))
 			}
 			if spec.Processors < 1 {
 				errs = append(errs, fmt.Errorf("-n %d: must be at least 1", spec.Processors))
@@ -129,6 +137,7 @@ collects them for whole workloads.`,
 	fl.IntVar(&spec.BenchIterations, "iterations", 0, "benchmark: iterations")
 	fl.StringVar(&spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
 	fl.Uint64Var(&spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
+	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
 	fl.BoolVar(&parsable, "parsable", false, "print only the job id")
 	cf.add(cmd)
 	return cmd
