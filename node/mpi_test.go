@@ -19,7 +19,7 @@ import (
 
 // mpiProgram compiles ../pmi/testdata/<name>.c with MPICH's mpicc, or
 // skips the test.
-func mpiProgram(t *testing.T, name string) string {
+func mpiProgram(t testing.TB, name string) string {
 	t.Helper()
 	cc, err := exec.LookPath("mpicc")
 	if err != nil {
