@@ -19,6 +19,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -309,14 +310,6 @@ func parseHexKey(s string) ([]byte, error) {
 	return key, nil
 }
 
-// readyInfo is what an agent writes to --ready-file once it is up.
-type readyInfo struct {
-	Name   string `json:"name"`
-	PID    int    `json:"pid"`
-	Gossip string `json:"gossip"`
-	API    string `json:"api"`
-}
-
 func runAgent(ctx context.Context, f *agentFlags) error {
 	cfg, err := agentConfig(f)
 	if err != nil {
@@ -333,7 +326,7 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		return err
 	}
 	if f.readyFile != "" {
-		b, _ := json.Marshal(readyInfo{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
+		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
 		if err := atomicfile.WriteFile(f.readyFile, b); err != nil {
 			a.Shutdown()
 			return err

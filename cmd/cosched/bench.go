@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/strobe"
 )
@@ -155,18 +157,16 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 	}()
 
 	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d)...\n", f.n, f.slice, f.mpl)
-	up := clusterUpFlags{n: f.n, mode: string(node.Gang), slice: f.slice.String(), mpl: f.mpl, policy: "fcfs",
-		processors: 1, stateDir: dir, priority: f.priority, timeout: 30*time.Second + time.Duration(f.n)*2*time.Second}
-	if err := clusterUp(ctx, io.Discard, &up); err != nil {
-		return err
-	}
-	rec, err := readCluster(dir)
+	o := localcluster.DefaultOptions()
+	o.Agents, o.Slice, o.MPL, o.Policy, o.StateDir, o.RealtimePriority = f.n, f.slice, f.mpl, gang.FCFS, dir, f.priority
+	o.Timeout = 30*time.Second + time.Duration(f.n)*2*time.Second
+	rec, err := localcluster.Up(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if left := stopAgents(rec.Agents, 10*time.Second); len(left) > 0 {
-			fmt.Fprintf(progress, "warning: agents still running after cluster down: %v\n", left)
+		if err := rec.Stop(10 * time.Second); err != nil {
+			fmt.Fprintf(progress, "warning: %v\n", err)
 		}
 	}()
 
@@ -183,7 +183,7 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 	return nil
 }
 
-func measureStrobes(ctx context.Context, progress io.Writer, rec *clusterRecord, f *benchStrobeFlags) (*StrobeReport, error) {
+func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, f *benchStrobeFlags) (*StrobeReport, error) {
 	ctl := node.NewClient(rec.API)
 	var ids []int64
 	for i := range f.mpl {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/strobe"
 )
@@ -174,23 +175,26 @@ type calibrator struct {
 }
 
 // cluster starts a local cluster, runs fn against it and stops it.
-func (c *calibrator) cluster(ctx context.Context, dir, mode string, n int, fn func(*clusterRecord) error) error {
+func (c *calibrator) cluster(ctx context.Context, dir string, mode node.Mode, n int, fn func(*localcluster.Cluster) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	fmt.Fprintf(c.progress, "calibrate: starting %d agents in %s mode...\n", n, mode)
-	up := clusterUpFlags{n: n, mode: mode, slice: c.f.slice.String(), mpl: c.f.mpl, policy: "easy", processors: 1,
-		stateDir: dir, priority: c.f.priority, bandwidth: c.f.bandwidth, timeout: 30*time.Second + time.Duration(n)*2*time.Second}
-	if err := clusterUp(ctx, io.Discard, &up); err != nil {
-		return fmt.Errorf("calibrate: %s cluster: %w", mode, err)
+	o := localcluster.DefaultOptions()
+	o.Agents, o.Mode, o.Slice, o.MPL, o.StateDir, o.RealtimePriority = n, mode, c.f.slice, c.f.mpl, dir, c.f.priority
+	if mode == node.Space {
+		o.MPL = 1
 	}
-	rec, err := readCluster(dir)
+	bw, _ := parseSize(c.f.bandwidth)
+	o.Bandwidth = float64(bw)
+	o.Timeout = 30*time.Second + time.Duration(n)*2*time.Second
+	rec, err := localcluster.Up(ctx, o)
 	if err != nil {
 		return fmt.Errorf("calibrate: %s cluster: %w", mode, err)
 	}
 	defer func() {
-		if left := stopAgents(rec.Agents, 10*time.Second); len(left) > 0 {
-			fmt.Fprintf(c.progress, "calibrate: warning: agents still running: %v\n", left)
+		if err := rec.Stop(10 * time.Second); err != nil {
+			fmt.Fprintf(c.progress, "calibrate: warning: %v\n", err)
 		}
 	}()
 	if err := fn(rec); err != nil {
@@ -201,7 +205,7 @@ func (c *calibrator) cluster(ctx context.Context, dir, mode string, n int, fn fu
 
 // space measures the relays, the launch and the compute scale.
 func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) error {
-	return c.cluster(ctx, dir, "space", 2, func(rec *clusterRecord) error {
+	return c.cluster(ctx, dir, node.Space, 2, func(rec *localcluster.Cluster) error {
 		api := node.NewClient(rec.API)
 		size := strconv.Itoa(p.Measured.MessageSize)
 		fmt.Fprintf(c.progress, "calibrate: relay ping-pong and stream...\n")
@@ -258,7 +262,7 @@ func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) 
 
 // bcs measures the slice switching and the delivery delay.
 func (c *calibrator) bcs(ctx context.Context, dir string, p *profile.Profile) error {
-	return c.cluster(ctx, dir, "bcs", c.f.nodes, func(rec *clusterRecord) error {
+	return c.cluster(ctx, dir, node.BCS, c.f.nodes, func(rec *localcluster.Cluster) error {
 		api := node.NewClient(rec.API)
 		fmt.Fprintf(c.progress, "calibrate: bcs delivery delay (%d barriers)...\n", c.f.barriers)
 		two, err := c.probe(ctx, api, dir, 2, "--test", probeBarrier, "--count", strconv.Itoa(c.f.barriers))

@@ -20,6 +20,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 )
 
@@ -335,19 +336,21 @@ func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c b
 			return res, err
 		}
 		fmt.Fprintf(progress, "%s starting %d agents...\n", tag, f.nodes)
-		up := clusterUpFlags{n: f.nodes, mode: string(mode), slice: f.slice.String(), mpl: f.mpl, policy: f.policy,
-			processors: 1, stateDir: state, priority: f.priority, bandwidth: f.bandwidth,
-			timeout: 30*time.Second + time.Duration(f.nodes)*2*time.Second}
-		if err := clusterUp(ctx, io.Discard, &up); err != nil {
-			return res, err
+		o := localcluster.DefaultOptions()
+		o.Agents, o.Mode, o.Slice, o.MPL, o.Policy, o.StateDir, o.RealtimePriority = f.nodes, mode, f.slice, f.mpl, gang.Policy(f.policy), state, f.priority
+		if mode == node.Space {
+			o.MPL = 1
 		}
-		rec, err := readCluster(state)
+		bw, _ := parseSize(f.bandwidth)
+		o.Bandwidth = float64(bw)
+		o.Timeout = 30*time.Second + time.Duration(f.nodes)*2*time.Second
+		rec, err := localcluster.Up(ctx, o)
 		if err != nil {
 			return res, err
 		}
 		defer func() {
-			if left := stopAgents(rec.Agents, 10*time.Second); len(left) > 0 {
-				fmt.Fprintf(progress, "%s warning: agents still running after the run: %v\n", tag, left)
+			if err := rec.Stop(10 * time.Second); err != nil {
+				fmt.Fprintf(progress, "%s warning: %v\n", tag, err)
 			}
 		}()
 		cl = node.NewClient(rec.API)

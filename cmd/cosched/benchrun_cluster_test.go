@@ -1,4 +1,4 @@
-package node_test
+package main
 
 import (
 	"bufio"
@@ -88,7 +88,7 @@ func TestBenchRunEndToEnd(t *testing.T) {
 	// working directories, must still find their relays.
 	cwd := t.TempDir()
 	out := filepath.Join(cwd, "results")
-	cmd := execCommand(coschedBin, "bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--modes", "bcs,space",
+	cmd := coschedCmd("bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--modes", "bcs,space",
 		"--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall", "--realtime-priority", "0", "--out", "results")
 	cmd.Dir = cwd
 	b, err := cmd.CombinedOutput()
@@ -168,7 +168,7 @@ func TestBenchRunOnAnExistingCluster(t *testing.T) {
 	state := t.TempDir()
 	env := append(os.Environ(), "COSCHED_STATE_DIR="+state)
 	cosched := func(args ...string) (string, error) {
-		cmd := execCommand(coschedBin, args...)
+		cmd := coschedCmd(args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -210,7 +210,7 @@ func TestBenchRunOnAnExistingCluster(t *testing.T) {
 // exits non-zero.
 func TestBenchRunInterrupted(t *testing.T) {
 	out := t.TempDir()
-	cmd := execCommand(coschedBin, "bench", "run", "--jobs", "30", "--mean-runtime", "1s", "--modes", "gang,space",
+	cmd := coschedCmd("bench", "run", "--jobs", "30", "--mean-runtime", "1s", "--modes", "gang,space",
 		"--nodes", "2", "--slice", "20ms", "--work", "wall", "--realtime-priority", "0", "--out", out)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
