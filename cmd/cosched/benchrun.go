@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -16,11 +14,10 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
+	"github.com/cosched/cosched/bench/measure"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 )
 
@@ -185,7 +182,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 		// An existing cluster fixes the mode, processors, slice and MPL:
 		// take them from it, and refuse flags that say otherwise.
 		cl = node.NewClient(f.addr)
-		if err := f.adoptCluster(ctx, cl, changed); err != nil {
+		if err := f.adoptCluster(ctx, progress, cl, changed); err != nil {
 			return err
 		}
 	}
@@ -219,31 +216,10 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if cl != nil {
 		run.Cluster = f.addr
 	}
-	var runErr error
-	for i, mode := range c.modes {
-		res, err := benchRunMode(ctx, progress, f, c, cl, mode, jobs, dir, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(c.modes)))
-		if row, serr := experiment.Simulate(ctx, c.simMach, c.point, mode); serr == nil {
-			res.Simulated = &row
-		} else if err == nil {
-			err = fmt.Errorf("simulating: %w", serr)
-		}
-		run.Modes = append(run.Modes, res)
-		if err != nil {
-			runErr = fmt.Errorf("%s: %w", mode, err)
-			break
-		}
-	}
-	// A job that did not complete makes the run's figures meaningless:
-	// say which and why, and fail.
-	for _, m := range run.Modes {
-		for _, r := range m.Jobs {
-			if !r.Completed() && runErr == nil {
-				runErr = fmt.Errorf("%s: %d of %d jobs did not complete; job %d (workload job %d) is %s: %s (rank output under %s)",
-					m.Mode, m.Summary.Jobs-m.Summary.Completed, m.Summary.Jobs, r.ID, r.Seq, r.State, r.Reason,
-					filepath.Join(dir, string(m.Mode), "state", "agents"))
-			}
-		}
-	}
+	bw, _ := parseSize(f.bandwidth)
+	runErr := measure.RunModes(ctx, measure.RunOptions{Modes: c.modes, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl, Policy: gang.Policy(f.policy),
+		Bandwidth: float64(bw), RealtimePriority: f.priority, Work: c.work, StallTimeout: f.stallTimeout, Cluster: cl, Dir: dir,
+		Machine: c.simMach, Point: c.point, Progress: progress}, jobs, &run)
 	if err := experiment.WriteResults(dir, &run); err != nil {
 		return err
 	}
@@ -258,23 +234,15 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 
 // adoptCluster takes the mode, processors, slice and MPL of the cluster
 // behind cl into f. A flag the user set to something else is an error
-// naming it: the run would not be what was asked for.
-func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, changed func(string) bool) error {
+// naming it: the run would not be what was asked for. CPU-burning ranks
+// on more of this host's processors than it has cores are refused unless
+// --work cpu is given (then a warning): they would compete for the cores.
+func (f *benchRunFlags) adoptCluster(ctx context.Context, progress io.Writer, cl *node.Client, changed func(string) bool) error {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rep, err := cl.Nodes(qctx, true)
+	cs, err := measure.Inspect(qctx, cl)
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", f.addr, err)
-	}
-	if rep.Cluster == nil {
-		return fmt.Errorf("--addr %s: the controller did not report its configuration", f.addr)
-	}
-	cs := rep.Cluster
-	procs := 0
-	for _, n := range rep.Nodes {
-		if n.State == "up" {
-			procs += len(n.Columns)
-		}
 	}
 	var errs []error
 	conflict := func(flag string, mine, theirs any) {
@@ -283,9 +251,9 @@ func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, chang
 		}
 	}
 	conflict("modes", f.modes, cs.Mode)
-	conflict("nodes", f.nodes, procs)
-	if cs.Mode == node.Gang || cs.Mode == node.BCS {
-		conflict("slice", f.slice, cs.Slice.D)
+	conflict("nodes", f.nodes, cs.Processors)
+	if cs.Mode.TimeShared() {
+		conflict("slice", f.slice, cs.Slice)
 		conflict("mpl", f.mpl, cs.MPL)
 	}
 	if cs.Policy != "" {
@@ -297,15 +265,24 @@ func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, chang
 			errs = append(errs, fmt.Errorf("--%s: set on the cluster's agents, not by bench run, when --addr is given", flag))
 		}
 	}
+	if cores := runtime.NumCPU(); cs.LocalProcessors > cores && f.work != "wall" {
+		msg := fmt.Sprintf("the cluster at --addr has %d processors on this host, which has %d cores: ranks burning CPU would compete for them and the measurement would not be the simulated machine's; pass --work wall",
+			cs.LocalProcessors, cores)
+		if f.work == "cpu" {
+			fmt.Fprintf(progress, "warning: %s (--work cpu given: running anyway)\n", msg)
+		} else {
+			errs = append(errs, errors.New("--work: "+msg+" (or --work cpu to run anyway)"))
+		}
+	}
 	if len(errs) > 0 {
 		return flagErrors(errs)
 	}
-	if procs == 0 {
+	if cs.Processors == 0 {
 		return fmt.Errorf("--addr %s: no processor of the cluster is up", f.addr)
 	}
-	f.modes, f.nodes = string(cs.Mode), procs
-	if cs.Mode == node.Gang || cs.Mode == node.BCS {
-		f.slice, f.mpl = cs.Slice.D, cs.MPL
+	f.modes, f.nodes = string(cs.Mode), cs.Processors
+	if cs.Mode.TimeShared() {
+		f.slice, f.mpl = cs.Slice, cs.MPL
 	} else {
 		f.mpl = 1
 	}
@@ -313,100 +290,4 @@ func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, chang
 		f.work = "cpu" // agents on their own hosts: burn CPU
 	}
 	return nil
-}
-
-// benchRunMode runs the workload in one mode: on a fresh local cluster, or
-// on the cluster behind cl.
-func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c benchRunConfig, cl *node.Client, mode node.Mode,
-	jobs []experiment.Job, dir, tag string) (res experiment.ModeResult, err error) {
-	res.Mode = mode
-	start := time.Now()
-	defer func() {
-		res.Elapsed = time.Since(start)
-		if err != nil {
-			res.Error = err.Error()
-		}
-	}()
-	if err := os.MkdirAll(filepath.Join(dir, string(mode)), 0o755); err != nil {
-		return res, err
-	}
-	if cl == nil {
-		state := filepath.Join(dir, string(mode), "state")
-		if err := os.MkdirAll(state, 0o755); err != nil {
-			return res, err
-		}
-		fmt.Fprintf(progress, "%s starting %d agents...\n", tag, f.nodes)
-		o := localcluster.DefaultOptions()
-		o.Agents, o.Mode, o.Slice, o.MPL, o.Policy, o.StateDir, o.RealtimePriority = f.nodes, mode, f.slice, f.mpl, gang.Policy(f.policy), state, f.priority
-		if mode == node.Space {
-			o.MPL = 1
-		}
-		bw, _ := parseSize(f.bandwidth)
-		o.Bandwidth = float64(bw)
-		o.Timeout = 30*time.Second + time.Duration(f.nodes)*2*time.Second
-		rec, err := localcluster.Up(ctx, o)
-		if err != nil {
-			return res, err
-		}
-		defer func() {
-			if err := rec.Stop(10 * time.Second); err != nil {
-				fmt.Fprintf(progress, "%s warning: %v\n", tag, err)
-			}
-		}()
-		cl = node.NewClient(rec.API)
-	}
-	lastDone, lastPrint := -1, time.Time{}
-	recs, err := experiment.Replay(ctx, cl, jobs, experiment.Options{Work: c.work,
-		StallAfter: stallTimeout(f, jobs),
-		Progress: func(p experiment.Progress) {
-			if p.Done != lastDone || time.Since(lastPrint) > 10*time.Second {
-				fmt.Fprintf(progress, "%s %d/%d jobs done, %d submitted, %v\n", tag, p.Done, p.Total, p.Submitted, p.Elapsed.Round(time.Second))
-				lastDone, lastPrint = p.Done, time.Now()
-			}
-		}})
-	if errors.Is(err, experiment.ErrStalled) {
-		// What every agent knew when the run hung: the evidence a bug
-		// report needs, taken before the cluster is stopped.
-		path := filepath.Join(dir, string(mode), "nodes-at-stall.json")
-		if derr := dumpNodeStats(cl, path); derr == nil {
-			err = fmt.Errorf("%w (the agents' state: %s)", err, path)
-		}
-	}
-	res.Jobs = recs
-	res.Summary = experiment.Summarize(recs, f.nodes, metrics.DefaultTau)
-	tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	res.Nodes, _ = experiment.CollectNodeTotals(tctx, cl) // best effort: the counters are for the record
-	cancel()
-	if werr := experiment.WriteRecordsCSV(filepath.Join(dir, string(mode), "jobs.csv"), recs); werr != nil && err == nil {
-		err = werr
-	}
-	return res, err
-}
-
-// stallTimeout is --stall-timeout, or by default long enough for the
-// longest job to run time-shared at the MPL with room to spare.
-func stallTimeout(f *benchRunFlags, jobs []experiment.Job) time.Duration {
-	if f.stallTimeout > 0 {
-		return f.stallTimeout
-	}
-	var longest time.Duration
-	for _, j := range jobs {
-		longest = max(longest, j.Estimate)
-	}
-	return max(2*time.Minute, 4*time.Duration(f.mpl)*longest)
-}
-
-// dumpNodeStats writes the cluster's GET /v1/nodes?stats=1 to path.
-func dumpNodeStats(cl *node.Client, path string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	nodes, err := cl.Nodes(ctx, true)
-	if err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(nodes, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,5 +243,32 @@ func TestBenchRunInterrupted(t *testing.T) {
 	}
 	if s := res.Modes[0].Summary; s.Completed < 2 || s.Completed >= 30 {
 		t.Fatalf("kept %d finished jobs", s.Completed)
+	}
+}
+
+// bench run --addr on a cluster whose processors on this host outnumber
+// its cores refuses CPU-burning ranks, naming --work wall; --work cpu
+// runs anyway with a warning.
+func TestBenchRunAddrChecksCores(t *testing.T) {
+	state := t.TempDir()
+	procs := strconv.Itoa(runtime.NumCPU() + 1)
+	if code, out, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-n", "1", "--processors", procs, "--mode", "space",
+		"--realtime-priority", "0"); code != 0 {
+		t.Fatalf("cluster up: exit %d\n%s%s", code, out, stderr)
+	}
+	t.Cleanup(func() { cli(t, "", "cluster", "down", "--state-dir", state) })
+	rec, err := os.ReadFile(filepath.Join(state, "cluster.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ API string }
+	json.Unmarshal(rec, &c)
+	code, _, stderr := cli(t, "", "bench", "run", "--addr", c.API, "--jobs", "1", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "pass --work wall") || !strings.Contains(stderr, procs+" processors on this host") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = cli(t, "", "bench", "run", "--addr", c.API, "--jobs", "1", "--mean-runtime", "200ms", "--work", "cpu", "--out", t.TempDir())
+	if code != 0 || !strings.Contains(stderr, "warning: ") || !strings.Contains(stderr, "--work cpu given") {
+		t.Fatalf("--work cpu: exit %d\n%s", code, stderr)
 	}
 }

@@ -89,7 +89,7 @@ type clusterUpFlags struct {
 }
 
 // clusterUpFlagNames maps localcluster.Options' fields to cluster up's flags.
-var clusterUpFlagNames = map[string]string{"Agents": "-n", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
+var clusterUpFlagNames = flagNames{"Agents": "-n", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
 	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations",
 	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout"}
 
@@ -168,22 +168,13 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	}
 	for _, e := range fielderr.All(o.Validate()) {
 		if flag := clusterUpFlagNames[e.Field]; !parsed[flag] {
-			errs = append(errs, fieldFlagError(e, clusterUpFlagNames))
+			errs = append(errs, clusterUpFlagNames.error(e))
 		}
 	}
 	if len(errs) > 0 {
 		return o, flagErrors(errs)
 	}
 	return o, nil
-}
-
-// fieldFlagError names a library's bad field by its flag.
-func fieldFlagError(e *fielderr.Error, flags map[string]string) error {
-	name := flags[e.Field]
-	if name == "" {
-		return e
-	}
-	return fmt.Errorf("%s %v: %s", name, e.Value, e.Reason)
 }
 
 func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
