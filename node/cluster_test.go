@@ -219,7 +219,9 @@ func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration
 }
 
 // jobPIDs finds the live processes of a job by their COSCHED_JOB
-// environment variable (the shim passes it on to the program).
+// environment variable (the shim passes it on to the program), among this
+// test's ranks: the children of this process, whose agents run in it
+// (other tests on the machine have jobs of the same numbers).
 func jobPIDs(t *testing.T, id int64) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -238,12 +240,30 @@ func jobPIDs(t *testing.T, id int64) []int {
 		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
 			continue
 		}
-		if procState(pid) == 'Z' || procState(pid) == 0 {
+		if procState(pid) == 'Z' || procState(pid) == 0 || parentOf(pid) != self {
 			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// parentOf is a process's parent pid from /proc/pid/stat (0 if gone).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // procState is a process's state letter from /proc/pid/stat (0 if gone).
