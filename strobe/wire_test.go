@@ -130,9 +130,9 @@ func TestWireForwardCompatible(t *testing.T) {
 func TestMarshalRejects(t *testing.T) {
 	for _, m := range []Message{
 		nil,
-		&Strobe{Epoch: 1},                      // seq 0
-		&Heartbeat{Seq: 1},                     // no sender
-		&Heartbeat{From: "a"},                  // seq 0
+		&Strobe{Epoch: 1},     // seq 0
+		&Heartbeat{Seq: 1},    // no sender
+		&Heartbeat{From: "a"}, // seq 0
 		&Heartbeat{From: strings.Repeat("x", MaxNameLen+1), Seq: 1},
 	} {
 		if b, err := Marshal(m); err == nil {
