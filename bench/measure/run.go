@@ -6,13 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/localcluster"
@@ -40,6 +46,76 @@ type RunOptions struct {
 	Point    sweep.Point   // the simulated side's sweep point
 	Exe      string        // the cosched binary (default: this process's)
 	Progress io.Writer     // progress lines (nil: none)
+}
+
+// Validate checks every field (errors keyed by field, fielderr; the
+// simulated side's as "Point.Jobs", "Machine.MeanRuntime", …).
+func (o RunOptions) Validate() error {
+	var errs []error
+	bad := func(field string, v any, format string, args ...any) {
+		errs = append(errs, fielderr.New(field, v, format, args...))
+	}
+	seen := map[node.Mode]bool{}
+	for _, m := range o.Modes {
+		switch {
+		case !slices.Contains(node.Modes(), m):
+			bad("Modes", nil, "unknown mode %q (valid: space, gang, bcs)", m)
+		case m == node.Local:
+			bad("Modes", nil, "local is not a scheduling mode to compare (use space, gang, bcs)")
+		case seen[m]:
+			bad("Modes", nil, "%s twice", m)
+		}
+		seen[m] = true
+	}
+	if len(o.Modes) == 0 {
+		bad("Modes", nil, "no mode")
+	}
+	if o.Nodes < 1 || o.Nodes > 1<<20 {
+		bad("Nodes", o.Nodes, "must be from 1 to %d", 1<<20)
+	}
+	if o.Slice < localcluster.MinSlice || o.Slice > localcluster.MaxSlice {
+		bad("Slice", o.Slice, "must be from %v to %v", localcluster.MinSlice, localcluster.MaxSlice)
+	}
+	if o.MPL < 1 || o.MPL > localcluster.MaxMPL {
+		bad("MPL", o.MPL, "must be from 1 to %d", localcluster.MaxMPL)
+	}
+	if info, err := jss.LookupPolicy(string(o.Policy)); err != nil || info.Engine != jss.EngineMatrix {
+		bad("Policy", nil, "unknown policy %q (valid: %s)", o.Policy, strings.Join(policyNames(), ", "))
+	}
+	if !(o.Bandwidth >= 0) || o.Bandwidth > math.MaxInt64 {
+		bad("Bandwidth", o.Bandwidth, "want bytes per second, or 0 for unlimited")
+	}
+	if o.Work != WorkCPU && o.Work != WorkWall {
+		bad("Work", fmt.Sprintf("%q", o.Work), "want cpu or wall")
+	}
+	if o.StallTimeout < 0 {
+		bad("StallTimeout", o.StallTimeout, "must not be negative")
+	}
+	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
+		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
+	}
+	if _, err := bench.LookupWorkload(o.Point.Workload); err != nil {
+		bad("Point.Workload", nil, "%v", err)
+	}
+	if o.Point.Jobs < 1 || o.Point.Jobs > 1_000_000 {
+		bad("Point.Jobs", o.Point.Jobs, "must be from 1 to 1000000")
+	}
+	if !(o.Point.Load > 0) || math.IsInf(o.Point.Load, 0) {
+		bad("Point.Load", o.Point.Load, "must be positive")
+	}
+	if o.Machine.MeanRuntime <= 0 {
+		bad("Machine.MeanRuntime", o.Machine.MeanRuntime, "must be positive")
+	}
+	return errors.Join(errs...)
+}
+
+// policyNames are the matrix core's policies, the ones a cluster runs.
+func policyNames() []string {
+	var out []string
+	for _, p := range gang.Policies() {
+		out = append(out, string(p))
+	}
+	return out
 }
 
 // RunModes runs jobs under each of o.Modes in turn, each beside the

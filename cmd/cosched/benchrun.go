@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
 	"github.com/cosched/cosched/bench/measure"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
 )
@@ -92,87 +93,55 @@ processors' time from the first submission to the last end.`,
 
 // benchRunConfig is a validated bench run.
 type benchRunConfig struct {
-	machine sweep.Machine
-	simMach sweep.Machine // the simulated side's: machine with the profile applied
+	opts    measure.RunOptions
+	machine sweep.Machine // the workload's machine (the simulated side's is opts.Machine: the profile applied)
 	profile *profile.Profile
-	point   sweep.Point
-	modes   []node.Mode
-	work    string
 }
 
+var benchRunFlagNames = flagNames{"Modes": "--modes", "Nodes": "--nodes", "Slice": "--slice", "MPL": "--mpl", "Policy": "--policy",
+	"Bandwidth": "--bandwidth", "Work": "--work", "StallTimeout": "--stall-timeout", "RealtimePriority": "--realtime-priority",
+	"Point.Workload": "--workload", "Point.Jobs": "--jobs", "Point.Load": "--load", "Machine.MeanRuntime": "--mean-runtime"}
+
+// validate parses the flags into the run's options and checks them all
+// (measure.RunOptions.Validate), every problem named by its flag.
 func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	var errs []error
-	var c benchRunConfig
-	if _, err := bench.LookupWorkload(f.workload); err != nil {
-		errs = append(errs, fmt.Errorf("--workload: %v", err))
-	}
-	if f.jobs < 1 {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
-	}
-	if !(f.load > 0) {
-		errs = append(errs, fmt.Errorf("--load %g: must be positive", f.load))
-	}
-	if f.nodes < 1 {
-		errs = append(errs, fmt.Errorf("--nodes %d: must be at least 1", f.nodes))
-	}
-	if f.slice < time.Millisecond {
-		errs = append(errs, fmt.Errorf("--slice %v: must be at least 1ms", f.slice))
-	}
-	if f.mpl < 1 {
-		errs = append(errs, fmt.Errorf("--mpl %d: must be at least 1", f.mpl))
-	}
-	if f.meanRuntime <= 0 {
-		errs = append(errs, fmt.Errorf("--mean-runtime %v: must be positive", f.meanRuntime))
-	}
-	if f.stallTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--stall-timeout %v: must not be negative", f.stallTimeout))
-	}
-	seen := map[node.Mode]bool{}
+	o := measure.RunOptions{Nodes: f.nodes, Slice: f.slice, MPL: f.mpl, Policy: gang.Policy(f.policy), RealtimePriority: f.priority,
+		Work: cmp.Or(f.work, measure.DefaultWork(f.nodes)), StallTimeout: f.stallTimeout}
 	for _, s := range strings.Split(f.modes, ",") {
 		m, err := node.ParseMode(strings.TrimSpace(s))
-		switch {
-		case err != nil:
+		if err != nil {
 			errs = append(errs, fmt.Errorf("--modes: %v", err))
-		case m == node.Local:
-			errs = append(errs, fmt.Errorf("--modes: local is not a scheduling mode to compare (use space, gang, bcs)"))
-		case seen[m]:
-			errs = append(errs, fmt.Errorf("--modes: %s twice", m))
-		default:
-			seen[m] = true
-			c.modes = append(c.modes, m)
+			continue
 		}
-	}
-	c.work = f.work
-	switch {
-	case f.work == "" && f.nodes > runtime.NumCPU():
-		c.work = "wall"
-	case f.work == "":
-		c.work = "cpu"
-	case f.work != "cpu" && f.work != "wall":
-		errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", f.work))
+		o.Modes = append(o.Modes, m)
 	}
 	if bw, err := parseSize(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
 		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
+	} else {
+		o.Bandwidth = float64(bw)
 	}
-	if _, err := gang.ParsePolicy(f.policy); err != nil {
-		errs = append(errs, fmt.Errorf("--policy: %v", err))
+	c := benchRunConfig{machine: sweep.DefaultMachine()}
+	c.machine.Processors, c.machine.MemoryPerProc, c.machine.MeanRuntime = f.nodes, 0, f.meanRuntime
+	o.Machine = c.machine
+	o.Point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
+	unparsed := len(errs) > 0 && len(o.Modes) == 0 // then "no mode" says nothing new
+	for _, e := range fielderr.All(o.Validate()) {
+		if e.Field != "Modes" || !unparsed {
+			errs = append(errs, benchRunFlagNames.error(e))
+		}
 	}
 	if len(errs) > 0 {
 		return c, flagErrors(errs)
 	}
-	c.machine = sweep.DefaultMachine()
-	c.machine.Processors = f.nodes
-	c.machine.MemoryPerProc = 0
-	c.machine.MeanRuntime = f.meanRuntime
-	c.simMach = c.machine
 	if f.profile != "" {
 		p, err := profile.Load(f.profile)
 		if err != nil {
 			return c, fmt.Errorf("--profile: %w", err)
 		}
-		c.profile, c.simMach = p, p.Apply(c.machine)
+		c.profile, o.Machine = p, p.Apply(c.machine)
 	}
-	c.point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
+	c.opts = o
 	return c, nil
 }
 
@@ -190,7 +159,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if err != nil {
 		return err
 	}
-	jobs, err := experiment.Workload(c.machine, c.point)
+	jobs, err := experiment.Workload(c.machine, c.opts.Point)
 	if err != nil {
 		return err
 	}
@@ -206,9 +175,9 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 		where = "the cluster at " + f.addr
 	}
 	fmt.Fprintf(progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
-		len(jobs), f.workload, f.nodes, where, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.work, dir)
+		len(jobs), f.workload, f.nodes, where, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.opts.Work, dir)
 	run := experiment.Run{Workload: f.workload, Jobs: f.jobs, Load: f.load, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl,
-		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.simMach),
+		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.opts.Work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.opts.Machine),
 		Started: time.Now(), WorkloadJobs: jobs}
 	if c.profile != nil {
 		run.Profile = &experiment.ProfileRef{Path: f.profile, Profile: c.profile}
@@ -216,10 +185,9 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if cl != nil {
 		run.Cluster = f.addr
 	}
-	bw, _ := parseSize(f.bandwidth)
-	runErr := measure.RunModes(ctx, measure.RunOptions{Modes: c.modes, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl, Policy: gang.Policy(f.policy),
-		Bandwidth: float64(bw), RealtimePriority: f.priority, Work: c.work, StallTimeout: f.stallTimeout, Cluster: cl, Dir: dir,
-		Machine: c.simMach, Point: c.point, Progress: progress}, jobs, &run)
+	o := c.opts
+	o.Cluster, o.Dir, o.Progress = cl, dir, progress
+	runErr := measure.RunModes(ctx, o, jobs, &run)
 	if err := experiment.WriteResults(dir, &run); err != nil {
 		return err
 	}

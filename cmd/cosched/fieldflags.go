@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/cosched/cosched/internal/fielderr"
 )
@@ -30,5 +30,5 @@ func (names flagNames) error(e *fielderr.Error) error {
 	if !ok {
 		return e
 	}
-	return fmt.Errorf("%s %v: %s", name, e.Value, e.Reason)
+	return errors.New(fielderr.Format(name, e))
 }

@@ -9,14 +9,24 @@ import (
 )
 
 // Error is one bad field: Field is the Go name (e.g. "Slice"), Value what
-// it held, Reason why it is refused ("must be at least 1ms").
+// it held (nil: the reason says it), Reason why it is refused ("must be at
+// least 1ms").
 type Error struct {
 	Field  string
 	Value  any
 	Reason string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Reason) }
+func (e *Error) Error() string { return Format(e.Field, e) }
+
+// Format is e's message with name in place of its field: "name value:
+// reason", or "name: reason" without a value.
+func Format(name string, e *Error) string {
+	if e.Value == nil {
+		return fmt.Sprintf("%s: %s", name, e.Reason)
+	}
+	return fmt.Sprintf("%s %v: %s", name, e.Value, e.Reason)
+}
 
 // New returns an *Error.
 func New(field string, value any, format string, args ...any) *Error {
