@@ -1,0 +1,14 @@
+// Package docs holds cosched's user documentation (the pages linked from
+// the README). It has no Go code: its tests keep the documentation honest.
+//
+//   - TestReadmeCommands runs the README's shell blocks, in order, in a
+//     temporary directory with a freshly built cosched first on PATH.
+//     Every ```sh and ```go block carries an HTML comment on the line
+//     before it saying how it is tested: `<!-- test: run -->` (run it;
+//     each command gets a time budget, `timeout=D` sets the whole block's),
+//     `<!-- test: file=PATH -->` (write the block to PATH, for the blocks
+//     after it), or `<!-- test: skip (why) -->`. A block without one fails
+//     the test, so a new command cannot slip in untested by accident.
+//   - TestLinks checks every relative link of README.md and docs/*.md: the
+//     file exists, and an #anchor names a heading of it.
+package docs
