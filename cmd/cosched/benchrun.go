@@ -41,6 +41,7 @@ type benchRunFlags struct {
 	stallTimeout time.Duration
 	addr         string
 	profile      string
+	wide         bool
 }
 
 func newBenchRunCmd() *cobra.Command {
@@ -88,6 +89,7 @@ processors' time from the first submission to the last end.`,
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off)")
 	fl.StringVar(&f.addr, "addr", "", "run on the existing cluster whose controller API is at HOST:PORT (its mode, processors, slice and MPL) instead of starting local ones")
 	fl.StringVar(&f.profile, "profile", "", "simulate with this machine profile (from cosched bench calibrate) instead of the default machine costs")
+	fl.BoolVar(&f.wide, "wide", false, "print a column per measured and simulated value, with slowdown, makespan and slot reuses (the default table pairs them)")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
 	return cmd
 }
@@ -226,6 +228,11 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 		} else if err == nil {
 			err = fmt.Errorf("simulating: %w", serr)
 		}
+		if sj, serr := experiment.SimulateJobs(ctx, c.simMach, c.point, mode); serr == nil {
+			res.SimJobs = sj
+		} else if err == nil {
+			err = fmt.Errorf("simulating: %w", serr)
+		}
 		run.Modes = append(run.Modes, res)
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", mode, err)
@@ -250,7 +257,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if err != nil {
 		return err
 	}
-	experiment.WriteTable(out, &run)
+	experiment.WriteTable(out, &run, f.wide)
 	fmt.Fprintf(out, "\nreport: %s; per-job records: %s/MODE/jobs.csv; metrics: %s/results.csv, %s/results.json\n", report, dir, dir, dir)
 	return runErr
 }

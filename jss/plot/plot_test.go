@@ -266,7 +266,7 @@ func TestNiceTicks(t *testing.T) {
 		{0, 0.09, "0.00 0.02 0.04 0.06 0.08"},
 	} {
 		var labels []string
-		for _, tk := range (niceTicks{}).Ticks(tc.lo, tc.hi) {
+		for _, tk := range (NiceTicks{}).Ticks(tc.lo, tc.hi) {
 			if tk.Label != "" {
 				labels = append(labels, tk.Label)
 			}
