@@ -276,3 +276,20 @@ func TestNiceTicks(t *testing.T) {
 		}
 	}
 }
+
+// The x axis runs a little past the first and last points, so that their
+// markers and tick labels are drawn whole.
+func TestXAxisMargin(t *testing.T) {
+	for _, sl := range [][]int{{5, 10, 100}, {10, 50}} {
+		figs, _ := Figures(rows([]jss.Mode{jss.BGS}, []int{2}, sl, []float64{0.5}, []int64{0}, []uint64{1}))
+		ch := figs[0].chart
+		p, err := ch.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := ch.xRange()
+		if !(p.X.Min < lo && p.X.Max > hi) || p.X.Min <= 0 {
+			t.Errorf("slices %v (log %v): axis %v–%v, points %v–%v", sl, ch.logX, p.X.Min, p.X.Max, lo, hi)
+		}
+	}
+}

@@ -142,6 +142,17 @@ func (ch chart) build() (*gplot.Plot, error) {
 		p.Add(sc)
 		p.Legend.Add(s.label, line, sc)
 	}
+	// A margin either side, so that the markers and tick labels at the ends
+	// of the x range are drawn whole rather than cut by the plot's edge.
+	if xmax > xmin {
+		if ch.logX && xmin > 0 {
+			f := math.Pow(xmax/xmin, 0.03)
+			p.X.Min, p.X.Max = xmin/f, xmax*f
+		} else if !ch.logX {
+			pad := 0.03 * (xmax - xmin)
+			p.X.Min, p.X.Max = xmin-pad, xmax+pad
+		}
+	}
 	if ch.logX {
 		p.X.Scale = gplot.LogScale{}
 	}
