@@ -4,9 +4,9 @@
 //   - TestReadmeCommands runs the README's shell blocks, in order, in a
 //     temporary directory with a freshly built cosched first on PATH.
 //     Every ```sh and ```go block carries an HTML comment on the line
-//     before it saying how it is tested: `<!-- test: run -->` (run it
-//     with sh -e; the block gets 30 s per command, or `timeout=D`;
-//     `expect=REGEXP`, last, is what its output must match),
+//     before it saying how it is tested: `<!-- test: run -->` (run its
+//     commands one by one in one sh -e, each within 30 s, or `timeout=D`;
+//     `expect=REGEXP`, last, is what the block's output must match),
 //     `<!-- test: file=PATH -->` (write the block to PATH, for the blocks
 //     after it), or `<!-- test: skip (why) -->`. A block without one fails
 //     the test, so a new command cannot slip in untested by accident.

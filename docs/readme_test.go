@@ -2,7 +2,6 @@ package docs_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -79,13 +78,14 @@ func readBlocks(path string) ([]block, error) {
 // plan is how a block is tested, from its marker.
 type plan struct {
 	kind    string         // "run", "file" or "skip"
-	timeout time.Duration  // run: the whole block's budget (0: commandBudget per command)
+	timeout time.Duration  // run: each command's budget (0: commandBudget)
 	expect  *regexp.Regexp // run: what its standard output must match
 	file    string         // file: where the block goes, relative to the work directory
 }
 
-// parsePlan reads a marker: `run [timeout=D] [expect=REGEXP]` (expect
-// takes the rest of the marker), `file=PATH` or `skip (reason)`.
+// parsePlan reads a marker: `run [timeout=D] [expect=REGEXP]` (D is each
+// command's budget; expect takes the rest of the marker), `file=PATH` or
+// `skip (reason)`.
 func parsePlan(marker string) (plan, error) {
 	switch {
 	case marker == "":
@@ -129,18 +129,28 @@ func parsePlan(marker string) (plan, error) {
 	return pl, nil
 }
 
-// commands counts the shell commands of a block: its non-blank lines that
-// are not comments or continuations of the line before.
-func commands(body string) int {
-	n, cont := 0, false
+// commands splits a block into its shell commands: its non-blank lines
+// that are not comments, each with the lines it continues with a
+// trailing backslash.
+func commands(body string) []string {
+	var cmds []string
+	cur := ""
 	for _, l := range strings.Split(body, "\n") {
-		l = strings.TrimSpace(l)
-		if l != "" && !strings.HasPrefix(l, "#") && !cont {
-			n++
+		if cur == "" && (strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#")) {
+			continue
 		}
-		cont = strings.HasSuffix(l, "\\")
+		cur += l
+		if strings.HasSuffix(strings.TrimSpace(l), "\\") {
+			cur += "\n"
+			continue
+		}
+		cmds = append(cmds, cur)
+		cur = ""
 	}
-	return n
+	if cur != "" {
+		cmds = append(cmds, cur)
+	}
+	return cmds
 }
 
 func TestParsePlan(t *testing.T) {
@@ -177,8 +187,9 @@ func TestParsePlan(t *testing.T) {
 			t.Errorf("parsePlan(%q) = %s (err %v), want %s", tc.marker, got, err, tc.want)
 		}
 	}
-	if n := commands("a \\\n  b\n# c\n\nd # e\n"); n != 2 {
-		t.Errorf("commands: %d, want 2", n)
+	got := commands("a \\\n  b\n# c\n\nd # e\n")
+	if want := []string{"a \\\n  b", "d # e"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("commands: %q, want %q", got, want)
 	}
 }
 
@@ -237,11 +248,12 @@ func TestReadmeCommands(t *testing.T) {
 		}
 		budget := pl.timeout
 		if budget == 0 {
-			budget = time.Duration(commands(b.body)) * commandBudget
+			budget = commandBudget
 		}
+		cmds := commands(b.body)
 		start := time.Now()
-		out, err := runBlock(b.body, work, env, budget)
-		t.Logf("README.md:%d: %d commands in %v", b.line, commands(b.body), time.Since(start).Round(time.Millisecond))
+		out, err := runBlock(cmds, work, env, budget)
+		t.Logf("README.md:%d: %d commands in %v", b.line, len(cmds), time.Since(start).Round(time.Millisecond))
 		if err != nil {
 			t.Fatalf("README.md:%d: %v\n--- block\n%s--- output\n%s", b.line, err, b.body, out)
 		}
@@ -258,24 +270,94 @@ func TestReadmeCommands(t *testing.T) {
 	}
 }
 
-// runBlock runs body with sh -e in dir and returns its combined output. A
-// block that outlives budget is killed with its whole process group.
-func runBlock(body, dir string, env []string, budget time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-e", "-c", body)
-	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		return string(out), fmt.Errorf("still running after its budget of %v (killed)", budget)
-	}
+// runBlock runs cmds one after another in one sh -e, so that variables
+// and cd carry over as in a terminal, each with stdin from /dev/null and
+// at most budget to finish. It returns their combined output. A command
+// that fails or outlives its budget ends the block; the shell's whole
+// process group is killed on the way out.
+func runBlock(cmds []string, dir string, env []string, budget time.Duration) (string, error) {
+	r, w, err := os.Pipe()
 	if err != nil {
-		return string(out), fmt.Errorf("failed: %v", err)
+		return "", err
 	}
-	return string(out), nil
+	defer r.Close()
+	sh := exec.Command("sh", "-e")
+	sh.Dir, sh.Env, sh.Stdout, sh.Stderr = dir, env, w, w
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	script, err := sh.StdinPipe()
+	if err != nil {
+		w.Close()
+		return "", err
+	}
+	err = sh.Start()
+	w.Close()
+	if err != nil {
+		return "", err
+	}
+	// The reader is owned by runBlock: it ends at the pipe's EOF, or when
+	// the deferred Close of r interrupts it, and the deferred drain below
+	// waits for it.
+	chunks := make(chan []byte)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				chunks <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	exited := false
+	defer func() {
+		if !exited {
+			syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
+		}
+		script.Close()
+		r.Close()
+		for range chunks {
+		}
+		if !exited {
+			sh.Wait()
+		}
+	}()
+	var out strings.Builder
+	for i, c := range cmds {
+		marker := fmt.Sprintf("__readme_command_%d_done__", i)
+		if _, err := fmt.Fprintf(script, "{ %s\n} </dev/null\necho %s\n", c, marker); err != nil {
+			return out.String(), fmt.Errorf("`%s`: the shell is gone: %v", c, err)
+		}
+		deadline := time.NewTimer(budget)
+		for !strings.Contains(out.String(), marker) {
+			select {
+			case b, ok := <-chunks:
+				if !ok {
+					deadline.Stop()
+					exited = true
+					return out.String(), fmt.Errorf("`%s` failed: %v", c, sh.Wait())
+				}
+				out.Write(b)
+			case <-deadline.C:
+				return out.String(), fmt.Errorf("`%s` still running after its budget of %v (killed)", c, budget)
+			}
+		}
+		deadline.Stop()
+		s := strings.Replace(out.String(), marker+"\n", "", 1)
+		out.Reset()
+		out.WriteString(s)
+	}
+	script.Close()
+	for b := range chunks {
+		out.Write(b)
+	}
+	exited = true
+	if err := sh.Wait(); err != nil {
+		return out.String(), fmt.Errorf("the shell ended with %v", err)
+	}
+	return out.String(), nil
 }
 
 // stopLeftovers stops a cluster a failed block left behind: cluster down,
@@ -320,4 +402,42 @@ func agentsUnder(dir string) []int {
 		}
 	}
 	return pids
+}
+
+func TestRunBlock(t *testing.T) {
+	dir := t.TempDir()
+	env := os.Environ()
+	// Variables and cd carry over; a command cannot read the script.
+	out, err := runBlock([]string{"x=7", "cd /", "cat", "echo $x $(pwd)"}, dir, env, 10*time.Second)
+	if err != nil || out != "7 /\n" {
+		t.Errorf("got %q, %v; want \"7 /\\n\"", out, err)
+	}
+	// A failing command ends the block and is named.
+	out, err = runBlock([]string{"echo one", "false", "echo never"}, dir, env, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "`false` failed") || out != "one\n" {
+		t.Errorf("got %q, %v; want one line and `false` named", out, err)
+	}
+	// A command over its budget is killed with its children.
+	start := time.Now()
+	out, err = runBlock([]string{"echo $$ >pgid", "sleep 60 & sleep 61"}, dir, env, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "`sleep 60 & sleep 61` still running") {
+		t.Errorf("got %q, %v; want the sleep named as over its budget", out, err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the block took %v to give up", d)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pgid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pgid int
+	fmt.Sscanf(string(b), "%d", &pgid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err := syscall.Kill(-pgid, 0); err != nil {
+			break // no process of the group is left
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of group %d still alive", pgid)
+		}
+	}
 }
