@@ -192,6 +192,8 @@ func (v Verdict) Headline() string {
 		return s + "; not simulated"
 	case agree == simulated:
 		return s + "; simulated: the same winners"
+	case agree == 0:
+		return s + "; simulated: another winner on every metric"
 	}
 	return s + fmt.Sprintf("; simulated: the same winner on %d of %d", agree, simulated)
 }

@@ -72,6 +72,18 @@ func TestDecide(t *testing.T) {
 			"  (left out, not every job completed: space)",
 		},
 	}, {
+		name: "the simulator disagrees on every metric",
+		modes: []ModeResult{
+			mode(node.Gang, 1, 1, 1, []float64{2, 2, 2}),
+			mode(node.Space, 2, 2, 2, []float64{1, 1, 1}),
+		},
+		want: []string{
+			"verdict: gang wins mean response, mean slowdown and makespan; simulated: another winner on every metric",
+			"  mean response  gang 1 s, space +100 % | simulated: space 1 s, gang +100 % (another winner)",
+			"  mean slowdown  gang 1, space +100 % | simulated: space 1, gang +100 % (another winner)",
+			"  makespan       gang 1 s, space +100 % | simulated: space 1 s, gang +100 % (another winner)",
+		},
+	}, {
 		name:  "one mode",
 		modes: []ModeResult{mode(node.Gang, 2, 2, 2, []float64{2, 2, 2})},
 		want: []string{
