@@ -9,7 +9,9 @@
 //     `expect=REGEXP`, last, is what the block's output must match),
 //     `<!-- test: file=PATH -->` (write the block to PATH, for the blocks
 //     after it), or `<!-- test: skip (why) -->`. A block without one fails
-//     the test, so a new command cannot slip in untested by accident.
+//     the test, so a new command cannot slip in untested by accident; only
+//     a block of make commands (the README's first: make demo, make test)
+//     is exempt, as make test is what runs this test.
 //   - TestLinks checks every relative link of README.md and docs/*.md: the
 //     file exists, and an #anchor names a heading of it.
 package docs
