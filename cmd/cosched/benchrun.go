@@ -56,7 +56,11 @@ for each of --modes in turn, start a local cluster of --nodes agents (one
 processor each), replay the arrivals in real time, wait for every job, and
 stop the cluster. Every job's submit, start and end, and its ranks' compute
 and communication-wait reports, are written to DIR/MODE/jobs.csv; the
-per-mode metrics to DIR/results.csv and DIR/results.json; a table is printed.
+per-mode metrics to DIR/results.csv and DIR/results.json; a table is printed
+(each cell measured/simulated; --wide for a column per value), then a
+verdict: on mean response, mean slowdown and makespan, which mode did best
+and by how much, measured and simulated, and whether the simulator ranked
+the modes as measured. DIR/report.md opens with the same verdict.
 
 --mean-runtime sets the time scale (the mean dedicated runtime at load 1), so
 a run takes minutes rather than the model's hours. The ranks burn CPU
