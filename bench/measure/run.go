@@ -134,6 +134,11 @@ func RunModes(ctx context.Context, o RunOptions, jobs []experiment.Job, run *exp
 		} else if err == nil {
 			err = fmt.Errorf("simulating: %w", serr)
 		}
+		if sj, serr := experiment.SimulateJobs(ctx, o.Machine, o.Point, mode); serr == nil {
+			res.SimJobs = sj
+		} else if err == nil {
+			err = fmt.Errorf("simulating: %w", serr)
+		}
 		run.Modes = append(run.Modes, res)
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", mode, err)

@@ -96,7 +96,7 @@ func TestBenchRunEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench run: %v\n%s", err, b)
 	}
-	if !strings.Contains(string(b), "response meas") || !strings.Contains(string(b), "[bcs 1/2]") {
+	if !strings.Contains(string(b), "mean response") || !strings.Contains(string(b), "\nverdict: ") || !strings.Contains(string(b), "[bcs 1/2]") {
 		t.Fatalf("output:\n%s", b)
 	}
 	agentsGone(t, out)
@@ -106,6 +106,9 @@ func TestBenchRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := string(rb)
+	if _, after, _ := strings.Cut(report, "\n\n"); !strings.HasPrefix(after, "**Verdict:**") {
+		t.Errorf("report.md does not open with the verdict:\n%s", report)
+	}
 	if len(res.Modes) != 2 || res.Modes[0].Mode != "bcs" || res.Modes[1].Mode != "space" {
 		t.Fatalf("modes %+v", res.Modes)
 	}
