@@ -152,8 +152,11 @@ func (a *Agent) launch(l launch) {
 		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared}
 		pmiFile, err := a.rankLayout(l, &spec)
 		if err != nil {
+			// Not started: its exit is reported here, as the manager would.
 			a.log.Warn("PMI connection not opened", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))
-			spec.Argv = nil // Start reports the spec invalid as the rank's exit
+			a.sw.rankExited(l.Job, r.Rank)
+			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: rank.ShimExitCode, Err: err.Error()})
+			continue
 		}
 		_, err = a.ranks.Start(spec)
 		if pmiFile != nil {

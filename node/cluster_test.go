@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 // testShim is the rank shim the in-process agents use: this binary.
-func testShim(t *testing.T) []string {
+func testShim(t testing.TB) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -83,7 +83,7 @@ func benchRankMain(args []string) int {
 // testCluster is n agents in this process on loopback; agent 0 runs the
 // controller.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	agents []*node.Agent
 	client *node.Client
 	dir    string
@@ -101,7 +101,7 @@ type clusterOpts struct {
 	bandwidth  float64 // bcs: bytes per second per node
 }
 
-func startCluster(t *testing.T, o clusterOpts) *testCluster {
+func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	t.Helper()
 	if o.processors == 0 {
 		o.processors = 1
@@ -175,7 +175,7 @@ func (c *testCluster) waitNodes(n int) {
 }
 
 // eventually retries f until it succeeds or the (generous) timeout passes.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
+func eventually(t testing.TB, timeout time.Duration, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -222,7 +222,7 @@ func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration
 // environment variable (the shim passes it on to the program), among this
 // test's ranks: the children of this process, whose agents run in it
 // (other tests on the machine have jobs of the same numbers).
-func jobPIDs(t *testing.T, id int64) []int {
+func jobPIDs(t testing.TB, id int64) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

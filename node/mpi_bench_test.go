@@ -2,11 +2,7 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,23 +15,40 @@ import (
 // copies sharing the same two processors at MPL 2, in gang, bcs and local
 // (uncoordinated Linux time sharing) modes, for a compute-heavy kernel
 // (20 ms compute steps, one Allreduce each) and a communication-heavy one
-// (tens of µs per step, a ring exchange and an Allreduce each). Ideal
+// (a few µs of compute per step, a ring exchange and an Allreduce each). Ideal
 // under gang: 2×. The runtime is the program's own MPI_Wtime between two
-// barriers. Run with -benchtime=1x: each iteration starts real agents.
+// barriers; each figure is the fastest of two runs after a warm-up. The
+// two agents (one processor each, real-time strobe path) run in the
+// benchmark's process. Run with -benchtime=1x: each iteration starts a cluster.
 //
 //	go test -run=^$ -bench=MPIGang -benchtime=1x ./node/
 func BenchmarkMPIGang(b *testing.B) {
 	prog := mpiProgram(b, "work")
 	const slice = 50 * time.Millisecond
-	for _, kernel := range []struct{ name, steps string }{{"compute", "50"}, {"comm", "10000"}} {
+	const reps = 2
+	for _, kernel := range []struct{ name, steps string }{{"compute", "50"}, {"comm", "100000"}} {
 		for _, mode := range []node.Mode{node.Gang, node.BCS, node.Local} {
 			b.Run(kernel.name+"/"+string(mode), func(b *testing.B) {
 				var dedicated, shared float64
 				for range b.N {
-					cl := upCluster(b, mode, slice)
-					dedicated += cl.runMPI(b, prog, 1, kernel.name, kernel.steps)
-					shared += cl.runMPI(b, prog, 2, kernel.name, kernel.steps)
-					cl.down(b)
+					cl := startCluster(b, clusterOpts{agents: 2, processors: 1, mode: mode, mpl: 2, slice: slice, priority: 50})
+					// The first MPI job on a fresh cluster can be many
+					// times slower (seen: 12 s for a 0.5 s run): warm up.
+					// Then the fastest of reps runs of each, since the
+					// machine may be shared.
+					cl.runMPI(b, prog, 2, kernel.name, kernel.steps)
+					best := func(copies int) float64 {
+						m := 0.0
+						for i := range reps {
+							if s := cl.runMPI(b, prog, copies, kernel.name, kernel.steps); i == 0 || s < m {
+								m = s
+							}
+						}
+						return m
+					}
+					dedicated += best(1)
+					shared += best(2)
+					cl.stop()
 				}
 				n := float64(b.N)
 				b.ReportMetric(dedicated/n, "dedicated-s")
@@ -47,43 +60,9 @@ func BenchmarkMPIGang(b *testing.B) {
 	}
 }
 
-// benchCluster is a cluster started with `cosched cluster up`: two agents
-// with one processor each.
-type benchCluster struct {
-	dir    string
-	client *node.Client
-}
-
-func upCluster(b *testing.B, mode node.Mode, slice time.Duration) *benchCluster {
-	b.Helper()
-	dir := b.TempDir()
-	out, err := execCommand(coschedBin, "cluster", "up", "--state-dir", dir, "-n", "2", "--processors", "1",
-		"--mode", string(mode), "--mpl", "2", "--slice", slice.String()).CombinedOutput()
-	if err != nil {
-		b.Fatalf("cluster up: %v\n%s", err, out)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var rec struct {
-		API string `json:"api"`
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		b.Fatal(err)
-	}
-	return &benchCluster{dir: dir, client: node.NewClient(rec.API)}
-}
-
-func (c *benchCluster) down(b *testing.B) {
-	if out, err := execCommand(coschedBin, "cluster", "down", "--state-dir", c.dir).CombinedOutput(); err != nil {
-		b.Errorf("cluster down: %v\n%s", err, out)
-	}
-}
-
 // runMPI runs copies of the program at once, each with two ranks, and
 // returns their mean runtime in seconds.
-func (c *benchCluster) runMPI(b *testing.B, prog string, copies int, args ...string) float64 {
+func (c *testCluster) runMPI(b *testing.B, prog string, copies int, args ...string) float64 {
 	b.Helper()
 	ctx := context.Background()
 	var ids []int64
@@ -114,14 +93,10 @@ func (c *benchCluster) runMPI(b *testing.B, prog string, copies int, args ...str
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		files, _ := filepath.Glob(filepath.Join(c.dir, "agents", "*", "jobs", strconv.FormatInt(id, 10), "rank-0.out"))
-		if len(files) != 1 {
-			b.Fatalf("job %d: rank 0's output: %v", id, files)
-		}
-		raw, _ := os.ReadFile(files[0])
+		out := c.rankOutput(id, 0)
 		var secs float64
-		if _, err := fmt.Sscanf(strings.TrimSpace(string(raw)), "elapsed %g", &secs); err != nil {
-			b.Fatalf("job %d said %q", id, raw)
+		if _, err := fmt.Sscanf(strings.TrimSpace(out), "elapsed %g", &secs); err != nil {
+			b.Fatalf("job %d said %q", id, out)
 		}
 		sum += secs
 	}
