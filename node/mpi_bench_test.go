@@ -21,12 +21,12 @@ import (
 // two agents (one processor each, real-time strobe path) run in the
 // benchmark's process. Run with -benchtime=1x: each iteration starts a cluster.
 //
-//	go test -run=^$ -bench=MPIGang -benchtime=1x ./node/
+//	go test -run=^$ -bench=MPIGang -benchtime=1x -timeout 30m ./node/
 func BenchmarkMPIGang(b *testing.B) {
 	prog := mpiProgram(b, "work")
 	const slice = 50 * time.Millisecond
 	const reps = 2
-	for _, kernel := range []struct{ name, steps string }{{"compute", "50"}, {"comm", "100000"}} {
+	for _, kernel := range []struct{ name, steps string }{{"compute", "50"}, {"comm", "50000"}} {
 		for _, mode := range []node.Mode{node.Gang, node.BCS, node.Local} {
 			b.Run(kernel.name+"/"+string(mode), func(b *testing.B) {
 				var dedicated, shared float64
