@@ -467,10 +467,10 @@ func (c *Controller) rankEnded(m rankExit) {
 	}
 	r := &j.ranks[m.Rank]
 	r.Exited, r.PID, r.Code, r.Signal, r.Error = true, m.PID, m.Code, m.Signal, m.Err
-	r.CPUTime, r.MaxRSS = Duration{time.Duration(m.CPUTime)}, m.MaxRSS
+	r.CPUTime, r.MaxRSS = Duration{D: time.Duration(m.CPUTime)}, m.MaxRSS
 	if s := m.Stats; s != nil {
-		r.Bench = &BenchStats{Iterations: s.Iterations, Compute: Duration{time.Duration(s.Compute)},
-			CommWait: Duration{time.Duration(s.CommWait)}, Wall: Duration{time.Duration(s.Wall)}}
+		r.Bench = &BenchStats{Iterations: s.Iterations, Compute: Duration{D: time.Duration(s.Compute)},
+			CommWait: Duration{D: time.Duration(s.CommWait)}, Wall: Duration{D: time.Duration(s.Wall)}}
 	}
 	j.exited++
 	if m.Failure != "" && r.Error == "" {
@@ -660,7 +660,7 @@ type ClusterStats struct {
 func (c *Controller) Stats(ctx context.Context) (ClusterStats, error) {
 	var s ClusterStats
 	err := c.do(ctx, func() {
-		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: c.core.Online()}
+		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{D: c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: c.core.Online()}
 		s.Reservations, s.ReservationMode, s.Weights = backfillStats(c.cfg.Policy, c.cfg.Backfill)
 		if c.ticker != nil {
 			s.Ticks = c.ticker.Stats()

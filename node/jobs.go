@@ -42,7 +42,7 @@ func (j *jobRecord) view(now time.Time) Job {
 			v.End = &e
 			end = e
 		}
-		v.Elapsed = Duration{end.Sub(start)}
+		v.Elapsed = Duration{D: end.Sub(start)}
 		for _, r := range j.ranks {
 			v.Nodes = append(v.Nodes, r.Node)
 		}
