@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == commScenarioArg {
 		os.Exit(commScenario(os.Args[2]))
 	}
+	// Ranks inherit the agents' environment: this marks the ones this test
+	// binary started, so that jobPIDs ignores other test runs' (the same
+	// job ids) on a shared machine.
+	os.Setenv(testRunEnv, strconv.Itoa(os.Getpid()))
 	dir, err := os.MkdirTemp("", "cosched-node-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -182,8 +186,12 @@ func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration
 	return j
 }
 
+// testRunEnv marks the processes this test binary started.
+const testRunEnv = "COSCHED_NODE_TEST_RUN"
+
 // jobPIDs finds the live processes of a job by their COSCHED_JOB
-// environment variable (the shim passes it on to the program).
+// environment variable (the shim passes it on to the program), among those
+// this test binary started.
 func jobPIDs(t *testing.T, id int64) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -192,6 +200,8 @@ func jobPIDs(t *testing.T, id int64) []int {
 	}
 	want := []byte("COSCHED_JOB=" + strconv.FormatInt(id, 10) + "\x00")
 	self := os.Getpid()
+	mark := "\x00" + testRunEnv + "=" + strconv.Itoa(self) + "\x00"
+
 	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -199,7 +209,7 @@ func jobPIDs(t *testing.T, id int64) []int {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
+		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) || !strings.Contains("\x00"+string(env), mark) {
 			continue
 		}
 		if procState(pid) == 'Z' || procState(pid) == 0 {
