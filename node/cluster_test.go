@@ -67,6 +67,9 @@ type clusterOpts struct {
 	backfill   gang.Backfill // the priority-backfill policies' options
 	priority   int
 	bandwidth  float64 // bcs: bytes per second per node
+	// controllerGrace is every agent's ControllerGrace (0: ranks die as
+	// soon as the controller leaves).
+	controllerGrace time.Duration
 }
 
 func startCluster(t *testing.T, o clusterOpts) *testCluster {
@@ -93,7 +96,7 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 		cfg := node.Config{
 			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, Log: log,
+			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, ControllerGrace: o.controllerGrace, Log: log,
 		}
 		if i == 0 {
 			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth

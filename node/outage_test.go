@@ -1,0 +1,92 @@
+package node_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/node"
+)
+
+// A control connection that breaks while gang jobs run does not end them:
+// the agents keep their ranks (running or stopped), the controller reaches
+// them again, adopts the ranks they report, and the jobs complete with the
+// processes they started with.
+func TestControlLinkBreakKeepsRanks(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
+	ids := []int64{
+		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
+		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
+	}
+	before := map[int64][]int{}
+	for _, id := range ids {
+		c.waitState(id, node.Running, 20*time.Second)
+		before[id] = c.waitPIDs(id, 3)
+		slices.Sort(before[id])
+	}
+	for _, a := range c.agents[1:] {
+		peer := node.ControlPeer(a)
+		if !node.BreakControl(a) {
+			t.Fatalf("%s has no control connection to break", a.Name())
+		}
+		eventually(t, 20*time.Second, func() error {
+			if p := node.ControlPeer(a); p == "" || p == peer {
+				return fmt.Errorf("%s: not reconnected (control peer %q, was %q)", a.Name(), p, peer)
+			}
+			return nil
+		})
+	}
+	for _, id := range ids {
+		j := c.waitState(id, node.Completed, 30*time.Second)
+		var pids []int
+		for _, r := range j.Ranks {
+			pids = append(pids, r.PID)
+		}
+		slices.Sort(pids)
+		if !slices.Equal(pids, before[id]) {
+			t.Errorf("job %d: ranks ended as pids %v, started as %v: restarted", id, pids, before[id])
+		}
+	}
+}
+
+// An agent without a controller keeps its ranks as they were (the stopped
+// row stopped) for its grace, then kills them all, stopped ones included,
+// and none is left behind.
+func TestControllerGraceExpiryKillsRanks(t *testing.T) {
+	const grace = 6 * time.Second
+	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: grace})
+	ids := []int64{
+		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
+		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
+	}
+	for _, id := range ids {
+		c.waitState(id, node.Running, 20*time.Second)
+		c.waitPIDs(id, 3)
+	}
+	if err := c.agents[0].Shutdown(); err != nil { // the controller's agent: its own ranks die with it
+		t.Fatal(err)
+	}
+	left := time.Now()
+	var survivors []int
+	stopped := 0
+	for _, id := range ids {
+		for _, pid := range jobPIDs(t, id) {
+			if n := rankNode(pid); n == "n1" || n == "n2" {
+				survivors = append(survivors, pid)
+				if procState(pid) == 'T' {
+					stopped++
+				}
+			}
+		}
+	}
+	if elapsed := time.Since(left); elapsed < grace && (len(survivors) != 4 || stopped == 0) {
+		t.Fatalf("right after the controller left: %d ranks on n1 and n2 (%d stopped), want all 4 with the other row's stopped", len(survivors), stopped)
+	}
+	for _, id := range ids {
+		c.waitGone(id)
+	}
+	if waited := time.Since(left); waited < grace/2 {
+		t.Errorf("ranks killed %v after the controller left, well before the grace (%v)", waited, grace)
+	}
+}
