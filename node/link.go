@@ -28,6 +28,10 @@ type link struct {
 
 const linkQueue = 1024
 
+// redialAfter is the pause before dialing again an agent whose dial or
+// handshake failed.
+const redialAfter = 5 * time.Second
+
 func (l *link) send(t frame.Type, v any) error {
 	b, err := frame.Encode(t, v)
 	if err != nil {
@@ -91,7 +95,12 @@ func (c *Controller) dial(m strobe.Meta) {
 	dialed := false
 	defer func() {
 		if !dialed {
-			c.post(func(*ctl.Machine) { delete(c.dialing, m.Name) })
+			// Try again while it is a member: gossip may see an agent whose
+			// control port we cannot reach (yet).
+			c.post(func(*ctl.Machine) {
+				delete(c.dialing, m.Name)
+				c.connect(m.Name, redialAfter)
+			})
 		}
 	}()
 	var conn net.Conn
