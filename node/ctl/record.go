@@ -185,8 +185,10 @@ func (m *Machine) Snapshot() []Record {
 		for i, r := range j.Ranks {
 			nodes[i] = r.Node
 		}
-		rs = append(rs, Record{Kind: RecStarted, Job: id, At: j.Start, Row: j.Row, Columns: slices.Clone(j.Columns), Nodes: nodes},
-			Record{Kind: RecRows, Job: id, Rows: slices.Clone(j.Rows)})
+		rs = append(rs, Record{Kind: RecStarted, Job: id, At: j.Start, Row: j.Row, Columns: slices.Clone(j.Columns), Nodes: nodes})
+		if !slices.Equal(j.Rows, []int{j.Row}) { // started: its own row only
+			rs = append(rs, Record{Kind: RecRows, Job: id, Rows: slices.Clone(j.Rows)})
+		}
 		for _, r := range j.Ranks {
 			if r.Exited || r.PID != 0 {
 				ri := r
