@@ -24,6 +24,21 @@ import (
 // controller is connected.
 const maxPendingExits = 10000
 
+// maxExitText bounds the text of an exit report (a spawn error may quote
+// long paths), so that a welcome's exits stay bounded.
+const maxExitText = 512
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// maxWelcomeExits bounds the exits a welcome carries, so that it stays well
+// within maxControlFrame (an exit is a few hundred bytes at most).
+const maxWelcomeExits = 500
+
 // serveControl accepts the controller's control connections. A new
 // connection replaces the previous one (a restarted controller).
 func (a *Agent) serveControl(ctx context.Context) {
@@ -171,7 +186,7 @@ func (a *Agent) forwardExits() {
 		m := rankExit{Job: e.Job, Rank: e.Rank, Node: a.cfg.Name, PID: e.PID, Code: e.Code, Signal: e.Signal,
 			CPUTime: int64(e.CPUTime), MaxRSS: e.MaxRSS}
 		if e.Err != nil {
-			m.Err = e.Err.Error()
+			m.Err = truncate(e.Err.Error(), maxExitText)
 		}
 		// A rank that used comm and ended without Finalize has failed,
 		// whatever its status: its peers may wait for it forever.
@@ -202,7 +217,9 @@ func (a *Agent) welcome() (welcome, []rankExit) {
 		w.Ranks = append(w.Ranks, liveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: processStopped(r.PID)})
 	}
 	a.mu.Lock()
-	w.Exits, a.pending = a.pending, nil
+	n := min(len(a.pending), maxWelcomeExits)
+	w.Exits = slices.Clone(a.pending[:n])
+	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits (setController)
 	a.mu.Unlock()
 	return w, w.Exits
 }
