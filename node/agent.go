@@ -65,6 +65,9 @@ type Config struct {
 	// them as soon as the controller leaves the cluster (the CLI's
 	// default is 5m).
 	ControllerGrace time.Duration
+	// Journal keeps the controller's job table across its restarts
+	// (controller; default: in memory, lost with the process).
+	Journal Journal
 	// BenchRank is how the agent runs a benchmark job's ranks: the
 	// command, to which the job's bench-rank arguments are appended
 	// (default: this executable's "bench-rank").
@@ -267,7 +270,7 @@ func Start(cfg Config) (*Agent, error) {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
-			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, ReconnectGrace: cfg.ControllerGrace, Log: a.log}, sender, uint64(time.Now().UnixNano()))
+			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, ReconnectGrace: cfg.ControllerGrace, Journal: cfg.Journal, Log: a.log}, sender, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}

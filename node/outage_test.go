@@ -90,3 +90,52 @@ func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 		t.Errorf("ranks killed %v after the controller left, well before the grace (%v)", waited, grace)
 	}
 }
+
+// A controller restarted with its journal rebuilds its job table: job ids
+// carry on, a running job whose ranks were on the other agents is adopted
+// and completes with the processes it started with, a job whose rank died
+// with the controller's agent fails, and the queued job runs.
+func TestControllerRestartAdoptsRanks(t *testing.T) {
+	journal := &node.MemJournal{}
+	c := startCluster(t, clusterOpts{agents: 3, mode: node.Space, controllerGrace: time.Minute, journal: journal})
+	first := c.submit(node.JobSpec{Command: []string{"sleep", "60"}, Processors: 1})
+	j := c.waitState(first, node.Running, 20*time.Second)
+	if j.Nodes[0] != "n0" {
+		t.Skipf("the first job went to %s: the controller's agent was not the first up", j.Nodes[0])
+	}
+	kept := c.submit(node.JobSpec{Command: []string{"sleep", "4"}, Processors: 2})
+	c.waitState(kept, node.Running, 20*time.Second)
+	before := c.waitPIDs(kept, 2)
+	slices.Sort(before)
+	queued := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 3})
+
+	// The controller's agent stops (its own rank dies) and starts again,
+	// with the same journal.
+	old := c.agents[0]
+	if err := old.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.agentConfig(0)
+	cfg.Join = []string{c.agents[1].GossipAddr()}
+	restarted, err := node.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.agents[0] = restarted
+	c.client = node.NewClient(restarted.APIAddr())
+
+	j = c.waitState(kept, node.Completed, 30*time.Second)
+	var pids []int
+	for _, r := range j.Ranks {
+		pids = append(pids, r.PID)
+	}
+	slices.Sort(pids)
+	if !slices.Equal(pids, before) {
+		t.Errorf("job %d: ranks ended as pids %v, started as %v: restarted", kept, pids, before)
+	}
+	c.waitState(first, node.Failed, 20*time.Second)
+	c.waitState(queued, node.Completed, 20*time.Second)
+	if next := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1}); next != queued+1 {
+		t.Errorf("a submission after the restart got id %d, want %d", next, queued+1)
+	}
+}
