@@ -176,9 +176,6 @@ func (m *Machine) Snapshot() []Record {
 		spec := j.Spec
 		rs = append(rs, Record{Kind: RecSubmitted, Job: id, At: j.Submit, Spec: &spec})
 		if j.Start.IsZero() && j.State != Running {
-			if j.State.Done() {
-				rs = append(rs, Record{Kind: RecFinished, Job: id, At: j.End, State: j.State, Reason: j.Reason})
-			}
 			continue
 		}
 		nodes := make([]string, len(j.Ranks))
@@ -198,9 +195,12 @@ func (m *Machine) Snapshot() []Record {
 		if j.Ending != "" {
 			rs = append(rs, Record{Kind: RecEnding, Job: id, State: j.Ending, Reason: j.Reason})
 		}
-		if j.State.Done() {
-			rs = append(rs, Record{Kind: RecFinished, Job: id, At: j.End, State: j.State, Reason: j.Reason})
-		}
+	}
+	// The history in the order the jobs ended: it decides which is
+	// forgotten next.
+	for _, id := range m.history {
+		j := m.jobs[id]
+		rs = append(rs, Record{Kind: RecFinished, Job: id, At: j.End, State: j.State, Reason: j.Reason})
 	}
 	return rs
 }

@@ -137,3 +137,48 @@ func randomInput(rng *rand.Rand, m *ctl.Machine) {
 		}
 	}
 }
+
+// The history forgets the job that ended first, not the one submitted
+// first, and a machine restored from a snapshot forgets the same one.
+func TestSnapshotKeepsTheHistoryOrder(t *testing.T) {
+	cfg := ctl.Config{MaxColumns: 4, MPL: 1, Policy: gang.FCFS, History: 2}
+	m, err := ctl.New(cfg, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AgentUp(ctl.AgentReport{Name: "a", CPUs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	spec := ctl.JobSpec{Command: []string{"x"}, Processors: 1, TimeLimit: ctl.Duration{D: time.Hour}}
+	for range 4 {
+		if _, err := m.Submit(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Tick(origin)
+	end := func(m *ctl.Machine, id int64) {
+		if !m.RankExit(ctl.RankExit{Job: id, Rank: 0, Node: "a"}) {
+			t.Fatalf("exit of job %d ignored", id)
+		}
+	}
+	end(m, 2)
+	end(m, 1)
+	r, err := ctl.Restore(cfg, m.Snapshot(), origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AgentUp(ctl.AgentReport{Name: "a", CPUs: 4, Ranks: []ctl.LiveRank{{Job: 3, Rank: 0, PID: 3}, {Job: 4, Rank: 0, PID: 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	end(m, 3)
+	end(r, 3)
+	for name, mm := range map[string]*ctl.Machine{"original": m, "restored": r} {
+		var ids []int64
+		for _, j := range mm.Jobs(true) {
+			ids = append(ids, j.ID)
+		}
+		if fmt.Sprint(ids) != "[1 3 4]" {
+			t.Errorf("%s machine keeps jobs %v, want [1 3 4] (job 2 ended first)", name, ids)
+		}
+	}
+}
