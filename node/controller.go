@@ -40,6 +40,12 @@ type ControllerConfig struct {
 	Priority int
 	// Journal keeps the job table across restarts (default: in memory).
 	Journal Journal
+	// History is how many finished jobs the table keeps (default 10,000).
+	History int
+	// CompactAfter is how many records a Compactor journal takes before
+	// the controller replaces them with a snapshot (default 100,000): the
+	// journal then holds about the live table and the bounded history.
+	CompactAfter int
 	// ReconnectGrace is how long an agent whose control connection broke
 	// may take to come back with its ranks before they count as lost
 	// (default 5m).
@@ -65,6 +71,8 @@ type Controller struct {
 
 	events chan event
 	wg     sync.WaitGroup // link goroutines and the slice clock
+
+	appended int // records appended since the journal was last compacted (the loop's)
 
 	mu      sync.Mutex   // guards m, targets, ticker
 	m       *ctl.Machine // set by Run once the journal is loaded
@@ -103,6 +111,9 @@ func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
+	if cfg.CompactAfter <= 0 {
+		cfg.CompactAfter = 100_000
+	}
 	// Check the configuration now, not when Run starts.
 	if _, err := ctl.New(machineConfig(cfg), time.Now()); err != nil {
 		return nil, err
@@ -123,7 +134,7 @@ func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*
 
 func machineConfig(cfg ControllerConfig) ctl.Config {
 	return ctl.Config{MaxColumns: cfg.MaxColumns, MPL: cfg.MPL, Policy: cfg.Policy, Backfill: cfg.Backfill,
-		Alternates: cfg.Mode == Gang, ReconnectGrace: cfg.ReconnectGrace}
+		Alternates: cfg.Mode == Gang, ReconnectGrace: cfg.ReconnectGrace, History: cfg.History}
 }
 
 // Run loads the journal, rebuilds the job table from it, and runs the
@@ -166,8 +177,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case ev := <-c.events:
-			err = c.handle(ctx, ev.f)
-			if ev.done != nil {
+			// done is closed only for effects carried out: a caller whose
+			// records could not be persisted hears ErrStopped instead.
+			if err = c.handle(ctx, ev.f); err == nil && ev.done != nil {
 				close(ev.done)
 			}
 		case <-wake.C:
@@ -334,6 +346,9 @@ func (c *Controller) carryOut(ctx context.Context, b batch) error {
 				c.log.Error("journal: cannot persist; the controller stops", zap.Error(err))
 				return fmt.Errorf("node: controller journal: %w", err)
 			}
+			if err := c.maybeCompact(ctx, len(b.records)); err != nil {
+				return err
+			}
 		}
 		var down []string
 		for _, o := range b.orders {
@@ -356,6 +371,27 @@ func (c *Controller) carryOut(ctx context.Context, b batch) error {
 		b = c.collect()
 		c.mu.Unlock()
 	}
+}
+
+// maybeCompact replaces a Compactor journal's records with a snapshot
+// once CompactAfter records were appended since the last time. Called
+// right after an append, before any other input: the snapshot is the
+// state those records lead to.
+func (c *Controller) maybeCompact(ctx context.Context, n int) error {
+	cj, ok := c.journal.(Compactor)
+	if c.appended += n; !ok || c.appended < c.cfg.CompactAfter {
+		return nil
+	}
+	c.mu.Lock()
+	snap := c.m.Snapshot()
+	c.mu.Unlock()
+	if err := cj.Compact(ctx, snap); err != nil {
+		c.log.Error("journal: cannot compact; the controller stops", zap.Error(err))
+		return fmt.Errorf("node: controller journal: compacting: %w", err)
+	}
+	c.log.Info("journal compacted", zap.Int("records appended", c.appended), zap.Int("records now", len(snap)))
+	c.appended = 0
+	return nil
 }
 
 func (c *Controller) rearm(wake *time.Timer) {

@@ -22,6 +22,15 @@ type Journal interface {
 	Append(ctx context.Context, records []ctl.Record) error
 }
 
+// Compactor is a Journal that can replace everything it holds with the
+// fewer records of a snapshot of the same state (ctl.Machine.Snapshot).
+// The controller compacts one that has grown by
+// ControllerConfig.CompactAfter records since the last time.
+type Compactor interface {
+	Journal
+	Compact(ctx context.Context, snapshot []ctl.Record) error
+}
+
 // MemJournal is a Journal in memory: it survives a controller's restart
 // within one process (tests), not the process.
 type MemJournal struct {
@@ -49,4 +58,12 @@ func (j *MemJournal) Len() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return len(j.records)
+}
+
+// Compact implements Compactor.
+func (j *MemJournal) Compact(_ context.Context, snapshot []ctl.Record) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.records = slices.Clone(snapshot)
+	return nil
 }
