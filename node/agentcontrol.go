@@ -373,6 +373,12 @@ func (a *Agent) controllerGone(name string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.conn != nil {
+		// Gossip knows before TCP does (a partition sends no FIN): close
+		// the connection, the grace starts now. A controller that is in
+		// fact alive dials again.
+		a.conn.Close()
+	}
 	a.controllerChanged()
 }
 
