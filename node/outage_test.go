@@ -3,6 +3,7 @@ package node_test
 import (
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,5 +138,74 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 	c.waitState(queued, node.Completed, 20*time.Second)
 	if next := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1}); next != queued+1 {
 		t.Errorf("a submission after the restart got id %d, want %d", next, queued+1)
+	}
+}
+
+// An agent without a controller keeps its ranks as they were and records
+// how the ones that end ended; the next controller to greet it hears of
+// both (the live ranks with their pids and whether they are stopped, the
+// exits once).
+func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
+	ids := []int64{
+		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
+		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
+	}
+	pids := map[int]int64{} // n1's ranks: pid → job
+	for _, id := range ids {
+		c.waitState(id, node.Running, 20*time.Second)
+		for _, pid := range c.waitPIDs(id, 4) {
+			if rankNode(pid) == "n1" {
+				pids[pid] = id
+			}
+		}
+	}
+	if err := c.agents[0].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	var victim int
+	for pid := range pids {
+		if procState(pid) != 'T' {
+			victim = pid
+			break
+		}
+	}
+	if victim == 0 {
+		t.Fatalf("no rank of n1 runs: %v", pids)
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	n1 := c.agents[1]
+	var ranks []node.WelcomeRank
+	var exits []node.ExitReport
+	eventually(t, 10*time.Second, func() error {
+		var err error
+		if ranks, exits, err = node.Greet(n1, node.Gang, 2); err != nil {
+			return err
+		}
+		if len(exits) == 0 {
+			return fmt.Errorf("no exit reported yet (live ranks %+v)", ranks)
+		}
+		return nil
+	})
+	if len(exits) != 1 || exits[0].PID != victim || exits[0].Job != pids[victim] || exits[0].Signal == "" {
+		t.Errorf("exits %+v, want the one of pid %d (job %d), killed", exits, victim, pids[victim])
+	}
+	stopped := 0
+	for _, r := range ranks {
+		if pids[r.PID] != r.Job || r.PID == victim {
+			t.Errorf("live rank %+v: not one of n1's ranks %v, or the killed one", r, pids)
+		}
+		if r.Stopped {
+			stopped++
+		}
+	}
+	if len(ranks) != len(pids)-1 || stopped != 2 {
+		t.Errorf("live ranks %+v (%d stopped), want the %d others, the other row's 2 stopped", ranks, stopped, len(pids)-1)
+	}
+	// The exit was handed over: the next greeting carries it no more.
+	if _, exits, err := node.Greet(n1, node.Gang, 2); err != nil || len(exits) != 0 {
+		t.Errorf("second greeting: exits %+v, %v; want none", exits, err)
 	}
 }
