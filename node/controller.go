@@ -15,6 +15,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/member"
 	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/strobe"
 )
@@ -80,7 +81,7 @@ type Controller struct {
 	ticker  *strobe.Ticker
 
 	// The loop's own state.
-	members map[string]strobe.Meta // agents in the cluster
+	members map[string]member.Meta // agents in the cluster
 	links   map[string]*link       // open control connections
 	dialing map[string]bool        // agents a dial is in progress to
 
@@ -126,7 +127,7 @@ func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*
 		journal: cfg.Journal,
 		events:  make(chan event, 256),
 		stopped: make(chan struct{}),
-		members: map[string]strobe.Meta{},
+		members: map[string]member.Meta{},
 		links:   map[string]*link{},
 		dialing: map[string]bool{},
 	}, nil
@@ -423,7 +424,7 @@ func (c *Controller) strobe(tk strobe.Tick) {
 
 // MemberJoined tells the controller an agent joined (or updated its
 // metadata): it opens a control connection to it.
-func (c *Controller) MemberJoined(m strobe.Meta) {
+func (c *Controller) MemberJoined(m member.Meta) {
 	c.post(func(*ctl.Machine) {
 		c.members[m.Name] = m
 		c.connect(m.Name, 0)
@@ -465,7 +466,7 @@ func (c *Controller) connect(name string, delay time.Duration) {
 
 // linkUp registers a new control connection and reports the agent up,
 // with what it runs.
-func (c *Controller) linkUp(m *ctl.Machine, meta strobe.Meta, l *link, w welcome) {
+func (c *Controller) linkUp(m *ctl.Machine, meta member.Meta, l *link, w welcome) {
 	delete(c.dialing, meta.Name)
 	if _, member := c.members[meta.Name]; !member {
 		l.close() // it left while we dialed
