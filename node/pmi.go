@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/pmi"
 )
@@ -17,8 +18,8 @@ import (
 // MPI process-management interfaces a job can ask for (JobSpec.MPI,
 // srun's --mpi).
 const (
-	MPINone = "none" // the ranks get no PMI
-	MPIPMI1 = "pmi1" // MPICH's simple PMI-1 over a socketpair (PMI_FD)
+	MPINone = ctl.MPINone // the ranks get no PMI
+	MPIPMI1 = ctl.MPIPMI1 // MPICH's simple PMI-1 over a socketpair (PMI_FD)
 )
 
 // ParseMPI checks an --mpi value ("" means the cluster's default).
@@ -38,6 +39,9 @@ type pmiBarrier struct {
 	Job   int64             `msgpack:"job"`
 	Epoch uint64            `msgpack:"epoch"`
 	Puts  map[string]string `msgpack:"puts"`
+	// Err, from the controller, means the barrier cannot complete: the
+	// job ends with it.
+	Err string `msgpack:"err,omitempty"`
 }
 
 // rankLayout sets a rank's environment for its node-local rank (every
@@ -88,34 +92,43 @@ func (a *Agent) pmiFail(job int64, reason string) {
 	}
 }
 
-// pmiBarrierIn (controller) gathers an agent's barrier; when every agent
-// of the job is in, the barrier ends on all of them.
-func (c *Controller) pmiBarrierIn(node string, b pmiBarrier) {
-	j := c.jobs[b.Job]
-	if j == nil || j.state != Running || j.finishing() {
+// pmiBarrierIn (controller, in its loop) gathers an agent's barrier;
+// when every agent of the job is in, the barrier ends on all of them. A
+// barrier that cannot complete (an agent in twice, too many bytes) goes
+// back as an error: the agents end the job's ranks with the reason.
+func (c *Controller) pmiBarrierIn(m *ctl.Machine, node string, b pmiBarrier) {
+	j, ok := m.Job(b.Job)
+	if !ok || j.State != Running || j.Ending != "" {
 		return
 	}
 	if c.pmiGathers == nil {
 		c.pmiGathers = map[int64]*pmi.Gather{}
 	}
-	g := c.pmiGathers[j.id]
+	g := c.pmiGathers[j.ID]
 	if g == nil {
-		nodes := make([]string, len(j.ranks))
-		for i, r := range j.ranks {
+		nodes := make([]string, len(j.Ranks))
+		for i, r := range j.Ranks {
 			nodes[i] = r.Node
 		}
 		g = pmi.NewGather(nodes)
-		c.pmiGathers[j.id] = g
+		c.pmiGathers[j.ID] = g
 	}
+	out := pmiBarrier{Job: j.ID, Epoch: b.Epoch}
 	done, err := g.In(node, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts})
-	if err != nil {
-		c.endJob(j, Failed, err.Error())
+	switch {
+	case err != nil:
+		out.Err = "PMI: " + err.Error()
+		delete(c.pmiGathers, j.ID)
+	case done == nil:
 		return
-	}
-	if done == nil {
-		return
+	default:
+		out.Puts = done.Puts
 	}
 	for _, a := range g.Nodes() {
-		c.send(a, msgPMIBarrierOut, pmiBarrier{Job: j.id, Epoch: done.Epoch, Puts: done.Puts})
+		if l := c.links[a]; l != nil {
+			if err := l.send(msgPMIBarrierOut, out); err != nil {
+				c.log.Warn("PMI barrier not sent", zap.String("agent", a), zap.Error(err))
+			}
+		}
 	}
 }
