@@ -160,6 +160,10 @@ type Agent struct {
 	metrics  *prometheus.Registry
 	proxies  proxies
 	pmi      *pmi.Server // MPI jobs' PMI connections
+	// pmiPending holds each job's PMI barrier sent to (or waiting for) a
+	// controller and not yet ended; a new controller gets them again.
+	// Guarded by mu.
+	pmiPending map[int64]pmiBarrier
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup

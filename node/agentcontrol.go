@@ -18,7 +18,6 @@ import (
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
-	"github.com/cosched/cosched/pmi"
 )
 
 // maxPendingExits bounds the exit reports an agent keeps while no
@@ -133,12 +132,7 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 				log.Warn("malformed PMI barrier; dropped", zap.Error(err))
 				continue
 			}
-			if b.Err != "" {
-				a.pmi.Fail(b.Job, b.Err)
-				continue
-			}
-			// Replies to ranks have write deadlines; off the control loop.
-			a.goRun(func() { a.pmi.BarrierDone(b.Job, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts}) })
+			a.pmiBarrierOut(b)
 		default:
 			log.Warn("unexpected control message; dropped", zap.Uint8("type", uint8(t)))
 		}
@@ -234,7 +228,7 @@ func (a *Agent) forwardExits() {
 		if len(a.ranks.Ranks(e.Job)) == 0 {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
-			a.pmi.RemoveJob(e.Job)
+			a.pmiJobGone(e.Job)
 		}
 		a.report(m)
 	}
@@ -292,6 +286,9 @@ func (a *Agent) setController(conn net.Conn) {
 	a.pending = nil
 	for _, m := range pending {
 		a.writeExitLocked(m)
+	}
+	for _, m := range a.pmiPending {
+		a.writePMIBarrierLocked(m)
 	}
 	a.controllerChanged()
 }

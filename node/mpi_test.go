@@ -191,3 +191,34 @@ func TestMPIGangRowsNeverTogether(t *testing.T) {
 	c.waitGone(a)
 	c.waitGone(b)
 }
+
+// A PMI barrier survives a control connection that breaks around it: the
+// agent sends its part again to the controller that reaches it next, and
+// MPI_Init completes on every rank.
+func TestMPIBarrierAcrossControlBreak(t *testing.T) {
+	prog := mpiProgram(t, "ring")
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Space, controllerGrace: time.Minute})
+	// n1's rank enters MPI_Init (its barrier) a second after n0's.
+	script := `if [ "$COSCHED_NODE" = n1 ]; then sleep 1; fi; exec "$0" 1`
+	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", script, prog}, Processors: 2, MPI: node.MPIPMI1})
+	c.waitState(id, node.Running, 20*time.Second)
+	// Keep breaking n1's connection while its rank enters the barrier,
+	// so that its part goes out with no controller or is lost with a
+	// connection.
+	breaks := 0
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if node.BreakControl(c.agents[1]) {
+			breaks++
+		}
+	}
+	if breaks == 0 {
+		t.Fatal("n1 never had a control connection to break")
+	}
+	j := c.waitState(id, node.Completed, 60*time.Second)
+	t.Logf("%d breaks", breaks)
+	for _, r := range j.Ranks {
+		if out := c.rankOutput(id, r.Rank); !strings.Contains(out, fmt.Sprintf("rank %d of 2 ok", r.Rank)) {
+			t.Errorf("rank %d said %q", r.Rank, out)
+		}
+	}
+}

@@ -67,20 +67,54 @@ func (a *Agent) rankLayout(l launch, spec *rank.Spec) (*os.File, error) {
 	return f, nil
 }
 
-// pmiBarrierIn sends a job's local barrier to the controller. Without a
-// controller it is dropped: the agent kills its ranks anyway.
+// pmiBarrierIn sends a job's local barrier to the controller. It stays
+// pending until the barrier ends: a controller that connects meanwhile
+// (a restart, an outage ridden out) gets it again (setController).
 func (a *Agent) pmiBarrierIn(job int64, b pmi.Barrier) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.pmiPending == nil {
+		a.pmiPending = map[int64]pmiBarrier{}
+	}
+	m := pmiBarrier{Job: job, Epoch: b.Epoch, Puts: b.Puts}
+	a.pmiPending[job] = m
+	a.writePMIBarrierLocked(m)
+}
+
+// writePMIBarrierLocked sends a barrier if a controller is connected
+// (with a.mu held).
+func (a *Agent) writePMIBarrierLocked(m pmiBarrier) {
 	if a.conn == nil {
-		a.log.Warn("PMI barrier with no controller; dropped", zap.Int64("job", job))
 		return
 	}
 	a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if err := frame.Write(a.conn, msgPMIBarrier, pmiBarrier{Job: job, Epoch: b.Epoch, Puts: b.Puts}); err != nil {
+	if err := frame.Write(a.conn, msgPMIBarrier, m); err != nil {
 		a.conn.Close() // the reader sees it and clears it
 		a.conn = nil
 	}
+}
+
+// pmiBarrierOut ends a job's pending barrier (from the controller).
+func (a *Agent) pmiBarrierOut(b pmiBarrier) {
+	a.mu.Lock()
+	if p, ok := a.pmiPending[b.Job]; ok && p.Epoch == b.Epoch {
+		delete(a.pmiPending, b.Job)
+	}
+	a.mu.Unlock()
+	if b.Err != "" {
+		a.pmi.Fail(b.Job, b.Err)
+		return
+	}
+	// Replies to ranks have write deadlines; off the control loop.
+	a.goRun(func() { a.pmi.BarrierDone(b.Job, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts}) })
+}
+
+// pmiJobGone forgets a job whose last local rank ended.
+func (a *Agent) pmiJobGone(job int64) {
+	a.pmi.RemoveJob(job)
+	a.mu.Lock()
+	delete(a.pmiPending, job)
+	a.mu.Unlock()
 }
 
 // pmiFail ends a job's local ranks: one aborted or broke the protocol.

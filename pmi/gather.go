@@ -26,8 +26,10 @@ func NewGather(nodes []string) *Gather {
 
 // In records node's part of the current barrier. When it was the last,
 // done is the whole job's barrier, to deliver to every node (Nodes); the
-// next barrier starts. An error (unknown node, wrong barrier, a node
-// arriving twice, too many bytes) means the job cannot go on.
+// next barrier starts. A node's part arriving again is ignored (an agent
+// re-sends pending barriers to a controller that reconnects). An error
+// (unknown node, wrong barrier, too many bytes) means the job cannot go
+// on.
 func (g *Gather) In(node string, b Barrier) (done *Barrier, err error) {
 	if !slices.Contains(g.nodes, node) {
 		return nil, fmt.Errorf("PMI barrier from %s, which hosts no rank of the job", node)
@@ -36,7 +38,10 @@ func (g *Gather) In(node string, b Barrier) (done *Barrier, err error) {
 		return nil, fmt.Errorf("PMI barrier %d from %s while barrier %d is open", b.Epoch, node, g.epoch)
 	}
 	if g.arrived[node] {
-		return nil, fmt.Errorf("PMI barrier %d entered twice by %s", b.Epoch, node)
+		// The same part again: the agent re-sends its pending barrier
+		// to a controller that connects (it cannot know whether the
+		// first copy arrived).
+		return nil, nil
 	}
 	g.arrived[node] = true
 	for k, v := range b.Puts {
