@@ -94,15 +94,22 @@ func (a *Agent) writePMIBarrierLocked(m pmiBarrier) {
 	}
 }
 
-// pmiBarrierOut ends a job's pending barrier (from the controller).
+// pmiBarrierOut ends a job's pending barrier (from the controller). An
+// end that comes twice (the agent sent its part again to a controller
+// that had already answered on a connection since lost) counts once.
 func (a *Agent) pmiBarrierOut(b pmiBarrier) {
 	a.mu.Lock()
-	if p, ok := a.pmiPending[b.Job]; ok && p.Epoch == b.Epoch {
+	p, pending := a.pmiPending[b.Job]
+	pending = pending && p.Epoch == b.Epoch
+	if pending {
 		delete(a.pmiPending, b.Job)
 	}
 	a.mu.Unlock()
 	if b.Err != "" {
 		a.pmi.Fail(b.Job, b.Err)
+		return
+	}
+	if !pending {
 		return
 	}
 	// Replies to ranks have write deadlines; off the control loop.
@@ -148,17 +155,18 @@ func (c *Controller) pmiBarrierIn(m *ctl.Machine, node string, b pmiBarrier) {
 		c.pmiGathers[j.ID] = g
 	}
 	out := pmiBarrier{Job: j.ID, Epoch: b.Epoch}
-	done, err := g.In(node, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts})
+	done, to, err := g.In(node, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts})
 	switch {
 	case err != nil:
 		out.Err = "PMI: " + err.Error()
+		to = g.Nodes()
 		delete(c.pmiGathers, j.ID)
 	case done == nil:
 		return
 	default:
 		out.Puts = done.Puts
 	}
-	for _, a := range g.Nodes() {
+	for _, a := range to {
 		if l := c.links[a]; l != nil {
 			if err := l.send(msgPMIBarrierOut, out); err != nil {
 				c.log.Warn("PMI barrier not sent", zap.String("agent", a), zap.Error(err))

@@ -15,6 +15,7 @@ type Gather struct {
 	arrived map[string]bool
 	puts    map[string]string
 	bytes   int
+	last    *Barrier // the barrier that ended last, for a node that asks again
 }
 
 // NewGather gathers the barriers of a job whose ranks live on nodes.
@@ -25,23 +26,25 @@ func NewGather(nodes []string) *Gather {
 }
 
 // In records node's part of the current barrier. When it was the last,
-// done is the whole job's barrier, to deliver to every node (Nodes); the
-// next barrier starts. A node's part arriving again is ignored (an agent
-// re-sends pending barriers to a controller that reconnects). An error
-// (unknown node, wrong barrier, too many bytes) means the job cannot go
-// on.
-func (g *Gather) In(node string, b Barrier) (done *Barrier, err error) {
+// done is the whole job's barrier and to every node of the job; the next
+// barrier starts. Agents re-send a pending part to a controller that
+// connects, not knowing whether it arrived or whether the end was lost
+// with a connection: a part the gather already has is ignored, and a part
+// of the barrier that just ended gets that barrier again, to that node
+// only. An error (unknown node, another barrier, too many bytes) means the
+// job cannot go on.
+func (g *Gather) In(node string, b Barrier) (done *Barrier, to []string, err error) {
 	if !slices.Contains(g.nodes, node) {
-		return nil, fmt.Errorf("PMI barrier from %s, which hosts no rank of the job", node)
+		return nil, nil, fmt.Errorf("PMI barrier from %s, which hosts no rank of the job", node)
+	}
+	if g.last != nil && b.Epoch == g.last.Epoch {
+		return g.last, []string{node}, nil
 	}
 	if b.Epoch != g.epoch {
-		return nil, fmt.Errorf("PMI barrier %d from %s while barrier %d is open", b.Epoch, node, g.epoch)
+		return nil, nil, fmt.Errorf("PMI barrier %d from %s while barrier %d is open", b.Epoch, node, g.epoch)
 	}
 	if g.arrived[node] {
-		// The same part again: the agent re-sends its pending barrier
-		// to a controller that connects (it cannot know whether the
-		// first copy arrived).
-		return nil, nil
+		return nil, nil, nil
 	}
 	g.arrived[node] = true
 	for k, v := range b.Puts {
@@ -49,16 +52,17 @@ func (g *Gather) In(node string, b Barrier) (done *Barrier, err error) {
 		g.puts[k] = v
 	}
 	if g.bytes > MaxBarrierBytes {
-		return nil, fmt.Errorf("PMI barrier %d: the job put %d bytes, more than %d", b.Epoch, g.bytes, MaxBarrierBytes)
+		return nil, nil, fmt.Errorf("PMI barrier %d: the job put %d bytes, more than %d", b.Epoch, g.bytes, MaxBarrierBytes)
 	}
 	if len(g.arrived) < len(g.nodes) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	done = &Barrier{Epoch: g.epoch, Puts: g.puts}
+	g.last = done
 	g.epoch++
 	g.arrived, g.puts, g.bytes = map[string]bool{}, map[string]string{}, 0
-	return done, nil
+	return done, slices.Clone(g.nodes), nil
 }
 
-// Nodes are the agents a completed barrier goes to.
+// Nodes are the agents hosting the job's ranks.
 func (g *Gather) Nodes() []string { return slices.Clone(g.nodes) }

@@ -40,14 +40,14 @@ func runLocal(t *testing.T, prog string, nodes []string, args ...string) (errs [
 		return NewServer(Hooks{
 			Barrier: func(job int64, b Barrier) {
 				mu.Lock()
-				done, err := gather.In(here, b)
+				done, to, err := gather.In(here, b)
 				mu.Unlock()
 				if err != nil {
 					t.Errorf("gather: %v", err)
 					return
 				}
 				if done != nil {
-					for _, n := range gather.Nodes() {
+					for _, n := range to {
 						go srvs[n].BarrierDone(job, *done)
 					}
 				}

@@ -56,20 +56,25 @@ func TestBarrierAcrossNodes(t *testing.T) {
 	if outA.Barrier == nil || outA.Barrier.Puts["addr0"] != "x0" {
 		t.Fatalf("node a's barrier: %+v", outA)
 	}
-	if done, err := g.In("a", *outA.Barrier); done != nil || err != nil {
+	if done, _, err := g.In("a", *outA.Barrier); done != nil || err != nil {
 		t.Fatalf("gather ended with one node of two: %v %v", done, err)
 	}
-	if done, err := g.In("a", *outA.Barrier); done != nil || err != nil {
+	if done, _, err := g.In("a", *outA.Barrier); done != nil || err != nil {
 		t.Errorf("a node's part sent again (after a reconnect): %v %v, want ignored", done, err)
 	}
-	if _, err := g.In("a", Barrier{Epoch: 5}); err == nil {
+	if _, _, err := g.In("a", Barrier{Epoch: 5}); err == nil {
 		t.Error("a part for another barrier was accepted")
 	}
 	jb.Handle(2, []byte("cmd=barrier_in"))
 	outB := jb.Handle(3, []byte("cmd=barrier_in"))
-	done, err := g.In("b", *outB.Barrier)
-	if err != nil || done == nil {
-		t.Fatalf("gather: %v %v", done, err)
+	done, to, err := g.In("b", *outB.Barrier)
+	if err != nil || done == nil || len(to) != 2 {
+		t.Fatalf("gather: %v %v %v", done, to, err)
+	}
+	// b lost the end with its connection and sends its part again: it
+	// alone gets the same end.
+	if again, to, err := g.In("b", *outB.Barrier); err != nil || again != done || len(to) != 1 || to[0] != "b" {
+		t.Errorf("part of the ended barrier again: %v %v %v", again, to, err)
 	}
 	if got := reply(t, ja, 0, "cmd=get kvsname=kvs_1 key=addr3"); !strings.Contains(got, "rc=-1") {
 		t.Errorf("node b's put visible before the barrier ended: %q", got)
