@@ -122,6 +122,9 @@ type Job struct {
 	Nodes   []string   `json:"nodes,omitempty"` // in rank order, one per rank
 	Ranks   []RankInfo `json:"ranks,omitempty"`
 	Elapsed Duration   `json:"elapsed"` // running time so far, or in all
+	// Usage is the job's accounting from its cgroups (once its ranks
+	// have ended on a node; absent where agents run without cgroups).
+	Usage *JobUsage `json:"usage,omitempty"`
 }
 
 // RankInfo is how one rank ran.

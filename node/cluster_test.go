@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == commScenarioArg {
 		os.Exit(commScenario(os.Args[2]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == allocArg {
+		os.Exit(allocate(os.Args[2]))
+	}
 	dir, err := os.MkdirTemp("", "cosched-node-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,6 +66,7 @@ type clusterOpts struct {
 	backfill   gang.Backfill // the priority-backfill policies' options
 	priority   int
 	bandwidth  float64 // bcs: bytes per second per node
+	suspend    string  // node.SuspendSignal (default) or node.SuspendFreezer
 }
 
 func startCluster(t *testing.T, o clusterOpts) *testCluster {
@@ -89,7 +93,7 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 		cfg := node.Config{
 			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, Log: log,
+			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, Log: log, Suspend: o.suspend,
 		}
 		if i == 0 {
 			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth

@@ -20,6 +20,18 @@ type jobRecord struct {
 	agents []string   // agents hosting ranks, sorted
 	ending State      // the final state decided while ranks are still being stopped ("" if none)
 	exited int        // ranks reported ended
+	usage  *JobUsage  // from the agents' cgroups, as their last ranks end
+}
+
+// account folds in a node's cgroup accounting, if the exit carries it.
+func (j *jobRecord) account(m rankExit) {
+	if m.Usage == nil {
+		return
+	}
+	if j.usage == nil {
+		j.usage = &JobUsage{}
+	}
+	j.usage.add(*m.Usage)
 }
 
 // view renders the record for the API.
@@ -32,6 +44,10 @@ func (j *jobRecord) view(now time.Time) Job {
 		Submit: j.submit,
 		Row:    j.row,
 		Ranks:  append([]RankInfo(nil), j.ranks...),
+	}
+	if j.usage != nil {
+		u := *j.usage
+		v.Usage = &u
 	}
 	if !j.start.IsZero() {
 		start := j.start

@@ -49,8 +49,10 @@ type Stats struct {
 	CPUTime     time.Duration // user + system of every process the job ran here
 	PeakMemory  int64         // bytes; 0 when the memory controller is absent
 	MemoryLimit int64         // bytes; 0 means none
-	Processes   int           // the most processes seen at once (sampled)
-	OOMKills    uint64        // processes the kernel killed for exceeding the limit
+	// Processes is the most processes seen at once, sampled at every
+	// Stats, Pids, Kill and Remove (v1 has no peak counter).
+	Processes int
+	OOMKills  uint64 // processes the kernel killed for exceeding the limit
 }
 
 // backend is one cgroup hierarchy's implementation.
@@ -376,6 +378,7 @@ func (j *Job) setFrozen(f bool) error {
 func (j *Job) Kill() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	_, _ = j.statsLocked() // a last sample of the processes
 	if err := j.g.kill(); err != nil {
 		return fmt.Errorf("jobcg: job %d: kill: %w", j.id, err)
 	}
