@@ -324,6 +324,7 @@ func Start(cfg Config) (*Agent, error) {
 		APIAddr:       advertised(a.apiLn.Addr().String(), cfg.Advertise),
 		CPUs:          cfg.Processors,
 		Controller:    cfg.Controller,
+		Memory:        a.offeredMemory(),
 	}
 	a.api = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
 

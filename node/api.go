@@ -157,7 +157,8 @@ type NodeInfo struct {
 	Controller bool       `json:"controller"`
 	APIAddr    string     `json:"api_addr"`
 	CPUs       int        `json:"cpus"`
-	Columns    []int      `json:"columns"` // the matrix columns it hosts
+	Memory     int64      `json:"memory,omitempty"` // bytes offered to jobs (MemTotal less the reserve); 0: not advertised
+	Columns    []int      `json:"columns"`          // the matrix columns it hosts
 	Jobs       []int64    `json:"jobs,omitempty"`
 	Stats      *NodeStats `json:"stats,omitempty"`
 }

@@ -262,3 +262,27 @@ func TestFreezerRowsAlternateUnseen(t *testing.T) {
 	c.waitGone(a)
 	c.waitGone(b)
 }
+
+// Agents advertise their memory (MemTotal less the reserve): a job whose
+// processes need more than a processor's share waits, explained, while a
+// smaller one runs.
+func TestAdmissionByAdvertisedMemory(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	rep, err := c.client.Nodes(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Nodes) != 1 || rep.Nodes[0].Memory <= 0 {
+		t.Fatalf("nodes: %+v, want the agent's memory advertised", rep.Nodes)
+	}
+	big := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1, Memory: rep.Nodes[0].Memory})
+	small := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1, Memory: 1 << 20})
+	c.waitState(small, node.Completed, 20*time.Second)
+	j, err := c.client.Job(context.Background(), big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != node.Pending || !strings.Contains(j.Reason, "memory") {
+		t.Errorf("a job needing all the node's memory per process: %s (%s), want pending for memory", j.State, j.Reason)
+	}
+}

@@ -3,8 +3,11 @@ package node
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/strobe"
 )
 
 // This file connects the agent to its jobs' cgroups (node/jobcg): a
@@ -158,5 +162,54 @@ func (c *cgroupCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.peak, prometheus.GaugeValue, float64(st.PeakMemory), job)
 		ch <- prometheus.MustNewConstMetric(c.procs, prometheus.GaugeValue, float64(st.Processes), job)
 		ch <- prometheus.MustNewConstMetric(c.oom, prometheus.CounterValue, float64(st.OOMKills), job)
+	}
+}
+
+// offeredMemory is the memory this agent offers jobs: MemTotal less
+// Config.MemReserve; 0 (none advertised) when the reserve is negative,
+// MemTotal is unknown, or the reserve takes it all.
+func (a *Agent) offeredMemory() int64 {
+	if a.cfg.MemReserve < 0 {
+		return 0
+	}
+	total, err := memTotal()
+	if err != nil {
+		a.log.Warn("memory not advertised: jobs are not admitted by memory here", zap.Error(err))
+		return 0
+	}
+	if total <= a.cfg.MemReserve {
+		a.log.Warn("memory not advertised: the reserve is all of it", zap.Int64("mem_total", total), zap.Int64("reserve", a.cfg.MemReserve))
+		return 0
+	}
+	return total - a.cfg.MemReserve
+}
+
+// memTotal reads MemTotal from /proc/meminfo, in bytes.
+func memTotal() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/meminfo: MemTotal %q: %w", rest, err)
+			}
+			return kib << 10, nil
+		}
+	}
+	return 0, errors.New("/proc/meminfo: no MemTotal")
+}
+
+// admitMemory gives an agent's columns the memory it advertised, so the
+// core admits jobs by it (per column: the node's memory over its
+// processors).
+func (c *Controller) admitMemory(m strobe.Meta) {
+	if m.CPUs <= 0 {
+		return
+	}
+	if err := c.core.SetColumnMemory(c.columnsOf(m.Name), m.Memory/int64(m.CPUs), c.now()); err != nil {
+		c.log.Error("column memory", zap.String("agent", m.Name), zap.Error(err))
 	}
 }

@@ -305,6 +305,7 @@ func (c *Controller) agentUp(m strobe.Meta, l *link) {
 	if err := c.core.SetOffline(c.columnsOf(m.Name), false, c.now()); err != nil {
 		c.log.Error("columns online", zap.Error(err))
 	}
+	c.admitMemory(m)
 	c.membersChanged()
 	c.log.Info("agent up", zap.String("agent", m.Name), zap.Int("cpus", m.CPUs), zap.Int("first column", base))
 }
@@ -621,7 +622,7 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
 			_, linked := c.links[name]
 			n := NodeInfo{Name: name, State: "down", Columns: c.columnsOf(name)}
 			if up {
-				n.Controller, n.APIAddr, n.CPUs = m.Controller, m.APIAddr, m.CPUs
+				n.Controller, n.APIAddr, n.CPUs, n.Memory = m.Controller, m.APIAddr, m.CPUs, m.Memory
 				if linked {
 					n.State = "up"
 				}

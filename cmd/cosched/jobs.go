@@ -323,7 +323,7 @@ whose strobe went out late (overruns).`,
 }
 
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "COLUMNS", "JOBS"}
+	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS"}
 	if stats {
 		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
 	}
@@ -337,7 +337,11 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		for _, id := range n.Jobs {
 			jobs = append(jobs, fmt.Sprint(id))
 		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ","))}
+		mem := "-"
+		if n.Memory > 0 {
+			mem = humanize.IBytes(uint64(n.Memory))
+		}
+		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ","))}
 		if stats {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
