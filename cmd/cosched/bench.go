@@ -37,10 +37,11 @@ type benchStrobeFlags struct {
 	json     bool
 	keep     bool
 	priority int
+	suspend  []string // measured one after the other, each on a cluster of its own
 }
 
 func newBenchStrobeCmd() *cobra.Command {
-	f := benchStrobeFlags{n: 8, slice: 10 * time.Millisecond, duration: 30 * time.Second, mpl: 2, priority: 50}
+	f := benchStrobeFlags{n: 8, slice: 10 * time.Millisecond, duration: 30 * time.Second, mpl: 2, priority: 50, suspend: []string{"signal"}}
 	cmd := &cobra.Command{
 		Use:   "strobe",
 		Short: "Measure slice switching on a local gang-mode cluster: skew, latency, overhead",
@@ -59,12 +60,17 @@ and measure the strobes for --duration:
                      the slice are the overhead
   lost, late         strobes an agent never saw, or saw out of order
 
+With --suspend signal,freezer the whole measurement runs once per method,
+each on a fresh cluster, and a comparison of the two follows: SIGSTOP and
+SIGCONT to every rank's process group, or one write to the job's cgroup
+freezer (docs/cgroups.md).
+
 The agents share this host's monotonic clock, so skew is exact. Switches
 are timed when the signals have been sent; the kernel still has to run the
 continued ranks, which depends on how many cores the host has. With root
 (or CAP_SYS_NICE) the strobe path runs at SCHED_FIFO; the report says
 whether it did. The cluster is stopped at the end.`,
-		Example: "  cosched bench strobe -n 8 --slice 10ms --duration 30s\n  cosched bench strobe -n 8 --slice 1ms --duration 10s --json",
+		Example: "  cosched bench strobe -n 8 --slice 10ms --duration 30s\n  cosched bench strobe -n 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -n 4 --suspend signal,freezer",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return benchStrobe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
@@ -77,6 +83,7 @@ whether it did. The cluster is stopped at the end.`,
 	fl.IntVar(&f.mpl, "mpl", f.mpl, "rows of the matrix, each filled by one job")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path; 0 measures without real-time scheduling")
+	fl.StringSliceVar(&f.suspend, "suspend", f.suspend, "suspension methods to measure, in turn: signal, freezer or both (signal,freezer)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the cluster's state directory (agent logs) and print where it is")
 	return cmd
 }
@@ -88,6 +95,7 @@ type StrobeReport struct {
 	MPL      int           `json:"mpl"`
 	Duration time.Duration `json:"duration_ns"`
 	Priority int           `json:"realtime_priority"` // asked for; 0: off
+	Suspend  string        `json:"suspend"`           // how ranks were suspended: signal or freezer
 	// Realtime is each agent's strobe-thread scheduling, by agent.
 	Realtime map[string]string `json:"realtime"`
 	// ControllerRealtime is "" when the slice clock ran at SCHED_FIFO.
@@ -136,12 +144,51 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 	if f.mpl < 1 {
 		errs = append(errs, fmt.Errorf("--mpl %d: must be at least 1", f.mpl))
 	}
+	if len(f.suspend) == 0 {
+		errs = append(errs, errors.New("--suspend: give signal, freezer or both"))
+	}
+	for _, s := range f.suspend {
+		if s != node.SuspendSignal && s != node.SuspendFreezer {
+			errs = append(errs, fmt.Errorf("--suspend %q: want signal or freezer", s))
+		}
+	}
 	if len(errs) > 0 {
 		return flagErrors(errs)
 	}
+	var reps []*StrobeReport
+	for _, s := range f.suspend {
+		rep, err := benchStrobeOnce(ctx, progress, f, s)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+	}
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if len(reps) == 1 {
+			return enc.Encode(reps[0])
+		}
+		return enc.Encode(reps)
+	}
+	for i, rep := range reps {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		writeStrobeReport(out, rep)
+	}
+	if len(reps) > 1 {
+		fmt.Fprintln(out)
+		writeSuspendComparison(out, reps)
+	}
+	return nil
+}
+
+// benchStrobeOnce measures one suspension method on a cluster of its own.
+func benchStrobeOnce(ctx context.Context, progress io.Writer, f *benchStrobeFlags, suspend string) (rep *StrobeReport, err error) {
 	dir, err := os.MkdirTemp("", "cosched-bench-strobe-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		switch {
@@ -154,15 +201,15 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 		}
 	}()
 
-	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d)...\n", f.n, f.slice, f.mpl)
+	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d, suspend %s)...\n", f.n, f.slice, f.mpl, suspend)
 	up := clusterUpFlags{n: f.n, mode: string(node.Gang), slice: f.slice.String(), mpl: f.mpl, policy: "fcfs",
-		processors: 1, stateDir: dir, priority: f.priority, timeout: 30*time.Second + time.Duration(f.n)*2*time.Second}
+		processors: 1, stateDir: dir, priority: f.priority, timeout: 30*time.Second + time.Duration(f.n)*2*time.Second, suspend: suspend}
 	if err := clusterUp(ctx, io.Discard, &up); err != nil {
-		return err
+		return nil, err
 	}
 	rec, err := readCluster(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		if left := stopAgents(rec.Agents, 10*time.Second); len(left) > 0 {
@@ -170,17 +217,38 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 		}
 	}()
 
-	rep, err := measureStrobes(ctx, progress, rec, f)
+	rep, err = measureStrobes(ctx, progress, rec, f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	rep.Suspend = suspend
+	if nodes, err := node.NewClient(rec.API).Nodes(ctx, true); err == nil {
+		for _, n := range nodes.Nodes {
+			if n.Stats != nil && n.Stats.Suspend != suspend {
+				return nil, fmt.Errorf("agent %s suspended with %s, not %s (cgroups: %s)", n.Name, n.Stats.Suspend, suspend, n.Stats.Cgroups)
+			}
+		}
 	}
-	writeStrobeReport(out, rep)
-	return nil
+	return rep, nil
+}
+
+// writeSuspendComparison sets the methods' switch figures side by side,
+// each as a ratio to the first's.
+func writeSuspendComparison(w io.Writer, reps []*StrobeReport) {
+	fmt.Fprintln(w, "suspension methods compared (ratio to "+reps[0].Suspend+"):")
+	rows := [][]string{{"", "switch cost p50", "switch cost p99", "skew p50", "skew p99", "row start, last agent p50"}}
+	base := reps[0]
+	ratio := func(a, b time.Duration) string {
+		if b == 0 {
+			return fmtDur(a)
+		}
+		return fmt.Sprintf("%s (×%.2f)", fmtDur(a), float64(a)/float64(b))
+	}
+	for _, r := range reps {
+		rows = append(rows, []string{r.Suspend, ratio(r.SwitchCost.P50, base.SwitchCost.P50), ratio(r.SwitchCost.P99, base.SwitchCost.P99),
+			ratio(r.Skew.P50, base.Skew.P50), ratio(r.Skew.P99, base.Skew.P99), ratio(r.Overhead.P50, base.Overhead.P50)})
+	}
+	writeColumns(w, rows)
 }
 
 func measureStrobes(ctx context.Context, progress io.Writer, rec *clusterRecord, f *benchStrobeFlags) (*StrobeReport, error) {
@@ -375,8 +443,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func writeStrobeReport(w io.Writer, r *StrobeReport) {
-	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), %v measured\n\n",
-		r.Agents, r.Slice, r.MPL, r.Agents, r.Duration)
+	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), suspend %s, %v measured\n\n",
+		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, "signal"), r.Duration)
 	rows := [][]string{{"", "p50", "p99", "max", "mean", "n"}}
 	add := func(name string, d strobe.Dist) {
 		rows = append(rows, []string{name, fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max), fmtDur(d.Mean), fmt.Sprint(d.N)})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,12 +120,13 @@ type clusterUpFlags struct {
 	timeout    time.Duration
 	priority   int
 	bandwidth  string
+	suspend    string // agents' --suspend
 	backfill   backfillFlags
 	changed    func(name string) bool
 }
 
 func newClusterUpCmd() *cobra.Command {
-	f := clusterUpFlags{n: 4, mode: "gang", slice: "50ms", mpl: 3, policy: "easy", processors: 1, timeout: 30 * time.Second, priority: 50, bandwidth: "100MB"}
+	f := clusterUpFlags{n: 4, mode: "gang", slice: "50ms", mpl: 3, policy: "easy", processors: 1, timeout: 30 * time.Second, priority: 50, bandwidth: "100MB", suspend: "signal"}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start N agents on this machine (the first is the controller) and record how to reach them",
@@ -154,6 +156,7 @@ output go under the state directory.`,
 	fl.StringVar(&f.stateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 	fl.DurationVar(&f.timeout, "timeout", f.timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
+	fl.StringVar(&f.suspend, "suspend", f.suspend, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
 	return cmd
 }
 
@@ -225,7 +228,7 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 		os.Remove(ready)
 		args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir,
 			"--processors", strconv.Itoa(f.processors), "--ready-file", ready, "--log-format", "json",
-			"--realtime-priority", strconv.Itoa(f.priority)}
+			"--realtime-priority", strconv.Itoa(f.priority), "--suspend", cmp.Or(f.suspend, "signal")}
 		if i == 0 {
 			args = append(args, "--controller", "--mode", string(mode), "--slice", f.slice, "--mpl", strconv.Itoa(f.mpl), "--policy", f.policy,
 				"--bandwidth", f.bandwidth)
