@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,13 +61,16 @@ type agentFlags struct {
 	changed func(name string) bool
 }
 
+// defaultMemReserve is the memory an agent keeps for the system.
+const defaultMemReserve = "512MiB"
+
 func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 
 // newAgentCmdRun builds the command with run as what it does once the
 // settings are read (tests inspect them instead of starting an agent).
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
 	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console",
-		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: "512MiB"}
+		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent (one per node; one of them with --controller)",
@@ -293,21 +297,23 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
 		}
 	}
+	// An empty value (an empty variable in the systemd environment file)
+	// means the default.
 	switch f.Cgroups {
-	case "auto", "v1", "v2", "none":
+	case "", "auto", "v1", "v2", "none":
 		cfg.Cgroups = f.Cgroups
 	default:
 		errs = append(errs, fmt.Errorf("--cgroups %q: want auto, v1, v2 or none", f.Cgroups))
 	}
 	switch f.Suspend {
-	case node.SuspendSignal, node.SuspendFreezer:
-		cfg.Suspend = f.Suspend
+	case "", node.SuspendSignal, node.SuspendFreezer:
+		cfg.Suspend = cmp.Or(f.Suspend, node.SuspendSignal)
 	default:
 		errs = append(errs, fmt.Errorf("--suspend %q: want signal or freezer", f.Suspend))
 	}
 	if f.MemReserve == "none" {
 		cfg.MemReserve = -1
-	} else if cfg.MemReserve, err = parseSize(f.MemReserve); err != nil || cfg.MemReserve < 0 {
+	} else if cfg.MemReserve, err = parseSize(cmp.Or(f.MemReserve, defaultMemReserve)); err != nil || cfg.MemReserve < 0 {
 		errs = append(errs, fmt.Errorf("--mem-reserve %q: want a size (e.g. 512MiB) or none", f.MemReserve))
 	}
 	cfg.StateDir = f.StateDir

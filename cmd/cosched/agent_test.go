@@ -102,3 +102,33 @@ func TestNodesStatsShowsBackfill(t *testing.T) {
 		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
 	}
 }
+
+func TestAgentContainmentFlags(t *testing.T) {
+	conf := writeFile(t, "cg.toml", "cgroups = \"none\"\nsuspend = \"freezer\"\nmem_reserve = \"1GiB\"\n")
+	for _, tc := range []struct {
+		args             []string
+		cgroups, suspend string
+		reserve          int64
+	}{
+		{nil, "auto", node.SuspendSignal, 512 << 20},
+		{[]string{"--cgroups=", "--suspend=", "--mem-reserve="}, "", node.SuspendSignal, 512 << 20}, // the unit's empty variables
+		{[]string{"--cgroups", "v1", "--suspend", "freezer", "--mem-reserve", "none"}, "v1", node.SuspendFreezer, -1},
+		{[]string{"--config", conf}, "none", node.SuspendFreezer, 1 << 30},
+		{[]string{"--config", conf, "--suspend", "signal"}, "none", node.SuspendSignal, 1 << 30},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if cfg.Cgroups != tc.cgroups || cfg.Suspend != tc.suspend || cfg.MemReserve != tc.reserve {
+			t.Errorf("%v: cgroups %q suspend %q reserve %d, want %q %q %d", tc.args, cfg.Cgroups, cfg.Suspend, cfg.MemReserve, tc.cgroups, tc.suspend, tc.reserve)
+		}
+	}
+	_, err := agentSettings(t, "--cgroups", "v3", "--suspend", "sigstop", "--mem-reserve", "lots")
+	for _, want := range []string{`--cgroups "v3"`, `--suspend "sigstop"`, `--mem-reserve "lots"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad flags: %v, want it to name %s", err, want)
+		}
+	}
+}

@@ -149,6 +149,10 @@ func Open(cfg Config) (*Tree, error) {
 		t.log.Warn("killed and removed job cgroups a previous life of this agent left", zap.Int("jobs", n))
 	}
 	t.log.Info("jobs contained by cgroups", zap.String("mode", string(t.mode)), zap.String("subtree", sub))
+	if v2, ok := t.b.(*v2Backend); ok && v2.limited != "" {
+		t.log.Warn("cgroup v2 without controllers for jobs: contained, frozen and killed, but --mem is not enforced and memory not accounted (see docs/cgroups.md: Delegate=yes)",
+			zap.String("reason", v2.limited))
+	}
 	return t, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ type v2Backend struct {
 	base  *cgroup2.Manager
 	dir   string   // the subtree's directory
 	ctrls []string // controllers enabled for jobs (memory, pids, cpu when available)
+	// limited says why jobs get no controllers ("" when they do).
+	limited string
 }
 
 func openV2(mount, sub string) (*v2Backend, error) {
@@ -29,6 +32,9 @@ func openV2(mount, sub string) (*v2Backend, error) {
 	}
 	own, err := ownCgroupV2()
 	if err != nil {
+		return nil, err
+	}
+	if err := leaveInternal(mount, own); err != nil {
 		return nil, err
 	}
 	group := filepath.Join(own, sub)
@@ -52,8 +58,11 @@ func openV2(mount, sub string) (*v2Backend, error) {
 	// killing but no memory limit (see docs/cgroups.md: Delegate=yes).
 	if len(b.ctrls) > 0 {
 		if err := b.enable(); err != nil {
+			b.limited = err.Error()
 			b.ctrls = nil
 		}
+	} else {
+		b.limited = "no memory, pids or cpu controller available to this cgroup"
 	}
 	return b, nil
 }
@@ -184,3 +193,27 @@ func (g *v2Group) stats() (Stats, error) {
 }
 
 func (g *v2Group) remove() error { return g.m.Delete() }
+
+// leaveInternal moves the agent out of its own cgroup into a leaf,
+// <own>/cosched-agent, when it shares it (the systemd unit's cgroup with
+// Delegate=yes): cgroup v2 lets a cgroup with processes enable no
+// controller for its children (the "no internal processes" rule). The root
+// cgroup is exempt.
+func leaveInternal(mount, own string) error {
+	if own == "/" {
+		return nil
+	}
+	dir := filepath.Join(mount, own)
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return nil // nothing to move (or nothing we can read: enable will say)
+	}
+	leaf := filepath.Join(dir, "cosched-agent")
+	if err := os.MkdirAll(leaf, 0o755); err != nil {
+		return fmt.Errorf("the agent's leaf cgroup: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		return fmt.Errorf("moving the agent into %s: %w", leaf, err)
+	}
+	return nil
+}
