@@ -153,10 +153,10 @@ func (a *Agent) launch(l launch) {
 func (a *Agent) kill(job int64, reason string) {
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
+	a.killCgroup(job) // first: it samples the job's processes before they go
 	if err := a.ranks.Kill(job); err != nil {
 		a.log.Debug("kill", zap.Int64("job", job), zap.Error(err))
 	}
-	a.killCgroup(job)
 	a.log.Info("job killed", zap.Int64("job", job), zap.String("reason", reason))
 }
 

@@ -110,9 +110,19 @@ func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 		id, err = client.Submit(context.Background(), node.JobSpec{Command: escaper, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
 		return err
 	})
+	// Only this agent's: other test runs on the machine number jobs from 1.
+	mine := func() []int {
+		var pids []int
+		for _, p := range jobPIDs(t, id) {
+			if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p)); strings.Contains(string(env), dir) {
+				pids = append(pids, p)
+			}
+		}
+		return pids
+	}
 	var pids []int
 	eventually(t, 20*time.Second, func() error {
-		if pids = jobPIDs(t, id); len(pids) != 4 {
+		if pids = mine(); len(pids) != 4 {
 			return fmt.Errorf("%d of 4 processes", len(pids))
 		}
 		return nil
@@ -124,14 +134,14 @@ func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 	// descendants did not (the child of its group, the setsid pair):
 	// only the cgroup still holds them.
 	eventually(t, 10*time.Second, func() error {
-		if n := len(jobPIDs(t, id)); n != 3 {
+		if n := len(mine()); n != 3 {
 			return fmt.Errorf("%d processes of the job alive after the agent's death, want the rank's 3 descendants", n)
 		}
 		return nil
 	})
 	start()
 	eventually(t, 20*time.Second, func() error {
-		if left := jobPIDs(t, id); len(left) > 0 {
+		if left := mine(); len(left) > 0 {
 			return fmt.Errorf("processes left after the agent's restart: %v", left)
 		}
 		return nil
@@ -233,7 +243,7 @@ func TestFreezerRowsAlternateUnseen(t *testing.T) {
 				}
 				var info unix.Siginfo
 				if err := unix.Waitid(unix.P_PID, p[i], &info, unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT, nil); err == nil && info.Signo != 0 {
-					t.Fatalf("node %s: the parent of rank pid %d was notified of a stop (si_code %d)", name, p[i], info.Code)
+					t.Fatalf("node %s: the parent of rank pid %d was notified of a stop (si_code %d): %s", name, p[i], info.Code, describeProc(p[i]))
 				}
 			}
 			if moved[0] && moved[1] {

@@ -247,7 +247,7 @@ func (c *testCluster) waitPIDs(id int64, n int) []int {
 	c.t.Helper()
 	var pids []int
 	eventually(c.t, 20*time.Second, func() error {
-		pids = jobPIDs(c.t, id)
+		pids = c.jobPIDs(id)
 		if len(pids) != n {
 			return fmt.Errorf("job %d has %d processes, want %d", id, len(pids), n)
 		}
@@ -259,7 +259,7 @@ func (c *testCluster) waitPIDs(id int64, n int) []int {
 func (c *testCluster) waitGone(id int64) {
 	c.t.Helper()
 	eventually(c.t, 20*time.Second, func() error {
-		if pids := jobPIDs(c.t, id); len(pids) > 0 {
+		if pids := c.jobPIDs(id); len(pids) > 0 {
 			return fmt.Errorf("job %d still has processes %v", id, pids)
 		}
 		return nil
@@ -276,7 +276,7 @@ func (c *testCluster) waitExec(id int64, n int, program string) []int {
 		pids = pids[:0]
 		for _, p := range jobPIDs(c.t, id) {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
-			if strings.TrimSpace(string(comm)) == program {
+			if strings.TrimSpace(string(comm)) == program && c.ours(p) {
 				pids = append(pids, p)
 			}
 		}
@@ -289,11 +289,15 @@ func (c *testCluster) waitExec(id int64, n int, program string) []int {
 }
 
 // executing reports whether a process may be executing its program: it is
-// not stopped (T), gone or a zombie, and has no SIGSTOP pending.
+// not stopped (T), gone or a zombie, has no SIGSTOP pending, and is not in
+// a frozen cgroup (a frozen task reads D).
 func executing(pid int) bool {
 	switch procState(pid) {
 	case 'R', 'S', 'D':
 	default:
+		return false
+	}
+	if frozen(pid) {
 		return false
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -312,4 +316,78 @@ func executing(pid int) bool {
 		}
 	}
 	return true
+}
+
+// frozen reports whether a process's cgroup is frozen or freezing: v1
+// freezer.state FROZEN or FREEZING, v2 cgroup.freeze 1. Freezing is like a
+// pending SIGSTOP: every task of the cgroup has been told (a fake signal,
+// and an IPI if it is on a CPU) and freezes before it returns to user
+// mode; one that reads R has not had a CPU yet to take the freeze on.
+func frozen(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[1] == "freezer":
+			st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state"))
+			if s := strings.TrimSpace(string(st)); s == "FROZEN" || s == "FREEZING" {
+				return true
+			}
+		case parts[0] == "0" && parts[1] == "":
+			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				f, _ := os.ReadFile(filepath.Join(root, parts[2], "cgroup.freeze"))
+				if strings.TrimSpace(string(f)) == "1" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// describeProc says what the tests know of a process, for failures.
+func describeProc(pid int) string {
+	cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	var freezer string
+	for _, line := range strings.Split(string(cg), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "freezer" {
+			st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state"))
+			freezer = parts[2] + " " + strings.TrimSpace(string(st))
+		}
+	}
+	return fmt.Sprintf("pid %d state %c freezer %s", pid, procState(pid), freezer)
+}
+
+// ours reports whether a process is a rank of this test cluster, not of
+// another cluster on the machine (other test runs number their jobs from 1
+// too): its relay socket is in the cluster's directory, or named after
+// this process (relaySocket's fallback for long paths).
+func (c *testCluster) ours(pid int) bool {
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "COSCHED_RELAY="); ok {
+			return strings.HasPrefix(v, c.dir) || strings.HasSuffix(v, fmt.Sprintf("-%d.sock", os.Getpid()))
+		}
+	}
+	return false
+}
+
+// jobPIDs is jobPIDs for this cluster's ranks only.
+func (c *testCluster) jobPIDs(id int64) []int {
+	var pids []int
+	for _, p := range jobPIDs(c.t, id) {
+		if c.ours(p) {
+			pids = append(pids, p)
+		}
+	}
+	return pids
 }
