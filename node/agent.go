@@ -330,6 +330,7 @@ func Start(cfg Config) (*Agent, error) {
 
 	a.goRun(func() { a.serveControl(ctx) })
 	a.goRun(a.forwardExits)
+	a.goRun(func() { a.sampleCgroups(ctx) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))

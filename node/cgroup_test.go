@@ -296,3 +296,22 @@ func TestAdmissionByAdvertisedMemory(t *testing.T) {
 		t.Errorf("a job needing all the node's memory per process: %s (%s), want pending for memory", j.State, j.Reason)
 	}
 }
+
+// A job that ends normally takes with it what it daemonized.
+func TestNormalEndLeavesNoDaemon(t *testing.T) {
+	needCgroups(t)
+	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: node.Space})
+	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", "setsid sleep 300 & sleep 1"}, Processors: 1})
+	var daemon []int
+	eventually(t, 10*time.Second, func() error {
+		if daemon = c.jobPIDs(id); len(daemon) < 2 {
+			return fmt.Errorf("%d processes, want the rank and its daemon", len(daemon))
+		}
+		return nil
+	})
+	j := c.waitState(id, node.Completed, 20*time.Second)
+	c.waitGone(id)
+	if j.Usage == nil || j.Usage.Processes < 2 {
+		t.Errorf("usage %+v: want at least 2 processes seen", j.Usage)
+	}
+}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -211,5 +212,26 @@ func (c *Controller) admitMemory(m strobe.Meta) {
 	}
 	if err := c.core.SetColumnMemory(c.columnsOf(m.Name), m.Memory/int64(m.CPUs), c.now()); err != nil {
 		c.log.Error("column memory", zap.String("agent", m.Name), zap.Error(err))
+	}
+}
+
+// cgroupSampleEvery is how often the agent counts its jobs' processes
+// (the most seen at once is the job's process count).
+const cgroupSampleEvery = 250 * time.Millisecond
+
+// sampleCgroups counts the jobs' processes until ctx ends.
+func (a *Agent) sampleCgroups(ctx context.Context) {
+	if a.cg.Mode() == jobcg.ModeNone {
+		return
+	}
+	tick := time.NewTicker(cgroupSampleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			a.cg.Sample()
+		}
 	}
 }

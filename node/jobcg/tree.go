@@ -50,7 +50,7 @@ type Stats struct {
 	PeakMemory  int64         // bytes; 0 when the memory controller is absent
 	MemoryLimit int64         // bytes; 0 means none
 	// Processes is the most processes seen at once, sampled at every
-	// Stats, Pids, Kill and Remove (v1 has no peak counter).
+	// Sample, Stats, Pids, Kill and Remove (v1 has no peak counter).
 	Processes int
 	OOMKills  uint64 // processes the kernel killed for exceeding the limit
 }
@@ -230,6 +230,19 @@ func (t *Tree) Jobs() []int64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// Sample counts every job's processes now (Stats.Processes is the most
+// seen at once). The agent calls it periodically.
+func (t *Tree) Sample() {
+	if t.mode == ModeNone {
+		return
+	}
+	for _, id := range t.Jobs() {
+		if j := t.Job(id); j != nil {
+			_, _ = j.Pids() // a job removed meanwhile: nothing to count
+		}
+	}
 }
 
 // Remove kills whatever is left in job's cgroup, reads its final

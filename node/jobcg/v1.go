@@ -166,10 +166,24 @@ func (g *v1Group) setFrozen(frozen bool) error {
 
 // kill freezes the group (waiting until every task is frozen, so none can
 // fork while the list is read), SIGKILLs every process and thaws it (the
-// kill is delivered on thaw).
+// kill is delivered on thaw). The wait is bounded: a task in
+// uninterruptible sleep (a hung NFS read) cannot freeze, and the kill must
+// not hang the agent; such a task is killed unfrozen (it cannot fork
+// either while it sleeps), and Remove's loop kills anything else.
 func (g *v1Group) kill() error {
-	if err := g.cg.Freeze(); err != nil {
+	if err := g.setFrozen(true); err != nil {
 		return fmt.Errorf("freeze: %w", err)
+	}
+	deadline := time.Now().Add(freezeTimeout)
+	for delay := 50 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
+		st, err := os.ReadFile(g.freezerState)
+		if err != nil {
+			return fmt.Errorf("freezer state: %w", err)
+		}
+		if strings.TrimSpace(string(st)) == "FROZEN" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(delay)
 	}
 	procs, err := g.cg.Processes(cgroup1.Freezer, true)
 	var errs []error
@@ -181,11 +195,14 @@ func (g *v1Group) kill() error {
 			errs = append(errs, fmt.Errorf("kill %d: %w", p.Pid, err))
 		}
 	}
-	if err := g.cg.Thaw(); err != nil {
+	if err := g.setFrozen(false); err != nil {
 		errs = append(errs, fmt.Errorf("thaw: %w", err))
 	}
 	return errors.Join(errs...)
 }
+
+// freezeTimeout bounds how long a kill waits for the freeze.
+const freezeTimeout = 2 * time.Second
 
 func (g *v1Group) procs() ([]int, error) {
 	ps, err := g.cg.Processes(cgroup1.Freezer, true)
