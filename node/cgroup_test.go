@@ -59,6 +59,13 @@ func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
 	id := c.submit(node.JobSpec{Command: escaper, Processors: 2})
 	pids := c.waitPIDs(id, 8) // per rank: sh, setsid sh, two sleeps
+	// The job's cgroup accounting is on the agent's /metrics while it runs.
+	if n := metric(t, c.agents[0].APIAddr(), "cosched_job_processes"); n != 8 {
+		t.Errorf("cosched_job_processes %v, want 8", n)
+	}
+	if cpu := metric(t, c.agents[0].APIAddr(), "cosched_job_cpu_seconds_total"); cpu <= 0 {
+		t.Errorf("cosched_job_cpu_seconds_total %v, want > 0", cpu)
+	}
 	if st, err := c.client.Nodes(context.Background(), true); err != nil || st.Nodes[0].Stats == nil || st.Nodes[0].Stats.Cgroups != "v1" && st.Nodes[0].Stats.Cgroups != "v2" {
 		t.Errorf("nodes --stats: cgroups not reported in use: %+v %v", st, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
@@ -129,6 +130,28 @@ func TestAgentContainmentFlags(t *testing.T) {
 	for _, want := range []string{`--cgroups "v3"`, `--suspend "sigstop"`, `--mem-reserve "lots"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad flags: %v, want it to name %s", err, want)
+		}
+	}
+}
+
+func TestQueueLongAndNodesShowContainment(t *testing.T) {
+	var q strings.Builder
+	writeQueue(&q, []node.Job{
+		{ID: 7, Spec: node.JobSpec{Name: "hog"}, State: node.Failed, Reason: "rank 0 on n0 out of memory",
+			Usage: &node.JobUsage{CPUTime: node.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
+		{ID: 8, Spec: node.JobSpec{Name: "plain"}, State: node.Completed},
+	}, true)
+	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
+		if !strings.Contains(q.String(), want) {
+			t.Errorf("queue --long lacks %q:\n%s", want, q.String())
+		}
+	}
+	var n strings.Builder
+	writeNodes(&n, node.NodesReport{Nodes: []node.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
+		Stats: &node.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
+	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
+		if !strings.Contains(n.String(), want) {
+			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
 		}
 	}
 }
