@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -26,6 +27,14 @@ func TestMain(m *testing.M) {
 			buf[i] = 1
 		}
 		fmt.Println("allocated", len(buf))
+		os.Exit(0)
+	case "open": // print what Open decides for this user
+		tr, err := jobcg.Open(jobcg.Config{Agent: "i15-nonroot"})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(tr.Status())
 		os.Exit(0)
 	case "spin": // burn CPU until killed
 		for time.Now().After(time.Time{}) {
@@ -312,5 +321,50 @@ func TestAccountsCPU(t *testing.T) {
 				t.Skipf("%s: CPU time %v: no CPU accounting for jobs here", mode, st.CPUTime)
 			}
 		})
+	}
+}
+
+// Without the right to make cgroups (not root), auto mode falls back to
+// process groups and says why; explicit modes and bad names are errors.
+func TestFallbackWithoutCgroups(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a helper as another user")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} { // nobody must reach the copy
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := dir + "/jobcg.test"
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "JOBCG_HELPER=open")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper as nobody: %v\n%s", err, out)
+	}
+	t.Logf("as nobody: %s", out)
+	if !strings.HasPrefix(string(out), "none (") {
+		t.Errorf("auto mode as nobody: %q, want none (with the reason)", out)
+	}
+	tr, err := jobcg.Open(jobcg.Config{Agent: "x", Mode: "none"})
+	if err != nil || tr.Mode() != jobcg.ModeNone {
+		t.Fatalf("mode none: %v %v", tr, err)
+	}
+	if j, err := tr.Create(1, 1<<20); j != nil || err != nil {
+		t.Errorf("Create in mode none: %v %v, want nothing", j, err)
+	}
+	for _, bad := range []jobcg.Config{{Agent: "../x"}, {Agent: ""}, {Agent: "a", Mode: "v3"}} {
+		if _, err := jobcg.Open(bad); err == nil {
+			t.Errorf("Open(%+v) accepted", bad)
+		}
 	}
 }
