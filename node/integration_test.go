@@ -427,10 +427,11 @@ func TestBenchStrobeCommand(t *testing.T) {
 	if want := float64(rep.Overhead.Mean) / float64(10*time.Millisecond); rep.OverheadFraction != want {
 		t.Fatalf("overhead fraction %v, want %v", rep.OverheadFraction, want)
 	}
-	// The cluster is gone: no process runs with the benchmark's state dir.
+	// The cluster is gone: no process of this test's cosched runs with the
+	// benchmark's state dir (other test runs on the machine may have theirs).
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte("cosched-bench-strobe-")) {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte("cosched-bench-strobe-")) && bytes.HasPrefix(b, []byte(coschedBin+"\x00")) {
 			t.Fatalf("left behind: %s: %q", p, b)
 		}
 	}
