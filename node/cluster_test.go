@@ -391,3 +391,18 @@ func (c *testCluster) jobPIDs(id int64) []int {
 	}
 	return pids
 }
+
+// jobPIDsUnder is jobPIDs for the ranks of a cluster whose state is under
+// dir (their relay sockets are): other test runs on the machine number
+// their jobs from 1 too.
+func jobPIDsUnder(t *testing.T, dir string, id int64) []int {
+	t.Helper()
+	var pids []int
+	for _, p := range jobPIDs(t, id) {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if err == nil && strings.Contains(string(env), "COSCHED_RELAY="+dir) {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}
