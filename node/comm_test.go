@@ -205,7 +205,7 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 							return
 						case <-time.After(3 * time.Millisecond):
 						}
-						for _, pid := range jobPIDs(t, id) {
+						for _, pid := range c.jobPIDs(id) { // this cluster's only: never another run's ranks
 							sig := syscall.SIGSTOP
 							if i%2 == 1 {
 								sig = syscall.SIGCONT
