@@ -81,8 +81,9 @@ type Tree struct {
 	b      backend
 	log    *zap.Logger
 
-	mu   sync.Mutex
-	jobs map[int64]*Job
+	mu       sync.Mutex
+	jobs     map[int64]*Job
+	removing sync.WaitGroup // Removes in progress (Close waits for them)
 }
 
 var agentName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -251,10 +252,14 @@ func (t *Tree) Remove(id int64) (st Stats, ok bool, err error) {
 	t.mu.Lock()
 	j := t.jobs[id]
 	delete(t.jobs, id)
+	if j != nil {
+		t.removing.Add(1)
+	}
 	t.mu.Unlock()
 	if j == nil {
 		return Stats{}, false, nil
 	}
+	defer t.removing.Done()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	_, _ = j.statsLocked() // a last sample of the processes
@@ -279,6 +284,12 @@ func (t *Tree) Close() error {
 		if _, _, err := t.Remove(id); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// A Remove from another goroutine (a job's last rank exiting) may be
+	// under way; then anything that still failed to go, as at start.
+	t.removing.Wait()
+	if _, err := t.cleanLeftovers(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := t.b.removeSubtree(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("jobcg: removing the subtree: %w", err))
@@ -316,10 +327,18 @@ func waitEmptyAndRemove(g group) error {
 		}
 		time.Sleep(delay)
 	}
-	if err := g.remove(); err != nil {
-		return fmt.Errorf("remove: %w", err)
+	// rmdir can still find the cgroup busy for a moment after the last
+	// process left it (v1 controllers detach asynchronously): retry.
+	for {
+		err := g.remove()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove: %w", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return nil
 }
 
 // Job is one job's cgroup on this node.
