@@ -2,10 +2,8 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -58,7 +56,13 @@ func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 	needCgroups(t)
 	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
 	id := c.submit(node.JobSpec{Command: escaper, Processors: 2})
-	pids := c.waitPIDs(id, 8) // per rank: sh, setsid sh, two sleeps
+	var pids []int // per rank: sh, setsid sh, two sleeps
+	eventually(t, 20*time.Second, func() error {
+		if pids = c.jobProcs(id); len(pids) != 8 {
+			return fmt.Errorf("%d of 8 processes", len(pids))
+		}
+		return nil
+	})
 	// The job's cgroup accounting is on the agent's /metrics while it runs.
 	if n := metric(t, c.agents[0].APIAddr(), "cosched_job_processes"); n != 8 {
 		t.Errorf("cosched_job_processes %v, want 8", n)
@@ -82,77 +86,6 @@ func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 			t.Errorf("pid %d survived the cancel (state %c)", p, s)
 		}
 	}
-}
-
-func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
-	needCgroups(t)
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready.json")
-	start := func() (*os.Process, string) {
-		t.Helper()
-		os.Remove(ready)
-		cmd := execCommand(coschedBin, "agent", "--name", "i15-restart", "--controller", "--mode", "space", "--bind", "127.0.0.1:0",
-			"--local", "--processors", "1", "--state-dir", filepath.Join(dir, "state"), "--ready-file", ready,
-			"--realtime-priority", "0", "--nice", "0", "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }) // graceful: it removes its cgroups
-		var info struct{ API string }
-		eventually(t, 20*time.Second, func() error {
-			b, err := os.ReadFile(ready)
-			if err != nil {
-				return err
-			}
-			return json.Unmarshal(b, &info)
-		})
-		return cmd.Process, info.API
-	}
-	agent, api := start()
-	client := node.NewClient(api)
-	var id int64
-	eventually(t, 20*time.Second, func() error {
-		var err error
-		id, err = client.Submit(context.Background(), node.JobSpec{Command: escaper, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
-		return err
-	})
-	// Only this agent's: other test runs on the machine number jobs from 1.
-	mine := func() []int {
-		var pids []int
-		for _, p := range jobPIDs(t, id) {
-			if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p)); strings.Contains(string(env), dir) {
-				pids = append(pids, p)
-			}
-		}
-		return pids
-	}
-	var pids []int
-	eventually(t, 20*time.Second, func() error {
-		if pids = mine(); len(pids) != 4 {
-			return fmt.Errorf("%d of 4 processes", len(pids))
-		}
-		return nil
-	})
-	if err := agent.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	// The rank died with its agent (parent-death signal); its
-	// descendants did not (the child of its group, the setsid pair):
-	// only the cgroup still holds them.
-	eventually(t, 10*time.Second, func() error {
-		if n := len(mine()); n != 3 {
-			return fmt.Errorf("%d processes of the job alive after the agent's death, want the rank's 3 descendants", n)
-		}
-		return nil
-	})
-	start()
-	eventually(t, 20*time.Second, func() error {
-		if left := mine(); len(left) > 0 {
-			return fmt.Errorf("processes left after the agent's restart: %v", left)
-		}
-		return nil
-	})
 }
 
 func TestOutOfMemoryFailsOnlyThatJob(t *testing.T) {
@@ -317,13 +250,18 @@ func TestNormalEndLeavesNoDaemon(t *testing.T) {
 	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", "setsid sleep 300 & sleep 1"}, Processors: 1})
 	var daemon []int
 	eventually(t, 10*time.Second, func() error {
-		if daemon = c.jobPIDs(id); len(daemon) < 2 {
+		if daemon = c.jobProcs(id); len(daemon) < 2 {
 			return fmt.Errorf("%d processes, want the rank and its daemon", len(daemon))
 		}
 		return nil
 	})
 	j := c.waitState(id, node.Completed, 20*time.Second)
-	c.waitGone(id)
+	eventually(t, 10*time.Second, func() error {
+		if left := c.jobProcs(id); len(left) > 0 {
+			return fmt.Errorf("left after the job ended: %v", left)
+		}
+		return nil
+	})
 	if j.Usage == nil || j.Usage.Processes < 2 {
 		t.Errorf("usage %+v: want at least 2 processes seen", j.Usage)
 	}

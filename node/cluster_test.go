@@ -2,10 +2,11 @@ package node_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,37 +15,74 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/cosched/cosched/bench"
+	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/node/rank"
 )
 
-// coschedBin is the cosched binary, built once: agents start ranks through
-// its hidden __rank-exec shim, and some tests run whole agent processes.
-var coschedBin string
-
+// The test binary doubles as the programs agents start: the rank shim
+// (agents start every rank through it), a benchmark rank, and a comm
+// program (see comm_test.go). TestMain dispatches on the first argument,
+// so no cosched binary is built.
 func TestMain(m *testing.M) {
-	// The test binary doubles as a comm program that jobs run (see
-	// comm_test.go).
-	if len(os.Args) > 2 && os.Args[1] == commScenarioArg {
-		os.Exit(commScenario(os.Args[2]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "__rank-exec":
+			os.Exit(rank.ShimMain(os.Args[2:]))
+		case "bench-rank":
+			os.Exit(benchRankMain(os.Args[2:]))
+		case allocArg:
+			if len(os.Args) > 2 {
+				os.Exit(allocate(os.Args[2]))
+			}
+		case commScenarioArg:
+			if len(os.Args) > 2 {
+				os.Exit(commScenario(os.Args[2]))
+			}
+		}
 	}
-	if len(os.Args) > 2 && os.Args[1] == allocArg {
-		os.Exit(allocate(os.Args[2]))
+	os.Exit(m.Run())
+}
+
+// testShim is the rank shim the in-process agents use: this binary.
+func testShim(t *testing.T) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "cosched-node-test")
+	return []string{exe, "__rank-exec"}
+}
+
+// benchRankMain runs a benchmark rank with the arguments the controller
+// gives it (--template, --iterations, --seed, --work).
+func benchRankMain(args []string) int {
+	fs := flag.NewFlagSet("bench-rank", flag.ContinueOnError)
+	template := fs.String("template", "", "")
+	iterations := fs.Int("iterations", 0, "")
+	seed := fs.Uint64("seed", 0, "")
+	work := fs.String("work", "cpu", "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	t, err := bench.ParseTemplate(*template)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 2
 	}
-	coschedBin = filepath.Join(dir, "cosched")
-	build := exec.Command("go", "build", "-o", coschedBin, "../cmd/cosched")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build cosched: %v\n%s", err, out)
-		os.Exit(1)
+	w, err := benchrank.ParseWork(*work)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	p := benchrank.Program{Config: benchrank.Config{Template: t, Iterations: *iterations, Seed: *seed, Work: w}}
+	if err := p.Run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // testCluster is n agents in this process on loopback; agent 0 runs the
@@ -54,6 +92,8 @@ type testCluster struct {
 	agents []*node.Agent
 	client *node.Client
 	dir    string
+	opts   clusterOpts
+	log    *zap.Logger
 }
 
 type clusterOpts struct {
@@ -67,6 +107,10 @@ type clusterOpts struct {
 	priority   int
 	bandwidth  float64 // bcs: bytes per second per node
 	suspend    string  // node.SuspendSignal (default) or node.SuspendFreezer
+	// controllerGrace is every agent's ControllerGrace (0: ranks die as
+	// soon as the controller leaves).
+	controllerGrace time.Duration
+	journal         node.Journal // the controller's (default: its own, in memory)
 }
 
 func startCluster(t *testing.T, o clusterOpts) *testCluster {
@@ -83,22 +127,15 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 	if o.slice == 0 {
 		o.slice = 20 * time.Millisecond
 	}
-	c := &testCluster{t: t, dir: t.TempDir()}
+	c := &testCluster{t: t, dir: t.TempDir(), opts: o}
 	level := zap.WarnLevel
 	if os.Getenv("COSCHED_TEST_LOG") == "debug" {
 		level = zap.DebugLevel
 	}
-	log := zaptest.NewLogger(t, zaptest.Level(level))
+	c.log = zaptest.NewLogger(t, zaptest.Level(level))
 	for i := 0; i < o.agents; i++ {
-		cfg := node.Config{
-			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
-			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, Log: log, Suspend: o.suspend,
-		}
-		if i == 0 {
-			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
-			cfg.Backfill = o.backfill
-		} else {
+		cfg := c.agentConfig(i)
+		if i > 0 {
 			cfg.Join = []string{c.agents[0].GossipAddr()}
 		}
 		a, err := node.Start(cfg)
@@ -112,6 +149,23 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 	c.client = node.NewClient(c.agents[0].APIAddr())
 	c.waitNodes(o.agents)
 	return c
+}
+
+// agentConfig is agent i's configuration (agent 0 runs the controller),
+// without Join.
+func (c *testCluster) agentConfig(i int) node.Config {
+	o := c.opts
+	cfg := node.Config{
+		Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
+		Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
+		Shim: testShim(c.t), Priority: o.priority, ControllerGrace: o.controllerGrace, Log: c.log,
+		Suspend: o.suspend,
+	}
+	if i == 0 {
+		cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
+		cfg.Backfill, cfg.Journal = o.backfill, o.journal
+	}
+	return cfg
 }
 
 func (c *testCluster) stop() {
@@ -187,7 +241,9 @@ func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration
 }
 
 // jobPIDs finds the live processes of a job by their COSCHED_JOB
-// environment variable (the shim passes it on to the program).
+// environment variable (the shim passes it on to the program), among this
+// test's ranks: the children of this process, whose agents run in it
+// (other tests on the machine have jobs of the same numbers).
 func jobPIDs(t *testing.T, id int64) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -206,12 +262,30 @@ func jobPIDs(t *testing.T, id int64) []int {
 		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
 			continue
 		}
-		if procState(pid) == 'Z' || procState(pid) == 0 {
+		if procState(pid) == 'Z' || procState(pid) == 0 || parentOf(pid) != self {
 			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// parentOf is a process's parent pid from /proc/pid/stat (0 if gone).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // procState is a process's state letter from /proc/pid/stat (0 if gone).
@@ -247,7 +321,7 @@ func (c *testCluster) waitPIDs(id int64, n int) []int {
 	c.t.Helper()
 	var pids []int
 	eventually(c.t, 20*time.Second, func() error {
-		pids = c.jobPIDs(id)
+		pids = jobPIDs(c.t, id)
 		if len(pids) != n {
 			return fmt.Errorf("job %d has %d processes, want %d", id, len(pids), n)
 		}
@@ -259,14 +333,12 @@ func (c *testCluster) waitPIDs(id int64, n int) []int {
 func (c *testCluster) waitGone(id int64) {
 	c.t.Helper()
 	eventually(c.t, 20*time.Second, func() error {
-		if pids := c.jobPIDs(id); len(pids) > 0 {
+		if pids := jobPIDs(c.t, id); len(pids) > 0 {
 			return fmt.Errorf("job %d still has processes %v", id, pids)
 		}
 		return nil
 	})
 }
-
-func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
 // waitExec waits until a job has n processes that have exec'd program.
 func (c *testCluster) waitExec(id int64, n int, program string) []int {
@@ -276,7 +348,7 @@ func (c *testCluster) waitExec(id int64, n int, program string) []int {
 		pids = pids[:0]
 		for _, p := range jobPIDs(c.t, id) {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
-			if strings.TrimSpace(string(comm)) == program && c.ours(p) {
+			if strings.TrimSpace(string(comm)) == program {
 				pids = append(pids, p)
 			}
 		}
@@ -290,7 +362,7 @@ func (c *testCluster) waitExec(id int64, n int, program string) []int {
 
 // executing reports whether a process may be executing its program: it is
 // not stopped (T), gone or a zombie, has no SIGSTOP pending, and is not in
-// a frozen cgroup (a frozen task reads D).
+// a frozen or freezing cgroup (a frozen task reads D).
 func executing(pid int) bool {
 	switch procState(pid) {
 	case 'R', 'S', 'D':
@@ -364,44 +436,35 @@ func describeProc(pid int) string {
 	return fmt.Sprintf("pid %d state %c freezer %s", pid, procState(pid), freezer)
 }
 
-// ours reports whether a process is a rank of this test cluster, not of
-// another cluster on the machine (other test runs number their jobs from 1
-// too): its relay socket is in the cluster's directory, or named after
-// this process (relaySocket's fallback for long paths).
-func (c *testCluster) ours(pid int) bool {
-	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+// jobProcs is every process of a job of this cluster, its ranks'
+// descendants included (jobPIDs counts the ranks only): by COSCHED_JOB
+// and a relay socket in this cluster's directory (other test runs on the
+// machine number their jobs from 1 too).
+func (c *testCluster) jobProcs(id int64) []int {
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		c.t.Fatal(err)
 	}
-	for _, kv := range strings.Split(string(env), "\x00") {
-		if v, ok := strings.CutPrefix(kv, "COSCHED_RELAY="); ok {
-			return strings.HasPrefix(v, c.dir) || strings.HasSuffix(v, fmt.Sprintf("-%d.sock", os.Getpid()))
-		}
-	}
-	return false
-}
-
-// jobPIDs is jobPIDs for this cluster's ranks only.
-func (c *testCluster) jobPIDs(id int64) []int {
+	job := "COSCHED_JOB=" + strconv.FormatInt(id, 10)
 	var pids []int
-	for _, p := range jobPIDs(c.t, id) {
-		if c.ours(p) {
-			pids = append(pids, p)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
 		}
-	}
-	return pids
-}
-
-// jobPIDsUnder is jobPIDs for the ranks of a cluster whose state is under
-// dir (their relay sockets are): other test runs on the machine number
-// their jobs from 1 too.
-func jobPIDsUnder(t *testing.T, dir string, id int64) []int {
-	t.Helper()
-	var pids []int
-	for _, p := range jobPIDs(t, id) {
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
-		if err == nil && strings.Contains(string(env), "COSCHED_RELAY="+dir) {
-			pids = append(pids, p)
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		vars := strings.Split(string(env), "\x00")
+		ours := false
+		for _, kv := range vars {
+			if v, ok := strings.CutPrefix(kv, "COSCHED_RELAY="); ok {
+				ours = strings.HasPrefix(v, c.dir) || strings.HasSuffix(v, fmt.Sprintf("-%d.sock", os.Getpid()))
+			}
+		}
+		if ours && slices.Contains(vars, job) && procState(pid) != 'Z' && procState(pid) != 0 {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
-	"github.com/cosched/cosched/strobe"
 )
 
 // This file connects the agent to its jobs' cgroups (node/jobcg): a
@@ -112,8 +112,8 @@ type JobUsage struct {
 }
 
 // add folds one node's report in.
-func (u *JobUsage) add(n nodeUsage) {
-	u.CPUTime.D += time.Duration(n.CPUTime)
+func (u *JobUsage) add(n ctl.NodeUsage) {
+	u.CPUTime.D += n.CPUTime.D
 	u.PeakMemory = max(u.PeakMemory, n.PeakMemory)
 	u.MemoryLimit = max(u.MemoryLimit, n.MemoryLimit)
 	u.Processes += n.Processes
@@ -201,18 +201,6 @@ func memTotal() (int64, error) {
 		}
 	}
 	return 0, errors.New("/proc/meminfo: no MemTotal")
-}
-
-// admitMemory gives an agent's columns the memory it advertised, so the
-// core admits jobs by it (per column: the node's memory over its
-// processors).
-func (c *Controller) admitMemory(m strobe.Meta) {
-	if m.CPUs <= 0 {
-		return
-	}
-	if err := c.core.SetColumnMemory(c.columnsOf(m.Name), m.Memory/int64(m.CPUs), c.now()); err != nil {
-		c.log.Error("column memory", zap.String("agent", m.Name), zap.Error(err))
-	}
 }
 
 // cgroupSampleEvery is how often the agent counts its jobs' processes

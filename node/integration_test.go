@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -30,6 +27,7 @@ import (
 // not execute another instruction of its program. An overlap must last
 // 0.5 ms to count: a real one lasts a slice, while the kernel's stop path
 // has a window of microseconds between dequeuing SIGSTOP and state T.
+//
 // Under --suspend freezer the same holds, a rank in a frozen cgroup
 // counting as not executing.
 func TestGangRowsAlternate(t *testing.T) {
@@ -282,158 +280,6 @@ func TestAPIBadRequests(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(body.String(), "cosched_strobes_applied_total") {
 		t.Errorf("/metrics lacks cosched metrics")
-	}
-}
-
-// Killing an agent (SIGKILL) ends its ranks and fails its job; the other
-// agents kill their ranks of it; cluster down then leaves no process. Run
-// with real agent processes started by `cosched cluster up`.
-func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
-	dir := t.TempDir()
-	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := execCommand(coschedBin, args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("cosched %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	run("cluster", "up", "-n", "3", "--mode", "gang", "--slice", "20ms", "--mpl", "2")
-	stopped := false
-	defer func() {
-		if !stopped {
-			cmd := execCommand(coschedBin, "cluster", "down")
-			cmd.Env = env
-			cmd.Run()
-		}
-	}()
-	var rec struct {
-		API    string `json:"api"`
-		Agents []struct {
-			Name string `json:"name"`
-			PID  int    `json:"pid"`
-		} `json:"agents"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
-	client := node.NewClient(rec.API)
-	id, err := client.Submit(context.Background(), node.JobSpec{Command: busy, Processors: 3, TimeLimit: node.Duration{D: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	eventually(t, 20*time.Second, func() error {
-		if pids = jobPIDsUnder(t, dir, id); len(pids) != 3 {
-			return fmt.Errorf("%d of 3 ranks", len(pids))
-		}
-		return nil
-	})
-	victim := rec.Agents[2]
-	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, func() error {
-		j, err := client.Job(context.Background(), id)
-		if err != nil {
-			return err
-		}
-		if j.State != node.Failed || !strings.Contains(j.Reason, victim.Name) {
-			return fmt.Errorf("job %s (%s), want FAILED naming %s", j.State, j.Reason, victim.Name)
-		}
-		return nil
-	})
-	eventually(t, 20*time.Second, func() error {
-		if left := jobPIDsUnder(t, dir, id); len(left) > 0 {
-			return fmt.Errorf("ranks left after the agent died: %v", left)
-		}
-		return nil
-	})
-	// A new job still runs on the survivors.
-	id2, err := client.Submit(context.Background(), node.JobSpec{Command: []string{"true"}, Processors: 2, TimeLimit: node.Duration{D: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j, err := client.Wait(context.Background(), id2, 20*time.Millisecond); err != nil || j.State != node.Completed {
-		t.Fatalf("job on the survivors: %+v %v", j, err)
-	}
-	id3, err := client.Submit(context.Background(), node.JobSpec{Command: busy, Processors: 2, TimeLimit: node.Duration{D: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 20*time.Second, func() error {
-		if n := len(jobPIDsUnder(t, dir, id3)); n != 2 {
-			return fmt.Errorf("%d of 2 ranks", n)
-		}
-		return nil
-	})
-	out := run("cluster", "down")
-	stopped = true
-	if !strings.Contains(out, "stopped") {
-		t.Errorf("cluster down: %s", out)
-	}
-	for _, a := range rec.Agents {
-		if procState(a.PID) != 0 && procState(a.PID) != 'Z' {
-			t.Errorf("agent %s (pid %d) still running", a.Name, a.PID)
-		}
-	}
-	if left := jobPIDsUnder(t, dir, id3); len(left) > 0 {
-		t.Errorf("ranks left after cluster down: %v", left)
-	}
-}
-
-// `cosched bench strobe` end to end: it starts a gang cluster, measures
-// every agent's slices, reports them, and leaves no agent behind.
-func TestBenchStrobeCommand(t *testing.T) {
-	cmd := execCommand(coschedBin, "bench", "strobe", "-n", "3", "--slice", "10ms", "--duration", "1s", "--json")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench strobe: %v\n%s", err, stderr.String())
-	}
-	var rep struct {
-		Agents   int               `json:"agents"`
-		Realtime map[string]string `json:"realtime"`
-		Slices   int               `json:"slices"`
-		Applied  uint64            `json:"applied"`
-		Lost     uint64            `json:"lost"`
-		Skew     struct{ N int }   `json:"skew"`
-		Latency  struct{ N int }   `json:"latency"`
-		Overhead struct {
-			N    int
-			Mean time.Duration
-		} `json:"overhead"`
-		OverheadFraction float64 `json:"overhead_fraction"`
-	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
-	// About 100 slices in a second; each seen by two or more agents yields
-	// a skew and two or three latencies, each latency is an applied strobe.
-	// (Agents are polled one after another, so the last slice may be
-	// missing from the first agent polled: no exact count per agent.)
-	if rep.Agents != 3 || len(rep.Realtime) != 3 || rep.Slices < 50 || rep.Skew.N != rep.Slices ||
-		rep.Latency.N < 2*rep.Slices || rep.Latency.N > 3*rep.Slices || rep.Applied < uint64(rep.Latency.N) || rep.Overhead.N == 0 {
-		t.Fatalf("report %+v\n%s", rep, out)
-	}
-	if want := float64(rep.Overhead.Mean) / float64(10*time.Millisecond); rep.OverheadFraction != want {
-		t.Fatalf("overhead fraction %v, want %v", rep.OverheadFraction, want)
-	}
-	// The cluster is gone: no process of this test's cosched runs with the
-	// benchmark's state dir (other test runs on the machine may have theirs).
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte("cosched-bench-strobe-")) && bytes.HasPrefix(b, []byte(coschedBin+"\x00")) {
-			t.Fatalf("left behind: %s: %q", p, b)
-		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -46,6 +47,7 @@ type agentFlags struct {
 	Priority   int      `toml:"realtime_priority"`
 	Nice       int      `toml:"nice"`
 	RankNice   int      `toml:"rank_nice"`
+	Grace      string   `toml:"controller_grace"`
 	LogLevel   string   `toml:"log_level"`
 	LogFormat  string   `toml:"log_format"`
 	Cgroups    string   `toml:"cgroups"`
@@ -69,7 +71,7 @@ func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 // newAgentCmdRun builds the command with run as what it does once the
 // settings are read (tests inspect them instead of starting an agent).
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
-	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console",
+	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
 		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -93,8 +95,8 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, log_level,
-log_format, cgroups, suspend, mem_reserve. Flags override it.
+state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, controller_grace,
+log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
 
 Jobs are contained by cgroups where the host allows (--cgroups auto): one
 cgroup per job, under a subtree the agent owns, so nothing a rank forks
@@ -108,7 +110,11 @@ The priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf) take
 docs/POLICIES.md); they are refused with any other policy.
 
 The agent stops on SIGINT or SIGTERM: it leaves the cluster and kills its
-ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
+ranks. If it is killed outright, its ranks die with it (parent-death signal).
+When it loses its controller it keeps its ranks as they are (running or
+stopped) for --controller-grace, reports them to the controller that reaches
+it again, and kills them (continuing stopped ones so they die) if none does
+in time; 0 kills them as soon as the controller leaves the cluster.`,
 		Example: `  cosched agent --name n0 --bind 10.0.0.1:7946 --controller --mode gang --slice 10ms
   cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7
   cosched agent --name n0 --controller --mode space --policy sjf-bf --reservations 2 --reservations-mode fixed`,
@@ -123,7 +129,12 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 			return run(cmd.Context(), &f)
 		},
 	}
-	fl := cmd.Flags()
+	f.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags defines the agent's flags on fl, with f's values as defaults.
+func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.config, "config", "", "TOML file with agent settings (flags override it)")
 	fl.StringVar(&f.Name, "name", "", "this agent's name, unique in the cluster (default: the host name)")
 	fl.StringVar(&f.Bind, "bind", f.Bind, "gossip address host:port (port 0 picks one); the API, control and strobe sockets use the same host")
@@ -145,6 +156,7 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
+	fl.StringVar(&f.Grace, "controller-grace", f.Grace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
 	fl.StringVar(&f.Cgroups, "cgroups", f.Cgroups, "job containment: auto (v2 or v1 as the host has them; process groups only where neither works), v1, v2 or none")
@@ -152,7 +164,6 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.StringVar(&f.MemReserve, "mem-reserve", f.MemReserve, "memory kept for the system: the agent offers MemTotal less this to jobs (the controller admits jobs by --mem against it); \"none\" offers no memory limit")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
-	return cmd
 }
 
 // loadAgentConfig reads the TOML file into f, then re-applies the flags the
@@ -177,6 +188,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"encrypt-key": func() { f.Key = fromFlags.Key }, "local": func() { f.Local = fromFlags.Local },
 		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
+		"controller-grace":  func() { f.Grace = fromFlags.Grace },
 		"realtime-priority": func() { f.Priority = fromFlags.Priority },
 		"cgroups":           func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
 		"mem-reserve":  func() { f.MemReserve = fromFlags.MemReserve },
@@ -272,6 +284,9 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if cfg.Slice, err = time.ParseDuration(f.Slice); err != nil {
 		errs = append(errs, fmt.Errorf("--slice %q: not a duration (e.g. 10ms)", f.Slice))
 	}
+	if cfg.ControllerGrace, err = time.ParseDuration(f.Grace); err != nil || cfg.ControllerGrace < 0 {
+		errs = append(errs, fmt.Errorf("--controller-grace %q: want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)", f.Grace))
+	}
 	p, err := gang.ParsePolicy(f.Policy)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
@@ -287,6 +302,18 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if mode == node.Space && f.Controller {
 		cfg.MPL = 1
 	}
+	errs = append(errs, f.hostSettings(&cfg)...)
+	if len(errs) > 0 {
+		return cfg, flagErrors(errs)
+	}
+	return cfg, nil
+}
+
+// hostSettings parses the settings of this host: its CPUs, the gossip key
+// and the state directory.
+func (f *agentFlags) hostSettings(cfg *node.Config) []error {
+	var errs []error
+	var err error
 	if f.CPUs != "" {
 		if cfg.CPUs, err = parseCPUList(f.CPUs); err != nil {
 			errs = append(errs, fmt.Errorf("--cpus: %v", err))
@@ -324,10 +351,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		}
 		cfg.StateDir = filepath.Join(base, "agents", cfg.Name)
 	}
-	if len(errs) > 0 {
-		return cfg, flagErrors(errs)
-	}
-	return cfg, nil
+	return errs
 }
 
 func parseHexKey(s string) ([]byte, error) {
@@ -348,14 +372,6 @@ func parseHexKey(s string) ([]byte, error) {
 	return key, nil
 }
 
-// readyInfo is what an agent writes to --ready-file once it is up.
-type readyInfo struct {
-	Name   string `json:"name"`
-	PID    int    `json:"pid"`
-	Gossip string `json:"gossip"`
-	API    string `json:"api"`
-}
-
 func runAgent(ctx context.Context, f *agentFlags) error {
 	cfg, err := agentConfig(f)
 	if err != nil {
@@ -372,7 +388,7 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		return err
 	}
 	if f.readyFile != "" {
-		b, _ := json.Marshal(readyInfo{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
+		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
 		if err := atomicfile.WriteFile(f.readyFile, b); err != nil {
 			a.Shutdown()
 			return err

@@ -104,6 +104,34 @@ func TestNodesStatsShowsBackfill(t *testing.T) {
 	}
 }
 
+func TestAgentControllerGrace(t *testing.T) {
+	conf := writeFile(t, "grace.toml", "controller_grace = \"30s\"\n")
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 5 * time.Minute},
+		{[]string{"--controller-grace", "0"}, 0},
+		{[]string{"--config", conf}, 30 * time.Second},
+		{[]string{"--config", conf, "--controller-grace", "2m"}, 2 * time.Minute},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if cfg.ControllerGrace != tc.want {
+			t.Errorf("%v: controller grace %v, want %v", tc.args, cfg.ControllerGrace, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1s", "soon"} {
+		code, _, errOut := cli(t, "", "agent", "--name", "n0", "--state-dir", t.TempDir(), "--controller-grace", bad)
+		if want := `--controller-grace "` + bad + `": want a duration of at least 0`; code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("--controller-grace %s: exit %d, stderr %q; want 2 and %q", bad, code, errOut, want)
+		}
+	}
+}
+
 func TestAgentContainmentFlags(t *testing.T) {
 	conf := writeFile(t, "cg.toml", "cgroups = \"none\"\nsuspend = \"freezer\"\nmem_reserve = \"1GiB\"\n")
 	for _, tc := range []struct {
