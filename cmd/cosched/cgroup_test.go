@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,11 +68,12 @@ func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 	})
 	var pids []int
 	eventually(t, 20*time.Second, func() error {
-		if pids = stateDirProcs(t, dir, id); len(pids) != 4 {
+		if pids = jobPIDs(t, dir, id); len(pids) != 4 {
 			return fmt.Errorf("%d of 4 processes", len(pids))
 		}
 		return nil
 	})
+	t.Logf("job %d: processes %v", id, pids)
 	if err := agent.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,31 +81,16 @@ func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 	// descendants did not (the child of its group, the setsid pair):
 	// only the cgroup still holds them.
 	eventually(t, 10*time.Second, func() error {
-		if n := len(stateDirProcs(t, dir, id)); n != 3 {
+		if n := len(jobPIDs(t, dir, id)); n != 3 {
 			return fmt.Errorf("%d processes of the job alive after the agent's death, want the rank's 3 descendants", n)
 		}
 		return nil
 	})
 	start()
 	eventually(t, 20*time.Second, func() error {
-		if left := stateDirProcs(t, dir, id); len(left) > 0 {
+		if left := jobPIDs(t, dir, id); len(left) > 0 {
 			return fmt.Errorf("processes left after the agent's restart: %v", left)
 		}
 		return nil
 	})
-}
-
-// stateDirProcs is every live process of job id whose relay socket is
-// under dir: the agent's ranks and all they forked, whoever their parent
-// now is (other test runs on the machine number their jobs from 1 too).
-func stateDirProcs(t *testing.T, dir string, id int64) []int {
-	t.Helper()
-	var pids []int
-	for _, p := range jobPIDs(t, id) {
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
-		if err == nil && strings.Contains(string(env), "COSCHED_RELAY="+dir) {
-			pids = append(pids, p)
-		}
-	}
-	return pids
 }
