@@ -10,26 +10,29 @@ import (
 // would show it) stays stopped through another Release.
 func TestReleaseContinuesOnlyTheShim(t *testing.T) {
 	m, dir := newManager(t)
-	pid := mustStart(t, m, spec(dir, 1, 0, true, "sh", "-c", "while :; do :; done"))
+	// An unusual job id: tests of other runs on the machine that signal
+	// "job 1"'s processes by COSCHED_JOB must not continue this one.
+	const job = 915001
+	pid := mustStart(t, m, spec(dir, job, 0, true, "sh", "-c", "while :; do :; done"))
 	if s := state(pid); s != 'T' {
 		t.Fatalf("state after Start = %q, want 'T'", s)
 	}
-	if err := m.Release(1); err != nil {
+	if err := m.Release(job); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, pid, "RS")
-	if err := m.Stop(1); err != nil {
+	if err := m.Stop(job); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, pid, "T")
-	if err := m.Release(1); err != nil {
+	if err := m.Release(job); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
 	if s := state(pid); s != 'T' {
 		t.Fatalf("state after a second Release = %q, want still 'T' (released once only)", s)
 	}
-	if err := m.Kill(1); err != nil {
+	if err := m.Kill(job); err != nil {
 		t.Fatal(err)
 	}
 	if e := nextExit(t, m); e.Signal != "killed" {
