@@ -160,6 +160,7 @@ func (a *Agent) launch(l launch) {
 	for _, r := range l.Ranks {
 		slots[r.Rank] = r.Slot
 	}
+	cg := a.jobCgroup(l) // before the switcher may freeze it
 	a.sw.add(l.Job, slots)
 	if l.MPI == MPIPMI1 {
 		a.pmi.AddJob(l.Job, l.Nodes, a.cfg.Name)
@@ -169,7 +170,7 @@ func (a *Agent) launch(l launch) {
 		if r.Slot < len(a.cfg.CPUs) {
 			cpu = a.cfg.CPUs[r.Slot]
 		}
-		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared}
+		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg}
 		pmiFile, err := a.rankLayout(l, &spec)
 		if err != nil {
 			// Not started: its exit is reported here, as the manager would.
@@ -196,6 +197,7 @@ func (a *Agent) launch(l launch) {
 func (a *Agent) kill(job int64, reason string) {
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
+	a.killCgroup(job) // first: it samples the job's processes before they go
 	if err := a.ranks.Kill(job); err != nil {
 		a.log.Debug("kill", zap.Int64("job", job), zap.Error(err))
 	}
@@ -225,11 +227,13 @@ func (a *Agent) forwardExits() {
 		}
 		a.mu.Unlock()
 		a.sw.rankExited(e.Job, e.Rank)
-		if len(a.ranks.Ranks(e.Job)) == 0 {
+		last := len(a.ranks.Ranks(e.Job)) == 0
+		if last {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
 			a.pmiJobGone(e.Job)
 		}
+		a.cgroupExit(&m, last)
 		a.report(m)
 	}
 }
