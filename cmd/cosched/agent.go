@@ -64,8 +64,9 @@ func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
 	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console"}
 	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Run a node agent (one per node; one of them with --controller)",
+		Use:         "agent",
+		Annotations: map[string]string{stopAnnotation: stopClean},
+		Short:       "Run a node agent (one per node; one of them with --controller)",
 		Long: `Run cosched's per-node daemon. Agents find each other with gossip
 (hashicorp/memberlist): start the controller agent first, then the others with
 --join pointing at any running agent. Every agent serves the job API (the

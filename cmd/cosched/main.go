@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,10 +25,66 @@ func main() {
 	if _, err := node.DropRealtime(); err != nil {
 		fmt.Fprintf(os.Stderr, "cosched: warning: running at an inherited real-time priority: %v\n", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runWithSignals(os.Args[1:]))
+}
+
+// stopGrace is how long a command has, after SIGINT or SIGTERM, to stop by
+// itself (its loops watch the context; deferred clean-ups remove temporary
+// files) before the process exits anyway: a read blocked on a terminal or
+// a pipe cannot watch a context. A second signal exits at once.
+const stopGrace = 2 * time.Second
+
+// runWithSignals runs the command line with a context that the first
+// SIGINT or SIGTERM cancels, and returns the exit status: a command that
+// was stopped by a signal exits 128+signal (130 for SIGINT, 143 for
+// SIGTERM) as shells report it, unless it completed cleanly (an agent's
+// orderly stop exits 0).
+func runWithSignals(args []string) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, os.Stdin, os.Stdout, os.Stderr) }()
+	var got os.Signal
+	var grace <-chan time.Time
+	for {
+		select {
+		case code := <-done:
+			if got != nil && code != 0 {
+				return signalStatus(got)
+			}
+			return code
+		case s := <-sigs:
+			if got != nil {
+				fmt.Fprintf(os.Stderr, "cosched: second %s: exiting now\n", signalName(s))
+				return signalStatus(s)
+			}
+			got = s
+			cancel(fmt.Errorf("%s received", signalName(s)))
+			grace = time.After(stopGrace)
+		case <-grace:
+			fmt.Fprintf(os.Stderr, "cosched: did not stop within %v of %s: exiting now\n", stopGrace, signalName(got))
+			return signalStatus(got)
+		}
+	}
+}
+
+func signalName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}
+
+// signalStatus is the exit status a shell shows for a process a signal
+// stopped: 128 + the signal's number.
+func signalStatus(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 // run executes the command line args and returns the process exit status:
@@ -38,7 +95,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil && ctx.Err() != nil && cmd.Annotations[stopAnnotation] != stopClean {
+		// A command that returned normally after a signal stopped early:
+		// its output is not the complete answer.
+		err = context.Cause(ctx)
+	}
 	if err == nil {
 		return 0
 	}
@@ -64,6 +126,13 @@ scheduler core on workload traces.`,
 	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newNodesCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd())
 	return root
 }
+
+// A command annotated stopAnnotation: stopClean (a daemon) ends normally on
+// SIGINT or SIGTERM; any other command stopped by a signal fails.
+const (
+	stopAnnotation = "cosched-signal-stop"
+	stopClean      = "clean"
+)
 
 // usageError marks errors in the command line itself (exit status 2).
 type usageError struct{ err error }

@@ -296,7 +296,7 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 		if jobs == nil {
 			g := p.gen
 			g.Seed = seed
-			if jobs, err = nowsim.Generate(g); err != nil {
+			if jobs, err = nowsim.Generate(ctx, g); err != nil {
 				return err
 			}
 		}

@@ -365,7 +365,7 @@ func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		return err
 	}
 	if f.fitTrace != "" {
-		if m.Model, err = fitModelToTrace("--fit-trace", f.fitTrace, 0, stdin); err != nil {
+		if m.Model, err = fitModelToTrace(ctx, "--fit-trace", f.fitTrace, 0, stdin); err != nil {
 			return err
 		}
 	}

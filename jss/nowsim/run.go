@@ -105,12 +105,14 @@ func Run(ctx context.Context, cfg Config, jobs []Job, emit func(Record) error) (
 	col := metrics.NewCollector(len(cfg.Speeds), 0)
 	estimates := make(map[int64]time.Duration)
 	var ends endHeap
-	next, steps := 0, 0
+	next := 0
+	// Every step is checked: a pass over a long queue can take milliseconds.
+	done := ctx.Done()
 	for next < len(order) || len(ends) > 0 {
-		if steps++; steps&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return Result{}, fmt.Errorf("nowsim: run stopped: %w", err)
-			}
+		select {
+		case <-done:
+			return Result{}, fmt.Errorf("nowsim: run stopped: %w", context.Cause(ctx))
+		default:
 		}
 		at := time.Duration(1<<63 - 1)
 		if next < len(order) {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/gang"
+)
+
+// Ranges of numeric flags. Every numeric flag is checked against its range
+// before anything runs, with an error that names the flag and the limit: a
+// mistyped 99999999999 must not be allocated, and 0 must not be ignored.
+
+// checkInt reports v outside lo..hi as an error naming flag.
+func checkInt(flag string, v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%s %d: must be in %d..%d", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// checkFloat reports v outside lo..hi (or not a number) as an error naming flag.
+func checkFloat(flag string, v, lo, hi float64) error {
+	if !(v >= lo && v <= hi) {
+		return fmt.Errorf("%s %v: must be in %v..%v", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// checkDuration reports d outside lo..hi as an error naming flag.
+func checkDuration(flag string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return fmt.Errorf("%s %v: must be in %v..%v", flag, d, lo, hi)
+	}
+	return nil
+}
+
+// checkProcs checks a machine size in processors against the core's limit.
+func checkProcs(flag string, n int) error {
+	return checkInt(flag, int64(n), 1, gang.MaxProcessors)
+}
+
+// checkMPL checks a multiprogramming level against the core's limit.
+func checkMPL(flag string, n int) error {
+	return checkInt(flag, int64(n), 1, gang.MaxMPL)
+}
+
+// maxParallel bounds --parallel: workers beyond a few per core only hold memory.
+const maxParallel = 1024
+
+// maxSimDuration bounds durations that are simulated times or spans (a
+// century): beyond it, sums of them overflow time.Duration.
+const maxSimDuration = 100 * 365 * 24 * time.Hour
+
+// genBytesPerJob is a generous size of one generated SWF job line, for the
+// free-space check before writing (measured: 110 bytes with memory).
+const genBytesPerJob = 128
+
+// checkFreeSpace refuses to start writing an estimated need bytes to path
+// when its file system has less free space: a file that cannot fit would
+// fill the disk before failing.
+func checkFreeSpace(flag, path string, need int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return nil // the create that follows reports a bad directory
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if need > free {
+		return fmt.Errorf("%s %s: the output needs about %d MB, only %d MB are free there", flag, path, need>>20, free>>20)
+	}
+	return nil
+}
