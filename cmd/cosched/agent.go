@@ -265,7 +265,25 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	bf, bfErrs := f.backfillFor(p, err == nil, changed)
 	cfg.Backfill = bf
 	errs = append(errs, bfErrs...)
+	for _, r := range []struct {
+		flag      string
+		v, lo, hi int
+	}{
+		{"--mpl", f.MPL, 1, gang.MaxMPL},
+		{"--processors", f.Processors, 0, gang.MaxProcessors},
+		{"--api-port", f.APIPort, 0, 65535},
+		{"--nice", f.Nice, -20, 19},
+		{"--rank-nice", f.RankNice, -20, 19},
+		{"--realtime-priority", f.Priority, 0, 99},
+	} {
+		if err := checkInt(r.flag, int64(r.v), int64(r.lo), int64(r.hi)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if mode == node.Space && f.Controller {
+		if changed("mpl") && f.MPL != 1 {
+			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
+		}
 		cfg.MPL = 1
 	}
 	if f.CPUs != "" {

@@ -69,8 +69,14 @@ collects them for whole workloads.`,
 					errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
 				}
 			}
-			if spec.Processors < 1 {
-				errs = append(errs, fmt.Errorf("-n %d: must be at least 1", spec.Processors))
+			if err := checkProcs("-n", spec.Processors); err != nil {
+				errs = append(errs, err)
+			}
+			if err := checkInt("--iterations", int64(spec.BenchIterations), 0, maxIterations); err != nil {
+				errs = append(errs, err)
+			}
+			if err := checkDuration("--runtime", benchRuntime, 0, maxSimDuration); err != nil {
+				errs = append(errs, err)
 			}
 			if spec.Bench != "" && len(errs) == 0 {
 				// The estimate the simulator would use: iterations × the

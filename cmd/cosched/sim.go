@@ -167,19 +167,21 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if !slices.Contains(report.Formats(), f.format) {
 		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(report.Formats(), ", ")))
 	}
-	if f.procs < 0 {
-		errs = append(errs, fmt.Errorf("--procs %d: must be positive", f.procs))
-	}
-	if f.tau <= 0 {
-		errs = append(errs, fmt.Errorf("--tau %v: must be positive", f.tau))
-	}
-	if f.parallel < 1 {
-		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
-	}
-	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)
 	if f.changed == nil {
 		f.changed = func(string) bool { return false }
 	}
+	if f.procs != 0 || f.changed("procs") { // 0 is "from the trace" only when not given
+		if err := checkProcs("--procs", f.procs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := checkDuration("--tau", f.tau, time.Nanosecond, maxSimDuration); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)
 	var bfErrs []error
 	f.bf, bfErrs = f.backfill.parse(policies, f.changed)
 	errs = append(errs, bfErrs...)

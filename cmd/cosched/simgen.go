@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,14 +118,14 @@ func (f *simGenFlags) validate() (workload.Config, error) {
 	if f.jobs < 1 || f.jobs > workload.MaxJobs {
 		errs = append(errs, fmt.Errorf("--jobs %d: must be in 1..%d", f.jobs, workload.MaxJobs))
 	}
-	if !(f.load > 0) || math.IsInf(f.load, 0) {
-		errs = append(errs, fmt.Errorf("--load %v: must be positive", f.load))
+	if !(f.load > 0) || f.load > maxLoad {
+		errs = append(errs, fmt.Errorf("--load %v: must be in (0, %v]", f.load, maxLoad))
 	}
 	if err := checkProcs("--procs", f.procs); err != nil {
 		errs = append(errs, err)
 	}
-	if f.meanRuntime < 0 {
-		errs = append(errs, fmt.Errorf("--mean-runtime %v: must not be negative (0 keeps the model's time scale)", f.meanRuntime))
+	if err := checkDuration("--mean-runtime", f.meanRuntime, 0, maxSimDuration); err != nil {
+		errs = append(errs, err)
 	}
 	var memErr bool
 	var err error

@@ -117,14 +117,17 @@ func nowParseSpeeds(text string) ([]float64, error) {
 		n, sp := 1, item
 		if a, b, ok := strings.Cut(item, "x"); ok {
 			var err error
-			if n, err = strconv.Atoi(a); err != nil || n < 1 {
-				return nil, fmt.Errorf("%q: want a positive node count before x", item)
+			if n, err = strconv.Atoi(a); err != nil || n < 1 || n > nowMaxNodes {
+				return nil, fmt.Errorf("%q: want a node count in 1..%d before x", item, nowMaxNodes)
 			}
 			sp = b
 		}
 		v, err := strconv.ParseFloat(sp, 64)
 		if err != nil || !(v > 0) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%q: a speed must be a positive number", item)
+		}
+		if len(out)+n > nowMaxNodes {
+			return nil, fmt.Errorf("more than %d nodes", nowMaxNodes)
 		}
 		for range n {
 			out = append(out, v)
@@ -219,8 +222,8 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 	// The generator's flags, each named in its own message.
 	g := nowsim.GenConfig{Nodes: len(p.speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
 		BalancedShare: f.balancedShare, Span: f.span, Programs: f.programs, ProgramVar: f.programVar}
-	if f.jobs < 1 {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
+	if err := checkInt("--jobs", int64(f.jobs), 1, nowsim.MaxJobs); err != nil {
+		errs = append(errs, err)
 	}
 	for _, sh := range []struct {
 		name string
@@ -233,11 +236,11 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 	if f.seqShare+f.largeShare > 1+1e-9 {
 		errs = append(errs, fmt.Errorf("--seq-share %v + --large-share %v: more than 1", f.seqShare, f.largeShare))
 	}
-	if f.span < 0 {
-		errs = append(errs, fmt.Errorf("--span %v: must not be negative", f.span))
+	if err := checkDuration("--span", f.span, 0, maxSimDuration); err != nil {
+		errs = append(errs, err)
 	}
-	if f.programs < 0 {
-		errs = append(errs, fmt.Errorf("--programs %d: must not be negative", f.programs))
+	if err := checkInt("--programs", int64(f.programs), 0, int64(max(f.jobs, 0))); err != nil {
+		errs = append(errs, err)
 	}
 	if !(f.programVar >= 0 && f.programVar < 1) {
 		errs = append(errs, fmt.Errorf("--program-var %v: must be in [0, 1)", f.programVar))
