@@ -12,7 +12,11 @@ import (
 
 // JobSpec is what a user submits (POST /v1/jobs).
 type JobSpec struct {
-	Name       string   `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// User is the submitting user's name as the client states it (the
+	// CLI's login name). It is shown, not checked: authenticating the
+	// owner comes with the identity work (SO_PEERCRED, tokens).
+	User       string   `json:"user,omitempty"`
 	Command    []string `json:"command"`          // run once per rank
 	Processors int      `json:"processors"`       // ranks, one per processor
 	TimeLimit  Duration `json:"time_limit"`       // the runtime estimate; the job is killed (TIMEOUT) when it has run this long
@@ -30,6 +34,9 @@ type JobSpec struct {
 	// backfilling; the job runs on).
 	Overrun string `json:"overrun,omitempty"`
 }
+
+// maxUserName bounds JobSpec.User (Linux login names are at most 32).
+const maxUserName = 64
 
 // Validate reports every problem with a spec at once.
 func (s *JobSpec) Validate(maxProcs int) error {
@@ -49,6 +56,9 @@ func (s *JobSpec) Validate(maxProcs int) error {
 		if s.BenchWork != "" && s.BenchWork != "cpu" && s.BenchWork != "wall" {
 			errs = append(errs, fmt.Sprintf("bench_work: %q, want cpu or wall", s.BenchWork))
 		}
+	}
+	if len(s.User) > maxUserName || strings.ContainsFunc(s.User, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		errs = append(errs, fmt.Sprintf("user: %q, want at most %d characters, no spaces or control characters", s.User, maxUserName))
 	}
 	if s.Overrun != "" && s.Overrun != "kill" && s.Overrun != "extend" {
 		errs = append(errs, fmt.Sprintf("overrun: %q, want kill or extend", s.Overrun))

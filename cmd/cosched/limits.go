@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,30 +23,30 @@ func checkInt(flag string, v, lo, hi int64) error {
 	return nil
 }
 
-// checkFloat reports v outside lo..hi (or not a number) as an error naming flag.
-func checkFloat(flag string, v, lo, hi float64) error {
-	if !(v >= lo && v <= hi) {
-		return fmt.Errorf("%s %v: must be in %v..%v", flag, v, lo, hi)
+// checkDuration reports d outside lo..hi as an error naming flag.
+func checkDuration(flag string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return fmt.Errorf("%s %v: must be in %s..%s", flag, d, shortDuration(lo), shortDuration(hi))
 	}
 	return nil
 }
 
-// checkDuration reports d outside lo..hi as an error naming flag.
-func checkDuration(flag string, d, lo, hi time.Duration) error {
-	if d < lo || d > hi {
-		return fmt.Errorf("%s %v: must be in %v..%v", flag, d, lo, hi)
+// shortDuration prints d without trailing zero units: 876000h, not
+// 876000h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
 	}
-	return nil
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // checkProcs checks a machine size in processors against the core's limit.
 func checkProcs(flag string, n int) error {
 	return checkInt(flag, int64(n), 1, gang.MaxProcessors)
-}
-
-// checkMPL checks a multiprogramming level against the core's limit.
-func checkMPL(flag string, n int) error {
-	return checkInt(flag, int64(n), 1, gang.MaxMPL)
 }
 
 // maxParallel bounds --parallel: workers beyond a few per core only hold memory.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -29,10 +30,12 @@ func main() {
 }
 
 // stopGrace is how long a command has, after SIGINT or SIGTERM, to stop by
-// itself (its loops watch the context; deferred clean-ups remove temporary
-// files) before the process exits anyway: a read blocked on a terminal or
-// a pipe cannot watch a context. A second signal exits at once.
-const stopGrace = 2 * time.Second
+// itself before the process exits anyway. Commands stop within a second
+// (their loops watch the context, reads of standard input are
+// interruptible); the rest of the grace is for clean-ups that take time,
+// such as stopping a benchmark's cluster and writing what it measured. It
+// is a safety net for a clean-up that hangs. A second signal exits at once.
+const stopGrace = 10 * time.Second
 
 // runWithSignals runs the command line with a context that the first
 // SIGINT or SIGTERM cancels, and returns the exit status: a command that
@@ -121,10 +124,46 @@ gang scheduling or space sharing with backfilling, and simulates the same
 scheduler core on workload traces.`,
 		SilenceUsage:  true, // errors are printed once, by run
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("cosched {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newNodesCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd())
 	return root
+}
+
+// buildVersion is set at link time by release builds:
+// go build -ldflags "-X main.buildVersion=v1.2.3" ./cmd/cosched
+var buildVersion string
+
+// version is the release set at link time, else the module version and the
+// VCS revision the Go toolchain recorded (with "+dirty" for uncommitted
+// changes), else "devel".
+func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev != "" && !strings.Contains(v, rev) {
+		v += " (" + rev + dirty + ")"
+	}
+	return v + " " + info.GoVersion
 }
 
 // A command annotated stopAnnotation: stopClean (a daemon) ends normally on

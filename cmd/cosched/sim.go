@@ -251,7 +251,7 @@ func simInput(ctx context.Context, trace string, stdin io.Reader) (jss.TraceInpu
 	case "":
 		return sample.KTH(), nil
 	case "-":
-		data, err := io.ReadAll(io.LimitReader(ctxio.Reader(ctx, stdin), maxStdinTrace+1))
+		data, err := io.ReadAll(io.LimitReader(ctxio.Interruptible(ctx, stdin), maxStdinTrace+1))
 		if err != nil {
 			return jss.TraceInput{}, fmt.Errorf("read standard input: %w", err)
 		}

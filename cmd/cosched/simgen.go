@@ -191,7 +191,7 @@ func fitModelToTrace(ctx context.Context, flag, path string, procs int, stdin io
 	name := filepath.Base(path)
 	if path == "-" {
 		name = "<stdin>"
-		rd, closer, err = swf.OpenReader(ctxio.Reader(ctx, stdin), name)
+		rd, closer, err = swf.OpenReader(ctxio.Interruptible(ctx, stdin), name)
 	} else {
 		if st, serr := os.Stat(path); serr != nil {
 			return workload.Model{}, fmt.Errorf("%s: %w", flag, serr)

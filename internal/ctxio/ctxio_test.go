@@ -33,3 +33,31 @@ func TestStopsOnCancel(t *testing.T) {
 		t.Errorf("written %q", out.String())
 	}
 }
+
+func TestInterruptibleReturnsWhileBlocked(t *testing.T) {
+	r, w := io.Pipe() // nobody writes: a Read blocks
+	defer w.Close()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	in := Interruptible(ctx, r)
+	go func() {
+		w.Write([]byte("ab"))
+	}()
+	buf := make([]byte, 8)
+	if n, err := in.Read(buf); n != 2 || err != nil || string(buf[:2]) != "ab" {
+		t.Fatalf("read: %d %v %q", n, err, buf[:n])
+	}
+	stop := errors.New("SIGTERM received")
+	got := make(chan error, 1)
+	go func() {
+		_, err := in.Read(buf)
+		got <- err
+	}()
+	cancel(stop)
+	if err := <-got; !errors.Is(err, stop) {
+		t.Fatalf("blocked read after cancel: %v", err)
+	}
+	if _, err := in.Read(buf); !errors.Is(err, stop) {
+		t.Fatalf("read after cancel: %v", err)
+	}
+	r.Close() // ends the abandoned read
+}
