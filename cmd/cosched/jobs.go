@@ -405,7 +405,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
 				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
-					fmt.Sprintf("%v/%v", st.Latency.P50, st.Latency.P99), fmt.Sprintf("%v/%v", st.SwitchCost.P50, st.SwitchCost.P99),
+					fmt.Sprintf("%v/%v", roundSig(st.Latency.P50), roundSig(st.Latency.P99)), fmt.Sprintf("%v/%v", roundSig(st.SwitchCost.P50), roundSig(st.SwitchCost.P99)),
 					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent))
 			} else {
 				r = append(r, "-", "-", "-", "-", "-", "-", "-")
@@ -419,7 +419,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
 		if cs.Mode.TimeShared() {
 			t := cs.Ticks
-			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, t.SendLate.P50, t.SendLate.P99, t.Overruns, t.Skipped)
+			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, roundSig(t.SendLate.P50), roundSig(t.SendLate.P99), t.Overruns, t.Skipped)
 		}
 		if cs.Policy != "" {
 			fmt.Fprintf(w, "; policy %s", cs.Policy)
@@ -440,7 +440,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		fmt.Fprintf(w, "; %d processors in service\n", cs.Online)
 		if s := rep.Skew; s != nil && s.Slices > 0 {
 			fmt.Fprintf(w, "switch skew across agents over %d slices: p50 %v, p99 %v, max %v; strobe-to-switch p50 %v, p99 %v\n",
-				s.Slices, s.Skew.P50, s.Skew.P99, s.Skew.Max, s.Latency.P50, s.Latency.P99)
+				s.Slices, roundSig(s.Skew.P50), roundSig(s.Skew.P99), roundSig(s.Skew.Max), roundSig(s.Latency.P50), roundSig(s.Latency.P99))
 		}
 	}
 	fmt.Fprintln(w, "(* the controller)")
@@ -481,4 +481,13 @@ func currentUser() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
+}
+
+// roundSig rounds a measured duration to three significant digits for a
+// table (123µs, 1.23ms, 40s): the digits beyond are noise.
+func roundSig(d time.Duration) time.Duration {
+	unit := time.Duration(1)
+	for a := max(d, -d); a >= 1000*unit; unit *= 10 {
+	}
+	return d.Round(unit)
 }

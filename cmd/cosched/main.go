@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/node"
 )
 
@@ -107,7 +108,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "cosched: %v\n", err)
+	fmt.Fprintf(stderr, "cosched: %s\n", userMessage(err))
 	if isUsage(err) {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usageCommand(root, args))
 		return 2
@@ -172,6 +173,35 @@ const (
 	stopAnnotation = "cosched-signal-stop"
 	stopClean      = "clean"
 )
+
+// internalPrefixes are the package names that the libraries put before
+// their errors ("jss: ", "swf: "): context for a developer, noise for a
+// user, who is shown the file, line, flag or value instead.
+var internalPrefixes = map[string]bool{
+	"jss": true, "swf": true, "gang": true, "node": true, "workload": true, "sweep": true, "closed": true,
+	"nowsim": true, "experiment": true, "profile": true, "report": true, "plot": true, "strobe": true,
+	"relay": true, "comm": true, "bench": true, "now": true, "hosts": true, "pfcfs": true, "verify": true,
+	"metrics": true, "sample": true, "atomicfile": true, "frame": true,
+}
+
+// userMessage is err as a user reads it: a problem in an input file is
+// its file:line and what is wrong there; otherwise the message without
+// the packages' prefixes.
+func userMessage(err error) string {
+	var pe *swf.ParseError
+	if errors.As(err, &pe) && pe.File != "" {
+		return pe.Error()
+	}
+	parts := strings.Split(err.Error(), ": ")
+	kept := parts[:0]
+	for i, p := range parts {
+		if internalPrefixes[p] && i < len(parts)-1 {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, ": ")
+}
 
 // usageError marks errors in the command line itself (exit status 2).
 type usageError struct{ err error }

@@ -123,3 +123,17 @@ func TestSlurmHabitsOnACluster(t *testing.T) {
 		t.Errorf("cancelling an unknown job: %v %q", err, out)
 	}
 }
+
+func TestRoundSig(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		123456 * time.Nanosecond:      "123µs",
+		1234567 * time.Nanosecond:     "1.23ms",
+		40117481189 * time.Nanosecond: "40.1s",
+		999 * time.Nanosecond:         "999ns",
+		2*time.Minute + 3*time.Second: "2m3s",
+	} {
+		if got := roundSig(d).String(); got != want {
+			t.Errorf("%v: %s, want %s", d, got, want)
+		}
+	}
+}
