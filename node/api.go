@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/internal/slurmtime"
 )
 
 // JobSpec is what a user submits (POST /v1/jobs).
@@ -190,9 +191,10 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.D.String
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
+		// The CLI's forms: Slurm's (a bare "10" is minutes) or Go's.
+		v, err := slurmtime.Parse(s)
 		if err != nil {
-			return fmt.Errorf("duration %q: want a Go duration like 10m or 90s", s)
+			return fmt.Errorf("duration %q: want MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration like 10m or 90s", s)
 		}
 		d.D = v
 		return nil
@@ -200,6 +202,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err != nil {
 		return fmt.Errorf("duration %s: want a string like \"10m\" or a number of seconds", b)
+	}
+	if !(secs >= 0 && secs <= slurmtime.Max.Seconds()) {
+		return fmt.Errorf("duration %s: want 0 to %v seconds", b, slurmtime.Max.Seconds())
 	}
 	d.D = time.Duration(secs * float64(time.Second))
 	return nil
