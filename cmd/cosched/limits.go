@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +57,20 @@ const maxParallel = 1024
 // maxSimDuration bounds durations that are simulated times or spans (a
 // century): beyond it, sums of them overflow time.Duration.
 const maxSimDuration = 100 * 365 * 24 * time.Hour
+
+// maxPFCFSSwitches bounds pfcfs's context switches per wide job.
+const maxPFCFSSwitches = 1_000_000
+
+// tooLong reports the durations, by flag, above maxSimDuration, in flag order.
+func tooLong(byFlag map[string]time.Duration) []error {
+	var errs []error
+	for _, flag := range slices.Sorted(maps.Keys(byFlag)) {
+		if d := byFlag[flag]; d > maxSimDuration {
+			errs = append(errs, fmt.Errorf("%s %v: must be at most %s", flag, d, shortDuration(maxSimDuration)))
+		}
+	}
+	return errs
+}
 
 // maxLoad bounds an offered load: beyond it every generated job arrives at
 // once and runtimes overflow.

@@ -44,6 +44,10 @@ func TestNumericFlagRanges(t *testing.T) {
 		{[]string{"submit", "-n", "99999999999", "-t", "1m", "--", "true"}, "-n 99999999999: must be in 1..1048576"},
 		{[]string{"submit", "-n", "0", "-t", "1m", "--", "true"}, "-n 0: must be in 1..1048576"},
 		{[]string{"submit", "--bench", "10ms,5ms,news,NB", "--iterations", "99999999999"}, "--iterations 99999999999"},
+		{[]string{"sim", "--policy", "pfcfs", "--pfcfs-switches", "99999999999"}, "--pfcfs-switches 99999999999: must be at most 1000000"},
+		{[]string{"sim", "--policy", "pfcfs", "--pfcfs-switch", "2000000h"}, "--pfcfs-switch 2000000h0m0s: must be at most 876000h"},
+		{[]string{"sim", "--policy", "eqspatial", "--machine-file", "x", "--eq-interval", "2000000h"}, "--eq-interval 2000000h0m0s: must be at most 876000h"},
+		{[]string{"sim", "now", "--span", "2000000h"}, "--span 2000000h0m0s: must be in 0s..876000h"},
 	} {
 		var out, errb strings.Builder
 		code := run(ctx, tc.args, strings.NewReader(""), &out, &errb)
