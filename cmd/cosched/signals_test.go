@@ -289,3 +289,47 @@ func TestSignalStopsBenchStrobe(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalStopsBenchCalibrate: calibration interrupted while its
+// clusters run exits non-zero, writes no profile and leaves no temporary
+// state directory or agent.
+func TestSignalStopsBenchCalibrate(t *testing.T) {
+	dir := t.TempDir()
+	c := startChild(t, dir, nil, "bench", "calibrate", "--out", "profile.json", "--realtime-priority", "0")
+	var record string
+	c.waitFor(t, "a cluster's record", func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "*", "*", "cluster.json"))
+		if len(m) > 0 {
+			record = m[0]
+		}
+		return record != ""
+	})
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec clusterRecord
+	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Agents) == 0 {
+		t.Fatalf("cluster record %s: %v", b, err)
+	}
+	if code := c.stop(t, syscall.SIGINT); code != 130 {
+		t.Errorf("exit status %d, want 130; stderr:\n%s", code, c.stderr.String())
+	}
+	deadline := time.Now().Add(signalBound)
+	for _, a := range rec.Agents {
+		for alive(a.PID) {
+			if time.Now().After(deadline) {
+				syscall.Kill(a.PID, syscall.SIGKILL)
+				t.Fatalf("agent %s (pid %d) still running after calibration stopped", a.Name, a.PID)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left behind: %v", names)
+	}
+}
