@@ -71,3 +71,10 @@ func TestUserMessageStripsPackagePrefixes(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestVersion(t *testing.T) {
+	code, out, _ := cli(t, "", "--version")
+	if code != 0 || !strings.HasPrefix(out, "cosched ") || !strings.Contains(out, "go1.") {
+		t.Errorf("exit %d: %q", code, out)
+	}
+}
