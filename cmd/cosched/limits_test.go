@@ -69,6 +69,8 @@ func TestAgentFlagRanges(t *testing.T) {
 		{[]string{"--nice", "-21"}, "--nice -21: must be in -20..19"},
 		{[]string{"--realtime-priority", "100"}, "--realtime-priority 100: must be in 0..99"},
 		{[]string{"--controller", "--mode", "space", "--mpl", "3"}, "--mpl 3: space mode has one row"},
+		{[]string{"--controller", "--slice", "100us"}, "--slice 100µs: must be in 1ms..1h"},
+		{[]string{"--controller", "--mode", "bcs", "--slice", "0s"}, "--slice 0s: must be in 1ms..1h"},
 	} {
 		_, err := agentSettings(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
