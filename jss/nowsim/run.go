@@ -90,6 +90,9 @@ func Run(ctx context.Context, cfg Config, jobs []Job, emit func(Record) error) (
 	order := make([]*Job, len(jobs))
 	byID := make(map[int64]*Job, len(jobs))
 	for i := range jobs {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return Result{}, fmt.Errorf("nowsim: run stopped: %w", context.Cause(ctx))
+		}
 		j := &jobs[i]
 		if _, dup := byID[j.ID]; dup {
 			return Result{}, fmt.Errorf("nowsim: job %d appears twice", j.ID)
