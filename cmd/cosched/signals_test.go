@@ -333,3 +333,37 @@ func TestSignalStopsBenchCalibrate(t *testing.T) {
 		t.Errorf("left behind: %v", names)
 	}
 }
+
+// TestSignalStopsClusterUp: a signal while cluster up waits for its agents
+// stops the ones it started and records no cluster.
+func TestSignalStopsClusterUp(t *testing.T) {
+	dir := t.TempDir()
+	c := startChild(t, dir, nil, "cluster", "up", "-n", "8", "--realtime-priority", "0")
+	state := filepath.Join(dir, "state") // COSCHED_STATE_DIR of startChild
+	c.waitFor(t, "the first agent", fileGrows(filepath.Join(state, "agents", "a0", "ready.json")))
+	if code := c.stop(t, syscall.SIGINT); code != 130 {
+		t.Errorf("exit status %d, want 130; stderr:\n%s", code, c.stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(state, "cluster.json")); err == nil {
+		t.Error("an interrupted cluster up recorded a cluster")
+	}
+	ready, _ := filepath.Glob(filepath.Join(state, "agents", "*", "ready.json"))
+	deadline := time.Now().Add(signalBound)
+	for _, p := range ready {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // removed with its agent
+		}
+		var info readyInfo
+		if json.Unmarshal(b, &info) != nil {
+			continue
+		}
+		for alive(info.PID) {
+			if time.Now().After(deadline) {
+				syscall.Kill(info.PID, syscall.SIGKILL)
+				t.Fatalf("agent %s (pid %d) still running after cluster up was interrupted", info.Name, info.PID)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
