@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/cosched/cosched/jss"
 	"io"
+	"maps"
 	"os"
 	"os/user"
 	"slices"
@@ -56,6 +57,7 @@ collects them for whole workloads.`,
   cosched submit -n 8 --bench 50ms,25ms,news,NB --runtime 20s
   cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			warnDeprecated(cmd, map[string]string{"procs": "-n/--ntasks", "name": "-J/--job-name"})
 			var errs []error
 			var tpl bench.Template
 			if spec.Bench == "" {
@@ -155,12 +157,12 @@ collects them for whole workloads.`,
 	fl := cmd.Flags()
 	fl.IntVarP(&spec.Processors, "ntasks", "n", 1, "tasks (ranks), one per processor")
 	fl.IntVar(&spec.Processors, "procs", 1, "tasks (ranks)")
-	_ = fl.MarkDeprecated("procs", "use -n/--ntasks")
+	_ = fl.MarkHidden("procs")
 	fl.IntVarP(&nodes, "nodes", "N", 0, "nodes; without -n, one task per node")
 	fl.StringVarP(&limit, "time", "t", "", "time limit, the runtime estimate: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (10m)")
 	fl.StringVarP(&spec.Name, "job-name", "J", "", "job name (default: the command, or bench:TEMPLATE)")
 	fl.StringVar(&spec.Name, "name", "", "job name")
-	_ = fl.MarkDeprecated("name", "use -J/--job-name")
+	_ = fl.MarkHidden("name")
 	fl.StringVar(&mem, "mem", "", "memory per process (e.g. 256MB)")
 	fl.StringVar(&spec.Overrun, "overrun", "", "at the time limit: kill (default) or extend (the limit is only an estimate)")
 	fl.StringVar(&spec.Bench, "bench", "", "run a benchmark job with this ⟨g,v,comm,sync⟩ template (e.g. 50ms,25ms,news,NB) instead of a command")
@@ -490,4 +492,15 @@ func roundSig(d time.Duration) time.Duration {
 	for a := max(d, -d); a >= 1000*unit; unit *= 10 {
 	}
 	return d.Round(unit)
+}
+
+// warnDeprecated warns on standard error (never standard output, which
+// scripts read, e.g. with --parsable) about each old spelling used, by
+// flag name, giving its replacement.
+func warnDeprecated(cmd *cobra.Command, replacements map[string]string) {
+	for _, old := range slices.Sorted(maps.Keys(replacements)) {
+		if cmd.Flags().Changed(old) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "cosched: warning: --%s is deprecated, use %s\n", old, replacements[old])
+		}
+	}
 }

@@ -97,9 +97,13 @@ func TestSlurmHabitsOnACluster(t *testing.T) {
 	if out, err := sh("submit", "-N", "3", "-n", "2", "-t", "1", "--", "true"); err == nil || !strings.Contains(out, "-n 2: fewer tasks than -N 3 nodes") {
 		t.Errorf("-n < -N: %v\n%s", err, out)
 	}
-	if out, err := sh("submit", "--procs", "1", "--name", "old", "-t", "1", "--parsable", "--", "true"); err != nil ||
-		!strings.Contains(out, "--procs has been deprecated, use -n/--ntasks") || !strings.Contains(out, "--name has been deprecated, use -J/--job-name") {
-		t.Errorf("deprecated spellings: %v\n%s", err, out)
+	cmd := exec.Command(bin, "submit", "--procs", "1", "--name", "old", "-t", "1", "--parsable", "--", "true")
+	cmd.Env = append(cmd.Environ(), "COSCHED_STATE_DIR="+state, "COSCHED_ADDR=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) == "" || strings.Contains(string(out), "deprecated") ||
+		!strings.Contains(stderr.String(), "--procs is deprecated, use -n/--ntasks") || !strings.Contains(stderr.String(), "--name is deprecated, use -J/--job-name") {
+		t.Errorf("deprecated spellings: %v\nstdout %q\nstderr %q", err, out, stderr.String())
 	}
 	out, err := sh("queue", "-j", id1+","+id2, "--noheader", "-o", "%i %j %u %C %l %t")
 	if err != nil {

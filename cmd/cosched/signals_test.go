@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/localcluster"
 )
 
 // builtBinary is the cosched binary built once for the tests that run it
@@ -270,7 +273,7 @@ func TestSignalStopsBenchStrobe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec clusterRecord
+	var rec localcluster.Cluster
 	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Agents) != 2 {
 		t.Fatalf("cluster record %s: %v", b, err)
 	}
@@ -280,7 +283,7 @@ func TestSignalStopsBenchStrobe(t *testing.T) {
 	// The agents run in their own sessions: they must be gone too.
 	deadline := time.Now().Add(signalBound)
 	for _, a := range rec.Agents {
-		for syscall.Kill(a.PID, 0) == nil {
+		for agentAlive(a.PID) {
 			if time.Now().After(deadline) {
 				syscall.Kill(a.PID, syscall.SIGKILL)
 				t.Fatalf("agent %s (pid %d) still running after the benchmark stopped", a.Name, a.PID)
@@ -308,7 +311,7 @@ func TestSignalStopsBenchCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec clusterRecord
+	var rec localcluster.Cluster
 	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Agents) == 0 {
 		t.Fatalf("cluster record %s: %v", b, err)
 	}
@@ -317,7 +320,7 @@ func TestSignalStopsBenchCalibrate(t *testing.T) {
 	}
 	deadline := time.Now().Add(signalBound)
 	for _, a := range rec.Agents {
-		for alive(a.PID) {
+		for agentAlive(a.PID) {
 			if time.Now().After(deadline) {
 				syscall.Kill(a.PID, syscall.SIGKILL)
 				t.Fatalf("agent %s (pid %d) still running after calibration stopped", a.Name, a.PID)
@@ -354,11 +357,11 @@ func TestSignalStopsClusterUp(t *testing.T) {
 		if err != nil {
 			continue // removed with its agent
 		}
-		var info readyInfo
+		var info localcluster.Ready
 		if json.Unmarshal(b, &info) != nil {
 			continue
 		}
-		for alive(info.PID) {
+		for agentAlive(info.PID) {
 			if time.Now().After(deadline) {
 				syscall.Kill(info.PID, syscall.SIGKILL)
 				t.Fatalf("agent %s (pid %d) still running after cluster up was interrupted", info.Name, info.PID)
@@ -366,4 +369,14 @@ func TestSignalStopsClusterUp(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// agentAlive reports whether pid is a live process (not gone, not a zombie).
+func agentAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
