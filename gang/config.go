@@ -91,13 +91,13 @@ func DefaultConfig(processors int) Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Machine.Processors < 1 || c.Machine.Processors > MaxProcessors {
-		errs = append(errs, fmt.Errorf("machine processors must be in 1..%d, got %d", MaxProcessors, c.Machine.Processors))
+		errs = append(errs, fmt.Errorf("machine processors must be from 1 to %d, got %d", MaxProcessors, c.Machine.Processors))
 	}
 	if c.Machine.MemoryPerProcessor < 0 {
 		errs = append(errs, fmt.Errorf("memory per processor must not be negative, got %d", c.Machine.MemoryPerProcessor))
 	}
 	if c.MPL < 1 || c.MPL > MaxMPL {
-		errs = append(errs, fmt.Errorf("MPL must be in 1..%d, got %d", MaxMPL, c.MPL))
+		errs = append(errs, fmt.Errorf("MPL must be from 1 to %d, got %d", MaxMPL, c.MPL))
 	}
 	if _, err := ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("unknown policy %q (valid: %s)", c.Policy, policyList()))

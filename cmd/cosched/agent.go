@@ -258,9 +258,9 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if cfg.Slice, err = time.ParseDuration(f.Slice); err != nil {
 		errs = append(errs, fmt.Errorf("--slice %q: not a duration (e.g. 10ms)", f.Slice))
 	} else if f.Controller && mode.TimeShared() {
-		// The strobe path is measured down to 1 ms; a slice of an hour
-		// is already no time sharing.
-		if err := checkDuration("--slice", cfg.Slice, time.Millisecond, time.Hour); err != nil {
+		// The same range as cluster up's: the strobe path is measured down
+		// to 1 ms; a slice of an hour is already no time sharing.
+		if err := checkDuration("--slice", cfg.Slice, localcluster.MinSlice, localcluster.MaxSlice); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -57,10 +57,10 @@ func TestErrorTexts(t *testing.T) {
 
 func TestUserMessageStripsPackagePrefixes(t *testing.T) {
 	for in, want := range map[string]string{
-		"policy easy: jss: gang: invalid config: MPL must be in 1..64, got 0": "policy easy: invalid config: MPL must be in 1..64, got 0",
-		"swf: read x.gz: unexpected EOF":                                      "read x.gz: unexpected EOF",
-		"--workload jss":                                                      "--workload jss",
-		"node: jss":                                                           "jss",
+		"policy easy: jss: gang: invalid config: MPL must be from 1 to 64, got 0": "policy easy: invalid config: MPL must be from 1 to 64, got 0",
+		"swf: read x.gz: unexpected EOF":                                          "read x.gz: unexpected EOF",
+		"--workload jss":                                                          "--workload jss",
+		"node: jss":                                                               "jss",
 	} {
 		if got := userMessage(errString(in)); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)

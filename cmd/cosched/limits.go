@@ -20,7 +20,7 @@ import (
 // checkInt reports v outside lo..hi as an error naming flag.
 func checkInt(flag string, v, lo, hi int64) error {
 	if v < lo || v > hi {
-		return fmt.Errorf("%s %d: must be in %d..%d", flag, v, lo, hi)
+		return fmt.Errorf("%s %d: must be from %d to %d", flag, v, lo, hi)
 	}
 	return nil
 }
@@ -28,7 +28,7 @@ func checkInt(flag string, v, lo, hi int64) error {
 // checkDuration reports d outside lo..hi as an error naming flag.
 func checkDuration(flag string, d, lo, hi time.Duration) error {
 	if d < lo || d > hi {
-		return fmt.Errorf("%s %v: must be in %s..%s", flag, d, shortDuration(lo), shortDuration(hi))
+		return fmt.Errorf("%s %v: must be from %s to %s", flag, d, shortDuration(lo), shortDuration(hi))
 	}
 	return nil
 }

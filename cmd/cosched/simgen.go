@@ -116,7 +116,7 @@ func (f *simGenFlags) validate() (workload.Config, error) {
 		c.Templates = w.Templates
 	}
 	if f.jobs < 1 || f.jobs > workload.MaxJobs {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be in 1..%d", f.jobs, workload.MaxJobs))
+		errs = append(errs, fmt.Errorf("--jobs %d: must be from 1 to %d", f.jobs, workload.MaxJobs))
 	}
 	if !(f.load > 0) || f.load > maxLoad {
 		errs = append(errs, fmt.Errorf("--load %v: must be in (0, %v]", f.load, maxLoad))

@@ -208,7 +208,7 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 			return 0, errors.New("not an integer")
 		}
 		if n < 1 || n > gang.MaxMPL {
-			return 0, fmt.Errorf("must be in 1..%d", gang.MaxMPL)
+			return 0, fmt.Errorf("must be from 1 to %d", gang.MaxMPL)
 		}
 		return n, nil
 	})

@@ -108,10 +108,10 @@ const (
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Procs < 1 || c.Procs > MaxProcs {
-		errs = append(errs, fmt.Errorf("procs %d: must be in 1..%d", c.Procs, MaxProcs))
+		errs = append(errs, fmt.Errorf("procs %d: must be from 1 to %d", c.Procs, MaxProcs))
 	}
 	if c.Jobs < 1 || c.Jobs > MaxJobs {
-		errs = append(errs, fmt.Errorf("jobs %d: must be in 1..%d", c.Jobs, MaxJobs))
+		errs = append(errs, fmt.Errorf("jobs %d: must be from 1 to %d", c.Jobs, MaxJobs))
 	}
 	if !slices.Contains(Policies(), c.Policy) {
 		errs = append(errs, fmt.Errorf("policy %q: unknown (valid: %s)", c.Policy, PolicyNames()))
@@ -128,7 +128,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("warm-up %d: must not be negative", c.Warmup))
 	}
 	if c.Completions < 1 || c.Completions > MaxCompletions {
-		errs = append(errs, fmt.Errorf("completions %d: must be in 1..%d", c.Completions, MaxCompletions))
+		errs = append(errs, fmt.Errorf("completions %d: must be from 1 to %d", c.Completions, MaxCompletions))
 	}
 	if c.Warmup > MaxCompletions {
 		errs = append(errs, fmt.Errorf("warm-up %d: must be at most %d", c.Warmup, MaxCompletions))

@@ -98,7 +98,7 @@ func (c GenConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("%d nodes: need at least 1", c.Nodes))
 	}
 	if c.Jobs < 1 || c.Jobs > MaxJobs {
-		errs = append(errs, fmt.Errorf("%d jobs: need 1..%d", c.Jobs, MaxJobs))
+		errs = append(errs, fmt.Errorf("%d jobs: need 1 to %d", c.Jobs, MaxJobs))
 	}
 	if c.Span < 0 {
 		errs = append(errs, fmt.Errorf("span %v: must not be negative", c.Span))

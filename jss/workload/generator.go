@@ -58,7 +58,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fieldError("Processors", c.Processors, errors.New("no job size of the model fits the machine")))
 	}
 	if c.Jobs < 1 || c.Jobs > MaxJobs {
-		errs = append(errs, fieldError("Jobs", c.Jobs, fmt.Errorf("must be in 1..%d", MaxJobs)))
+		errs = append(errs, fieldError("Jobs", c.Jobs, fmt.Errorf("must be from 1 to %d", MaxJobs)))
 	}
 	if !(c.Load > 0) || math.IsInf(c.Load, 0) {
 		errs = append(errs, fieldError("Load", c.Load, errors.New("must be positive and finite")))
