@@ -499,8 +499,12 @@ func roundSig(d time.Duration) time.Duration {
 // flag name, giving its replacement.
 func warnDeprecated(cmd *cobra.Command, replacements map[string]string) {
 	for _, old := range slices.Sorted(maps.Keys(replacements)) {
-		if cmd.Flags().Changed(old) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "cosched: warning: --%s is deprecated, use %s\n", old, replacements[old])
+		if f := cmd.Flags().Lookup(old); f != nil && f.Changed {
+			spelling := "--" + old
+			if f.Shorthand != "" {
+				spelling = "-" + f.Shorthand + "/" + spelling
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "cosched: warning: %s is deprecated, use %s\n", spelling, replacements[old])
 		}
 	}
 }

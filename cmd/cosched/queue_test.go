@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -77,8 +78,10 @@ func TestSlurmHabitsOnACluster(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := sh("cluster", "up", "-n", "2", "--mode", "space", "--mpl", "1", "--realtime-priority", "0"); err != nil {
-		t.Fatalf("cluster up: %v\n%s", err, out)
+	// -n/--agents, cluster up's old spelling of -N/--nodes, still works.
+	if out, err := sh("cluster", "up", "-n", "2", "--mode", "space", "--mpl", "1", "--realtime-priority", "0"); err != nil ||
+		!strings.Contains(out, "-n/--agents is deprecated, use -N/--nodes") {
+		t.Fatalf("cluster up -n: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { sh("cluster", "down") })
 	id1, err := sh("submit", "-J", "spin", "-N", "2", "-t", "1-00:00", "--parsable", "--", "sleep", "300")
@@ -105,6 +108,14 @@ func TestSlurmHabitsOnACluster(t *testing.T) {
 		!strings.Contains(stderr.String(), "--procs is deprecated, use -n/--ntasks") || !strings.Contains(stderr.String(), "--name is deprecated, use -J/--job-name") {
 		t.Errorf("deprecated spellings: %v\nstdout %q\nstderr %q", err, out, stderr.String())
 	}
+	// The first job starts (both nodes), the benchmark job waits behind it.
+	eventually(t, 30*time.Second, func() error {
+		out, err := sh("queue", "-j", id1, "--noheader", "-o", "%t")
+		if err != nil || out != "R\n" {
+			return fmt.Errorf("job %s: %q %v", id1, out, err)
+		}
+		return nil
+	})
 	out, err := sh("queue", "-j", id1+","+id2, "--noheader", "-o", "%i %j %u %C %l %t")
 	if err != nil {
 		t.Fatalf("queue: %v\n%s", err, out)

@@ -18,35 +18,18 @@ import (
 	"github.com/cosched/cosched/localcluster"
 )
 
-// builtBinary is the cosched binary built once for the tests that run it
-// as a child process (signals, exit statuses).
-var builtBinary struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// coschedBinary builds cmd/cosched once per test binary and returns its path.
+// coschedBinary is the cosched binary the tests run as child processes:
+// this test binary, which TestMain turns into cosched for its children.
 func coschedBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Skip("runs cosched as child processes")
 	}
-	b := &builtBinary
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "cosched-test-bin")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, "cosched")
-		b.out, b.err = exec.Command("go", "build", "-o", b.path, ".").CombinedOutput()
-	})
-	if b.err != nil {
-		t.Fatalf("build: %v\n%s", b.err, b.out)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b.path
+	return exe
 }
 
 // signalBound is how long a stopped command may take to exit in the tests:
@@ -258,7 +241,7 @@ func TestSignalStopsAgent(t *testing.T) {
 // the agents' logs, whenever it fails; an interruption counts as a failure.)
 func TestSignalStopsBenchStrobe(t *testing.T) {
 	dir := t.TempDir()
-	c := startChild(t, dir, nil, "bench", "strobe", "-n", "2", "--mpl", "1", "--slice", "20ms", "--duration", "5m", "--realtime-priority", "0")
+	c := startChild(t, dir, nil, "bench", "strobe", "-N", "2", "--mpl", "1", "--slice", "20ms", "--duration", "5m", "--realtime-priority", "0")
 	// The clusters' state directory is a temporary directory under TMPDIR (dir).
 	var record string
 	c.waitFor(t, "the cluster's record", func() bool {
@@ -341,7 +324,7 @@ func TestSignalStopsBenchCalibrate(t *testing.T) {
 // stops the ones it started and records no cluster.
 func TestSignalStopsClusterUp(t *testing.T) {
 	dir := t.TempDir()
-	c := startChild(t, dir, nil, "cluster", "up", "-n", "8", "--realtime-priority", "0")
+	c := startChild(t, dir, nil, "cluster", "up", "-N", "8", "--realtime-priority", "0")
 	state := filepath.Join(dir, "state") // COSCHED_STATE_DIR of startChild
 	c.waitFor(t, "the first agent", fileGrows(filepath.Join(state, "agents", "a0", "ready.json")))
 	if code := c.stop(t, syscall.SIGINT); code != 130 {
