@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench"
@@ -177,7 +178,7 @@ collects them for whole workloads.`,
 
 func newQueueCmd() *cobra.Command {
 	var cf clientFlags
-	var all, noHeader bool
+	var all, noHeader, long bool
 	var format, jobList, states string
 	cmd := &cobra.Command{
 		Use:   "queue",
@@ -190,7 +191,11 @@ name the submitting client gave (not authenticated yet).
 
 -o/--format takes squeue's % fields (` + queueFieldLetters + `),
 each as %[.][WIDTH]FIELD: WIDTH cuts or pads the value, "." right-justifies
-it; other text is printed as is.`,
+it; other text is printed as is.
+
+--long adds the accounting the agents read from the jobs' cgroups once a
+job's ranks end: CPU time, peak memory (the largest node's) and the most
+processes seen at once.`,
 		Example: `  cosched queue
   cosched queue -t PD,R -j 3,4 --noheader
   cosched queue --all -o "%.6i %-12j %8u %.2t %.10M %.10l %R"`,
@@ -244,7 +249,7 @@ it; other text is printed as is.`,
 				return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
 			})
 			if cols == nil {
-				writeQueue(cmd.OutOrStdout(), jobs, noHeader)
+				writeQueue(cmd.OutOrStdout(), jobs, noHeader, long)
 			} else {
 				writeQueueFormat(cmd.OutOrStdout(), cols, jobs, noHeader)
 			}
@@ -253,6 +258,7 @@ it; other text is printed as is.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&all, "all", false, "include finished jobs")
+	fl.BoolVarP(&long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
 	fl.BoolVar(&noHeader, "noheader", false, "no header line")
 	fl.StringVarP(&format, "format", "o", "", "squeue-style format of each line: "+queueFieldLetters+" with optional [.]WIDTH")
 	fl.StringVarP(&jobList, "jobs", "j", "", "only these jobs (comma-separated ids), whatever their state")
@@ -261,14 +267,22 @@ it; other text is printed as is.`,
 	return cmd
 }
 
-func writeQueue(w io.Writer, jobs []node.Job, noHeader bool) {
+func writeQueue(w io.Writer, jobs []node.Job, noHeader, long bool) {
 	var rows [][]string
 	if !noHeader {
-		rows = append(rows, []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)"})
+		head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
+		if long {
+			head = append(head, "CPU", "MAXMEM", "PROCS")
+		}
+		rows = append(rows, append(head, "NODELIST(REASON)"))
 	}
 	for _, j := range jobs {
-		rows = append(rows, []string{fmt.Sprint(j.ID), truncate(jobName(j), 16), truncate(orDash(j.Spec.User), 10),
-			j.State.Code(), slurmtime.Format(j.Elapsed.D), nodeCount(j), nodesOrReason(j)})
+		r := []string{fmt.Sprint(j.ID), truncate(jobName(j), 16), truncate(orDash(j.Spec.User), 10),
+			j.State.Code(), slurmtime.Format(j.Elapsed.D), nodeCount(j)}
+		if long {
+			r = append(r, usageColumns(j.Usage)...)
+		}
+		rows = append(rows, append(r, nodesOrReason(j)))
 	}
 	writeColumns(w, rows)
 }
@@ -388,9 +402,9 @@ whose strobe went out late (overruns).`,
 }
 
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "COLUMNS", "JOBS"}
+	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS"}
 	if stats {
-		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT")
+		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
 	}
 	rows := [][]string{head}
 	for _, n := range rep.Nodes {
@@ -402,15 +416,19 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		for _, id := range n.Jobs {
 			jobs = append(jobs, fmt.Sprint(id))
 		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ","))}
+		mem := "-"
+		if n.Memory > 0 {
+			mem = humanize.IBytes(uint64(n.Memory))
+		}
+		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ","))}
 		if stats {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
 				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
 					fmt.Sprintf("%v/%v", roundSig(st.Latency.P50), roundSig(st.Latency.P99)), fmt.Sprintf("%v/%v", roundSig(st.SwitchCost.P50), roundSig(st.SwitchCost.P99)),
-					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent))
+					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
 			} else {
-				r = append(r, "-", "-", "-", "-", "-", "-", "-")
+				r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
 			}
 		}
 		rows = append(rows, r)
@@ -507,4 +525,12 @@ func warnDeprecated(cmd *cobra.Command, replacements map[string]string) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "cosched: warning: %s is deprecated, use %s\n", spelling, replacements[old])
 		}
 	}
+}
+
+// usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.
+func usageColumns(u *node.JobUsage) []string {
+	if u == nil {
+		return []string{"-", "-", "-"}
+	}
+	return []string{u.CPUTime.D.Round(time.Millisecond).String(), humanize.IBytes(uint64(u.PeakMemory)), fmt.Sprint(u.Processes)}
 }

@@ -45,7 +45,7 @@ func TestQueueFormat(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	writeQueue(&b, jobs, false)
+	writeQueue(&b, jobs, false, false)
 	if lines := strings.Split(b.String(), "\n"); !strings.HasPrefix(lines[0], "JOBID  NAME") || !strings.Contains(lines[0], "USER") ||
 		!strings.Contains(lines[1], "alice") || !strings.Contains(lines[1], "2:03") || !strings.Contains(lines[2], "bench:50ms,25ms…") {
 		t.Errorf("default table:\n%s", b.String())
