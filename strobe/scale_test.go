@@ -1,0 +1,129 @@
+package strobe
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The scale simulation: the real Sender and Followers on simNetwork's
+// virtual clock. Figures are simulated time, so they do not depend on
+// the machine running the benchmark.
+const (
+	simLatency  = 100 * time.Microsecond // one-way, as the goal
+	simSendCost = 3 * time.Microsecond   // one small sendto on Linux: syscall + stack (2–5 µs measured on commodity hosts)
+	simSlice    = 10 * time.Millisecond
+)
+
+// simCluster is n followers and a sender on one simNetwork.
+type simCluster struct {
+	net      *simNetwork
+	sender   *Sender
+	targets  []string
+	nodes    []*simNode
+	switched []int64 // per node: virtual time of its last switch
+	lastSeq  []uint64
+}
+
+// simSetup builds a cluster of n agents whose heartbeats go all-to-all
+// (today's design), strobed directly (fanout 0) or along a k-ary tree.
+func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
+	c := &simCluster{net: newSimNetwork(seed, simLatency, simSendCost, loss),
+		switched: make([]int64, n), lastSeq: make([]uint64, n)}
+	ctl := c.net.node("ctl")
+	c.sender = NewSender(ctl, 1, nil)
+	_ = fanout // the tree fan-out comes next
+	for i := range n {
+		c.targets = append(c.targets, fmt.Sprintf("10.0.%d.%d:7947", i/256, i%256))
+	}
+	for i, addr := range c.targets {
+		nd := c.net.node(addr)
+		i := i
+		nd.follower = NewFollower(FollowerConfig{Name: fmt.Sprintf("n%04d", i), Transport: nd,
+			Switch:  func(int) time.Duration { c.switched[i] = c.net.now; return 0 },
+			Applied: func(r SliceRecord) { c.lastSeq[i] = r.Seq }})
+		nd.follower.SetPeers(c.targets) // all-to-all heartbeats; SetPeers drops the node itself
+		c.nodes = append(c.nodes, nd)
+	}
+	return c
+}
+
+// slice strobes slice seq and runs the network to the next boundary. It
+// returns the time from the send to the last live node's switch and how
+// many live nodes did not apply the slice.
+func (c *simCluster) slice(seq uint64) (fanout time.Duration, missed int) {
+	start := c.net.now
+	if _, err := c.sender.Strobe(c.targets, seq, 0, 1, 0); err != nil {
+		panic(err)
+	}
+	c.net.run(start + int64(simSlice))
+	var last int64
+	for i, nd := range c.nodes {
+		switch {
+		case nd.dead:
+		case c.lastSeq[i] != seq:
+			missed++
+		default:
+			last = max(last, c.switched[i]-start)
+		}
+	}
+	return time.Duration(last), missed
+}
+
+// BenchmarkScale reports, per slice at 10 ms slices with 100 µs one-way
+// latency: fanout-µs, the simulated time from the controller's send to
+// the last agent's switch; hb-pkts/node and hb-bytes/node, the heartbeat
+// datagrams and bytes each node sends; strobe-pkts/slice, every strobe
+// datagram sent (controller and forwarding agents). direct is today's
+// design (the baseline), tree-kK the k-ary fan-out.
+func BenchmarkScale(b *testing.B) {
+	for _, n := range []int{64, 256, 1024} {
+		for _, k := range []int{0} {
+			name := "direct"
+			if k > 0 {
+				name = fmt.Sprintf("tree-k%d", k)
+			}
+			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
+				c := simSetup(n, k, 0, 1)
+				var worst time.Duration
+				var sum int64
+				var missed int
+				b.ResetTimer()
+				for i := range b.N {
+					f, m := c.slice(uint64(i + 1))
+					worst = max(worst, f)
+					sum += int64(f)
+					missed += m
+				}
+				slices := float64(b.N)
+				hb, st := c.net.counts[TypeHeartbeat], c.net.counts[TypeStrobe]
+				b.ReportMetric(float64(sum)/slices/1e3, "fanout-µs")
+				b.ReportMetric(float64(worst)/1e3, "fanout-max-µs")
+				b.ReportMetric(float64(hb.packets)/slices/float64(n), "hb-pkts/node")
+				b.ReportMetric(float64(hb.bytes)/slices/float64(n), "hb-bytes/node")
+				b.ReportMetric(float64(st.packets)/slices, "strobe-pkts/slice")
+				b.ReportMetric(float64(missed)/slices, "missed/slice")
+			})
+		}
+	}
+}
+
+// TestSimFanoutReachesEveryone checks the simulation itself on today's
+// design: every node applies every slice on a perfect network, and the
+// last switch comes after n back-to-back sends plus the latency.
+func TestSimFanoutReachesEveryone(t *testing.T) {
+	c := simSetup(64, 0, 0, 1)
+	for seq := uint64(1); seq <= 5; seq++ {
+		f, missed := c.slice(seq)
+		if missed != 0 {
+			t.Fatalf("slice %d: %d nodes missed it", seq, missed)
+		}
+		if want := 64*simSendCost + simLatency; f != want {
+			t.Fatalf("slice %d: fan-out %v, want %v (64 sends + latency)", seq, f, want)
+		}
+	}
+	if got := slices.Max(c.lastSeq); got != 5 {
+		t.Fatalf("last seq %d", got)
+	}
+}
