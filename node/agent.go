@@ -56,9 +56,12 @@ type Config struct {
 	// receive-and-switch thread and (controller) the slice clock. Needs
 	// root or CAP_SYS_NICE; without, the agent warns and runs normally.
 	Priority int
-	APIPort  int  // 0 picks one
-	Local    bool // loopback cluster: fast membership timings
-	Shim     []string
+	// StrobeFanout (controller) strobes the agents along a tree of this
+	// arity (strobe.Sender.SetFanout); 0 sends to each directly.
+	StrobeFanout int
+	APIPort      int  // 0 picks one
+	Local        bool // loopback cluster: fast membership timings
+	Shim         []string
 	// BenchRank is how the agent runs a benchmark job's ranks: the
 	// command, to which the job's bench-rank arguments are appended
 	// (default: this executable's "bench-rank").
@@ -251,6 +254,7 @@ func Start(cfg Config) (*Agent, error) {
 		var sender *strobe.Sender
 		if cfg.Mode.TimeShared() {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
+			sender.SetFanout(cfg.StrobeFanout)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
 			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))

@@ -108,6 +108,7 @@ type counters struct {
 	epochs, epochApplied, epochLost                uint64
 	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
 	hbDropped                                      uint64
+	forwarded, forwardErrors                       uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -293,6 +294,9 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	lost, late := f.c.lost, f.c.late
 	f.mu.Unlock()
 
+	if len(s.Forward) > 0 { // an inner node of the fan-out tree: its subtree first, then the switch
+		f.forward(*s)
+	}
 	cost := f.cfg.Switch(s.Row)
 	switched := mono.Now()
 
@@ -339,6 +343,35 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		default: // already signalled
 		}
 	}
+}
+
+// forward sends an applied strobe on to this node's children in the
+// fan-out tree (fanout.go), on the strobe path before the switch: the
+// subtree's switch waits for nothing but the network.
+func (f *Follower) forward(s Strobe) {
+	k, list := int(s.Fanout), s.Forward
+	s.Fanout, s.Forward = 0, nil
+	plain, err := Marshal(&s)
+	if err != nil { // cannot happen: it decoded
+		f.log.Error("strobe: encode forwarded strobe", zap.Error(err))
+		return
+	}
+	var sent, failed uint64
+	forwardStrobe(s, k, list, plain, func(to string, data []byte) {
+		if to == f.self {
+			return // a list naming this node: it has the strobe already
+		}
+		if err := f.cfg.Transport.Send(to, data); err != nil {
+			failed++
+			f.log.Debug("strobe: forward", zap.String("to", to), zap.Error(err))
+			return
+		}
+		sent++
+	}, f.log)
+	f.mu.Lock()
+	f.c.forwarded += sent
+	f.c.forwardErrors += failed
+	f.mu.Unlock()
 }
 
 // maxPendingHeartbeats bounds the heartbeats waiting for the sender.

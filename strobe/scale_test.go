@@ -33,7 +33,7 @@ func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
 		switched: make([]int64, n), lastSeq: make([]uint64, n)}
 	ctl := c.net.node("ctl")
 	c.sender = NewSender(ctl, 1, nil)
-	_ = fanout // the tree fan-out comes next
+	c.sender.SetFanout(fanout)
 	for i := range n {
 		c.targets = append(c.targets, fmt.Sprintf("10.0.%d.%d:7947", i/256, i%256))
 	}
@@ -79,7 +79,7 @@ func (c *simCluster) slice(seq uint64) (fanout time.Duration, missed int) {
 // design (the baseline), tree-kK the k-ary fan-out.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{64, 256, 1024} {
-		for _, k := range []int{0} {
+		for _, k := range []int{0, 8, 16} {
 			name := "direct"
 			if k > 0 {
 				name = fmt.Sprintf("tree-k%d", k)
@@ -126,4 +126,73 @@ func TestSimFanoutReachesEveryone(t *testing.T) {
 	if got := slices.Max(c.lastSeq); got != 5 {
 		t.Fatalf("last seq %d", got)
 	}
+}
+
+// TestSimTreeReachesEveryone: along the tree every node applies every
+// slice, sooner than with direct sends, and the controller sends only k
+// datagrams.
+func TestSimTreeReachesEveryone(t *testing.T) {
+	direct, tree := simSetup(300, 0, 0, 1), simSetup(300, 4, 0, 1)
+	for seq := uint64(1); seq <= 5; seq++ {
+		fd, _ := direct.slice(seq)
+		ft, missed := tree.slice(seq)
+		if missed != 0 {
+			t.Fatalf("slice %d: %d nodes missed it", seq, missed)
+		}
+		if ft >= fd {
+			t.Fatalf("slice %d: tree fan-out %v, direct %v", seq, ft, fd)
+		}
+	}
+	if st := tree.net.counts[TypeStrobe]; st.packets != 5*300 {
+		t.Fatalf("%d strobe datagrams for 5 slices of 300 nodes", st.packets)
+	}
+	var fwd uint64
+	for _, nd := range tree.nodes {
+		fwd += nd.follower.Stats().Forwarded
+	}
+	if fwd != 5*(300-4) {
+		t.Fatalf("agents forwarded %d datagrams, want %d", fwd, 5*(300-4))
+	}
+}
+
+// TestSimTreeDeadInnerNode: a dead agent, until membership drops it, is
+// an inner node now and then; its subtree of the moment loses that slice
+// (counted Lost, applied at the next), never two slices running.
+func TestSimTreeDeadInnerNode(t *testing.T) {
+	const n, slicesRun = 64, 200
+	c := simSetup(n, 4, 0, 1)
+	c.nodes[10].dead = true
+	missedBy := make([]int, n)
+	prev := make([]bool, n)
+	totalMissed := 0
+	for seq := uint64(1); seq <= slicesRun; seq++ {
+		c.slice(seq)
+		for i, nd := range c.nodes {
+			if nd.dead {
+				continue
+			}
+			missed := c.lastSeq[i] != seq
+			if missed && prev[i] {
+				t.Fatalf("node %d missed slices %d and %d", i, seq-1, seq)
+			}
+			if missed {
+				missedBy[i]++
+				totalMissed++
+			}
+			prev[i] = missed
+		}
+	}
+	if totalMissed == 0 {
+		t.Fatal("a dead inner node cost nobody a slice: is it ever an inner node?")
+	}
+	for i, nd := range c.nodes {
+		if nd.dead {
+			continue
+		}
+		if st := nd.follower.Stats(); !st.Accounted() || st.LastSeq < slicesRun-1 || st.Lost > slicesRun/10 {
+			t.Fatalf("node %d: applied %d, lost %d, last %d of %d slices", i, st.Applied, st.Lost, st.LastSeq, slicesRun)
+		}
+	}
+	t.Logf("%d agents, k=4, one dead: %d slice-misses over %d slices (%.2f%% of strobes)",
+		n-1, totalMissed, slicesRun, 100*float64(totalMissed)/float64((n-1)*slicesRun))
 }

@@ -24,6 +24,9 @@ type Stats struct {
 	EpochApplied uint64 // Applied within the current epoch
 	EpochLost    uint64 // Lost within the current epoch
 
+	Forwarded     uint64 // strobe datagrams sent on to children in the fan-out tree
+	ForwardErrors uint64
+
 	HeartbeatsSent      uint64 // datagrams
 	HeartbeatSendErrors uint64
 	HeartbeatsDropped   uint64 // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
@@ -57,6 +60,7 @@ func (f *Follower) Stats() Stats {
 		Applied: f.c.applied, Lost: f.c.lost, Late: f.c.late, Stale: f.c.stale,
 		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
 		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
+		Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
 		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
 		Peers: maps.Clone(f.seen), Targets: slices.Clone(f.peers),
 	}

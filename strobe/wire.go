@@ -77,7 +77,17 @@ type Strobe struct {
 	MemberEpoch uint64 `msgpack:"me"`          // changes whenever the controller's member list changes
 	SentMono    int64  `msgpack:"t"`           // mono.Now() at the controller when sent
 	DueMono     int64  `msgpack:"d,omitempty"` // the slice boundary it starts, by the controller's clock (0: unknown)
+	// The fan-out tree (fanout.go), appended in version 1: an agent that
+	// receives a Forward list forwards the strobe to its Fanout children
+	// before switching. Agents of older builds ignore both keys and do not
+	// forward, so the controller enables the tree (--strobe-fanout) only
+	// when every agent has this build.
+	Fanout  uint8    `msgpack:"k,omitempty"`  // the tree's arity (≥1 when Forward is set)
+	Forward []string `msgpack:"fw,omitempty"` // the receiver's subtree, breadth-first, without the receiver
 }
+
+// MaxAddrLen bounds one address in a strobe's Forward list.
+const MaxAddrLen = 255
 
 // MsgType implements Message.
 func (*Strobe) MsgType() MsgType { return TypeStrobe }
@@ -85,6 +95,14 @@ func (*Strobe) MsgType() MsgType { return TypeStrobe }
 func (s *Strobe) validate() error {
 	if s.Seq == 0 {
 		return errors.New("strobe seq 0 (slices count from 1)")
+	}
+	if len(s.Forward) > 0 && s.Fanout == 0 {
+		return errors.New("strobe with a forward list and fanout 0")
+	}
+	for i, a := range s.Forward {
+		if a == "" || len(a) > MaxAddrLen {
+			return fmt.Errorf("strobe forward address %d of %d bytes (1–%d)", i, len(a), MaxAddrLen)
+		}
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ type agentFlags struct {
 	Key        string   `toml:"encrypt_key"`
 	Local      bool     `toml:"local"`
 	Priority   int      `toml:"realtime_priority"`
+	Fanout     int      `toml:"strobe_fanout"`
 	Nice       int      `toml:"nice"`
 	RankNice   int      `toml:"rank_nice"`
 	LogLevel   string   `toml:"log_level"`
@@ -86,8 +87,8 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, log_level,
-log_format. Flags override it.
+state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, strobe_fanout,
+log_level, log_format. Flags override it.
 
 The priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf) take
 --reservations, --reservations-mode and --weights, as in cosched sim (see
@@ -134,6 +135,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
+	fl.IntVar(&f.Fanout, "strobe-fanout", 0, "controller: strobe agents along a tree of this arity (each agent forwards to up to K others; the last agent hears after ~log_K N hops instead of N sends); 0 sends to every agent directly. Needs every agent to be of a build that forwards (docs/scaling.md)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
@@ -164,8 +166,8 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"encrypt-key": func() { f.Key = fromFlags.Key }, "local": func() { f.Local = fromFlags.Local },
 		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
-		"realtime-priority": func() { f.Priority = fromFlags.Priority },
-		"reservations":      func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
+		"realtime-priority": func() { f.Priority = fromFlags.Priority }, "strobe-fanout": func() { f.Fanout = fromFlags.Fanout },
+		"reservations": func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
 		"weights": func() { f.Weights = fromFlags.Weights },
 	}
 	for name := range set {
@@ -234,7 +236,10 @@ func newLogger(level, format string) (*zap.Logger, error) {
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
 	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, MPL: f.MPL,
-		Processors: f.Processors, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority}
+		Processors: f.Processors, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout}
+	if f.Fanout < 0 || f.Fanout > 255 {
+		errs = append(errs, fmt.Errorf("--strobe-fanout %d: want 0 (direct) to 255", f.Fanout))
+	}
 	if cfg.Name == "" {
 		host, err := os.Hostname()
 		if err != nil {
