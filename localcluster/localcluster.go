@@ -58,7 +58,10 @@ type Options struct {
 	// RealtimePriority is the agents' SCHED_FIFO priority for the strobe
 	// path (0: off).
 	RealtimePriority int
-	StateDir         string
+	// StrobeFanout is the controller's strobe tree arity
+	// (--strobe-fanout; 0: direct).
+	StrobeFanout int
+	StateDir     string
 	// Timeout bounds how long Up waits for the agents to come up and join.
 	Timeout time.Duration
 }
@@ -108,6 +111,9 @@ func (o Options) Validate() error {
 	}
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
+	}
+	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
+		bad("StrobeFanout", o.StrobeFanout, "must be 0 (direct) to 255")
 	}
 	if o.StateDir == "" {
 		bad("StateDir", o.StateDir, "required")
@@ -252,6 +258,9 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 func controllerArgs(o Options) []string {
 	args := []string{"--controller", "--mode", string(o.Mode), "--slice", o.Slice.String(), "--mpl", strconv.Itoa(o.MPL),
 		"--policy", string(o.Policy), "--bandwidth", strconv.FormatInt(int64(o.Bandwidth), 10)}
+	if o.StrobeFanout > 0 {
+		args = append(args, "--strobe-fanout", strconv.Itoa(o.StrobeFanout))
+	}
 	bf := o.Backfill
 	switch {
 	case bf.Reservations == gang.UnlimitedReservations:

@@ -358,7 +358,7 @@ func (f *Follower) forward(s Strobe) {
 	}
 	var sent, failed uint64
 	forwardStrobe(s, k, list, plain, func(to string, data []byte) {
-		if to == f.self {
+		if to == f.cfg.Transport.LocalAddr() {
 			return // a list naming this node: it has the strobe already
 		}
 		if err := f.cfg.Transport.Send(to, data); err != nil {

@@ -29,7 +29,7 @@ type benchStrobeFlags struct {
 }
 
 var benchStrobeFlagNames = flagNames{"Agents": "-n", "Slice": "--slice", "Duration": "--duration", "MPL": "--mpl",
-	"RealtimePriority": "--realtime-priority"}
+	"RealtimePriority": "--realtime-priority", "Fanout": "--strobe-fanout"}
 
 func newBenchStrobeCmd() *cobra.Command {
 	f := benchStrobeFlags{opts: measure.StrobeOptions{Agents: 8, Slice: 10 * time.Millisecond, Duration: 30 * time.Second, MPL: 2, RealtimePriority: 50}}
@@ -69,6 +69,7 @@ whether it did. The cluster is stopped at the end.`,
 	fl.IntVar(&f.opts.MPL, "mpl", f.opts.MPL, "rows of the matrix, each filled by one job")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path; 0 measures without real-time scheduling")
+	fl.IntVar(&f.opts.Fanout, "strobe-fanout", 0, "strobe the agents along a tree of this arity (0: directly), as cosched agent --strobe-fanout")
 	fl.BoolVar(&f.keep, "keep", false, "keep the cluster's state directory (agent logs) and print where it is")
 	return cmd
 }
