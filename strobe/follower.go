@@ -24,7 +24,9 @@ type SwitchFunc func(row int) (cost time.Duration)
 
 // HeartbeatFunc receives a peer's heartbeat. It is called from the
 // receive loop, never concurrently, and must not block (queue the
-// content if it needs work). hb is the callee's to keep.
+// content if it needs work). hb is the callee's to keep. A heartbeat
+// split across datagrams (split.go) is delivered once, whole, when its
+// last part arrives.
 type HeartbeatFunc func(hb Heartbeat, recvMono int64)
 
 // FollowerConfig configures a Follower.
@@ -93,6 +95,7 @@ type Follower struct {
 	c           counters
 	records     ring[SliceRecord]
 	seen        map[string]PeerHeartbeat
+	parts       reassembly          // split heartbeats being put together
 	pendingHB   []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
 	lastDropLog int64               // mono time of the last dropped-packet warning
 }
@@ -108,7 +111,7 @@ type counters struct {
 	epochs, epochApplied, epochLost                uint64
 	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
 	hbDropped                                      uint64
-	forwarded, forwardErrors                       uint64
+	forwarded, forwardErrors, hbPartsDropped       uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -433,20 +436,27 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 
 // sendHeartbeat sends hb over tr to the controller (the strobe's source,
 // unless controller is "") and to every peer, skipping this node and
-// sending to each address once.
+// sending to each address once; a heartbeat too large for one packet is
+// split (split.go). sent and failed count datagrams.
 func (f *Follower) sendHeartbeat(tr Transport, hb *Heartbeat, controller string, peers []string) (sent, failed uint64) {
-	data, err := Marshal(hb)
-	if err != nil { // only a config error could cause this, and NewFollower checks it
-		f.log.Error("strobe: encode heartbeat", zap.Error(err))
-		return 0, 1
+	parts, err := encodeHeartbeat(*hb)
+	if err != nil { // data beyond MaxHeartbeatParts: liveness still goes out
+		f.log.Error("strobe: encode heartbeat; sending it without its data", zap.Int("data_bytes", len(hb.Data)), zap.Error(err))
+		bare := *hb
+		bare.Data = nil
+		if parts, err = encodeHeartbeat(bare); err != nil {
+			return 0, 1
+		}
 	}
 	send := func(to string) {
-		if err := tr.Send(to, data); err != nil {
-			failed++
-			f.log.Debug("strobe: heartbeat", zap.Error(err))
-			return
+		for _, data := range parts {
+			if err := tr.Send(to, data); err != nil {
+				failed++
+				f.log.Debug("strobe: heartbeat", zap.Error(err))
+				continue
+			}
+			sent++
 		}
-		sent++
 	}
 	if controller != "" && controller != f.self {
 		send(controller)
@@ -472,6 +482,17 @@ func (f *Follower) onHeartbeat(p Packet, hb *Heartbeat) {
 			prev.Epoch, prev.Seq, prev.Addr = hb.Epoch, hb.Seq, p.From
 		}
 		f.seen[hb.From] = prev
+	}
+	if hb.Parts > 1 { // liveness counted above; the data waits for every part
+		data, complete, dropped := f.parts.add(hb)
+		if dropped {
+			f.c.hbPartsDropped++
+		}
+		if !complete {
+			f.mu.Unlock()
+			return
+		}
+		hb.Data, hb.Part, hb.Parts = data, 0, 0
 	}
 	f.mu.Unlock()
 	if f.cfg.Heartbeat != nil {

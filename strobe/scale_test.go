@@ -29,6 +29,16 @@ type simCluster struct {
 // simSetup builds a cluster of n agents whose heartbeats go all-to-all
 // (today's design), strobed directly (fanout 0) or along a k-ary tree.
 func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
+	return simSetupData(n, fanout, loss, seed, 0)
+}
+
+// simBCSBytesPerPeer is the size of BCS's per-slice control data per
+// destination node in a heartbeat (comm/relay's load: a flow entry).
+const simBCSBytesPerPeer = 30
+
+// simSetupData is simSetup with heartbeats carrying dataBytes of data
+// (BCS's control data), split across packets when it does not fit.
+func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes int) *simCluster {
 	c := &simCluster{net: newSimNetwork(seed, simLatency, simSendCost, loss),
 		switched: make([]int64, n), lastSeq: make([]uint64, n)}
 	ctl := c.net.node("ctl")
@@ -43,6 +53,10 @@ func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
 		nd.follower = NewFollower(FollowerConfig{Name: fmt.Sprintf("n%04d", i), Transport: nd,
 			Switch:  func(int) time.Duration { c.switched[i] = c.net.now; return 0 },
 			Applied: func(r SliceRecord) { c.lastSeq[i] = r.Seq }})
+		if dataBytes > 0 {
+			data := randomData(dataBytes)
+			nd.follower.cfg.HeartbeatData = func(uint64, uint64) []byte { return data }
+		}
 		nd.follower.SetPeers(c.targets) // all-to-all heartbeats; SetPeers drops the node itself
 		c.nodes = append(c.nodes, nd)
 	}
@@ -78,7 +92,9 @@ func (c *simCluster) slice(seq uint64) (fanout time.Duration, missed int) {
 // datagram sent (controller and forwarding agents). direct is today's
 // design (the baseline), tree-kK the k-ary fan-out; loss=1% drops one
 // datagram in a hundred on every link (missed/slice: agents that did not
-// apply the slice, each counted Lost and caught up at the next).
+// apply the slice, each counted Lost and caught up at the next); bcs
+// adds 30 bytes of control data per node to every heartbeat, split into
+// parts above a packet.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{64, 256, 1024} {
 		for _, k := range []int{0, 8, 16} {
@@ -94,15 +110,16 @@ func BenchmarkScale(b *testing.B) {
 				if loss > 0 {
 					sub += "/loss=1%"
 				}
-				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss) })
+				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss, 0) })
 			}
 		}
+		b.Run(fmt.Sprintf("n=%d/direct/bcs", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n) })
 	}
 }
 
 // benchScale runs b.N slices of a simulated cluster of n agents.
-func benchScale(b *testing.B, n, k int, loss float64) {
-	c := simSetup(n, k, loss, 1)
+func benchScale(b *testing.B, n, k int, loss float64, dataBytes int) {
+	c := simSetupData(n, k, loss, 1, dataBytes)
 	var worst time.Duration
 	var sum int64
 	var missed int

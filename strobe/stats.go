@@ -30,9 +30,12 @@ type Stats struct {
 	HeartbeatsSent      uint64 // datagrams
 	HeartbeatSendErrors uint64
 	HeartbeatsDropped   uint64 // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
-	HeartbeatsReceived  uint64
-	Peers               map[string]PeerHeartbeat // by sender name; at most 4096 names are tracked
-	Targets             []string                 // where this slice's heartbeats go (besides the controller)
+	HeartbeatsReceived  uint64 // datagrams (a split heartbeat counts each part)
+	// HeartbeatPartsDropped counts parts of split heartbeats not
+	// reassembled: stale, duplicate, inconsistent, or beyond the bound.
+	HeartbeatPartsDropped uint64
+	Peers                 map[string]PeerHeartbeat // by sender name; at most 4096 names are tracked
+	Targets               []string                 // where this slice's heartbeats go (besides the controller)
 
 	Latency    Dist // SwitchedMono − SentMono over the recorded slices (one host only: mono clocks differ across hosts)
 	SwitchCost Dist // the Switch callback's reported cost over the recorded slices
@@ -62,7 +65,8 @@ func (f *Follower) Stats() Stats {
 		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
 		Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
 		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
-		Peers: maps.Clone(f.seen), Targets: slices.Clone(f.peers),
+		HeartbeatPartsDropped: f.c.hbPartsDropped,
+		Peers:                 maps.Clone(f.seen), Targets: slices.Clone(f.peers),
 	}
 	recs := f.records.snapshot()
 	f.mu.Unlock()

@@ -120,7 +120,16 @@ type Heartbeat struct {
 	Lost         uint64 `msgpack:"lo"`          // running count of strobes never received
 	Late         uint64 `msgpack:"la"`          // running count of late or duplicate strobes
 	Data         []byte `msgpack:"d,omitempty"` // the relay's control data for the slice (BCS), opaque here
+	// A heartbeat whose Data does not fit in one packet is split
+	// (appended in version 1; splitHeartbeat): Parts datagrams, each with
+	// every field above and the Part-th piece of Data. 0 or 1 Parts: whole.
+	Part  uint16 `msgpack:"pi,omitempty"`
+	Parts uint16 `msgpack:"pn,omitempty"`
 }
+
+// MaxHeartbeatParts bounds a split heartbeat: its Data is at most about
+// MaxHeartbeatParts × MaxPacketSize bytes (512 KB).
+const MaxHeartbeatParts = 64
 
 // MsgType implements Message.
 func (*Heartbeat) MsgType() MsgType { return TypeHeartbeat }
@@ -133,6 +142,10 @@ func (h *Heartbeat) validate() error {
 		return fmt.Errorf("heartbeat sender name of %d bytes (max %d)", len(h.From), MaxNameLen)
 	case h.Seq == 0:
 		return errors.New("heartbeat for seq 0")
+	case h.Parts > MaxHeartbeatParts:
+		return fmt.Errorf("heartbeat in %d parts (max %d)", h.Parts, MaxHeartbeatParts)
+	case h.Parts > 0 && h.Part >= h.Parts || h.Parts == 0 && h.Part > 0:
+		return fmt.Errorf("heartbeat part %d of %d", h.Part, h.Parts)
 	}
 	return nil
 }
