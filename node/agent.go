@@ -148,10 +148,14 @@ type Agent struct {
 	stopOnce sync.Once
 	stopErr  error
 
-	mu      sync.Mutex // guards conn, pending, ctrlAPI, stats
+	mu      sync.Mutex // guards conn, pending, ctrlAPI, hbAddrs, ctrlHB, stats
 	conn    net.Conn
 	pending []rankExit
 	ctrlAPI string
+	// hbAddrs is every other member's heartbeat address, by name; ctrlHB
+	// the controller agent's (setHeartbeatPeers).
+	hbAddrs map[string]string
+	ctrlHB  string
 	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
 }
 
@@ -364,25 +368,51 @@ func (a *Agent) goRun(f func()) {
 	}()
 }
 
+// setHeartbeatPeers points this agent's heartbeats at the controller's
+// agent (liveness, skew) and at the nodes that share a job with it (BCS's
+// control data: transfers announced, barrier arrivals), and at no one
+// else: heartbeats per slice are bounded by what a node shares, not by
+// the cluster's size. Called at membership changes and whenever the
+// relay's jobs change; it takes effect at the next strobe.
+func (a *Agent) setHeartbeatPeers() {
+	shared := a.relay.SharedNodes()
+	a.mu.Lock()
+	peers := make([]string, 0, len(shared)+1)
+	if a.ctrlHB != "" {
+		peers = append(peers, a.ctrlHB)
+	}
+	for _, n := range shared {
+		if addr, ok := a.hbAddrs[n]; ok {
+			peers = append(peers, addr)
+		}
+	}
+	a.mu.Unlock()
+	a.follower.SetPeers(peers) // drops this agent's own address and duplicates
+}
+
 // watchMembers feeds membership changes to the controller (if this agent
 // runs it) and to the heartbeat exchange, and reacts to the controller's
 // departure.
 func (a *Agent) watchMembers(ctx context.Context) {
 	refresh := func() {
-		var peers []string
+		hbAddrs := map[string]string{}
 		relays := map[string]string{}
 		for _, m := range a.ml.Members() {
 			if m.Name != a.cfg.Name {
-				peers = append(peers, cmp.Or(m.HeartbeatAddr, m.StrobeAddr))
+				hbAddrs[m.Name] = cmp.Or(m.HeartbeatAddr, m.StrobeAddr)
 				relays[m.Name] = m.RelayAddr
 			}
 			if m.Controller {
 				a.mu.Lock()
 				a.ctrlAPI = m.APIAddr
+				a.ctrlHB = cmp.Or(m.HeartbeatAddr, m.StrobeAddr)
 				a.mu.Unlock()
 			}
 		}
-		a.follower.SetPeers(peers)
+		a.mu.Lock()
+		a.hbAddrs = hbAddrs
+		a.mu.Unlock()
+		a.setHeartbeatPeers()
 		a.relay.SetPeers(relays)
 	}
 	refresh()

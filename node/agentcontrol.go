@@ -125,6 +125,7 @@ func (a *Agent) launch(l launch) {
 		if err := a.relay.AddJob(l.Job, l.Nodes); err != nil {
 			a.log.Warn("relay", zap.Error(err))
 		}
+		a.setHeartbeatPeers()
 	}
 	shared := a.sw.isShared()
 	slots := map[int]int{}
@@ -152,6 +153,7 @@ func (a *Agent) launch(l launch) {
 func (a *Agent) kill(job int64, reason string) {
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
+	a.setHeartbeatPeers()
 	if err := a.ranks.Kill(job); err != nil {
 		a.log.Debug("kill", zap.Int64("job", job), zap.Error(err))
 	}
@@ -181,6 +183,7 @@ func (a *Agent) forwardExits() {
 		if len(a.ranks.Ranks(e.Job)) == 0 {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
+			a.setHeartbeatPeers()
 		}
 		a.report(m)
 	}
