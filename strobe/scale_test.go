@@ -29,7 +29,7 @@ type simCluster struct {
 // simSetup builds a cluster of n agents whose heartbeats go all-to-all
 // (today's design), strobed directly (fanout 0) or along a k-ary tree.
 func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
-	return simSetupData(n, fanout, loss, seed, 0)
+	return simSetupData(n, fanout, loss, seed, 0, 0)
 }
 
 // simBCSBytesPerPeer is the size of BCS's per-slice control data per
@@ -37,8 +37,11 @@ func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
 const simBCSBytesPerPeer = 30
 
 // simSetupData is simSetup with heartbeats carrying dataBytes of data
-// (BCS's control data), split across packets when it does not fit.
-func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes int) *simCluster {
+// (BCS's control data), split across packets when it does not fit. With
+// jobSize > 0 the agents run jobs of jobSize agents each (consecutive
+// agents) and heartbeat as the agents do now: to the agents of their job
+// and to the controller (the strobe's source), not to everyone.
+func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes, jobSize int) *simCluster {
 	c := &simCluster{net: newSimNetwork(seed, simLatency, simSendCost, loss),
 		switched: make([]int64, n), lastSeq: make([]uint64, n)}
 	ctl := c.net.node("ctl")
@@ -57,7 +60,12 @@ func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes int) *simC
 			data := randomData(dataBytes)
 			nd.follower.cfg.HeartbeatData = func(uint64, uint64) []byte { return data }
 		}
-		nd.follower.SetPeers(c.targets) // all-to-all heartbeats; SetPeers drops the node itself
+		if jobSize > 0 {
+			first := i / jobSize * jobSize
+			nd.follower.SetPeers(c.targets[first:min(first+jobSize, n)]) // SetPeers drops the node itself
+		} else {
+			nd.follower.SetPeers(c.targets) // all-to-all heartbeats
+		}
 		c.nodes = append(c.nodes, nd)
 	}
 	return c
@@ -93,8 +101,10 @@ func (c *simCluster) slice(seq uint64) (fanout time.Duration, missed int) {
 // design (the baseline), tree-kK the k-ary fan-out; loss=1% drops one
 // datagram in a hundred on every link (missed/slice: agents that did not
 // apply the slice, each counted Lost and caught up at the next); bcs
-// adds 30 bytes of control data per node to every heartbeat, split into
-// parts above a packet.
+// adds 30 bytes of control data per destination to every heartbeat, split
+// into parts above a packet: bcs-all heartbeats every agent (the design
+// before issue 17), bcs-jobs16 only the 15 others of a 16-agent job and
+// the controller (the agents' design now).
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{64, 256, 1024} {
 		for _, k := range []int{0, 8, 16} {
@@ -110,16 +120,17 @@ func BenchmarkScale(b *testing.B) {
 				if loss > 0 {
 					sub += "/loss=1%"
 				}
-				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss, 0) })
+				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss, 0, 0) })
 			}
 		}
-		b.Run(fmt.Sprintf("n=%d/direct/bcs", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-all", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n, 0) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-jobs16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16) })
 	}
 }
 
 // benchScale runs b.N slices of a simulated cluster of n agents.
-func benchScale(b *testing.B, n, k int, loss float64, dataBytes int) {
-	c := simSetupData(n, k, loss, 1, dataBytes)
+func benchScale(b *testing.B, n, k int, loss float64, dataBytes, jobSize int) {
+	c := simSetupData(n, k, loss, 1, dataBytes, jobSize)
 	var worst time.Duration
 	var sum int64
 	var missed int
@@ -226,4 +237,25 @@ func TestSimTreeDeadInnerNode(t *testing.T) {
 	}
 	t.Logf("%d agents, k=4, one dead: %d slice-misses over %d slices (%.2f%% of strobes)",
 		n-1, totalMissed, slicesRun, 100*float64(totalMissed)/float64((n-1)*slicesRun))
+}
+
+// TestSimHeartbeatsSizedByJobs: heartbeating only the agents of one's job
+// and the controller, an agent sends jobSize datagrams a slice whatever
+// the cluster's size; heartbeating everyone with BCS data for everyone,
+// the heartbeat no longer fits a packet at 512 agents and goes in parts.
+func TestSimHeartbeatsSizedByJobs(t *testing.T) {
+	const n = 512
+	scoped := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*16, 16)
+	all := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*n, 0)
+	if _, missed := scoped.slice(1); missed != 0 {
+		t.Fatalf("scoped: %d missed", missed)
+	}
+	all.slice(1)
+	if got := scoped.net.counts[TypeHeartbeat].packets; got != n*16 {
+		t.Fatalf("scoped: %d heartbeat datagrams in a slice, want %d (15 job peers + the controller each)", got, n*16)
+	}
+	parts := (simBCSBytesPerPeer*n + heartbeatPiece - 1) / heartbeatPiece
+	if got := all.net.counts[TypeHeartbeat].packets; parts < 2 || got != uint64(n*n*parts) {
+		t.Fatalf("all-to-all: %d heartbeat datagrams in a slice, want %d (%d parts to each of %d)", got, n*n*parts, parts, n)
+	}
 }
