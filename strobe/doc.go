@@ -10,7 +10,9 @@
 // STROBE{epoch, slice k, row, member epoch, sent time} to every agent. Each
 // agent's Follower applies the strobe (calls its SwitchFunc: stop the old
 // row's processes, continue the new row's), stamps the switch, and sends a
-// HEARTBEAT to every peer and to the controller. Whoever collects the
+// HEARTBEAT to its peers (SetPeers: agents give the controller's agent
+// and the nodes that share a job with them) and, on a single socket, to
+// the strobe's source. Whoever collects the
 // agents' Records computes the cluster's switch skew with Skew.
 //
 // Membership (package member) is for discovery and liveness only:
