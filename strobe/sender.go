@@ -82,8 +82,9 @@ func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint6
 	if k := int(s.fanout.Load()); k > 0 && n > k {
 		forwardStrobe(st, k, treeOrder(targets, k, seq), data, send, s.log)
 	} else {
-		for _, to := range rotate(targets, int(seq%uint64(n))) {
-			send(to, data)
+		first := int(seq % uint64(n))
+		for i := range n {
+			send(targets[(first+i)%n], data)
 		}
 	}
 	if len(errs) > 0 {
