@@ -60,8 +60,11 @@ type Options struct {
 	RealtimePriority int
 	// Suspend is how the agents suspend ranks between slices:
 	// node.SuspendSignal ("" too) or node.SuspendFreezer (docs/cgroups.md).
-	Suspend  string
-	StateDir string
+	Suspend string
+	// StrobeFanout is the controller's strobe tree arity
+	// (--strobe-fanout; 0: direct).
+	StrobeFanout int
+	StateDir     string
 	// Timeout bounds how long Up waits for the agents to come up and join.
 	Timeout time.Duration
 }
@@ -114,6 +117,9 @@ func (o Options) Validate() error {
 	}
 	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
 		bad("Suspend", o.Suspend, "want signal or freezer")
+	}
+	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
+		bad("StrobeFanout", o.StrobeFanout, "must be 0 (direct) to 255")
 	}
 	if o.StateDir == "" {
 		bad("StateDir", o.StateDir, "required")
@@ -261,6 +267,9 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 func controllerArgs(o Options) []string {
 	args := []string{"--controller", "--mode", string(o.Mode), "--slice", o.Slice.String(), "--mpl", strconv.Itoa(o.MPL),
 		"--policy", string(o.Policy), "--bandwidth", strconv.FormatInt(int64(o.Bandwidth), 10)}
+	if o.StrobeFanout > 0 {
+		args = append(args, "--strobe-fanout", strconv.Itoa(o.StrobeFanout))
+	}
 	bf := o.Backfill
 	switch {
 	case bf.Reservations == gang.UnlimitedReservations:

@@ -58,9 +58,12 @@ type Config struct {
 	// receive-and-switch thread and (controller) the slice clock. Needs
 	// root or CAP_SYS_NICE; without, the agent warns and runs normally.
 	Priority int
-	APIPort  int  // 0 picks one
-	Local    bool // loopback cluster: fast membership timings
-	Shim     []string
+	// StrobeFanout (controller) strobes the agents along a tree of this
+	// arity (strobe.Sender.SetFanout); 0 sends to each directly.
+	StrobeFanout int
+	APIPort      int  // 0 picks one
+	Local        bool // loopback cluster: fast membership timings
+	Shim         []string
 	// ControllerGrace is how long the agent keeps its ranks (running or
 	// stopped, as they were) after it lost its controller: a controller
 	// that reaches it within the grace (the same one restarted, or one
@@ -203,10 +206,14 @@ type Agent struct {
 	// pending wake-up covers any number of changes).
 	ctlChanged chan struct{}
 
-	mu      sync.Mutex // guards conn, pending, ctrlAPI, stats
+	mu      sync.Mutex // guards conn, pending, ctrlAPI, hbAddrs, ctrlHB, stats
 	conn    net.Conn
 	pending []rankExit // exits no controller has heard of (at most maxPendingExits)
 	ctrlAPI string
+	// hbAddrs is every other member's heartbeat address, by name; ctrlHB
+	// the controller agent's (setHeartbeatPeers).
+	hbAddrs map[string]string
+	ctrlHB  string
 	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
 }
 
@@ -313,6 +320,7 @@ func Start(cfg Config) (*Agent, error) {
 		var sender *strobe.Sender
 		if cfg.Mode.TimeShared() {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
+			sender.SetFanout(cfg.StrobeFanout)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
 			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, MPI: cfg.MPI, ReconnectGrace: cfg.ControllerGrace, Journal: cfg.Journal, Log: a.log}, sender, uint64(time.Now().UnixNano()))
@@ -427,25 +435,52 @@ func (a *Agent) goRun(f func()) {
 	}()
 }
 
+// setHeartbeatPeers points this agent's heartbeats at the controller's
+// agent (liveness, skew) and at the nodes that share a job with it (BCS's
+// control data: transfers announced, barrier arrivals), and at no one
+// else: heartbeats per slice are bounded by what a node shares, not by
+// the cluster's size. Called at membership changes and whenever the
+// relay's jobs change; it takes effect at the next strobe.
+func (a *Agent) setHeartbeatPeers() {
+	shared := a.relay.SharedNodes()
+	a.mu.Lock()
+	peers := make([]string, 0, len(shared)+1)
+	if a.ctrlHB != "" {
+		peers = append(peers, a.ctrlHB)
+	}
+	for _, n := range shared {
+		if addr, ok := a.hbAddrs[n]; ok {
+			peers = append(peers, addr)
+		}
+	}
+	a.mu.Unlock()
+	a.follower.SetPeers(peers) // drops this agent's own address and duplicates
+}
+
 // watchMembers feeds membership changes to the controller (if this agent
 // runs it) and to the heartbeat exchange, and reacts to the controller's
 // departure.
 func (a *Agent) watchMembers(ctx context.Context) {
 	refresh := func() {
-		var peers []string
+		hbAddrs := map[string]string{}
 		relays := map[string]string{}
+		ctrlHB := ""
 		for _, m := range a.ml.Members() {
 			if m.Name != a.cfg.Name {
-				peers = append(peers, cmp.Or(m.HeartbeatAddr, m.StrobeAddr))
+				hbAddrs[m.Name] = cmp.Or(m.HeartbeatAddr, m.StrobeAddr)
 				relays[m.Name] = m.RelayAddr
 			}
 			if m.Controller {
+				ctrlHB = cmp.Or(m.HeartbeatAddr, m.StrobeAddr)
 				a.mu.Lock()
 				a.ctrlAPI = m.APIAddr
 				a.mu.Unlock()
 			}
 		}
-		a.follower.SetPeers(peers)
+		a.mu.Lock()
+		a.hbAddrs, a.ctrlHB = hbAddrs, ctrlHB
+		a.mu.Unlock()
+		a.setHeartbeatPeers()
 		a.relay.SetPeers(relays)
 	}
 	refresh()

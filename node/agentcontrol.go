@@ -154,6 +154,7 @@ func (a *Agent) launch(l launch) {
 		if err := a.relay.AddJob(l.Job, l.Nodes); err != nil {
 			a.log.Warn("relay", zap.Error(err))
 		}
+		a.setHeartbeatPeers()
 	}
 	shared := a.sw.isShared()
 	slots := map[int]int{}
@@ -198,6 +199,7 @@ func (a *Agent) kill(job int64, reason string) {
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
 	a.killCgroup(job) // first: it samples the job's processes before they go
+	a.setHeartbeatPeers()
 	if err := a.ranks.Kill(job); err != nil {
 		a.log.Debug("kill", zap.Int64("job", job), zap.Error(err))
 	}
@@ -232,6 +234,7 @@ func (a *Agent) forwardExits() {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
 			a.pmiJobGone(e.Job)
+			a.setHeartbeatPeers()
 		}
 		a.cgroupExit(&m, last)
 		a.report(m)

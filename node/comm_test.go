@@ -325,19 +325,25 @@ func (c *testCluster) relayStats() relay.Stats {
 	return sum
 }
 
-// waitHeartbeats waits until every agent hears every other's heartbeats:
-// gossip has converged, so every agent's heartbeats and messages reach
-// every other (time-shared modes only: heartbeats answer strobes).
+// waitHeartbeats waits until gossip has converged: the controller's agent
+// hears every other agent's heartbeats (every agent sends it its
+// liveness; to the others only when they share a job), and every relay
+// knows every other's address, so messages and, once jobs are placed,
+// heartbeats reach their nodes (time-shared modes only: heartbeats
+// answer strobes).
 func (c *testCluster) waitHeartbeats() {
 	c.t.Helper()
 	eventually(c.t, 20*time.Second, func() error {
-		for _, a := range c.agents {
+		for i, a := range c.agents {
 			st, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 			if err != nil {
 				return err
 			}
-			if n := len(st.Strobe.Peers); n != len(c.agents)-1 {
-				return fmt.Errorf("%s hears %d peers", a.Name(), n)
+			if n := len(st.Strobe.Peers); i == 0 && n != len(c.agents)-1 {
+				return fmt.Errorf("the controller's agent %s hears %d peers", a.Name(), n)
+			}
+			if n := st.Relay.Peers; n != len(c.agents)-1 {
+				return fmt.Errorf("%s's relay knows %d peers", a.Name(), n)
 			}
 		}
 		return nil

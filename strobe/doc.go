@@ -10,7 +10,9 @@
 // STROBE{epoch, slice k, row, member epoch, sent time} to every agent. Each
 // agent's Follower applies the strobe (calls its SwitchFunc: stop the old
 // row's processes, continue the new row's), stamps the switch, and sends a
-// HEARTBEAT to every peer and to the controller. Whoever collects the
+// HEARTBEAT to its peers (SetPeers: agents give the controller's agent
+// and the nodes that share a job with them) and, on a single socket, to
+// the strobe's source. Whoever collects the
 // agents' Records computes the cluster's switch skew with Skew.
 //
 // Membership (package member) is for discovery and liveness only:
@@ -29,16 +31,22 @@
 // field's meaning does. A packet of another version or an unknown type is
 // dropped and counted (Stats.Unknown), a malformed one likewise
 // (Stats.Malformed): never a crash. Packets are at most MaxPacketSize
-// bytes (8192; see there).
+// bytes (8192; see there); a heartbeat whose data does not fit is split
+// into parts and reassembled by the receiver (split.go), never dropped.
+// k/fw and pi/pn were appended within version 1: a build without them
+// ignores the keys, so it neither forwards strobes (the controller's
+// --strobe-fanout needs every agent to have this build) nor reassembles
+// (it sees each part's liveness and a piece of data it cannot decode).
 //
 //	version 1 (ProtocolVersion; accepted: ProtocolVersionMin..ProtocolVersion)
 //
 //	type  message    keys (field)
 //	0     invalid    never sent
 //	1     Strobe     e Epoch, s Seq, r Row, me MemberEpoch, t SentMono,
-//	                 d DueMono
+//	                 d DueMono, k Fanout, fw Forward (fan-out tree)
 //	2     Heartbeat  f From, e Epoch, s Seq, rt RecvMono, wt SwitchedMono,
-//	                 wc SwitchCost, lo Lost, la Late, d Data
+//	                 wc SwitchCost, lo Lost, la Late, d Data,
+//	                 pi Part, pn Parts (a heartbeat split across packets)
 //	3     reserved   membership metadata (package member's Meta, in the
 //	                 same envelope; never on the strobe socket: counted Unknown)
 //
@@ -61,6 +69,11 @@
 //
 // So within an epoch Applied + Lost = LastSeq − FirstSeq + 1 whatever
 // the network does (Stats.Accounted).
+//
+// A strobe with a Forward list (the controller's fan-out tree,
+// fanout.go) is forwarded to this agent's children, on the strobe path,
+// before the switch, and only when it is applied (not a late or duplicate
+// one).
 //
 // After applying a strobe the agent sends one Heartbeat to every address
 // of the peer set current at that boundary, never to itself. With one

@@ -24,7 +24,9 @@ type SwitchFunc func(row int) (cost time.Duration)
 
 // HeartbeatFunc receives a peer's heartbeat. It is called from the
 // receive loop, never concurrently, and must not block (queue the
-// content if it needs work). hb is the callee's to keep.
+// content if it needs work). hb is the callee's to keep. A heartbeat
+// split across datagrams (split.go) is delivered once, whole, when its
+// last part arrives.
 type HeartbeatFunc func(hb Heartbeat, recvMono int64)
 
 // FollowerConfig configures a Follower.
@@ -93,6 +95,7 @@ type Follower struct {
 	c           counters
 	records     ring[SliceRecord]
 	seen        map[string]PeerHeartbeat
+	parts       reassembly          // split heartbeats being put together
 	pendingHB   []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
 	lastDropLog int64               // mono time of the last dropped-packet warning
 }
@@ -108,6 +111,7 @@ type counters struct {
 	epochs, epochApplied, epochLost                uint64
 	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
 	hbDropped                                      uint64
+	forwarded, forwardErrors, hbPartsDropped       uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -293,6 +297,9 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	lost, late := f.c.lost, f.c.late
 	f.mu.Unlock()
 
+	if len(s.Forward) > 0 { // an inner node of the fan-out tree: its subtree first, then the switch
+		f.forward(*s)
+	}
 	cost := f.cfg.Switch(s.Row)
 	switched := mono.Now()
 
@@ -339,6 +346,35 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		default: // already signalled
 		}
 	}
+}
+
+// forward sends an applied strobe on to this node's children in the
+// fan-out tree (fanout.go), on the strobe path before the switch: the
+// subtree's switch waits for nothing but the network.
+func (f *Follower) forward(s Strobe) {
+	k, list := int(s.Fanout), s.Forward
+	s.Fanout, s.Forward = 0, nil
+	plain, err := Marshal(&s)
+	if err != nil { // cannot happen: it decoded
+		f.log.Error("strobe: encode forwarded strobe", zap.Error(err))
+		return
+	}
+	var sent, failed uint64
+	forwardStrobe(s, k, list, plain, func(to string, data []byte) {
+		if to == f.cfg.Transport.LocalAddr() {
+			return // a list naming this node: it has the strobe already
+		}
+		if err := f.cfg.Transport.Send(to, data); err != nil {
+			failed++
+			f.log.Debug("strobe: forward", zap.String("to", to), zap.Error(err))
+			return
+		}
+		sent++
+	}, f.log)
+	f.mu.Lock()
+	f.c.forwarded += sent
+	f.c.forwardErrors += failed
+	f.mu.Unlock()
 }
 
 // maxPendingHeartbeats bounds the heartbeats waiting for the sender.
@@ -400,20 +436,27 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 
 // sendHeartbeat sends hb over tr to the controller (the strobe's source,
 // unless controller is "") and to every peer, skipping this node and
-// sending to each address once.
+// sending to each address once; a heartbeat too large for one packet is
+// split (split.go). sent and failed count datagrams.
 func (f *Follower) sendHeartbeat(tr Transport, hb *Heartbeat, controller string, peers []string) (sent, failed uint64) {
-	data, err := Marshal(hb)
-	if err != nil { // only a config error could cause this, and NewFollower checks it
-		f.log.Error("strobe: encode heartbeat", zap.Error(err))
-		return 0, 1
+	parts, err := encodeHeartbeat(*hb)
+	if err != nil { // data beyond MaxHeartbeatParts: liveness still goes out
+		f.log.Error("strobe: encode heartbeat; sending it without its data", zap.Int("data_bytes", len(hb.Data)), zap.Error(err))
+		bare := *hb
+		bare.Data = nil
+		if parts, err = encodeHeartbeat(bare); err != nil {
+			return 0, 1
+		}
 	}
 	send := func(to string) {
-		if err := tr.Send(to, data); err != nil {
-			failed++
-			f.log.Debug("strobe: heartbeat", zap.Error(err))
-			return
+		for _, data := range parts {
+			if err := tr.Send(to, data); err != nil {
+				failed++
+				f.log.Debug("strobe: heartbeat", zap.Error(err))
+				continue
+			}
+			sent++
 		}
-		sent++
 	}
 	if controller != "" && controller != f.self {
 		send(controller)
@@ -439,6 +482,17 @@ func (f *Follower) onHeartbeat(p Packet, hb *Heartbeat) {
 			prev.Epoch, prev.Seq, prev.Addr = hb.Epoch, hb.Seq, p.From
 		}
 		f.seen[hb.From] = prev
+	}
+	if hb.Parts > 1 { // liveness counted above; the data waits for every part
+		data, complete, dropped := f.parts.add(hb)
+		if dropped {
+			f.c.hbPartsDropped++
+		}
+		if !complete {
+			f.mu.Unlock()
+			return
+		}
+		hb.Data, hb.Part, hb.Parts = data, 0, 0
 	}
 	f.mu.Unlock()
 	if f.cfg.Heartbeat != nil {

@@ -3,6 +3,7 @@ package strobe
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -18,9 +19,20 @@ import (
 // Follower: it strobes itself like any agent, and the heartbeats every
 // agent sends to the strobe's source then arrive at that Follower.
 type Sender struct {
-	t     Transport
-	epoch uint64
-	log   *zap.Logger
+	t      Transport
+	epoch  uint64
+	log    *zap.Logger
+	fanout atomic.Int32 // 0: direct; k: a k-ary tree (fanout.go)
+}
+
+// SetFanout chooses how strobes reach the targets: k = 0 sends one
+// datagram to each (direct); k ≥ 1 sends to k agents, which forward along
+// a k-ary tree (fanout.go), so the last agent hears it after about
+// log_k N hops instead of N back-to-back sends. A cluster of at most k
+// targets is strobed directly either way. It takes effect at the next
+// Strobe; every agent must be of a build that forwards.
+func (s *Sender) SetFanout(k int) {
+	s.fanout.Store(int32(min(max(k, 0), 255)))
 }
 
 // NewSender returns a Sender for controller incarnation epoch. Epochs must
@@ -39,16 +51,19 @@ func (s *Sender) Epoch() uint64 { return s.epoch }
 
 // Strobe sends Strobe{Epoch, seq, row, memberEpoch, SentMono, due} to
 // every target and returns SentMono; due is the slice boundary the strobe
-// starts (the ticker's deadline; 0 if there is none). The datagram is encoded once and sent
-// back to back; the first target rotates with seq so that no agent is
-// always the last to hear (the send loop is part of the switch skew). A
+// starts (the ticker's deadline; 0 if there is none). Directly (fanout
+// 0), the datagram is encoded once and sent back to back; along the tree,
+// to the tree's first level, each with its subtree. Either way the target
+// order rotates with seq so that no agent is always the last to hear (the
+// send loop is part of the switch skew) or always the same inner node. A
 // failed send does not stop the others; the errors are joined.
 func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint64, due int64) (sentMono int64, err error) {
 	if seq == 0 {
 		return 0, errors.New("strobe: slice numbers start at 1")
 	}
 	sentMono = mono.Now()
-	data, err := Marshal(&Strobe{Epoch: s.epoch, Seq: seq, Row: row, MemberEpoch: memberEpoch, SentMono: sentMono, DueMono: due})
+	st := Strobe{Epoch: s.epoch, Seq: seq, Row: row, MemberEpoch: memberEpoch, SentMono: sentMono, DueMono: due}
+	data, err := Marshal(&st)
 	if err != nil {
 		return sentMono, err
 	}
@@ -57,15 +72,23 @@ func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint6
 		return sentMono, nil
 	}
 	var errs []error
-	first := int(seq % uint64(n))
-	for i := range n {
-		to := targets[(first+i)%n]
+	sends := 0
+	send := func(to string, data []byte) {
+		sends++
 		if err := s.t.Send(to, data); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	if k := int(s.fanout.Load()); k > 0 && n > k {
+		forwardStrobe(st, k, treeOrder(targets, k, seq), data, send, s.log)
+	} else {
+		first := int(seq % uint64(n))
+		for i := range n {
+			send(targets[(first+i)%n], data)
+		}
+	}
 	if len(errs) > 0 {
-		return sentMono, fmt.Errorf("strobe: slice %d: %d of %d sends failed: %w", seq, len(errs), n, errors.Join(errs...))
+		return sentMono, fmt.Errorf("strobe: slice %d: %d of %d sends failed: %w", seq, len(errs), sends, errors.Join(errs...))
 	}
 	return sentMono, nil
 }

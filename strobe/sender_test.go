@@ -3,6 +3,7 @@ package strobe
 import (
 	"errors"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -29,7 +30,7 @@ func TestSenderStrobes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := *m.(*Strobe), (Strobe{Epoch: 9, Seq: 4, Row: 2, MemberEpoch: 3, SentMono: sent}); got != want {
+		if got, want := *m.(*Strobe), (Strobe{Epoch: 9, Seq: 4, Row: 2, MemberEpoch: 3, SentMono: sent}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %+v, want %+v", got, want)
 		}
 	}

@@ -24,12 +24,18 @@ type Stats struct {
 	EpochApplied uint64 `json:"epoch_applied"` // Applied within the current epoch
 	EpochLost    uint64 `json:"epoch_lost"`    // Lost within the current epoch
 
-	HeartbeatsSent      uint64                   `json:"heartbeats_sent"` // datagrams
-	HeartbeatSendErrors uint64                   `json:"heartbeat_send_errors"`
-	HeartbeatsDropped   uint64                   `json:"heartbeats_dropped"` // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
-	HeartbeatsReceived  uint64                   `json:"heartbeats_received"`
-	Peers               map[string]PeerHeartbeat `json:"peers"`   // by sender name; at most 4096 names are tracked
-	Targets             []string                 `json:"targets"` // where this slice's heartbeats go (besides the controller)
+	Forwarded     uint64 `json:"forwarded"` // strobe datagrams sent on to children in the fan-out tree
+	ForwardErrors uint64 `json:"forward_errors"`
+
+	HeartbeatsSent      uint64 `json:"heartbeats_sent"` // datagrams
+	HeartbeatSendErrors uint64 `json:"heartbeat_send_errors"`
+	HeartbeatsDropped   uint64 `json:"heartbeats_dropped"`  // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
+	HeartbeatsReceived  uint64 `json:"heartbeats_received"` // datagrams (a split heartbeat counts each part)
+	// HeartbeatPartsDropped counts parts of split heartbeats not
+	// reassembled: stale, duplicate, inconsistent, or beyond the bound.
+	HeartbeatPartsDropped uint64                   `json:"heartbeat_parts_dropped"`
+	Peers                 map[string]PeerHeartbeat `json:"peers"`   // by sender name; at most 4096 names are tracked
+	Targets               []string                 `json:"targets"` // where this slice's heartbeats go (besides the controller)
 
 	Latency    Dist `json:"latency"`     // SwitchedMono − SentMono over the recorded slices (one host only: mono clocks differ across hosts)
 	SwitchCost Dist `json:"switch_cost"` // the Switch callback's reported cost over the recorded slices
@@ -58,8 +64,10 @@ func (f *Follower) Stats() Stats {
 		Applied: f.c.applied, Lost: f.c.lost, Late: f.c.late, Stale: f.c.stale,
 		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
 		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
+		Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
 		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
-		Peers: maps.Clone(f.seen), Targets: slices.Clone(f.peers),
+		HeartbeatPartsDropped: f.c.hbPartsDropped,
+		Peers:                 maps.Clone(f.seen), Targets: slices.Clone(f.peers),
 	}
 	recs := f.records.snapshot()
 	f.mu.Unlock()

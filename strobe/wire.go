@@ -77,7 +77,17 @@ type Strobe struct {
 	MemberEpoch uint64 `msgpack:"me"`          // changes whenever the controller's member list changes
 	SentMono    int64  `msgpack:"t"`           // mono.Now() at the controller when sent
 	DueMono     int64  `msgpack:"d,omitempty"` // the slice boundary it starts, by the controller's clock (0: unknown)
+	// The fan-out tree (fanout.go), appended in version 1: an agent that
+	// receives a Forward list forwards the strobe to its Fanout children
+	// before switching. Agents of older builds ignore both keys and do not
+	// forward, so the controller enables the tree (--strobe-fanout) only
+	// when every agent has this build.
+	Fanout  uint8    `msgpack:"k,omitempty"`  // the tree's arity (≥1 when Forward is set)
+	Forward []string `msgpack:"fw,omitempty"` // the receiver's subtree, breadth-first, without the receiver
 }
+
+// MaxAddrLen bounds one address in a strobe's Forward list.
+const MaxAddrLen = 255
 
 // MsgType implements Message.
 func (*Strobe) MsgType() MsgType { return TypeStrobe }
@@ -85,6 +95,14 @@ func (*Strobe) MsgType() MsgType { return TypeStrobe }
 func (s *Strobe) validate() error {
 	if s.Seq == 0 {
 		return errors.New("strobe seq 0 (slices count from 1)")
+	}
+	if len(s.Forward) > 0 && s.Fanout == 0 {
+		return errors.New("strobe with a forward list and fanout 0")
+	}
+	for i, a := range s.Forward {
+		if a == "" || len(a) > MaxAddrLen {
+			return fmt.Errorf("strobe forward address %d of %d bytes (1–%d)", i, len(a), MaxAddrLen)
+		}
 	}
 	return nil
 }
@@ -102,7 +120,16 @@ type Heartbeat struct {
 	Lost         uint64 `msgpack:"lo"`          // running count of strobes never received
 	Late         uint64 `msgpack:"la"`          // running count of late or duplicate strobes
 	Data         []byte `msgpack:"d,omitempty"` // the relay's control data for the slice (BCS), opaque here
+	// A heartbeat whose Data does not fit in one packet is split
+	// (appended in version 1; splitHeartbeat): Parts datagrams, each with
+	// every field above and the Part-th piece of Data. 0 or 1 Parts: whole.
+	Part  uint16 `msgpack:"pi,omitempty"`
+	Parts uint16 `msgpack:"pn,omitempty"`
 }
+
+// MaxHeartbeatParts bounds a split heartbeat: its Data is at most about
+// MaxHeartbeatParts × MaxPacketSize bytes (512 KB).
+const MaxHeartbeatParts = 64
 
 // MsgType implements Message.
 func (*Heartbeat) MsgType() MsgType { return TypeHeartbeat }
@@ -115,6 +142,10 @@ func (h *Heartbeat) validate() error {
 		return fmt.Errorf("heartbeat sender name of %d bytes (max %d)", len(h.From), MaxNameLen)
 	case h.Seq == 0:
 		return errors.New("heartbeat for seq 0")
+	case h.Parts > MaxHeartbeatParts:
+		return fmt.Errorf("heartbeat in %d parts (max %d)", h.Parts, MaxHeartbeatParts)
+	case h.Parts > 0 && h.Part >= h.Parts || h.Parts == 0 && h.Part > 0:
+		return fmt.Errorf("heartbeat part %d of %d", h.Part, h.Parts)
 	}
 	return nil
 }

@@ -134,6 +134,9 @@ func TestMarshalRejects(t *testing.T) {
 		&Heartbeat{Seq: 1},    // no sender
 		&Heartbeat{From: "a"}, // seq 0
 		&Heartbeat{From: strings.Repeat("x", MaxNameLen+1), Seq: 1},
+		&Strobe{Seq: 1, Forward: []string{"a:1"}},                // a forward list without a fanout
+		&Strobe{Seq: 1, Fanout: 2, Forward: []string{"a:1", ""}}, // an empty address
+		&Strobe{Seq: 1, Fanout: 2, Forward: []string{"a:1", strings.Repeat("x", MaxAddrLen+1)}},
 	} {
 		if b, err := Marshal(m); err == nil {
 			t.Errorf("Marshal(%+v) = %d bytes, want an error", m, len(b))
@@ -148,4 +151,16 @@ func mustMarshal(t testing.TB, m Message) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestWireForwardRoundTrip: the fan-out fields survive encoding.
+func TestWireForwardRoundTrip(t *testing.T) {
+	want := &Strobe{Epoch: 1, Seq: 2, Row: 1, Fanout: 8, Forward: []string{"10.0.0.1:7947", "10.0.0.2:7947"}}
+	m, err := Unmarshal(mustMarshal(t, want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("got %+v, want %+v", m, want)
+	}
 }

@@ -29,6 +29,7 @@ type StrobeOptions struct {
 	Duration         time.Duration // how long to measure, after the jobs run
 	RealtimePriority int           // the agents' SCHED_FIFO priority (0: off)
 	Suspend          string        // how the agents suspend ranks: node.SuspendSignal ("" too) or node.SuspendFreezer
+	Fanout           int           // the controller's strobe tree arity (0: direct)
 	StateDir         string        // the cluster's state (agent logs)
 	Exe              string        // the cosched binary (default: this process's)
 	Progress         io.Writer     // progress lines (nil: none)
@@ -55,6 +56,9 @@ func (o StrobeOptions) Validate() error {
 	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
 		errs = append(errs, fielderr.New("Suspend", o.Suspend, "want signal or freezer"))
 	}
+	if o.Fanout < 0 || o.Fanout > 255 {
+		errs = append(errs, fielderr.New("Fanout", o.Fanout, "must be 0 (direct) to 255"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -66,6 +70,7 @@ type StrobeReport struct {
 	Duration time.Duration `json:"duration_ns"`
 	Priority int           `json:"realtime_priority"` // asked for; 0: off
 	Suspend  string        `json:"suspend"`           // how ranks were suspended: signal or freezer
+	Fanout   int           `json:"strobe_fanout"`     // the strobe tree's arity; 0: direct
 	// Realtime is each agent's strobe-thread scheduling, by agent.
 	Realtime map[string]string `json:"realtime"`
 	// ControllerRealtime is "" when the slice clock ran at SCHED_FIFO.
@@ -116,6 +121,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	up := localcluster.DefaultOptions()
 	up.Exe, up.Agents, up.Slice, up.MPL, up.Policy, up.StateDir, up.RealtimePriority = o.Exe, o.Agents, o.Slice, o.MPL, gang.FCFS, o.StateDir, o.RealtimePriority
 	up.Suspend = suspend
+	up.StrobeFanout = o.Fanout
 	up.Timeout = 30*time.Second + time.Duration(o.Agents)*2*time.Second
 	cl, err := localcluster.Up(ctx, up)
 	if err != nil {
@@ -205,7 +211,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 	base := map[string]node.NodeStats{}
 	since := map[string]uint64{}
 	records := map[string][]strobe.SliceRecord{}
-	rep := &StrobeReport{Agents: o.Agents, Slice: o.Slice, MPL: o.MPL, Duration: o.Duration, Priority: o.RealtimePriority, Realtime: map[string]string{}}
+	rep := &StrobeReport{Agents: o.Agents, Slice: o.Slice, MPL: o.MPL, Duration: o.Duration, Priority: o.RealtimePriority, Fanout: o.Fanout, Realtime: map[string]string{}}
 	for name, c := range agents {
 		st, err := c.LocalStats(ctx, ^uint64(0))
 		if err != nil {

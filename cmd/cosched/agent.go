@@ -45,6 +45,7 @@ type agentFlags struct {
 	Key        string   `toml:"encrypt_key"`
 	Local      bool     `toml:"local"`
 	Priority   int      `toml:"realtime_priority"`
+	Fanout     int      `toml:"strobe_fanout"`
 	Nice       int      `toml:"nice"`
 	RankNice   int      `toml:"rank_nice"`
 	Grace      string   `toml:"controller_grace"`
@@ -98,7 +99,7 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
 state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, controller_grace,
-log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
+strobe_fanout, log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
 
 Jobs are contained by cgroups where the host allows (--cgroups auto): one
 cgroup per job, under a subtree the agent owns, so nothing a rank forks
@@ -156,6 +157,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
+	fl.IntVar(&f.Fanout, "strobe-fanout", 0, "controller: strobe agents along a tree of this arity (each agent forwards to up to K others; the last agent hears after ~log_K N hops instead of N sends); 0 sends to every agent directly. Needs every agent to be of a build that forwards (docs/scaling.md)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
 	fl.StringVar(&f.Grace, "controller-grace", f.Grace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
@@ -192,8 +194,8 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
 		"controller-grace":  func() { f.Grace = fromFlags.Grace },
-		"realtime-priority": func() { f.Priority = fromFlags.Priority },
-		"cgroups":           func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
+		"realtime-priority": func() { f.Priority = fromFlags.Priority }, "strobe-fanout": func() { f.Fanout = fromFlags.Fanout },
+		"cgroups": func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
 		"mem-reserve":  func() { f.MemReserve = fromFlags.MemReserve },
 		"reservations": func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
 		"weights": func() { f.Weights = fromFlags.Weights }, "mpi": func() { f.MPI = fromFlags.MPI },
@@ -264,7 +266,10 @@ func newLogger(level, format string) (*zap.Logger, error) {
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
 	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, MPL: f.MPL,
-		Processors: f.Processors, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority}
+		Processors: f.Processors, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout}
+	if f.Fanout < 0 || f.Fanout > 255 {
+		errs = append(errs, fmt.Errorf("--strobe-fanout %d: want 0 (direct) to 255", f.Fanout))
+	}
 	if cfg.Name == "" {
 		host, err := os.Hostname()
 		if err != nil {

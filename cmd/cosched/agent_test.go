@@ -183,3 +183,28 @@ func TestQueueLongAndNodesShowContainment(t *testing.T) {
 		}
 	}
 }
+
+// --strobe-fanout (or strobe_fanout in the config file) reaches the
+// agent's configuration; out of range it is refused by name.
+func TestAgentStrobeFanout(t *testing.T) {
+	conf := writeFile(t, "agent.toml", "controller = true\nstrobe_fanout = 8\n")
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"--controller", "--strobe-fanout", "16"}, 16},
+		{[]string{"--config", conf}, 8},
+		{[]string{"--config", conf, "--strobe-fanout", "4"}, 4},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil || cfg.StrobeFanout != tc.want {
+			t.Errorf("%v: fanout %d (%v), want %d", tc.args, cfg.StrobeFanout, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1", "256"} {
+		if _, err := agentSettings(t, "--strobe-fanout", bad); err == nil || !strings.Contains(err.Error(), "--strobe-fanout "+bad) {
+			t.Errorf("--strobe-fanout %s: %v", bad, err)
+		}
+	}
+}

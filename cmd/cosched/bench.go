@@ -32,7 +32,8 @@ type benchStrobeFlags struct {
 }
 
 var benchStrobeFlagNames = flagNames{"Agents": "-N", "Slice": "--slice", "Duration": "--duration", "MPL": "--mpl",
-	"RealtimePriority": "--realtime-priority", "Suspend": "--suspend"}
+	"RealtimePriority": "--realtime-priority", "Suspend": "--suspend",
+	"Fanout": "--strobe-fanout"}
 
 func newBenchStrobeCmd() *cobra.Command {
 	f := benchStrobeFlags{opts: measure.StrobeOptions{Agents: 8, Slice: 10 * time.Millisecond, Duration: 30 * time.Second, MPL: 2, RealtimePriority: 50},
@@ -82,6 +83,7 @@ whether it did. The cluster is stopped at the end.`,
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path; 0 measures without real-time scheduling")
 	fl.StringSliceVar(&f.suspend, "suspend", f.suspend, "suspension methods to measure, in turn: signal, freezer or both (signal,freezer)")
+	fl.IntVar(&f.opts.Fanout, "strobe-fanout", 0, "strobe the agents along a tree of this arity (0: directly), as cosched agent --strobe-fanout")
 	fl.BoolVar(&f.keep, "keep", false, "keep the cluster's state directory (agent logs) and print where it is")
 	return cmd
 }

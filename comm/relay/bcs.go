@@ -295,8 +295,8 @@ func (r *Relay) barrierReportLocked(lb loadBarrier, node string) {
 	}
 }
 
-// transferLoop sends each cut slice's transfer once every peer's
-// heartbeat for it is in, or its timeout passes, or a later slice has
+// transferLoop sends each cut slice's transfer once the heartbeat for it
+// of every peer that shares a job with this node is in, or its timeout passes, or a later slice has
 // been cut.
 func (r *Relay) transferLoop(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
@@ -327,8 +327,8 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 		p := b.plans[seq]
 		waited := time.Since(p.at)
 		complete := true
-		for n := range r.peers {
-			if b.loads[seq][n] == nil {
+		for n := range r.sharedLocked() { // only a node sharing a job can send here or hold a barrier
+			if _, known := r.peers[n]; known && b.loads[seq][n] == nil {
 				complete = false
 				break
 			}

@@ -13,8 +13,9 @@
 //     takes, oldest first, at most h_max = bandwidth × slice bytes of them
 //     (at least one message) as that slice's transfer, and announces it in
 //     its heartbeat with the barrier arrivals and the blocked ranks it saw
-//     at the cut (HeartbeatData). Once every peer's heartbeat of the slice
-//     is in, or a timeout passes, it sends the transfer destination by
+//     at the cut (HeartbeatData). Once the heartbeat of the slice of every
+//     peer that shares a job with it is in (SharedNodes: the agent sends
+//     heartbeats only to those and to the controller), or a timeout passes, it sends the transfer destination by
 //     destination in rounds: in round j node i sends to node (i+j) mod N
 //     (nodes sorted by name), so no node receives from everyone at once.
 //     The rest waits for later slices, so a message sent in slice k is

@@ -50,7 +50,8 @@ type Config struct {
 
 // Stats counts what a relay has done.
 type Stats struct {
-	Mode string `json:"mode"`
+	Mode  string `json:"mode"`
+	Peers int    `json:"peers"` // other relays known by address (SetPeers)
 
 	Sent      uint64 `json:"sent"`       // messages handed over by local ranks
 	SentBytes uint64 `json:"sent_bytes"` // their payload bytes
@@ -293,6 +294,28 @@ func (r *Relay) AddJob(id int64, nodes []string) error {
 	return nil
 }
 
+// SharedNodes returns the other nodes that host ranks of a job registered
+// here, sorted: the only nodes this one has BCS business with (its
+// heartbeat data is for them, and its transfers wait for theirs).
+func (r *Relay) SharedNodes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return sortStrings(mapKeys(r.sharedLocked()))
+}
+
+// sharedLocked is SharedNodes as a set.
+func (r *Relay) sharedLocked() map[string]bool {
+	shared := map[string]bool{}
+	for _, j := range r.jobs {
+		for _, h := range j.hosts {
+			if h != r.cfg.Node {
+				shared[h] = true
+			}
+		}
+	}
+	return shared
+}
+
 // RemoveJob forgets a job: its ranks still connected are told (Fatal),
 // its buffered messages are dropped, and late messages for it will be.
 func (r *Relay) RemoveJob(id int64) {
@@ -354,6 +377,7 @@ func (r *Relay) Stats() Stats {
 	st := r.st
 	st.Mode = r.mode.String()
 	st.Outbox = len(r.bcs.outbox)
+	st.Peers = len(r.peers)
 	for _, j := range r.jobs {
 		for _, rs := range j.local {
 			if rs.blocked {

@@ -558,3 +558,43 @@ func TestPayloadsKeptOrReferencedArriveIntact(t *testing.T) {
 		}
 	}
 }
+
+// A relay's BCS business is with the nodes that share a job with it: it
+// waits for their heartbeats only, not for a peer's it shares nothing
+// with (whose agent no longer sends it heartbeats).
+func TestBufferedWaitsOnlyForNodesSharingAJob(t *testing.T) {
+	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
+	link(r0, r1, r2)
+	for _, r := range []*Relay{r0, r1, r2} {
+		r.SetMode(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms: waiting for n2 would count a wait
+	}
+	if got := r0.SharedNodes(); len(got) != 0 {
+		t.Fatalf("shared before any job: %v", got)
+	}
+	nodes := []string{"n0", "n1", "n0"}
+	r0.AddJob(5, nodes)
+	r1.AddJob(5, nodes)
+	if got := r0.SharedNodes(); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("shared %v, want [n1]", got)
+	}
+	a, b := dialRank(t, r0, 5, 0, 3), dialRank(t, r1, 5, 1, 3)
+	r0.Cut(1, 1)
+	r0.PeerHeartbeat("n1", 1, 1, r1.heartbeatFor(t, 1, 1))
+	a.msg(1, 0, "x")
+	eventually(t, "outbox", func() bool { return r0.Stats().Outbox == 1 })
+	r0.Cut(1, 2)
+	r0.PeerHeartbeat("n1", 1, 2, r1.heartbeatFor(t, 1, 2)) // n1's heartbeat; none from n2, which shares nothing
+	if d := b.recv(0, 0); string(d.Data) != "x" {
+		t.Fatalf("%+v", d)
+	}
+	if s := r0.Stats(); s.HeartbeatWaits != 0 || s.Peers != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// heartbeatFor cuts slice seq here and returns its heartbeat data.
+func (r *Relay) heartbeatFor(t *testing.T, epoch, seq uint64) []byte {
+	t.Helper()
+	r.Cut(epoch, seq)
+	return r.HeartbeatData(epoch, seq)
+}
