@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -48,6 +49,8 @@ func (a *Agent) withController(h http.HandlerFunc) http.HandlerFunc {
 		}
 		target := a.controllerAPI()
 		if target == "" {
+			// Not acted on: a client may repeat it (Retry-After).
+			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, "no controller in the cluster yet")
 			return
 		}
@@ -69,6 +72,13 @@ func (a *Agent) proxyTo(addr string) *httputil.ReverseProxy {
 	}
 	p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
 	p.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+			// The request never reached the controller: it may be repeated
+			// (e.g. once another controller leads).
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "controller at "+addr+" unreachable: "+err.Error())
+			return
+		}
 		writeError(w, http.StatusBadGateway, "controller at "+addr+" unreachable: "+err.Error())
 	}
 	if a.proxies.by == nil {

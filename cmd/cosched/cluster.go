@@ -75,7 +75,7 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.addr, "addr", "", "any agent's API address host:port (default: $COSCHED_ADDR, else the local cluster of cluster up)")
+	cmd.Flags().StringVar(&c.addr, "addr", "", "any agent's API address host:port, or several separated by commas, tried in turn when one does not answer (default: $COSCHED_ADDR, else the local cluster of cluster up)")
 	cmd.Flags().StringVar(&c.stateDir, "state-dir", "", "state directory of cluster up (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 }
 
@@ -94,9 +94,19 @@ func (c *clientFlags) client() (*node.Client, error) {
 		if err != nil {
 			return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
 		}
-		addr = rec.API
+		others := make([]string, 0, len(rec.Agents))
+		for _, a := range rec.Agents {
+			others = append(others, a.API)
+		}
+		return node.NewClient(rec.API, others...), nil
 	}
-	return node.NewClient(addr), nil
+	addrs := strings.Split(addr, ",")
+	for i, a := range addrs {
+		if addrs[i] = strings.TrimSpace(a); addrs[i] == "" {
+			return nil, fmt.Errorf("--addr %q: empty address in the list", addr)
+		}
+	}
+	return node.NewClient(addrs[0], addrs[1:]...), nil
 }
 
 func newClusterCmd() *cobra.Command {
