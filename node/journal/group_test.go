@@ -169,3 +169,60 @@ func TestGroupCannotCommitWithoutAMajority(t *testing.T) {
 		t.Fatal("an uncommitted entry was applied")
 	}
 }
+
+// Peers learned late (through gossip) bootstrap a running journal.
+func TestGroupBootstrappedAfterOpen(t *testing.T) {
+	root := t.TempDir()
+	var peers []Peer
+	var lns []net.Listener
+	for i := range 3 {
+		ln := listen(t, "127.0.0.1:0")
+		lns = append(lns, ln)
+		peers = append(peers, Peer{ID: fmt.Sprintf("c%d", i), Addr: ln.Addr().String()})
+	}
+	js := make([]*Journal, 3)
+	fsms := make([]*listFSM, 3)
+	for i := range 3 {
+		fsms[i] = &listFSM{}
+		j, err := Open(ctxFor(t, 10*time.Second), Config{Dir: filepath.Join(root, peers[i].ID), NodeID: peers[i].ID, Listener: lns[i], FSM: fsms[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		js[i] = j
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, j := range js {
+		if j.IsLeader() {
+			t.Fatal("a journal with no group leads")
+		}
+	}
+	if err := js[1].Bootstrap(ctxFor(t, 5*time.Second), peers[:1]); err == nil {
+		t.Fatal("bootstrap with peers that exclude this server was accepted")
+	}
+	for i, j := range js {
+		if err := j.Bootstrap(ctxFor(t, 5*time.Second), peers); err != nil {
+			t.Fatalf("bootstrap %d: %v", i, err)
+		}
+	}
+	var lead *Journal
+	eventually(t, 10*time.Second, "no leader after bootstrap", func() bool {
+		for _, j := range js {
+			if j.IsLeader() {
+				lead = j
+				return true
+			}
+		}
+		return false
+	})
+	if err := lead.Append(ctxFor(t, 5*time.Second), [][]byte{[]byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	// A second bootstrap of a formed group does nothing.
+	if err := lead.Bootstrap(ctxFor(t, 5*time.Second), peers); err != nil {
+		t.Fatalf("bootstrap of a formed group: %v", err)
+	}
+	for i := range 3 {
+		eventually(t, 5*time.Second, "entry not applied everywhere", func() bool { return len(fsms[i].list()) == 1 })
+	}
+}

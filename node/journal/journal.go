@@ -356,6 +356,28 @@ func (j *Journal) Snapshot(ctx context.Context) error {
 	return err
 }
 
+// Bootstrap starts a new group with peers as its voters (this server among
+// them), for a journal opened without Bootstrap because its peers were not
+// known yet (e.g. learned through gossip). Every peer may call it with the
+// same peers. On a journal that already belongs to a group it does nothing
+// and returns nil.
+func (j *Journal) Bootstrap(ctx context.Context, peers []Peer) error {
+	servers := make([]raft.Server, 0, len(peers))
+	self := false
+	for _, p := range peers {
+		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr), Suffrage: raft.Voter})
+		self = self || p.ID == j.cfg.NodeID
+	}
+	if !self {
+		return fmt.Errorf("journal: bootstrap: this server (%q) is not among the peers", j.cfg.NodeID)
+	}
+	err := j.await(ctx, j.raft.BootstrapCluster(raft.Configuration{Servers: servers}))
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		return nil
+	}
+	return err
+}
+
 // AddVoter makes the server id at addr a voter (the leader only). Adding a
 // member that is already one with the same address does nothing.
 func (j *Journal) AddVoter(ctx context.Context, id, addr string) error {
