@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -413,6 +414,7 @@ func (j *Journal) Servers(ctx context.Context) ([]Server, error) {
 // Stats is a journal's state for metrics and `cosched nodes`.
 type Stats struct {
 	State         string // Leader, Follower, Candidate or Shutdown
+	Term          uint64 // raft's election term: grows with every election
 	Leader        Leader
 	Failovers     uint64 // leaders seen after the first since Open
 	LastIndex     uint64 // the log's last entry
@@ -438,6 +440,7 @@ func (j *Journal) Stats() Stats {
 	if seen > 1 {
 		st.Failovers = seen - 1
 	}
+	st.Term, _ = strconv.ParseUint(j.raft.Stats()["term"], 10, 64)
 	st.SnapshotBytes = snapshotsSize(j.cfg.Dir)
 	return st
 }
