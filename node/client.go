@@ -31,6 +31,8 @@ type Client struct {
 	// RetryFor bounds the retries of "retry later" answers (0: none).
 	RetryFor time.Duration
 
+	home string // the agent given first: calls about one agent go there only
+
 	mu      sync.Mutex
 	addrs   []string // in the order to try; addrs[0] is preferred
 	learned bool     // the node list was read once
@@ -39,7 +41,7 @@ type Client struct {
 // NewClient returns a client that talks to the agent at addr first, then to
 // the others.
 func NewClient(addr string, others ...string) *Client {
-	c := &Client{HTTP: &http.Client{Timeout: 30 * time.Second}, RetryFor: 10 * time.Second}
+	c := &Client{HTTP: &http.Client{Timeout: 30 * time.Second}, RetryFor: 10 * time.Second, home: addr}
 	c.add(addr)
 	for _, o := range others {
 		c.add(o)
@@ -281,12 +283,12 @@ func (c *Client) Wait(ctx context.Context, id int64, every time.Duration) (Job, 
 	}
 }
 
-// LocalStats returns the strobe statistics of the agent this client talks
-// to (not forwarded to the controller), with its per-slice records after
+// LocalStats returns the strobe statistics of the agent given to NewClient
+// (never another: not forwarded to the controller, not tried elsewhere), with its per-slice records after
 // slice since. Records are kept for the last few thousand slices: poll at
 // least that often to see every slice.
 func (c *Client) LocalStats(ctx context.Context, since uint64) (NodeStats, error) {
 	var st NodeStats
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/local/stats?since=%d", since), nil, &st)
+	err := c.doAt(ctx, c.home, http.MethodGet, fmt.Sprintf("/v1/local/stats?since=%d", since), nil, &st)
 	return st, err
 }

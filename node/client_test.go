@@ -162,3 +162,13 @@ func TestClientRetriesAnswersThatSayRetryLater(t *testing.T) {
 		t.Fatalf("%d submissions taken, want 1", n)
 	}
 }
+
+// Statistics of one agent are never read from another.
+func TestClientLocalStatsStayWithTheirAgent(t *testing.T) {
+	live := newFakeAgent(t)
+	dead := deadAddr(t)
+	c := NewClient(dead, live.addr())
+	if _, err := c.LocalStats(context.Background(), 0); err == nil || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("local stats of a dead agent: %v", err)
+	}
+}
