@@ -28,8 +28,9 @@ bench:
 # local cluster (about 15 s), then replay 20 jobs of workload w3 on a local
 # cluster of 4 agents under bcs, gang and space in turn (about three
 # minutes; no process is left behind), each measured and simulated side by
-# side with the calibrated profile. The results and report.md go to
-# demo-results/.
+# side with the calibrated profile. It ends with a table and a verdict
+# (which mode won on what, by how much, and whether the simulator agrees);
+# the results, report.md and its figures go to demo-results/.
 demo: build
 	mkdir -p demo-results
 	./bin/cosched bench calibrate --out demo-results/profile.json

@@ -115,7 +115,9 @@ func TestSlurmBenchRun(t *testing.T) {
 	}
 	f := newFakeSlurm(t, "127.0.0.1 127.0.0.2 127.0.0.3")
 	f.env = append(f.env, "COSCHED_MODES=gang,bcs")
-	cmd := f.command("--jobs", "3", "--mean-runtime", "1s")
+	// The fake nodes share this host's cores: wall-clock work (bench run
+	// refuses CPU-burning ranks on more local processors than cores).
+	cmd := f.command("--jobs", "3", "--mean-runtime", "1s", "--work", "wall")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -135,7 +137,7 @@ func TestSlurmBenchRun(t *testing.T) {
 		if !strings.HasPrefix(info.API, "127.0.0.1:") || !strings.HasPrefix(info.Gossip, "127.0.0.1:") {
 			t.Errorf("%s: controller at %+v, want 127.0.0.1", mode, info)
 		}
-		want := "bench run --addr " + info.API + " --modes " + mode + " --nodes 3 --out " + filepath.Join(f.out, mode) + " --jobs 3 --mean-runtime 1s"
+		want := "bench run --addr " + info.API + " --modes " + mode + " --nodes 3 --out " + filepath.Join(f.out, mode) + " --jobs 3 --mean-runtime 1s --work wall"
 		if !strings.Contains(calls, want+"\n") {
 			t.Errorf("%s: no call %q in:\n%s", mode, want, calls)
 		}

@@ -9,7 +9,7 @@ import "time"
 // row where it can start earliest (then the lowest row). Reservations count
 // processors; memory is checked when a job starts (job access control).
 type conservative struct {
-	profs []profile // one per row
+	profs []Profile // one per row
 	// stale is set when processors were released (a job ended, or a queued
 	// job left) and reservations await compression. Compression runs once,
 	// before the next placement, pass or query, so the outcome does not
@@ -18,16 +18,16 @@ type conservative struct {
 }
 
 func newConservative(processors, rows int) *conservative {
-	p := &conservative{profs: make([]profile, rows)}
+	p := &conservative{profs: make([]Profile, rows)}
 	for r := range p.profs {
-		p.profs[r] = newProfile(processors)
+		p.profs[r] = NewProfile(0, processors, 0)
 	}
 	return p
 }
 
 func (p *conservative) advance(now time.Duration) {
 	for r := range p.profs {
-		p.profs[r].advance(now)
+		p.profs[r].Advance(now)
 	}
 }
 
@@ -51,17 +51,17 @@ func (p *conservative) reserve(s *Scheduler, j *jobState) {
 	}
 	span := s.span(j)
 	for r := range p.profs {
-		at := p.profs[r].earliest(s.now, span, j.Processors)
+		at := p.profs[r].Earliest(s.now, span, j.Processors, 0)
 		if r == 0 || at < j.resv {
 			j.resv, j.resvRow = at, r
 		}
 	}
-	p.profs[j.resvRow].add(j.resv, j.resv+span, -j.Processors)
+	p.profs[j.resvRow].Add(j.resv, j.resv+span, -j.Processors, 0)
 }
 
 func (p *conservative) release(s *Scheduler, j *jobState) {
 	if j.resv != never {
-		p.profs[j.resvRow].add(j.resv, j.resv+s.span(j), j.Processors)
+		p.profs[j.resvRow].Add(j.resv, j.resv+s.span(j), j.Processors, 0)
 	}
 }
 
@@ -71,7 +71,7 @@ func (p *conservative) removed(s *Scheduler, j *jobState, wasRunning, early bool
 	case !wasRunning:
 		p.release(s, j)
 	case early:
-		p.profs[j.row].add(s.now, j.estEnd, j.Processors)
+		p.profs[j.row].Add(s.now, j.estEnd, j.Processors, 0)
 	}
 	// pyss compresses after every termination, even one on time: a previous
 	// compression may have opened holes that earlier jobs can now use.
@@ -101,7 +101,7 @@ func (p *conservative) started(s *Scheduler, j *jobState) {
 		// A late start (a running job overran its estimate): move the
 		// occupation from the reserved slot to the real one.
 		p.release(s, j)
-		p.profs[j.row].add(s.now, s.now+s.span(j), -j.Processors)
+		p.profs[j.row].Add(s.now, s.now+s.span(j), -j.Processors, 0)
 	}
 	j.resv = -1
 }
@@ -111,11 +111,11 @@ func (p *conservative) started(s *Scheduler, j *jobState) {
 // reservation can move later (the guarantee holds for a fixed machine).
 func (p *conservative) capacityChanged(s *Scheduler) {
 	for r := range p.profs {
-		p.profs[r] = newProfile(s.Online())
-		p.profs[r].advance(s.now)
+		p.profs[r] = NewProfile(0, s.Online(), 0)
+		p.profs[r].Advance(s.now)
 		for _, j := range s.rows[r].running {
 			held := len(s.onlineOnly(j.cols))
-			p.profs[r].add(s.now, max(j.estEnd, s.now), -held)
+			p.profs[r].Add(s.now, max(j.estEnd, s.now), -held, 0)
 		}
 	}
 	p.stale = false

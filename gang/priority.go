@@ -217,7 +217,7 @@ type priorityBF struct {
 	dirty    bool
 	lastPass time.Duration
 
-	profs []profile
+	profs []Profile
 	order []ranked // scratch: the runnable queue in priority order
 	first []resvAt // per row: the earliest reservation in this pass
 }
@@ -235,7 +235,7 @@ type resvAt struct {
 
 func newPriorityBF(cfg Config) *priorityBF {
 	p := &priorityBF{lastPass: -1, n: 1, sjf: cfg.Policy == SJFBF, fixed: cfg.Backfill.Mode == Fixed,
-		profs: make([]profile, cfg.MPL), first: make([]resvAt, cfg.MPL)}
+		profs: make([]Profile, cfg.MPL), first: make([]resvAt, cfg.MPL)}
 	p.weights, _ = PresetWeights(cfg.Policy)
 	if cfg.Backfill.Weights != nil {
 		p.weights = *cfg.Backfill.Weights
@@ -290,10 +290,10 @@ func (p *priorityBF) slot(s *Scheduler, j *jobState) (from, to time.Duration) {
 
 func (p *priorityBF) buildProfiles(s *Scheduler) {
 	for r := range p.profs {
-		p.profs[r] = newProfile(s.online)
-		p.profs[r].advance(s.now)
+		p.profs[r] = NewProfile(0, s.online, 0)
+		p.profs[r].Advance(s.now)
 		for _, j := range s.rows[r].running {
-			p.profs[r].add(s.now, max(j.estEnd, s.now), -len(s.onlineOnly(j.cols)))
+			p.profs[r].Add(s.now, max(j.estEnd, s.now), -len(s.onlineOnly(j.cols)), 0)
 		}
 		p.first[r] = resvAt{}
 	}
@@ -334,7 +334,7 @@ func (p *priorityBF) schedule(s *Scheduler) {
 			j.resv = -1
 		case j.resv >= 0:
 			from, to := p.slot(s, j)
-			p.profs[j.resvRow].add(from, to, -j.Processors)
+			p.profs[j.resvRow].Add(from, to, -j.Processors, 0)
 			p.noteReservation(j)
 			held++
 		}
@@ -348,7 +348,7 @@ func (p *priorityBF) schedule(s *Scheduler) {
 		}
 		if own {
 			from, to := p.slot(s, j)
-			p.profs[j.resvRow].add(from, to, j.Processors)
+			p.profs[j.resvRow].Add(from, to, j.Processors, 0)
 		}
 		r, ok := p.startable(s, j)
 		if own && j.resv <= s.now && s.fits(j, j.resvRow) {
@@ -358,7 +358,7 @@ func (p *priorityBF) schedule(s *Scheduler) {
 		}
 		if ok {
 			why := p.why(s, j, r, own)
-			p.profs[r].add(s.now, s.now+s.span(j), -j.Processors)
+			p.profs[r].Add(s.now, s.now+s.span(j), -j.Processors, 0)
 			s.start(j, r, why)
 			started = true
 			if own {
@@ -368,7 +368,7 @@ func (p *priorityBF) schedule(s *Scheduler) {
 		}
 		if own {
 			from, to := p.slot(s, j)
-			p.profs[j.resvRow].add(from, to, -j.Processors)
+			p.profs[j.resvRow].Add(from, to, -j.Processors, 0)
 			continue
 		}
 		if p.n != UnlimitedReservations && held >= p.n {
@@ -387,7 +387,7 @@ func (p *priorityBF) schedule(s *Scheduler) {
 func (p *priorityBF) startable(s *Scheduler, j *jobState) (int, bool) {
 	span := s.span(j)
 	for r := range s.rows {
-		if s.fits(j, r) && p.profs[r].earliest(s.now, span, j.Processors) == s.now {
+		if s.fits(j, r) && p.profs[r].Earliest(s.now, span, j.Processors, 0) == s.now {
 			return r, true
 		}
 	}
@@ -397,12 +397,12 @@ func (p *priorityBF) startable(s *Scheduler, j *jobState) (int, bool) {
 func (p *priorityBF) reserve(s *Scheduler, j *jobState) {
 	span := s.span(j)
 	for r := range p.profs {
-		at := p.profs[r].earliest(s.now, span, j.Processors)
+		at := p.profs[r].Earliest(s.now, span, j.Processors, 0)
 		if r == 0 || at < j.resv {
 			j.resv, j.resvRow = at, r
 		}
 	}
-	p.profs[j.resvRow].add(j.resv, j.resv+span, -j.Processors)
+	p.profs[j.resvRow].Add(j.resv, j.resv+span, -j.Processors, 0)
 	p.noteReservation(j)
 }
 
@@ -424,7 +424,7 @@ func (p *priorityBF) why(s *Scheduler, j *jobState, r int, own bool) Explanation
 		return why
 	}
 	why.Rule = RuleBackfillExtra
-	why.Extra = p.profs[r].steps[p.profs[r].index(f.at)].free
+	why.Extra, _ = p.profs[r].Free(f.at)
 	return why
 }
 
@@ -490,7 +490,7 @@ func (p *priorityBF) delayed(s *Scheduler, j *jobState, r int) (Explanation, boo
 		if i > first && st.at >= end {
 			break
 		}
-		if st.free >= j.Processors {
+		if st.procs >= j.Processors {
 			continue
 		}
 		at := max(st.at, s.now)
@@ -507,7 +507,7 @@ func (p *priorityBF) delayed(s *Scheduler, j *jobState, r int) (Explanation, boo
 		if head == nil {
 			return Explanation{}, false
 		}
-		return Explanation{Rule: RuleWouldDelayHead, Procs: j.Processors, Free: s.rows[r].cols.free, At: head.resv, Extra: st.free, Head: head.ID}, true
+		return Explanation{Rule: RuleWouldDelayHead, Procs: j.Processors, Free: s.rows[r].cols.free, At: head.resv, Extra: st.procs, Head: head.ID}, true
 	}
 	return Explanation{}, false
 }

@@ -34,12 +34,15 @@ type Stats struct {
 // previous one.
 var ErrUnsorted = errors.New("jobs are not in submit order")
 
+// active is a job the engine knows: queued, running or preempted.
 type active struct {
 	job   Job
 	seq   int64
-	start time.Duration
-	end   time.Duration // real end once started
-	on    bool          // started
+	start time.Duration // first start
+	end   time.Duration // while running: when it will end
+	left  time.Duration // while preempted: what it has left to run
+	on    bool          // running
+	since time.Duration // while running: when it last started or resumed
 }
 
 // Run simulates the workload from src under cfg and calls emit with each
@@ -52,31 +55,52 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 	if err != nil {
 		return Stats{}, fmt.Errorf("jss: %w", err)
 	}
-	e := engine{
-		core: core,
-		loop: newLoop(src),
-		emit: emit,
-		jobs: make(map[gang.JobID]*active),
-	}
+	var check decisionCheck
 	if cfg.Check {
-		e.check = verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)
+		check = matrixCheck{verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)}
 	}
-	return e.run(ctx)
+	st, err := runCore(ctx, core, coreOptions{check: check}, src, emit)
+	return st.Stats, err
+}
+
+// coreOptions are what the event loop needs beyond the core.
+type coreOptions struct {
+	check decisionCheck // nil: none
+	// penalty is added to a job's remaining runtime at each preemption.
+	penalty time.Duration
+	// wide, if set, says which jobs count as wide (PFCFSStats.WideJobs).
+	wide func(processors int) bool
+}
+
+// decisionCheck is an independent record of the machine that checks every
+// decision (Config.Check, PFCFSConfig.Check). Its errors are final: they
+// name the job and the instant.
+type decisionCheck interface {
+	submitted(j *Job) error
+	apply(d *gang.Decision, j *Job, at time.Duration) error
+	passDone(at time.Duration) error
+	finished(j *Job) error
+}
+
+// runCore is the simulator's one event loop over a scheduler core: it
+// feeds the core arrivals and completions, runs a pass at every instant
+// that needs one (and at the core's wakeups), and carries out the
+// decisions: Start, Kill (a time limit), Preempt and Resume (a preempted
+// job keeps its remaining runtime, plus the penalty, and resumes later).
+func runCore(ctx context.Context, core gang.Core, o coreOptions, src Source, emit func(Result) error) (PFCFSStats, error) {
+	e := engine{core: core, opts: o, loop: newLoop(src), emit: emit, jobs: make(map[gang.JobID]*active)}
+	err := e.loop.run(ctx, &e.stats.Stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass,
+		left: func() int { return len(e.jobs) }})
+	return e.stats, err
 }
 
 type engine struct {
 	loop
-	core  *gang.Scheduler
+	core  gang.Core
+	opts  coreOptions
 	emit  func(Result) error
-	check *verify.Checker
-	jobs  map[gang.JobID]*active // queued and running
-	stats Stats
-}
-
-func (e *engine) run(ctx context.Context) (Stats, error) {
-	err := e.loop.run(ctx, &e.stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass,
-		left: func() int { return len(e.jobs) }})
-	return e.stats, err
+	jobs  map[gang.JobID]*active // queued, running and preempted
+	stats PFCFSStats
 }
 
 func (e *engine) arrive(ev event) error {
@@ -85,10 +109,13 @@ func (e *engine) arrive(ev event) error {
 		return fmt.Errorf("jss: job %d: %w", j.Number, err)
 	}
 	e.stats.Jobs++
+	if e.opts.wide != nil && e.opts.wide(j.Processors) {
+		e.stats.WideJobs++
+	}
 	e.jobs[j.ID] = &active{job: *j, seq: e.in.seqOfNext()}
-	if e.check != nil {
-		if err := e.check.Submitted(j.Job); err != nil {
-			return fmt.Errorf("jss: job %d: %w", j.Number, err)
+	if e.opts.check != nil {
+		if err := e.opts.check.submitted(j); err != nil {
+			return err
 		}
 	}
 	e.needPass(ev.at)
@@ -98,20 +125,20 @@ func (e *engine) arrive(ev event) error {
 func (e *engine) complete(ev event) error {
 	a := e.jobs[ev.job]
 	if a == nil || !a.on || a.end != ev.at {
-		return nil // superseded by a kill
+		return nil // superseded by a kill or a preemption
 	}
 	delete(e.jobs, ev.job)
+	e.stats.Busy += float64(a.job.Processors) * (ev.at - a.since).Seconds()
 	if err := e.core.Finished(ev.job, ev.at); err != nil {
 		return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
 	}
-	if e.check != nil {
-		if err := e.check.Finished(ev.job); err != nil {
-			return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
+	if e.opts.check != nil {
+		if err := e.opts.check.finished(&a.job); err != nil {
+			return err
 		}
 	}
 	e.needPass(ev.at)
-	r := Result{Job: a.job, Seq: a.seq, Start: a.start, End: a.end}
-	if err := e.emit(r); err != nil {
+	if err := e.emit(Result{Job: a.job, Seq: a.seq, Start: a.start, End: a.end}); err != nil {
 		return fmt.Errorf("jss: %w", err)
 	}
 	return nil
@@ -128,26 +155,66 @@ func (e *engine) pass(at time.Duration) error {
 		if a == nil {
 			return fmt.Errorf("jss: core decided %v for a job the simulator does not know", d)
 		}
-		if e.check != nil {
-			if err := e.check.Apply(d, at); err != nil {
-				return fmt.Errorf("jss: invariant violated for job %d: %w", a.job.Number, err)
+		if e.opts.check != nil {
+			if err := e.opts.check.apply(d, &a.job, at); err != nil {
+				return err
 			}
 		}
 		switch d.Kind {
 		case gang.Start:
-			a.on, a.start, a.end = true, at, at+a.job.Runtime
-			e.heap.push(a.end, classCompletion, d.Job)
+			a.on, a.start, a.end, a.since = true, at, at+a.job.Runtime, at
+			if d.Why.Rule == gang.RuleWidePreempts {
+				e.stats.Preempting++
+			}
 		case gang.Kill:
-			// Only with Config.Scheduler.EnforceLimits: the job ends now.
+			// Only with gang.Config.EnforceLimits: the job ends now.
 			a.job.Runtime, a.job.Truncated = at-a.start, true
 			a.end = at
-			e.heap.push(at, classCompletion, d.Job)
+		case gang.Preempt:
+			a.on, a.left = false, a.end-at+e.opts.penalty
+			e.stats.Preemptions++
+			e.stats.Busy += float64(a.job.Processors) * (at - a.since).Seconds()
+			continue
+		case gang.Resume:
+			a.on, a.end, a.since = true, at+a.left, at
 		default:
-			return fmt.Errorf("jss: decision %v is not supported in space sharing", d)
+			return fmt.Errorf("jss: decision %v is not supported by the event engine (the slice-stepped one runs the time-shared modes)", d)
+		}
+		e.heap.push(a.end, classCompletion, d.Job)
+	}
+	if e.opts.check != nil {
+		if err := e.opts.check.passDone(at); err != nil {
+			return err
 		}
 	}
 	if t, ok := e.core.NextWakeup(); ok {
 		e.needPass(t)
+	}
+	return nil
+}
+
+// matrixCheck checks the matrix core's decisions with gang/verify.
+type matrixCheck struct{ c *verify.Checker }
+
+func (m matrixCheck) submitted(j *Job) error {
+	if err := m.c.Submitted(j.Job); err != nil {
+		return fmt.Errorf("jss: job %d: %w", j.Number, err)
+	}
+	return nil
+}
+
+func (m matrixCheck) apply(d *gang.Decision, j *Job, at time.Duration) error {
+	if err := m.c.Apply(d, at); err != nil {
+		return fmt.Errorf("jss: invariant violated for job %d: %w", j.Number, err)
+	}
+	return nil
+}
+
+func (m matrixCheck) passDone(time.Duration) error { return nil }
+
+func (m matrixCheck) finished(j *Job) error {
+	if err := m.c.Finished(j.ID); err != nil {
+		return fmt.Errorf("jss: job %d: %w", j.Number, err)
 	}
 	return nil
 }

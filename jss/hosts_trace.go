@@ -3,8 +3,6 @@ package jss
 import (
 	"context"
 	"fmt"
-
-	"github.com/cosched/cosched/gang"
 )
 
 // HostsSummary describes a run on hosts of different sizes: the machine,
@@ -74,7 +72,7 @@ func SimulateTraceHosts(ctx context.Context, opt TraceOptions, cfg HostsConfig) 
 	}
 	policy := cfg.Scheduler.Policy
 	if cfg.EQ != nil {
-		policy = gang.Policy(EQSpatialName)
+		policy = PolicyEQSpatial
 	}
 	res, err := SimulateTrace(ctx, opt, policy)
 	if err != nil {

@@ -36,16 +36,6 @@ type PFCFSStats struct {
 	Busy float64
 }
 
-type pfJob struct {
-	job   Job
-	seq   int64
-	start time.Duration
-	end   time.Duration // while running: when it will end
-	left  time.Duration // while preempted: what it has left to run
-	on    bool          // running
-	since time.Duration // while running: when it last started or resumed
-}
-
 // RunPFCFS simulates the workload from src under preemptive FCFS with gang
 // scheduling for wide jobs (package gang/pfcfs) and calls emit with each
 // job's result when it ends. A job's Start is its first start; a preempted
@@ -59,109 +49,11 @@ func RunPFCFS(ctx context.Context, cfg PFCFSConfig, src Source, emit func(Result
 	if err != nil {
 		return PFCFSStats{}, fmt.Errorf("jss: %w", err)
 	}
-	e := pfEngine{cfg: cfg, core: core, loop: newLoop(src), emit: emit, jobs: map[gang.JobID]*pfJob{}}
+	o := coreOptions{penalty: cfg.Penalty, wide: cfg.Scheduler.Wide}
 	if cfg.Check {
-		e.check = newColumnCheck(cfg.Scheduler.Processors)
+		o.check = newColumnCheck(cfg.Scheduler.Processors)
 	}
-	err = e.run(ctx)
-	return e.stats, err
-}
-
-type pfEngine struct {
-	loop
-	cfg   PFCFSConfig
-	core  *pfcfs.Scheduler
-	emit  func(Result) error
-	check *columnCheck
-	jobs  map[gang.JobID]*pfJob
-	stats PFCFSStats
-}
-
-func (e *pfEngine) run(ctx context.Context) error {
-	err := e.loop.run(ctx, &e.stats.Stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass,
-		left: func() int { return len(e.jobs) }})
-	return err
-}
-
-func (e *pfEngine) arrive(ev event) error {
-	j := &e.in.next
-	if err := e.core.Submit(j.Job, ev.at); err != nil {
-		return fmt.Errorf("jss: job %d: %w", j.Number, err)
-	}
-	e.stats.Jobs++
-	if e.cfg.Scheduler.Wide(j.Processors) {
-		e.stats.WideJobs++
-	}
-	e.jobs[j.ID] = &pfJob{job: *j, seq: e.in.seqOfNext()}
-	e.needPass(ev.at)
-	return e.pull()
-}
-
-func (e *pfEngine) complete(ev event) error {
-	a := e.jobs[ev.job]
-	if a == nil || !a.on || a.end != ev.at {
-		return nil // superseded by a preemption
-	}
-	delete(e.jobs, ev.job)
-	e.stats.Busy += float64(a.job.Processors) * (ev.at - a.since).Seconds()
-	if err := e.core.Finished(ev.job, ev.at); err != nil {
-		return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
-	}
-	if e.check != nil {
-		if err := e.check.finished(ev.job); err != nil {
-			return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
-		}
-	}
-	e.needPass(ev.at)
-	if err := e.emit(Result{Job: a.job, Seq: a.seq, Start: a.start, End: ev.at}); err != nil {
-		return fmt.Errorf("jss: %w", err)
-	}
-	return nil
-}
-
-func (e *pfEngine) pass(at time.Duration) error {
-	ds, err := e.core.Schedule(at)
-	if err != nil {
-		return fmt.Errorf("jss: %w", err)
-	}
-	for i := range ds {
-		d := &ds[i]
-		a := e.jobs[d.Job]
-		if a == nil {
-			return fmt.Errorf("jss: core decided %v for a job the simulator does not know", d)
-		}
-		if e.check != nil {
-			if err := e.check.apply(d, a.job.Processors); err != nil {
-				return fmt.Errorf("jss: invariant violated for job %d at %v: %w", a.job.Number, at, err)
-			}
-		}
-		switch d.Kind {
-		case gang.Start:
-			a.on, a.start, a.end, a.since = true, at, at+a.job.Runtime, at
-			if d.Why.Rule == gang.RuleWidePreempts {
-				e.stats.Preempting++
-			}
-		case gang.Preempt:
-			a.on, a.left = false, a.end-at+e.cfg.Penalty
-			e.stats.Preemptions++
-			e.stats.Busy += float64(a.job.Processors) * (at - a.since).Seconds()
-			continue
-		case gang.Resume:
-			a.on, a.end, a.since = true, at+a.left, at
-		default:
-			return fmt.Errorf("jss: decision %v is not supported under pfcfs", d)
-		}
-		e.heap.push(a.end, classCompletion, d.Job)
-	}
-	if e.check != nil {
-		if err := e.check.passDone(); err != nil {
-			return fmt.Errorf("jss: invariant violated at %v: %w", at, err)
-		}
-	}
-	if t, ok := e.core.NextWakeup(); ok {
-		e.needPass(t)
-	}
-	return nil
+	return runCore(ctx, core, o, src, emit)
 }
 
 // columnCheck is an independent record of who uses each column. Decision
@@ -180,7 +72,16 @@ func newColumnCheck(processors int) *columnCheck {
 		cols: map[gang.JobID][]int{}, suspended: map[gang.JobID]bool{}}
 }
 
-func (c *columnCheck) apply(d *gang.Decision, procs int) error {
+func (c *columnCheck) apply(d *gang.Decision, j *Job, at time.Duration) error {
+	if err := c.applyDecision(d, j.Processors); err != nil {
+		return fmt.Errorf("jss: invariant violated for job %d at %v: %w", j.Number, at, err)
+	}
+	return nil
+}
+
+func (c *columnCheck) submitted(*Job) error { return nil }
+
+func (c *columnCheck) applyDecision(d *gang.Decision, procs int) error {
 	switch d.Kind {
 	case gang.Start:
 		if _, ok := c.cols[d.Job]; ok {
@@ -231,10 +132,10 @@ func (c *columnCheck) apply(d *gang.Decision, procs int) error {
 }
 
 // passDone checks the state a pass left.
-func (c *columnCheck) passDone() error {
+func (c *columnCheck) passDone(at time.Duration) error {
 	for col, n := range c.held {
 		if n > 1 {
-			return fmt.Errorf("column %d holds %d preempted jobs", col, n)
+			return fmt.Errorf("jss: invariant violated at %v: column %d holds %d preempted jobs", at, col, n)
 		}
 	}
 	return nil
@@ -250,16 +151,17 @@ func (c *columnCheck) setRunning(id gang.JobID, on bool) {
 	}
 }
 
-func (c *columnCheck) finished(id gang.JobID) error {
+func (c *columnCheck) finished(j *Job) error {
+	id := j.ID
 	if _, ok := c.cols[id]; !ok || c.suspended[id] {
-		return fmt.Errorf("ended while not running")
+		return fmt.Errorf("jss: job %d: ended while not running", j.Number)
 	}
 	c.setRunning(id, false)
 	delete(c.cols, id)
 	return nil
 }
 
-func (c *ModelConfig) isPFCFS() bool { return c.Scheduler.Policy == gang.Policy(pfcfs.Name) }
+func (c *ModelConfig) isPFCFS() bool { return c.Scheduler.Policy == PolicyPFCFS }
 
 // pfcfsConfig is the pfcfs configuration of a model run: PFCFS on the
 // scheduler's machine.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/member"
 	"net"
 	"net/http"
 	"net/netip"
@@ -125,7 +126,7 @@ type Agent struct {
 	log      *zap.Logger
 	ranks    *rank.Manager
 	sw       *switcher
-	ml       *strobe.Membership
+	ml       *member.Membership
 	udp      strobe.Transport
 	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
 	skew     *strobe.SkewTracker // the controller's agent only
@@ -284,7 +285,7 @@ func Start(cfg Config) (*Agent, error) {
 	a.follower = strobe.NewFollower(fcfg)
 	a.registerMetrics()
 
-	meta := strobe.Meta{
+	meta := member.Meta{
 		Name:          cfg.Name,
 		StrobeAddr:    advertised(a.udp.LocalAddr(), cfg.Advertise),
 		HeartbeatAddr: advertised(a.hbUDP.LocalAddr(), cfg.Advertise),
@@ -315,7 +316,7 @@ func Start(cfg Config) (*Agent, error) {
 			}
 		})
 	}
-	if a.ml, err = strobe.Join(strobe.MemberConfig{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
+	if a.ml, err = member.Join(member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
 		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -395,15 +396,15 @@ func (a *Agent) watchMembers(ctx context.Context) {
 				return
 			}
 			refresh()
-			if ev.Kind != strobe.EventUpdate && ev.Meta.Name != a.cfg.Name {
+			if ev.Kind != member.EventUpdate && ev.Meta.Name != a.cfg.Name {
 				a.log.Info("member "+ev.Kind.String(), zap.String("member", ev.Meta.Name))
 			}
 			switch ev.Kind {
-			case strobe.EventJoin, strobe.EventUpdate:
+			case member.EventJoin, member.EventUpdate:
 				if a.ctrl != nil {
 					a.ctrl.MemberJoined(ev.Meta)
 				}
-			case strobe.EventLeave:
+			case member.EventLeave:
 				if a.ctrl != nil {
 					a.ctrl.MemberLeft(ev.Meta.Name)
 				}

@@ -2,9 +2,9 @@ package node_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,34 +14,70 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/cosched/cosched/bench"
+	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/node/rank"
 )
 
-// coschedBin is the cosched binary, built once: agents start ranks through
-// its hidden __rank-exec shim, and some tests run whole agent processes.
-var coschedBin string
-
+// The test binary doubles as the programs agents start: the rank shim
+// (agents start every rank through it), a benchmark rank, and a comm
+// program (see comm_test.go). TestMain dispatches on the first argument,
+// so no cosched binary is built.
 func TestMain(m *testing.M) {
-	// The test binary doubles as a comm program that jobs run (see
-	// comm_test.go).
-	if len(os.Args) > 2 && os.Args[1] == commScenarioArg {
-		os.Exit(commScenario(os.Args[2]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "__rank-exec":
+			os.Exit(rank.ShimMain(os.Args[2:]))
+		case "bench-rank":
+			os.Exit(benchRankMain(os.Args[2:]))
+		case commScenarioArg:
+			if len(os.Args) > 2 {
+				os.Exit(commScenario(os.Args[2]))
+			}
+		}
 	}
-	dir, err := os.MkdirTemp("", "cosched-node-test")
+	os.Exit(m.Run())
+}
+
+// testShim is the rank shim the in-process agents use: this binary.
+func testShim(t *testing.T) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{exe, "__rank-exec"}
+}
+
+// benchRankMain runs a benchmark rank with the arguments the controller
+// gives it (--template, --iterations, --seed, --work).
+func benchRankMain(args []string) int {
+	fs := flag.NewFlagSet("bench-rank", flag.ContinueOnError)
+	template := fs.String("template", "", "")
+	iterations := fs.Int("iterations", 0, "")
+	seed := fs.Uint64("seed", 0, "")
+	work := fs.String("work", "cpu", "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	t, err := bench.ParseTemplate(*template)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 2
 	}
-	coschedBin = filepath.Join(dir, "cosched")
-	build := exec.Command("go", "build", "-o", coschedBin, "../cmd/cosched")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build cosched: %v\n%s", err, out)
-		os.Exit(1)
+	w, err := benchrank.ParseWork(*work)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	p := benchrank.Program{Config: benchrank.Config{Template: t, Iterations: *iterations, Seed: *seed, Work: w}}
+	if err := p.Run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // testCluster is n agents in this process on loopback; agent 0 runs the
@@ -89,7 +125,7 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 		cfg := node.Config{
 			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Shim: []string{coschedBin, "__rank-exec"}, Priority: o.priority, Log: log,
+			Shim: testShim(t), Priority: o.priority, Log: log,
 		}
 		if i == 0 {
 			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
@@ -183,7 +219,9 @@ func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration
 }
 
 // jobPIDs finds the live processes of a job by their COSCHED_JOB
-// environment variable (the shim passes it on to the program).
+// environment variable (the shim passes it on to the program), among this
+// test's ranks: the children of this process, whose agents run in it
+// (other tests on the machine have jobs of the same numbers).
 func jobPIDs(t *testing.T, id int64) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -202,12 +240,30 @@ func jobPIDs(t *testing.T, id int64) []int {
 		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
 			continue
 		}
-		if procState(pid) == 'Z' || procState(pid) == 0 {
+		if procState(pid) == 'Z' || procState(pid) == 0 || parentOf(pid) != self {
 			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// parentOf is a process's parent pid from /proc/pid/stat (0 if gone).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // procState is a process's state letter from /proc/pid/stat (0 if gone).
@@ -261,8 +317,6 @@ func (c *testCluster) waitGone(id int64) {
 		return nil
 	})
 }
-
-func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
 // waitExec waits until a job has n processes that have exec'd program.
 func (c *testCluster) waitExec(id int64, n int, program string) []int {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/member"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -62,7 +63,7 @@ type Controller struct {
 	jobs        map[int64]*jobRecord
 	order       []int64
 	nextID      int64
-	members     map[string]strobe.Meta // agents in the cluster
+	members     map[string]member.Meta // agents in the cluster
 	links       map[string]*link       // open control connections
 	dialing     map[string]bool        // agents a dial is in progress to
 	blocks      map[string]int         // agent → first column of its block
@@ -118,7 +119,7 @@ func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*
 		events:  make(chan func(), 256),
 		stopped: make(chan struct{}),
 		jobs:    map[int64]*jobRecord{},
-		members: map[string]strobe.Meta{},
+		members: map[string]member.Meta{},
 		links:   map[string]*link{},
 		dialing: map[string]bool{},
 		blocks:  map[string]int{},
@@ -261,7 +262,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // MemberJoined tells the controller an agent joined (or updated its
 // metadata): it opens a control connection to it.
-func (c *Controller) MemberJoined(m strobe.Meta) {
+func (c *Controller) MemberJoined(m member.Meta) {
 	c.post(func() {
 		c.members[m.Name] = m
 		if _, ok := c.links[m.Name]; ok || c.dialing[m.Name] {
@@ -282,7 +283,7 @@ func (c *Controller) MemberLeft(name string) {
 }
 
 // agentUp brings an agent's processors into service.
-func (c *Controller) agentUp(m strobe.Meta, l *link) {
+func (c *Controller) agentUp(m member.Meta, l *link) {
 	if old := c.links[m.Name]; old != nil {
 		old.close()
 	}

@@ -3,7 +3,7 @@
 //
 // # Agent
 //
-// Start(cfg) runs one agent: memberlist gossip (strobe.Membership) for
+// Start(cfg) runs one agent: memberlist gossip (member.Membership) for
 // discovery and liveness, a strobe socket whose receive thread switches
 // rows (strobe.Follower calling the switcher, which stops and continues
 // the ranks of node/rank), a heartbeat socket, a control listener, and the

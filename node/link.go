@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/internal/frame"
-	"github.com/cosched/cosched/strobe"
+	"github.com/cosched/cosched/member"
 )
 
 // link is the controller's control connection to one agent: a writer
@@ -85,7 +85,7 @@ func (c *Controller) handshake(conn net.Conn, r *frame.Reader) (welcome, error) 
 // dial opens the control connection to an agent, greets it, registers the
 // link with the controller, and then reads the agent's reports until the
 // connection ends. It runs in its own goroutine (owned by c.wg).
-func (c *Controller) dial(m strobe.Meta) {
+func (c *Controller) dial(m member.Meta) {
 	log := c.log.With(zap.String("agent", m.Name))
 	dialed := false
 	defer func() {

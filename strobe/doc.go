@@ -1,5 +1,6 @@
-// Package strobe is cosched's slice clock: cluster membership, the
-// controller's strobes, and the agents' heartbeat total exchange.
+// Package strobe is cosched's slice clock: the controller's strobes and the
+// agents' heartbeat total exchange. Cluster membership (memberlist
+// gossip) is package member.
 //
 // # Roles
 //
@@ -12,7 +13,7 @@
 // HEARTBEAT to every peer and to the controller. Whoever collects the
 // agents' Records computes the cluster's switch skew with Skew.
 //
-// Membership (memberlist gossip) is for discovery and liveness only:
+// Membership (package member) is for discovery and liveness only:
 // failure detection takes seconds and gossip is no barrier. Strobes and
 // heartbeats use their own UDP sockets (Transport), and membership changes
 // reach the slice clock only at slice boundaries: the controller changes
@@ -38,9 +39,8 @@
 //	                 d DueMono
 //	2     Heartbeat  f From, e Epoch, s Seq, rt RecvMono, wt SwitchedMono,
 //	                 wc SwitchCost, lo Lost, la Late, d Data
-//	3     Meta       n Name, sa StrobeAddr, ca ControlAddr, aa APIAddr,
-//	                 ra RelayAddr, cpu CPUs, ctl Controller, ha HeartbeatAddr
-//	                 (memberlist node metadata, ≤ 512 bytes; never on the strobe socket)
+//	3     reserved   membership metadata (package member's Meta, in the
+//	                 same envelope; never on the strobe socket: counted Unknown)
 //
 // Type numbers and keys are append-only: never renumber or reuse one.
 //
@@ -98,11 +98,6 @@
 //   - Sender: safe for concurrent use; it owns no goroutine.
 //   - Ticker: Next and Run for one goroutine; Run locks it to its OS thread
 //     and returns when ctx is done. Stats from anywhere.
-//   - Membership: memberlist calls the delegates from its goroutines; they
-//     never block. One forwarder goroutine feeds Events. Shutdown
-//     (idempotent) closes memberlist's sockets (memberlist waits for its
-//     listeners), stops and waits for the forwarder and closes Events;
-//     memberlist's timers and handlers exit shortly after on their own.
 //   - MockNetwork: one pump goroutine per transport, ended by its Close.
 //
 // No package-level mutable state: loggers come in through configs.

@@ -287,7 +287,7 @@ func TestFollowerDropsBadPackets(t *testing.T) {
 		{0x93, 0x01}, // truncated envelope
 		envelope(t, 9, 1, map[string]any{"e": 100, "s": 2}),  // future version
 		envelope(t, 1, 42, map[string]any{"e": 100, "s": 2}), // unknown type
-		mustMarshal(t, &Meta{Name: "x"}),                     // valid, but not for this socket
+		envelope(t, 1, 3, map[string]any{"n": "x"}),          // membership metadata (package member): not for this socket
 	}
 	for _, b := range bad {
 		if err := c.ctl.Send("a", b); err != nil {

@@ -28,7 +28,7 @@ const (
 	typeInvalid   MsgType = 0 // never sent: catches zeroed packets
 	TypeStrobe    MsgType = 1 // controller → agents, once per slice
 	TypeHeartbeat MsgType = 2 // agent → every peer and the controller, after applying a strobe
-	TypeMeta      MsgType = 3 // memberlist node metadata (never on the strobe socket)
+	TypeMeta      MsgType = 3 // reserved: membership metadata (package member), never on the strobe socket
 )
 
 func (t MsgType) String() string {
@@ -62,7 +62,7 @@ var (
 	ErrTooLarge    = errors.New("packet too large")
 )
 
-// Message is one of *Strobe, *Heartbeat or *Meta.
+// Message is one of *Strobe or *Heartbeat.
 type Message interface {
 	MsgType() MsgType
 	validate() error
@@ -196,8 +196,6 @@ func Unmarshal(b []byte) (Message, error) {
 		m = new(Strobe)
 	case TypeHeartbeat:
 		m = new(Heartbeat)
-	case TypeMeta:
-		m = new(Meta)
 	default:
 		return nil, fmt.Errorf("strobe: unmarshal: %w: %d", ErrUnknownType, t)
 	}

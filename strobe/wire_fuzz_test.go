@@ -14,7 +14,6 @@ func FuzzDecode(f *testing.F) {
 		&Strobe{Epoch: 1, Seq: 1, Row: 0, MemberEpoch: 1, SentMono: 1},
 		&Strobe{Epoch: 1 << 63, Seq: 1 << 40, Row: -3, SentMono: -1},
 		&Heartbeat{From: "node-1", Epoch: 2, Seq: 3, RecvMono: 4, SwitchedMono: 5, SwitchCost: 6, Lost: 7, Late: 8},
-		&Meta{Name: "n", StrobeAddr: "127.0.0.1:1", CPUs: 2, Controller: true},
 	}
 	for _, m := range seeds {
 		b := mustMarshal(f, m)

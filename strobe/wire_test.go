@@ -20,7 +20,6 @@ func TestWireRoundTrip(t *testing.T) {
 		&Heartbeat{From: "node-a", Epoch: 7, Seq: 9, RecvMono: 1, SwitchedMono: 2, SwitchCost: 3, Lost: 4, Late: 5},
 		&Heartbeat{From: long, Epoch: math.MaxUint64, Seq: math.MaxUint64, RecvMono: math.MaxInt64, SwitchedMono: math.MinInt64,
 			SwitchCost: math.MaxInt64, Lost: math.MaxUint64, Late: math.MaxUint64},
-		&Meta{Name: "a", StrobeAddr: "10.0.0.1:7000", ControlAddr: "10.0.0.1:7001", APIAddr: "10.0.0.1:8080", RelayAddr: "10.0.0.1:7002", CPUs: 64, Controller: true},
 	}
 	for _, m := range msgs {
 		b, err := Marshal(m)
@@ -28,7 +27,7 @@ func TestWireRoundTrip(t *testing.T) {
 			t.Fatalf("Marshal(%+v): %v", m, err)
 		}
 		// The strobe socket's messages stay far below one packet.
-		if m.MsgType() != TypeMeta && len(b) >= 512 {
+		if len(b) >= 512 {
 			t.Errorf("%v encodes to %d bytes; want < 512", m.MsgType(), len(b))
 		}
 		got, err := Unmarshal(b)
@@ -98,7 +97,7 @@ func TestWireRejects(t *testing.T) {
 		{"nil body", envelope(t, 1, 1, nil), ErrMalformed},
 		{"strobe seq 0", envelope(t, 1, 1, map[string]any{"e": 1, "s": 0}), ErrMalformed},
 		{"heartbeat without sender", envelope(t, 1, 2, map[string]any{"e": 1, "s": 1}), ErrMalformed},
-		{"meta without name", envelope(t, 1, 3, map[string]any{"sa": "x"}), ErrMalformed},
+		{"type 3 (membership metadata, package member: not for this socket)", envelope(t, 1, 3, map[string]any{"n": "x"}), ErrUnknownType},
 		{"oversize", make([]byte, MaxPacketSize+1), ErrTooLarge},
 	}
 	for _, c := range cases {
@@ -131,27 +130,14 @@ func TestWireForwardCompatible(t *testing.T) {
 func TestMarshalRejects(t *testing.T) {
 	for _, m := range []Message{
 		nil,
-		&Strobe{Epoch: 1},                      // seq 0
-		&Heartbeat{Seq: 1},                     // no sender
-		&Heartbeat{From: "a"},                  // seq 0
-		&Meta{},                                // no name
-		&Meta{Name: strings.Repeat("x", 1000)}, // name too long
+		&Strobe{Epoch: 1},     // seq 0
+		&Heartbeat{Seq: 1},    // no sender
+		&Heartbeat{From: "a"}, // seq 0
 		&Heartbeat{From: strings.Repeat("x", MaxNameLen+1), Seq: 1},
 	} {
 		if b, err := Marshal(m); err == nil {
 			t.Errorf("Marshal(%+v) = %d bytes, want an error", m, len(b))
 		}
-	}
-}
-
-func TestMetaSizeLimit(t *testing.T) {
-	m := Meta{Name: "a", StrobeAddr: strings.Repeat("h", 200), ControlAddr: strings.Repeat("h", 200), APIAddr: strings.Repeat("h", 200)}
-	_, err := encodeMeta(m)
-	if err == nil || !strings.Contains(err.Error(), "512") {
-		t.Fatalf("encodeMeta of an oversize meta: %v; want an error naming the limit", err)
-	}
-	if _, err := decodeMeta(mustMarshal(t, &Strobe{Epoch: 1, Seq: 1})); !errors.Is(err, ErrUnknownType) {
-		t.Fatalf("decodeMeta of a strobe: %v", err)
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/jss/plot"
+	"github.com/cosched/cosched/node"
 )
 
 // Report files, in the run's directory.
@@ -52,6 +54,17 @@ func reportMarkdown(run *Run, figErrs []string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("# cosched bench run: %s, %d jobs, load %g\n\n", run.Workload, run.Jobs, run.Load)
+	v := Decide(run.Modes)
+	if len(v.Metrics) > 0 {
+		p("**Verdict:** %s.\n\n", v.Headline())
+		for _, mv := range v.Metrics {
+			p("- %s: %s\n", mv.Metric, mv.Text())
+		}
+		p("\n")
+	}
+	if len(v.LeftOut) > 0 {
+		p("Left out of the verdict, not every job completed: %s.\n\n", modeList(v.LeftOut))
+	}
 	host, _ := os.Hostname()
 	p("Run %s on %s (%d cores, %s, cosched %s).\n\n", run.Started.Format(time.RFC3339), host, runtime.NumCPU(), runtime.Version(), version())
 	p("| setting | value |\n| --- | --- |\n")
@@ -84,7 +97,7 @@ func reportMarkdown(run *Run, figErrs []string) string {
 		}
 	}
 	p("\n![measured and simulated metrics per mode](%s)\n\n", CompareFigure)
-	p("![measured response times](%s)\n\n", ResponseCDFFile)
+	p("![response times, measured and simulated](%s)\n\n", ResponseCDFFile)
 	for _, e := range figErrs {
 		p("(A figure could not be drawn: %s.)\n\n", e)
 	}
@@ -197,10 +210,14 @@ func writeCompareFigure(path string, run *Run) error {
 		bm.Color, bm.LineStyle.Width = measuredColor, 0
 		bs.Color, bs.LineStyle.Width = simulatedColor, 0
 		bm.Offset, bs.Offset = -w/2, w/2
-		p.Add(plotter.NewGrid(), bm, bs)
+		grid := plotter.NewGrid()
+		grid.Vertical.Width = 0 // a line through each pair of bars would split it
+		p.Add(grid, bm, bs)
 		p.NominalX(names...)
+		p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
 		p.Y.Min = 0
 		p.Y.Max *= 1.45 // room for the legend
+		p.Y.Tick.Marker = plot.NiceTicks{}
 		p.Legend.Add("measured", bm)
 		p.Legend.Add("simulated", bs)
 		p.Legend.Top = true
@@ -219,46 +236,106 @@ func writeCompareFigure(path string, run *Run) error {
 	return writePNG(path, img)
 }
 
-// writeResponseCDF draws each mode's measured response times as a
-// cumulative distribution.
+// cdfSeries is one distribution of response times in the CDF figure.
+type cdfSeries struct {
+	Mode      node.Mode
+	Simulated bool
+	Response  []float64 // seconds, sorted
+}
+
+// responseSeries returns, for each mode in run order, its measured
+// response times (completed jobs), then its simulated ones when the run
+// has them.
+func responseSeries(run *Run) []cdfSeries {
+	var out []cdfSeries
+	for _, m := range run.Modes {
+		var meas []float64
+		for _, r := range m.Jobs {
+			if r.Completed() && r.End >= 0 {
+				meas = append(meas, (r.End - r.Submit).Seconds())
+			}
+		}
+		if len(meas) > 0 {
+			slices.Sort(meas)
+			out = append(out, cdfSeries{Mode: m.Mode, Response: meas})
+		}
+		var sim []float64
+		for _, j := range m.SimJobs {
+			if j.Seq >= 0 && j.Seq < len(run.WorkloadJobs) && j.End >= 0 {
+				sim = append(sim, (j.End - run.WorkloadJobs[j.Seq].Submit).Seconds())
+			}
+		}
+		if len(sim) > 0 {
+			slices.Sort(sim)
+			out = append(out, cdfSeries{Mode: m.Mode, Simulated: true, Response: sim})
+		}
+	}
+	return out
+}
+
+// cdfAxisMax is where the CDF figure's x axis ends: past the longest
+// response by a margin, so that the last step of every curve shows.
+func cdfAxisMax(series []cdfSeries) float64 {
+	hi := 0.0
+	for _, s := range series {
+		hi = max(hi, s.Response[len(s.Response)-1])
+	}
+	if hi <= 0 {
+		return 1
+	}
+	return hi * 1.08
+}
+
+// cdfSteps is the staircase of the empirical CDF of sorted resp, from 0
+// at the shortest response, continued at 1 to xmax.
+func cdfSteps(resp []float64, xmax float64) plotter.XYs {
+	n := float64(len(resp))
+	pts := make(plotter.XYs, 0, 2*len(resp)+1)
+	for k, x := range resp {
+		pts = append(pts, plotter.XY{X: x, Y: float64(k) / n}, plotter.XY{X: x, Y: float64(k+1) / n})
+	}
+	return append(pts, plotter.XY{X: xmax, Y: 1})
+}
+
+// writeResponseCDF draws each mode's response times as a cumulative
+// distribution: measured solid, simulated dashed, one colour per mode.
 func writeResponseCDF(path string, run *Run) error {
+	series := responseSeries(run)
+	if len(series) == 0 {
+		return fmt.Errorf("response CDF: no completed job")
+	}
 	p := gplot.New()
-	p.Title.Text = "Measured response times"
+	p.Title.Text = "Response times: measured (solid) and simulated (dashed)"
 	p.X.Label.Text = "response (s)"
 	p.Y.Label.Text = "fraction of jobs"
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = false
-	drawn := 0
-	for i, m := range run.Modes {
-		var resp []float64
-		for _, r := range m.Jobs {
-			if r.Completed() && r.End >= 0 {
-				resp = append(resp, (r.End - r.Submit).Seconds())
-			}
+	xmax := cdfAxisMax(series)
+	colour := map[node.Mode]color.Color{}
+	for _, s := range series {
+		if colour[s.Mode] == nil {
+			colour[s.Mode] = modeColor(len(colour))
 		}
-		if len(resp) == 0 {
-			continue
-		}
-		slices.Sort(resp)
-		pts := make(plotter.XYs, 0, 2*len(resp))
-		for k, x := range resp {
-			pts = append(pts, plotter.XY{X: x, Y: float64(k) / float64(len(resp))}, plotter.XY{X: x, Y: float64(k+1) / float64(len(resp))})
-		}
-		line, err := plotter.NewLine(pts)
+		line, err := plotter.NewLine(cdfSteps(s.Response, xmax))
 		if err != nil {
 			return fmt.Errorf("response CDF: %w", err)
 		}
-		line.Color = modeColor(i)
+		line.Color = colour[s.Mode]
 		line.Width = vg.Points(1.5)
+		label := string(s.Mode) + " measured"
+		if s.Simulated {
+			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			label = string(s.Mode) + " simulated"
+		}
 		p.Add(line)
-		p.Legend.Add(string(m.Mode), line)
-		drawn++
+		p.Legend.Add(label, line)
 	}
-	if drawn == 0 {
-		return fmt.Errorf("response CDF: no completed job")
-	}
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Left = false
+	p.X.Min, p.X.Max = 0, xmax
+	p.Y.Min, p.Y.Max = 0, 1.02
+	p.X.Tick.Marker = plot.NiceTicks{}
+	p.Y.Tick.Marker = gplot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.5"},
+		{Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"}}
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Millimeter*2, vg.Millimeter*2
 	img := vgimg.NewWith(vgimg.UseWH(7*vg.Inch, 4.5*vg.Inch), vgimg.UseDPI(120))
 	p.Draw(draw.New(img))
 	return writePNG(path, img)

@@ -74,7 +74,9 @@ type ModeResult struct {
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Error     string        `json:"error,omitempty"`
 	Simulated *sweep.Row    `json:"simulated,omitempty"`
-	Jobs      []Record      `json:"jobs"`
+	// SimJobs is every job's simulated run, for the figures.
+	SimJobs []SimJob `json:"simulated_jobs,omitempty"`
+	Jobs    []Record `json:"jobs"`
 }
 
 // NodeTotals sums the agents' counters at the end of a mode's run.
@@ -225,36 +227,84 @@ func WriteRecordsCSV(path string, recs []Record) error {
 	return atomicfile.WriteFile(path, []byte(b.String()))
 }
 
-// WriteTable prints the measured-versus-simulated table.
-func WriteTable(out io.Writer, run *Run) {
-	fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work: measured (meas) and simulated (sim)\n\n",
-		run.Workload, run.Jobs, run.Load, run.Nodes, run.Slice, run.MPL, run.Work)
+// WriteTable prints the measured-versus-simulated table, each cell
+// "measured/simulated", then the verdict. wide prints a column per
+// measured and per simulated value, with more metrics, instead.
+func WriteTable(out io.Writer, run *Run, wide bool) {
+	fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work: ", run.Workload, run.Jobs, run.Load, run.Nodes, run.Slice, run.MPL, run.Work)
+	if wide {
+		fmt.Fprintf(out, "measured (meas) and simulated (sim)\n\n")
+	} else {
+		fmt.Fprintf(out, "measured/simulated (error of the mean response)\n\n")
+	}
 	if run.Profile != nil {
 		fmt.Fprintf(out, "(simulated with the machine profile %s)\n\n", run.Profile.Path)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tdone\tresponse meas\tsim\terror\twait meas\tsim\texec slowdown meas\tsim\tproc util meas\tsim\tslot reuses\t")
-	for _, m := range run.Modes {
-		s := m.Summary
-		c := m.Compared()
-		simText := func(x float64, format string) string {
-			if math.IsNaN(x) {
-				return "-"
-			}
-			return fmt.Sprintf(format, x)
-		}
-		errText := "-"
-		if e := m.ResponseError(); !math.IsNaN(e) {
-			errText = fmt.Sprintf("%+.0f%%", 100*e)
-		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%.2fs\t%s\t%s\t%.2fs\t%s\t%.2f\t%s\t%.1f%%\t%s\t%d\t\n", m.Mode, s.Completed, s.Jobs,
-			c[0].Measured, simText(c[0].Simulated, "%.2fs"), errText, c[1].Measured, simText(c[1].Simulated, "%.2fs"),
-			c[2].Measured, simText(c[2].Simulated, "%.2f"), c[3].Measured, simText(c[3].Simulated, "%.1f%%"), m.Nodes.SlotReuses)
+	if wide {
+		writeWideRows(tw, run)
+	} else {
+		writeRows(tw, run)
 	}
 	tw.Flush()
 	for _, m := range run.Modes {
 		if m.Error != "" {
 			fmt.Fprintf(out, "%s: %s\n", m.Mode, m.Error)
 		}
+	}
+	if lines := Decide(run.Modes).Lines(); len(lines) > 0 {
+		fmt.Fprintf(out, "\n%s\n", strings.Join(lines, "\n"))
+	}
+}
+
+// simOr formats x, or "-" when it is NaN (not simulated).
+func simOr(x float64, format string) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return fmt.Sprintf(format, x)
+}
+
+// simValue is get of m's simulated row, NaN when m was not simulated.
+func simValue(m ModeResult, get func(*sweep.Row) float64) float64 {
+	if m.Simulated == nil {
+		return math.NaN()
+	}
+	return get(m.Simulated)
+}
+
+func writeRows(tw io.Writer, run *Run) {
+	fmt.Fprintln(tw, "mode\tdone\tmean response\tmean slowdown\tmakespan\tmean wait\tproc util\t")
+	for _, m := range run.Modes {
+		s := m.Summary
+		c := m.Compared()
+		errText := ""
+		if e := m.ResponseError(); !math.IsNaN(e) {
+			errText = fmt.Sprintf(" (%+.0f%%)", 100*e)
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.2f/%ss%s\t%.2f/%s\t%.1f/%ss\t%.2f/%ss\t%.0f/%s%%\t\n", m.Mode, s.Completed, s.Jobs,
+			c[0].Measured, simOr(c[0].Simulated, "%.2f"), errText,
+			s.Metrics.Slowdown.Mean, simOr(simValue(m, func(r *sweep.Row) float64 { return r.MeanSlowdown }), "%.2f"),
+			s.Metrics.Makespan, simOr(simValue(m, func(r *sweep.Row) float64 { return r.Makespan }), "%.1f"),
+			c[1].Measured, simOr(c[1].Simulated, "%.2f"),
+			c[3].Measured, simOr(c[3].Simulated, "%.0f"))
+	}
+}
+
+func writeWideRows(tw io.Writer, run *Run) {
+	fmt.Fprintln(tw, "mode\tdone\tresponse meas\tsim\terror\twait meas\tsim\texec slowdown meas\tsim\tslowdown meas\tsim\tmakespan meas\tsim\tproc util meas\tsim\tslot reuses\t")
+	for _, m := range run.Modes {
+		s := m.Summary
+		c := m.Compared()
+		errText := "-"
+		if e := m.ResponseError(); !math.IsNaN(e) {
+			errText = fmt.Sprintf("%+.0f%%", 100*e)
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.2fs\t%s\t%s\t%.2fs\t%s\t%.2f\t%s\t%.2f\t%s\t%.1fs\t%s\t%.1f%%\t%s\t%d\t\n", m.Mode, s.Completed, s.Jobs,
+			c[0].Measured, simOr(c[0].Simulated, "%.2fs"), errText, c[1].Measured, simOr(c[1].Simulated, "%.2fs"),
+			c[2].Measured, simOr(c[2].Simulated, "%.2f"),
+			s.Metrics.Slowdown.Mean, simOr(simValue(m, func(r *sweep.Row) float64 { return r.MeanSlowdown }), "%.2f"),
+			s.Metrics.Makespan, simOr(simValue(m, func(r *sweep.Row) float64 { return r.Makespan }), "%.1fs"),
+			c[3].Measured, simOr(c[3].Simulated, "%.1f%%"), m.Nodes.SlotReuses)
 	}
 }

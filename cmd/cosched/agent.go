@@ -19,6 +19,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -108,7 +109,12 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 			return run(cmd.Context(), &f)
 		},
 	}
-	fl := cmd.Flags()
+	f.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags defines the agent's flags on fl, with f's values as defaults.
+func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.config, "config", "", "TOML file with agent settings (flags override it)")
 	fl.StringVar(&f.Name, "name", "", "this agent's name, unique in the cluster (default: the host name)")
 	fl.StringVar(&f.Bind, "bind", f.Bind, "gossip address host:port (port 0 picks one); the API, control and strobe sockets use the same host")
@@ -134,7 +140,6 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
-	return cmd
 }
 
 // loadAgentConfig reads the TOML file into f, then re-applies the flags the
@@ -267,6 +272,18 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if mode == node.Space && f.Controller {
 		cfg.MPL = 1
 	}
+	errs = append(errs, f.hostSettings(&cfg)...)
+	if len(errs) > 0 {
+		return cfg, flagErrors(errs)
+	}
+	return cfg, nil
+}
+
+// hostSettings parses the settings of this host: its CPUs, the gossip key
+// and the state directory.
+func (f *agentFlags) hostSettings(cfg *node.Config) []error {
+	var errs []error
+	var err error
 	if f.CPUs != "" {
 		if cfg.CPUs, err = parseCPUList(f.CPUs); err != nil {
 			errs = append(errs, fmt.Errorf("--cpus: %v", err))
@@ -285,10 +302,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		}
 		cfg.StateDir = filepath.Join(base, "agents", cfg.Name)
 	}
-	if len(errs) > 0 {
-		return cfg, flagErrors(errs)
-	}
-	return cfg, nil
+	return errs
 }
 
 func parseHexKey(s string) ([]byte, error) {
@@ -309,14 +323,6 @@ func parseHexKey(s string) ([]byte, error) {
 	return key, nil
 }
 
-// readyInfo is what an agent writes to --ready-file once it is up.
-type readyInfo struct {
-	Name   string `json:"name"`
-	PID    int    `json:"pid"`
-	Gossip string `json:"gossip"`
-	API    string `json:"api"`
-}
-
 func runAgent(ctx context.Context, f *agentFlags) error {
 	cfg, err := agentConfig(f)
 	if err != nil {
@@ -333,7 +339,7 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		return err
 	}
 	if f.readyFile != "" {
-		b, _ := json.Marshal(readyInfo{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
+		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
 		if err := atomicfile.WriteFile(f.readyFile, b); err != nil {
 			a.Shutdown()
 			return err

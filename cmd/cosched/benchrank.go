@@ -146,35 +146,9 @@ func benchRank(ctx context.Context, out io.Writer, f *benchRankFlags, changed fu
 	if err != nil {
 		return err
 	}
-	cm, err := comm.Init(ctx)
-	if err != nil {
-		return fmt.Errorf("bench-rank: connecting to the agent's relay (COSCHED_RELAY): %w", err)
-	}
-	cfg := c.cfg
+	p := benchrank.Program{Config: c.cfg, SeedFromJob: !c.seedSet}
 	if c.runtime > 0 {
-		cfg.Iterations = benchIterations(cfg.Template, cm.Size(), cfg.MessageSize, c.runtime)
+		p.Iterations = func(size int) int { return benchIterations(c.cfg.Template, size, c.cfg.MessageSize, c.runtime) }
 	}
-	if !c.seedSet {
-		cfg.Seed = uint64(cm.Job())
-	}
-	// On an error the rank exits without Finalize: its relay fails the job,
-	// so the other ranks do not wait for it forever.
-	stats, err := benchrank.Run(ctx, cm, cfg)
-	if err != nil {
-		return err
-	}
-	if err := cm.ReportStats(stats); err != nil {
-		return fmt.Errorf("bench-rank: reporting statistics: %w", err)
-	}
-	if err := cm.Finalize(ctx); err != nil {
-		return fmt.Errorf("bench-rank: finalize: %w", err)
-	}
-	fmt.Fprintln(out, benchRankSummary(cm.Rank(), cm.Size(), stats))
-	return nil
-}
-
-func benchRankSummary(rank, size int, s comm.Stats) string {
-	d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
-	return fmt.Sprintf("rank %d of %d: %d iterations, compute %v, comm wait %v, wall %v",
-		rank, size, s.Iterations, d(s.Compute), d(s.CommWait), d(s.Wall))
+	return p.Run(ctx, out)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/bench"
+	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/jss"
 )
@@ -124,7 +125,7 @@ func TestBenchIterations(t *testing.T) {
 }
 
 func TestBenchRankSummary(t *testing.T) {
-	got := benchRankSummary(3, 8, comm.Stats{Iterations: 120, Compute: int64(6021345678 * time.Nanosecond), CommWait: int64(1302 * time.Millisecond), Wall: int64(7405 * time.Millisecond)})
+	got := benchrank.Summary(3, 8, comm.Stats{Iterations: 120, Compute: int64(6021345678 * time.Nanosecond), CommWait: int64(1302 * time.Millisecond), Wall: int64(7405 * time.Millisecond)})
 	if want := "rank 3 of 8: 120 iterations, compute 6.021346s, comm wait 1.302s, wall 7.405s"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}

@@ -1,24 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
+	"github.com/cosched/cosched/bench/measure"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/jss/metrics"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
 )
@@ -41,6 +40,7 @@ type benchRunFlags struct {
 	stallTimeout time.Duration
 	addr         string
 	profile      string
+	wide         bool
 }
 
 func newBenchRunCmd() *cobra.Command {
@@ -55,7 +55,11 @@ for each of --modes in turn, start a local cluster of --nodes agents (one
 processor each), replay the arrivals in real time, wait for every job, and
 stop the cluster. Every job's submit, start and end, and its ranks' compute
 and communication-wait reports, are written to DIR/MODE/jobs.csv; the
-per-mode metrics to DIR/results.csv and DIR/results.json; a table is printed.
+per-mode metrics to DIR/results.csv and DIR/results.json; a table is printed
+(each cell measured/simulated; --wide for a column per value), then a
+verdict: on mean response, mean slowdown and makespan, which mode did best
+and by how much, measured and simulated, and whether the simulator ranked
+the modes as measured. DIR/report.md opens with the same verdict.
 
 --mean-runtime sets the time scale (the mean dedicated runtime at load 1), so
 a run takes minutes rather than the model's hours. The ranks burn CPU
@@ -88,93 +92,62 @@ processors' time from the first submission to the last end.`,
 	fl.IntVar(&f.priority, "realtime-priority", f.priority, "agents' SCHED_FIFO priority for the strobe path (0: off)")
 	fl.StringVar(&f.addr, "addr", "", "run on the existing cluster whose controller API is at HOST:PORT (its mode, processors, slice and MPL) instead of starting local ones")
 	fl.StringVar(&f.profile, "profile", "", "simulate with this machine profile (from cosched bench calibrate) instead of the default machine costs")
+	fl.BoolVar(&f.wide, "wide", false, "print a column per measured and simulated value, with slowdown, makespan and slot reuses (the default table pairs them)")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
 	return cmd
 }
 
 // benchRunConfig is a validated bench run.
 type benchRunConfig struct {
-	machine sweep.Machine
-	simMach sweep.Machine // the simulated side's: machine with the profile applied
+	opts    measure.RunOptions
+	machine sweep.Machine // the workload's machine (the simulated side's is opts.Machine: the profile applied)
 	profile *profile.Profile
-	point   sweep.Point
-	modes   []node.Mode
-	work    string
 }
 
+var benchRunFlagNames = flagNames{"Modes": "--modes", "Nodes": "--nodes", "Slice": "--slice", "MPL": "--mpl", "Policy": "--policy",
+	"Bandwidth": "--bandwidth", "Work": "--work", "StallTimeout": "--stall-timeout", "RealtimePriority": "--realtime-priority",
+	"Point.Workload": "--workload", "Point.Jobs": "--jobs", "Point.Load": "--load", "Machine.MeanRuntime": "--mean-runtime"}
+
+// validate parses the flags into the run's options and checks them all
+// (measure.RunOptions.Validate), every problem named by its flag.
 func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	var errs []error
-	var c benchRunConfig
-	if _, err := bench.LookupWorkload(f.workload); err != nil {
-		errs = append(errs, fmt.Errorf("--workload: %v", err))
-	}
-	if f.jobs < 1 {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
-	}
-	if !(f.load > 0) {
-		errs = append(errs, fmt.Errorf("--load %g: must be positive", f.load))
-	}
-	if f.nodes < 1 {
-		errs = append(errs, fmt.Errorf("--nodes %d: must be at least 1", f.nodes))
-	}
-	if f.slice < time.Millisecond {
-		errs = append(errs, fmt.Errorf("--slice %v: must be at least 1ms", f.slice))
-	}
-	if f.mpl < 1 {
-		errs = append(errs, fmt.Errorf("--mpl %d: must be at least 1", f.mpl))
-	}
-	if f.meanRuntime <= 0 {
-		errs = append(errs, fmt.Errorf("--mean-runtime %v: must be positive", f.meanRuntime))
-	}
-	if f.stallTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--stall-timeout %v: must not be negative", f.stallTimeout))
-	}
-	seen := map[node.Mode]bool{}
+	o := measure.RunOptions{Nodes: f.nodes, Slice: f.slice, MPL: f.mpl, Policy: gang.Policy(f.policy), RealtimePriority: f.priority,
+		Work: cmp.Or(f.work, measure.DefaultWork(f.nodes)), StallTimeout: f.stallTimeout}
 	for _, s := range strings.Split(f.modes, ",") {
 		m, err := node.ParseMode(strings.TrimSpace(s))
-		switch {
-		case err != nil:
+		if err != nil {
 			errs = append(errs, fmt.Errorf("--modes: %v", err))
-		case m == node.Local:
-			errs = append(errs, fmt.Errorf("--modes: local is not a scheduling mode to compare (use space, gang, bcs)"))
-		case seen[m]:
-			errs = append(errs, fmt.Errorf("--modes: %s twice", m))
-		default:
-			seen[m] = true
-			c.modes = append(c.modes, m)
+			continue
 		}
-	}
-	c.work = f.work
-	switch {
-	case f.work == "" && f.nodes > runtime.NumCPU():
-		c.work = "wall"
-	case f.work == "":
-		c.work = "cpu"
-	case f.work != "cpu" && f.work != "wall":
-		errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", f.work))
+		o.Modes = append(o.Modes, m)
 	}
 	if bw, err := parseSize(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
 		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
+	} else {
+		o.Bandwidth = float64(bw)
 	}
-	if _, err := gang.ParsePolicy(f.policy); err != nil {
-		errs = append(errs, fmt.Errorf("--policy: %v", err))
+	c := benchRunConfig{machine: sweep.DefaultMachine()}
+	c.machine.Processors, c.machine.MemoryPerProc, c.machine.MeanRuntime = f.nodes, 0, f.meanRuntime
+	o.Machine = c.machine
+	o.Point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
+	unparsed := len(errs) > 0 && len(o.Modes) == 0 // then "no mode" says nothing new
+	for _, e := range fielderr.All(o.Validate()) {
+		if e.Field != "Modes" || !unparsed {
+			errs = append(errs, benchRunFlagNames.error(e))
+		}
 	}
 	if len(errs) > 0 {
 		return c, flagErrors(errs)
 	}
-	c.machine = sweep.DefaultMachine()
-	c.machine.Processors = f.nodes
-	c.machine.MemoryPerProc = 0
-	c.machine.MeanRuntime = f.meanRuntime
-	c.simMach = c.machine
 	if f.profile != "" {
 		p, err := profile.Load(f.profile)
 		if err != nil {
 			return c, fmt.Errorf("--profile: %w", err)
 		}
-		c.profile, c.simMach = p, p.Apply(c.machine)
+		c.profile, o.Machine = p, p.Apply(c.machine)
 	}
-	c.point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
+	c.opts = o
 	return c, nil
 }
 
@@ -184,7 +157,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 		// An existing cluster fixes the mode, processors, slice and MPL:
 		// take them from it, and refuse flags that say otherwise.
 		cl = node.NewClient(f.addr)
-		if err := f.adoptCluster(ctx, cl, changed); err != nil {
+		if err := f.adoptCluster(ctx, progress, cl, changed); err != nil {
 			return err
 		}
 	}
@@ -192,7 +165,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if err != nil {
 		return err
 	}
-	jobs, err := experiment.Workload(c.machine, c.point)
+	jobs, err := experiment.Workload(c.machine, c.opts.Point)
 	if err != nil {
 		return err
 	}
@@ -208,9 +181,9 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 		where = "the cluster at " + f.addr
 	}
 	fmt.Fprintf(progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
-		len(jobs), f.workload, f.nodes, where, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.work, dir)
+		len(jobs), f.workload, f.nodes, where, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.opts.Work, dir)
 	run := experiment.Run{Workload: f.workload, Jobs: f.jobs, Load: f.load, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl,
-		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.simMach),
+		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.opts.Work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.opts.Machine),
 		Started: time.Now(), WorkloadJobs: jobs}
 	if c.profile != nil {
 		run.Profile = &experiment.ProfileRef{Path: f.profile, Profile: c.profile}
@@ -218,31 +191,9 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if cl != nil {
 		run.Cluster = f.addr
 	}
-	var runErr error
-	for i, mode := range c.modes {
-		res, err := benchRunMode(ctx, progress, f, c, cl, mode, jobs, dir, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(c.modes)))
-		if row, serr := experiment.Simulate(ctx, c.simMach, c.point, mode); serr == nil {
-			res.Simulated = &row
-		} else if err == nil {
-			err = fmt.Errorf("simulating: %w", serr)
-		}
-		run.Modes = append(run.Modes, res)
-		if err != nil {
-			runErr = fmt.Errorf("%s: %w", mode, err)
-			break
-		}
-	}
-	// A job that did not complete makes the run's figures meaningless:
-	// say which and why, and fail.
-	for _, m := range run.Modes {
-		for _, r := range m.Jobs {
-			if !r.Completed() && runErr == nil {
-				runErr = fmt.Errorf("%s: %d of %d jobs did not complete; job %d (workload job %d) is %s: %s (rank output under %s)",
-					m.Mode, m.Summary.Jobs-m.Summary.Completed, m.Summary.Jobs, r.ID, r.Seq, r.State, r.Reason,
-					filepath.Join(dir, string(m.Mode), "state", "agents"))
-			}
-		}
-	}
+	o := c.opts
+	o.Cluster, o.Dir, o.Progress = cl, dir, progress
+	runErr := measure.RunModes(ctx, o, jobs, &run)
 	if err := experiment.WriteResults(dir, &run); err != nil {
 		return err
 	}
@@ -250,30 +201,22 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if err != nil {
 		return err
 	}
-	experiment.WriteTable(out, &run)
+	experiment.WriteTable(out, &run, f.wide)
 	fmt.Fprintf(out, "\nreport: %s; per-job records: %s/MODE/jobs.csv; metrics: %s/results.csv, %s/results.json\n", report, dir, dir, dir)
 	return runErr
 }
 
 // adoptCluster takes the mode, processors, slice and MPL of the cluster
 // behind cl into f. A flag the user set to something else is an error
-// naming it: the run would not be what was asked for.
-func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, changed func(string) bool) error {
+// naming it: the run would not be what was asked for. CPU-burning ranks
+// on more of this host's processors than it has cores are refused unless
+// --work cpu is given (then a warning): they would compete for the cores.
+func (f *benchRunFlags) adoptCluster(ctx context.Context, progress io.Writer, cl *node.Client, changed func(string) bool) error {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rep, err := cl.Nodes(qctx, true)
+	cs, err := measure.Inspect(qctx, cl)
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", f.addr, err)
-	}
-	if rep.Cluster == nil {
-		return fmt.Errorf("--addr %s: the controller did not report its configuration", f.addr)
-	}
-	cs := rep.Cluster
-	procs := 0
-	for _, n := range rep.Nodes {
-		if n.State == "up" {
-			procs += len(n.Columns)
-		}
 	}
 	var errs []error
 	conflict := func(flag string, mine, theirs any) {
@@ -282,9 +225,9 @@ func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, chang
 		}
 	}
 	conflict("modes", f.modes, cs.Mode)
-	conflict("nodes", f.nodes, procs)
-	if cs.Mode == node.Gang || cs.Mode == node.BCS {
-		conflict("slice", f.slice, cs.Slice.D)
+	conflict("nodes", f.nodes, cs.Processors)
+	if cs.Mode.TimeShared() {
+		conflict("slice", f.slice, cs.Slice)
 		conflict("mpl", f.mpl, cs.MPL)
 	}
 	if cs.Policy != "" {
@@ -296,15 +239,24 @@ func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, chang
 			errs = append(errs, fmt.Errorf("--%s: set on the cluster's agents, not by bench run, when --addr is given", flag))
 		}
 	}
+	if cores := runtime.NumCPU(); cs.LocalProcessors > cores && f.work != "wall" {
+		msg := fmt.Sprintf("the cluster at --addr has %d processors on this host, which has %d cores: ranks burning CPU would compete for them and the measurement would not be the simulated machine's; pass --work wall",
+			cs.LocalProcessors, cores)
+		if f.work == "cpu" {
+			fmt.Fprintf(progress, "warning: %s (--work cpu given: running anyway)\n", msg)
+		} else {
+			errs = append(errs, errors.New("--work: "+msg+" (or --work cpu to run anyway)"))
+		}
+	}
 	if len(errs) > 0 {
 		return flagErrors(errs)
 	}
-	if procs == 0 {
+	if cs.Processors == 0 {
 		return fmt.Errorf("--addr %s: no processor of the cluster is up", f.addr)
 	}
-	f.modes, f.nodes = string(cs.Mode), procs
-	if cs.Mode == node.Gang || cs.Mode == node.BCS {
-		f.slice, f.mpl = cs.Slice.D, cs.MPL
+	f.modes, f.nodes = string(cs.Mode), cs.Processors
+	if cs.Mode.TimeShared() {
+		f.slice, f.mpl = cs.Slice, cs.MPL
 	} else {
 		f.mpl = 1
 	}
@@ -312,98 +264,4 @@ func (f *benchRunFlags) adoptCluster(ctx context.Context, cl *node.Client, chang
 		f.work = "cpu" // agents on their own hosts: burn CPU
 	}
 	return nil
-}
-
-// benchRunMode runs the workload in one mode: on a fresh local cluster, or
-// on the cluster behind cl.
-func benchRunMode(ctx context.Context, progress io.Writer, f *benchRunFlags, c benchRunConfig, cl *node.Client, mode node.Mode,
-	jobs []experiment.Job, dir, tag string) (res experiment.ModeResult, err error) {
-	res.Mode = mode
-	start := time.Now()
-	defer func() {
-		res.Elapsed = time.Since(start)
-		if err != nil {
-			res.Error = err.Error()
-		}
-	}()
-	if err := os.MkdirAll(filepath.Join(dir, string(mode)), 0o755); err != nil {
-		return res, err
-	}
-	if cl == nil {
-		state := filepath.Join(dir, string(mode), "state")
-		if err := os.MkdirAll(state, 0o755); err != nil {
-			return res, err
-		}
-		fmt.Fprintf(progress, "%s starting %d agents...\n", tag, f.nodes)
-		up := clusterUpFlags{n: f.nodes, mode: string(mode), slice: f.slice.String(), mpl: f.mpl, policy: f.policy,
-			processors: 1, stateDir: state, priority: f.priority, bandwidth: f.bandwidth,
-			timeout: 30*time.Second + time.Duration(f.nodes)*2*time.Second}
-		if err := clusterUp(ctx, io.Discard, &up); err != nil {
-			return res, err
-		}
-		rec, err := readCluster(state)
-		if err != nil {
-			return res, err
-		}
-		defer func() {
-			if left := stopAgents(rec.Agents, 10*time.Second); len(left) > 0 {
-				fmt.Fprintf(progress, "%s warning: agents still running after the run: %v\n", tag, left)
-			}
-		}()
-		cl = node.NewClient(rec.API)
-	}
-	lastDone, lastPrint := -1, time.Time{}
-	recs, err := experiment.Replay(ctx, cl, jobs, experiment.Options{Work: c.work,
-		StallAfter: stallTimeout(f, jobs),
-		Progress: func(p experiment.Progress) {
-			if p.Done != lastDone || time.Since(lastPrint) > 10*time.Second {
-				fmt.Fprintf(progress, "%s %d/%d jobs done, %d submitted, %v\n", tag, p.Done, p.Total, p.Submitted, p.Elapsed.Round(time.Second))
-				lastDone, lastPrint = p.Done, time.Now()
-			}
-		}})
-	if errors.Is(err, experiment.ErrStalled) {
-		// What every agent knew when the run hung: the evidence a bug
-		// report needs, taken before the cluster is stopped.
-		path := filepath.Join(dir, string(mode), "nodes-at-stall.json")
-		if derr := dumpNodeStats(cl, path); derr == nil {
-			err = fmt.Errorf("%w (the agents' state: %s)", err, path)
-		}
-	}
-	res.Jobs = recs
-	res.Summary = experiment.Summarize(recs, f.nodes, metrics.DefaultTau)
-	tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	res.Nodes, _ = experiment.CollectNodeTotals(tctx, cl) // best effort: the counters are for the record
-	cancel()
-	if werr := experiment.WriteRecordsCSV(filepath.Join(dir, string(mode), "jobs.csv"), recs); werr != nil && err == nil {
-		err = werr
-	}
-	return res, err
-}
-
-// stallTimeout is --stall-timeout, or by default long enough for the
-// longest job to run time-shared at the MPL with room to spare.
-func stallTimeout(f *benchRunFlags, jobs []experiment.Job) time.Duration {
-	if f.stallTimeout > 0 {
-		return f.stallTimeout
-	}
-	var longest time.Duration
-	for _, j := range jobs {
-		longest = max(longest, j.Estimate)
-	}
-	return max(2*time.Minute, 4*time.Duration(f.mpl)*longest)
-}
-
-// dumpNodeStats writes the cluster's GET /v1/nodes?stats=1 to path.
-func dumpNodeStats(cl *node.Client, path string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	nodes, err := cl.Nodes(ctx, true)
-	if err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(nodes, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -121,10 +121,10 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 		}
 		p, err := gang.ParsePolicy(name)
 		if err != nil && isPFCFS(name) {
-			p, err = policyPFCFS, nil
+			p, err = jss.PolicyPFCFS, nil
 		}
 		if err != nil && isEQSpatial(name) {
-			p, err = policyEQSpatial, nil
+			p, err = jss.PolicyEQSpatial, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), simPolicyNames())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -13,9 +12,6 @@ import (
 	"github.com/cosched/cosched/gang/pfcfs"
 	"github.com/cosched/cosched/jss"
 )
-
-// policyPFCFS selects preemptive FCFS (package gang/pfcfs) in --policy.
-const policyPFCFS = gang.Policy(pfcfs.Name)
 
 // pfcfsFlags are the --pfcfs-* parameters of `cosched sim`.
 type pfcfsFlags struct {
@@ -74,13 +70,18 @@ func (f *pfcfsFlags) config() jss.PFCFSConfig {
 	}
 }
 
-// simulatePolicy runs one policy over the trace: pfcfs on its own engine,
-// the others on the matrix core.
+// simulatePolicy runs one policy over the trace on the engine the
+// registry names (the priority-backfill policies on hosts when a machine
+// file is given).
 func simulatePolicy(ctx context.Context, f *simFlags, opt jss.TraceOptions, p gang.Policy) (jss.TraceResult, error) {
-	if p == policyPFCFS {
-		return jss.SimulateTracePFCFS(ctx, opt, f.pfcfs.config())
+	info, err := jss.LookupPolicy(string(p))
+	if err != nil {
+		return jss.TraceResult{}, err
 	}
-	if p == policyEQSpatial || (f.hosts.hostsActive() && gang.IsPriorityBackfill(p)) {
+	switch {
+	case info.Engine == jss.EnginePFCFS:
+		return jss.SimulateTracePFCFS(ctx, opt, f.pfcfs.config())
+	case info.Engine == jss.EngineHosts || (f.hosts.hostsActive() && gang.IsPriorityBackfill(p)):
 		return simulateHosts(ctx, f, opt, p)
 	}
 	return jss.SimulateTrace(ctx, opt, p)
@@ -121,15 +122,13 @@ func addFCFSRatios(ctx context.Context, f *simFlags, input jss.TraceInput, conv 
 	return nil
 }
 
-// simPolicyNames lists the policies `cosched sim` runs: the core's, pfcfs
-// and eqspatial.
-func simPolicyNames() string {
-	return policyNames() + ", " + pfcfs.Name + ", " + string(policyEQSpatial)
-}
+// simPolicyNames lists the policies `cosched sim` runs: the registry's.
+func simPolicyNames() string { return jss.PolicyNames() }
 
 // isPFCFS reports whether a --policy entry names pfcfs.
 func isPFCFS(name string) bool {
-	return strings.EqualFold(strings.TrimSpace(name), pfcfs.Name)
+	info, err := jss.LookupPolicy(name)
+	return err == nil && info.Engine == jss.EnginePFCFS
 }
 
 // pfcfsSweepModes rejects the time-sharing modes for --policy pfcfs, a

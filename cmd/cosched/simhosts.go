@@ -14,9 +14,6 @@ import (
 	"github.com/cosched/cosched/jss"
 )
 
-// policyEQSpatial selects EQspatial (simulator only) in --policy.
-const policyEQSpatial = gang.Policy(jss.EQSpatialName)
-
 // hostsFlags are the options of the multi-host policies of `cosched sim`:
 // the machine file, immediate service and EQspatial.
 type hostsFlags struct {
@@ -54,7 +51,7 @@ func (h *hostsFlags) validate(policies []gang.Policy, procs int, changed func(st
 	anyBF, anyEQ := false, false
 	for _, p := range policies {
 		switch {
-		case p == policyEQSpatial:
+		case p == jss.PolicyEQSpatial:
 			anyEQ = true
 		case gang.IsPriorityBackfill(p):
 			anyBF = true
@@ -80,7 +77,7 @@ func (h *hostsFlags) validate(policies []gang.Policy, procs int, changed func(st
 	}
 	for _, name := range []string{"eq-interval", "eq-full-after"} {
 		if changed(name) && !anyEQ && policies != nil {
-			errs = append(errs, fmt.Errorf("--%s: applies only with --policy %s", name, policyEQSpatial))
+			errs = append(errs, fmt.Errorf("--%s: applies only with --policy %s", name, jss.PolicyEQSpatial))
 		}
 	}
 	if h.isQuantum <= 0 {
@@ -136,7 +133,7 @@ func simulateHosts(ctx context.Context, f *simFlags, opt jss.TraceOptions, p gan
 		machine = []hosts.Host{{Name: "machine", Processors: procs}}
 	}
 	cfg := jss.HostsConfig{Scheduler: hosts.Config{Hosts: machine, Policy: p, Backfill: opt.Backfill}}
-	if p == policyEQSpatial {
+	if p == jss.PolicyEQSpatial {
 		cfg.Scheduler.Policy = gang.FCFSBF // unused by eqspatial
 		cfg.EQ = &jss.EQSpatial{Interval: f.hosts.eqInterval, FullAfter: f.hosts.eqFullAfter}
 	} else if f.hosts.is {

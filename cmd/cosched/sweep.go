@@ -265,10 +265,10 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	if p, err := gang.ParsePolicy(f.policy); err == nil {
 		spec.Policy = p
 	} else if isPFCFS(f.policy) {
-		spec.Policy = policyPFCFS
+		spec.Policy = jss.PolicyPFCFS
 		errs = append(errs, pfcfsSweepModes(spec.Modes)...)
 	} else if isEQSpatial(f.policy) {
-		errs = append(errs, fmt.Errorf("--policy %s: runs on hosts of a machine file in cosched sim only; sweep points are homogeneous-matrix modes", policyEQSpatial))
+		errs = append(errs, fmt.Errorf("--policy %s: runs on hosts of a machine file in cosched sim only; sweep points are homogeneous-matrix modes", jss.PolicyEQSpatial))
 	} else {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, simPolicyNames()))
 	}
@@ -329,7 +329,7 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	m.Network.Latency = f.latency
 	m.JobSwitch = f.jobSwitch
 	m.ProcessSwitch = f.procSwitch
-	if spec.Policy == policyPFCFS {
+	if spec.Policy == jss.PolicyPFCFS {
 		m.PFCFS = f.pfcfs.config()
 	}
 	if f.profile != "" {

@@ -109,7 +109,7 @@ type Scheduler struct {
 
 	dirty    bool
 	lastPass time.Duration
-	profs    []profile
+	profs    []gang.Profile
 	resvOn   []bool // in a pass: the host holds a reservation
 	wide     int    // the most processors of any host
 	bigMem   int64  // the most memory of any host (unlimited if any is)
@@ -138,7 +138,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.wide = max(s.wide, h.Processors)
 		s.bigMem = max(s.bigMem, hs.freeMem)
 	}
-	s.profs = make([]profile, len(s.hosts))
+	s.profs = make([]gang.Profile, len(s.hosts))
 	s.resvOn = make([]bool, len(s.hosts))
 	return s, nil
 }
@@ -314,10 +314,10 @@ func (s *Scheduler) Schedule(now time.Duration) ([]Start, error) {
 		if memCap == 0 {
 			memCap = unlimited
 		}
-		s.profs[i] = newProfile(now, h.Processors, memCap)
+		s.profs[i] = gang.NewProfile(now, h.Processors, memCap)
 		s.resvOn[i] = false
 		for _, j := range h.running {
-			s.profs[i].add(now, max(j.estEnd, now), -j.Processors, -j.mem)
+			s.profs[i].Add(now, max(j.estEnd, now), -j.Processors, -j.mem)
 		}
 	}
 	held := 0
@@ -325,7 +325,7 @@ func (s *Scheduler) Schedule(now time.Duration) ([]Start, error) {
 		if !s.fixed {
 			j.resv = -1
 		} else if j.resv >= 0 {
-			s.profs[j.resvHost].add(j.resv, j.resv+j.Estimate, -j.Processors, -j.mem)
+			s.profs[j.resvHost].Add(j.resv, j.resv+j.Estimate, -j.Processors, -j.mem)
 			s.resvOn[j.resvHost] = true
 			held++
 		}
@@ -350,7 +350,7 @@ func (s *Scheduler) Schedule(now time.Duration) ([]Start, error) {
 	for _, j := range order {
 		own := j.resv >= 0
 		if own {
-			s.profs[j.resvHost].add(j.resv, j.resv+j.Estimate, j.Processors, j.mem)
+			s.profs[j.resvHost].Add(j.resv, j.resv+j.Estimate, j.Processors, j.mem)
 		}
 		h, why := s.startable(j), "fits"
 		if h >= 0 && s.resvOn[h] {
@@ -360,7 +360,7 @@ func (s *Scheduler) Schedule(now time.Duration) ([]Start, error) {
 			h, why = j.resvHost, "reservation"
 		}
 		if h >= 0 {
-			s.profs[h].add(now, now+j.Estimate, -j.Processors, -j.mem)
+			s.profs[h].Add(now, now+j.Estimate, -j.Processors, -j.mem)
 			s.run(j, h)
 			out = append(out, Start{Job: j.ID, Host: h, Why: why})
 			if own {
@@ -369,7 +369,7 @@ func (s *Scheduler) Schedule(now time.Duration) ([]Start, error) {
 			continue
 		}
 		if own {
-			s.profs[j.resvHost].add(j.resv, j.resv+j.Estimate, -j.Processors, -j.mem)
+			s.profs[j.resvHost].Add(j.resv, j.resv+j.Estimate, -j.Processors, -j.mem)
 			continue
 		}
 		if s.n != gang.UnlimitedReservations && held >= s.n {
@@ -394,7 +394,7 @@ func (s *Scheduler) fitsNow(j *job, h int) bool {
 func (s *Scheduler) startable(j *job) int {
 	best := -1
 	for h := range s.hosts {
-		if !s.fitsNow(j, h) || s.profs[h].earliest(s.now, j.Estimate, j.Processors, j.mem) != s.now {
+		if !s.fitsNow(j, h) || s.profs[h].Earliest(s.now, j.Estimate, j.Processors, j.mem) != s.now {
 			continue
 		}
 		if best < 0 || s.hosts[h].free < s.hosts[best].free {
@@ -412,7 +412,7 @@ func (s *Scheduler) reserve(j *job) {
 		if !s.hosts[h].Fits(j.Processors, j.mem) {
 			continue
 		}
-		at := s.profs[h].earliest(s.now, j.Estimate, j.Processors, j.mem)
+		at := s.profs[h].Earliest(s.now, j.Estimate, j.Processors, j.mem)
 		if at < 0 {
 			continue
 		}
@@ -421,7 +421,7 @@ func (s *Scheduler) reserve(j *job) {
 		}
 	}
 	if j.resv >= 0 {
-		s.profs[j.resvHost].add(j.resv, j.resv+j.Estimate, -j.Processors, -j.mem)
+		s.profs[j.resvHost].Add(j.resv, j.resv+j.Estimate, -j.Processors, -j.mem)
 		s.resvOn[j.resvHost] = true
 	}
 }

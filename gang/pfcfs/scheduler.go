@@ -8,6 +8,10 @@ import (
 	"github.com/cosched/cosched/gang"
 )
 
+// Scheduler is a gang.Core: the simulator drives it with the same event
+// loop as the matrix.
+var _ gang.Core = (*Scheduler)(nil)
+
 // State is where a known job is.
 type State uint8
 

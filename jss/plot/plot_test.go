@@ -266,13 +266,30 @@ func TestNiceTicks(t *testing.T) {
 		{0, 0.09, "0.00 0.02 0.04 0.06 0.08"},
 	} {
 		var labels []string
-		for _, tk := range (niceTicks{}).Ticks(tc.lo, tc.hi) {
+		for _, tk := range (NiceTicks{}).Ticks(tc.lo, tc.hi) {
 			if tk.Label != "" {
 				labels = append(labels, tk.Label)
 			}
 		}
 		if got := strings.Join(labels, " "); got != tc.want {
 			t.Errorf("%v-%v: %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+// The x axis runs a little past the first and last points, so that their
+// markers and tick labels are drawn whole.
+func TestXAxisMargin(t *testing.T) {
+	for _, sl := range [][]int{{5, 10, 100}, {10, 50}} {
+		figs, _ := Figures(rows([]jss.Mode{jss.BGS}, []int{2}, sl, []float64{0.5}, []int64{0}, []uint64{1}))
+		ch := figs[0].chart
+		p, err := ch.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := ch.xRange()
+		if !(p.X.Min < lo && p.X.Max > hi) || p.X.Min <= 0 {
+			t.Errorf("slices %v (log %v): axis %v–%v, points %v–%v", sl, ch.logX, p.X.Min, p.X.Max, lo, hi)
 		}
 	}
 }

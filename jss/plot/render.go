@@ -142,6 +142,17 @@ func (ch chart) build() (*gplot.Plot, error) {
 		p.Add(sc)
 		p.Legend.Add(s.label, line, sc)
 	}
+	// A margin either side, so that the markers and tick labels at the ends
+	// of the x range are drawn whole rather than cut by the plot's edge.
+	if xmax > xmin {
+		if ch.logX && xmin > 0 {
+			f := math.Pow(xmax/xmin, 0.03)
+			p.X.Min, p.X.Max = xmin/f, xmax*f
+		} else if !ch.logX {
+			pad := 0.03 * (xmax - xmin)
+			p.X.Min, p.X.Max = xmin-pad, xmax+pad
+		}
+	}
 	if ch.logX {
 		p.X.Scale = gplot.LogScale{}
 	}
@@ -152,22 +163,23 @@ func (ch chart) build() (*gplot.Plot, error) {
 		}
 		p.X.Tick.Marker = ticks
 	} else {
-		p.X.Tick.Marker = niceTicks{}
+		p.X.Tick.Marker = NiceTicks{}
 	}
 	if ch.yZero && p.Y.Min > 0 {
 		p.Y.Min = 0
 	}
-	p.Y.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = NiceTicks{}
 	// Room above the highest point for the legend, about a line per entry.
 	p.Y.Max += (0.05 + 0.06*float64(len(ch.series))) * (p.Y.Max - p.Y.Min)
 	return p, nil
 }
 
-// niceTicks labels about six ticks at round values (1, 2, 2.5 or 5 × 10^k
+// NiceTicks labels about six ticks at round values (1, 2, 2.5 or 5 × 10^k
 // apart), with minor ticks between them.
-type niceTicks struct{}
+type NiceTicks struct{}
 
-func (niceTicks) Ticks(lo, hi float64) []gplot.Tick {
+// Ticks implements gonum's plot.Ticker.
+func (NiceTicks) Ticks(lo, hi float64) []gplot.Tick {
 	if !(hi > lo) {
 		return gplot.DefaultTicks{}.Ticks(lo, hi)
 	}

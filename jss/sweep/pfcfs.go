@@ -4,14 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/gang/pfcfs"
 	"github.com/cosched/cosched/jss"
 )
-
-// policyPFCFS is preemptive FCFS (package gang/pfcfs): a space-sharing
-// policy, so a sweep runs it in mode bf only.
-const policyPFCFS = gang.Policy(pfcfs.Name)
 
 // PFCFSInfo records policy pfcfs's parameters in results files.
 type PFCFSInfo struct {

@@ -86,9 +86,15 @@ func (s Spec) Validate() error {
 	if len(s.Seeds) == 0 {
 		add("no seed")
 	}
-	if s.Policy == policyPFCFS {
+	// The registry says which engine runs the policy; a sweep point is a
+	// homogeneous machine, so the matrix core's policies and pfcfs (space
+	// sharing: mode bf only) run, not those of hosts.
+	switch info, err := jss.LookupPolicy(string(s.Policy)); {
+	case err == nil && info.Engine == jss.EnginePFCFS:
 		errs = append(errs, pfcfsModes(s.Modes)...)
-	} else if _, err := gang.ParsePolicy(string(s.Policy)); err != nil {
+	case err == nil && info.Engine == jss.EngineMatrix:
+	default:
+		_, err := gang.ParsePolicy(string(s.Policy))
 		add("%v", err)
 	}
 	if len(errs) == 0 {

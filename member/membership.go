@@ -1,4 +1,16 @@
-package strobe
+// Package member is cosched's cluster membership: memberlist gossip for
+// discovery and liveness, each node's Meta (its addresses and processors)
+// carried as memberlist node metadata, and join/update/leave Events.
+// Failures are noticed in seconds and gossip is no barrier: the slice
+// clock (package strobe) takes membership changes at slice boundaries.
+//
+// Threading: memberlist calls the delegates from its goroutines; they
+// never block. One forwarder goroutine feeds Events. Shutdown (idempotent)
+// closes memberlist's sockets (memberlist waits for its listeners), stops
+// and waits for the forwarder and closes Events; memberlist's timers and
+// handlers exit shortly after on their own. No package-level mutable
+// state: the logger comes in through Config.
+package member
 
 import (
 	"errors"
@@ -13,7 +25,7 @@ import (
 )
 
 // ErrShutdown is returned by Membership methods called after Shutdown.
-var ErrShutdown = errors.New("strobe: membership is shut down")
+var ErrShutdown = errors.New("member: membership is shut down")
 
 // Membership is this node's view of the cluster, kept by memberlist's
 // gossip and failure detection. It is for discovery and liveness only:
@@ -43,7 +55,7 @@ type Membership struct {
 // With no Join addresses it starts a new cluster. If no peer answers, it
 // shuts down and returns an error naming the peers (a wrong SecretKey
 // looks the same from here: the peers cannot read us).
-func Join(cfg MemberConfig) (*Membership, error) {
+func Join(cfg Config) (*Membership, error) {
 	cfg, host, port, err := cfg.check()
 	if err != nil {
 		return nil, err
@@ -85,27 +97,27 @@ func Join(cfg MemberConfig) (*Membership, error) {
 	if err != nil {
 		m.events.close()
 		closeLog()
-		return nil, fmt.Errorf("strobe: start gossip on %s: %w", cfg.Bind, err)
+		return nil, fmt.Errorf("member: start gossip on %s: %w", cfg.Bind, err)
 	}
 	m.ml = ml
 	m.addr = ml.LocalNode().Address() // fixed once bound; read now, before gossip can touch it
 	if len(cfg.Join) == 0 {
-		log.Info("strobe: started a new cluster", zap.String("gossip", m.Addr()))
+		log.Info("member: started a new cluster", zap.String("gossip", m.Addr()))
 		return m, nil
 	}
 	backoff := cfg.JoinBackoff
 	for attempt := 1; ; attempt++ {
 		n, err := ml.Join(cfg.Join)
 		if n > 0 {
-			log.Info("strobe: joined", zap.String("gossip", m.Addr()), zap.Int("contacted", n), zap.Int("members", ml.NumMembers()))
+			log.Info("member: joined", zap.String("gossip", m.Addr()), zap.Int("contacted", n), zap.Int("members", ml.NumMembers()))
 			return m, nil
 		}
 		if attempt == cfg.JoinAttempts {
 			_ = m.Shutdown()
-			return nil, fmt.Errorf("strobe: join %s: no peer answered in %d attempts (are they running? same SecretKey?): %w",
+			return nil, fmt.Errorf("member: join %s: no peer answered in %d attempts (are they running? same SecretKey?): %w",
 				strings.Join(cfg.Join, ", "), attempt, flatten(err))
 		}
-		log.Info("strobe: join failed; retrying", zap.Strings("peers", cfg.Join), zap.Duration("in", backoff), zap.Error(err))
+		log.Info("member: join failed; retrying", zap.Strings("peers", cfg.Join), zap.Duration("in", backoff), zap.Error(err))
 		time.Sleep(backoff)
 		backoff *= 2
 	}
@@ -126,7 +138,7 @@ func (m *Membership) Members() []Meta { return m.table.list() }
 // coalesced per member (newest wins), so the reader sees every member's
 // latest state but maybe not every intermediate one. Members is the
 // authoritative list. The channel is closed by Shutdown.
-func (m *Membership) Events() <-chan MemberEvent { return m.events.out }
+func (m *Membership) Events() <-chan Event { return m.events.out }
 
 // Addr returns the gossip address others Join.
 func (m *Membership) Addr() string { return m.addr }
@@ -144,7 +156,7 @@ func (m *Membership) UpdateMeta(meta Meta, timeout time.Duration) error {
 		meta.Name = m.name
 	}
 	if meta.Name != m.name {
-		return fmt.Errorf("strobe: update meta: name %q differs from %q", meta.Name, m.name)
+		return fmt.Errorf("member: update meta: name %q differs from %q", meta.Name, m.name)
 	}
 	b, err := encodeMeta(meta)
 	if err != nil {
@@ -155,7 +167,7 @@ func (m *Membership) UpdateMeta(meta Meta, timeout time.Duration) error {
 	m.table.members[m.name] = meta
 	m.table.mu.Unlock()
 	if err := m.ml.UpdateNode(timeout); err != nil {
-		return fmt.Errorf("strobe: update meta: %w", err)
+		return fmt.Errorf("member: update meta: %w", err)
 	}
 	return nil
 }
@@ -170,7 +182,7 @@ func (m *Membership) Leave(timeout time.Duration) error {
 		return ErrShutdown // memberlist panics on Leave after Shutdown
 	}
 	if err := m.ml.Leave(timeout); err != nil {
-		return fmt.Errorf("strobe: leave: %w", err)
+		return fmt.Errorf("member: leave: %w", err)
 	}
 	return nil
 }
@@ -191,7 +203,7 @@ func (m *Membership) Shutdown() error {
 	var err error
 	if m.ml != nil {
 		if e := m.ml.Shutdown(); e != nil {
-			err = fmt.Errorf("strobe: shutdown gossip: %w", e)
+			err = fmt.Errorf("member: shutdown gossip: %w", e)
 		}
 	}
 	m.events.close()
@@ -227,7 +239,7 @@ func (d *metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil 
 func (d *metaDelegate) LocalState(join bool) []byte                { return nil }
 func (d *metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
 
-// eventDelegate turns memberlist's notifications into MemberEvents and
+// eventDelegate turns memberlist's notifications into Events and
 // keeps the member table. memberlist calls it from its goroutines, never
 // concurrently, while holding its node lock: the one moment a Node's
 // fields can be read without racing its gossip. It must not block, and
@@ -251,7 +263,7 @@ func (d *eventDelegate) notify(kind EventKind, n *memberlist.Node) {
 	}
 	if err != nil {
 		if kind != EventLeave { // a member we cannot use; its departure is still news
-			d.log.Warn("strobe: ignoring member with unreadable meta", zap.String("member", n.Name), zap.Stringer("event", kind), zap.Error(err))
+			d.log.Warn("member: ignoring member with unreadable meta", zap.String("member", n.Name), zap.Stringer("event", kind), zap.Error(err))
 			return
 		}
 		meta = Meta{Name: n.Name}
@@ -266,7 +278,7 @@ func (d *eventDelegate) notify(kind EventKind, n *memberlist.Node) {
 	// Leave covers both a graceful leave and a failure: memberlist hands
 	// NotifyLeave a Node whose State field it never updates, so the two
 	// cannot be told apart here.
-	d.q.push(MemberEvent{Kind: kind, Meta: meta})
+	d.q.push(Event{Kind: kind, Meta: meta})
 }
 
 func (d *eventDelegate) list() []Meta {

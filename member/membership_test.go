@@ -1,4 +1,4 @@
-package strobe
+package member
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func names(ms []Meta) string {
 }
 
 // waitEvent reads events from m until one matches.
-func waitEvent(t *testing.T, m *Membership, what string, match func(MemberEvent) bool) MemberEvent {
+func waitEvent(t *testing.T, m *Membership, what string, match func(Event) bool) Event {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -91,7 +91,7 @@ func TestMembershipJoinFailAndLeave(t *testing.T) {
 	if got != want {
 		t.Fatalf("m2 sees m1 as %+v, want %+v", got, want)
 	}
-	waitEvent(t, m1, "m1's join event for m3", func(ev MemberEvent) bool {
+	waitEvent(t, m1, "m1's join event for m3", func(ev Event) bool {
 		return ev.Kind == EventJoin && ev.Meta.Name == "m3" && ev.Meta.StrobeAddr == "127.0.0.1:7300"
 	})
 
@@ -101,7 +101,7 @@ func TestMembershipJoinFailAndLeave(t *testing.T) {
 	if err := m3.UpdateMeta(upd, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, m2, "m2's update event for m3", func(ev MemberEvent) bool {
+	waitEvent(t, m2, "m2's update event for m3", func(ev Event) bool {
 		return ev.Meta.Name == "m3" && ev.Meta.RelayAddr == "127.0.0.1:7302" && ev.Kind != EventLeave
 	})
 
@@ -113,7 +113,7 @@ func TestMembershipJoinFailAndLeave(t *testing.T) {
 		t.Fatalf("second Shutdown: %v", err)
 	}
 	for _, m := range []*Membership{m1, m2} {
-		ev := waitEvent(t, m, "a leave event for m3", func(ev MemberEvent) bool { return ev.Meta.Name == "m3" && ev.Kind == EventLeave })
+		ev := waitEvent(t, m, "a leave event for m3", func(ev Event) bool { return ev.Meta.Name == "m3" && ev.Kind == EventLeave })
 		if ev.Meta.StrobeAddr != "127.0.0.1:7300" {
 			t.Fatalf("leave event %+v: want m3's last meta", ev)
 		}
@@ -129,7 +129,7 @@ func TestMembershipJoinFailAndLeave(t *testing.T) {
 	if err := m2.Leave(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, m1, "a leave event for m2", func(ev MemberEvent) bool { return ev.Meta.Name == "m2" && ev.Kind == EventLeave })
+	waitEvent(t, m1, "a leave event for m2", func(ev Event) bool { return ev.Meta.Name == "m2" && ev.Kind == EventLeave })
 	eventually(t, "m2 to drop out of Members", func() bool { return names(m1.Members()) == "m1" })
 }
 
@@ -144,7 +144,7 @@ func TestMembershipWrongKey(t *testing.T) {
 		m9.Shutdown()
 		t.Fatal("a member with the wrong key joined")
 	}
-	for _, want := range []string{"strobe: join", m1.Addr(), "no peer answered in 2 attempts", "SecretKey"} {
+	for _, want := range []string{"member: join", m1.Addr(), "no peer answered in 2 attempts", "SecretKey"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -161,15 +161,15 @@ func TestMembershipWrongKey(t *testing.T) {
 	}
 }
 
-func TestMemberConfigErrors(t *testing.T) {
-	cfg := MemberConfig{
+func TestConfigErrors(t *testing.T) {
+	cfg := Config{
 		Bind:      "nonsense",
 		Advertise: "node1.example",
 		SecretKey: []byte("short"),
 		Meta:      Meta{Name: "other"},
 	}
 	_, err := Join(cfg)
-	for _, want := range []string{"strobe: member config", "empty Name", "bad SecretKey length 5", "Bind", `bad Advertise "node1.example"`} {
+	for _, want := range []string{"member: member config", "empty Name", "bad SecretKey length 5", "Bind", `bad Advertise "node1.example"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v does not mention %q", err, want)
 		}
@@ -229,8 +229,8 @@ func TestEventQueueCoalesces(t *testing.T) {
 	checkLeaks(t)
 	q := newEventQueue(1)
 	defer q.close()
-	ev := func(k EventKind, name, relay string) MemberEvent {
-		return MemberEvent{Kind: k, Meta: Meta{Name: name, RelayAddr: relay}}
+	ev := func(k EventKind, name, relay string) Event {
+		return Event{Kind: k, Meta: Meta{Name: name, RelayAddr: relay}}
 	}
 	// Fill the channel and the forwarder's hand, so that what follows waits.
 	q.push(ev(EventJoin, "x1", ""))
@@ -245,11 +245,11 @@ func TestEventQueueCoalesces(t *testing.T) {
 	q.push(ev(EventJoin, "b", ""))
 	q.push(ev(EventLeave, "b", ""))
 	q.push(ev(EventUpdate, "c", ""))
-	var got []MemberEvent
+	var got []Event
 	for range 5 {
 		got = append(got, <-q.out)
 	}
-	want := []MemberEvent{ev(EventJoin, "x1", ""), ev(EventJoin, "x2", ""), ev(EventJoin, "a", "new"), ev(EventLeave, "b", ""), ev(EventUpdate, "c", "")}
+	want := []Event{ev(EventJoin, "x1", ""), ev(EventJoin, "x2", ""), ev(EventJoin, "a", "new"), ev(EventLeave, "b", ""), ev(EventUpdate, "c", "")}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}

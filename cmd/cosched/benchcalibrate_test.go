@@ -1,4 +1,4 @@
-package node_test
+package main
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ func TestBenchCalibrate(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "profile.json")
 	state := filepath.Join(dir, "state")
-	cmd := execCommand(coschedBin, "bench", "calibrate", "--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall",
+	cmd := coschedCmd("bench", "calibrate", "--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall",
 		"--barriers", "20", "--pings", "50", "--stream", "200", "--realtime-priority", "0", "--state-dir", state, "--out", out)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
@@ -84,7 +84,7 @@ func TestBenchCalibrate(t *testing.T) {
 	// naming the file and the field.
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(strings.Replace(string(raw), `"compute_scale"`, `"compute_scal"`, 1)), 0o644)
-	b, err = execCommand(coschedBin, "bench", "run", "--profile", bad, "--out", filepath.Join(dir, "run")).CombinedOutput()
+	b, err = coschedCmd("bench", "run", "--profile", bad, "--out", filepath.Join(dir, "run")).CombinedOutput()
 	if err == nil || !strings.Contains(string(b), bad) || !strings.Contains(string(b), `unknown field "compute_scal"`) {
 		t.Fatalf("bench run with a bad profile: %v\n%s", err, b)
 	}

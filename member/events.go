@@ -1,4 +1,4 @@
-package strobe
+package member
 
 import (
 	"fmt"
@@ -26,8 +26,8 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
 
-// MemberEvent is a change in membership.
-type MemberEvent struct {
+// Event is a change in membership.
+type Event struct {
 	Kind EventKind
 	Meta Meta // for a Leave, the member's last Meta (only Name if it was unreadable)
 }
@@ -41,23 +41,23 @@ type MemberEvent struct {
 // Members would not also show. A single forwarder goroutine moves events
 // to the channel in order of their first arrival.
 type eventQueue struct {
-	out  chan MemberEvent
+	out  chan Event
 	wake chan struct{}
 	done chan struct{}
 	wg   sync.WaitGroup
 
 	mu      sync.Mutex
 	order   []string // names with a pending event, oldest first
-	pending map[string]MemberEvent
+	pending map[string]Event
 	closed  bool
 }
 
 func newEventQueue(capacity int) *eventQueue {
 	q := &eventQueue{
-		out:     make(chan MemberEvent, capacity),
+		out:     make(chan Event, capacity),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		pending: make(map[string]MemberEvent),
+		pending: make(map[string]Event),
 	}
 	q.wg.Add(1)
 	go q.forward()
@@ -65,7 +65,7 @@ func newEventQueue(capacity int) *eventQueue {
 }
 
 // push never blocks (beyond a short critical section).
-func (q *eventQueue) push(ev MemberEvent) {
+func (q *eventQueue) push(ev Event) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -94,7 +94,7 @@ func (q *eventQueue) forward() {
 	defer close(q.out)
 	for {
 		q.mu.Lock()
-		var ev MemberEvent
+		var ev Event
 		have := len(q.order) > 0
 		if have {
 			name := q.order[0]

@@ -1,4 +1,4 @@
-package strobe
+package member
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package node_test
+package main
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ func TestCoschedDropsAnInheritedRealtimePolicy(t *testing.T) {
 	state := t.TempDir()
 	env := append(os.Environ(), "COSCHED_STATE_DIR="+state)
 	t.Cleanup(func() {
-		cmd := execCommand(coschedBin, "cluster", "down")
+		cmd := coschedCmd("cluster", "down")
 		cmd.Env = env
 		cmd.Run()
 	})
@@ -39,7 +39,7 @@ func TestCoschedDropsAnInheritedRealtimePolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer unix.SchedSetAttr(0, &unix.SchedAttr{Size: size, Policy: unix.SCHED_NORMAL}, 0)
-		cmd := execCommand(coschedBin, "cluster", "up", "-n", "1", "--realtime-priority", "0")
+		cmd := coschedCmd("cluster", "up", "-n", "1", "--realtime-priority", "0")
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("cluster up: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package strobe
+package member
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// MemberConfig configures Join. Start from DefaultLANConfig or
+// Config configures Join. Start from DefaultLANConfig or
 // DefaultLocalConfig and fill in the node's identity.
-type MemberConfig struct {
+type Config struct {
 	Name      string      // unique node name (≤ MaxNameLen bytes); also Meta.Name
 	Bind      string      // host:port for gossip, TCP and UDP on the same port; port 0 picks one
 	Advertise string      // IP the others reach this node's gossip at (default: Bind's host, or a private IP of this machine when Bind is 0.0.0.0)
@@ -31,8 +31,8 @@ type MemberConfig struct {
 // DefaultLANConfig is for a cluster on a LAN: memberlist's LAN timings
 // (probe every 1 s, suspicion ≈ 4·log(N+1) probes), gossip on all
 // interfaces at port 7946.
-func DefaultLANConfig() MemberConfig {
-	return MemberConfig{
+func DefaultLANConfig() Config {
+	return Config{
 		Bind:         "0.0.0.0:7946",
 		Local:        false,
 		JoinAttempts: 3,                      // a member that starts a little later still answers
@@ -44,8 +44,8 @@ func DefaultLANConfig() MemberConfig {
 // DefaultLocalConfig is for a cluster of processes on one machine
 // (tests, laptops, network namespaces): loopback, a port picked by the
 // kernel, memberlist's local timings (failures noticed in a few seconds).
-func DefaultLocalConfig() MemberConfig {
-	return MemberConfig{
+func DefaultLocalConfig() Config {
+	return Config{
 		Bind:         "127.0.0.1:0",
 		Local:        true,
 		JoinAttempts: 3,
@@ -56,7 +56,7 @@ func DefaultLocalConfig() MemberConfig {
 
 // check lists every problem with cfg, and returns cfg with its documented
 // zero-value defaults filled in.
-func (cfg MemberConfig) check() (MemberConfig, string, int, error) {
+func (cfg Config) check() (Config, string, int, error) {
 	var errs []error
 	if cfg.Name == "" {
 		errs = append(errs, errors.New("empty Name"))
@@ -97,7 +97,7 @@ func (cfg MemberConfig) check() (MemberConfig, string, int, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return cfg, "", 0, fmt.Errorf("strobe: member config: %w", errors.Join(errs...))
+		return cfg, "", 0, fmt.Errorf("member: member config: %w", errors.Join(errs...))
 	}
 	if cfg.JoinAttempts == 0 {
 		cfg.JoinAttempts = 3

@@ -1,4 +1,4 @@
-package node_test
+package main
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,14 +89,14 @@ func TestBenchRunEndToEnd(t *testing.T) {
 	// working directories, must still find their relays.
 	cwd := t.TempDir()
 	out := filepath.Join(cwd, "results")
-	cmd := execCommand(coschedBin, "bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--modes", "bcs,space",
+	cmd := coschedCmd("bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--modes", "bcs,space",
 		"--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall", "--realtime-priority", "0", "--out", "results")
 	cmd.Dir = cwd
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench run: %v\n%s", err, b)
 	}
-	if !strings.Contains(string(b), "response meas") || !strings.Contains(string(b), "[bcs 1/2]") {
+	if !strings.Contains(string(b), "mean response") || !strings.Contains(string(b), "\nverdict: ") || !strings.Contains(string(b), "[bcs 1/2]") {
 		t.Fatalf("output:\n%s", b)
 	}
 	agentsGone(t, out)
@@ -105,6 +106,9 @@ func TestBenchRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := string(rb)
+	if _, after, _ := strings.Cut(report, "\n\n"); !strings.HasPrefix(after, "**Verdict:**") {
+		t.Errorf("report.md does not open with the verdict:\n%s", report)
+	}
 	if len(res.Modes) != 2 || res.Modes[0].Mode != "bcs" || res.Modes[1].Mode != "space" {
 		t.Fatalf("modes %+v", res.Modes)
 	}
@@ -168,7 +172,7 @@ func TestBenchRunOnAnExistingCluster(t *testing.T) {
 	state := t.TempDir()
 	env := append(os.Environ(), "COSCHED_STATE_DIR="+state)
 	cosched := func(args ...string) (string, error) {
-		cmd := execCommand(coschedBin, args...)
+		cmd := coschedCmd(args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -210,7 +214,7 @@ func TestBenchRunOnAnExistingCluster(t *testing.T) {
 // exits non-zero.
 func TestBenchRunInterrupted(t *testing.T) {
 	out := t.TempDir()
-	cmd := execCommand(coschedBin, "bench", "run", "--jobs", "30", "--mean-runtime", "1s", "--modes", "gang,space",
+	cmd := coschedCmd("bench", "run", "--jobs", "30", "--mean-runtime", "1s", "--modes", "gang,space",
 		"--nodes", "2", "--slice", "20ms", "--work", "wall", "--realtime-priority", "0", "--out", out)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -242,5 +246,32 @@ func TestBenchRunInterrupted(t *testing.T) {
 	}
 	if s := res.Modes[0].Summary; s.Completed < 2 || s.Completed >= 30 {
 		t.Fatalf("kept %d finished jobs", s.Completed)
+	}
+}
+
+// bench run --addr on a cluster whose processors on this host outnumber
+// its cores refuses CPU-burning ranks, naming --work wall; --work cpu
+// runs anyway with a warning.
+func TestBenchRunAddrChecksCores(t *testing.T) {
+	state := t.TempDir()
+	procs := strconv.Itoa(runtime.NumCPU() + 1)
+	if code, out, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-n", "1", "--processors", procs, "--mode", "space",
+		"--realtime-priority", "0"); code != 0 {
+		t.Fatalf("cluster up: exit %d\n%s%s", code, out, stderr)
+	}
+	t.Cleanup(func() { cli(t, "", "cluster", "down", "--state-dir", state) })
+	rec, err := os.ReadFile(filepath.Join(state, "cluster.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ API string }
+	json.Unmarshal(rec, &c)
+	code, _, stderr := cli(t, "", "bench", "run", "--addr", c.API, "--jobs", "1", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "pass --work wall") || !strings.Contains(stderr, procs+" processors on this host") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = cli(t, "", "bench", "run", "--addr", c.API, "--jobs", "1", "--mean-runtime", "200ms", "--work", "cpu", "--out", t.TempDir())
+	if code != 0 || !strings.Contains(stderr, "warning: ") || !strings.Contains(stderr, "--work cpu given") {
+		t.Fatalf("--work cpu: exit %d\n%s", code, stderr)
 	}
 }

@@ -1,0 +1,387 @@
+package measure
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/localcluster"
+	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/strobe"
+)
+
+// StrobeOptions say what Strobe measures.
+type StrobeOptions struct {
+	Agents           int           // nodes of one processor, at least 2
+	Slice            time.Duration // at least 1ms
+	MPL              int           // rows of the matrix, each filled by one job
+	Duration         time.Duration // how long to measure, after the jobs run
+	RealtimePriority int           // the agents' SCHED_FIFO priority (0: off)
+	StateDir         string        // the cluster's state (agent logs)
+	Exe              string        // the cosched binary (default: this process's)
+	Progress         io.Writer     // progress lines (nil: none)
+}
+
+// Validate checks every field (errors keyed by field, fielderr).
+func (o StrobeOptions) Validate() error {
+	var errs []error
+	if o.Agents < 2 || o.Agents > localcluster.MaxAgents {
+		errs = append(errs, fielderr.New("Agents", o.Agents, "skew needs at least 2 agents (at most %d)", localcluster.MaxAgents))
+	}
+	if o.Slice < localcluster.MinSlice || o.Slice > localcluster.MaxSlice {
+		errs = append(errs, fielderr.New("Slice", o.Slice, "must be at least 1ms (at most %v)", localcluster.MaxSlice))
+	}
+	if o.Duration <= 0 {
+		errs = append(errs, fielderr.New("Duration", o.Duration, "must be positive"))
+	}
+	if o.MPL < 1 || o.MPL > localcluster.MaxMPL {
+		errs = append(errs, fielderr.New("MPL", o.MPL, "must be at least 1 (at most %d)", localcluster.MaxMPL))
+	}
+	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
+		errs = append(errs, fielderr.New("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99"))
+	}
+	return errors.Join(errs...)
+}
+
+// StrobeReport is what `cosched bench strobe` measured.
+type StrobeReport struct {
+	Agents   int           `json:"agents"`
+	Slice    time.Duration `json:"slice_ns"`
+	MPL      int           `json:"mpl"`
+	Duration time.Duration `json:"duration_ns"`
+	Priority int           `json:"realtime_priority"` // asked for; 0: off
+	// Realtime is each agent's strobe-thread scheduling, by agent.
+	Realtime map[string]string `json:"realtime"`
+	// ControllerRealtime is "" when the slice clock ran at SCHED_FIFO.
+	ControllerRealtime string `json:"controller_realtime_error,omitempty"`
+
+	Slices  int    `json:"slices"` // slices applied by at least two agents
+	Applied uint64 `json:"applied"`
+	Lost    uint64 `json:"lost"`
+	Late    uint64 `json:"late"`
+
+	Skew       strobe.Dist `json:"skew"`
+	Latency    strobe.Dist `json:"latency"`
+	SwitchCost strobe.Dist `json:"switch_cost"`
+	SendLate   strobe.Dist `json:"send_late"` // the controller's last few thousand strobes
+	Overruns   uint64      `json:"overruns"`
+	Skipped    uint64      `json:"skipped"`
+	Idle       strobe.Dist `json:"idle"`     // per slice: boundary to the first agent's switch
+	Overhead   strobe.Dist `json:"overhead"` // per slice: boundary to the last agent's switch
+	// IdleFraction and OverheadFraction are the means over the slice.
+	IdleFraction     float64 `json:"idle_fraction"`
+	OverheadFraction float64 `json:"overhead_fraction"`
+	// PerAgent is each agent's strobe-to-switch latency over the run:
+	// one slow agent shows up here before it shows in the skew.
+	PerAgent map[string]strobe.Dist `json:"per_agent_latency"`
+	// Steal is CPU time the hypervisor took from this (virtual) machine
+	// during the measurement (/proc/stat), -1 if unknown: stalls of a few
+	// ms on a VM are often this, not cosched.
+	Steal time.Duration `json:"steal_ns"`
+}
+
+// spin is a rank that only computes: every processor of the active row
+// is busy, as in a fine-grained job.
+var spin = []string{"sh", "-c", "while :; do :; done"}
+
+// Strobe starts a local gang-mode cluster, fills every row of its matrix
+// with a job of CPU-bound ranks, measures the strobes for o.Duration, and
+// stops the cluster (its state stays in o.StateDir).
+func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d)...\n", o.Agents, o.Slice, o.MPL)
+	up := localcluster.DefaultOptions()
+	up.Exe, up.Agents, up.Slice, up.MPL, up.Policy, up.StateDir, up.RealtimePriority = o.Exe, o.Agents, o.Slice, o.MPL, gang.FCFS, o.StateDir, o.RealtimePriority
+	up.Timeout = 30*time.Second + time.Duration(o.Agents)*2*time.Second
+	cl, err := localcluster.Up(ctx, up)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := cl.Stop(10 * time.Second); err != nil {
+			fmt.Fprintf(progress, "warning: %v\n", err)
+		}
+	}()
+	return measureStrobes(ctx, progress, cl, o)
+}
+
+func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, o StrobeOptions) (*StrobeReport, error) {
+	ctl := node.NewClient(rec.API)
+	var ids []int64
+	for i := range o.MPL {
+		id, err := ctl.Submit(ctx, node.JobSpec{Name: fmt.Sprintf("spin%d", i), Command: spin,
+			Processors: o.Agents, TimeLimit: node.Duration{D: o.Duration + 5*time.Minute}})
+		if err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	defer func() {
+		// Cancel explicitly so that the report can say the jobs ended;
+		// cluster down would kill the ranks anyway.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		for _, id := range ids {
+			_ = ctl.Cancel(cctx, id)
+		}
+	}()
+	if err := waitRunning(ctx, ctl, ids, 30*time.Second); err != nil {
+		return nil, err
+	}
+
+	agents := make(map[string]*node.Client, len(rec.Agents))
+	for _, a := range rec.Agents {
+		agents[a.Name] = node.NewClient(a.API)
+	}
+	// Start after a short settling time and from each agent's current
+	// slice, then poll often enough that no record leaves an agent's ring
+	// (4096 slices) unseen.
+	if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+		return nil, err
+	}
+	base := map[string]node.NodeStats{}
+	since := map[string]uint64{}
+	records := map[string][]strobe.SliceRecord{}
+	rep := &StrobeReport{Agents: o.Agents, Slice: o.Slice, MPL: o.MPL, Duration: o.Duration, Priority: o.RealtimePriority, Realtime: map[string]string{}}
+	for name, c := range agents {
+		st, err := c.LocalStats(ctx, ^uint64(0))
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", name, err)
+		}
+		base[name], since[name] = st, st.Strobe.LastSeq
+		rep.Realtime[name] = st.Realtime
+	}
+	poll := func() (map[string]node.NodeStats, error) {
+		last := map[string]node.NodeStats{}
+		for name, c := range agents {
+			st, err := c.LocalStats(ctx, since[name])
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: %w", name, err)
+			}
+			for _, r := range st.Records {
+				if r.Epoch == base[name].Strobe.Epoch && r.Seq > since[name] {
+					records[name] = append(records[name], r)
+					since[name] = r.Seq
+				}
+			}
+			last[name] = st
+		}
+		return last, nil
+	}
+	stealBefore := hostSteal()
+	fmt.Fprintf(progress, "measuring for %v...\n", o.Duration)
+	every := min(10*time.Second, 1000*o.Slice) // a quarter of the agents' 4096-record rings
+	end := time.Now().Add(o.Duration)
+	for time.Now().Before(end) {
+		if err := sleepCtx(ctx, min(every, time.Until(end))); err != nil {
+			return nil, err
+		}
+		if _, err := poll(); err != nil {
+			return nil, err
+		}
+	}
+	last, err := poll()
+	if err != nil {
+		return nil, err
+	}
+	rep.Steal = -1
+	if stealAfter := hostSteal(); stealBefore >= 0 && stealAfter >= 0 {
+		rep.Steal = stealAfter - stealBefore
+	}
+	nodes, err := ctl.Nodes(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if nodes.Cluster != nil {
+		t := nodes.Cluster.Ticks
+		rep.SendLate, rep.Overruns, rep.Skipped, rep.ControllerRealtime = t.SendLate, t.Overruns, t.Skipped, t.RealtimeError
+	}
+	var costs []time.Duration
+	rep.PerAgent = map[string]strobe.Dist{}
+	for name, st := range last {
+		var lat []time.Duration
+		for _, r := range records[name] {
+			lat = append(lat, time.Duration(r.SwitchedMono-r.SentMono))
+		}
+		rep.PerAgent[name] = durationDist(lat)
+		b := base[name].Strobe
+		rep.Applied += st.Strobe.Applied - b.Applied
+		rep.Lost += st.Strobe.Lost - b.Lost
+		rep.Late += st.Strobe.Late - b.Late
+		for _, r := range records[name] {
+			costs = append(costs, r.SwitchCost)
+		}
+	}
+	sk := strobe.Skew(records)
+	rep.Slices, rep.Skew, rep.Latency, rep.Idle, rep.Overhead = sk.Slices, sk.Skew, sk.Latency, sk.Idle, sk.Overhead
+	rep.SwitchCost = durationDist(costs)
+	rep.IdleFraction = float64(sk.Idle.Mean) / float64(o.Slice)
+	rep.OverheadFraction = float64(sk.Overhead.Mean) / float64(o.Slice)
+	if rep.Slices == 0 {
+		return rep, errors.New("no slice was seen by two agents: are the agents receiving strobes? (run with --keep and read the agent logs)")
+	}
+	return rep, nil
+}
+
+// hostSteal is the CPU time stolen from this machine by its hypervisor so
+// far (the steal column of /proc/stat, in USER_HZ = 100 ticks a second),
+// or -1 if it cannot be read.
+func hostSteal() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return -1
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return -1
+	}
+	ticks, err := strconv.ParseInt(f[8], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// durationDist summarises durations the way strobe.Dist does.
+func durationDist(ds []time.Duration) strobe.Dist {
+	if len(ds) == 0 {
+		return strobe.Dist{}
+	}
+	slices.Sort(ds)
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	at := func(p int) time.Duration { return ds[max(1, (p*len(ds)+99)/100)-1] }
+	return strobe.Dist{N: len(ds), Mean: sum / time.Duration(len(ds)), P50: at(50), P99: at(99), Max: ds[len(ds)-1]}
+}
+
+func waitRunning(ctx context.Context, c *node.Client, ids []int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		running := 0
+		for _, id := range ids {
+			j, err := c.Job(ctx, id)
+			if err != nil {
+				return err
+			}
+			if j.State.Done() {
+				return fmt.Errorf("benchmark job %d ended (%s %s) before the measurement", id, j.State, j.Reason)
+			}
+			if j.State == node.Running {
+				running++
+			}
+		}
+		if running == len(ids) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("benchmark jobs not all running after %v", timeout)
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// WriteStrobeReport prints r as a table and a few lines of conclusions.
+func WriteStrobeReport(w io.Writer, r *StrobeReport) {
+	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), %v measured\n\n",
+		r.Agents, r.Slice, r.MPL, r.Agents, r.Duration)
+	rows := [][]string{{"", "p50", "p99", "max", "mean", "n"}}
+	add := func(name string, d strobe.Dist) {
+		rows = append(rows, []string{name, fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max), fmtDur(d.Mean), fmt.Sprint(d.N)})
+	}
+	add("switch skew", r.Skew)
+	add("strobe-to-switch", r.Latency)
+	add("switch cost", r.SwitchCost)
+	add("send lateness", r.SendLate)
+	add("row start, first agent", r.Idle)
+	add("row start, last agent", r.Overhead)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\noverhead per slice (mean, from the slice boundary): %.2f%% until every agent runs the new row, %.2f%% with no rank of it running\n",
+		100*r.OverheadFraction, 100*r.IdleFraction)
+	if r.OverheadFraction > 1 {
+		fmt.Fprintln(w, "(over 100%: on average the last agent switches more than a slice late; the agents run whole slices behind the controller)")
+	}
+	fmt.Fprintf(w, "slices: %d measured (seen by two or more agents); %d strobes applied, %d lost, %d late; controller: %d overruns, %d slices skipped\n",
+		r.Slices, r.Applied, r.Lost, r.Late, r.Overruns, r.Skipped)
+	if len(r.PerAgent) > 0 {
+		names := slices.Sorted(maps.Keys(r.PerAgent))
+		worst := slices.MaxFunc(names, func(a, b string) int { return cmp.Compare(r.PerAgent[a].P99, r.PerAgent[b].P99) })
+		best := slices.MinFunc(names, func(a, b string) int { return cmp.Compare(r.PerAgent[a].P99, r.PerAgent[b].P99) })
+		fmt.Fprintf(w, "strobe-to-switch p99 by agent: best %s %s, worst %s %s (max %s)\n",
+			best, fmtDur(r.PerAgent[best].P99), worst, fmtDur(r.PerAgent[worst].P99), fmtDur(r.PerAgent[worst].Max))
+	}
+	if r.Steal >= 0 {
+		fmt.Fprintf(w, "host: %s of CPU time stolen by the hypervisor during the run (/proc/stat steal)\n", fmtDur(r.Steal))
+	}
+	normal := 0
+	for _, s := range r.Realtime {
+		if s == "" || s[0] == 'n' {
+			normal++
+		}
+	}
+	switch {
+	case r.Priority == 0:
+		fmt.Fprintln(w, "real-time priority: off (--realtime-priority 0); the agents ran at their nice value")
+	case normal == 0 && r.ControllerRealtime == "":
+		fmt.Fprintln(w, "real-time priority: every agent's strobe path and the controller's clock ran at SCHED_FIFO")
+	default:
+		names := slices.Sorted(maps.Keys(r.Realtime))
+		fmt.Fprintf(w, "real-time priority NOT in effect (%d of %d agents at normal priority", normal, len(names))
+		if r.ControllerRealtime != "" {
+			fmt.Fprintf(w, "; controller clock: %s", r.ControllerRealtime)
+		}
+		fmt.Fprintf(w, "): run as root or with CAP_SYS_NICE for the figures a deployment gets; e.g. %s: %s\n", names[0], r.Realtime[names[0]])
+	}
+}
+
+// fmtDur prints a duration with three significant digits (118µs, 1.26ms).
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Microsecond:
+		return d.String()
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	}
+}

@@ -1,0 +1,471 @@
+// Package localcluster starts, finds and stops a cluster of cosched agents
+// on this machine (loopback): agent a0 runs the controller, the others join
+// it. Each agent is a `cosched agent` process in its own session, so the
+// cluster outlives the command that started it; its state directory holds
+// cluster.json (how to reach it), and per agent the log and rank output.
+//
+// `cosched cluster up/down`, `cosched bench run`, `bench strobe`,
+// `bench calibrate` and the tests use it.
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/node"
+)
+
+// Limits of Options.
+const (
+	MaxAgents     = 256  // agents on one machine
+	MaxProcessors = 1024 // processors one agent offers
+	MinSlice      = time.Millisecond
+	MaxSlice      = time.Hour
+	MaxMPL        = 64
+)
+
+// Options say what cluster Up starts. The zero value is not valid; start
+// from DefaultOptions.
+type Options struct {
+	// Exe is the cosched binary the agents run (default: this process's
+	// executable). Env is added to the agents' environment.
+	Exe string
+	Env []string
+
+	Agents     int // agents, a0 … a(N-1); a0 runs the controller
+	Processors int // processors each agent offers
+	Mode       node.Mode
+	Slice      time.Duration // gang, bcs
+	MPL        int           // 1 in space mode
+	Policy     gang.Policy
+	Backfill   gang.Backfill // the priority-backfill policies' options (zero: their defaults)
+	// Bandwidth is bcs's bytes per second per node (h_max = Bandwidth ×
+	// Slice); 0 is unlimited.
+	Bandwidth float64
+	// RealtimePriority is the agents' SCHED_FIFO priority for the strobe
+	// path (0: off).
+	RealtimePriority int
+	StateDir         string
+	// Timeout bounds how long Up waits for the agents to come up and join.
+	Timeout time.Duration
+}
+
+// DefaultOptions are `cosched cluster up`'s defaults, without a state
+// directory.
+func DefaultOptions() Options {
+	return Options{Agents: 4, Processors: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
+		Bandwidth: 100e6, RealtimePriority: 50, Timeout: 30 * time.Second}
+}
+
+// Validate checks every field and returns every problem at once, each a
+// *fielderr.Error naming the field.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(field string, v any, format string, args ...any) {
+		errs = append(errs, fielderr.New(field, v, format, args...))
+	}
+	if o.Agents < 1 || o.Agents > MaxAgents {
+		bad("Agents", o.Agents, "must be from 1 to %d", MaxAgents)
+	}
+	if o.Processors < 1 || o.Processors > MaxProcessors {
+		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
+	}
+	if _, err := node.ParseMode(string(o.Mode)); err != nil {
+		bad("Mode", o.Mode, "want space, gang, bcs or local")
+	}
+	if o.Slice < MinSlice || o.Slice > MaxSlice {
+		bad("Slice", o.Slice, "must be from %v to %v", MinSlice, MaxSlice)
+	}
+	switch {
+	case o.MPL < 1 || o.MPL > MaxMPL:
+		bad("MPL", o.MPL, "must be from 1 to %d", MaxMPL)
+	case o.Mode == node.Space && o.MPL != 1:
+		bad("MPL", o.MPL, "must be 1 in space mode (jobs run to completion)")
+	}
+	if _, err := gang.ParsePolicy(string(o.Policy)); err != nil {
+		bad("Policy", o.Policy, "unknown policy")
+	} else if !gang.IsPriorityBackfill(o.Policy) && o.Backfill != (gang.Backfill{}) {
+		bad("Backfill", o.Policy, "reservations and weights apply only to the priority-backfill policies")
+	}
+	if o.Backfill.Reservations < 0 {
+		bad("Backfill.Reservations", o.Backfill.Reservations, "want a count of at least 1, or unlimited")
+	}
+	if !(o.Bandwidth >= 0) || math.IsInf(o.Bandwidth, 0) || o.Bandwidth > math.MaxInt64 {
+		bad("Bandwidth", o.Bandwidth, "want bytes per second, or 0 for unlimited")
+	}
+	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
+		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
+	}
+	if o.StateDir == "" {
+		bad("StateDir", o.StateDir, "required")
+	}
+	if o.Timeout <= 0 {
+		bad("Timeout", o.Timeout, "must be positive")
+	}
+	return errors.Join(errs...)
+}
+
+// Agent is one agent of a cluster: what it wrote to its ready file (Ready),
+// and its log.
+type Agent struct {
+	Ready
+	Log string `json:"log"`
+}
+
+// Ready is what an agent started with --ready-file writes there once it
+// is up.
+type Ready struct {
+	Name   string `json:"name"`
+	PID    int    `json:"pid"`
+	Gossip string `json:"gossip"`
+	API    string `json:"api"`
+}
+
+// Cluster is a running local cluster, as recorded in its state directory's
+// cluster.json.
+type Cluster struct {
+	API     string    `json:"api"` // the controller agent's API
+	Mode    string    `json:"mode"`
+	Started time.Time `json:"started"`
+	Agents  []Agent   `json:"agents"`
+	dir     string
+}
+
+// ErrRunning is returned by Up when the state directory's cluster still
+// runs.
+var ErrRunning = errors.New("a cluster is already running")
+
+// File is where a cluster's record lives in its state directory.
+func File(dir string) string { return filepath.Join(dir, "cluster.json") }
+
+// Dir is the cluster's state directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Load reads the record of the cluster in dir (an error wrapping
+// os.ErrNotExist when there is none). The cluster may have died since:
+// see Alive.
+func Load(dir string) (*Cluster, error) {
+	b, err := os.ReadFile(File(dir))
+	if err != nil {
+		return nil, err
+	}
+	var c Cluster
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", File(dir), err)
+	}
+	c.dir = dir
+	return &c, nil
+}
+
+// Up starts a cluster, waits until the controller has every agent, and
+// records it in the state directory. On failure it stops what it started.
+func Up(ctx context.Context, o Options) (*Cluster, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if c, err := Load(o.StateDir); err == nil && c.Alive() {
+		return nil, fmt.Errorf("%w (state in %s)", ErrRunning, o.StateDir)
+	}
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("locating the cosched binary: %w", err)
+		}
+		o.Exe = exe
+	}
+	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir}
+	ok := false
+	defer func() {
+		if !ok {
+			stop(c.Agents, 5*time.Second)
+		}
+	}()
+	deadline := time.Now().Add(o.Timeout)
+	for i := range o.Agents {
+		if err := c.startAgent(ctx, o, i, deadline); err != nil {
+			return nil, err
+		}
+	}
+	c.API = c.Agents[0].API
+	if err := c.waitJoined(ctx, o, deadline); err != nil {
+		return nil, err
+	}
+	b, _ := json.MarshalIndent(c, "", "  ")
+	if err := atomicfile.WriteFile(File(o.StateDir), b); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// startAgent starts agent i and waits for its ready file.
+func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline time.Time) error {
+	name := fmt.Sprintf("a%d", i)
+	adir := filepath.Join(o.StateDir, "agents", name)
+	if err := os.MkdirAll(adir, 0o755); err != nil {
+		return err
+	}
+	ready := filepath.Join(adir, "ready.json")
+	os.Remove(ready)
+	args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir,
+		"--processors", strconv.Itoa(o.Processors), "--ready-file", ready, "--log-format", "json",
+		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
+	if i == 0 {
+		args = append(args, controllerArgs(o)...)
+	} else {
+		args = append(args, "--join", c.Agents[0].Gossip)
+	}
+	logPath := filepath.Join(adir, "agent.log")
+	p, err := startDetached(o.Exe, args, o.Env, logPath)
+	if err != nil {
+		return fmt.Errorf("start agent %s: %w", name, err)
+	}
+	c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name, PID: p.pid}, Log: logPath})
+	info, err := waitReady(ctx, ready, p.exited, deadline)
+	if err != nil {
+		if line := lastError(logPath, p.logFrom); line != "" {
+			return fmt.Errorf("agent %s did not come up: %v: %s", name, err, line)
+		}
+		return fmt.Errorf("agent %s did not come up: %w (see %s)", name, err, logPath)
+	}
+	c.Agents[i].Ready = info
+	return nil
+}
+
+// controllerArgs are agent a0's flags for the controller's settings.
+func controllerArgs(o Options) []string {
+	args := []string{"--controller", "--mode", string(o.Mode), "--slice", o.Slice.String(), "--mpl", strconv.Itoa(o.MPL),
+		"--policy", string(o.Policy), "--bandwidth", strconv.FormatInt(int64(o.Bandwidth), 10)}
+	bf := o.Backfill
+	switch {
+	case bf.Reservations == gang.UnlimitedReservations:
+		args = append(args, "--reservations", "inf")
+	case bf.Reservations > 0:
+		args = append(args, "--reservations", strconv.Itoa(bf.Reservations))
+	}
+	if bf.Mode != "" {
+		args = append(args, "--reservations-mode", string(bf.Mode))
+	}
+	if bf.Weights != nil {
+		args = append(args, "--weights", bf.Weights.String())
+	}
+	return args
+}
+
+// waitJoined waits until the controller has every agent's processors.
+func (c *Cluster) waitJoined(ctx context.Context, o Options, deadline time.Time) error {
+	api := node.NewClient(c.API)
+	for {
+		rep, err := api.Nodes(ctx, false)
+		up := 0
+		for _, n := range rep.Nodes {
+			if n.State == "up" {
+				up++
+			}
+		}
+		if err == nil && up == o.Agents {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d agents joined the controller in %v (logs in %s)", up, o.Agents, o.Timeout, o.StateDir)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+type started struct {
+	pid     int
+	exited  <-chan error
+	logFrom int64 // the log's size before this start: its lines are after
+}
+
+// startDetached starts a background process in its own session with its
+// output appended to logPath; it outlives this process. exited yields how
+// it ended if it ends while this process still runs.
+func startDetached(exe string, args, env []string, logPath string) (started, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return started{}, err
+	}
+	defer logf.Close()
+	var from int64
+	if st, err := logf.Stat(); err == nil {
+		from = st.Size()
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return started{}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }() // reap it if it dies while this process still runs
+	return started{pid: cmd.Process.Pid, exited: done, logFrom: from}, nil
+}
+
+func waitReady(ctx context.Context, path string, exited <-chan error, deadline time.Time) (Ready, error) {
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			var info Ready
+			err := json.Unmarshal(b, &info)
+			return info, err
+		}
+		if time.Now().After(deadline) {
+			return Ready{}, errors.New("timed out")
+		}
+		select {
+		case <-ctx.Done():
+			return Ready{}, ctx.Err()
+		case err := <-exited:
+			if err == nil {
+				return Ready{}, errors.New("it exited with status 0")
+			}
+			return Ready{}, fmt.Errorf("it exited: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// lastError is the agent's own account of why it failed, from the part of
+// its log written since offset from: the command's error line ("cosched:
+// …"), else the last error-level JSON record's message and error, else "".
+func lastError(logPath string, from int64) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const most = 64 << 10 // the tail is enough; never read a huge log whole
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	from = max(from, st.Size()-most)
+	buf := make([]byte, st.Size()-from)
+	if _, err := f.ReadAt(buf, from); err != nil {
+		return ""
+	}
+	found := ""
+	for _, line := range strings.Split(string(buf), "\n") {
+		line = strings.TrimSpace(line)
+		if msg, ok := strings.CutPrefix(line, "cosched: "); ok {
+			return msg
+		}
+		var rec struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+			Error string `json:"error"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && (rec.Level == "error" || rec.Level == "fatal") {
+			found = rec.Msg
+			if rec.Error != "" {
+				found += ": " + rec.Error
+			}
+		}
+	}
+	return found
+}
+
+// Alive reports whether any agent of the cluster still runs.
+func (c *Cluster) Alive() bool {
+	for _, a := range c.Agents {
+		if alive(a.PID) {
+			return true
+		}
+	}
+	return false
+}
+
+// alive reports whether pid is a live cosched agent (not a zombie, not a
+// recycled pid running something else).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(cmdline), "agent\x00")
+}
+
+// Stop asks the agents to leave (SIGTERM: they kill their ranks) and
+// kills those still there after grace. The record stays in the state
+// directory (with the logs, as the evidence of a run). The error names
+// agents that survived even SIGKILL.
+func (c *Cluster) Stop(grace time.Duration) error {
+	if left := stop(c.Agents, grace); len(left) > 0 {
+		return fmt.Errorf("agents still running after SIGKILL: %s", strings.Join(left, ", "))
+	}
+	return nil
+}
+
+// Down stops the cluster (Stop) and removes its record.
+func (c *Cluster) Down(grace time.Duration) error {
+	if err := c.Stop(grace); err != nil {
+		return err
+	}
+	if c.dir != "" {
+		if err := os.Remove(File(c.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop ends the agents and returns those that survived.
+func stop(agents []Agent, grace time.Duration) []string {
+	for _, a := range agents {
+		if alive(a.PID) {
+			syscall.Kill(a.PID, syscall.SIGTERM)
+		}
+	}
+	c := Cluster{Agents: agents}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !c.Alive() {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, a := range agents {
+		if alive(a.PID) {
+			syscall.Kill(a.PID, syscall.SIGKILL) // its ranks die with it (parent-death signal)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	var left []string
+	for _, a := range agents {
+		if alive(a.PID) {
+			left = append(left, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
+		}
+	}
+	return left
+}
