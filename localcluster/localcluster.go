@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -123,6 +124,10 @@ func (o Options) Validate() error {
 type Agent struct {
 	Ready
 	Log string `json:"log"`
+	// Args are the flags it was started with (its --join and --ready-file
+	// aside), so Restart starts it again the same way, over the same
+	// state directory (its journal, if it is a controller).
+	Args []string `json:"args,omitempty"`
 }
 
 // Ready is what an agent started with --ready-file writes there once it
@@ -144,8 +149,8 @@ type Cluster struct {
 	dir     string
 }
 
-// ErrRunning is returned by Up when the state directory's cluster still
-// runs.
+// ErrRunning is returned by Up when every agent of the state directory's
+// cluster still runs.
 var ErrRunning = errors.New("a cluster is already running")
 
 // File is where a cluster's record lives in its state directory.
@@ -172,12 +177,22 @@ func Load(dir string) (*Cluster, error) {
 
 // Up starts a cluster, waits until the controller has every agent, and
 // records it in the state directory. On failure it stops what it started.
+//
+// When the state directory records a cluster some of whose agents died
+// (killed, crashed), Up restarts those instead (Restart): o then only
+// bounds the wait; the agents keep the settings they were started with.
 func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if c, err := Load(o.StateDir); err == nil && c.Alive() {
-		return nil, fmt.Errorf("%w (state in %s)", ErrRunning, o.StateDir)
+		if len(c.Dead()) == 0 {
+			return nil, fmt.Errorf("%w (state in %s)", ErrRunning, o.StateDir)
+		}
+		if _, err := c.Restart(ctx, o.Exe, o.Timeout); err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 	if o.Exe == "" {
 		exe, err := os.Executable()
@@ -203,7 +218,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	c.API = c.Agents[0].API
-	if err := c.waitJoined(ctx, o, deadline); err != nil {
+	if err := c.waitJoined(ctx, o.Agents, o.Timeout, deadline); err != nil {
 		return nil, err
 	}
 	b, _ := json.MarshalIndent(c, "", "  ")
@@ -221,31 +236,98 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		return err
 	}
-	ready := filepath.Join(adir, "ready.json")
-	os.Remove(ready)
 	args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir,
-		"--processors", strconv.Itoa(o.Processors), "--ready-file", ready, "--log-format", "json",
+		"--processors", strconv.Itoa(o.Processors), "--log-format", "json",
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
+	var join []string
 	if i == 0 {
 		args = append(args, controllerArgs(o)...)
 	} else {
-		args = append(args, "--join", c.Agents[0].Gossip)
+		join = []string{c.Agents[0].Gossip}
 	}
-	logPath := filepath.Join(adir, "agent.log")
-	p, err := startDetached(o.Exe, args, o.Env, logPath)
+	c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name}, Log: filepath.Join(adir, "agent.log"), Args: args})
+	return c.launch(ctx, o.Exe, o.Env, &c.Agents[i], join, deadline)
+}
+
+// launch starts agent a with its Args, joining the gossip addresses join,
+// and waits for its ready file.
+func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent, join []string, deadline time.Time) error {
+	ready := filepath.Join(filepath.Dir(a.Log), "ready.json")
+	os.Remove(ready)
+	args := append(slices.Clone(a.Args), "--ready-file", ready)
+	for _, j := range join {
+		args = append(args, "--join", j)
+	}
+	p, err := startDetached(exe, args, env, a.Log)
 	if err != nil {
-		return fmt.Errorf("start agent %s: %w", name, err)
+		return fmt.Errorf("start agent %s: %w", a.Name, err)
 	}
-	c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name, PID: p.pid}, Log: logPath})
+	a.PID = p.pid
 	info, err := waitReady(ctx, ready, p.exited, deadline)
 	if err != nil {
-		if line := lastError(logPath, p.logFrom); line != "" {
-			return fmt.Errorf("agent %s did not come up: %v: %s", name, err, line)
+		if line := lastError(a.Log, p.logFrom); line != "" {
+			return fmt.Errorf("agent %s did not come up: %v: %s", a.Name, err, line)
 		}
-		return fmt.Errorf("agent %s did not come up: %w (see %s)", name, err, logPath)
+		return fmt.Errorf("agent %s did not come up: %w (see %s)", a.Name, err, a.Log)
 	}
-	c.Agents[i].Ready = info
+	a.Ready = info
 	return nil
+}
+
+// Dead lists the agents of the record that no longer run.
+func (c *Cluster) Dead() []string {
+	var dead []string
+	for _, a := range c.Agents {
+		if !alive(a.PID) {
+			dead = append(dead, a.Name)
+		}
+	}
+	return dead
+}
+
+// Restart starts again, with the flags and state directories they had,
+// the agents that died; they join the ones still running (a controller
+// comes back with its journal). It waits until the controller has every
+// agent again, updates the record, and returns the names it restarted.
+// exe is the cosched binary ("" for this process's executable).
+func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration) ([]string, error) {
+	var live []string
+	for _, a := range c.Agents {
+		if alive(a.PID) {
+			live = append(live, a.Gossip)
+		}
+	}
+	if len(live) == 0 {
+		return nil, fmt.Errorf("no agent of the cluster in %s runs: stop it with `cosched cluster down`, then start a new one", c.dir)
+	}
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("locating the cosched binary: %w", err)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	var restarted []string
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		if alive(a.PID) {
+			continue
+		}
+		if len(a.Args) == 0 {
+			return restarted, fmt.Errorf("agent %s died and its record has no flags to restart it with (a cluster started by an older cosched): stop it with `cosched cluster down`", a.Name)
+		}
+		if err := c.launch(ctx, exe, nil, a, live, deadline); err != nil {
+			return restarted, err
+		}
+		restarted = append(restarted, a.Name)
+		live = append(live, a.Gossip)
+	}
+	c.API = c.Agents[0].API
+	if err := c.waitJoined(ctx, len(c.Agents), timeout, deadline); err != nil {
+		return restarted, err
+	}
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return restarted, atomicfile.WriteFile(File(c.dir), b)
 }
 
 // controllerArgs are agent a0's flags for the controller's settings.
@@ -269,7 +351,7 @@ func controllerArgs(o Options) []string {
 }
 
 // waitJoined waits until the controller has every agent's processors.
-func (c *Cluster) waitJoined(ctx context.Context, o Options, deadline time.Time) error {
+func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
 	api := node.NewClient(c.API)
 	for {
 		rep, err := api.Nodes(ctx, false)
@@ -279,11 +361,11 @@ func (c *Cluster) waitJoined(ctx context.Context, o Options, deadline time.Time)
 				up++
 			}
 		}
-		if err == nil && up == o.Agents {
+		if err == nil && up == agents {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d agents joined the controller in %v (logs in %s)", up, o.Agents, o.Timeout, o.StateDir)
+			return fmt.Errorf("only %d of %d agents joined the controller in %v (logs in %s)", up, agents, timeout, c.dir)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,9 +2,13 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,4 +55,56 @@ func TestUpReportsTheAgentsError(t *testing.T) {
 	if _, err := Load(o.StateDir); !os.IsNotExist(err) {
 		t.Fatalf("a record was left: %v", err)
 	}
+}
+
+// Up on a cluster that lost an agent starts that agent again, with the
+// flags and state directory it had, and updates the record; Up on a whole
+// cluster is refused.
+func TestUpRestartsTheAgentsThatDied(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	exe := buildCosched(t)
+	o := DefaultOptions()
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, node.Space, 1, 0
+	c, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Down(5 * time.Second) }() // c is the latest record
+	if _, err := Up(context.Background(), o); !errors.Is(err, ErrRunning) {
+		t.Fatalf("Up over a whole running cluster: %v", err)
+	}
+	oldPID := c.Agents[1].PID
+	if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(oldPID) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if dead := c.Dead(); len(dead) != 1 || dead[0] != "a1" {
+		t.Fatalf("dead agents %v, want [a1]", dead)
+	}
+	c2, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Agents[1].PID == oldPID || !alive(c2.Agents[1].PID) || c2.Agents[0].PID != c.Agents[0].PID {
+		t.Fatalf("after Up: agents %+v (a1 was pid %d)", c2.Agents, oldPID)
+	}
+	rec, err := Load(o.StateDir)
+	if err != nil || rec.Agents[1].PID != c2.Agents[1].PID || !slices.Equal(rec.Agents[1].Args, c.Agents[1].Args) {
+		t.Fatalf("record after the restart: %+v, %v", rec, err)
+	}
+	c = rec
+}
+
+// buildCosched builds the cosched binary into a temporary directory.
+func buildCosched(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "cosched")
+	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/cosched").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
 }

@@ -114,7 +114,12 @@ controller, the others join it. Each agent offers --processors processors
 (1 by default, so N agents are N nodes of one processor). The cluster's
 address is recorded in the state directory, where cosched submit, queue,
 cancel and nodes find it; cosched cluster down stops it. Agent logs and rank
-output go under the state directory.`,
+output go under the state directory.
+
+On a state directory whose cluster still runs but lost agents (killed,
+crashed), cluster up restarts the missing ones with the flags and state they
+had — a controller with its journal, so its jobs come back — and the other
+flags are ignored.`,
 		Example: `  cosched cluster up -n 4 --mode gang --slice 10ms --mpl 2
   cosched cluster up -n 2 --processors 2 --mode space --policy sjf-bf --reservations 2`,
 		Args: cobra.NoArgs,
@@ -192,6 +197,14 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	o, err := f.options()
 	if err != nil {
 		return err
+	}
+	if c, err := localcluster.Load(o.StateDir); err == nil && c.Alive() && len(c.Dead()) > 0 {
+		names, err := c.Restart(ctx, o.Exe, o.Timeout)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "restarted %s in the cluster of %d agents (with their state; controller at %s)\n", strings.Join(names, ", "), len(c.Agents), c.API)
+		return nil
 	}
 	c, err := localcluster.Up(ctx, o)
 	if errors.Is(err, localcluster.ErrRunning) {
