@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -14,10 +15,11 @@ import (
 
 // controlGroupConfig places a controller-eligible agent's journal.
 type controlGroupConfig struct {
-	Name      string // the agent's name: its id in the group
-	Dir       string // the journal's directory
-	Bind      string // the raft TCP address to listen on
-	Advertise string // the raft address others dial ("" = Bind's)
+	Name      string       // the agent's name: its id in the group
+	Dir       string       // the journal's directory
+	Bind      string       // the raft TCP address to listen on
+	Listener  net.Listener // or this listener (then Bind is ignored)
+	Advertise string       // the raft address others dial ("" = the listener's)
 	// Expect is how many controller-eligible agents form a new group
 	// (bootstrap-expect): 1 starts a lone controller at once; N waits until
 	// gossip shows N eligible agents, then they all bootstrap with the same
@@ -57,7 +59,7 @@ func openControlGroup(ctx context.Context, cfg controlGroupConfig) (*controlGrou
 	}
 	g := &controlGroup{cfg: cfg, records: &recordLog{compact: cfg.Compact}}
 	j, err := journal.Open(ctx, journal.Config{
-		Dir: cfg.Dir, NodeID: cfg.Name, Bind: cfg.Bind, Advertise: cfg.Advertise,
+		Dir: cfg.Dir, NodeID: cfg.Name, Bind: cfg.Bind, Listener: cfg.Listener, Advertise: cfg.Advertise,
 		Bootstrap: cfg.Expect == 1, FSM: g.records, Timing: cfg.Timing, Logger: cfg.Log,
 	})
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,20 +42,31 @@ func (a *Agent) routes() http.Handler {
 	return mux
 }
 
-// withController serves h on the controller and forwards elsewhere.
-func (a *Agent) withController(h http.HandlerFunc) http.HandlerFunc {
+// forwardedHeader marks a request an agent forwarded to the leader: the
+// receiver does not forward it again (two agents with different ideas of
+// the leader would otherwise pass it back and forth).
+const forwardedHeader = "X-Cosched-Forwarded"
+
+// withController serves h on the agent whose controller leads and forwards
+// elsewhere, to the leader.
+func (a *Agent) withController(h func(*Controller, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if a.ctrl != nil {
-			h(w, r)
+		if c := a.controller(); c != nil {
+			h(c, w, r)
 			return
 		}
-		target := a.controllerAPI()
-		if target == "" {
-			// Not acted on: a client may repeat it (Retry-After).
+		target := a.leaderAPI()
+		a.mu.Lock()
+		self := a.meta.APIAddr
+		a.mu.Unlock()
+		if target == "" || target == self || r.Header.Get(forwardedHeader) != "" {
+			// Not acted on: a client may repeat it (Retry-After), e.g.
+			// once an election is over.
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "no controller in the cluster yet")
+			writeError(w, http.StatusServiceUnavailable, "no controller leads yet (an election may be in progress)")
 			return
 		}
+		r.Header.Set(forwardedHeader, a.cfg.Name)
 		a.proxyTo(target).ServeHTTP(w, r)
 	}
 }
@@ -105,7 +118,7 @@ func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), 10*time.Second)
 }
 
-func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	var spec JobSpec
@@ -124,7 +137,7 @@ func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	id, err := a.ctrl.Submit(ctx, spec)
+	id, err := c.Submit(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {
 			writeError(w, http.StatusServiceUnavailable, "controller busy: "+err.Error())
@@ -140,11 +153,11 @@ func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, Submitted{ID: id})
 }
 
-func (a *Agent) apiJobs(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 	all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	jobs, err := a.ctrl.Jobs(ctx, all)
+	jobs, err := c.Jobs(ctx, all)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -164,14 +177,14 @@ func (a *Agent) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
-func (a *Agent) apiJob(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiJob(c *Controller, w http.ResponseWriter, r *http.Request) {
 	id, ok := a.jobID(w, r)
 	if !ok {
 		return
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	j, err := a.ctrl.Job(ctx, id)
+	j, err := c.Job(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
@@ -182,14 +195,14 @@ func (a *Agent) apiJob(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *Agent) apiCancel(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiCancel(c *Controller, w http.ResponseWriter, r *http.Request) {
 	id, ok := a.jobID(w, r)
 	if !ok {
 		return
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	err := a.ctrl.Cancel(ctx, id)
+	err := c.Cancel(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
@@ -210,17 +223,31 @@ type NodesReport struct {
 	Skew    *strobe.SkewStats `json:"skew,omitempty"`
 }
 
-func (a *Agent) apiNodes(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	nodes, err := a.ctrl.Nodes(ctx)
+	nodes, err := c.Nodes(ctx)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
+	// Agents without processors (controller-only ones) are not the
+	// controller's business; gossip knows them.
+	a.mu.Lock()
+	ml := a.ml
+	a.mu.Unlock()
+	for _, m := range ml.Members() {
+		if m.CPUs == 0 && !slices.ContainsFunc(nodes, func(n NodeInfo) bool { return n.Name == m.Name }) {
+			nodes = append(nodes, NodeInfo{Name: m.Name, State: "up", Controller: m.Controller, APIAddr: m.APIAddr})
+		}
+	}
+	slices.SortFunc(nodes, func(x, y NodeInfo) int { return strings.Compare(x.Name, y.Name) })
+	for i := range nodes {
+		nodes[i].Leader = nodes[i].Name == a.cfg.Name // this agent's controller answers: it leads
+	}
 	rep := NodesReport{Nodes: nodes}
 	if want, _ := strconv.ParseBool(r.URL.Query().Get("stats")); want {
-		cs, err := a.ctrl.Stats(ctx)
+		cs, err := c.Stats(ctx)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, err.Error())
 			return

@@ -311,21 +311,25 @@ whose strobe went out late (overruns).`,
 }
 
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "COLUMNS", "JOBS"}
+	head := []string{"NAME", "STATE", "CONTROLLER", "CPUS", "COLUMNS", "JOBS"}
 	if stats {
 		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT")
 	}
 	rows := [][]string{head}
 	for _, n := range rep.Nodes {
 		name := n.Name
-		if n.Controller {
-			name += "*"
+		role := "-"
+		switch {
+		case n.Leader:
+			role = "leader"
+		case n.Controller:
+			role = "standby"
 		}
 		var jobs []string
 		for _, id := range n.Jobs {
 			jobs = append(jobs, fmt.Sprint(id))
 		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ","))}
+		r := []string{name, n.State, role, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ","))}
 		if stats {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
