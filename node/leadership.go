@@ -86,7 +86,9 @@ func (a *Agent) lead(ctx context.Context) {
 		a.mu.Lock()
 		a.ctrl = nil
 		a.mu.Unlock()
-		a.publishLeads(0)
+		if ctx.Err() == nil { // shutting down: the agent leaves the cluster anyway
+			a.publishLeads(0)
+		}
 	}
 	defer halt()
 	retry := time.NewTimer(time.Hour)

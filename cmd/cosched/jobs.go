@@ -311,7 +311,7 @@ whose strobe went out late (overruns).`,
 }
 
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CONTROLLER", "CPUS", "COLUMNS", "JOBS"}
+	head := []string{"NAME", "STATE", "CPUS", "COLUMNS", "JOBS", "CONTROLLER"}
 	if stats {
 		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT")
 	}
@@ -321,6 +321,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		role := "-"
 		switch {
 		case n.Leader:
+			name += "*"
 			role = "leader"
 		case n.Controller:
 			role = "standby"
@@ -329,7 +330,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		for _, id := range n.Jobs {
 			jobs = append(jobs, fmt.Sprint(id))
 		}
-		r := []string{name, n.State, role, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ","))}
+		r := []string{name, n.State, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
 		if stats {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
@@ -372,7 +373,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 				s.Slices, s.Skew.P50, s.Skew.P99, s.Skew.Max, s.Latency.P50, s.Latency.P99)
 		}
 	}
-	fmt.Fprintln(w, "(* the controller)")
+	fmt.Fprintln(w, "(* the controller that leads)")
 }
 
 func orDash(s string) string {
