@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,8 @@ const (
 	MinSlice      = time.Millisecond
 	MaxSlice      = time.Hour
 	MaxMPL        = 64
+	// MaxControllers bounds Options.Controllers.
+	MaxControllers = 7
 )
 
 // Options say what cluster Up starts. The zero value is not valid; start
@@ -46,8 +49,12 @@ type Options struct {
 	Exe string
 	Env []string
 
-	Agents     int // agents, a0 … a(N-1); a0 runs the controller
+	Agents     int // agents, a0 … a(N-1); a0 runs the controller unless Controllers > 1
 	Processors int // processors each agent offers
+	// Controllers: 1, a0 is the controller (and offers processors); N > 1,
+	// N more agents c0 … c(N-1) without processors form the controllers'
+	// raft group (one leads, the others stand by).
+	Controllers int
 	Mode       node.Mode
 	Slice      time.Duration // gang, bcs
 	MPL        int           // 1 in space mode
@@ -67,7 +74,7 @@ type Options struct {
 // DefaultOptions are `cosched cluster up`'s defaults, without a state
 // directory.
 func DefaultOptions() Options {
-	return Options{Agents: 4, Processors: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
+	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
 		Bandwidth: 100e6, RealtimePriority: 50, Timeout: 30 * time.Second}
 }
 
@@ -80,6 +87,9 @@ func (o Options) Validate() error {
 	}
 	if o.Agents < 1 || o.Agents > MaxAgents {
 		bad("Agents", o.Agents, "must be from 1 to %d", MaxAgents)
+	}
+	if o.Controllers < 1 || o.Controllers > MaxControllers {
+		bad("Controllers", o.Controllers, "must be from 1 to %d (an odd number: 1, 3 or 5)", MaxControllers)
 	}
 	if o.Processors < 1 || o.Processors > MaxProcessors {
 		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
@@ -212,6 +222,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}()
 	deadline := time.Now().Add(o.Timeout)
+	if o.Controllers > 1 {
+		if err := c.startControllers(ctx, o, deadline); err != nil {
+			return nil, err
+		}
+	}
 	for i := range o.Agents {
 		if err := c.startAgent(ctx, o, i, deadline); err != nil {
 			return nil, err
@@ -229,6 +244,56 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
+// startControllers starts the controller-only agents c0 … c(N-1), each
+// with a fixed journal port (a restarted one is found at the same address).
+func (c *Cluster) startControllers(ctx context.Context, o Options, deadline time.Time) error {
+	for i := range o.Controllers {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("c%d", i)
+		adir := filepath.Join(o.StateDir, "agents", name)
+		if err := os.MkdirAll(adir, 0o755); err != nil {
+			return err
+		}
+		args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir, "--no-compute",
+			"--log-format", "json", "--realtime-priority", strconv.Itoa(o.RealtimePriority),
+			"--controllers", strconv.Itoa(o.Controllers), "--raft-port", strconv.Itoa(port)}
+		args = append(args, controllerArgs(o)...)
+		var join []string
+		if i > 0 {
+			join = []string{c.Agents[0].Gossip}
+		}
+		c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name}, Log: filepath.Join(adir, "agent.log"), Args: args})
+		if err := c.launch(ctx, o.Exe, o.Env, &c.Agents[len(c.Agents)-1], join, deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freePort is a loopback TCP port nothing listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// compute is how many of the agents offer processors.
+func (c *Cluster) compute() int {
+	n := 0
+	for _, a := range c.Agents {
+		if !slices.Contains(a.Args, "--no-compute") {
+			n++
+		}
+	}
+	return n
+}
+
 // startAgent starts agent i and waits for its ready file.
 func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline time.Time) error {
 	name := fmt.Sprintf("a%d", i)
@@ -240,13 +305,16 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 		"--processors", strconv.Itoa(o.Processors), "--log-format", "json",
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
 	var join []string
-	if i == 0 {
+	switch {
+	case o.Controllers > 1:
+		join = []string{c.Agents[0].Gossip}
+	case i == 0:
 		args = append(args, controllerArgs(o)...)
-	} else {
+	default:
 		join = []string{c.Agents[0].Gossip}
 	}
 	c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name}, Log: filepath.Join(adir, "agent.log"), Args: args})
-	return c.launch(ctx, o.Exe, o.Env, &c.Agents[i], join, deadline)
+	return c.launch(ctx, o.Exe, o.Env, &c.Agents[len(c.Agents)-1], join, deadline)
 }
 
 // launch starts agent a with its Args, joining the gossip addresses join,
@@ -323,7 +391,7 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 		live = append(live, a.Gossip)
 	}
 	c.API = c.Agents[0].API
-	if err := c.waitJoined(ctx, len(c.Agents), timeout, deadline); err != nil {
+	if err := c.waitJoined(ctx, c.compute(), timeout, deadline); err != nil {
 		return restarted, err
 	}
 	b, _ := json.MarshalIndent(c, "", "  ")
@@ -350,14 +418,19 @@ func controllerArgs(o Options) []string {
 	return args
 }
 
-// waitJoined waits until the controller has every agent's processors.
+// waitJoined waits until the controller has the processors of every agent
+// that offers some.
 func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
-	api := node.NewClient(c.API)
+	var others []string
+	for _, a := range c.Agents {
+		others = append(others, a.API)
+	}
+	api := node.NewClient(c.API, others...)
 	for {
 		rep, err := api.Nodes(ctx, false)
 		up := 0
 		for _, n := range rep.Nodes {
-			if n.State == "up" {
+			if n.State == "up" && n.CPUs > 0 {
 				up++
 			}
 		}

@@ -108,3 +108,82 @@ func buildCosched(t *testing.T) string {
 	}
 	return exe
 }
+
+// Three controllers: the leader is killed while a job runs and one waits;
+// another leads, Up restarts the dead one (with its journal), and both jobs
+// complete under their ids.
+func TestUpWithStandbyControllers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	exe := buildCosched(t)
+	o := DefaultOptions()
+	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, node.Space, 1, 0
+	c, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Down(5 * time.Second) }()
+	if len(c.Agents) != 5 || c.compute() != 2 {
+		t.Fatalf("agents %+v", c.Agents)
+	}
+	var apis []string
+	for _, a := range c.Agents {
+		apis = append(apis, a.API)
+	}
+	client := node.NewClient(apis[3], apis...) // a compute agent first
+	leader := func() string {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if rep, err := client.Nodes(context.Background(), false); err == nil {
+				for _, n := range rep.Nodes {
+					if n.Leader {
+						return n.Name
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no leader")
+		return ""
+	}
+	first := leader()
+	var ids []int64
+	for _, secs := range []string{"3", "1"} {
+		id, err := client.Submit(context.Background(), node.JobSpec{Processors: 2, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, a := range c.Agents {
+		if a.Name == first {
+			syscall.Kill(a.PID, syscall.SIGKILL)
+			for alive(a.PID) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	if next := leader(); next == first {
+		t.Fatalf("%s still leads after it was killed", first)
+	}
+	if c, err = Up(context.Background(), o); err != nil {
+		t.Fatalf("Up to restart %s: %v", first, err)
+	}
+	if dead := c.Dead(); len(dead) != 0 {
+		t.Fatalf("dead after Up: %v", dead)
+	}
+	for _, id := range ids {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			j, err := client.Job(context.Background(), id)
+			if err == nil && j.State == node.Completed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d: %+v, %v", id, j, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}

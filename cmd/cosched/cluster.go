@@ -102,7 +102,7 @@ type clusterUpFlags struct {
 // clusterUpFlagNames maps localcluster.Options' fields to cluster up's flags.
 var clusterUpFlagNames = flagNames{"Agents": "-n", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
 	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations",
-	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout"}
+	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout", "Controllers": "--controllers"}
 
 func newClusterUpCmd() *cobra.Command {
 	f := clusterUpFlags{opts: localcluster.DefaultOptions(), mode: "gang", slice: "50ms", policy: "easy", bandwidth: "100MB"}
@@ -130,6 +130,7 @@ flags are ignored.`,
 	}
 	fl := cmd.Flags()
 	fl.IntVarP(&f.opts.Agents, "agents", "n", f.opts.Agents, "number of agents")
+	fl.IntVar(&f.opts.Controllers, "controllers", f.opts.Controllers, "controllers: 1, agent a0 is the controller; N (3, 5), N more agents c0… without processors form the controllers' group: one leads, the others take over when it dies (docs/JOURNAL.md)")
 	fl.StringVar(&f.mode, "mode", f.mode, "space, gang, bcs or local")
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
 	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
@@ -214,7 +215,11 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 		return err
 	}
 	file := localcluster.File(o.StateDir)
-	fmt.Fprintf(out, "cluster of %d agents up (%s mode, controller a0 at %s)\n", o.Agents, o.Mode, c.API)
+	if o.Controllers > 1 {
+		fmt.Fprintf(out, "cluster of %d agents and %d controllers up (%s mode, API at %s and every agent)\n", o.Agents, o.Controllers, o.Mode, c.API)
+	} else {
+		fmt.Fprintf(out, "cluster of %d agents up (%s mode, controller a0 at %s)\n", o.Agents, o.Mode, c.API)
+	}
 	fmt.Fprintf(out, "  cosched submit -n 2 -t 1m -- sleep 10    # the commands find it through %s\n", file)
 	fmt.Fprintf(out, "  export COSCHED_ADDR=%s               # or from elsewhere\n", c.API)
 	fmt.Fprintf(out, "  cosched cluster down\n")
