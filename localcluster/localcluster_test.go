@@ -87,6 +87,11 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	}
 	c2, err := Up(context.Background(), o)
 	if err != nil {
+		for _, a := range c.Agents {
+			log, _ := os.ReadFile(a.Log)
+			lines := strings.Split(string(log), "\n")
+			t.Logf("%s:\n%s", a.Name, strings.Join(lines[max(0, len(lines)-25):], "\n"))
+		}
 		t.Fatal(err)
 	}
 	if c2.Agents[1].PID == oldPID || !alive(c2.Agents[1].PID) || c2.Agents[0].PID != c.Agents[0].PID {

@@ -34,7 +34,7 @@ type agentProc struct {
 }
 
 // startAgentProc starts an agent process whose state lives in dir/name.
-func startAgentProc(t *testing.T, dir, name string, extra ...string) *agentProc {
+func startAgentProc(t testing.TB, dir, name string, extra ...string) *agentProc {
 	t.Helper()
 	args := append([]string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local",
 		"--state-dir", filepath.Join(dir, name), "--log-format", "json", "--realtime-priority", "0", "--nice", "0",
@@ -51,7 +51,7 @@ func startAgentProc(t *testing.T, dir, name string, extra ...string) *agentProc 
 	return p
 }
 
-func (p *agentProc) start(t *testing.T, dir string) {
+func (p *agentProc) start(t testing.TB, dir string) {
 	t.Helper()
 	ready := filepath.Join(dir, p.name+".ready")
 	os.Remove(ready)
@@ -90,7 +90,7 @@ func (p *agentProc) start(t *testing.T, dir string) {
 }
 
 // kill9 kills the agent as a crash would.
-func (p *agentProc) kill9(t *testing.T) {
+func (p *agentProc) kill9(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func (p *agentProc) stop() {
 }
 
 // freePort is a loopback TCP port nothing listens on now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
