@@ -84,6 +84,10 @@ type Controller struct {
 	members map[string]member.Meta // agents in the cluster
 	links   map[string]*link       // open control connections
 	dialing map[string]bool        // agents a dial is in progress to
+	// controlAddrs is each member's latest control address (name →
+	// string), for dials in progress: an agent restarted at a new address
+	// ends the retries at its old one.
+	controlAddrs sync.Map
 
 	// stopped is closed when Run returns. It exists from construction, so
 	// goroutines that talk to the controller before its loop starts (a
@@ -427,6 +431,7 @@ func (c *Controller) strobe(tk strobe.Tick) {
 func (c *Controller) MemberJoined(m member.Meta) {
 	c.post(func(*ctl.Machine) {
 		c.members[m.Name] = m
+		c.controlAddrs.Store(m.Name, m.ControlAddr)
 		c.connect(m.Name, 0)
 	})
 }
