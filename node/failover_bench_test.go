@@ -42,7 +42,7 @@ func waitNewEpoch(b *testing.B, c *node.Client, old uint64) time.Time {
 // iterations.
 func BenchmarkControllerFailover(b *testing.B) {
 	dir := b.TempDir()
-	ports := []int{freePort(b), freePort(b), freePort(b)}
+	ports := freePorts(b, 3)
 	ctls := make([]*agentProc, 3)
 	for i := range ctls {
 		args := []string{"--controller", "--controllers", "3", "--no-compute", "--raft-port", strconv.Itoa(ports[i]), "--mode", "gang", "--slice", "20ms", "--mpl", "2"}

@@ -36,9 +36,8 @@ type agentProc struct {
 // startAgentProc starts an agent process whose state lives in dir/name.
 func startAgentProc(t testing.TB, dir, name string, extra ...string) *agentProc {
 	t.Helper()
-	args := append([]string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local",
-		"--state-dir", filepath.Join(dir, name), "--log-format", "json", "--realtime-priority", "0", "--nice", "0",
-		"--controller-grace", "1m"}, extra...)
+	args := append([]string{agentProcArg, "--name", name, "--bind", "127.0.0.1:0",
+		"--state-dir", filepath.Join(dir, name), "--controller-grace", "1m"}, extra...)
 	p := &agentProc{name: name, args: args}
 	p.start(t, dir)
 	t.Cleanup(func() {
@@ -60,9 +59,12 @@ func (p *agentProc) start(t testing.TB, dir string) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	p.cmd = exec.Command(coschedBin, append(slices.Clone(p.args), "--ready-file", ready)...)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(exe, append(slices.Clone(p.args), "--ready-file", ready)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.Env = append(os.Environ(), testRunEnv+"="+strconv.Itoa(os.Getpid()))
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +117,20 @@ func (p *agentProc) stop() {
 	}
 }
 
-// freePort is a loopback TCP port nothing listens on now.
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// freePorts are n distinct loopback TCP ports nothing listens on now (all
+// held until every one is chosen: a port closed early may be handed out
+// again).
+func freePorts(t testing.TB, n int) []int {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 func waitJob(t *testing.T, c *node.Client, id int64, timeout time.Duration, ok func(node.Job) error) node.Job {
@@ -157,13 +165,40 @@ func rankPIDs(j node.Job) []int {
 	return pids
 }
 
-// waitPIDs waits until n processes of job id run and returns their PIDs,
-// sorted.
-func waitPIDs(t *testing.T, id int64, n int) []int {
+// procJobPIDs lists the live processes of job id whose parent is one of
+// the agent processes (other tests on the machine run jobs of the same ids).
+func procJobPIDs(t *testing.T, id int64, agents ...*agentProc) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\x00COSCHED_JOB=" + strconv.FormatInt(id, 10) + "\x00"
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains("\x00"+string(env), want) || procState(pid) == 'Z' || procState(pid) == 0 {
+			continue
+		}
+		parent := parentOf(pid)
+		if slices.ContainsFunc(agents, func(a *agentProc) bool { return a.cmd.Process.Pid == parent }) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitPIDs waits until n processes of job id run under the agents and
+// returns their PIDs, sorted.
+func waitPIDs(t *testing.T, id int64, n int, agents ...*agentProc) []int {
 	t.Helper()
 	var pids []int
 	eventually(t, 20*time.Second, func() error {
-		if pids = jobPIDs(t, id); len(pids) != n {
+		if pids = procJobPIDs(t, id, agents...); len(pids) != n {
 			return fmt.Errorf("job %d: processes %v, want %d", id, pids, n)
 		}
 		return nil
@@ -219,7 +254,7 @@ func TestControllerKilledAndRestartedKeepsEveryJob(t *testing.T) {
 		t.Fatalf("ids %d, %d", running, queued)
 	}
 	waitJob(t, client, running, 20*time.Second, inState(node.Running))
-	before := waitPIDs(t, running, 2)
+	before := waitPIDs(t, running, 2, w1, w2)
 	if j := waitJob(t, client, queued, 5*time.Second, func(node.Job) error { return nil }); j.State != node.Pending {
 		t.Fatalf("job %d is %s, want it queued", queued, j.State)
 	}
@@ -250,7 +285,7 @@ func TestControllerKilledAndRestartedKeepsEveryJob(t *testing.T) {
 // the job table is whole, and every job completes.
 func TestStandbyControllerTakesOver(t *testing.T) {
 	dir := t.TempDir()
-	ports := []int{freePort(t), freePort(t), freePort(t)}
+	ports := freePorts(t, 3)
 	ctl := func(i int, join ...string) *agentProc {
 		args := []string{"--controller", "--controllers", "3", "--no-compute", "--raft-port", strconv.Itoa(ports[i]), "--mode", "gang", "--slice", "50ms", "--mpl", "2"}
 		for _, j := range join {
@@ -295,7 +330,7 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 		ids = append(ids, id)
 	}
 	waitJob(t, client, ids[0], 20*time.Second, inState(node.Running))
-	before := waitPIDs(t, ids[0], 2)
+	before := waitPIDs(t, ids[0], 2, w1, w2)
 
 	start := time.Now()
 	controllers[leader].kill9(t)

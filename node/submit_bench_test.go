@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,8 +28,13 @@ func BenchmarkSubmit(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
+			exe, err := os.Executable()
+			if err != nil {
+				b.Fatal(err)
+			}
+			shim := []string{exe, "__rank-exec"}
 			cfg := node.Config{Name: "n0", Bind: "127.0.0.1:0", Local: true, Processors: 1, StateDir: filepath.Join(dir, "n0"),
-				Shim: []string{coschedBin, "__rank-exec"}, Controller: true, Mode: node.Space, MPL: 1, Policy: gang.FCFS,
+				Shim: shim, Controller: true, Mode: node.Space, MPL: 1, Policy: gang.FCFS,
 				Log: zap.NewNop()}
 			if !durable {
 				cfg.Journal = &node.MemJournal{}
