@@ -55,11 +55,11 @@ type Options struct {
 	// N more agents c0 … c(N-1) without processors form the controllers'
 	// raft group (one leads, the others stand by).
 	Controllers int
-	Mode       node.Mode
-	Slice      time.Duration // gang, bcs
-	MPL        int           // 1 in space mode
-	Policy     gang.Policy
-	Backfill   gang.Backfill // the priority-backfill policies' options (zero: their defaults)
+	Mode        node.Mode
+	Slice       time.Duration // gang, bcs
+	MPL         int           // 1 in space mode
+	Policy      gang.Policy
+	Backfill    gang.Backfill // the priority-backfill policies' options (zero: their defaults)
 	// Bandwidth is bcs's bytes per second per node (h_max = Bandwidth ×
 	// Slice); 0 is unlimited.
 	Bandwidth float64
