@@ -157,6 +157,9 @@ type Cluster struct {
 	Started time.Time `json:"started"`
 	Agents  []Agent   `json:"agents"`
 	dir     string
+	// firstJobID is what Up passes its controllers (ids go on from the
+	// state directory's earlier clusters).
+	firstJobID int64
 }
 
 // ErrRunning is returned by Up when every agent of the state directory's
@@ -189,8 +192,10 @@ func Load(dir string) (*Cluster, error) {
 // records it in the state directory. On failure it stops what it started.
 //
 // When the state directory records a cluster some of whose agents died
-// (killed, crashed), Up restarts those instead (Restart): o then only
-// bounds the wait; the agents keep the settings they were started with.
+// (killed, crashed) while others run, Up restarts those instead (Restart):
+// o then only bounds the wait; the agents keep the settings they were
+// started with. A recorded cluster all of whose agents died is replaced by
+// a new one (Restart brings it back instead, as cluster up does).
 func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -214,7 +219,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir}
+	first, err := freshJournals(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir, firstJobID: first}
 	ok := false
 	defer func() {
 		if !ok {
@@ -260,7 +269,7 @@ func (c *Cluster) startControllers(ctx context.Context, o Options, deadline time
 		args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir, "--no-compute",
 			"--log-format", "json", "--realtime-priority", strconv.Itoa(o.RealtimePriority),
 			"--controllers", strconv.Itoa(o.Controllers), "--raft-port", strconv.Itoa(port)}
-		args = append(args, controllerArgs(o)...)
+		args = append(args, c.controllerArgs(o)...)
 		var join []string
 		if i > 0 {
 			join = []string{c.Agents[0].Gossip}
@@ -309,7 +318,7 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 	case o.Controllers > 1:
 		join = []string{c.Agents[0].Gossip}
 	case i == 0:
-		args = append(args, controllerArgs(o)...)
+		args = append(args, c.controllerArgs(o)...)
 	default:
 		join = []string{c.Agents[0].Gossip}
 	}
@@ -354,8 +363,8 @@ func (c *Cluster) Dead() []string {
 }
 
 // Restart starts again, with the flags and state directories they had,
-// the agents that died; they join the ones still running (a controller
-// comes back with its journal). It waits until the controller has every
+// the agents that died; they join the ones still running, or the first of
+// them when every agent died (a controller comes back with its journal). It waits until the controller has every
 // agent again, updates the record, and returns the names it restarted.
 // exe is the cosched binary ("" for this process's executable).
 func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration) ([]string, error) {
@@ -364,9 +373,6 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 		if alive(a.PID) {
 			live = append(live, a.Gossip)
 		}
-	}
-	if len(live) == 0 {
-		return nil, fmt.Errorf("no agent of the cluster in %s runs: stop it with `cosched cluster down`, then start a new one", c.dir)
 	}
 	if exe == "" {
 		var err error
@@ -399,8 +405,8 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 }
 
 // controllerArgs are agent a0's flags for the controller's settings.
-func controllerArgs(o Options) []string {
-	args := []string{"--controller", "--mode", string(o.Mode), "--slice", o.Slice.String(), "--mpl", strconv.Itoa(o.MPL),
+func (c *Cluster) controllerArgs(o Options) []string {
+	args := []string{"--controller", "--first-job-id", strconv.FormatInt(max(c.firstJobID, 1), 10), "--mode", string(o.Mode), "--slice", o.Slice.String(), "--mpl", strconv.Itoa(o.MPL),
 		"--policy", string(o.Policy), "--bandwidth", strconv.FormatInt(int64(o.Bandwidth), 10)}
 	bf := o.Backfill
 	switch {
@@ -582,8 +588,17 @@ func (c *Cluster) Stop(grace time.Duration) error {
 	return nil
 }
 
-// Down stops the cluster (Stop) and removes its record.
+// Down stops the cluster (Stop) and removes its record. It first notes
+// the last job id (lastJobFile), so that the next cluster of the state
+// directory numbers on.
 func (c *Cluster) Down(grace time.Duration) error {
+	if c.dir != "" {
+		if last := c.lastJobID(); last > 0 {
+			if err := atomicfile.WriteFile(filepath.Join(c.dir, lastJobFile), []byte(strconv.FormatInt(last, 10)+"\n")); err != nil {
+				return err
+			}
+		}
+	}
 	if err := c.Stop(grace); err != nil {
 		return err
 	}
@@ -593,6 +608,62 @@ func (c *Cluster) Down(grace time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// lastJobFile holds, in a state directory, the last job id of the clusters
+// that ran there.
+const lastJobFile = "last-job-id"
+
+// lastJobID is the highest job id the cluster gave, as its API says, or
+// as the job directories under the agents' state say when it does not
+// answer (a crashed cluster); 0 if none.
+func (c *Cluster) lastJobID() int64 {
+	var last int64
+	var apis []string
+	for _, a := range c.Agents {
+		apis = append(apis, a.API)
+	}
+	if len(apis) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		cl := node.NewClient(apis[0], apis[1:]...)
+		cl.RetryFor = 0
+		if jobs, err := cl.Jobs(ctx, true); err == nil {
+			for _, j := range jobs {
+				last = max(last, j.ID)
+			}
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(c.dir, "agents", "*", "jobs", "*"))
+	for _, d := range dirs {
+		if id, err := strconv.ParseInt(filepath.Base(d), 10, 64); err == nil {
+			last = max(last, id)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(c.dir, lastJobFile)); err == nil {
+		if id, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			last = max(last, id)
+		}
+	}
+	return last
+}
+
+// freshJournals starts a new cluster's controllers with empty journals
+// (the old ones move to journal.prev: a new cluster may have other agents,
+// processors or mode) and returns the first job id it is to give.
+func freshJournals(dir string) (int64, error) {
+	old, _ := filepath.Glob(filepath.Join(dir, "agents", "*", "journal"))
+	for _, j := range old {
+		prev := j + ".prev"
+		if err := os.RemoveAll(prev); err != nil {
+			return 0, err
+		}
+		if err := os.Rename(j, prev); err != nil {
+			return 0, err
+		}
+	}
+	last := (&Cluster{dir: dir}).lastJobID()
+	return last + 1, nil
 }
 
 // stop ends the agents and returns those that survived.

@@ -192,3 +192,41 @@ func TestUpWithStandbyControllers(t *testing.T) {
 		}
 	}
 }
+
+// Job ids go on across clusters of one state directory: after cluster
+// down, the next cluster's first job follows the last one's.
+func TestJobIDsGoOnAcrossClusters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	exe := buildCosched(t)
+	o := DefaultOptions()
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, node.Space, 1, 0
+	submit := func(c *Cluster) int64 {
+		id, err := node.NewClient(c.API).Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	c, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := submit(c), submit(c)
+	if err := c.Down(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	o.Processors = 2 // another cluster: the old journal is set aside
+	c, err = Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Down(5 * time.Second) }()
+	if third := submit(c); first != 1 || second != 2 || third != 3 {
+		t.Fatalf("ids %d, %d, then %d in the next cluster", first, second, third)
+	}
+	if _, err := os.Stat(filepath.Join(o.StateDir, "agents", "a0", "journal.prev")); err != nil {
+		t.Fatalf("the first cluster's journal was not kept: %v", err)
+	}
+}

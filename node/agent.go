@@ -37,6 +37,10 @@ type Config struct {
 	// (bootstrap-expect; 0 or 1: this one alone). A journal that already
 	// belongs to a group ignores it.
 	Controllers int
+	// FirstJobID, when above 1, is the id of the first job of a controller
+	// whose journal is empty (cluster up: ids never repeat within a state
+	// directory, across clusters).
+	FirstJobID int64
 	// RaftPort is the TCP port of the controller journal (0 picks one; a
 	// group of several needs a fixed one so a restarted controller is found
 	// at the same address).

@@ -146,7 +146,7 @@ type controllerRun struct {
 func (a *Agent) startController(ctx context.Context) (*controllerRun, error) {
 	cc := a.controllerConfig()
 	if a.group != nil {
-		cc.Journal = raftJournal{g: a.group}
+		cc.Journal = raftJournal{g: a.group, firstID: a.cfg.FirstJobID}
 	}
 	c, err := NewController(cc, a.newSender(), uint64(time.Now().UnixNano()))
 	if err != nil {

@@ -13,7 +13,11 @@ import (
 // raftJournal is the controller's Journal over the controllers' raft group
 // (node/journal): records are msgpack-encoded, one Append is one batch
 // committed on a majority's disks before it returns.
-type raftJournal struct{ g *controlGroup }
+type raftJournal struct {
+	g *controlGroup
+	// firstID, when above 1, numbers the first job of an empty journal.
+	firstID int64
+}
 
 var _ Journal = raftJournal{}
 
@@ -24,7 +28,11 @@ func (r raftJournal) Load(ctx context.Context) ([]ctl.Record, error) {
 	if err := r.g.j.Barrier(ctx); err != nil {
 		return nil, err
 	}
-	return decodeRecords(r.g.Records())
+	raw := r.g.Records()
+	if len(raw) == 0 && r.firstID > 1 {
+		return []ctl.Record{{Kind: ctl.RecNextID, Job: r.firstID - 1}}, nil
+	}
+	return decodeRecords(raw)
 }
 
 // Append implements Journal.

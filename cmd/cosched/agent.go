@@ -57,7 +57,9 @@ type agentFlags struct {
 	// weights in the TOML file.
 	backfillFlags
 	readyFile string
-	config    string
+	// firstJobID: cluster up carries job ids over to a new cluster.
+	firstJobID int64
+	config     string
 	// changed tells whether a setting was given, by its flag's name: on
 	// the command line or in the --config file.
 	changed func(name string) bool
@@ -153,6 +155,8 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
+	fl.Int64Var(&f.firstJobID, "first-job-id", 0, "controller: the first job's id when the journal is empty (cluster up carries ids over)")
+	_ = fl.MarkHidden("first-job-id")
 }
 
 // loadAgentConfig reads the TOML file into f, then re-applies the flags the
@@ -249,7 +253,7 @@ func newLogger(level, format string) (*zap.Logger, error) {
 // agentConfig checks every flag and builds the agent's configuration.
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
-	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, Controllers: f.Controllers, RaftPort: f.RaftPort, MPL: f.MPL,
+	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, Controllers: f.Controllers, RaftPort: f.RaftPort, FirstJobID: f.firstJobID, MPL: f.MPL,
 		Processors: f.Processors, NoCompute: f.NoCompute, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority}
 	if cfg.Name == "" {
 		host, err := os.Hostname()

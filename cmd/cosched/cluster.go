@@ -116,10 +116,12 @@ address is recorded in the state directory, where cosched submit, queue,
 cancel and nodes find it; cosched cluster down stops it. Agent logs and rank
 output go under the state directory.
 
-On a state directory whose cluster still runs but lost agents (killed,
-crashed), cluster up restarts the missing ones with the flags and state they
+On a state directory whose cluster lost agents (killed, crashed, even all
+of them), cluster up restarts the missing ones with the flags and state they
 had — a controller with its journal, so its jobs come back — and the other
-flags are ignored.`,
+flags are ignored. After cluster down, a new cluster starts with empty
+journals (the old ones are kept as journal.prev) and its job ids go on from
+the last cluster's.`,
 		Example: `  cosched cluster up -n 4 --mode gang --slice 10ms --mpl 2
   cosched cluster up -n 2 --processors 2 --mode space --policy sjf-bf --reservations 2`,
 		Args: cobra.NoArgs,
@@ -199,7 +201,7 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	if err != nil {
 		return err
 	}
-	if c, err := localcluster.Load(o.StateDir); err == nil && c.Alive() && len(c.Dead()) > 0 {
+	if c, err := localcluster.Load(o.StateDir); err == nil && len(c.Dead()) > 0 {
 		names, err := c.Restart(ctx, o.Exe, o.Timeout)
 		if err != nil {
 			return err
