@@ -47,6 +47,10 @@ type Meta struct {
 	// it does not: of two members that claim to lead (the old leader's
 	// metadata outlives it for a moment), the higher term does.
 	Leads uint64 `msgpack:"ld,omitempty"`
+	// Memory is what the node offers jobs, in bytes (its MemTotal less
+	// the agent's reserve); 0 means not advertised (no admission by
+	// memory on this node).
+	Memory int64 `msgpack:"mem,omitempty"`
 }
 
 func (m *Meta) validate() error {
@@ -57,6 +61,8 @@ func (m *Meta) validate() error {
 		return fmt.Errorf("meta name of %d bytes (max %d)", len(m.Name), MaxNameLen)
 	case m.CPUs < 0:
 		return fmt.Errorf("meta with %d CPUs", m.CPUs)
+	case m.Memory < 0:
+		return fmt.Errorf("meta with %d bytes of memory", m.Memory)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/strobe"
 )
@@ -90,8 +91,26 @@ type Config struct {
 	// command, to which the job's bench-rank arguments are appended
 	// (default: this executable's "bench-rank").
 	BenchRank []string
-	Log       *zap.Logger
+	// Cgroups is how jobs are contained: "auto" or "" (cgroups v2 or v1
+	// as the host has them, else process groups only), "v1", "v2" or
+	// "none" (see node/jobcg).
+	Cgroups string
+	// Suspend is how ranks are suspended between their slices:
+	// SuspendSignal (SIGSTOP/SIGCONT, the default) or SuspendFreezer
+	// (the job's cgroup freezer; needs cgroups).
+	Suspend string
+	// MemReserve is the memory kept back for the system: the agent
+	// advertises MemTotal less it for the controller's admission by
+	// memory. Negative: advertise nothing (no memory admission).
+	MemReserve int64
+	Log        *zap.Logger
 }
+
+// Suspension methods (Config.Suspend).
+const (
+	SuspendSignal  = "signal"
+	SuspendFreezer = "freezer"
+)
 
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
@@ -138,6 +157,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
 		}
 	}
+	if c.Suspend != "" && c.Suspend != SuspendSignal && c.Suspend != SuspendFreezer {
+		errs = append(errs, fmt.Errorf("suspend %q: want signal or freezer", c.Suspend))
+	}
+	switch c.Cgroups {
+	case "", "auto", "v1", "v2", "none":
+	default:
+		errs = append(errs, fmt.Errorf("cgroups %q: want auto, v1, v2 or none", c.Cgroups))
+	}
 	if c.Priority < 0 || c.Priority > 99 {
 		errs = append(errs, fmt.Errorf("real-time priority %d: want 0 (off) to 99", c.Priority))
 	}
@@ -164,6 +191,7 @@ type Agent struct {
 	cfg      Config
 	log      *zap.Logger
 	ranks    *rank.Manager
+	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
 	sw       *switcher
 	ml       *member.Membership
 	udp      strobe.Transport
@@ -262,6 +290,9 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	}()
 	var err error
+	if a.cg, err = openCgroups(cfg, a.log); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	rankNice := cfg.RankNice // ranks never run at the agent's raised priority
 	if a.ranks, err = rank.NewManager(rank.Config{Shim: cfg.Shim, Log: a.log, Nice: &rankNice}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -272,7 +303,7 @@ func Start(cfg Config) (*Agent, error) {
 			a.log.Warn("cannot give the agent real-time priority; switches may lag behind busy ranks", zap.Error(err))
 		}
 	}
-	a.sw = newSwitcher(a.ranks, false, a.log)
+	a.sw = newSwitcher(a.suspender(), false, a.log)
 	if a.ctlLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 		return nil, fmt.Errorf("node: control listener: %w", err)
 	}
@@ -339,6 +370,7 @@ func Start(cfg Config) (*Agent, error) {
 		APIAddr:       advertised(a.apiLn.Addr().String(), cfg.Advertise),
 		CPUs:          cfg.Processors,
 		Controller:    cfg.Controller,
+		Memory:        a.offeredMemory(),
 	}
 	if a.group != nil {
 		meta.RaftAddr = a.group.RaftAddr()
@@ -349,6 +381,7 @@ func Start(cfg Config) (*Agent, error) {
 	a.goRun(func() { a.serveControl(ctx) })
 	a.goRun(func() { a.watchController(ctx) })
 	a.goRun(a.forwardExits)
+	a.goRun(func() { a.sampleCgroups(ctx) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))
@@ -529,6 +562,13 @@ func (a *Agent) closeAll() error {
 	}
 	if a.group != nil {
 		if err := a.group.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The cgroups first: a frozen rank would not die of the rank
+	// manager's signals, and its Close waits for every rank's death.
+	if a.cg != nil {
+		if err := a.cg.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

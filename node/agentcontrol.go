@@ -153,13 +153,14 @@ func (a *Agent) launch(l launch) {
 	for _, r := range l.Ranks {
 		slots[r.Rank] = r.Slot
 	}
+	cg := a.jobCgroup(l) // before the switcher may freeze it
 	a.sw.add(l.Job, slots)
 	for _, r := range l.Ranks {
 		cpu := -1
 		if r.Slot < len(a.cfg.CPUs) {
 			cpu = a.cfg.CPUs[r.Slot]
 		}
-		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared}
+		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg}
 		if _, err := a.ranks.Start(spec); err != nil {
 			// The manager reports the failure as the rank's Exit.
 			a.log.Warn("rank did not start", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))
@@ -174,6 +175,7 @@ func (a *Agent) launch(l launch) {
 func (a *Agent) kill(job int64, reason string) {
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
+	a.killCgroup(job) // first: it samples the job's processes before they go
 	if err := a.ranks.Kill(job); err != nil {
 		a.log.Debug("kill", zap.Int64("job", job), zap.Error(err))
 	}
@@ -200,10 +202,12 @@ func (a *Agent) forwardExits() {
 		}
 		a.mu.Unlock()
 		a.sw.rankExited(e.Job, e.Rank)
-		if len(a.ranks.Ranks(e.Job)) == 0 {
+		last := len(a.ranks.Ranks(e.Job)) == 0
+		if last {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
 		}
+		a.cgroupExit(&m, last)
 		a.report(m)
 	}
 }

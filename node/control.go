@@ -66,6 +66,9 @@ type launch struct {
 	// Bench, when set, replaces Argv: the agent runs its own cosched's
 	// bench-rank with these arguments (agents may not share a path).
 	Bench []string `msgpack:"bench"`
+	// MemoryPerRank is the job's memory per process (bytes, 0 = no
+	// limit): the agent limits the job's cgroup to it times its ranks.
+	MemoryPerRank int64 `msgpack:"memory_per_rank,omitempty"`
 }
 
 type launchRank struct {
@@ -101,4 +104,16 @@ type rankExit struct {
 	Failure string `msgpack:"failure,omitempty"`
 	// Stats is a benchmark rank's report (comm.Stats), if it sent one.
 	Stats *comm.Stats `msgpack:"stats,omitempty"`
+	// Usage is the job's accounting on this node from its cgroup,
+	// carried by the last of its ranks here to exit.
+	Usage *nodeUsage `msgpack:"usage,omitempty"`
+}
+
+// nodeUsage is one job's accounting on one node.
+type nodeUsage struct {
+	CPUTime     int64  `msgpack:"cpu_ns"`
+	PeakMemory  int64  `msgpack:"peak_memory"`
+	MemoryLimit int64  `msgpack:"memory_limit"`
+	Processes   int    `msgpack:"processes"`
+	OOMKills    uint64 `msgpack:"oom_kills"`
 }

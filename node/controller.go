@@ -338,7 +338,8 @@ func (c *Controller) launchOf(l *ctl.Launch) launch {
 	for i, r := range l.Ranks {
 		ranks[i] = launchRank{Rank: r.Rank, Slot: r.Slot}
 	}
-	return launch{Job: l.Job, Size: l.Size, Argv: j.Spec.Command, Env: env, Row: l.Row, Rows: l.Rows, Ranks: ranks, Nodes: l.Nodes, Bench: benchArgs}
+	return launch{Job: l.Job, Size: l.Size, Argv: j.Spec.Command, Env: env, Row: l.Row, Rows: l.Rows, Ranks: ranks, Nodes: l.Nodes, Bench: benchArgs,
+		MemoryPerRank: j.Spec.Memory}
 }
 
 // carryOut persists a batch's records, then sends its orders. An agent
@@ -481,7 +482,7 @@ func (c *Controller) linkUp(m *ctl.Machine, meta member.Meta, l *link, w welcome
 		old.close()
 	}
 	c.links[meta.Name] = l
-	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs}
+	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs, Memory: meta.Memory}
 	for _, r := range w.Ranks {
 		report.Ranks = append(report.Ranks, ctl.LiveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: r.Stopped})
 	}
@@ -519,6 +520,10 @@ func (c *Controller) linkLost(m *ctl.Machine, name string, l *link, why string) 
 func exitOf(x rankExit) ctl.RankExit {
 	e := ctl.RankExit{Job: x.Job, Rank: x.Rank, Node: x.Node, PID: x.PID, Code: x.Code, Signal: x.Signal,
 		CPUTime: time.Duration(x.CPUTime), MaxRSS: x.MaxRSS, Err: x.Err, Failure: x.Failure}
+	if u := x.Usage; u != nil {
+		e.Usage = &ctl.NodeUsage{CPUTime: Duration{D: time.Duration(u.CPUTime)}, PeakMemory: u.PeakMemory, MemoryLimit: u.MemoryLimit,
+			Processes: u.Processes, OOMKills: u.OOMKills}
+	}
 	if s := x.Stats; s != nil {
 		e.Stats = &BenchStats{Iterations: s.Iterations, Compute: Duration{D: time.Duration(s.Compute)},
 			CommWait: Duration{D: time.Duration(s.CommWait)}, Wall: Duration{D: time.Duration(s.Wall)}}
@@ -596,7 +601,7 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
 			meta, member := c.members[name]
 			n := NodeInfo{Name: name, State: "down", Columns: agents[name].Columns}
 			if member {
-				n.Controller, n.APIAddr, n.CPUs = meta.Controller, meta.APIAddr, meta.CPUs
+				n.Controller, n.APIAddr, n.CPUs, n.Memory = meta.Controller, meta.APIAddr, meta.CPUs, meta.Memory
 				if agents[name].Up {
 					n.State = "up"
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench"
@@ -136,14 +137,16 @@ collects them for whole workloads.`,
 
 func newQueueCmd() *cobra.Command {
 	var cf clientFlags
-	var all bool
+	var all, long bool
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "List jobs (squeue-like): JOBID NAME ST TIME NODES NODELIST(REASON)",
 		Long: `List pending and running jobs (--all: finished ones too). ST is the state:
 PD pending, R running, CD completed, F failed, CA cancelled, TO timeout. TIME
 is the time the job has run. For a pending job the last column says why it
-waits; for a failed one why it failed.`,
+waits; for a failed one why it failed. --long adds the accounting the agents
+read from the jobs' cgroups once a job's ranks end: CPU time, peak memory
+(the largest node's) and the most processes seen at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.client()
@@ -154,17 +157,22 @@ waits; for a failed one why it failed.`,
 			if err != nil {
 				return err
 			}
-			writeQueue(cmd.OutOrStdout(), jobs)
+			writeQueue(cmd.OutOrStdout(), jobs, long)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include finished jobs")
+	cmd.Flags().BoolVarP(&long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
 	cf.add(cmd)
 	return cmd
 }
 
-func writeQueue(w io.Writer, jobs []node.Job) {
-	rows := [][]string{{"JOBID", "NAME", "ST", "TIME", "NODES", "NODELIST(REASON)"}}
+func writeQueue(w io.Writer, jobs []node.Job, long bool) {
+	head := []string{"JOBID", "NAME", "ST", "TIME", "NODES"}
+	if long {
+		head = append(head, "CPU", "MAXMEM", "PROCS")
+	}
+	rows := [][]string{append(head, "NODELIST(REASON)")}
 	for _, j := range jobs {
 		nodes := distinct(j.Nodes)
 		last := strings.Join(nodes, ",")
@@ -179,7 +187,11 @@ func writeQueue(w io.Writer, jobs []node.Job) {
 		if j.State == node.Pending {
 			count = "-"
 		}
-		rows = append(rows, []string{fmt.Sprint(j.ID), truncate(name, 16), j.State.Code(), squeueTime(j.Elapsed.D), count, last})
+		r := []string{fmt.Sprint(j.ID), truncate(name, 16), j.State.Code(), squeueTime(j.Elapsed.D), count}
+		if long {
+			r = append(r, usageColumns(j.Usage)...)
+		}
+		rows = append(rows, append(r, last))
 	}
 	writeColumns(w, rows)
 }
@@ -311,9 +323,9 @@ whose strobe went out late (overruns).`,
 }
 
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "COLUMNS", "JOBS", "CONTROLLER"}
+	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS", "CONTROLLER"}
 	if stats {
-		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT")
+		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
 	}
 	rows := [][]string{head}
 	for _, n := range rep.Nodes {
@@ -330,15 +342,19 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		for _, id := range n.Jobs {
 			jobs = append(jobs, fmt.Sprint(id))
 		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
+		mem := "-"
+		if n.Memory > 0 {
+			mem = humanize.IBytes(uint64(n.Memory))
+		}
+		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
 		if stats {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
 				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
 					fmt.Sprintf("%v/%v", st.Latency.P50, st.Latency.P99), fmt.Sprintf("%v/%v", st.SwitchCost.P50, st.SwitchCost.P99),
-					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent))
+					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
 			} else {
-				r = append(r, "-", "-", "-", "-", "-", "-", "-")
+				r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
 			}
 		}
 		rows = append(rows, r)
@@ -402,4 +418,12 @@ func columnList(cols []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.
+func usageColumns(u *node.JobUsage) []string {
+	if u == nil {
+		return []string{"-", "-", "-"}
+	}
+	return []string{u.CPUTime.D.Round(time.Millisecond).String(), humanize.IBytes(uint64(u.PeakMemory)), fmt.Sprint(u.Processes)}
 }

@@ -121,6 +121,19 @@ type RankInfo struct {
 	Error   string   `json:"error,omitempty"`
 	// Bench is a benchmark rank's own report.
 	Bench *BenchStats `json:"bench,omitempty"`
+	// Usage is the job's accounting on this rank's node, from its cgroup:
+	// carried by the last of the job's ranks there to end (nil on the
+	// others, and where the agent runs without cgroups).
+	Usage *NodeUsage `json:"usage,omitempty"`
+}
+
+// NodeUsage is one job's accounting on one node, from its cgroup.
+type NodeUsage struct {
+	CPUTime     Duration `json:"cpu_time"`               // every process of the job there
+	PeakMemory  int64    `json:"peak_memory"`            // bytes
+	MemoryLimit int64    `json:"memory_limit,omitempty"` // bytes; 0 = none
+	Processes   int      `json:"processes"`              // the most seen at once
+	OOMKills    uint64   `json:"oom_kills,omitempty"`    // processes the kernel killed over the limit
 }
 
 // BenchStats is what a benchmark rank measured of itself.
