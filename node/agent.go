@@ -221,6 +221,7 @@ type Agent struct {
 	conn    net.Conn
 	pending []rankExit             // exits no controller has heard of (at most maxPendingExits)
 	ctrl    *Controller            // the controller it runs while it leads
+	ctlName string                 // the controller agent whose connection it serves
 	meta    member.Meta            // what it gossips about itself
 	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
 }
@@ -489,7 +490,10 @@ func (a *Agent) watchMembers(ctx context.Context) {
 				if c := a.controller(); c != nil && ev.Meta.Name != a.cfg.Name {
 					c.MemberLeft(ev.Meta.Name)
 				}
-				if ev.Meta.Leads > 0 && ev.Meta.Name != a.cfg.Name {
+				a.mu.Lock()
+				serving := a.ctlName == ev.Meta.Name
+				a.mu.Unlock()
+				if (ev.Meta.Leads > 0 || serving) && ev.Meta.Name != a.cfg.Name {
 					a.controllerGone(ev.Meta.Name)
 				}
 			}
