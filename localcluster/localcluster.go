@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +37,8 @@ const (
 	MinSlice      = time.Millisecond
 	MaxSlice      = time.Hour
 	MaxMPL        = 64
+	// MaxControllers bounds Options.Controllers.
+	MaxControllers = 7
 )
 
 // Options say what cluster Up starts. The zero value is not valid; start
@@ -45,13 +49,17 @@ type Options struct {
 	Exe string
 	Env []string
 
-	Agents     int // agents, a0 … a(N-1); a0 runs the controller
+	Agents     int // agents, a0 … a(N-1); a0 runs the controller unless Controllers > 1
 	Processors int // processors each agent offers
-	Mode       node.Mode
-	Slice      time.Duration // gang, bcs
-	MPL        int           // 1 in space mode
-	Policy     gang.Policy
-	Backfill   gang.Backfill // the priority-backfill policies' options (zero: their defaults)
+	// Controllers: 1, a0 is the controller (and offers processors); N > 1,
+	// N more agents c0 … c(N-1) without processors form the controllers'
+	// raft group (one leads, the others stand by).
+	Controllers int
+	Mode        node.Mode
+	Slice       time.Duration // gang, bcs
+	MPL         int           // 1 in space mode
+	Policy      gang.Policy
+	Backfill    gang.Backfill // the priority-backfill policies' options (zero: their defaults)
 	// Bandwidth is bcs's bytes per second per node (h_max = Bandwidth ×
 	// Slice); 0 is unlimited.
 	Bandwidth float64
@@ -72,7 +80,7 @@ type Options struct {
 // DefaultOptions are `cosched cluster up`'s defaults, without a state
 // directory.
 func DefaultOptions() Options {
-	return Options{Agents: 4, Processors: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
+	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
 		Bandwidth: 100e6, RealtimePriority: 50, Timeout: 30 * time.Second}
 }
 
@@ -85,6 +93,9 @@ func (o Options) Validate() error {
 	}
 	if o.Agents < 1 || o.Agents > MaxAgents {
 		bad("Agents", o.Agents, "must be from 1 to %d", MaxAgents)
+	}
+	if o.Controllers < 1 || o.Controllers > MaxControllers {
+		bad("Controllers", o.Controllers, "must be from 1 to %d (an odd number: 1, 3 or 5)", MaxControllers)
 	}
 	if o.Processors < 1 || o.Processors > MaxProcessors {
 		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
@@ -135,6 +146,10 @@ func (o Options) Validate() error {
 type Agent struct {
 	Ready
 	Log string `json:"log"`
+	// Args are the flags it was started with (its --join and --ready-file
+	// aside), so Restart starts it again the same way, over the same
+	// state directory (its journal, if it is a controller).
+	Args []string `json:"args,omitempty"`
 }
 
 // Ready is what an agent started with --ready-file writes there once it
@@ -154,10 +169,13 @@ type Cluster struct {
 	Started time.Time `json:"started"`
 	Agents  []Agent   `json:"agents"`
 	dir     string
+	// firstJobID is what Up passes its controllers (ids go on from the
+	// state directory's earlier clusters).
+	firstJobID int64
 }
 
-// ErrRunning is returned by Up when the state directory's cluster still
-// runs.
+// ErrRunning is returned by Up when every agent of the state directory's
+// cluster still runs.
 var ErrRunning = errors.New("a cluster is already running")
 
 // File is where a cluster's record lives in its state directory.
@@ -184,12 +202,24 @@ func Load(dir string) (*Cluster, error) {
 
 // Up starts a cluster, waits until the controller has every agent, and
 // records it in the state directory. On failure it stops what it started.
+//
+// When the state directory records a cluster some of whose agents died
+// (killed, crashed) while others run, Up restarts those instead (Restart):
+// o then only bounds the wait; the agents keep the settings they were
+// started with. A recorded cluster all of whose agents died is replaced by
+// a new one (Restart brings it back instead, as cluster up does).
 func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if c, err := Load(o.StateDir); err == nil && c.Alive() {
-		return nil, fmt.Errorf("%w (state in %s)", ErrRunning, o.StateDir)
+		if len(c.Dead()) == 0 {
+			return nil, fmt.Errorf("%w (state in %s)", ErrRunning, o.StateDir)
+		}
+		if _, err := c.Restart(ctx, o.Exe, o.Timeout); err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 	if o.Exe == "" {
 		exe, err := os.Executable()
@@ -201,7 +231,11 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir}
+	first, err := freshJournals(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir, firstJobID: first}
 	ok := false
 	defer func() {
 		if !ok {
@@ -209,13 +243,18 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}()
 	deadline := time.Now().Add(o.Timeout)
+	if o.Controllers > 1 {
+		if err := c.startControllers(ctx, o, deadline); err != nil {
+			return nil, err
+		}
+	}
 	for i := range o.Agents {
 		if err := c.startAgent(ctx, o, i, deadline); err != nil {
 			return nil, err
 		}
 	}
 	c.API = c.Agents[0].API
-	if err := c.waitJoined(ctx, o, deadline); err != nil {
+	if err := c.waitJoined(ctx, o.Agents, o.Timeout, deadline); err != nil {
 		return nil, err
 	}
 	b, _ := json.MarshalIndent(c, "", "  ")
@@ -226,6 +265,56 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
+// startControllers starts the controller-only agents c0 … c(N-1), each
+// with a fixed journal port (a restarted one is found at the same address).
+func (c *Cluster) startControllers(ctx context.Context, o Options, deadline time.Time) error {
+	for i := range o.Controllers {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("c%d", i)
+		adir := filepath.Join(o.StateDir, "agents", name)
+		if err := os.MkdirAll(adir, 0o755); err != nil {
+			return err
+		}
+		args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir, "--no-compute",
+			"--log-format", "json", "--realtime-priority", strconv.Itoa(o.RealtimePriority),
+			"--controllers", strconv.Itoa(o.Controllers), "--raft-port", strconv.Itoa(port)}
+		args = append(args, c.controllerArgs(o)...)
+		var join []string
+		if i > 0 {
+			join = []string{c.Agents[0].Gossip}
+		}
+		c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name}, Log: filepath.Join(adir, "agent.log"), Args: args})
+		if err := c.launch(ctx, o.Exe, o.Env, &c.Agents[len(c.Agents)-1], join, deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freePort is a loopback TCP port nothing listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// compute is how many of the agents offer processors.
+func (c *Cluster) compute() int {
+	n := 0
+	for _, a := range c.Agents {
+		if !slices.Contains(a.Args, "--no-compute") {
+			n++
+		}
+	}
+	return n
+}
+
 // startAgent starts agent i and waits for its ready file.
 func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline time.Time) error {
 	name := fmt.Sprintf("a%d", i)
@@ -233,39 +322,106 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		return err
 	}
-	ready := filepath.Join(adir, "ready.json")
-	os.Remove(ready)
 	args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir,
-		"--processors", strconv.Itoa(o.Processors), "--ready-file", ready, "--log-format", "json",
+		"--processors", strconv.Itoa(o.Processors), "--log-format", "json",
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
 	if o.Suspend != "" {
 		args = append(args, "--suspend", o.Suspend)
 	}
-	if i == 0 {
-		args = append(args, controllerArgs(o)...)
-	} else {
-		args = append(args, "--join", c.Agents[0].Gossip)
+	var join []string
+	switch {
+	case o.Controllers > 1:
+		join = []string{c.Agents[0].Gossip}
+	case i == 0:
+		args = append(args, c.controllerArgs(o)...)
+	default:
+		join = []string{c.Agents[0].Gossip}
 	}
-	logPath := filepath.Join(adir, "agent.log")
-	p, err := startDetached(o.Exe, args, o.Env, logPath)
+	c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name}, Log: filepath.Join(adir, "agent.log"), Args: args})
+	return c.launch(ctx, o.Exe, o.Env, &c.Agents[len(c.Agents)-1], join, deadline)
+}
+
+// launch starts agent a with its Args, joining the gossip addresses join,
+// and waits for its ready file.
+func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent, join []string, deadline time.Time) error {
+	ready := filepath.Join(filepath.Dir(a.Log), "ready.json")
+	os.Remove(ready)
+	args := append(slices.Clone(a.Args), "--ready-file", ready)
+	for _, j := range join {
+		args = append(args, "--join", j)
+	}
+	p, err := startDetached(exe, args, env, a.Log)
 	if err != nil {
-		return fmt.Errorf("start agent %s: %w", name, err)
+		return fmt.Errorf("start agent %s: %w", a.Name, err)
 	}
-	c.Agents = append(c.Agents, Agent{Ready: Ready{Name: name, PID: p.pid}, Log: logPath})
+	a.PID = p.pid
 	info, err := waitReady(ctx, ready, p.exited, deadline)
 	if err != nil {
-		if line := lastError(logPath, p.logFrom); line != "" {
-			return fmt.Errorf("agent %s did not come up: %v: %s", name, err, line)
+		if line := lastError(a.Log, p.logFrom); line != "" {
+			return fmt.Errorf("agent %s did not come up: %v: %s", a.Name, err, line)
 		}
-		return fmt.Errorf("agent %s did not come up: %w (see %s)", name, err, logPath)
+		return fmt.Errorf("agent %s did not come up: %w (see %s)", a.Name, err, a.Log)
 	}
-	c.Agents[i].Ready = info
+	a.Ready = info
 	return nil
 }
 
+// Dead lists the agents of the record that no longer run.
+func (c *Cluster) Dead() []string {
+	var dead []string
+	for _, a := range c.Agents {
+		if !alive(a.PID) {
+			dead = append(dead, a.Name)
+		}
+	}
+	return dead
+}
+
+// Restart starts again, with the flags and state directories they had,
+// the agents that died; they join the ones still running, or the first of
+// them when every agent died (a controller comes back with its journal). It waits until the controller has every
+// agent again, updates the record, and returns the names it restarted.
+// exe is the cosched binary ("" for this process's executable).
+func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration) ([]string, error) {
+	var live []string
+	for _, a := range c.Agents {
+		if alive(a.PID) {
+			live = append(live, a.Gossip)
+		}
+	}
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("locating the cosched binary: %w", err)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	var restarted []string
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		if alive(a.PID) {
+			continue
+		}
+		if len(a.Args) == 0 {
+			return restarted, fmt.Errorf("agent %s died and its record has no flags to restart it with (a cluster started by an older cosched): stop it with `cosched cluster down`", a.Name)
+		}
+		if err := c.launch(ctx, exe, nil, a, live, deadline); err != nil {
+			return restarted, err
+		}
+		restarted = append(restarted, a.Name)
+		live = append(live, a.Gossip)
+	}
+	c.API = c.Agents[0].API
+	if err := c.waitJoined(ctx, c.compute(), timeout, deadline); err != nil {
+		return restarted, err
+	}
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return restarted, atomicfile.WriteFile(File(c.dir), b)
+}
+
 // controllerArgs are agent a0's flags for the controller's settings.
-func controllerArgs(o Options) []string {
-	args := []string{"--controller", "--mode", string(o.Mode), "--slice", o.Slice.String(), "--mpl", strconv.Itoa(o.MPL),
+func (c *Cluster) controllerArgs(o Options) []string {
+	args := []string{"--controller", "--first-job-id", strconv.FormatInt(max(c.firstJobID, 1), 10), "--mode", string(o.Mode), "--slice", o.Slice.String(), "--mpl", strconv.Itoa(o.MPL),
 		"--policy", string(o.Policy), "--bandwidth", strconv.FormatInt(int64(o.Bandwidth), 10)}
 	if o.StrobeFanout > 0 {
 		args = append(args, "--strobe-fanout", strconv.Itoa(o.StrobeFanout))
@@ -286,22 +442,27 @@ func controllerArgs(o Options) []string {
 	return args
 }
 
-// waitJoined waits until the controller has every agent's processors.
-func (c *Cluster) waitJoined(ctx context.Context, o Options, deadline time.Time) error {
-	api := node.NewClient(c.API)
+// waitJoined waits until the controller has the processors of every agent
+// that offers some.
+func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
+	var others []string
+	for _, a := range c.Agents {
+		others = append(others, a.API)
+	}
+	api := node.NewClient(c.API, others...)
 	for {
 		rep, err := api.Nodes(ctx, false)
 		up := 0
 		for _, n := range rep.Nodes {
-			if n.State == "up" {
+			if n.State == "up" && n.CPUs > 0 {
 				up++
 			}
 		}
-		if err == nil && up == o.Agents {
+		if err == nil && up == agents {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d agents joined the controller in %v (logs in %s)", up, o.Agents, o.Timeout, o.StateDir)
+			return fmt.Errorf("only %d of %d agents joined the controller in %v (logs in %s)", up, agents, timeout, c.dir)
 		}
 		select {
 		case <-ctx.Done():
@@ -445,8 +606,17 @@ func (c *Cluster) Stop(grace time.Duration) error {
 	return nil
 }
 
-// Down stops the cluster (Stop) and removes its record.
+// Down stops the cluster (Stop) and removes its record. It first notes
+// the last job id (lastJobFile), so that the next cluster of the state
+// directory numbers on.
 func (c *Cluster) Down(grace time.Duration) error {
+	if c.dir != "" {
+		if last := c.lastJobID(); last > 0 {
+			if err := atomicfile.WriteFile(filepath.Join(c.dir, lastJobFile), []byte(strconv.FormatInt(last, 10)+"\n")); err != nil {
+				return err
+			}
+		}
+	}
 	if err := c.Stop(grace); err != nil {
 		return err
 	}
@@ -456,6 +626,62 @@ func (c *Cluster) Down(grace time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// lastJobFile holds, in a state directory, the last job id of the clusters
+// that ran there.
+const lastJobFile = "last-job-id"
+
+// lastJobID is the highest job id the cluster gave, as its API says, or
+// as the job directories under the agents' state say when it does not
+// answer (a crashed cluster); 0 if none.
+func (c *Cluster) lastJobID() int64 {
+	var last int64
+	var apis []string
+	for _, a := range c.Agents {
+		apis = append(apis, a.API)
+	}
+	if len(apis) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		cl := node.NewClient(apis[0], apis[1:]...)
+		cl.RetryFor = 0
+		if jobs, err := cl.Jobs(ctx, true); err == nil {
+			for _, j := range jobs {
+				last = max(last, j.ID)
+			}
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(c.dir, "agents", "*", "jobs", "*"))
+	for _, d := range dirs {
+		if id, err := strconv.ParseInt(filepath.Base(d), 10, 64); err == nil {
+			last = max(last, id)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(c.dir, lastJobFile)); err == nil {
+		if id, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			last = max(last, id)
+		}
+	}
+	return last
+}
+
+// freshJournals starts a new cluster's controllers with empty journals
+// (the old ones move to journal.prev: a new cluster may have other agents,
+// processors or mode) and returns the first job id it is to give.
+func freshJournals(dir string) (int64, error) {
+	old, _ := filepath.Glob(filepath.Join(dir, "agents", "*", "journal"))
+	for _, j := range old {
+		prev := j + ".prev"
+		if err := os.RemoveAll(prev); err != nil {
+			return 0, err
+		}
+		if err := os.Rename(j, prev); err != nil {
+			return 0, err
+		}
+	}
+	last := (&Cluster{dir: dir}).lastJobID()
+	return last + 1, nil
 }
 
 // stop ends the agents and returns those that survived.

@@ -2,9 +2,13 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,5 +54,179 @@ func TestUpReportsTheAgentsError(t *testing.T) {
 	}
 	if _, err := Load(o.StateDir); !os.IsNotExist(err) {
 		t.Fatalf("a record was left: %v", err)
+	}
+}
+
+// Up on a cluster that lost an agent starts that agent again, with the
+// flags and state directory it had, and updates the record; Up on a whole
+// cluster is refused.
+func TestUpRestartsTheAgentsThatDied(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	exe := buildCosched(t)
+	o := DefaultOptions()
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, node.Space, 1, 0
+	c, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Down(5 * time.Second) }() // c is the latest record
+	if _, err := Up(context.Background(), o); !errors.Is(err, ErrRunning) {
+		t.Fatalf("Up over a whole running cluster: %v", err)
+	}
+	oldPID := c.Agents[1].PID
+	if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(oldPID) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if dead := c.Dead(); len(dead) != 1 || dead[0] != "a1" {
+		t.Fatalf("dead agents %v, want [a1]", dead)
+	}
+	c2, err := Up(context.Background(), o)
+	if err != nil {
+		for _, a := range c.Agents {
+			log, _ := os.ReadFile(a.Log)
+			lines := strings.Split(string(log), "\n")
+			t.Logf("%s:\n%s", a.Name, strings.Join(lines[max(0, len(lines)-25):], "\n"))
+		}
+		t.Fatal(err)
+	}
+	if c2.Agents[1].PID == oldPID || !alive(c2.Agents[1].PID) || c2.Agents[0].PID != c.Agents[0].PID {
+		t.Fatalf("after Up: agents %+v (a1 was pid %d)", c2.Agents, oldPID)
+	}
+	rec, err := Load(o.StateDir)
+	if err != nil || rec.Agents[1].PID != c2.Agents[1].PID || !slices.Equal(rec.Agents[1].Args, c.Agents[1].Args) {
+		t.Fatalf("record after the restart: %+v, %v", rec, err)
+	}
+	c = rec
+}
+
+// buildCosched builds the cosched binary into a temporary directory.
+func buildCosched(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "cosched")
+	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/cosched").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// Three controllers: the leader is killed while a job runs and one waits;
+// another leads, Up restarts the dead one (with its journal), and both jobs
+// complete under their ids.
+func TestUpWithStandbyControllers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	exe := buildCosched(t)
+	o := DefaultOptions()
+	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, node.Space, 1, 0
+	c, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Down(5 * time.Second) }()
+	if len(c.Agents) != 5 || c.compute() != 2 {
+		t.Fatalf("agents %+v", c.Agents)
+	}
+	var apis []string
+	for _, a := range c.Agents {
+		apis = append(apis, a.API)
+	}
+	client := node.NewClient(apis[3], apis...) // a compute agent first
+	leader := func() string {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if rep, err := client.Nodes(context.Background(), false); err == nil {
+				for _, n := range rep.Nodes {
+					if n.Leader {
+						return n.Name
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no leader")
+		return ""
+	}
+	first := leader()
+	var ids []int64
+	for _, secs := range []string{"3", "1"} {
+		id, err := client.Submit(context.Background(), node.JobSpec{Processors: 2, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, a := range c.Agents {
+		if a.Name == first {
+			syscall.Kill(a.PID, syscall.SIGKILL)
+			for alive(a.PID) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	if next := leader(); next == first {
+		t.Fatalf("%s still leads after it was killed", first)
+	}
+	if c, err = Up(context.Background(), o); err != nil {
+		t.Fatalf("Up to restart %s: %v", first, err)
+	}
+	if dead := c.Dead(); len(dead) != 0 {
+		t.Fatalf("dead after Up: %v", dead)
+	}
+	for _, id := range ids {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			j, err := client.Job(context.Background(), id)
+			if err == nil && j.State == node.Completed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d: %+v, %v", id, j, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// Job ids go on across clusters of one state directory: after cluster
+// down, the next cluster's first job follows the last one's.
+func TestJobIDsGoOnAcrossClusters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	exe := buildCosched(t)
+	o := DefaultOptions()
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, node.Space, 1, 0
+	submit := func(c *Cluster) int64 {
+		id, err := node.NewClient(c.API).Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	c, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := submit(c), submit(c)
+	if err := c.Down(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	o.Processors = 2 // another cluster: the old journal is set aside
+	c, err = Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Down(5 * time.Second) }()
+	if third := submit(c); first != 1 || second != 2 || third != 3 {
+		t.Fatalf("ids %d, %d, then %d in the next cluster", first, second, third)
+	}
+	if _, err := os.Stat(filepath.Join(o.StateDir, "agents", "a0", "journal.prev")); err != nil {
+		t.Fatalf("the first cluster's journal was not kept: %v", err)
 	}
 }

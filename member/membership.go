@@ -72,6 +72,11 @@ func Join(cfg Config) (*Membership, error) {
 		// its peers. Exchanging state more often costs little on one host.
 		mc.PushPullInterval = 3 * time.Second
 	}
+	// A restarted agent comes back under its name at new ports: once the
+	// old incarnation is declared dead, the new one takes the name at once
+	// (memberlist's default never lets a dead name move to a new address,
+	// until the dead member is forgotten, 15–30 s later).
+	mc.DeadNodeReclaimTime = time.Second
 	mc.Name = cfg.Name
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = cfg.Advertise, port

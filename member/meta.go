@@ -39,7 +39,14 @@ type Meta struct {
 	APIAddr       string `msgpack:"aa"`  // HTTP host:port of the API
 	RelayAddr     string `msgpack:"ra"`  // host:port of the message relay (BCS)
 	CPUs          int    `msgpack:"cpu"` // processors this node offers
-	Controller    bool   `msgpack:"ctl"` // this node runs the controller role
+	Controller    bool   `msgpack:"ctl"` // this node may run the controller (one of the controllers' raft group)
+	// RaftAddr is the TCP host:port of its controller journal (controllers
+	// only).
+	RaftAddr string `msgpack:"rf,omitempty"`
+	// Leads is the raft term in which this node's controller leads, 0 when
+	// it does not: of two members that claim to lead (the old leader's
+	// metadata outlives it for a moment), the higher term does.
+	Leads uint64 `msgpack:"ld,omitempty"`
 	// Memory is what the node offers jobs, in bytes (its MemTotal less
 	// the agent's reserve); 0 means not advertised (no admission by
 	// memory on this node).

@@ -34,11 +34,23 @@ type Config struct {
 	Advertise  string   // host other agents reach this one at (default: Bind's host)
 	Join       []string // other agents' gossip addresses
 	SecretKey  []byte   // gossip encryption key (16, 24 or 32 bytes), optional
-	Controller bool     // run the controller role
-	Mode       Mode     // controller: how processors are shared
-	Slice      time.Duration
-	MPL        int
-	Policy     gang.Policy
+	Controller bool     // controller-eligible: one of the controllers' raft group; runs the controller while it leads
+	// Controllers is how many controller-eligible agents form a new group
+	// (bootstrap-expect; 0 or 1: this one alone). A journal that already
+	// belongs to a group ignores it.
+	Controllers int
+	// FirstJobID, when above 1, is the id of the first job of a controller
+	// whose journal is empty (cluster up: ids never repeat within a state
+	// directory, across clusters).
+	FirstJobID int64
+	// RaftPort is the TCP port of the controller journal (0 picks one; a
+	// group of several needs a fixed one so a restarted controller is found
+	// at the same address).
+	RaftPort int
+	Mode     Mode // controller: how processors are shared
+	Slice    time.Duration
+	MPL      int
+	Policy   gang.Policy
 	// Backfill holds the options of the priority-backfill policies
 	// (controller; the zero value is their default).
 	Backfill   gang.Backfill
@@ -48,7 +60,10 @@ type Config struct {
 	// slots without pinning.
 	CPUs       []int
 	Processors int // slots offered when CPUs is empty (default: the machine's CPUs)
-	StateDir   string
+	// NoCompute offers no processors: a controller-only agent, whose death
+	// kills no rank (ranks die with their agent).
+	NoCompute bool
+	StateDir  string
 	// Nice is the agent's own nice value, applied at start if permitted
 	// (negative needs CAP_SYS_NICE): the control plane must preempt busy
 	// ranks. RankNice is the ranks' (they are born with it).
@@ -71,8 +86,10 @@ type Config struct {
 	// them as soon as the controller leaves the cluster (the CLI's
 	// default is 5m).
 	ControllerGrace time.Duration
-	// Journal keeps the controller's job table across its restarts
-	// (controller; default: in memory, lost with the process).
+	// Journal, when set, is the controller's journal and this agent the
+	// only controller (tests: a journal in memory). Unset, a controller
+	// keeps its journal on disk in StateDir/journal (node/journal),
+	// replicated to the other controllers.
 	Journal Journal
 	// BenchRank is how the agent runs a benchmark job's ranks: the
 	// command, to which the job's bench-rank arguments are appended
@@ -138,6 +155,12 @@ func (c *Config) Validate() error {
 		if _, err := ParseMPI(c.MPI); err != nil {
 			errs = append(errs, err)
 		}
+		if c.Controllers < 0 || c.Controllers > 15 {
+			errs = append(errs, fmt.Errorf("controllers %d: want 1 to 15 (an odd number: 1, 3 or 5)", c.Controllers))
+		}
+		if c.RaftPort < 0 || c.RaftPort > 65535 {
+			errs = append(errs, fmt.Errorf("raft port %d: want 0 to 65535", c.RaftPort))
+		}
 	}
 	for _, cpu := range c.CPUs {
 		if cpu < 0 {
@@ -164,6 +187,9 @@ func (c *Config) Validate() error {
 	if len(c.CPUs) == 0 && c.Processors < 0 {
 		errs = append(errs, fmt.Errorf("processors %d: must not be negative", c.Processors))
 	}
+	if c.NoCompute && (len(c.CPUs) > 0 || c.Processors > 0) {
+		errs = append(errs, errors.New("no compute: an agent that offers no processors takes no cpus or processors"))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("node: invalid config: %w", errors.Join(errs...))
 	}
@@ -183,8 +209,8 @@ type Agent struct {
 	skew     *strobe.SkewTracker // the controller's agent only
 	follower *strobe.Follower
 	relay    *relay.Relay
-	ctrl     *Controller
-	ctrlDone chan struct{} // closed when the controller's Run has returned
+	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
+	leadDone chan struct{} // closed when lead has returned (its controller stopped)
 	ctlLn    net.Listener
 	apiLn    net.Listener
 	api      *http.Server
@@ -206,14 +232,16 @@ type Agent struct {
 	// pending wake-up covers any number of changes).
 	ctlChanged chan struct{}
 
-	mu      sync.Mutex // guards conn, pending, ctrlAPI, hbAddrs, ctrlHB, stats
+	mu      sync.Mutex // guards conn, pending, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
 	conn    net.Conn
-	pending []rankExit // exits no controller has heard of (at most maxPendingExits)
-	ctrlAPI string
-	// hbAddrs is every other member's heartbeat address, by name; ctrlHB
-	// the controller agent's (setHeartbeatPeers).
+	pending []rankExit  // exits no controller has heard of (at most maxPendingExits)
+	ctrl    *Controller // the controller it runs while it leads
+	ctlName string      // the controller agent whose connection it serves
+	meta    member.Meta // what it gossips about itself
+	// hbAddrs is every other member's heartbeat address, by name; ctrlHBs
+	// the controller-eligible agents' (setHeartbeatPeers).
 	hbAddrs map[string]string
-	ctrlHB  string
+	ctrlHBs []string
 	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
 }
 
@@ -228,7 +256,7 @@ func Start(cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	if len(cfg.CPUs) == 0 && cfg.Processors == 0 {
+	if len(cfg.CPUs) == 0 && cfg.Processors == 0 && !cfg.NoCompute {
 		cfg.Processors = runtime.NumCPU()
 	}
 	if len(cfg.CPUs) > 0 {
@@ -317,15 +345,14 @@ func Start(cfg Config) (*Agent, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	if cfg.Controller {
-		var sender *strobe.Sender
-		if cfg.Mode.TimeShared() {
-			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
-			sender.SetFanout(cfg.StrobeFanout)
-		}
-		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
-			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, MPI: cfg.MPI, ReconnectGrace: cfg.ControllerGrace, Journal: cfg.Journal, Log: a.log}, sender, uint64(time.Now().UnixNano()))
-		if err != nil {
+		// Check the controller's configuration now, not when it first leads.
+		if _, err := NewController(a.controllerConfig(), nil, 0); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
+		}
+		if cfg.Journal == nil {
+			if err := a.openGroup(host); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// Every agent follows strobes: whether rows rotate is the controller's
@@ -337,7 +364,7 @@ func Start(cfg Config) (*Agent, error) {
 	// /metrics.
 	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log,
 		HeartbeatData: a.relay.HeartbeatData}
-	if a.ctrl != nil {
+	if cfg.Controller {
 		a.skew = strobe.NewSkewTracker(0)
 	}
 	fcfg.Applied = func(r strobe.SliceRecord) {
@@ -366,6 +393,10 @@ func Start(cfg Config) (*Agent, error) {
 		Controller:    cfg.Controller,
 		Memory:        a.offeredMemory(),
 	}
+	if a.group != nil {
+		meta.RaftAddr = a.group.RaftAddr()
+	}
+	a.meta = meta
 	a.api = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
 
 	a.goRun(func() { a.serveControl(ctx) })
@@ -382,20 +413,22 @@ func Start(cfg Config) (*Agent, error) {
 			a.log.Error("strobe follower", zap.Error(err))
 		}
 	})
-	if a.ctrl != nil {
-		a.ctrlDone = make(chan struct{})
-		a.goRun(func() {
-			defer close(a.ctrlDone)
-			if err := a.ctrl.Run(ctx); err != nil {
-				a.log.Error("controller", zap.Error(err))
-			}
-		})
-	}
-	if a.ml, err = member.Join(member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
-		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log}); err != nil {
+	ml, err := member.Join(member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
+		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log})
+	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	a.mu.Lock()
+	a.ml = ml // the API may already be serving: leaderMeta reads it under mu
+	a.mu.Unlock()
 	a.goRun(func() { a.watchMembers(ctx) })
+	if cfg.Controller {
+		a.leadDone = make(chan struct{})
+		a.goRun(func() {
+			defer close(a.leadDone)
+			a.lead(ctx)
+		})
+	}
 	ok = true
 	a.log.Info("agent started", zap.String("gossip", a.ml.Addr()), zap.String("api", meta.APIAddr),
 		zap.Bool("controller", cfg.Controller), zap.Int("processors", cfg.Processors))
@@ -435,8 +468,9 @@ func (a *Agent) goRun(f func()) {
 	}()
 }
 
-// setHeartbeatPeers points this agent's heartbeats at the controller's
-// agent (liveness, skew) and at the nodes that share a job with it (BCS's
+// setHeartbeatPeers points this agent's heartbeats at the
+// controller-eligible agents (liveness, skew: whichever leads, or takes
+// over, hears it; a constant number) and at the nodes that share a job with it (BCS's
 // control data: transfers announced, barrier arrivals), and at no one
 // else: heartbeats per slice are bounded by what a node shares, not by
 // the cluster's size. Called at membership changes and whenever the
@@ -445,9 +479,7 @@ func (a *Agent) setHeartbeatPeers() {
 	shared := a.relay.SharedNodes()
 	a.mu.Lock()
 	peers := make([]string, 0, len(shared)+1)
-	if a.ctrlHB != "" {
-		peers = append(peers, a.ctrlHB)
-	}
+	peers = append(peers, a.ctrlHBs...)
 	for _, n := range shared {
 		if addr, ok := a.hbAddrs[n]; ok {
 			peers = append(peers, addr)
@@ -464,31 +496,24 @@ func (a *Agent) watchMembers(ctx context.Context) {
 	refresh := func() {
 		hbAddrs := map[string]string{}
 		relays := map[string]string{}
-		ctrlHB := ""
+		var ctrlHBs []string
 		for _, m := range a.ml.Members() {
 			if m.Name != a.cfg.Name {
 				hbAddrs[m.Name] = cmp.Or(m.HeartbeatAddr, m.StrobeAddr)
 				relays[m.Name] = m.RelayAddr
 			}
 			if m.Controller {
-				ctrlHB = cmp.Or(m.HeartbeatAddr, m.StrobeAddr)
-				a.mu.Lock()
-				a.ctrlAPI = m.APIAddr
-				a.mu.Unlock()
+				ctrlHBs = append(ctrlHBs, cmp.Or(m.HeartbeatAddr, m.StrobeAddr))
 			}
 		}
 		a.mu.Lock()
-		a.hbAddrs, a.ctrlHB = hbAddrs, ctrlHB
+		a.hbAddrs, a.ctrlHBs = hbAddrs, ctrlHBs
 		a.mu.Unlock()
 		a.setHeartbeatPeers()
 		a.relay.SetPeers(relays)
 	}
 	refresh()
-	if a.ctrl != nil {
-		for _, m := range a.ml.Members() {
-			a.ctrl.MemberJoined(m)
-		}
-	}
+	a.controllersChanged(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -498,21 +523,25 @@ func (a *Agent) watchMembers(ctx context.Context) {
 				return
 			}
 			refresh()
+			a.controllersChanged(ctx)
 			if ev.Kind != member.EventUpdate && ev.Meta.Name != a.cfg.Name {
 				a.log.Info("member "+ev.Kind.String(), zap.String("member", ev.Meta.Name))
 			}
 			switch ev.Kind {
 			case member.EventJoin, member.EventUpdate:
-				if a.ctrl != nil {
-					a.ctrl.MemberJoined(ev.Meta)
+				if c := a.controller(); c != nil && ev.Meta.CPUs > 0 {
+					c.MemberJoined(ev.Meta)
 				}
 			case member.EventLeave:
 				// Its own agent leaving means the controller is shutting
 				// down: the other agents' ranks outlive it (their grace).
-				if a.ctrl != nil && ev.Meta.Name != a.cfg.Name {
-					a.ctrl.MemberLeft(ev.Meta.Name)
+				if c := a.controller(); c != nil && ev.Meta.Name != a.cfg.Name {
+					c.MemberLeft(ev.Meta.Name)
 				}
-				if ev.Meta.Controller && ev.Meta.Name != a.cfg.Name {
+				a.mu.Lock()
+				serving := a.ctlName == ev.Meta.Name
+				a.mu.Unlock()
+				if (ev.Meta.Leads > 0 || serving) && ev.Meta.Name != a.cfg.Name {
 					a.controllerGone(ev.Meta.Name)
 				}
 			}
@@ -520,10 +549,17 @@ func (a *Agent) watchMembers(ctx context.Context) {
 	}
 }
 
-func (a *Agent) controllerAPI() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.ctrlAPI
+// controllersChanged tells the controllers' group which eligible agents
+// gossip shows (it forms or grows the group).
+func (a *Agent) controllersChanged(ctx context.Context) {
+	if a.group == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.group.MembersChanged(ctx, eligible(a.ml.Members())); err != nil && ctx.Err() == nil {
+		a.log.Warn("controller group", zap.Error(err))
+	}
 }
 
 // APIAddr is the address of the agent's HTTP API.
@@ -578,10 +614,15 @@ func (a *Agent) closeAll() error {
 	if a.ctlLn != nil {
 		a.ctlLn.Close()
 	}
-	if a.ctrlDone != nil {
+	if a.leadDone != nil {
 		// The controller stops first: the local ranks' deaths below must not
 		// fail jobs whose ranks on other agents outlive it (their grace).
-		<-a.ctrlDone
+		<-a.leadDone
+	}
+	if a.group != nil {
+		if err := a.group.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// The cgroups first: a frozen rank would not die of the rank
 	// manager's signals, and its Close waits for every rank's death.

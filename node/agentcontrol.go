@@ -94,6 +94,9 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 	} else {
 		a.relay.SetMode(relay.Immediate, 0, 0)
 	}
+	a.mu.Lock()
+	a.ctlName = h.Controller // the controller agent it serves: its leaving ends the link
+	a.mu.Unlock()
 	a.setController(conn)
 	defer a.clearController(conn)
 	for {

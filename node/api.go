@@ -50,8 +50,9 @@ type Job struct {
 // NodeInfo is an agent as the API reports it.
 type NodeInfo struct {
 	Name       string     `json:"name"`
-	State      string     `json:"state"` // "up" or "down"
-	Controller bool       `json:"controller"`
+	State      string     `json:"state"`      // "up" or "down"
+	Controller bool       `json:"controller"` // controller-eligible (one of the controllers' group)
+	Leader     bool       `json:"leader"`     // its controller leads: it schedules and answers the API
 	APIAddr    string     `json:"api_addr"`
 	CPUs       int        `json:"cpus"`
 	Memory     int64      `json:"memory,omitempty"` // bytes offered to jobs (MemTotal less the reserve); 0: not advertised

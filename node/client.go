@@ -4,75 +4,238 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-// Client calls an agent's HTTP API (any agent: others forward to the
-// controller).
+// Client calls a cluster's HTTP API through any of its agents (others
+// forward to the controller). It is safe for concurrent use.
+//
+// When the agent it prefers does not answer, it tries the other agents it
+// knows — those given to NewClient and, after the first answer, every agent
+// in the cluster's node list — and prefers the first that answers. A
+// submission is sent to another agent only when the first could not be
+// connected to (so it cannot have been taken twice); reads and
+// cancellations are retried on any transport error. An answer that says
+// "retry later" (503 with Retry-After: no controller leads yet, e.g. during
+// a failover) is retried for up to RetryFor.
 type Client struct {
-	Addr string // host:port
 	HTTP *http.Client
+	// RetryFor bounds the retries of "retry later" answers (0: none).
+	RetryFor time.Duration
+
+	home string // the agent given first: calls about one agent go there only
+
+	mu      sync.Mutex
+	addrs   []string // in the order to try; addrs[0] is preferred
+	learned bool     // the node list was read once
 }
 
-// NewClient returns a client for the agent at addr.
-func NewClient(addr string) *Client {
-	return &Client{Addr: addr, HTTP: &http.Client{Timeout: 30 * time.Second}}
+// NewClient returns a client that talks to the agent at addr first, then to
+// the others.
+func NewClient(addr string, others ...string) *Client {
+	c := &Client{HTTP: &http.Client{Timeout: 30 * time.Second}, RetryFor: 10 * time.Second, home: addr}
+	c.add(addr)
+	for _, o := range others {
+		c.add(o)
+	}
+	return c
+}
+
+// Addr is the agent the client prefers now.
+func (c *Client) Addr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.addrs) == 0 {
+		return ""
+	}
+	return c.addrs[0]
+}
+
+// Addrs lists the agents the client knows, preferred first.
+func (c *Client) Addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.addrs)
+}
+
+func (c *Client) add(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if addr != "" && !slices.Contains(c.addrs, addr) {
+		c.addrs = append(c.addrs, addr)
+	}
+}
+
+func (c *Client) prefer(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.addrs, addr); i > 0 {
+		c.addrs = slices.Insert(slices.Delete(c.addrs, i, i+1), 0, addr)
+	}
 }
 
 // Error is an API error answer.
 type Error struct {
 	Status  int
 	Message string
+	// retryAfter is set when the answer says the request was not acted on
+	// and may be repeated later.
+	retryAfter time.Duration
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status) }
 
+// unreachableError: no answer from an agent. dialed says whether a
+// connection was made (a request may then have been received).
+type unreachableError struct {
+	addr   string
+	dialed bool
+	err    error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the cluster at %s: %v", e.addr, e.err)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.Addr+path, body)
+	var deadline time.Time
+	if c.RetryFor > 0 {
+		deadline = time.Now().Add(c.RetryFor)
+	}
+	for {
+		err := c.tryAgents(ctx, method, path, body, out)
+		var apiErr *Error
+		if !errors.As(err, &apiErr) || apiErr.retryAfter <= 0 || time.Now().Add(apiErr.retryAfter).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(apiErr.retryAfter):
+		}
+	}
+}
+
+// tryAgents sends the request to the preferred agent, then to the others
+// while they do not answer.
+func (c *Client) tryAgents(ctx context.Context, method, path string, body []byte, out any) error {
+	addrs := c.Addrs()
+	if len(addrs) == 0 {
+		return errors.New("no agent address to talk to")
+	}
+	var first error
+	for _, addr := range addrs {
+		err := c.doAt(ctx, addr, method, path, body, out)
+		var un *unreachableError
+		if !errors.As(err, &un) {
+			// An answer, good or bad: this agent is up.
+			c.prefer(addr)
+			if err == nil {
+				c.learn(ctx, addr)
+			}
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil || (method == http.MethodPost && un.dialed) {
+			break
+		}
+	}
+	if len(addrs) > 1 {
+		return fmt.Errorf("%w (nor did %d other agents answer)", first, len(addrs)-1)
+	}
+	return first
+}
+
+// learn reads the cluster's node list once, so the client knows agents to
+// try when the one it talks to stops answering.
+func (c *Client) learn(ctx context.Context, addr string) {
+	c.mu.Lock()
+	done := c.learned
+	c.learned = true
+	c.mu.Unlock()
+	if done {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var r NodesReport
+	if c.doAt(ctx, addr, http.MethodGet, "/v1/nodes", nil, &r) != nil {
+		return
+	}
+	for _, n := range r.Nodes {
+		if n.State == "up" {
+			c.add(n.APIAddr)
+		}
+	}
+}
+
+func (c *Client) doAt(ctx context.Context, addr, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
 	if err != nil {
 		return err
 	}
-	if in != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach the cluster at %s: %w", c.Addr, err)
+		var op *net.OpError
+		dialFailed := errors.As(err, &op) && op.Op == "dial"
+		return &unreachableError{addr: addr, dialed: !dialFailed, err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("reading the answer from %s: %w", c.Addr, err)
+		return fmt.Errorf("reading the answer from %s: %w", addr, err)
 	}
 	if ct := resp.Header.Get("Content-Type"); len(data) > 0 && !isJSON(ct) {
 		// An HTML page, a proxy's error: some other server is there.
-		return &NotAgentError{Addr: c.Addr, Status: resp.StatusCode, ContentType: ct}
+		return &NotAgentError{Addr: addr, Status: resp.StatusCode, ContentType: ct}
 	}
 	if resp.StatusCode >= 300 {
 		var e APIError
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = string(bytes.TrimSpace(data))
 		}
-		return &Error{Status: resp.StatusCode, Message: e.Error}
+		apiErr := &Error{Status: resp.StatusCode, Message: e.Error}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+				// Retry-After counts seconds; a failover takes about one.
+				apiErr.retryAfter = min(time.Duration(max(secs, 1))*time.Second, 250*time.Millisecond)
+			}
+		}
+		return apiErr
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("unexpected answer from %s: %w", c.Addr, err)
+		return fmt.Errorf("unexpected answer from %s: %w", addr, err)
 	}
 	return nil
 }
@@ -125,13 +288,13 @@ func (c *Client) Wait(ctx context.Context, id int64, every time.Duration) (Job, 
 	}
 }
 
-// LocalStats returns the strobe statistics of the agent this client talks
-// to (not forwarded to the controller), with its per-slice records after
+// LocalStats returns the strobe statistics of the agent given to NewClient
+// (never another: not forwarded to the controller, not tried elsewhere), with its per-slice records after
 // slice since. Records are kept for the last few thousand slices: poll at
 // least that often to see every slice.
 func (c *Client) LocalStats(ctx context.Context, since uint64) (NodeStats, error) {
 	var st NodeStats
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/local/stats?since=%d", since), nil, &st)
+	err := c.doAt(ctx, c.home, http.MethodGet, fmt.Sprintf("/v1/local/stats?since=%d", since), nil, &st)
 	return st, err
 }
 

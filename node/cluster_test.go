@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 			os.Exit(rank.ShimMain(os.Args[2:]))
 		case "bench-rank":
 			os.Exit(benchRankMain(os.Args[2:]))
+		case agentProcArg:
+			os.Exit(agentProcMain(os.Args[2:]))
 		case allocArg:
 			if len(os.Args) > 2 {
 				os.Exit(allocate(os.Args[2]))

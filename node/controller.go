@@ -90,6 +90,10 @@ type Controller struct {
 	// pmiGathers completes MPI jobs' PMI barriers (pmi.go); not
 	// journaled: a restarted controller's MPI jobs in a barrier fail.
 	pmiGathers map[int64]*pmi.Gather
+	// controlAddrs is each member's latest control address (name →
+	// string), for dials in progress: an agent restarted at a new address
+	// ends the retries at its old one.
+	controlAddrs sync.Map
 
 	// stopped is closed when Run returns. It exists from construction, so
 	// goroutines that talk to the controller before its loop starts (a
@@ -435,6 +439,7 @@ func (c *Controller) strobe(tk strobe.Tick) {
 func (c *Controller) MemberJoined(m member.Meta) {
 	c.post(func(*ctl.Machine) {
 		c.members[m.Name] = m
+		c.controlAddrs.Store(m.Name, m.ControlAddr)
 		c.connect(m.Name, 0)
 	})
 }

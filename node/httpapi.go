@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,18 +62,31 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 	return allow
 }
 
-// withController serves h on the controller and forwards elsewhere.
-func (a *Agent) withController(h http.HandlerFunc) http.HandlerFunc {
+// forwardedHeader marks a request an agent forwarded to the leader: the
+// receiver does not forward it again (two agents with different ideas of
+// the leader would otherwise pass it back and forth).
+const forwardedHeader = "X-Cosched-Forwarded"
+
+// withController serves h on the agent whose controller leads and forwards
+// elsewhere, to the leader.
+func (a *Agent) withController(h func(*Controller, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if a.ctrl != nil {
-			h(w, r)
+		if c := a.controller(); c != nil {
+			h(c, w, r)
 			return
 		}
-		target := a.controllerAPI()
-		if target == "" {
-			writeError(w, http.StatusServiceUnavailable, "no controller in the cluster yet")
+		target := a.leaderAPI()
+		a.mu.Lock()
+		self := a.meta.APIAddr
+		a.mu.Unlock()
+		if target == "" || target == self || r.Header.Get(forwardedHeader) != "" {
+			// Not acted on: a client may repeat it (Retry-After), e.g.
+			// once an election is over.
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "no controller leads yet (an election may be in progress)")
 			return
 		}
+		r.Header.Set(forwardedHeader, a.cfg.Name)
 		a.proxyTo(target).ServeHTTP(w, r)
 	}
 }
@@ -90,6 +105,13 @@ func (a *Agent) proxyTo(addr string) *httputil.ReverseProxy {
 	}
 	p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
 	p.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+			// The request never reached the controller: it may be repeated
+			// (e.g. once another controller leads).
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "controller at "+addr+" unreachable: "+err.Error())
+			return
+		}
 		writeError(w, http.StatusBadGateway, "controller at "+addr+" unreachable: "+err.Error())
 	}
 	if a.proxies.by == nil {
@@ -116,7 +138,7 @@ func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), 10*time.Second)
 }
 
-func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	var spec JobSpec
@@ -135,7 +157,7 @@ func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	id, err := a.ctrl.Submit(ctx, spec)
+	id, err := c.Submit(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {
 			writeError(w, http.StatusServiceUnavailable, "controller busy: "+err.Error())
@@ -151,11 +173,11 @@ func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, Submitted{ID: id})
 }
 
-func (a *Agent) apiJobs(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 	all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	jobs, err := a.ctrl.Jobs(ctx, all)
+	jobs, err := c.Jobs(ctx, all)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -175,14 +197,14 @@ func (a *Agent) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
-func (a *Agent) apiJob(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiJob(c *Controller, w http.ResponseWriter, r *http.Request) {
 	id, ok := a.jobID(w, r)
 	if !ok {
 		return
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	j, err := a.ctrl.Job(ctx, id)
+	j, err := c.Job(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
@@ -193,14 +215,14 @@ func (a *Agent) apiJob(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *Agent) apiCancel(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiCancel(c *Controller, w http.ResponseWriter, r *http.Request) {
 	id, ok := a.jobID(w, r)
 	if !ok {
 		return
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	err := a.ctrl.Cancel(ctx, id)
+	err := c.Cancel(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
@@ -221,17 +243,31 @@ type NodesReport struct {
 	Skew    *strobe.SkewStats `json:"skew,omitempty"`
 }
 
-func (a *Agent) apiNodes(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	nodes, err := a.ctrl.Nodes(ctx)
+	nodes, err := c.Nodes(ctx)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
+	// Agents without processors (controller-only ones) are not the
+	// controller's business; gossip knows them.
+	a.mu.Lock()
+	ml := a.ml
+	a.mu.Unlock()
+	for _, m := range ml.Members() {
+		if m.CPUs == 0 && !slices.ContainsFunc(nodes, func(n NodeInfo) bool { return n.Name == m.Name }) {
+			nodes = append(nodes, NodeInfo{Name: m.Name, State: "up", Controller: m.Controller, APIAddr: m.APIAddr})
+		}
+	}
+	slices.SortFunc(nodes, func(x, y NodeInfo) int { return strings.Compare(x.Name, y.Name) })
+	for i := range nodes {
+		nodes[i].Leader = nodes[i].Name == a.cfg.Name // this agent's controller answers: it leads
+	}
 	rep := NodesReport{Nodes: nodes}
 	if want, _ := strconv.ParseBool(r.URL.Query().Get("stats")); want {
-		cs, err := a.ctrl.Stats(ctx)
+		cs, err := c.Stats(ctx)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, err.Error())
 			return

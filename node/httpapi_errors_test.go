@@ -53,7 +53,7 @@ func TestClientNotAnAgent(t *testing.T) {
 	c := NewClient(strings.TrimPrefix(srv.URL, "http://"))
 	_, err := c.Jobs(context.Background(), false)
 	var na *NotAgentError
-	want := "the server at " + c.Addr + " is not a cosched agent (HTTP 200 text/html)"
+	want := "the server at " + c.Addr() + " is not a cosched agent (HTTP 200 text/html)"
 	if !errors.As(err, &na) || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}

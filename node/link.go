@@ -110,6 +110,16 @@ func (c *Controller) dial(m member.Meta) {
 		if err == nil {
 			break
 		}
+		if latest, ok := c.controlAddrs.Load(m.Name); ok && latest != m.ControlAddr {
+			// Restarted elsewhere: dial the new address now, not after
+			// the retries at the old one.
+			c.post(func(*ctl.Machine) {
+				delete(c.dialing, m.Name)
+				c.connect(m.Name, 0)
+			})
+			dialed = true // no second redial from the deferred one
+			return
+		}
 		select {
 		case <-c.stopped:
 			return

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/node/journal"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -59,14 +60,45 @@ func (a *Agent) registerMetrics() {
 	gauge("ranks_blocked", "Local ranks blocked in communication.", func() float64 { return float64(a.relay.Stats().Blocked) })
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slot_reuses_total", Help: "Ranks continued in another row's slice because that slice's rank was blocked (BCS process-level slot reuse).", ConstLabels: labels},
 		func() float64 { return float64(a.sw.slotReuses()) }))
-	if a.ctrl == nil {
+	r.MustRegister(leaderCollector{a: a, desc: prometheus.NewDesc("cosched_controller_leader_info",
+		"The agent whose controller leads (label leader; this agent's view; absent while none is known).", []string{"leader"}, labels)})
+	if !a.cfg.Controller {
 		return
 	}
+	journalStat := func(f func(journal.Stats) float64) func() float64 {
+		return func() float64 {
+			st, ok := a.journalStats()
+			if !ok {
+				return 0
+			}
+			return f(st)
+		}
+	}
+	gauge("controller_leading", "1 while this agent's controller leads the controllers' group, else 0.",
+		func() float64 {
+			if a.controller() != nil {
+				return 1
+			}
+			return 0
+		})
+	gauge("journal_bytes", "Size of this controller's journal on disk (log and snapshots).",
+		journalStat(func(s journal.Stats) float64 { return float64(s.LogBytes + s.SnapshotBytes) }))
+	gauge("journal_last_index", "Index of the last entry in this controller's journal.",
+		journalStat(func(s journal.Stats) float64 { return float64(s.LastIndex) }))
+	gauge("controller_term", "The controllers' raft term (grows with every election).",
+		journalStat(func(s journal.Stats) float64 { return float64(s.Term) }))
+	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_controller_failovers_total",
+		Help: "Leader changes this controller has seen since it started (the first leader is not one).", ConstLabels: labels},
+		journalStat(func(s journal.Stats) float64 { return float64(s.Failovers) })))
 	ctrlStat := func(f func(ClusterStats) float64) func() float64 {
 		return func() float64 {
+			c := a.controller()
+			if c == nil {
+				return 0
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			s, err := a.ctrl.Stats(ctx)
+			s, err := c.Stats(ctx)
 			if err != nil {
 				return 0
 			}
@@ -91,4 +123,20 @@ func (a *Agent) registerMetrics() {
 	gauge("switch_skew_max_seconds", "Largest switch skew across agents (recent slices).",
 		skewStat(func(s strobe.SkewStats) time.Duration { return s.Skew.Max }))
 	gauge("processors_online", "Processors of the agents in service.", ctrlStat(func(s ClusterStats) float64 { return float64(s.Online) }))
+}
+
+// leaderCollector exposes the leader's name as a label.
+type leaderCollector struct {
+	a    *Agent
+	desc *prometheus.Desc
+}
+
+func (c leaderCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c leaderCollector) Collect(ch chan<- prometheus.Metric) {
+	name := c.a.leaderName()
+	if name == "" {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, name)
 }

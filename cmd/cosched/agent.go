@@ -33,33 +33,39 @@ type agentFlags struct {
 	Advertise  string   `toml:"advertise"`
 	Join       []string `toml:"join"`
 	Controller bool     `toml:"controller"`
-	Mode       string   `toml:"mode"`
-	Slice      string   `toml:"slice"`
-	MPL        int      `toml:"mpl"`
-	Policy     string   `toml:"policy"`
-	Bandwidth  string   `toml:"bandwidth"`
-	CPUs       string   `toml:"cpus"`
-	Processors int      `toml:"processors"`
-	StateDir   string   `toml:"state_dir"`
-	APIPort    int      `toml:"api_port"`
-	Key        string   `toml:"encrypt_key"`
-	Local      bool     `toml:"local"`
-	Priority   int      `toml:"realtime_priority"`
-	Fanout     int      `toml:"strobe_fanout"`
-	Nice       int      `toml:"nice"`
-	RankNice   int      `toml:"rank_nice"`
-	Grace      string   `toml:"controller_grace"`
-	LogLevel   string   `toml:"log_level"`
-	LogFormat  string   `toml:"log_format"`
-	MPI        string   `toml:"mpi"`
-	Cgroups    string   `toml:"cgroups"`
-	Suspend    string   `toml:"suspend"`
-	MemReserve string   `toml:"mem_reserve"`
+	// Controllers and RaftPort: the controllers' raft group.
+	Controllers int    `toml:"controllers"`
+	RaftPort    int    `toml:"raft_port"`
+	Mode        string `toml:"mode"`
+	Slice       string `toml:"slice"`
+	MPL         int    `toml:"mpl"`
+	Policy      string `toml:"policy"`
+	Bandwidth   string `toml:"bandwidth"`
+	CPUs        string `toml:"cpus"`
+	Processors  int    `toml:"processors"`
+	NoCompute   bool   `toml:"no_compute"`
+	StateDir    string `toml:"state_dir"`
+	APIPort     int    `toml:"api_port"`
+	Key         string `toml:"encrypt_key"`
+	Local       bool   `toml:"local"`
+	Priority    int    `toml:"realtime_priority"`
+	Fanout      int    `toml:"strobe_fanout"`
+	Nice        int    `toml:"nice"`
+	RankNice    int    `toml:"rank_nice"`
+	Grace       string `toml:"controller_grace"`
+	LogLevel    string `toml:"log_level"`
+	LogFormat   string `toml:"log_format"`
+	MPI         string `toml:"mpi"`
+	Cgroups     string `toml:"cgroups"`
+	Suspend     string `toml:"suspend"`
+	MemReserve  string `toml:"mem_reserve"`
 	// The priority-backfill options: reservations, reservations_mode and
 	// weights in the TOML file.
 	backfillFlags
 	readyFile string
-	config    string
+	// firstJobID: cluster up carries job ids over to a new cluster.
+	firstJobID int64
+	config     string
 	// changed tells whether a setting was given, by its flag's name: on
 	// the command line or in the --config file.
 	changed func(name string) bool
@@ -143,7 +149,9 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Bind, "bind", f.Bind, "gossip address host:port (port 0 picks one); the API, control and strobe sockets use the same host")
 	fl.StringVar(&f.Advertise, "advertise", "", "address other agents reach this one at (default: --bind's host; with 0.0.0.0, this machine's private IP)")
 	fl.StringSliceVar(&f.Join, "join", nil, "gossip addresses of running agents to join (comma-separated)")
-	fl.BoolVar(&f.Controller, "controller", false, "run the controller: the scheduler, the job table and the strobe clock")
+	fl.BoolVar(&f.Controller, "controller", false, "controller-eligible: keep the controller's journal and run the controller (scheduler, job table, strobe clock) while this agent leads the controllers")
+	fl.IntVar(&f.Controllers, "controllers", 1, "controller: how many --controller agents form the group at its first start (give every one the same number; 1: this one alone). A journal that exists keeps its own members")
+	fl.IntVar(&f.RaftPort, "raft-port", 0, "controller: TCP port of the controller journal's replication (0 picks one; fix it with several controllers, so a restarted one is found again)")
 	fl.StringVar(&f.Mode, "mode", f.Mode, "controller: space, gang, bcs or local")
 	fl.StringVar(&f.Bandwidth, "bandwidth", f.Bandwidth, "controller, bcs: network bandwidth per node, per second; h_max = bandwidth × slice (0: unlimited)")
 	fl.StringVar(&f.Slice, "slice", f.Slice, "controller: time slice in gang and bcs modes (down to 1ms)")
@@ -152,6 +160,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	f.backfillFlags.add(fl, "controller, ")
 	fl.StringVar(&f.CPUs, "cpus", "", "CPUs to pin ranks to, as a list (0-3,8,10-11); default: every CPU, unpinned")
 	fl.IntVar(&f.Processors, "processors", 0, "processors to offer when --cpus is not given (default: the machine's CPUs)")
+	fl.BoolVar(&f.NoCompute, "no-compute", false, "offer no processors: a controller-only agent, whose death kills no rank")
 	fl.StringVar(&f.StateDir, "state-dir", "", "directory for rank output and agent files (default: <state dir>/agents/<name>)")
 	fl.IntVar(&f.APIPort, "api-port", 0, "port of the HTTP API (0 picks one; the cluster learns it by gossip)")
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
@@ -169,6 +178,8 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.MemReserve, "mem-reserve", f.MemReserve, "memory kept for the system: the agent offers MemTotal less this to jobs (the controller admits jobs by --mem against it); \"none\" offers no memory limit")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
+	fl.Int64Var(&f.firstJobID, "first-job-id", 0, "controller: the first job's id when the journal is empty (cluster up carries ids over)")
+	_ = fl.MarkHidden("first-job-id")
 }
 
 // loadAgentConfig reads the TOML file into f, then re-applies the flags the
@@ -186,7 +197,9 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 	}
 	override := map[string]func(){
 		"name": func() { f.Name = fromFlags.Name }, "bind": func() { f.Bind = fromFlags.Bind }, "advertise": func() { f.Advertise = fromFlags.Advertise }, "join": func() { f.Join = fromFlags.Join },
-		"controller": func() { f.Controller = fromFlags.Controller }, "mode": func() { f.Mode = fromFlags.Mode },
+		"controller":  func() { f.Controller = fromFlags.Controller },
+		"controllers": func() { f.Controllers = fromFlags.Controllers }, "raft-port": func() { f.RaftPort = fromFlags.RaftPort },
+		"no-compute": func() { f.NoCompute = fromFlags.NoCompute }, "mode": func() { f.Mode = fromFlags.Mode },
 		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy }, "bandwidth": func() { f.Bandwidth = fromFlags.Bandwidth },
 		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
 		"state-dir": func() { f.StateDir = fromFlags.StateDir }, "api-port": func() { f.APIPort = fromFlags.APIPort },
@@ -265,8 +278,8 @@ func newLogger(level, format string) (*zap.Logger, error) {
 // agentConfig checks every flag and builds the agent's configuration.
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
-	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, MPL: f.MPL,
-		Processors: f.Processors, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout}
+	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, Controllers: f.Controllers, RaftPort: f.RaftPort, FirstJobID: f.firstJobID, MPL: f.MPL,
+		Processors: f.Processors, NoCompute: f.NoCompute, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout}
 	if f.Fanout < 0 || f.Fanout > 255 {
 		errs = append(errs, fmt.Errorf("--strobe-fanout %d: want 0 (direct) to 255", f.Fanout))
 	}

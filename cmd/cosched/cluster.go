@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,7 +46,7 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.addr, "addr", "", "any agent's API address host:port (default: $COSCHED_ADDR, else the local cluster of cluster up)")
+	cmd.Flags().StringVar(&c.addr, "addr", "", "any agent's API address host:port, or several separated by commas, tried in turn when one does not answer (default: $COSCHED_ADDR, else the local cluster of cluster up)")
 	cmd.Flags().StringVar(&c.stateDir, "state-dir", "", "state directory of cluster up (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 }
 
@@ -64,9 +65,19 @@ func (c *clientFlags) client() (*node.Client, error) {
 		if err != nil {
 			return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
 		}
-		addr = rec.API
+		others := make([]string, 0, len(rec.Agents))
+		for _, a := range rec.Agents {
+			others = append(others, a.API)
+		}
+		return node.NewClient(rec.API, others...), nil
 	}
-	return node.NewClient(addr), nil
+	addrs := strings.Split(addr, ",")
+	for i, a := range addrs {
+		if addrs[i] = strings.TrimSpace(a); addrs[i] == "" {
+			return nil, fmt.Errorf("--addr %q: empty address in the list", addr)
+		}
+	}
+	return node.NewClient(addrs[0], addrs[1:]...), nil
 }
 
 func newClusterCmd() *cobra.Command {
@@ -92,7 +103,7 @@ type clusterUpFlags struct {
 var clusterUpFlagNames = flagNames{"Agents": "-N", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
 	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations",
 	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout",
-	"Suspend": "--suspend"}
+	"Suspend": "--suspend", "Controllers": "--controllers"}
 
 func newClusterUpCmd() *cobra.Command {
 	f := clusterUpFlags{opts: localcluster.DefaultOptions(), mode: "gang", slice: "50ms", policy: "easy", bandwidth: "100MB"}
@@ -105,7 +116,14 @@ controller, the others join it. Each agent offers --processors processors
 address is recorded in the state directory, where cosched submit, queue,
 cancel and nodes find it; cosched cluster down stops it. Agent logs and rank
 output go under the state directory. (-n/--agents is the old spelling of
--N/--nodes: -n means tasks, as in sbatch, everywhere else.)`,
+-N/--nodes: -n means tasks, as in sbatch, everywhere else.)
+
+On a state directory whose cluster lost agents (killed, crashed, even all
+of them), cluster up restarts the missing ones with the flags and state they
+had — a controller with its journal, so its jobs come back — and the other
+flags are ignored. After cluster down, a new cluster starts with empty
+journals (the old ones are kept as journal.prev) and its job ids go on from
+the last cluster's.`,
 		Example: `  cosched cluster up -N 4 --mode gang --slice 10ms --mpl 2
   cosched cluster up -N 2 --processors 2 --mode space --policy sjf-bf --reservations 2`,
 		Args: cobra.NoArgs,
@@ -119,6 +137,7 @@ output go under the state directory. (-n/--agents is the old spelling of
 	fl.IntVarP(&f.opts.Agents, "nodes", "N", f.opts.Agents, "number of agents (nodes)")
 	fl.IntVarP(&f.opts.Agents, "agents", "n", f.opts.Agents, "number of agents")
 	_ = fl.MarkHidden("agents")
+	fl.IntVar(&f.opts.Controllers, "controllers", f.opts.Controllers, "controllers: 1, agent a0 is the controller; N (3, 5), N more agents c0… without processors form the controllers' group: one leads, the others take over when it dies (docs/JOURNAL.md)")
 	fl.StringVar(&f.mode, "mode", f.mode, "space, gang, bcs or local")
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
 	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
@@ -188,6 +207,14 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	if err != nil {
 		return err
 	}
+	if c, err := localcluster.Load(o.StateDir); err == nil && len(c.Dead()) > 0 {
+		names, err := c.Restart(ctx, o.Exe, o.Timeout)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "restarted %s in the cluster of %d agents (with their state; controller at %s)\n", strings.Join(names, ", "), len(c.Agents), c.API)
+		return nil
+	}
 	c, err := localcluster.Up(ctx, o)
 	if errors.Is(err, localcluster.ErrRunning) {
 		return fmt.Errorf("a cluster is already running (state in %s); stop it with `cosched cluster down`", o.StateDir)
@@ -196,7 +223,11 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 		return err
 	}
 	file := localcluster.File(o.StateDir)
-	fmt.Fprintf(out, "cluster of %d agents up (%s mode, controller a0 at %s)\n", o.Agents, o.Mode, c.API)
+	if o.Controllers > 1 {
+		fmt.Fprintf(out, "cluster of %d agents and %d controllers up (%s mode, API at %s and every agent)\n", o.Agents, o.Controllers, o.Mode, c.API)
+	} else {
+		fmt.Fprintf(out, "cluster of %d agents up (%s mode, controller a0 at %s)\n", o.Agents, o.Mode, c.API)
+	}
 	fmt.Fprintf(out, "  cosched submit -n 2 -t 1m -- sleep 10    # the commands find it through %s\n", file)
 	fmt.Fprintf(out, "  export COSCHED_ADDR=%s               # or from elsewhere\n", c.API)
 	fmt.Fprintf(out, "  cosched cluster down\n")

@@ -411,15 +411,20 @@ whose strobe went out late (overruns).`,
 }
 
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS"}
+	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS", "CONTROLLER"}
 	if stats {
 		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
 	}
 	rows := [][]string{head}
 	for _, n := range rep.Nodes {
 		name := n.Name
-		if n.Controller {
+		role := "-"
+		switch {
+		case n.Leader:
 			name += "*"
+			role = "leader"
+		case n.Controller:
+			role = "standby"
 		}
 		var jobs []string
 		for _, id := range n.Jobs {
@@ -429,7 +434,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		if n.Memory > 0 {
 			mem = humanize.IBytes(uint64(n.Memory))
 		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ","))}
+		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
 		if stats {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
@@ -472,7 +477,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 				s.Slices, roundSig(s.Skew.P50), roundSig(s.Skew.P99), roundSig(s.Skew.Max), roundSig(s.Latency.P50), roundSig(s.Latency.P99))
 		}
 	}
-	fmt.Fprintln(w, "(* the controller)")
+	fmt.Fprintln(w, "(* the controller that leads)")
 }
 
 func orDash(s string) string {
