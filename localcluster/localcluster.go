@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
@@ -151,6 +152,10 @@ var ErrRunning = errors.New("a cluster is already running")
 // File is where a cluster's record lives in its state directory.
 func File(dir string) string { return filepath.Join(dir, "cluster.json") }
 
+// KeyFile is where a cluster's key lives in its state directory (mode
+// 0600, made by the first Up).
+func KeyFile(dir string) string { return filepath.Join(dir, "cluster.key") }
+
 // Dir is the cluster's state directory.
 func (c *Cluster) Dir() string { return c.dir }
 
@@ -189,6 +194,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
 		return nil, err
 	}
+	// One key per cluster, kept across ups so clients' view stays valid.
+	if _, err := clusterkey.LoadOrGenerate(KeyFile(o.StateDir)); err != nil {
+		return nil, err
+	}
 	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir}
 	ok := false
 	defer func() {
@@ -225,6 +234,7 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 	os.Remove(ready)
 	args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir,
 		"--processors", strconv.Itoa(o.Processors), "--ready-file", ready, "--log-format", "json",
+		"--key-file", KeyFile(o.StateDir),
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
 	if i == 0 {
 		args = append(args, controllerArgs(o)...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/member"
@@ -27,13 +28,20 @@ import (
 
 // Config configures an agent.
 type Config struct {
-	Name       string
-	Bind       string   // gossip address host:port (port 0 picks one)
-	Advertise  string   // host other agents reach this one at (default: Bind's host)
-	Join       []string // other agents' gossip addresses
-	SecretKey  []byte   // gossip encryption key (16, 24 or 32 bytes), optional
-	Controller bool     // run the controller role
-	Mode       Mode     // controller: how processors are shared
+	Name      string
+	Bind      string   // gossip address host:port (port 0 picks one)
+	Advertise string   // host other agents reach this one at (default: Bind's host)
+	Join      []string // other agents' gossip addresses
+	SecretKey []byte   // gossip encryption key (16, 24 or 32 bytes), optional
+	// Key is the cluster key: API requests over TCP must carry a token
+	// signed with it. Nil: every caller is trusted as the agent's own
+	// user (insecure; the agent warns).
+	Key *clusterkey.Key
+	// AdminGID, when not 0, names the operators' group: its members may
+	// cancel and inspect every user's jobs (root always may).
+	AdminGID   uint64
+	Controller bool // run the controller role
+	Mode       Mode // controller: how processors are shared
 	Slice      time.Duration
 	MPL        int
 	Policy     gang.Policy
@@ -209,6 +217,9 @@ func Start(cfg Config) (*Agent, error) {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
 		}
+	}
+	if cfg.Key == nil {
+		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
 	}
 	ok := false
 	defer func() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/localcluster"
@@ -42,6 +44,8 @@ type agentFlags struct {
 	StateDir   string   `toml:"state_dir"`
 	APIPort    int      `toml:"api_port"`
 	Key        string   `toml:"encrypt_key"`
+	KeyFile    string   `toml:"key_file"`
+	AdminGroup string   `toml:"admin_group"`
 	Local      bool     `toml:"local"`
 	Priority   int      `toml:"realtime_priority"`
 	Nice       int      `toml:"nice"`
@@ -86,7 +90,7 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, log_level,
+state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority, log_level,
 log_format. Flags override it.
 
 The priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf) take
@@ -132,6 +136,8 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.StateDir, "state-dir", "", "directory for rank output and agent files (default: <state dir>/agents/<name>)")
 	fl.IntVar(&f.APIPort, "api-port", 0, "port of the HTTP API (0 picks one; the cluster learns it by gossip)")
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
+	fl.StringVar(&f.KeyFile, "key-file", "", "the cluster key (32 random bytes, raw or hex, mode 0600; cluster up makes one): authenticates API requests and, without --encrypt-key, encrypts gossip; every agent needs the same. Without it the API trusts every caller (the agent warns)")
+	fl.StringVar(&f.AdminGroup, "admin-group", "", "members of this group are operators: they may cancel and inspect every user's jobs (root always may)")
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
@@ -161,7 +167,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy }, "bandwidth": func() { f.Bandwidth = fromFlags.Bandwidth },
 		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
 		"state-dir": func() { f.StateDir = fromFlags.StateDir }, "api-port": func() { f.APIPort = fromFlags.APIPort },
-		"encrypt-key": func() { f.Key = fromFlags.Key }, "local": func() { f.Local = fromFlags.Local },
+		"encrypt-key": func() { f.Key = fromFlags.Key }, "key-file": func() { f.KeyFile = fromFlags.KeyFile }, "admin-group": func() { f.AdminGroup = fromFlags.AdminGroup }, "local": func() { f.Local = fromFlags.Local },
 		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
 		"realtime-priority": func() { f.Priority = fromFlags.Priority },
@@ -292,6 +298,21 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	if f.Key != "" {
 		if cfg.SecretKey, err = parseHexKey(f.Key); err != nil {
 			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
+		}
+	}
+	if f.KeyFile != "" {
+		if cfg.Key, err = clusterkey.Load(f.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--key-file: %v", err))
+		} else if f.Key == "" {
+			cfg.SecretKey = cfg.Key.Derive("gossip")
+		}
+	}
+	if f.AdminGroup != "" {
+		g, err := user.LookupGroup(f.AdminGroup)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--admin-group %q: %v", f.AdminGroup, err))
+		} else if cfg.AdminGID, err = strconv.ParseUint(g.Gid, 10, 32); err != nil {
+			errs = append(errs, fmt.Errorf("--admin-group %q: gid %q: %v", f.AdminGroup, g.Gid, err))
 		}
 	}
 	cfg.StateDir = f.StateDir
