@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,6 +134,7 @@ type Ready struct {
 	PID    int    `json:"pid"`
 	Gossip string `json:"gossip"`
 	API    string `json:"api"`
+	Socket string `json:"socket,omitempty"` // the API's Unix socket
 }
 
 // Cluster is a running local cluster, as recorded in its state directory's
@@ -155,6 +157,39 @@ func File(dir string) string { return filepath.Join(dir, "cluster.json") }
 // KeyFile is where a cluster's key lives in its state directory (mode
 // 0600, made by the first Up).
 func KeyFile(dir string) string { return filepath.Join(dir, "cluster.key") }
+
+// ClientFor returns a client for the cluster's agent whose API address is
+// api, with a credential found without ceremony: the agent's Unix socket
+// when this process can reach it (the kernel vouches for its uid), else a
+// token signed with the cluster's key file when this process can read it,
+// else none (the agent will answer 401 saying what to do).
+func (c *Cluster) ClientFor(api string) *node.Client {
+	for _, a := range c.Agents {
+		if a.API == api && a.Socket != "" {
+			if conn, err := net.Dial("unix", a.Socket); err == nil {
+				conn.Close()
+				return node.NewUnixClient(a.Socket)
+			}
+		}
+	}
+	if k, err := clusterkey.Load(KeyFile(c.dir)); err == nil {
+		return node.NewKeyClient(api, k)
+	}
+	return node.NewClient(api)
+}
+
+// Has reports whether api is one of the cluster's agents' API addresses.
+func (c *Cluster) Has(api string) bool {
+	for _, a := range c.Agents {
+		if a.API == api {
+			return true
+		}
+	}
+	return false
+}
+
+// Client is ClientFor the controller agent's API.
+func (c *Cluster) Client() *node.Client { return c.ClientFor(c.API) }
 
 // Dir is the cluster's state directory.
 func (c *Cluster) Dir() string { return c.dir }
@@ -280,7 +315,7 @@ func controllerArgs(o Options) []string {
 
 // waitJoined waits until the controller has every agent's processors.
 func (c *Cluster) waitJoined(ctx context.Context, o Options, deadline time.Time) error {
-	api := node.NewClient(c.API)
+	api := c.Client()
 	for {
 		rep, err := api.Nodes(ctx, false)
 		up := 0

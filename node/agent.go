@@ -37,9 +37,11 @@ type Config struct {
 	// signed with it. Nil: every caller is trusted as the agent's own
 	// user (insecure; the agent warns).
 	Key *clusterkey.Key
-	// AdminGID, when not 0, names the operators' group: its members may
+	// AdminGID, when set, names the operators' group: its members may
 	// cancel and inspect every user's jobs (root always may).
-	AdminGID   uint64
+	AdminGID *uint32
+	// APISocket is the API's Unix socket (default: <StateDir>/api.sock).
+	APISocket  string
 	Controller bool // run the controller role
 	Mode       Mode // controller: how processors are shared
 	Slice      time.Duration
@@ -145,7 +147,10 @@ type Agent struct {
 	apiLn    net.Listener
 	api      *http.Server
 	metrics  *prometheus.Registry
-	proxies  proxies
+	// authFailures counts API requests refused 401, authDenials 403.
+	authFailures, authDenials prometheus.Counter
+	unixLn                    net.Listener
+	proxies                   proxies
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -245,6 +250,9 @@ func Start(cfg Config) (*Agent, error) {
 	if a.apiLn, err = net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(cfg.APIPort))); err != nil {
 		return nil, fmt.Errorf("node: API listener: %w", err)
 	}
+	if a.unixLn, err = listenAPISocket(apiSocket(cfg)); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if a.udp, err = listenStrobe(host, cfg.Priority, a.log); err != nil {
 		return nil, fmt.Errorf("node: strobe socket: %w", err)
 	}
@@ -306,13 +314,18 @@ func Start(cfg Config) (*Agent, error) {
 		CPUs:          cfg.Processors,
 		Controller:    cfg.Controller,
 	}
-	a.api = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
+	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
 	a.goRun(func() { a.serveControl(ctx) })
 	a.goRun(a.forwardExits)
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))
+		}
+	})
+	a.goRun(func() {
+		if err := a.api.Serve(a.unixLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("API server (Unix socket)", zap.Error(err))
 		}
 	})
 	a.goRun(func() {
@@ -474,6 +487,9 @@ func (a *Agent) closeAll() error {
 		cancel()
 	} else if a.apiLn != nil {
 		a.apiLn.Close()
+		if a.unixLn != nil {
+			a.unixLn.Close()
+		}
 	}
 	if a.ctlLn != nil {
 		a.ctlLn.Close()
@@ -555,6 +571,23 @@ func advertiseIP(host string) string {
 
 // relaySocket is where ranks reach the relay: in the state directory,
 // unless that path is too long for a Unix socket (107 bytes).
+// apiSocket is where the API's Unix socket goes: Config.APISocket, else
+// the state directory (or the temporary directory when that path is too
+// long for a socket address).
+func apiSocket(cfg Config) string {
+	if cfg.APISocket != "" {
+		return cfg.APISocket
+	}
+	p := filepath.Join(cfg.StateDir, APISocketName)
+	if len(p) < 100 {
+		return p
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("cosched-%s-%d-api.sock", cfg.Name, os.Getpid()))
+}
+
+// APISocket is the path of the API's Unix socket.
+func (a *Agent) APISocket() string { return a.unixLn.Addr().String() }
+
 func relaySocket(cfg Config) string {
 	p := filepath.Join(cfg.StateDir, "relay.sock")
 	if len(p) < 100 {

@@ -29,6 +29,12 @@ type JobSpec struct {
 	// ends as TIMEOUT) or "extend" (the limit was only an estimate for
 	// backfilling; the job runs on).
 	Overrun string `json:"overrun,omitempty"`
+	// Dir is the ranks' working directory (the CLI sends the one it runs
+	// in); empty: the owner's home directory.
+	Dir string `json:"dir,omitempty"`
+	// Owner is who submitted the job: the agent sets it from the
+	// authenticated caller, whatever the client sent.
+	Owner *Owner `json:"owner,omitempty"`
 }
 
 // Validate reports every problem with a spec at once.
@@ -64,6 +70,9 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	}
 	if s.Memory < 0 {
 		errs = append(errs, fmt.Sprintf("memory: %d, must not be negative", s.Memory))
+	}
+	if s.Dir != "" && (!strings.HasPrefix(s.Dir, "/") || len(s.Dir) > 4096) {
+		errs = append(errs, fmt.Sprintf("dir: %q, want an absolute path of at most 4096 bytes", s.Dir))
 	}
 	if len(s.Name) > 256 {
 		errs = append(errs, "name: longer than 256 bytes")

@@ -3,24 +3,56 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/cosched/cosched/clusterkey"
 )
 
 // Client calls an agent's HTTP API (any agent: others forward to the
 // controller).
 type Client struct {
-	Addr string // host:port
+	Addr string // host:port (for messages when the client uses a Unix socket)
 	HTTP *http.Client
+	// Token, when set, is called for every request; a non-empty result
+	// goes in its Authorization header. Nil: no credential (a Unix-socket
+	// client, or an agent without a cluster key).
+	Token func() (string, error)
 }
 
-// NewClient returns a client for the agent at addr.
+// NewClient returns a client for the agent at addr, without a credential.
 func NewClient(addr string) *Client {
 	return &Client{Addr: addr, HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// NewKeyClient returns a client for the agent at addr that signs a fresh
+// token for this process's effective uid and gid with key before every
+// request.
+func NewKeyClient(addr string, key *clusterkey.Key) *Client {
+	c := NewClient(addr)
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	c.Token = func() (string, error) {
+		return key.Mint(uid, gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)
+	}
+	return c
+}
+
+// NewUnixClient returns a client for the agent whose API socket is at
+// path: the agent learns who this process is from the kernel.
+func NewUnixClient(path string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &Client{Addr: "unix:" + path, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tr}}
 }
 
 // Error is an API error answer.
@@ -40,9 +72,22 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.Addr+path, body)
+	host := c.Addr
+	if strings.HasPrefix(host, "unix:") {
+		host = "cosched" // the transport dials the socket; any host will do
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+host+path, body)
 	if err != nil {
 		return err
+	}
+	if c.Token != nil {
+		t, err := c.Token()
+		if err != nil {
+			return fmt.Errorf("credential for %s: %w", c.Addr, err)
+		}
+		if t != "" {
+			req.Header.Set("Authorization", AuthScheme+" "+t)
+		}
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")

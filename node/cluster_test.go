@@ -16,6 +16,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
@@ -99,6 +100,8 @@ type clusterOpts struct {
 	backfill   gang.Backfill // the priority-backfill policies' options
 	priority   int
 	bandwidth  float64 // bcs: bytes per second per node
+	key        *clusterkey.Key
+	adminGID   *uint32
 }
 
 func startCluster(t *testing.T, o clusterOpts) *testCluster {
@@ -125,7 +128,7 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 		cfg := node.Config{
 			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Shim: testShim(t), Priority: o.priority, Log: log,
+			Shim: testShim(t), Priority: o.priority, Log: log, Key: o.key, AdminGID: o.adminGID,
 		}
 		if i == 0 {
 			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
@@ -142,6 +145,9 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 	}
 	t.Cleanup(c.stop)
 	c.client = node.NewClient(c.agents[0].APIAddr())
+	if o.key != nil {
+		c.client = node.NewKeyClient(c.agents[0].APIAddr(), o.key)
+	}
 	c.waitNodes(o.agents)
 	return c
 }

@@ -51,6 +51,13 @@ func (a *Agent) withController(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusServiceUnavailable, "no controller in the cluster yet")
 			return
 		}
+		// The controller trusts this agent's word (it holds the key) on
+		// who the caller is, however the caller reached it.
+		r = r.Clone(r.Context())
+		r.Header.Del("Authorization")
+		if t := a.token(caller(r)); t != "" {
+			r.Header.Set("Authorization", AuthScheme+" "+t)
+		}
 		a.proxyTo(target).ServeHTTP(w, r)
 	}
 }
@@ -112,6 +119,14 @@ func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed job spec: more than one JSON value")
 		return
 	}
+	c := caller(r)
+	owner := ownerOf(c)
+	if why := mayRunAs(owner); why != "" {
+		a.authDenials.Inc()
+		writeError(w, http.StatusForbidden, fmt.Sprintf("user %s: %s", owner.User, why))
+		return
+	}
+	spec.Owner = &owner
 	ctx, cancel := callCtx(r)
 	defer cancel()
 	id, err := a.ctrl.Submit(ctx, spec)
@@ -138,6 +153,14 @@ func (a *Agent) apiJobs(w http.ResponseWriter, r *http.Request) {
 	if jobs == nil {
 		jobs = []Job{}
 	}
+	// Everyone sees the queue; only owners and operators see what a job
+	// runs and where its output goes.
+	c := caller(r)
+	for i := range jobs {
+		if !a.mayAccess(c, jobs[i].Spec.Owner) {
+			jobs[i].Spec.Command, jobs[i].Spec.Dir, jobs[i].Ranks = nil, "", nil
+		}
+	}
 	writeJSON(w, http.StatusOK, jobs)
 }
 
@@ -157,15 +180,27 @@ func (a *Agent) apiJob(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
+	j, ok := a.accessibleJob(ctx, w, r, id, "see")
+	if ok {
+		writeJSON(w, http.StatusOK, j)
+	}
+}
+
+// accessibleJob fetches job id if the caller may act on it; otherwise it
+// answers 404, 403 or 503 itself.
+func (a *Agent) accessibleJob(ctx context.Context, w http.ResponseWriter, r *http.Request, id int64, what string) (Job, bool) {
 	j, err := a.ctrl.Job(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case !a.mayAccess(caller(r), j.Spec.Owner):
+		a.forbidden(w, id, j.Spec.Owner, what)
 	default:
-		writeJSON(w, http.StatusOK, j)
+		return j, true
 	}
+	return j, false
 }
 
 func (a *Agent) apiCancel(w http.ResponseWriter, r *http.Request) {
@@ -175,6 +210,9 @@ func (a *Agent) apiCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
+	if _, ok := a.accessibleJob(ctx, w, r, id, "cancel"); !ok {
+		return
+	}
 	err := a.ctrl.Cancel(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -218,7 +256,9 @@ func (a *Agent) apiNodes(w http.ResponseWriter, r *http.Request) {
 			if n.State != "up" || n.APIAddr == "" {
 				continue
 			}
-			st, err := NewClient(n.APIAddr).LocalStats(ctx, 0)
+			cl := NewClient(n.APIAddr)
+			cl.Token = func() (string, error) { return a.token(a.self()), nil }
+			st, err := cl.LocalStats(ctx, 0)
 			if err != nil {
 				a.log.Warn("node stats", zap.String("node", n.Name), zap.Error(err))
 				continue

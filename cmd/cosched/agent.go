@@ -311,8 +311,11 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 		g, err := user.LookupGroup(f.AdminGroup)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--admin-group %q: %v", f.AdminGroup, err))
-		} else if cfg.AdminGID, err = strconv.ParseUint(g.Gid, 10, 32); err != nil {
+		} else if gid, err := strconv.ParseUint(g.Gid, 10, 32); err != nil {
 			errs = append(errs, fmt.Errorf("--admin-group %q: gid %q: %v", f.AdminGroup, g.Gid, err))
+		} else {
+			g32 := uint32(gid)
+			cfg.AdminGID = &g32
 		}
 	}
 	cfg.StateDir = f.StateDir
@@ -360,7 +363,7 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		return err
 	}
 	if f.readyFile != "" {
-		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
+		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
 		if err := atomicfile.WriteFile(f.readyFile, b); err != nil {
 			a.Shutdown()
 			return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
@@ -49,22 +50,57 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.stateDir, "state-dir", "", "state directory of cluster up (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 }
 
-// client resolves the API address: --addr, COSCHED_ADDR, the local cluster.
+// client resolves the API address (--addr, COSCHED_ADDR, the local
+// cluster) and the credential (see clientForAddr and
+// localcluster.Cluster.ClientFor).
 func (c *clientFlags) client() (*node.Client, error) {
 	addr := c.addr
 	if addr == "" {
 		addr = os.Getenv("COSCHED_ADDR")
 	}
-	if addr == "" {
-		dir, err := stateDirFor(c.stateDir)
-		if err != nil {
-			return nil, err
+	dir, err := stateDirFor(c.stateDir)
+	if addr != "" {
+		return clientForAddr(addr, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := localcluster.Load(dir)
+	if err != nil {
+		return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
+	}
+	return rec.Client(), nil
+}
+
+// defaultKeyFile is where the systemd and Slurm deployments keep the
+// cluster key.
+const defaultKeyFile = "/etc/cosched/cluster.key"
+
+// clientForAddr finds a credential for the agent at addr without
+// ceremony: the agent's Unix socket named by COSCHED_SOCKET (the kernel
+// vouches for this process's uid); else, when addr is an agent of the
+// local cluster recorded in stateDir, what that record offers (its Unix
+// socket, else its key); else a token signed with the key file
+// COSCHED_KEY_FILE, or /etc/cosched/cluster.key, when this process can
+// read it; else none (an agent with a key answers 401 saying what to do).
+func clientForAddr(addr, stateDir string) (*node.Client, error) {
+	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
+		return node.NewUnixClient(sock), nil
+	}
+	if stateDir != "" {
+		if rec, err := localcluster.Load(stateDir); err == nil && rec.Has(addr) {
+			return rec.ClientFor(addr), nil
 		}
-		rec, err := localcluster.Load(dir)
+	}
+	if path := os.Getenv("COSCHED_KEY_FILE"); path != "" {
+		k, err := clusterkey.Load(path)
 		if err != nil {
-			return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
+			return nil, fmt.Errorf("COSCHED_KEY_FILE: %w", err)
 		}
-		addr = rec.API
+		return node.NewKeyClient(addr, k), nil
+	}
+	if k, err := clusterkey.Load(defaultKeyFile); err == nil {
+		return node.NewKeyClient(addr, k), nil
 	}
 	return node.NewClient(addr), nil
 }

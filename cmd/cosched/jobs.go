@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/cosched/cosched/jss"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -106,6 +107,11 @@ collects them for whole workloads.`,
 			if err != nil {
 				return err
 			}
+			// The ranks start where the user submitted (sbatch's
+			// default), if the nodes have that directory.
+			if wd, err := os.Getwd(); err == nil {
+				spec.Dir = wd
+			}
 			id, err := c.Submit(cmd.Context(), spec)
 			if err != nil {
 				return err
@@ -139,7 +145,7 @@ func newQueueCmd() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "queue",
-		Short: "List jobs (squeue-like): JOBID NAME ST TIME NODES NODELIST(REASON)",
+		Short: "List jobs (squeue-like): JOBID NAME USER ST TIME NODES NODELIST(REASON)",
 		Long: `List pending and running jobs (--all: finished ones too). ST is the state:
 PD pending, R running, CD completed, F failed, CA cancelled, TO timeout. TIME
 is the time the job has run. For a pending job the last column says why it
@@ -164,7 +170,7 @@ waits; for a failed one why it failed.`,
 }
 
 func writeQueue(w io.Writer, jobs []node.Job) {
-	rows := [][]string{{"JOBID", "NAME", "ST", "TIME", "NODES", "NODELIST(REASON)"}}
+	rows := [][]string{{"JOBID", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)"}}
 	for _, j := range jobs {
 		nodes := distinct(j.Nodes)
 		last := strings.Join(nodes, ",")
@@ -179,7 +185,11 @@ func writeQueue(w io.Writer, jobs []node.Job) {
 		if j.State == node.Pending {
 			count = "-"
 		}
-		rows = append(rows, []string{fmt.Sprint(j.ID), truncate(name, 16), j.State.Code(), squeueTime(j.Elapsed.D), count, last})
+		user := "?"
+		if j.Spec.Owner != nil {
+			user = j.Spec.Owner.User
+		}
+		rows = append(rows, []string{fmt.Sprint(j.ID), truncate(name, 16), truncate(user, 12), j.State.Code(), squeueTime(j.Elapsed.D), count, last})
 	}
 	writeColumns(w, rows)
 }
