@@ -113,7 +113,15 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 // launch starts a job's ranks that live here.
 func (a *Agent) launch(l launch) {
 	dir := filepath.Join(a.cfg.StateDir, "jobs", strconv.FormatInt(l.Job, 10))
-	env := append(append([]string(nil), l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
+	user, err := runAs(l.Owner, l.Dir)
+	if err != nil {
+		a.log.Warn("job refused", zap.Int64("job", l.Job), zap.Error(err))
+		for _, r := range l.Ranks {
+			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: 127, Err: a.cfg.Name + ": " + err.Error()})
+		}
+		return
+	}
+	env := append(append(user.env, l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
 	argv := l.Argv
 	if len(l.Bench) > 0 {
 		argv = append(slices.Clone(a.cfg.BenchRank), l.Bench...)
@@ -137,7 +145,8 @@ func (a *Agent) launch(l launch) {
 		if r.Slot < len(a.cfg.CPUs) {
 			cpu = a.cfg.CPUs[r.Slot]
 		}
-		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared}
+		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared,
+			Credential: user.cred, Dir: user.dir}
 		if _, err := a.ranks.Start(spec); err != nil {
 			// The manager reports the failure as the rank's Exit.
 			a.log.Warn("rank did not start", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))

@@ -102,6 +102,7 @@ type clusterOpts struct {
 	bandwidth  float64 // bcs: bytes per second per node
 	key        *clusterkey.Key
 	adminGID   *uint32
+	shim       []string // default: testShim
 }
 
 func startCluster(t *testing.T, o clusterOpts) *testCluster {
@@ -124,11 +125,14 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 		level = zap.DebugLevel
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(level))
+	if o.shim == nil {
+		o.shim = testShim(t)
+	}
 	for i := 0; i < o.agents; i++ {
 		cfg := node.Config{
 			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Shim: testShim(t), Priority: o.priority, Log: log, Key: o.key, AdminGID: o.adminGID,
+			Shim: o.shim, Priority: o.priority, Log: log, Key: o.key, AdminGID: o.adminGID,
 		}
 		if i == 0 {
 			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth

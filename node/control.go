@@ -51,6 +51,10 @@ type launch struct {
 	// Bench, when set, replaces Argv: the agent runs its own cosched's
 	// bench-rank with these arguments (agents may not share a path).
 	Bench []string `msgpack:"bench"`
+	// Owner is who the ranks run as, Dir where (empty: the owner's home);
+	// both appended in this version, absent from older controllers.
+	Owner *Owner `msgpack:"owner,omitempty"`
+	Dir   string `msgpack:"dir,omitempty"`
 }
 
 type launchRank struct {

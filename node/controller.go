@@ -416,7 +416,8 @@ func (c *Controller) startJob(j *jobRecord, d gang.Decision) {
 			"--seed", strconv.FormatUint(s.BenchSeed, 10), "--work", cmp.Or(s.BenchWork, "cpu")}
 	}
 	for _, a := range j.agents {
-		l := launch{Job: j.id, Size: len(d.Columns), Argv: j.spec.Command, Env: env, Row: d.Row, Rows: j.rows, Ranks: per[a], Nodes: nodes, Bench: benchArgs}
+		l := launch{Job: j.id, Size: len(d.Columns), Argv: j.spec.Command, Env: env, Row: d.Row, Rows: j.rows, Ranks: per[a], Nodes: nodes, Bench: benchArgs,
+			Owner: j.spec.Owner, Dir: j.spec.Dir}
 		if !c.send(a, msgLaunch, l) {
 			for i := range j.ranks {
 				if r := &j.ranks[i]; r.Node == a && !r.Exited {

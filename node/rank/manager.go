@@ -198,6 +198,7 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		dir:   dir,
 		files: files,
 		cpu:   s.CPU,
+		cred:  s.Credential,
 		reply: make(chan spawnResult, 1),
 	}
 	m.spawnc <- req // open: Close waits for in-flight Starts before closing it

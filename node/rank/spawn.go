@@ -19,6 +19,7 @@ type spawnReq struct {
 	dir   string
 	files []*os.File // stdin, stdout, stderr
 	cpu   int        // ≥ 0: pin the child to this CPU from its first instruction
+	cred  *syscall.Credential
 	reply chan spawnResult
 }
 
@@ -86,8 +87,9 @@ func forkExec(r spawnReq, log *zap.Logger) (int, error) {
 		Env:   r.env,
 		Files: fds,
 		Sys: &syscall.SysProcAttr{
-			Setpgid:   true, // own group: pgid = pid
-			Pdeathsig: syscall.SIGKILL,
+			Setpgid:    true, // own group: pgid = pid
+			Pdeathsig:  syscall.SIGKILL,
+			Credential: r.cred,
 		},
 	})
 	// ForkExec returns once the child has exec'd (or failed to): the child

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,6 +38,11 @@ type Spec struct {
 	// Stopped starts the rank stopped: its program does not execute a
 	// single instruction before the first Cont (see the package doc).
 	Stopped bool
+	// Credential, when set, runs the rank (and its shim) as this user,
+	// group and supplementary groups (the manager must run as root), and
+	// its environment is then Env and the manager's variables only: none
+	// of the agent's. Nil: the agent's user and environment.
+	Credential *syscall.Credential
 }
 
 // Exit reports how a rank ended. Exactly one Exit is delivered per Start
@@ -128,7 +134,11 @@ func resolve(name string) (string, error) {
 // its first appearance (raw execve does not deduplicate, and C's getenv
 // returns the first match).
 func environ(s *Spec) []string {
-	all := append(os.Environ(), s.Env...)
+	var all []string
+	if s.Credential == nil {
+		all = os.Environ()
+	}
+	all = append(all, s.Env...)
 	all = append(all,
 		EnvJob+"="+strconv.FormatInt(s.Job, 10),
 		EnvRank+"="+strconv.Itoa(s.Rank),
