@@ -228,7 +228,7 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	file := localcluster.File(o.StateDir)
 	fmt.Fprintf(out, "cluster of %d agents up (%s mode, controller a0 at %s)\n", o.Agents, o.Mode, c.API)
 	fmt.Fprintf(out, "  cosched submit -n 2 -t 1m -- sleep 10    # the commands find it through %s\n", file)
-	fmt.Fprintf(out, "  export COSCHED_ADDR=%s               # or from elsewhere\n", c.API)
+	fmt.Fprintf(out, "  export COSCHED_ADDR=%s COSCHED_KEY_FILE=%s   # or from elsewhere\n", c.API, localcluster.KeyFile(c.Dir()))
 	fmt.Fprintf(out, "  cosched cluster down\n")
 	return nil
 }
