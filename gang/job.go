@@ -34,6 +34,11 @@ type Job struct {
 	// its text form (e.g. "50ms,25ms,news,NB"). The core does not interpret
 	// it; package bench owns its syntax and meaning.
 	Template string
+	// Extend makes the estimate only an estimate: with
+	// Config.EnforceLimits the job is not killed when it has run this long,
+	// it runs on (Slurm's OverTimeLimit without a bound). Reservations still
+	// treat it as ending at its estimate, then as ending "now".
+	Extend bool
 }
 
 func (j *Job) String() string {

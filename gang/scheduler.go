@@ -200,6 +200,50 @@ func (s *Scheduler) Finished(id JobID, now time.Duration) error {
 	return nil
 }
 
+// Resume puts back a job that is already running at row on cols since
+// start: a caller that lost its core (a controller restarted from its
+// journal) rebuilds the matrix with the placements it had recorded. The
+// columns may be offline (their nodes have not come back yet); they must
+// not be held by another job of the row. No decision is returned for it;
+// the next pass recomputes alternates.
+func (s *Scheduler) Resume(j Job, row int, cols []int, start, now time.Duration) error {
+	if err := s.validate(&j, now); err != nil {
+		return err
+	}
+	switch {
+	case row < 0 || row >= len(s.rows):
+		return fmt.Errorf("gang: resume job %d: %w: row %d outside 0-%d", j.ID, ErrInvalidJob, row, len(s.rows)-1)
+	case len(cols) != j.Processors:
+		return fmt.Errorf("gang: resume job %d: %w: %d columns for %d processors", j.ID, ErrInvalidJob, len(cols), j.Processors)
+	case start > now:
+		return fmt.Errorf("gang: resume job %d: %w: start %v is after now (%v)", j.ID, ErrInvalidJob, start, now)
+	}
+	seen := map[int]bool{}
+	for _, c := range cols {
+		if c < 0 || c >= s.cfg.Machine.Processors || seen[c] || s.held(row, c) {
+			return fmt.Errorf("gang: resume job %d: %w: column %d outside the machine, repeated or held in row %d", j.ID, ErrInvalidJob, c, row)
+		}
+		seen[c] = true
+	}
+	if err := s.advance(now); err != nil {
+		return err
+	}
+	s.seq++
+	js := &jobState{Job: j, seq: s.seq, resv: -1, running: true, row: row, cols: slices.Clone(cols), start: start}
+	js.estEnd = start + s.span(js)
+	js.killed = s.cfg.EnforceLimits && js.estEnd <= now && js.Extend
+	s.rows[row].cols.takeThese(s.onlineOnly(js.cols))
+	if j.Memory > 0 {
+		for _, c := range js.cols {
+			s.colMem[c] += j.Memory
+		}
+	}
+	s.jobs[j.ID] = js
+	s.rows[row].addRunning(js)
+	s.policy.capacityChanged(s) // the policies' books count running jobs
+	return nil
+}
+
 func (s *Scheduler) dropQueued(js *jobState) {
 	for i, q := range s.queue {
 		if q == js {
@@ -242,7 +286,10 @@ func (s *Scheduler) killOverdue() {
 				break // sorted by estimated end
 			}
 			if !j.killed {
-				j.killed = true
+				j.killed = true // no wakeup for it again, killed or extended
+				if j.Extend {
+					continue
+				}
 				s.out = append(s.out, Decision{Kind: Kill, Job: j.ID, Row: j.row,
 					Why: Explanation{Rule: RuleLimitReached, At: j.estEnd}})
 			}

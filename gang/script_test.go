@@ -22,7 +22,7 @@ import (
 //	                                               new scheduler (mem in bytes per processor,
 //	                                               alt: alternative scheduling; resv, mode,
 //	                                               weights: priority backfill)
-//	submit at=0 id=1 procs=4 est=10 [mem=100]      a job arrives
+//	submit at=0 id=1 procs=4 est=10 [mem=100] [extend]  a job arrives (extend: runs past its limit)
 //	finish at=5 id=1                               a job ends
 //	schedule at=5                                  a pass: prints the decisions
 //	explain id=2                                   why a job waits
@@ -66,6 +66,7 @@ func TestScripts(t *testing.T) {
 					Processors: intArg(t, d, "procs", 1),
 					Estimate:   secArg(t, d, "est", 0),
 					Memory:     int64(intArg(t, d, "mem", 0)),
+					Extend:     d.HasArg("extend"),
 				}
 				now := secArg(t, d, "at", 0)
 				j.Submit = now

@@ -69,6 +69,16 @@ type Config struct {
 	APIPort  int  // 0 picks one
 	Local    bool // loopback cluster: fast membership timings
 	Shim     []string
+	// ControllerGrace is how long the agent keeps its ranks (running or
+	// stopped, as they were) after it lost its controller: a controller
+	// that reaches it within the grace (the same one restarted, or one
+	// whose connection broke) adopts them. Then it kills them. 0 kills
+	// them as soon as the controller leaves the cluster (the CLI's
+	// default is 5m).
+	ControllerGrace time.Duration
+	// Journal keeps the controller's job table across its restarts
+	// (controller; default: in memory, lost with the process).
+	Journal Journal
 	// BenchRank is how the agent runs a benchmark job's ranks: the
 	// command, to which the job's bench-rank arguments are appended
 	// (default: this executable's "bench-rank").
@@ -121,6 +131,9 @@ func (c *Config) Validate() error {
 	if c.Nice < -20 || c.Nice > 19 || c.RankNice < -20 || c.RankNice > 19 {
 		errs = append(errs, fmt.Errorf("nice values %d and %d: must be between -20 and 19", c.Nice, c.RankNice))
 	}
+	if c.ControllerGrace < 0 {
+		errs = append(errs, fmt.Errorf("controller grace %v: must not be negative", c.ControllerGrace))
+	}
 	if len(c.CPUs) == 0 && c.Processors < 0 {
 		errs = append(errs, fmt.Errorf("processors %d: must not be negative", c.Processors))
 	}
@@ -143,6 +156,7 @@ type Agent struct {
 	follower *strobe.Follower
 	relay    *relay.Relay
 	ctrl     *Controller
+	ctrlDone chan struct{} // closed when the controller's Run has returned
 	ctlLn    net.Listener
 	apiLn    net.Listener
 	api      *http.Server
@@ -158,9 +172,13 @@ type Agent struct {
 	stopOnce sync.Once
 	stopErr  error
 
+	// ctlChanged wakes watchController when conn changes (capacity 1: a
+	// pending wake-up covers any number of changes).
+	ctlChanged chan struct{}
+
 	mu      sync.Mutex // guards conn, pending, ctrlAPI, stats
 	conn    net.Conn
-	pending []rankExit
+	pending []rankExit // exits no controller has heard of (at most maxPendingExits)
 	ctrlAPI string
 	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
 }
@@ -217,7 +235,7 @@ func Start(cfg Config) (*Agent, error) {
 		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
-		stats: map[rankKey]comm.Stats{}}
+		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1)}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
@@ -272,7 +290,7 @@ func Start(cfg Config) (*Agent, error) {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
-			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, Log: a.log}, sender, uint64(time.Now().UnixNano()))
+			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, ReconnectGrace: cfg.ControllerGrace, Journal: cfg.Journal, Log: a.log}, sender, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
@@ -317,6 +335,7 @@ func Start(cfg Config) (*Agent, error) {
 	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
 	a.goRun(func() { a.serveControl(ctx) })
+	a.goRun(func() { a.watchController(ctx) })
 	a.goRun(a.forwardExits)
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -334,7 +353,9 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	})
 	if a.ctrl != nil {
+		a.ctrlDone = make(chan struct{})
 		a.goRun(func() {
+			defer close(a.ctrlDone)
 			if err := a.ctrl.Run(ctx); err != nil {
 				a.log.Error("controller", zap.Error(err))
 			}
@@ -429,7 +450,9 @@ func (a *Agent) watchMembers(ctx context.Context) {
 					a.ctrl.MemberJoined(ev.Meta)
 				}
 			case member.EventLeave:
-				if a.ctrl != nil {
+				// Its own agent leaving means the controller is shutting
+				// down: the other agents' ranks outlive it (their grace).
+				if a.ctrl != nil && ev.Meta.Name != a.cfg.Name {
 					a.ctrl.MemberLeft(ev.Meta.Name)
 				}
 				if ev.Meta.Controller && ev.Meta.Name != a.cfg.Name {
@@ -493,6 +516,11 @@ func (a *Agent) closeAll() error {
 	}
 	if a.ctlLn != nil {
 		a.ctlLn.Close()
+	}
+	if a.ctrlDone != nil {
+		// The controller stops first: the local ranks' deaths below must not
+		// fail jobs whose ranks on other agents outlive it (their grace).
+		<-a.ctrlDone
 	}
 	if a.ranks != nil {
 		if err := a.ranks.Close(); err != nil {

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -21,6 +23,21 @@ import (
 // maxPendingExits bounds the exit reports an agent keeps while no
 // controller is connected.
 const maxPendingExits = 10000
+
+// maxExitText bounds the text of an exit report (a spawn error may quote
+// long paths), so that a welcome's exits stay bounded.
+const maxExitText = 512
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// maxWelcomeExits bounds the exits a welcome carries, so that it stays well
+// within maxControlFrame (an exit is a few hundred bytes at most).
+const maxWelcomeExits = 500
 
 // serveControl accepts the controller's control connections. A new
 // connection replaces the previous one (a restarted controller).
@@ -56,15 +73,20 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 	if err == nil {
 		err = frame.Decode(body, &h)
 	}
+	var exits []rankExit
 	if err == nil {
-		err = frame.Write(conn, msgWelcome, welcome{Node: a.cfg.Name, Jobs: a.sw.jobIDs()})
+		var w welcome
+		w, exits = a.welcome()
+		if err = frame.Write(conn, msgWelcome, w); err != nil {
+			a.requeueExits(exits) // the next controller hears of them
+		}
 	}
 	if err != nil {
 		log.Warn("control handshake failed; connection closed", zap.Error(err))
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode))
+	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode), zap.Int("exits reported", len(exits)))
 	mode := Mode(h.Mode)
 	a.sw.configure(mode, h.MPL)
 	if mode == BCS {
@@ -173,7 +195,7 @@ func (a *Agent) forwardExits() {
 		m := rankExit{Job: e.Job, Rank: e.Rank, Node: a.cfg.Name, PID: e.PID, Code: e.Code, Signal: e.Signal,
 			CPUTime: int64(e.CPUTime), MaxRSS: e.MaxRSS}
 		if e.Err != nil {
-			m.Err = e.Err.Error()
+			m.Err = truncate(e.Err.Error(), maxExitText)
 		}
 		// A rank that used comm and ended without Finalize has failed,
 		// whatever its status: its peers may wait for it forever.
@@ -195,9 +217,47 @@ func (a *Agent) forwardExits() {
 	}
 }
 
+// welcome is what the agent tells a controller that connects: its jobs,
+// its live ranks (running or stopped), and the exits no controller has
+// heard of, which it hands over (requeueExits if the welcome is not sent).
+func (a *Agent) welcome() (welcome, []rankExit) {
+	w := welcome{Node: a.cfg.Name, Jobs: a.sw.jobIDs()}
+	for _, r := range a.ranks.Live() {
+		w.Ranks = append(w.Ranks, liveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: processStopped(r.PID)})
+	}
+	a.mu.Lock()
+	n := min(len(a.pending), maxWelcomeExits)
+	w.Exits = slices.Clone(a.pending[:n])
+	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits (setController)
+	a.mu.Unlock()
+	return w, w.Exits
+}
+
+// requeueExits puts back exits a controller did not get, ahead of newer
+// ones, within the bound.
+func (a *Agent) requeueExits(exits []rankExit) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pending = append(exits, a.pending...)
+	if len(a.pending) > maxPendingExits {
+		a.pending = a.pending[:maxPendingExits]
+	}
+}
+
+// processStopped reports whether a process is stopped (state T in
+// /proc/pid/stat).
+func processStopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
+}
+
 // setController makes conn the connection rank exits go to. A newer
 // connection replaces an older one, which is closed: one controller, one
-// connection.
+// connection. Exits recorded since the welcome follow.
 func (a *Agent) setController(conn net.Conn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -210,6 +270,7 @@ func (a *Agent) setController(conn net.Conn) {
 	for _, m := range pending {
 		a.writeExitLocked(m)
 	}
+	a.controllerChanged()
 }
 
 func (a *Agent) clearController(conn net.Conn) {
@@ -217,6 +278,76 @@ func (a *Agent) clearController(conn net.Conn) {
 	defer a.mu.Unlock()
 	if a.conn == conn {
 		a.conn = nil
+		a.controllerChanged()
+	}
+}
+
+// controllerChanged wakes watchController (with a.mu held).
+func (a *Agent) controllerChanged() {
+	select {
+	case a.ctlChanged <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// watchController kills the local ranks when no controller has been
+// connected for ControllerGrace: until then they stay as they are (the
+// current row running, the others stopped) for a controller to adopt.
+func (a *Agent) watchController(ctx context.Context) {
+	grace := a.cfg.ControllerGrace
+	var expiry <-chan time.Time
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.ctlChanged:
+			a.mu.Lock()
+			connected := a.conn != nil
+			a.mu.Unlock()
+			switch {
+			case connected && timer != nil:
+				timer.Stop()
+				timer, expiry = nil, nil
+			case !connected && timer == nil && grace > 0:
+				timer = time.NewTimer(grace)
+				expiry = timer.C
+				if n := len(a.ranks.Live()); n > 0 {
+					a.log.Warn("controller lost: ranks keep running for the grace", zap.Duration("grace", grace), zap.Int("ranks", n))
+				}
+			}
+		case <-expiry:
+			timer, expiry = nil, nil
+			a.mu.Lock()
+			connected := a.conn != nil
+			a.mu.Unlock()
+			if !connected {
+				a.killAll(fmt.Sprintf("no controller for %v (controller grace)", grace))
+			}
+		}
+	}
+}
+
+// killAll kills every local rank: SIGKILL and SIGCONT to each, so stopped
+// ones die too. Their exits are kept for the next controller.
+func (a *Agent) killAll(reason string) {
+	ids := a.sw.jobIDs()
+	for _, r := range a.ranks.Live() {
+		if !slices.Contains(ids, r.Job) {
+			ids = append(ids, r.Job)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	a.log.Warn("killing local ranks", zap.String("reason", reason), zap.Int("jobs", len(ids)))
+	for _, id := range ids {
+		a.kill(id, reason)
 	}
 }
 
@@ -240,17 +371,24 @@ func (a *Agent) writeExitLocked(m rankExit) {
 	}
 }
 
-// controllerGone kills every local rank: without a controller nobody
-// schedules them, and no rank may be left behind.
+// controllerGone handles the controller's departure from the cluster:
+// without a grace its ranks die at once (nobody schedules them, and no
+// rank may be left behind); with one, watchController kills them if no
+// controller connects in time.
 func (a *Agent) controllerGone(name string) {
-	ids := a.sw.jobIDs()
-	if len(ids) == 0 {
+	if a.cfg.ControllerGrace == 0 {
+		a.killAll("controller " + name + " gone")
 		return
 	}
-	a.log.Warn("controller gone: killing local ranks", zap.String("controller", name), zap.Int("jobs", len(ids)))
-	for _, id := range ids {
-		a.kill(id, "controller "+name+" gone")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn != nil {
+		// Gossip knows before TCP does (a partition sends no FIN): close
+		// the connection, the grace starts now. A controller that is in
+		// fact alive dials again.
+		a.conn.Close()
 	}
+	a.controllerChanged()
 }
 
 // stateDir creates the agent's state directory.

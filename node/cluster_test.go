@@ -88,6 +88,8 @@ type testCluster struct {
 	agents []*node.Agent
 	client *node.Client
 	dir    string
+	opts   clusterOpts
+	log    *zap.Logger
 }
 
 type clusterOpts struct {
@@ -103,6 +105,10 @@ type clusterOpts struct {
 	key        *clusterkey.Key
 	adminGID   *uint32
 	shim       []string // default: testShim
+	// controllerGrace is every agent's ControllerGrace (0: ranks die as
+	// soon as the controller leaves).
+	controllerGrace time.Duration
+	journal         node.Journal // the controller's (default: its own, in memory)
 }
 
 func startCluster(t *testing.T, o clusterOpts) *testCluster {
@@ -119,25 +125,15 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 	if o.slice == 0 {
 		o.slice = 20 * time.Millisecond
 	}
-	c := &testCluster{t: t, dir: t.TempDir()}
+	c := &testCluster{t: t, dir: t.TempDir(), opts: o}
 	level := zap.WarnLevel
 	if os.Getenv("COSCHED_TEST_LOG") == "debug" {
 		level = zap.DebugLevel
 	}
-	log := zaptest.NewLogger(t, zaptest.Level(level))
-	if o.shim == nil {
-		o.shim = testShim(t)
-	}
+	c.log = zaptest.NewLogger(t, zaptest.Level(level))
 	for i := 0; i < o.agents; i++ {
-		cfg := node.Config{
-			Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
-			Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-			Shim: o.shim, Priority: o.priority, Log: log, Key: o.key, AdminGID: o.adminGID,
-		}
-		if i == 0 {
-			cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
-			cfg.Backfill = o.backfill
-		} else {
+		cfg := c.agentConfig(i)
+		if i > 0 {
 			cfg.Join = []string{c.agents[0].GossipAddr()}
 		}
 		a, err := node.Start(cfg)
@@ -154,6 +150,25 @@ func startCluster(t *testing.T, o clusterOpts) *testCluster {
 	}
 	c.waitNodes(o.agents)
 	return c
+}
+
+// agentConfig is agent i's configuration (agent 0 runs the controller),
+// without Join.
+func (c *testCluster) agentConfig(i int) node.Config {
+	o := c.opts
+	cfg := node.Config{
+		Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
+		Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
+		Shim: o.shim, Priority: o.priority, ControllerGrace: o.controllerGrace, Log: c.log, Key: o.key, AdminGID: o.adminGID,
+	}
+	if cfg.Shim == nil {
+		cfg.Shim = testShim(c.t)
+	}
+	if i == 0 {
+		cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
+		cfg.Backfill, cfg.Journal = o.backfill, o.journal
+	}
+	return cfg
 }
 
 func (c *testCluster) stop() {

@@ -31,11 +31,26 @@ type hello struct {
 	MPL        int     `msgpack:"mpl"`       // rows of the matrix
 }
 
-// welcome answers hello with the agent's running jobs, so a controller
-// can tell stale ranks from its own.
+// welcome answers hello with what the agent runs, so that a controller
+// (restarted, or reached again after the connection broke) can adopt the
+// ranks of its jobs, count the exits it missed, and kill the ranks of jobs
+// it does not know. Ranks and Exits were added in protocol revision 2; an
+// agent before it sends Jobs only.
 type welcome struct {
-	Node string  `msgpack:"node"`
-	Jobs []int64 `msgpack:"jobs"`
+	Node  string     `msgpack:"node"`
+	Jobs  []int64    `msgpack:"jobs"`
+	Ranks []liveRank `msgpack:"ranks,omitempty"`
+	// Exits are the ranks that ended while the agent had no controller
+	// (at most maxPendingExits; the oldest are kept).
+	Exits []rankExit `msgpack:"exits,omitempty"`
+}
+
+// liveRank is a rank an agent runs.
+type liveRank struct {
+	Job     int64 `msgpack:"job"`
+	Rank    int   `msgpack:"rank"`
+	PID     int   `msgpack:"pid"`
+	Stopped bool  `msgpack:"stopped"` // SIGSTOPped: not in the current row
 }
 
 // launch starts a job's ranks that live on one agent.

@@ -16,6 +16,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/member"
+	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -38,41 +39,52 @@ type ControllerConfig struct {
 	// Priority, when 1–99, runs the slice clock at SCHED_FIFO (root or
 	// CAP_SYS_NICE) so slices start on time while ranks keep every CPU busy.
 	Priority int
-	Log      *zap.Logger
+	// Journal keeps the job table across restarts (default: in memory).
+	Journal Journal
+	// History is how many finished jobs the table keeps (default 10,000).
+	History int
+	// CompactAfter is how many records a Compactor journal takes before
+	// the controller replaces them with a snapshot (default 100,000): the
+	// journal then holds about the live table and the bounded history.
+	CompactAfter int
+	// ReconnectGrace is how long an agent whose control connection broke
+	// may take to come back with its ranks before they count as lost
+	// (default 5m).
+	ReconnectGrace time.Duration
+	Log            *zap.Logger
 }
 
-// Controller runs the scheduler core for the cluster: it owns the job
-// table, maps matrix columns to agents' processors, sends strobes, and
-// tells agents what to launch and kill. Its state is guarded by mu, held by
-// its loop (Run) while it handles an event, and by its slice clock's
-// real-time thread just long enough to pick the next row: the strobe goes
-// out from that thread without waiting for the Go scheduler. Every other
-// goroutine talks to the loop through do and post.
+// Controller is the I/O shell around the controller's state machine
+// (node/ctl): control connections to the agents, the slice clock, the
+// journal, and the API's calls. One goroutine, its loop (Run), feeds the
+// machine every input and carries out its effects in the machine's order:
+// records to the journal first, then orders to agents, then answers to the
+// API. The slice clock's real-time thread asks the machine for each row
+// under mu, which the loop holds only while it feeds the machine (never
+// during I/O), so strobes go out without waiting for the Go scheduler or
+// the journal. Every other goroutine talks to the loop through do and post.
 type Controller struct {
-	cfg    ControllerConfig
-	log    *zap.Logger
-	core   *gang.Scheduler
-	origin time.Time
-	epoch  uint64
-	sender *strobe.Sender
+	cfg     ControllerConfig
+	log     *zap.Logger
+	epoch   uint64
+	sender  *strobe.Sender
+	journal Journal
 
-	events chan func()
+	events chan event
 	wg     sync.WaitGroup // link goroutines and the slice clock
 
-	mu          sync.Mutex // guards everything below
-	jobs        map[int64]*jobRecord
-	order       []int64
-	nextID      int64
-	members     map[string]member.Meta // agents in the cluster
-	links       map[string]*link       // open control connections
-	dialing     map[string]bool        // agents a dial is in progress to
-	blocks      map[string]int         // agent → first column of its block
-	owners      []columnOwner          // column → agent processor
-	nextCol     int
-	seq         uint64
-	memberEpoch uint64
-	targets     []string
-	ticker      *strobe.Ticker
+	appended int // records appended since the journal was last compacted (the loop's)
+
+	mu      sync.Mutex   // guards m, targets, ticker
+	m       *ctl.Machine // set by Run once the journal is loaded
+	targets []string     // strobe addresses; replaced, never modified in place
+	ticker  *strobe.Ticker
+
+	// The loop's own state.
+	members map[string]member.Meta // agents in the cluster
+	links   map[string]*link       // open control connections
+	dialing map[string]bool        // agents a dial is in progress to
+
 	// stopped is closed when Run returns. It exists from construction, so
 	// goroutines that talk to the controller before its loop starts (a
 	// membership event) can always tell it has gone.
@@ -80,60 +92,68 @@ type Controller struct {
 	stopOnce sync.Once
 }
 
-type columnOwner struct {
-	agent string
-	slot  int
+// event is an input for the machine. f runs in the loop with mu held,
+// between two Ticks; done, if set, is closed once its effects have been
+// carried out (its records are durable).
+type event struct {
+	f    func(m *ctl.Machine)
+	done chan struct{}
 }
 
 // NewController builds a controller; sender sends its strobes (gang and
-// bcs modes; nil otherwise).
+// bcs modes; nil otherwise). Run loads its journal.
 func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*Controller, error) {
 	if cfg.MaxColumns <= 0 {
 		cfg.MaxColumns = 1024
 	}
-	core, err := gang.New(gang.Config{
-		Machine:               gang.Machine{Processors: cfg.MaxColumns},
-		MPL:                   cfg.MPL,
-		Policy:                cfg.Policy,
-		Backfill:              cfg.Backfill,
-		AlternativeScheduling: cfg.Mode == Gang,
-		EnforceLimits:         true,
-	})
-	if err != nil {
-		return nil, err
+	if cfg.Journal == nil {
+		cfg.Journal = &MemJournal{}
 	}
-	all := make([]int, cfg.MaxColumns)
-	for i := range all {
-		all[i] = i
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
 	}
-	if err := core.SetOffline(all, true, 0); err != nil { // columns come online as agents join
+	if cfg.CompactAfter <= 0 {
+		cfg.CompactAfter = 100_000
+	}
+	// Check the configuration now, not when Run starts.
+	if _, err := ctl.New(machineConfig(cfg), time.Now()); err != nil {
 		return nil, err
 	}
 	return &Controller{
 		cfg:     cfg,
 		log:     cfg.Log.Named("controller"),
-		core:    core,
-		origin:  time.Now(),
 		epoch:   epoch,
 		sender:  sender,
-		events:  make(chan func(), 256),
+		journal: cfg.Journal,
+		events:  make(chan event, 256),
 		stopped: make(chan struct{}),
-		jobs:    map[int64]*jobRecord{},
 		members: map[string]member.Meta{},
 		links:   map[string]*link{},
 		dialing: map[string]bool{},
-		blocks:  map[string]int{},
-		owners:  make([]columnOwner, cfg.MaxColumns),
 	}, nil
 }
 
-// now is the core's clock: time since the controller started.
-func (c *Controller) now() time.Duration { return time.Since(c.origin) }
+func machineConfig(cfg ControllerConfig) ctl.Config {
+	return ctl.Config{MaxColumns: cfg.MaxColumns, MPL: cfg.MPL, Policy: cfg.Policy, Backfill: cfg.Backfill,
+		Alternates: cfg.Mode == Gang, ReconnectGrace: cfg.ReconnectGrace, History: cfg.History}
+}
 
-// Run is the controller's loop; it returns when ctx is done, after closing
-// every control connection.
+// Run loads the journal, rebuilds the job table from it, and runs the
+// controller's loop; it returns when ctx is done, after closing every
+// control connection, or when the journal fails.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		c.stop() // first: dials backing off and callers waiting see it
+		for _, l := range c.links {
+			l.close()
+		}
+		c.wg.Wait()
+	}()
+	if err := c.load(ctx); err != nil {
+		return err
+	}
 	if c.cfg.Mode.TimeShared() {
 		t, err := strobe.NewTicker(strobe.TickerConfig{Period: c.cfg.Slice, Priority: c.cfg.Priority, SpinAhead: spinAhead(c.cfg.Slice)})
 		if err != nil {
@@ -153,39 +173,62 @@ func (c *Controller) Run(ctx context.Context) error {
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
-			c.stop() // first: dials backing off and callers waiting see it
-			c.mu.Lock()
-			for _, l := range c.links {
-				l.close()
-			}
-			c.mu.Unlock()
-			c.wg.Wait()
 			return nil
-		case f := <-c.events:
-			c.mu.Lock()
-			f()
-			c.pass()
-			c.rearm(wake)
-			c.mu.Unlock()
+		case ev := <-c.events:
+			// done is closed only for effects carried out: a caller whose
+			// records could not be persisted hears ErrStopped instead.
+			if err = c.handle(ctx, ev.f); err == nil && ev.done != nil {
+				close(ev.done)
+			}
 		case <-wake.C:
-			c.mu.Lock()
-			c.pass()
-			c.rearm(wake)
-			c.mu.Unlock()
+			err = c.handle(ctx, nil)
 		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		c.rearm(wake)
 	}
+}
+
+// load builds the machine from the journal: a fresh one if it is empty.
+func (c *Controller) load(ctx context.Context) error {
+	records, err := c.journal.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("node: controller journal: %w", err)
+	}
+	var m *ctl.Machine
+	if len(records) == 0 {
+		m, err = ctl.New(machineConfig(c.cfg), time.Now())
+	} else {
+		m, err = ctl.Restore(machineConfig(c.cfg), records, time.Now())
+	}
+	if err != nil {
+		return fmt.Errorf("node: controller journal: %w", err)
+	}
+	if len(records) > 0 {
+		c.log.Info("job table restored from the journal", zap.Int("records", len(records)), zap.Int("jobs", len(m.Jobs(true))))
+	}
+	c.mu.Lock()
+	c.m = m
+	c.mu.Unlock()
+	return c.handle(ctx, nil)
 }
 
 // stop marks the controller as gone. Idempotent.
 func (c *Controller) stop() { c.stopOnce.Do(func() { close(c.stopped) }) }
 
-// do runs f in the controller's goroutine and waits for it.
-func (c *Controller) do(ctx context.Context, f func()) error {
+// do runs f on the machine in the controller's loop and waits until its
+// effects are carried out: what f reports is durable when do returns.
+func (c *Controller) do(ctx context.Context, f func(m *ctl.Machine)) error {
 	done := make(chan struct{})
 	select {
-	case c.events <- func() { f(); close(done) }:
+	case c.events <- event{f: f, done: done}:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-c.stopped:
@@ -204,50 +247,365 @@ func (c *Controller) do(ctx context.Context, f func()) error {
 // ErrStopped is returned by calls to a controller that has shut down.
 var ErrStopped = errors.New("controller stopped")
 
-// post queues f for the controller's goroutine without waiting (for the
-// control connections' readers). It gives up if the controller stopped.
-func (c *Controller) post(f func()) {
+// post queues f for the controller's loop without waiting (for the
+// control connections' goroutines). It gives up if the controller stopped.
+func (c *Controller) post(f func(m *ctl.Machine)) {
 	select {
-	case c.events <- f:
+	case c.events <- event{f: f}:
 	case <-c.stopped:
 	}
 }
 
+// handle feeds one input to the machine (none: a timer) at the current
+// time and carries out the effects.
+func (c *Controller) handle(ctx context.Context, f func(m *ctl.Machine)) error {
+	now := time.Now()
+	c.mu.Lock()
+	c.m.Tick(now)
+	if f != nil {
+		f(c.m)
+		c.m.Tick(now)
+	}
+	b := c.collect()
+	c.mu.Unlock()
+	return c.carryOut(ctx, b)
+}
+
+// batch is one Ready, ready for I/O.
+type batch struct {
+	records []ctl.Record
+	orders  []order
+}
+
+type order struct {
+	to  string
+	typ frame.Type
+	msg any
+}
+
+// collect takes the machine's Ready (with mu held): it installs the new
+// strobe targets at once, so the next strobe's member epoch and targets
+// agree, renders the orders, and logs the state changes.
+func (c *Controller) collect() batch {
+	rd := c.m.Ready()
+	c.m.Advance()
+	if rd.MembersChanged {
+		targets := make([]string, 0, len(rd.Targets))
+		for _, name := range rd.Targets {
+			targets = append(targets, c.members[name].StrobeAddr)
+		}
+		c.targets = targets
+	}
+	b := batch{records: rd.Records}
+	for _, msg := range rd.Messages {
+		switch {
+		case msg.Launch != nil:
+			b.orders = append(b.orders, order{msg.To, msgLaunch, c.launchOf(msg.Launch)})
+		case msg.Kill != nil:
+			b.orders = append(b.orders, order{msg.To, msgKill, kill{Job: msg.Kill.Job, Reason: msg.Kill.Reason}})
+		case msg.Alternate != nil:
+			a := msg.Alternate
+			b.orders = append(b.orders, order{msg.To, msgAlternate, alternate{Job: a.Job, Row: a.Row, On: a.On}})
+		}
+	}
+	for _, ch := range rd.Changes {
+		switch ch.State {
+		case Pending:
+			c.log.Info("job submitted", zap.Int64("job", ch.Job))
+		case Running:
+			c.log.Info("job started", zap.Int64("job", ch.Job))
+		default:
+			c.log.Info("job ended", zap.Int64("job", ch.Job), zap.String("state", string(ch.State)), zap.String("reason", ch.Reason))
+		}
+	}
+	return b
+}
+
+// launchOf renders a launch order with what the job runs.
+func (c *Controller) launchOf(l *ctl.Launch) launch {
+	j, _ := c.m.Job(l.Job)
+	var env, benchArgs []string
+	if s := j.Spec; s.Bench != "" {
+		env = append(env, "COSCHED_BENCH="+s.Bench)
+		benchArgs = []string{"--template", s.Bench, "--iterations", strconv.Itoa(s.BenchIterations),
+			"--seed", strconv.FormatUint(s.BenchSeed, 10), "--work", cmp.Or(s.BenchWork, "cpu")}
+	}
+	ranks := make([]launchRank, len(l.Ranks))
+	for i, r := range l.Ranks {
+		ranks[i] = launchRank{Rank: r.Rank, Slot: r.Slot}
+	}
+	return launch{Job: l.Job, Size: l.Size, Argv: j.Spec.Command, Env: env, Row: l.Row, Rows: l.Rows, Ranks: ranks, Nodes: l.Nodes, Bench: benchArgs,
+		Owner: j.Spec.Owner, Dir: j.Spec.Dir}
+}
+
+// carryOut persists a batch's records, then sends its orders. An agent
+// whose connection cannot take an order is down; the machine hears it,
+// and the effects of that are carried out too.
+func (c *Controller) carryOut(ctx context.Context, b batch) error {
+	for {
+		if len(b.records) > 0 {
+			if err := c.journal.Append(ctx, b.records); err != nil {
+				c.log.Error("journal: cannot persist; the controller stops", zap.Error(err))
+				return fmt.Errorf("node: controller journal: %w", err)
+			}
+			if err := c.maybeCompact(ctx, len(b.records)); err != nil {
+				return err
+			}
+		}
+		var down []string
+		for _, o := range b.orders {
+			l := c.links[o.to]
+			if l == nil || slices.Contains(down, o.to) {
+				continue
+			}
+			if err := l.send(o.typ, o.msg); err != nil {
+				c.log.Warn("control send", zap.String("agent", o.to), zap.Error(err))
+				down = append(down, o.to)
+			}
+		}
+		if len(down) == 0 {
+			return nil
+		}
+		c.mu.Lock()
+		for _, name := range down {
+			c.linkLost(c.m, name, c.links[name], "unreachable")
+		}
+		b = c.collect()
+		c.mu.Unlock()
+	}
+}
+
+// maybeCompact replaces a Compactor journal's records with a snapshot
+// once CompactAfter records were appended since the last time. Called
+// right after an append, before any other input: the snapshot is the
+// state those records lead to.
+func (c *Controller) maybeCompact(ctx context.Context, n int) error {
+	cj, ok := c.journal.(Compactor)
+	if c.appended += n; !ok || c.appended < c.cfg.CompactAfter {
+		return nil
+	}
+	c.mu.Lock()
+	snap := c.m.Snapshot()
+	c.mu.Unlock()
+	if err := cj.Compact(ctx, snap); err != nil {
+		c.log.Error("journal: cannot compact; the controller stops", zap.Error(err))
+		return fmt.Errorf("node: controller journal: compacting: %w", err)
+	}
+	c.log.Info("journal compacted", zap.Int("records appended", c.appended), zap.Int("records now", len(snap)))
+	c.appended = 0
+	return nil
+}
+
 func (c *Controller) rearm(wake *time.Timer) {
 	d := time.Hour
-	if t, ok := c.core.NextWakeup(); ok {
-		d = max(t-c.now(), 0)
+	c.mu.Lock()
+	if t, ok := c.m.NextWakeup(); ok {
+		d = max(time.Until(t), 0)
 	}
+	c.mu.Unlock()
 	wake.Reset(d)
 }
 
-// strobe starts the next slice, on the slice clock's thread: the core
+// strobe starts the next slice, on the slice clock's thread: the machine
 // picks the row, every agent hears it.
 func (c *Controller) strobe(tk strobe.Tick) {
 	c.mu.Lock()
-	row := c.core.Slice(c.now())
-	c.seq++
-	seq, targets, epoch := c.seq, c.targets, c.memberEpoch // targets is never modified in place
+	s := c.m.Slice(time.Now())
+	targets := c.targets
 	c.mu.Unlock()
 	if len(targets) == 0 {
 		return
 	}
-	sent, err := c.sender.Strobe(targets, seq, row, epoch, tk.Deadline)
+	sent, err := c.sender.Strobe(targets, s.Seq, s.Row, s.Epoch, tk.Deadline)
 	if err != nil {
-		c.log.Warn("strobe", zap.Uint64("seq", seq), zap.Error(err))
+		c.log.Warn("strobe", zap.Uint64("seq", s.Seq), zap.Error(err))
 	}
 	c.ticker.Sent(tk, sent)
 }
 
-// membersChanged recomputes the strobe targets; the next strobe carries
-// the new member epoch, so changes take effect at a slice boundary.
-func (c *Controller) membersChanged() {
-	c.memberEpoch++
-	targets := make([]string, 0, len(c.links)) // a new slice: the clock may be reading the old one
-	for _, name := range slices.Sorted(mapKeys(c.links)) {
-		targets = append(targets, c.members[name].StrobeAddr)
+// MemberJoined tells the controller an agent joined (or updated its
+// metadata): it opens a control connection to it.
+func (c *Controller) MemberJoined(m member.Meta) {
+	c.post(func(*ctl.Machine) {
+		c.members[m.Name] = m
+		c.connect(m.Name, 0)
+	})
+}
+
+// MemberLeft tells the controller an agent left or failed: its ranks are
+// gone.
+func (c *Controller) MemberLeft(name string) {
+	c.post(func(m *ctl.Machine) {
+		delete(c.members, name)
+		if l := c.links[name]; l != nil {
+			l.close()
+			delete(c.links, name)
+		}
+		m.AgentGone(name, "left the cluster")
+	})
+}
+
+// connect opens a control connection to a member unless one is open or
+// being opened, after delay (a connection that just broke).
+func (c *Controller) connect(name string, delay time.Duration) {
+	meta, member := c.members[name]
+	if _, ok := c.links[name]; ok || c.dialing[name] || !member {
+		return
 	}
-	c.targets = targets
+	c.dialing[name] = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-c.stopped:
+			return
+		case <-time.After(delay):
+		}
+		c.dial(meta)
+	}()
+}
+
+// linkUp registers a new control connection and reports the agent up,
+// with what it runs.
+func (c *Controller) linkUp(m *ctl.Machine, meta member.Meta, l *link, w welcome) {
+	delete(c.dialing, meta.Name)
+	if _, member := c.members[meta.Name]; !member {
+		l.close() // it left while we dialed
+		return
+	}
+	if old := c.links[meta.Name]; old != nil {
+		old.close()
+	}
+	c.links[meta.Name] = l
+	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs}
+	for _, r := range w.Ranks {
+		report.Ranks = append(report.Ranks, ctl.LiveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: r.Stopped})
+	}
+	if len(w.Ranks) == 0 {
+		for _, id := range w.Jobs { // an agent that reports jobs only
+			report.Ranks = append(report.Ranks, ctl.LiveRank{Job: id, Rank: -1})
+		}
+	}
+	for _, x := range w.Exits {
+		report.Exits = append(report.Exits, exitOf(x))
+	}
+	if err := m.AgentUp(report); err != nil {
+		c.log.Error("agent refused", zap.String("agent", meta.Name), zap.Error(err))
+		l.close()
+		delete(c.links, meta.Name)
+		return
+	}
+	c.log.Info("agent up", zap.String("agent", meta.Name), zap.Int("cpus", meta.CPUs),
+		zap.Int("live ranks", len(w.Ranks)), zap.Int("exits meanwhile", len(w.Exits)))
+}
+
+// linkLost handles the end of a control connection (l, if it is still the
+// agent's): the agent is down until it is reached again.
+func (c *Controller) linkLost(m *ctl.Machine, name string, l *link, why string) {
+	if l == nil || c.links[name] != l {
+		return
+	}
+	l.close()
+	delete(c.links, name)
+	m.AgentDown(name)
+	c.log.Warn("agent down: its ranks keep running while it is reached again", zap.String("agent", name), zap.String("why", why))
+	c.connect(name, 200*time.Millisecond)
+}
+
+func exitOf(x rankExit) ctl.RankExit {
+	e := ctl.RankExit{Job: x.Job, Rank: x.Rank, Node: x.Node, PID: x.PID, Code: x.Code, Signal: x.Signal,
+		CPUTime: time.Duration(x.CPUTime), MaxRSS: x.MaxRSS, Err: x.Err, Failure: x.Failure}
+	if s := x.Stats; s != nil {
+		e.Stats = &BenchStats{Iterations: s.Iterations, Compute: Duration{D: time.Duration(s.Compute)},
+			CommWait: Duration{D: time.Duration(s.CommWait)}, Wall: Duration{D: time.Duration(s.Wall)}}
+	}
+	return e
+}
+
+// Submit queues a job and returns its id once the job is durable.
+func (c *Controller) Submit(ctx context.Context, spec JobSpec) (int64, error) {
+	var id int64
+	var err error
+	derr := c.do(ctx, func(m *ctl.Machine) { id, err = m.Submit(spec) })
+	return id, errors.Join(derr, err)
+}
+
+// ErrNotFound is returned for an unknown job id.
+var ErrNotFound = ctl.ErrNotFound
+
+// ErrEnded is returned when cancelling a job that has already ended.
+var ErrEnded = ctl.ErrEnded
+
+// Cancel ends a job: a pending one leaves the queue, a running one's ranks
+// are killed everywhere.
+func (c *Controller) Cancel(ctx context.Context, id int64) error {
+	var err error
+	derr := c.do(ctx, func(m *ctl.Machine) { err = m.Cancel(id) })
+	return errors.Join(derr, err)
+}
+
+// Jobs lists jobs in submission order: the pending and running ones, or
+// all with all.
+func (c *Controller) Jobs(ctx context.Context, all bool) ([]Job, error) {
+	var out []Job
+	err := c.do(ctx, func(m *ctl.Machine) {
+		now := time.Now()
+		for _, j := range m.Jobs(all) {
+			out = append(out, viewOf(m, j, now))
+		}
+	})
+	return out, err
+}
+
+// Job returns one job.
+func (c *Controller) Job(ctx context.Context, id int64) (Job, error) {
+	var v Job
+	var err error
+	derr := c.do(ctx, func(m *ctl.Machine) {
+		j, ok := m.Job(id)
+		if !ok {
+			err = fmt.Errorf("job %d: %w", id, ErrNotFound)
+			return
+		}
+		v = viewOf(m, j, time.Now())
+	})
+	return v, errors.Join(derr, err)
+}
+
+// Nodes lists the cluster's agents (without their stats).
+func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
+	var out []NodeInfo
+	err := c.do(ctx, func(m *ctl.Machine) {
+		agents := map[string]ctl.Agent{}
+		for _, a := range m.Agents() {
+			agents[a.Name] = a
+		}
+		names := slices.Collect(mapKeys(agents))
+		for name := range c.members {
+			if _, ok := agents[name]; !ok {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		jobs := m.Jobs(false)
+		for _, name := range names {
+			meta, member := c.members[name]
+			n := NodeInfo{Name: name, State: "down", Columns: agents[name].Columns}
+			if member {
+				n.Controller, n.APIAddr, n.CPUs = meta.Controller, meta.APIAddr, meta.CPUs
+				if agents[name].Up {
+					n.State = "up"
+				}
+			}
+			for _, j := range jobs {
+				if j.State == Running && slices.Contains(j.Agents, name) {
+					n.Jobs = append(n.Jobs, j.ID)
+				}
+			}
+			out = append(out, n)
+		}
+	})
+	return out, err
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -258,384 +616,6 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
-}
-
-// MemberJoined tells the controller an agent joined (or updated its
-// metadata): it opens a control connection to it.
-func (c *Controller) MemberJoined(m member.Meta) {
-	c.post(func() {
-		c.members[m.Name] = m
-		if _, ok := c.links[m.Name]; ok || c.dialing[m.Name] {
-			return // one control connection per agent
-		}
-		c.dialing[m.Name] = true
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.dial(m)
-		}()
-	})
-}
-
-// MemberLeft tells the controller an agent left or failed.
-func (c *Controller) MemberLeft(name string) {
-	c.post(func() { c.agentDown(name, "left the cluster", nil) })
-}
-
-// agentUp brings an agent's processors into service.
-func (c *Controller) agentUp(m member.Meta, l *link) {
-	if old := c.links[m.Name]; old != nil {
-		old.close()
-	}
-	c.links[m.Name] = l
-	base, ok := c.blocks[m.Name]
-	if !ok {
-		if c.nextCol+m.CPUs > c.cfg.MaxColumns {
-			c.log.Error("no columns left for agent", zap.String("agent", m.Name), zap.Int("cpus", m.CPUs), zap.Int("max", c.cfg.MaxColumns))
-			l.close()
-			delete(c.links, m.Name)
-			return
-		}
-		base = c.nextCol
-		c.blocks[m.Name] = base
-		c.nextCol += m.CPUs
-		for i := 0; i < m.CPUs; i++ {
-			c.owners[base+i] = columnOwner{agent: m.Name, slot: i}
-		}
-	}
-	if err := c.core.SetOffline(c.columnsOf(m.Name), false, c.now()); err != nil {
-		c.log.Error("columns online", zap.Error(err))
-	}
-	c.membersChanged()
-	c.log.Info("agent up", zap.String("agent", m.Name), zap.Int("cpus", m.CPUs), zap.Int("first column", base))
-}
-
-func (c *Controller) columnsOf(name string) []int {
-	base, ok := c.blocks[name]
-	if !ok {
-		return nil
-	}
-	n := c.members[name].CPUs
-	cols := make([]int, n)
-	for i := range cols {
-		cols[i] = base + i
-	}
-	return cols
-}
-
-// agentDown takes an agent's processors out of service and fails the jobs
-// that had ranks there.
-//
-// With via set, only that connection's failure counts: a newer connection
-// to the same agent may have replaced it.
-func (c *Controller) agentDown(name, why string, via *link) {
-	l, ok := c.links[name]
-	if !ok || via != nil && via != l {
-		if !ok {
-			delete(c.members, name)
-		}
-		return
-	}
-	l.close()
-	delete(c.links, name)
-	delete(c.members, name)
-	if err := c.core.SetOffline(c.columnsOf(name), true, c.now()); err != nil {
-		c.log.Error("columns offline", zap.Error(err))
-	}
-	c.membersChanged()
-	c.log.Warn("agent down", zap.String("agent", name), zap.String("why", why))
-	for _, id := range c.order {
-		j := c.jobs[id]
-		if j.state != Running || !slices.Contains(j.agents, name) {
-			continue
-		}
-		for i := range j.ranks {
-			if r := &j.ranks[i]; r.Node == name && !r.Exited {
-				r.Exited, r.Code, r.Error = true, -1, "node "+name+" down"
-				j.exited++
-			}
-		}
-		c.endJob(j, Failed, fmt.Sprintf("node %s %s", name, why))
-	}
-}
-
-// pass runs the core and carries out its decisions.
-func (c *Controller) pass() {
-	ds, err := c.core.Schedule(c.now())
-	if err != nil {
-		c.log.Error("schedule", zap.Error(err))
-		return
-	}
-	for _, d := range ds {
-		j := c.jobs[int64(d.Job)]
-		if j == nil {
-			c.log.Error("decision for an unknown job", zap.Stringer("decision", d))
-			continue
-		}
-		switch d.Kind {
-		case gang.Start:
-			c.startJob(j, d)
-		case gang.Kill:
-			if j.spec.Overrun == "extend" {
-				c.log.Info("job ran past its time limit; it runs on (overrun extend)", zap.Int64("job", j.id))
-				continue
-			}
-			c.endJob(j, Timeout, fmt.Sprintf("time limit %v reached", j.spec.TimeLimit.D))
-		case gang.Alternate, gang.AlternateEnd:
-			on := d.Kind == gang.Alternate
-			if on {
-				j.rows = append(j.rows, d.Row)
-			} else {
-				j.rows = slices.DeleteFunc(j.rows, func(r int) bool { return r == d.Row })
-			}
-			for _, a := range j.agents {
-				c.send(a, msgAlternate, alternate{Job: j.id, Row: d.Row, On: on})
-			}
-		}
-	}
-}
-
-func (c *Controller) startJob(j *jobRecord, d gang.Decision) {
-	j.state, j.start, j.row, j.rows = Running, time.Now(), d.Row, []int{d.Row}
-	j.ranks = make([]RankInfo, len(d.Columns))
-	per := map[string][]launchRank{}
-	for r, col := range d.Columns {
-		o := c.owners[col]
-		j.ranks[r] = RankInfo{Rank: r, Node: o.agent}
-		per[o.agent] = append(per[o.agent], launchRank{Rank: r, Slot: o.slot})
-	}
-	j.agents = slices.Sorted(mapKeys(per))
-	nodes := make([]string, len(j.ranks))
-	for i, r := range j.ranks {
-		nodes[i] = r.Node
-	}
-	var env, benchArgs []string
-	if s := j.spec; s.Bench != "" {
-		env = append(env, "COSCHED_BENCH="+s.Bench)
-		benchArgs = []string{"--template", s.Bench, "--iterations", strconv.Itoa(s.BenchIterations),
-			"--seed", strconv.FormatUint(s.BenchSeed, 10), "--work", cmp.Or(s.BenchWork, "cpu")}
-	}
-	for _, a := range j.agents {
-		l := launch{Job: j.id, Size: len(d.Columns), Argv: j.spec.Command, Env: env, Row: d.Row, Rows: j.rows, Ranks: per[a], Nodes: nodes, Bench: benchArgs,
-			Owner: j.spec.Owner, Dir: j.spec.Dir}
-		if !c.send(a, msgLaunch, l) {
-			for i := range j.ranks {
-				if r := &j.ranks[i]; r.Node == a && !r.Exited {
-					r.Exited, r.Code, r.Error = true, -1, "node "+a+" unreachable"
-					j.exited++
-				}
-			}
-			c.endJob(j, Failed, "node "+a+" unreachable at launch")
-		}
-	}
-	c.log.Info("job started", zap.Int64("job", j.id), zap.Int("row", d.Row), zap.Strings("agents", j.agents))
-}
-
-// endJob decides a running job's final state and stops its ranks; the job
-// is finished once every rank has gone.
-func (c *Controller) endJob(j *jobRecord, st State, reason string) {
-	if j.finishing() || j.state.Done() {
-		return
-	}
-	j.ending, j.reason = st, reason
-	for _, a := range j.agents {
-		c.send(a, msgKill, kill{Job: j.id, Reason: reason})
-	}
-	c.maybeFinish(j)
-}
-
-// maybeFinish completes a job whose ranks have all ended.
-func (c *Controller) maybeFinish(j *jobRecord) {
-	if j.exited < len(j.ranks) || j.state.Done() {
-		return
-	}
-	j.state = Completed
-	if j.ending != "" {
-		j.state = j.ending
-	}
-	j.end = time.Now()
-	if err := c.core.Finished(gang.JobID(j.id), c.now()); err != nil {
-		c.log.Error("finished", zap.Int64("job", j.id), zap.Error(err))
-	}
-	c.log.Info("job ended", zap.Int64("job", j.id), zap.String("state", string(j.state)), zap.String("reason", j.reason))
-}
-
-// rankEnded records a rank's exit report.
-func (c *Controller) rankEnded(m rankExit) {
-	j := c.jobs[m.Job]
-	if j == nil || m.Rank < 0 || m.Rank >= len(j.ranks) || j.ranks[m.Rank].Exited {
-		c.log.Warn("stale rank exit", zap.Int64("job", m.Job), zap.Int("rank", m.Rank), zap.String("node", m.Node))
-		return
-	}
-	r := &j.ranks[m.Rank]
-	r.Exited, r.PID, r.Code, r.Signal, r.Error = true, m.PID, m.Code, m.Signal, m.Err
-	r.CPUTime, r.MaxRSS = Duration{time.Duration(m.CPUTime)}, m.MaxRSS
-	if s := m.Stats; s != nil {
-		r.Bench = &BenchStats{Iterations: s.Iterations, Compute: Duration{time.Duration(s.Compute)},
-			CommWait: Duration{time.Duration(s.CommWait)}, Wall: Duration{time.Duration(s.Wall)}}
-	}
-	j.exited++
-	if m.Failure != "" && r.Error == "" {
-		r.Error = m.Failure
-	}
-	if !j.finishing() && (m.Code != 0 || m.Signal != "" || m.Err != "" || m.Failure != "") {
-		c.endJob(j, Failed, fmt.Sprintf("rank %d on %s %s", m.Rank, m.Node, exitText(m)))
-	}
-	c.maybeFinish(j)
-}
-
-func exitText(m rankExit) string {
-	switch {
-	case m.Err != "":
-		return "could not start: " + m.Err
-	case m.Failure != "":
-		return m.Failure
-	case m.Signal != "":
-		return "was " + m.Signal
-	}
-	return fmt.Sprintf("exited with status %d", m.Code)
-}
-
-// send queues a control message for an agent; false if it has no link.
-func (c *Controller) send(agent string, t frame.Type, v any) bool {
-	l, ok := c.links[agent]
-	if !ok {
-		return false
-	}
-	if err := l.send(t, v); err != nil {
-		c.log.Warn("control send", zap.String("agent", agent), zap.Error(err))
-		c.agentDown(agent, "unreachable: "+err.Error(), nil)
-		return false
-	}
-	return true
-}
-
-// Submit queues a job and returns its id.
-func (c *Controller) Submit(ctx context.Context, spec JobSpec) (int64, error) {
-	var id int64
-	var err error
-	derr := c.do(ctx, func() {
-		if err = spec.Validate(c.core.Online()); err != nil {
-			return
-		}
-		c.nextID++
-		id = c.nextID
-		if spec.Bench != "" && spec.BenchSeed == 0 {
-			spec.BenchSeed = uint64(id) // distinct, reproducible draws per job
-		}
-		j := &jobRecord{id: id, spec: spec, state: Pending, submit: time.Now()}
-		if err = c.core.Submit(gang.Job{
-			ID: gang.JobID(id), Submit: c.now(), Processors: spec.Processors,
-			Estimate: spec.TimeLimit.D, Memory: spec.Memory, User: "", Template: spec.Bench,
-		}, c.now()); err != nil {
-			c.nextID--
-			return
-		}
-		c.jobs[id] = j
-		c.order = append(c.order, id)
-		c.log.Info("job submitted", zap.Int64("job", id), zap.Int("procs", spec.Processors))
-	})
-	return id, errors.Join(derr, err)
-}
-
-// ErrNotFound is returned for an unknown job id.
-var ErrNotFound = errors.New("no such job")
-
-// ErrEnded is returned when cancelling a job that has already ended.
-var ErrEnded = errors.New("job already ended")
-
-// Cancel ends a job: a pending one leaves the queue, a running one's ranks
-// are killed everywhere.
-func (c *Controller) Cancel(ctx context.Context, id int64) error {
-	var err error
-	derr := c.do(ctx, func() {
-		j := c.jobs[id]
-		switch {
-		case j == nil:
-			err = fmt.Errorf("job %d: %w", id, ErrNotFound)
-		case j.state.Done() || j.finishing():
-			err = fmt.Errorf("job %d: %w (%s)", id, ErrEnded, j.state)
-		case j.state == Pending:
-			j.state, j.reason, j.end = Cancelled, "cancelled before it started", time.Now()
-			if e := c.core.Finished(gang.JobID(id), c.now()); e != nil {
-				c.log.Error("cancel", zap.Error(e))
-			}
-		default:
-			c.endJob(j, Cancelled, "cancelled")
-		}
-	})
-	return errors.Join(derr, err)
-}
-
-// Jobs lists jobs in submission order: the pending and running ones, or
-// all with all.
-func (c *Controller) Jobs(ctx context.Context, all bool) ([]Job, error) {
-	var out []Job
-	err := c.do(ctx, func() {
-		now := time.Now()
-		for _, id := range c.order {
-			j := c.jobs[id]
-			if all || !j.state.Done() {
-				out = append(out, c.viewOf(j, now))
-			}
-		}
-	})
-	return out, err
-}
-
-// Job returns one job.
-func (c *Controller) Job(ctx context.Context, id int64) (Job, error) {
-	var v Job
-	var err error
-	derr := c.do(ctx, func() {
-		j := c.jobs[id]
-		if j == nil {
-			err = fmt.Errorf("job %d: %w", id, ErrNotFound)
-			return
-		}
-		v = c.viewOf(j, time.Now())
-	})
-	return v, errors.Join(derr, err)
-}
-
-func (c *Controller) viewOf(j *jobRecord, now time.Time) Job {
-	v := j.view(now)
-	if j.state == Pending {
-		v.Reason = c.core.Explain(gang.JobID(j.id)).String()
-	}
-	return v
-}
-
-// Nodes lists the cluster's agents (without their stats).
-func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
-	var out []NodeInfo
-	err := c.do(ctx, func() {
-		names := slices.Collect(mapKeys(c.blocks))
-		for name := range c.members {
-			if _, ok := c.blocks[name]; !ok {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			m, up := c.members[name]
-			_, linked := c.links[name]
-			n := NodeInfo{Name: name, State: "down", Columns: c.columnsOf(name)}
-			if up {
-				n.Controller, n.APIAddr, n.CPUs = m.Controller, m.APIAddr, m.CPUs
-				if linked {
-					n.State = "up"
-				}
-			}
-			for _, id := range c.order {
-				if j := c.jobs[id]; j.state == Running && slices.Contains(j.agents, name) {
-					n.Jobs = append(n.Jobs, id)
-				}
-			}
-			out = append(out, n)
-		}
-	})
-	return out, err
 }
 
 // ClusterStats is what only the controller knows: its slice clock.
@@ -661,8 +641,8 @@ type ClusterStats struct {
 // Stats returns the controller's counters.
 func (c *Controller) Stats(ctx context.Context) (ClusterStats, error) {
 	var s ClusterStats
-	err := c.do(ctx, func() {
-		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: c.core.Online()}
+	err := c.do(ctx, func(m *ctl.Machine) {
+		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{D: c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: m.Online()}
 		s.Reservations, s.ReservationMode, s.Weights = backfillStats(c.cfg.Policy, c.cfg.Backfill)
 		if c.ticker != nil {
 			s.Ticks = c.ticker.Stats()

@@ -14,25 +14,32 @@
 //
 // # Controller
 //
-// The agent started with Config.Controller also runs a Controller: the job
-// table and one gang.Scheduler driven with wall-clock offsets. Agents map
-// to matrix columns (one per processor, in join order; a departed agent's
-// columns go offline and come back when it returns). Every decision of the
-// core becomes control messages: a Start launches the ranks on each
-// column's agent, a Kill (time limit) or a cancel kills them everywhere,
-// an Alternate adds a row a job may also run in. In gang mode the slice
-// clock (strobe.Ticker, SCHED_FIFO when allowed) asks the core for the row
-// and sends the strobe. State is guarded by one mutex: API calls, control
-// events and the slice clock take it briefly; nothing blocks under it.
+// The agent started with Config.Controller also runs a Controller: an I/O
+// shell around node/ctl's state machine, which holds the job table, the
+// map from matrix columns to agents' processors (one per processor, in
+// join order; a departed agent's columns go offline and come back when it
+// returns) and one gang.Scheduler driven with wall-clock offsets. The
+// shell's loop feeds the machine (API calls, membership, control
+// connections, timers) and carries out its effects in order: records to
+// the Journal, then control messages (a Start launches the ranks on each
+// column's agent, a Kill or a cancel kills them everywhere, an Alternate
+// adds a row a job may also run in), then the API's answer. In gang mode
+// the slice clock (strobe.Ticker, SCHED_FIFO when allowed) asks the
+// machine for the row under the shell's mutex, which the loop never holds
+// during I/O, and sends the strobe.
 //
 // # Control protocol
 //
 // One TCP connection per agent, opened by the controller, carrying
 // internal/frame frames (control.go): hello/welcome, launch, kill,
 // alternate one way, rankExit (exit status, CPU time, max RSS) the other.
-// An agent that accepts a newer controller connection closes the old one;
-// an agent whose controller is gone kills its ranks. A malformed frame is
-// logged and closes that connection; the daemon carries on.
+// The welcome reports the agent's live ranks and the exits no controller
+// has heard of; the controller adopts, records or kills them. An agent
+// that accepts a newer controller connection closes the old one; an agent
+// without a controller keeps its ranks for Config.ControllerGrace, then
+// kills them. A broken connection is dialed again; the agent's jobs keep
+// running meanwhile. A malformed frame is logged and closes that
+// connection; the daemon carries on.
 //
 // # Job states
 //

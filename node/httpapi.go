@@ -135,6 +135,10 @@ func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "controller busy: "+err.Error())
 			return
 		}
+		if errors.Is(err, ErrStopped) {
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -29,14 +29,6 @@ type Caller struct {
 	Via string
 }
 
-// Owner is the user a job belongs to and runs as. The agent sets it from
-// the authenticated caller; a client cannot choose it.
-type Owner struct {
-	UID  uint32 `json:"uid" msgpack:"uid"`
-	GID  uint32 `json:"gid" msgpack:"gid"`
-	User string `json:"user" msgpack:"user"` // the login name on the controller's node, or the uid in decimal
-}
-
 // AuthScheme is the Authorization scheme of API tokens:
 // "Authorization: Cosched <token>".
 const AuthScheme = "Cosched"

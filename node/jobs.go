@@ -2,54 +2,37 @@ package node
 
 import (
 	"time"
+
+	"github.com/cosched/cosched/node/ctl"
 )
 
-// jobRecord is the controller's record of a job. Only the controller's
-// loop goroutine touches it.
-type jobRecord struct {
-	id     int64
-	spec   JobSpec
-	state  State
-	reason string // failure reason; for pending jobs the core explains instead
-	submit time.Time
-	start  time.Time
-	end    time.Time
-	row    int
-	rows   []int      // rows it runs in (own + alternates)
-	ranks  []RankInfo // by rank
-	agents []string   // agents hosting ranks, sorted
-	ending State      // the final state decided while ranks are still being stopped ("" if none)
-	exited int        // ranks reported ended
-}
-
-// view renders the record for the API.
-func (j *jobRecord) view(now time.Time) Job {
+// viewOf renders the machine's record of a job for the API.
+func viewOf(m *ctl.Machine, j ctl.Job, now time.Time) Job {
 	v := Job{
-		ID:     j.id,
-		Spec:   j.spec,
-		State:  j.state,
-		Reason: j.reason,
-		Submit: j.submit,
-		Row:    j.row,
-		Ranks:  append([]RankInfo(nil), j.ranks...),
+		ID:     j.ID,
+		Spec:   j.Spec,
+		State:  j.State,
+		Reason: j.Reason,
+		Submit: j.Submit,
+		Row:    j.Row,
+		Ranks:  j.Ranks,
 	}
-	if !j.start.IsZero() {
-		start := j.start
+	if j.State == Pending {
+		v.Reason = m.Explain(j.ID)
+	}
+	if !j.Start.IsZero() {
+		start := j.Start
 		v.Start = &start
 		end := now
-		if !j.end.IsZero() {
-			e := j.end
+		if !j.End.IsZero() {
+			e := j.End
 			v.End = &e
 			end = e
 		}
-		v.Elapsed = Duration{end.Sub(start)}
-		for _, r := range j.ranks {
+		v.Elapsed = Duration{D: end.Sub(start)}
+		for _, r := range j.Ranks {
 			v.Nodes = append(v.Nodes, r.Node)
 		}
 	}
 	return v
 }
-
-// finishing reports whether the job is being ended (cancelled, failed,
-// timed out) and waits only for its ranks to go.
-func (j *jobRecord) finishing() bool { return j.ending != "" }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/member"
+	"github.com/cosched/cosched/node/ctl"
 )
 
 // link is the controller's control connection to one agent: a writer
@@ -26,6 +27,10 @@ type link struct {
 }
 
 const linkQueue = 1024
+
+// redialAfter is the pause before dialing again an agent whose dial or
+// handshake failed.
+const redialAfter = 5 * time.Second
 
 func (l *link) send(t frame.Type, v any) error {
 	b, err := frame.Encode(t, v)
@@ -90,7 +95,12 @@ func (c *Controller) dial(m member.Meta) {
 	dialed := false
 	defer func() {
 		if !dialed {
-			c.post(func() { delete(c.dialing, m.Name) })
+			// Try again while it is a member: gossip may see an agent whose
+			// control port we cannot reach (yet).
+			c.post(func(*ctl.Machine) {
+				delete(c.dialing, m.Name)
+				c.connect(m.Name, redialAfter)
+			})
 		}
 	}()
 	var conn net.Conn
@@ -119,19 +129,7 @@ func (c *Controller) dial(m member.Meta) {
 	}
 	l := &link{name: m.Name, conn: conn, out: make(chan []byte, linkQueue), done: make(chan struct{})}
 	dialed = true
-	c.post(func() {
-		delete(c.dialing, m.Name)
-		if len(w.Jobs) > 0 {
-			// Ranks of jobs this controller does not run (a previous
-			// controller's) must not live on.
-			for _, id := range w.Jobs {
-				if j := c.jobs[id]; j == nil || j.state.Done() {
-					l.send(msgKill, kill{Job: id, Reason: "not a job of this controller"})
-				}
-			}
-		}
-		c.agentUp(m, l)
-	})
+	c.post(func(mc *ctl.Machine) { c.linkUp(mc, m, l, w) })
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -141,7 +139,7 @@ func (c *Controller) dial(m member.Meta) {
 				conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 				if _, err := conn.Write(b); err != nil {
 					if !l.closed() {
-						c.post(func() { c.agentDown(m.Name, "control write: "+err.Error(), l) })
+						c.post(func(mc *ctl.Machine) { c.linkLost(mc, m.Name, l, "control write: "+err.Error()) })
 					}
 					return
 				}
@@ -158,7 +156,7 @@ func (c *Controller) dial(m member.Meta) {
 				if !errors.Is(err, io.EOF) {
 					why = "control connection: " + err.Error()
 				}
-				c.post(func() { c.agentDown(m.Name, why, l) })
+				c.post(func(mc *ctl.Machine) { c.linkLost(mc, m.Name, l, why) })
 			}
 			return
 		}
@@ -169,7 +167,11 @@ func (c *Controller) dial(m member.Meta) {
 				log.Warn("malformed rank exit; dropped", zap.Error(err))
 				continue
 			}
-			c.post(func() { c.rankEnded(x) })
+			c.post(func(mc *ctl.Machine) {
+				if !mc.RankExit(exitOf(x)) {
+					log.Debug("stale rank exit; ignored", zap.Int64("job", x.Job), zap.Int("rank", x.Rank))
+				}
+			})
 		default:
 			log.Warn("unexpected control message; dropped", zap.Uint8("type", uint8(t)))
 		}

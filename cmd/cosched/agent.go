@@ -50,6 +50,7 @@ type agentFlags struct {
 	Priority   int      `toml:"realtime_priority"`
 	Nice       int      `toml:"nice"`
 	RankNice   int      `toml:"rank_nice"`
+	Grace      string   `toml:"controller_grace"`
 	LogLevel   string   `toml:"log_level"`
 	LogFormat  string   `toml:"log_format"`
 	// The priority-backfill options: reservations, reservations_mode and
@@ -67,7 +68,7 @@ func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 // newAgentCmdRun builds the command with run as what it does once the
 // settings are read (tests inspect them instead of starting an agent).
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
-	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, LogLevel: "info", LogFormat: "console"}
+	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console"}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent (one per node; one of them with --controller)",
@@ -90,15 +91,19 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority, log_level,
-log_format. Flags override it.
+state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority,
+controller_grace, log_level, log_format. Flags override it.
 
 The priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf) take
 --reservations, --reservations-mode and --weights, as in cosched sim (see
 docs/POLICIES.md); they are refused with any other policy.
 
 The agent stops on SIGINT or SIGTERM: it leaves the cluster and kills its
-ranks. If it is killed outright, its ranks die with it (parent-death signal).`,
+ranks. If it is killed outright, its ranks die with it (parent-death signal).
+When it loses its controller it keeps its ranks as they are (running or
+stopped) for --controller-grace, reports them to the controller that reaches
+it again, and kills them (continuing stopped ones so they die) if none does
+in time; 0 kills them as soon as the controller leaves the cluster.`,
 		Example: `  cosched agent --name n0 --bind 10.0.0.1:7946 --controller --mode gang --slice 10ms
   cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7
   cosched agent --name n0 --controller --mode space --policy sjf-bf --reservations 2 --reservations-mode fixed`,
@@ -142,6 +147,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
+	fl.StringVar(&f.Grace, "controller-grace", f.Grace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
@@ -170,6 +176,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"encrypt-key": func() { f.Key = fromFlags.Key }, "key-file": func() { f.KeyFile = fromFlags.KeyFile }, "admin-group": func() { f.AdminGroup = fromFlags.AdminGroup }, "local": func() { f.Local = fromFlags.Local },
 		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
+		"controller-grace":  func() { f.Grace = fromFlags.Grace },
 		"realtime-priority": func() { f.Priority = fromFlags.Priority },
 		"reservations":      func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
 		"weights": func() { f.Weights = fromFlags.Weights },
@@ -262,6 +269,9 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	}
 	if cfg.Slice, err = time.ParseDuration(f.Slice); err != nil {
 		errs = append(errs, fmt.Errorf("--slice %q: not a duration (e.g. 10ms)", f.Slice))
+	}
+	if cfg.ControllerGrace, err = time.ParseDuration(f.Grace); err != nil || cfg.ControllerGrace < 0 {
+		errs = append(errs, fmt.Errorf("--controller-grace %q: want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)", f.Grace))
 	}
 	p, err := gang.ParsePolicy(f.Policy)
 	if err != nil {

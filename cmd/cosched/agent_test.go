@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
@@ -100,5 +101,33 @@ func TestNodesStatsShowsBackfill(t *testing.T) {
 		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
 	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
 		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
+	}
+}
+
+func TestAgentControllerGrace(t *testing.T) {
+	conf := writeFile(t, "grace.toml", "controller_grace = \"30s\"\n")
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 5 * time.Minute},
+		{[]string{"--controller-grace", "0"}, 0},
+		{[]string{"--config", conf}, 30 * time.Second},
+		{[]string{"--config", conf, "--controller-grace", "2m"}, 2 * time.Minute},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if cfg.ControllerGrace != tc.want {
+			t.Errorf("%v: controller grace %v, want %v", tc.args, cfg.ControllerGrace, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1s", "soon"} {
+		code, _, errOut := cli(t, "", "agent", "--name", "n0", "--state-dir", t.TempDir(), "--controller-grace", bad)
+		if want := `--controller-grace "` + bad + `": want a duration of at least 0`; code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("--controller-grace %s: exit %d, stderr %q; want 2 and %q", bad, code, errOut, want)
+		}
 	}
 }

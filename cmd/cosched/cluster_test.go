@@ -66,7 +66,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 	}
 	var pids []int
 	eventually(t, 20*time.Second, func() error {
-		if pids = jobPIDs(t, id); len(pids) != 3 {
+		if pids = jobPIDs(t, dir, id); len(pids) != 3 {
 			return fmt.Errorf("%d of 3 ranks", len(pids))
 		}
 		return nil
@@ -86,7 +86,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		return nil
 	})
 	eventually(t, 20*time.Second, func() error {
-		if left := jobPIDs(t, id); len(left) > 0 {
+		if left := jobPIDs(t, dir, id); len(left) > 0 {
 			return fmt.Errorf("ranks left after the agent died: %v", left)
 		}
 		return nil
@@ -104,7 +104,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() error {
-		if n := len(jobPIDs(t, id3)); n != 2 {
+		if n := len(jobPIDs(t, dir, id3)); n != 2 {
 			return fmt.Errorf("%d of 2 ranks", n)
 		}
 		return nil
@@ -119,7 +119,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 			t.Errorf("agent %s (pid %d) still running", a.Name, a.PID)
 		}
 	}
-	if left := jobPIDs(t, id3); len(left) > 0 {
+	if left := jobPIDs(t, dir, id3); len(left) > 0 {
 		t.Errorf("ranks left after cluster down: %v", left)
 	}
 }

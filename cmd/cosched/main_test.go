@@ -51,13 +51,19 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 	}
 }
 
-// jobPIDs finds the live processes of a job by their COSCHED_JOB
-// environment variable (the shim passes it on to the program).
-func jobPIDs(t *testing.T, id int64) []int {
+// jobPIDs finds the live processes of a job of the cluster in state
+// directory dir: by their COSCHED_JOB environment variable (the shim passes
+// it on to the program) and their standard output, a rank file under dir.
+// The output, unlike the parent, survives a killed agent, and other tests
+// on the machine run jobs of the same numbers in other clusters.
+func jobPIDs(t *testing.T, dir string, id int64) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
 	}
 	want := []byte("COSCHED_JOB=" + strconv.FormatInt(id, 10) + "\x00")
 	self := os.Getpid()
@@ -69,6 +75,10 @@ func jobPIDs(t *testing.T, id int64) []int {
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
 		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
+			continue
+		}
+		out, err := os.Readlink(filepath.Join("/proc", e.Name(), "fd", "1"))
+		if err != nil || !strings.HasPrefix(out, dir+string(filepath.Separator)) {
 			continue
 		}
 		if procState(pid) == 'Z' || procState(pid) == 0 {

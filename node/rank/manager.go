@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -258,6 +259,30 @@ func (m *Manager) Ranks(job int64) []int {
 		pids[i] = set[r].pid
 	}
 	return pids
+}
+
+// Live is a rank that has a process on this node.
+type Live struct {
+	Job  int64
+	Rank int
+	PID  int
+}
+
+// Live lists the ranks that have a process (forked, not yet reaped), by
+// job and rank.
+func (m *Manager) Live() []Live {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Live
+	for job, set := range m.jobs {
+		for r, p := range set {
+			if p.pid != 0 && !p.exiting {
+				out = append(out, Live{Job: job, Rank: r, PID: p.pid})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Live) int { return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Rank, b.Rank)) })
+	return out
 }
 
 // Exits delivers one Exit per Start, in the order the ranks ended (spawn

@@ -1,0 +1,199 @@
+package ctl
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Agent is an agent as the machine knows it.
+type Agent struct {
+	Name    string
+	Up      bool  // its control connection is open
+	Columns []int // the matrix columns of its processors
+}
+
+// Agents lists the agents that were ever given columns, by name.
+func (m *Machine) Agents() []Agent {
+	var out []Agent
+	for _, name := range slices.Sorted(slices.Values(slices.Clone(m.agentOrder))) {
+		out = append(out, Agent{Name: name, Up: m.agents[name].up, Columns: m.columnsOf(name)})
+	}
+	return out
+}
+
+// Targets lists the agents strobes go to (those up), by name.
+func (m *Machine) Targets() []string {
+	var out []string
+	for _, name := range slices.Sorted(slices.Values(slices.Clone(m.agentOrder))) {
+		if m.agents[name].up {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (m *Machine) columnsOf(name string) []int {
+	a := m.agents[name]
+	if a == nil {
+		return nil
+	}
+	cols := make([]int, a.cpus)
+	for i := range cols {
+		cols[i] = a.base + i
+	}
+	return cols
+}
+
+// assignBlock gives an agent's processors their columns, for good.
+func (m *Machine) assignBlock(name string, base, cpus int) error {
+	if m.agents[name] != nil {
+		return fmt.Errorf("agent %s: already has columns", name)
+	}
+	if base != m.nextCol || cpus < 1 || base+cpus > m.cfg.MaxColumns {
+		return fmt.Errorf("agent %s: columns %d+%d: want %d+ (at least one) within %d", name, base, cpus, m.nextCol, m.cfg.MaxColumns)
+	}
+	m.agents[name] = &agent{base: base, cpus: cpus}
+	m.agentOrder = append(m.agentOrder, name)
+	m.nextCol += cpus
+	for i := range cpus {
+		m.owners[base+i] = owner{agent: name, slot: i}
+	}
+	return nil
+}
+
+// AgentUp brings an agent's processors into service and reconciles what
+// it runs with the table (see the package comment). It fails, leaving the
+// agent down, when the cluster has no columns left for it.
+func (m *Machine) AgentUp(r AgentReport) error {
+	a := m.agents[r.Name]
+	if a == nil {
+		if m.nextCol+r.CPUs > m.cfg.MaxColumns || r.CPUs < 1 {
+			return fmt.Errorf("ctl: agent %s: no columns for its %d processors (%d of %d taken)", r.Name, r.CPUs, m.nextCol, m.cfg.MaxColumns)
+		}
+		if err := m.assignBlock(r.Name, m.nextCol, r.CPUs); err != nil {
+			return fmt.Errorf("ctl: %w", err)
+		}
+		m.persist(Record{Kind: RecAgent, Agent: r.Name, Base: m.agents[r.Name].base, CPUs: r.CPUs})
+		a = m.agents[r.Name]
+	}
+	if !a.up {
+		a.up, a.downSince = true, time.Time{}
+		m.membersChanged()
+	}
+	if err := m.core.SetOffline(m.columnsOf(r.Name), false, m.ct()); err != nil {
+		panic(fmt.Sprintf("ctl: agent %s: %v", r.Name, err)) // its columns are within the machine by construction
+	}
+	for _, x := range r.Exits {
+		x.Node = r.Name
+		m.RankExit(x)
+	}
+	live := map[int64][]LiveRank{}
+	var ids []int64
+	for _, lr := range r.Ranks {
+		if _, ok := live[lr.Job]; !ok {
+			ids = append(ids, lr.Job)
+		}
+		live[lr.Job] = append(live[lr.Job], lr)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		j := m.jobs[id]
+		switch {
+		case j == nil:
+			m.send(r.Name, Message{Kill: &Kill{Job: id, Reason: "not a job of this controller"}})
+			continue
+		case j.State != Running:
+			m.send(r.Name, Message{Kill: &Kill{Job: id, Reason: "job ended: " + string(j.State)}})
+			continue
+		case j.finishing():
+			m.send(r.Name, Message{Kill: &Kill{Job: id, Reason: j.Reason}})
+		}
+		for _, lr := range live[id] {
+			if lr.Rank < 0 || lr.Rank >= len(j.Ranks) {
+				continue
+			}
+			if rk := j.Ranks[lr.Rank]; rk.Node == r.Name && !rk.Exited && rk.PID != lr.PID {
+				rk.PID = lr.PID
+				j.setRank(rk)
+				m.persist(Record{Kind: RecRank, Job: id, Rank: &rk})
+			}
+		}
+	}
+	// Ranks placed here that the agent neither runs nor saw end are lost
+	// (it restarted, or a launch never reached it).
+	for _, id := range slices.Clone(m.order) {
+		j := m.jobs[id]
+		if j == nil || j.State != Running || !slices.Contains(j.Agents, r.Name) {
+			continue
+		}
+		for i := range j.Ranks {
+			rk := j.Ranks[i]
+			if rk.Node != r.Name || rk.Exited || slices.ContainsFunc(live[id], func(lr LiveRank) bool { return lr.Rank == i }) {
+				continue
+			}
+			rk.Exited, rk.Code, rk.Error = true, -1, "lost: node "+r.Name+" does not run it"
+			m.rankEnded(j, rk, true, fmt.Sprintf("rank %d lost on %s", i, r.Name))
+		}
+		if j.State == Running && !j.finishing() && m.cfg.MPL > 1 {
+			// Rows may have changed while it was away: restate them all.
+			for row := range m.cfg.MPL {
+				m.send(r.Name, Message{Alternate: &Alternate{Job: id, Row: row, On: slices.Contains(j.Rows, row)}})
+			}
+		}
+	}
+	return nil
+}
+
+// AgentDown takes an agent's processors out of service: its connection is
+// gone, but it may come back within Config.ReconnectGrace with its ranks.
+func (m *Machine) AgentDown(name string) {
+	a := m.agents[name]
+	if a == nil || !a.up {
+		return
+	}
+	a.up, a.downSince = false, m.now
+	if err := m.core.SetOffline(m.columnsOf(name), true, m.ct()); err != nil {
+		panic(fmt.Sprintf("ctl: agent %s: %v", name, err))
+	}
+	m.membersChanged()
+}
+
+// AgentGone takes an agent out of service for good: it left or died, and
+// the jobs that had ranks there fail.
+func (m *Machine) AgentGone(name, why string) {
+	a := m.agents[name]
+	if a == nil {
+		return
+	}
+	m.AgentDown(name)
+	a.downSince = time.Time{} // nothing to wait for
+	for _, id := range slices.Clone(m.order) {
+		j := m.jobs[id]
+		if j == nil || j.State != Running || !slices.Contains(j.Agents, name) {
+			continue
+		}
+		for i := range j.Ranks {
+			if rk := j.Ranks[i]; rk.Node == name && !rk.Exited {
+				rk.Exited, rk.Code, rk.Error = true, -1, "node "+name+" down"
+				m.rankEnded(j, rk, true, fmt.Sprintf("node %s %s", name, why))
+			}
+		}
+	}
+}
+
+// expireAgents gives up on agents that did not come back in time.
+func (m *Machine) expireAgents() {
+	for _, name := range m.agentOrder {
+		a := m.agents[name]
+		if !a.up && !a.downSince.IsZero() && !m.now.Before(a.downSince.Add(m.cfg.ReconnectGrace)) {
+			m.AgentGone(name, "did not come back within "+m.cfg.ReconnectGrace.String())
+		}
+	}
+}
+
+func (m *Machine) membersChanged() {
+	m.memberEpoch++
+	m.ready.MembersChanged = true
+	m.ready.Targets = m.Targets()
+}

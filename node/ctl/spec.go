@@ -1,0 +1,174 @@
+package ctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cosched/cosched/bench"
+)
+
+// JobSpec is what a user submits (POST /v1/jobs).
+type JobSpec struct {
+	Name       string   `json:"name,omitempty"`
+	Command    []string `json:"command"`          // run once per rank
+	Processors int      `json:"processors"`       // ranks, one per processor
+	TimeLimit  Duration `json:"time_limit"`       // the runtime estimate; the job is killed (TIMEOUT) when it has run this long
+	Memory     int64    `json:"memory,omitempty"` // bytes per process; 0 = no constraint
+	// A benchmark job runs the agents' own `cosched bench-rank` instead of
+	// Command: Bench is its ⟨g,v,comm,sync⟩ template (e.g.
+	// "50ms,25ms,news,NB"), BenchIterations its iterations, BenchSeed the
+	// seed of its compute draws, BenchWork "cpu" (default) or "wall".
+	Bench           string `json:"bench,omitempty"`
+	BenchIterations int    `json:"bench_iterations,omitempty"`
+	BenchSeed       uint64 `json:"bench_seed,omitempty"`
+	BenchWork       string `json:"bench_work,omitempty"`
+	// Overrun is what happens at the time limit: "kill" (default: the job
+	// ends as TIMEOUT) or "extend" (the limit was only an estimate for
+	// backfilling; the job runs on).
+	Overrun string `json:"overrun,omitempty"`
+	// Dir is the ranks' working directory (the CLI sends the one it runs
+	// in); empty: the owner's home directory.
+	Dir string `json:"dir,omitempty"`
+	// Owner is who submitted the job: the agent sets it from the
+	// authenticated caller, whatever the client sent.
+	Owner *Owner `json:"owner,omitempty"`
+}
+
+// Owner is the user a job belongs to and runs as.
+type Owner struct {
+	UID  uint32 `json:"uid" msgpack:"uid"`
+	GID  uint32 `json:"gid" msgpack:"gid"`
+	User string `json:"user" msgpack:"user"` // the login name on the controller's node, or the uid in decimal
+}
+
+// Validate reports every problem with a spec at once.
+func (s *JobSpec) Validate(maxProcs int) error {
+	var errs []string
+	switch {
+	case s.Bench == "" && (len(s.Command) == 0 || s.Command[0] == ""):
+		errs = append(errs, "command: empty")
+	case s.Bench != "" && len(s.Command) > 0:
+		errs = append(errs, "command: a benchmark job (bench) runs bench-rank, not a command")
+	case s.Bench != "":
+		if _, err := bench.ParseTemplate(s.Bench); err != nil {
+			errs = append(errs, "bench: "+err.Error())
+		}
+		if s.BenchIterations < 1 {
+			errs = append(errs, fmt.Sprintf("bench_iterations: %d, must be at least 1", s.BenchIterations))
+		}
+		if s.BenchWork != "" && s.BenchWork != "cpu" && s.BenchWork != "wall" {
+			errs = append(errs, fmt.Sprintf("bench_work: %q, want cpu or wall", s.BenchWork))
+		}
+	}
+	if s.Overrun != "" && s.Overrun != "kill" && s.Overrun != "extend" {
+		errs = append(errs, fmt.Sprintf("overrun: %q, want kill or extend", s.Overrun))
+	}
+	switch {
+	case s.Processors < 1:
+		errs = append(errs, fmt.Sprintf("processors: %d, must be at least 1", s.Processors))
+	case maxProcs >= 0 && s.Processors > maxProcs:
+		errs = append(errs, fmt.Sprintf("processors: %d, more than the cluster's %d in service", s.Processors, maxProcs))
+	}
+	if s.TimeLimit.D <= 0 {
+		errs = append(errs, fmt.Sprintf("time_limit: %v, must be positive", s.TimeLimit.D))
+	}
+	if s.Memory < 0 {
+		errs = append(errs, fmt.Sprintf("memory: %d, must not be negative", s.Memory))
+	}
+	if s.Dir != "" && (!strings.HasPrefix(s.Dir, "/") || len(s.Dir) > 4096) {
+		errs = append(errs, fmt.Sprintf("dir: %q, want an absolute path of at most 4096 bytes", s.Dir))
+	}
+	if len(s.Name) > 256 {
+		errs = append(errs, "name: longer than 256 bytes")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid job: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// State is a job's state.
+type State string
+
+// Job states.
+const (
+	Pending   State = "PENDING"
+	Running   State = "RUNNING"
+	Completed State = "COMPLETED"
+	Failed    State = "FAILED"
+	Cancelled State = "CANCELLED"
+	Timeout   State = "TIMEOUT"
+)
+
+// Code returns the state's two-letter code, as squeue prints them.
+func (s State) Code() string {
+	switch s {
+	case Pending:
+		return "PD"
+	case Running:
+		return "R"
+	case Completed:
+		return "CD"
+	case Failed:
+		return "F"
+	case Cancelled:
+		return "CA"
+	case Timeout:
+		return "TO"
+	}
+	return "?"
+}
+
+// Done reports whether the state is final.
+func (s State) Done() bool { return s != Pending && s != Running }
+
+// RankInfo is how one rank ran.
+type RankInfo struct {
+	Rank    int      `json:"rank"`
+	Node    string   `json:"node"`
+	PID     int      `json:"pid,omitempty"`
+	Exited  bool     `json:"exited"`
+	Code    int      `json:"code"`
+	Signal  string   `json:"signal,omitempty"`
+	CPUTime Duration `json:"cpu_time"`
+	MaxRSS  int64    `json:"max_rss"`
+	Error   string   `json:"error,omitempty"`
+	// Bench is a benchmark rank's own report.
+	Bench *BenchStats `json:"bench,omitempty"`
+}
+
+// BenchStats is what a benchmark rank measured of itself.
+type BenchStats struct {
+	Iterations int      `json:"iterations"`
+	Compute    Duration `json:"compute"`   // time computing
+	CommWait   Duration `json:"comm_wait"` // time blocked in communication
+	Wall       Duration `json:"wall"`      // first iteration to last
+}
+
+// Duration is a time.Duration that JSON carries as a Go duration string
+// ("10m", "1.5s") and that also accepts a number of seconds.
+type Duration struct{ D time.Duration }
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.D.String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: want a Go duration like 10m or 90s", s)
+		}
+		d.D = v
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration %s: want a string like \"10m\" or a number of seconds", b)
+	}
+	d.D = time.Duration(secs * float64(time.Second))
+	return nil
+}

@@ -1,0 +1,65 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/cosched/cosched/internal/frame"
+)
+
+// ControlPeer is the address of the controller's end of the agent's
+// control connection ("" without one): tests tell connections apart by it.
+func ControlPeer(a *Agent) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn == nil {
+		return ""
+	}
+	return a.conn.RemoteAddr().String()
+}
+
+// BreakControl closes the agent's control connection, as a network fault
+// would: the agent and the controller both see it end, neither process
+// stops. It reports whether there was one.
+func BreakControl(a *Agent) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn == nil {
+		return false
+	}
+	a.conn.Close()
+	return true
+}
+
+// WelcomeRank and ExitReport are what an agent's welcome carries.
+type (
+	WelcomeRank = liveRank
+	ExitReport  = rankExit
+)
+
+// Greet opens the agent's control port as a controller would, reads its
+// welcome, and closes the connection.
+func Greet(a *Agent, mode Mode, mpl int) ([]WelcomeRank, []ExitReport, error) {
+	conn, err := net.Dial("tcp", a.ctlLn.Addr().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := frame.Write(conn, msgHello, hello{Controller: "test", Epoch: 1, Mode: string(mode), MPL: mpl}); err != nil {
+		return nil, nil, err
+	}
+	t, body, err := frame.NewReader(conn, maxControlFrame).Read()
+	if err != nil {
+		return nil, nil, err
+	}
+	if t != msgWelcome {
+		return nil, nil, fmt.Errorf("message type %d, want a welcome", t)
+	}
+	var w welcome
+	if err := frame.Decode(body, &w); err != nil {
+		return nil, nil, err
+	}
+	return w.Ranks, w.Exits, nil
+}
