@@ -18,7 +18,7 @@ func (s *Scheduler) span(j *jobState) time.Duration {
 
 // memoryBound reports whether column memory constrains placement of j.
 func (s *Scheduler) memoryBound(j *jobState) bool {
-	return s.cfg.Machine.MemoryPerProcessor > 0 && j.Memory > 0
+	return j.Memory > 0 && (s.cfg.Machine.MemoryPerProcessor > 0 || s.capped > 0)
 }
 
 // fits reports whether j can start in row r now: enough free columns there
@@ -37,7 +37,6 @@ func (s *Scheduler) fits(j *jobState, r int) bool {
 // memoryColumns counts (or, with take, allocates) the lowest free columns
 // of row r that have room for j's memory, up to j.Processors of them.
 func (s *Scheduler) memoryColumns(j *jobState, r int, take bool) int {
-	limit := s.cfg.Machine.MemoryPerProcessor - j.Memory
 	set := &s.rows[r].cols
 	n := 0
 	var picked []int
@@ -46,7 +45,7 @@ func (s *Scheduler) memoryColumns(j *jobState, r int, take bool) int {
 			b := bits.TrailingZeros64(word)
 			word &^= 1 << b
 			col := w*64 + b
-			if s.colMem[col] <= limit {
+			if mem := s.columnMemory(col); mem == 0 || s.colMem[col]+j.Memory <= mem {
 				n++
 				if take {
 					picked = append(picked, col)

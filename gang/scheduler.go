@@ -48,6 +48,8 @@ type Scheduler struct {
 	queue   []*jobState // waiting jobs in arrival order
 	rows    []row
 	colMem  []int64         // memory in use on each column, summed over rows
+	colCap  []int64         // memory of each column when set (SetColumnMemory); nil: none set
+	capped  int             // columns with colCap set
 	offline []uint64        // bit c set: column c is out of service
 	online  int             // columns in service
 	alt     map[JobID][]int // alternative scheduling: extra rows a job runs in

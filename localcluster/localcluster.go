@@ -60,7 +60,10 @@ type Options struct {
 	// RealtimePriority is the agents' SCHED_FIFO priority for the strobe
 	// path (0: off).
 	RealtimePriority int
-	StateDir         string
+	// Suspend is how the agents suspend ranks between slices:
+	// node.SuspendSignal ("" too) or node.SuspendFreezer (docs/cgroups.md).
+	Suspend  string
+	StateDir string
 	// Timeout bounds how long Up waits for the agents to come up and join.
 	Timeout time.Duration
 }
@@ -110,6 +113,9 @@ func (o Options) Validate() error {
 	}
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
+	}
+	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
+		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
 	if o.StateDir == "" {
 		bad("StateDir", o.StateDir, "required")
@@ -271,6 +277,9 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 		"--processors", strconv.Itoa(o.Processors), "--ready-file", ready, "--log-format", "json",
 		"--key-file", KeyFile(o.StateDir),
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
+	if o.Suspend != "" {
+		args = append(args, "--suspend", o.Suspend)
+	}
 	if i == 0 {
 		args = append(args, controllerArgs(o)...)
 	} else {

@@ -40,6 +40,10 @@ type Meta struct {
 	RelayAddr     string `msgpack:"ra"`  // host:port of the message relay (BCS)
 	CPUs          int    `msgpack:"cpu"` // processors this node offers
 	Controller    bool   `msgpack:"ctl"` // this node runs the controller role
+	// Memory is what the node offers jobs, in bytes (its MemTotal less
+	// the agent's reserve); 0 means not advertised (no admission by
+	// memory on this node).
+	Memory int64 `msgpack:"mem,omitempty"`
 }
 
 func (m *Meta) validate() error {
@@ -50,6 +54,8 @@ func (m *Meta) validate() error {
 		return fmt.Errorf("meta name of %d bytes (max %d)", len(m.Name), MaxNameLen)
 	case m.CPUs < 0:
 		return fmt.Errorf("meta with %d CPUs", m.CPUs)
+	case m.Memory < 0:
+		return fmt.Errorf("meta with %d bytes of memory", m.Memory)
 	}
 	return nil
 }

@@ -22,7 +22,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/pmi"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -83,8 +85,29 @@ type Config struct {
 	// command, to which the job's bench-rank arguments are appended
 	// (default: this executable's "bench-rank").
 	BenchRank []string
-	Log       *zap.Logger
+	// MPI is the cluster's default process-management interface for jobs
+	// that do not choose one (controller; "", none or pmi1).
+	MPI string
+	// Cgroups is how jobs are contained: "auto" or "" (cgroups v2 or v1
+	// as the host has them, else process groups only), "v1", "v2" or
+	// "none" (see node/jobcg).
+	Cgroups string
+	// Suspend is how ranks are suspended between their slices:
+	// SuspendSignal (SIGSTOP/SIGCONT, the default) or SuspendFreezer
+	// (the job's cgroup freezer; needs cgroups).
+	Suspend string
+	// MemReserve is the memory kept back for the system: the agent
+	// advertises MemTotal less it for the controller's admission by
+	// memory. Negative: advertise nothing (no memory admission).
+	MemReserve int64
+	Log        *zap.Logger
 }
+
+// Suspension methods (Config.Suspend).
+const (
+	SuspendSignal  = "signal"
+	SuspendFreezer = "freezer"
+)
 
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
@@ -119,11 +142,22 @@ func (c *Config) Validate() error {
 		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
 			errs = append(errs, err)
 		}
+		if _, err := ParseMPI(c.MPI); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, cpu := range c.CPUs {
 		if cpu < 0 {
 			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
 		}
+	}
+	if c.Suspend != "" && c.Suspend != SuspendSignal && c.Suspend != SuspendFreezer {
+		errs = append(errs, fmt.Errorf("suspend %q: want signal or freezer", c.Suspend))
+	}
+	switch c.Cgroups {
+	case "", "auto", "v1", "v2", "none":
+	default:
+		errs = append(errs, fmt.Errorf("cgroups %q: want auto, v1, v2 or none", c.Cgroups))
 	}
 	if c.Priority < 0 || c.Priority > 99 {
 		errs = append(errs, fmt.Errorf("real-time priority %d: want 0 (off) to 99", c.Priority))
@@ -148,6 +182,7 @@ type Agent struct {
 	cfg      Config
 	log      *zap.Logger
 	ranks    *rank.Manager
+	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
 	sw       *switcher
 	ml       *member.Membership
 	udp      strobe.Transport
@@ -165,6 +200,11 @@ type Agent struct {
 	authFailures, authDenials prometheus.Counter
 	unixLn                    net.Listener
 	proxies                   proxies
+	pmi                       *pmi.Server // MPI jobs' PMI connections
+	// pmiPending holds each job's PMI barrier sent to (or waiting for) a
+	// controller and not yet ended; a new controller gets them again.
+	// Guarded by mu.
+	pmiPending map[int64]pmiBarrier
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -251,6 +291,9 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	}()
 	var err error
+	if a.cg, err = openCgroups(cfg, a.log); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	rankNice := cfg.RankNice // ranks never run at the agent's raised priority
 	if a.ranks, err = rank.NewManager(rank.Config{Shim: cfg.Shim, Log: a.log, Nice: &rankNice}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -261,7 +304,8 @@ func Start(cfg Config) (*Agent, error) {
 			a.log.Warn("cannot give the agent real-time priority; switches may lag behind busy ranks", zap.Error(err))
 		}
 	}
-	a.sw = newSwitcher(a.ranks, false, a.log)
+	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
+	a.sw = newSwitcher(a.suspender(), false, a.log)
 	if a.ctlLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 		return nil, fmt.Errorf("node: control listener: %w", err)
 	}
@@ -290,7 +334,7 @@ func Start(cfg Config) (*Agent, error) {
 			sender = strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
 		}
 		a.ctrl, err = NewController(ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL,
-			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, ReconnectGrace: cfg.ControllerGrace, Journal: cfg.Journal, Log: a.log}, sender, uint64(time.Now().UnixNano()))
+			Policy: cfg.Policy, Backfill: cfg.Backfill, Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, MPI: cfg.MPI, ReconnectGrace: cfg.ControllerGrace, Journal: cfg.Journal, Log: a.log}, sender, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
@@ -331,12 +375,14 @@ func Start(cfg Config) (*Agent, error) {
 		APIAddr:       advertised(a.apiLn.Addr().String(), cfg.Advertise),
 		CPUs:          cfg.Processors,
 		Controller:    cfg.Controller,
+		Memory:        a.offeredMemory(),
 	}
 	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
 	a.goRun(func() { a.serveControl(ctx) })
 	a.goRun(func() { a.watchController(ctx) })
 	a.goRun(a.forwardExits)
+	a.goRun(func() { a.sampleCgroups(ctx) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))
@@ -522,10 +568,20 @@ func (a *Agent) closeAll() error {
 		// fail jobs whose ranks on other agents outlive it (their grace).
 		<-a.ctrlDone
 	}
+	// The cgroups first: a frozen rank would not die of the rank
+	// manager's signals, and its Close waits for every rank's death.
+	if a.cg != nil {
+		if err := a.cg.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if a.ranks != nil {
 		if err := a.ranks.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if a.pmi != nil {
+		a.pmi.Close()
 	}
 	if a.udp != nil {
 		a.udp.Close()

@@ -126,6 +126,13 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 				continue
 			}
 			a.sw.setRow(al.Job, al.Row, al.On)
+		case msgPMIBarrierOut:
+			var b pmiBarrier
+			if err := frame.Decode(body, &b); err != nil {
+				log.Warn("malformed PMI barrier; dropped", zap.Error(err))
+				continue
+			}
+			a.pmiBarrierOut(b)
 		default:
 			log.Warn("unexpected control message; dropped", zap.Uint8("type", uint8(t)))
 		}
@@ -161,15 +168,31 @@ func (a *Agent) launch(l launch) {
 	for _, r := range l.Ranks {
 		slots[r.Rank] = r.Slot
 	}
+	cg := a.jobCgroup(l) // before the switcher may freeze it
 	a.sw.add(l.Job, slots)
+	if l.MPI == MPIPMI1 {
+		a.pmi.AddJob(l.Job, l.Nodes, a.cfg.Name)
+	}
 	for _, r := range l.Ranks {
 		cpu := -1
 		if r.Slot < len(a.cfg.CPUs) {
 			cpu = a.cfg.CPUs[r.Slot]
 		}
-		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: env, LogDir: dir, CPU: cpu, Stopped: shared,
+		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg,
 			Credential: user.cred, Dir: user.dir}
-		if _, err := a.ranks.Start(spec); err != nil {
+		pmiFile, err := a.rankLayout(l, &spec)
+		if err != nil {
+			// Not started: its exit is reported here, as the manager would.
+			a.log.Warn("PMI connection not opened", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))
+			a.sw.rankExited(l.Job, r.Rank)
+			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: rank.ShimExitCode, Err: err.Error()})
+			continue
+		}
+		_, err = a.ranks.Start(spec)
+		if pmiFile != nil {
+			pmiFile.Close() // the rank has its copy
+		}
+		if err != nil {
 			// The manager reports the failure as the rank's Exit.
 			a.log.Warn("rank did not start", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Error(err))
 		}
@@ -183,6 +206,7 @@ func (a *Agent) launch(l launch) {
 func (a *Agent) kill(job int64, reason string) {
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
+	a.killCgroup(job) // first: it samples the job's processes before they go
 	if err := a.ranks.Kill(job); err != nil {
 		a.log.Debug("kill", zap.Int64("job", job), zap.Error(err))
 	}
@@ -202,6 +226,9 @@ func (a *Agent) forwardExits() {
 		if connected, finalized := a.relay.RankState(e.Job, e.Rank); connected && !finalized && m.Code == 0 && m.Signal == "" {
 			m.Failure = "ended without comm.Finalize"
 		}
+		if m.Failure == "" {
+			m.Failure = a.pmi.Failure(e.Job, e.Rank, m.Code == 0 && m.Signal == "" && m.Err == "")
+		}
 		a.mu.Lock()
 		if s, ok := a.stats[rankKey{e.Job, e.Rank}]; ok {
 			m.Stats = &s
@@ -209,10 +236,13 @@ func (a *Agent) forwardExits() {
 		}
 		a.mu.Unlock()
 		a.sw.rankExited(e.Job, e.Rank)
-		if len(a.ranks.Ranks(e.Job)) == 0 {
+		last := len(a.ranks.Ranks(e.Job)) == 0
+		if last {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
+			a.pmiJobGone(e.Job)
 		}
+		a.cgroupExit(&m, last)
 		a.report(m)
 	}
 }
@@ -269,6 +299,9 @@ func (a *Agent) setController(conn net.Conn) {
 	a.pending = nil
 	for _, m := range pending {
 		a.writeExitLocked(m)
+	}
+	for _, m := range a.pmiPending {
+		a.writePMIBarrierLocked(m)
 	}
 	a.controllerChanged()
 }

@@ -45,6 +45,9 @@ type Job struct {
 	Nodes   []string   `json:"nodes,omitempty"` // in rank order, one per rank
 	Ranks   []RankInfo `json:"ranks,omitempty"`
 	Elapsed Duration   `json:"elapsed"` // running time so far, or in all
+	// Usage is the job's accounting from its cgroups (once its ranks
+	// have ended on a node; absent where agents run without cgroups).
+	Usage *JobUsage `json:"usage,omitempty"`
 }
 
 // NodeInfo is an agent as the API reports it.
@@ -54,7 +57,8 @@ type NodeInfo struct {
 	Controller bool       `json:"controller"`
 	APIAddr    string     `json:"api_addr"`
 	CPUs       int        `json:"cpus"`
-	Columns    []int      `json:"columns"` // the matrix columns it hosts
+	Memory     int64      `json:"memory,omitempty"` // bytes offered to jobs (MemTotal less the reserve); 0: not advertised
+	Columns    []int      `json:"columns"`          // the matrix columns it hosts
 	Jobs       []int64    `json:"jobs,omitempty"`
 	Stats      *NodeStats `json:"stats,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,6 +34,10 @@ func TestMain(m *testing.M) {
 			os.Exit(rank.ShimMain(os.Args[2:]))
 		case "bench-rank":
 			os.Exit(benchRankMain(os.Args[2:]))
+		case allocArg:
+			if len(os.Args) > 2 {
+				os.Exit(allocate(os.Args[2]))
+			}
 		case commScenarioArg:
 			if len(os.Args) > 2 {
 				os.Exit(commScenario(os.Args[2]))
@@ -43,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 // testShim is the rank shim the in-process agents use: this binary.
-func testShim(t *testing.T) []string {
+func testShim(t testing.TB) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -84,7 +89,7 @@ func benchRankMain(args []string) int {
 // testCluster is n agents in this process on loopback; agent 0 runs the
 // controller.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	agents []*node.Agent
 	client *node.Client
 	dir    string
@@ -105,13 +110,14 @@ type clusterOpts struct {
 	key        *clusterkey.Key
 	adminGID   *uint32
 	shim       []string // default: testShim
+	suspend    string   // node.SuspendSignal (default) or node.SuspendFreezer
 	// controllerGrace is every agent's ControllerGrace (0: ranks die as
 	// soon as the controller leaves).
 	controllerGrace time.Duration
 	journal         node.Journal // the controller's (default: its own, in memory)
 }
 
-func startCluster(t *testing.T, o clusterOpts) *testCluster {
+func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	t.Helper()
 	if o.processors == 0 {
 		o.processors = 1
@@ -160,6 +166,7 @@ func (c *testCluster) agentConfig(i int) node.Config {
 		Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 		Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
 		Shim: o.shim, Priority: o.priority, ControllerGrace: o.controllerGrace, Log: c.log, Key: o.key, AdminGID: o.adminGID,
+		Suspend: o.suspend,
 	}
 	if cfg.Shim == nil {
 		cfg.Shim = testShim(c.t)
@@ -200,7 +207,7 @@ func (c *testCluster) waitNodes(n int) {
 }
 
 // eventually retries f until it succeeds or the (generous) timeout passes.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
+func eventually(t testing.TB, timeout time.Duration, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -247,7 +254,7 @@ func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration
 // environment variable (the shim passes it on to the program), among this
 // test's ranks: the children of this process, whose agents run in it
 // (other tests on the machine have jobs of the same numbers).
-func jobPIDs(t *testing.T, id int64) []int {
+func jobPIDs(t testing.TB, id int64) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -364,11 +371,15 @@ func (c *testCluster) waitExec(id int64, n int, program string) []int {
 }
 
 // executing reports whether a process may be executing its program: it is
-// not stopped (T), gone or a zombie, and has no SIGSTOP pending.
+// not stopped (T), gone or a zombie, has no SIGSTOP pending, and is not in
+// a frozen or freezing cgroup (a frozen task reads D).
 func executing(pid int) bool {
 	switch procState(pid) {
 	case 'R', 'S', 'D':
 	default:
+		return false
+	}
+	if frozen(pid) {
 		return false
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -387,4 +398,84 @@ func executing(pid int) bool {
 		}
 	}
 	return true
+}
+
+// frozen reports whether a process's cgroup is frozen or freezing: v1
+// freezer.state FROZEN or FREEZING, v2 cgroup.freeze 1. Freezing is like a
+// pending SIGSTOP: every task of the cgroup has been told (a fake signal,
+// and an IPI if it is on a CPU) and freezes before it returns to user
+// mode; one that reads R has not had a CPU yet to take the freeze on.
+func frozen(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[1] == "freezer":
+			st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state"))
+			if s := strings.TrimSpace(string(st)); s == "FROZEN" || s == "FREEZING" {
+				return true
+			}
+		case parts[0] == "0" && parts[1] == "":
+			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				f, _ := os.ReadFile(filepath.Join(root, parts[2], "cgroup.freeze"))
+				if strings.TrimSpace(string(f)) == "1" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// describeProc says what the tests know of a process, for failures.
+func describeProc(pid int) string {
+	cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	var freezer string
+	for _, line := range strings.Split(string(cg), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "freezer" {
+			st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state"))
+			freezer = parts[2] + " " + strings.TrimSpace(string(st))
+		}
+	}
+	return fmt.Sprintf("pid %d state %c freezer %s", pid, procState(pid), freezer)
+}
+
+// jobProcs is every process of a job of this cluster, its ranks'
+// descendants included (jobPIDs counts the ranks only): by COSCHED_JOB
+// and a relay socket in this cluster's directory (other test runs on the
+// machine number their jobs from 1 too).
+func (c *testCluster) jobProcs(id int64) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	job := "COSCHED_JOB=" + strconv.FormatInt(id, 10)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		vars := strings.Split(string(env), "\x00")
+		ours := false
+		for _, kv := range vars {
+			if v, ok := strings.CutPrefix(kv, "COSCHED_RELAY="); ok {
+				ours = strings.HasPrefix(v, c.dir) || strings.HasSuffix(v, fmt.Sprintf("-%d.sock", os.Getpid()))
+			}
+		}
+		if ours && slices.Contains(vars, job) && procState(pid) != 'Z' && procState(pid) != 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

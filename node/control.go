@@ -16,6 +16,10 @@ const (
 	msgAlternate frame.Type = 4 // controller → agent: alternate
 	msgRankExit  frame.Type = 5 // agent → controller: rankExit
 	msgWelcome   frame.Type = 6 // agent → controller: welcome (answer to hello)
+	// PMI barriers (pmi.go): agent → controller when its ranks are in,
+	// controller → agents when every agent is.
+	msgPMIBarrier    frame.Type = 7
+	msgPMIBarrierOut frame.Type = 8
 )
 
 // maxControlFrame bounds a control frame: a launch carries argv and env.
@@ -70,6 +74,12 @@ type launch struct {
 	// both appended in this version, absent from older controllers.
 	Owner *Owner `msgpack:"owner,omitempty"`
 	Dir   string `msgpack:"dir,omitempty"`
+	// MPI is the process-management interface the ranks get ("" or
+	// none: none; pmi1: PMI-1 over PMI_FD).
+	MPI string `msgpack:"mpi,omitempty"`
+	// MemoryPerRank is the job's memory per process (bytes, 0 = no
+	// limit): the agent limits the job's cgroup to it times its ranks.
+	MemoryPerRank int64 `msgpack:"memory_per_rank,omitempty"`
 }
 
 type launchRank struct {
@@ -105,4 +115,16 @@ type rankExit struct {
 	Failure string `msgpack:"failure,omitempty"`
 	// Stats is a benchmark rank's report (comm.Stats), if it sent one.
 	Stats *comm.Stats `msgpack:"stats,omitempty"`
+	// Usage is the job's accounting on this node from its cgroup,
+	// carried by the last of its ranks here to exit.
+	Usage *nodeUsage `msgpack:"usage,omitempty"`
+}
+
+// nodeUsage is one job's accounting on one node.
+type nodeUsage struct {
+	CPUTime     int64  `msgpack:"cpu_ns"`
+	PeakMemory  int64  `msgpack:"peak_memory"`
+	MemoryLimit int64  `msgpack:"memory_limit"`
+	Processes   int    `msgpack:"processes"`
+	OOMKills    uint64 `msgpack:"oom_kills"`
 }

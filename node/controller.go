@@ -17,6 +17,7 @@ import (
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/member"
 	"github.com/cosched/cosched/node/ctl"
+	"github.com/cosched/cosched/pmi"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -51,7 +52,9 @@ type ControllerConfig struct {
 	// may take to come back with its ranks before they count as lost
 	// (default 5m).
 	ReconnectGrace time.Duration
-	Log            *zap.Logger
+	// MPI is the default of JobSpec.MPI ("" = none).
+	MPI string
+	Log *zap.Logger
 }
 
 // Controller is the I/O shell around the controller's state machine
@@ -84,6 +87,9 @@ type Controller struct {
 	members map[string]member.Meta // agents in the cluster
 	links   map[string]*link       // open control connections
 	dialing map[string]bool        // agents a dial is in progress to
+	// pmiGathers completes MPI jobs' PMI barriers (pmi.go); not
+	// journaled: a restarted controller's MPI jobs in a barrier fail.
+	pmiGathers map[int64]*pmi.Gather
 
 	// stopped is closed when Run returns. It exists from construction, so
 	// goroutines that talk to the controller before its loop starts (a
@@ -315,6 +321,7 @@ func (c *Controller) collect() batch {
 		case Running:
 			c.log.Info("job started", zap.Int64("job", ch.Job))
 		default:
+			delete(c.pmiGathers, ch.Job)
 			c.log.Info("job ended", zap.Int64("job", ch.Job), zap.String("state", string(ch.State)), zap.String("reason", ch.Reason))
 		}
 	}
@@ -335,6 +342,7 @@ func (c *Controller) launchOf(l *ctl.Launch) launch {
 		ranks[i] = launchRank{Rank: r.Rank, Slot: r.Slot}
 	}
 	return launch{Job: l.Job, Size: l.Size, Argv: j.Spec.Command, Env: env, Row: l.Row, Rows: l.Rows, Ranks: ranks, Nodes: l.Nodes, Bench: benchArgs,
+		MemoryPerRank: j.Spec.Memory, MPI: j.Spec.MPI,
 		Owner: j.Spec.Owner, Dir: j.Spec.Dir}
 }
 
@@ -477,7 +485,7 @@ func (c *Controller) linkUp(m *ctl.Machine, meta member.Meta, l *link, w welcome
 		old.close()
 	}
 	c.links[meta.Name] = l
-	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs}
+	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs, Memory: meta.Memory}
 	for _, r := range w.Ranks {
 		report.Ranks = append(report.Ranks, ctl.LiveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: r.Stopped})
 	}
@@ -515,6 +523,10 @@ func (c *Controller) linkLost(m *ctl.Machine, name string, l *link, why string) 
 func exitOf(x rankExit) ctl.RankExit {
 	e := ctl.RankExit{Job: x.Job, Rank: x.Rank, Node: x.Node, PID: x.PID, Code: x.Code, Signal: x.Signal,
 		CPUTime: time.Duration(x.CPUTime), MaxRSS: x.MaxRSS, Err: x.Err, Failure: x.Failure}
+	if u := x.Usage; u != nil {
+		e.Usage = &ctl.NodeUsage{CPUTime: Duration{D: time.Duration(u.CPUTime)}, PeakMemory: u.PeakMemory, MemoryLimit: u.MemoryLimit,
+			Processes: u.Processes, OOMKills: u.OOMKills}
+	}
 	if s := x.Stats; s != nil {
 		e.Stats = &BenchStats{Iterations: s.Iterations, Compute: Duration{D: time.Duration(s.Compute)},
 			CommWait: Duration{D: time.Duration(s.CommWait)}, Wall: Duration{D: time.Duration(s.Wall)}}
@@ -526,6 +538,9 @@ func exitOf(x rankExit) ctl.RankExit {
 func (c *Controller) Submit(ctx context.Context, spec JobSpec) (int64, error) {
 	var id int64
 	var err error
+	if spec.MPI == "" && spec.Bench == "" {
+		spec.MPI = c.cfg.MPI
+	}
 	derr := c.do(ctx, func(m *ctl.Machine) { id, err = m.Submit(spec) })
 	return id, errors.Join(derr, err)
 }
@@ -592,7 +607,7 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
 			meta, member := c.members[name]
 			n := NodeInfo{Name: name, State: "down", Columns: agents[name].Columns}
 			if member {
-				n.Controller, n.APIAddr, n.CPUs = meta.Controller, meta.APIAddr, meta.CPUs
+				n.Controller, n.APIAddr, n.CPUs, n.Memory = meta.Controller, meta.APIAddr, meta.CPUs, meta.Memory
 				if agents[name].Up {
 					n.State = "up"
 				}

@@ -286,8 +286,12 @@ type NodeStats struct {
 	Relay    relay.Stats `json:"relay"`
 	// SlotReuses counts the ranks this agent continued in another row's
 	// slice because that slice's rank was blocked (BCS).
-	SlotReuses uint64               `json:"slot_reuses"`
-	Records    []strobe.SliceRecord `json:"records,omitempty"`
+	SlotReuses uint64 `json:"slot_reuses"`
+	// Cgroups is how jobs are contained: "v1", "v2" or "none (why)".
+	Cgroups string `json:"cgroups"`
+	// Suspend is how ranks are suspended: "signal" or "freezer".
+	Suspend string               `json:"suspend"`
+	Records []strobe.SliceRecord `json:"records,omitempty"`
 }
 
 // apiLocalStats is GET /v1/local/stats[?since=SEQ]: this agent's strobe
@@ -301,7 +305,8 @@ func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st := NodeStats{Realtime: a.realtimeStatus(), Relay: a.relay.Stats(), SlotReuses: a.sw.slotReuses()}
+	st := NodeStats{Realtime: a.realtimeStatus(), Relay: a.relay.Stats(), SlotReuses: a.sw.slotReuses(),
+		Cgroups: a.cg.Status(), Suspend: a.suspendStatus()}
 	if a.follower != nil {
 		st.Strobe = a.follower.Stats()
 		for _, rec := range a.follower.Records() {

@@ -27,8 +27,22 @@ import (
 // not execute another instruction of its program. An overlap must last
 // 0.5 ms to count: a real one lasts a slice, while the kernel's stop path
 // has a window of microseconds between dequeuing SIGSTOP and state T.
+//
+// Under --suspend freezer the same holds, a rank in a frozen cgroup
+// counting as not executing.
 func TestGangRowsAlternate(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
+	for _, suspend := range []string{node.SuspendSignal, node.SuspendFreezer} {
+		t.Run(suspend, func(t *testing.T) {
+			if suspend == node.SuspendFreezer {
+				needCgroups(t)
+			}
+			gangRowsAlternate(t, suspend)
+		})
+	}
+}
+
+func gangRowsAlternate(t *testing.T, suspend string) {
+	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: suspend})
 	a := c.submit(node.JobSpec{Name: "a", Command: busy, Processors: 3})
 	b := c.submit(node.JobSpec{Name: "b", Command: busy, Processors: 3})
 	c.waitState(a, node.Running, 20*time.Second)
@@ -79,7 +93,7 @@ func TestGangRowsAlternate(t *testing.T) {
 				// state T. Look again a little later.
 				time.Sleep(500 * time.Microsecond)
 				if executing(p[0]) && executing(p[1]) {
-					t.Fatalf("node %s: both jobs executing at once, for at least 0.5 ms (pids %d and %d)", name, p[0], p[1])
+					t.Fatalf("node %s: both jobs executing at once, for at least 0.5 ms (pids %d and %d): %s; %s", name, p[0], p[1], describeProc(p[0]), describeProc(p[1]))
 				}
 			}
 			s := seen[name]

@@ -17,6 +17,14 @@ func viewOf(m *ctl.Machine, j ctl.Job, now time.Time) Job {
 		Row:    j.Row,
 		Ranks:  j.Ranks,
 	}
+	for _, r := range j.Ranks {
+		if r.Usage != nil {
+			if v.Usage == nil {
+				v.Usage = &JobUsage{}
+			}
+			v.Usage.add(*r.Usage)
+		}
+	}
 	if j.State == Pending {
 		v.Reason = m.Explain(j.ID)
 	}

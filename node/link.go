@@ -172,6 +172,13 @@ func (c *Controller) dial(m member.Meta) {
 					log.Debug("stale rank exit; ignored", zap.Int64("job", x.Job), zap.Int("rank", x.Rank))
 				}
 			})
+		case msgPMIBarrier:
+			var x pmiBarrier
+			if err := frame.Decode(body, &x); err != nil {
+				log.Warn("malformed PMI barrier; dropped", zap.Error(err))
+				continue
+			}
+			c.post(func(mc *ctl.Machine) { c.pmiBarrierIn(mc, m.Name, x) })
 		default:
 			log.Warn("unexpected control message; dropped", zap.Uint8("type", uint8(t)))
 		}

@@ -46,6 +46,7 @@ func (a *Agent) registerMetrics() {
 	gauge("switch_cost_p99_seconds", "99th percentile switch cost (recent slices).",
 		func() float64 { return secs(a.follower.Stats().SwitchCost.P99) })
 	gauge("jobs_local", "Jobs with ranks on this agent.", func() float64 { return float64(len(a.sw.jobIDs())) })
+	r.MustRegister(newCgroupCollector(a.cg, a.cfg.Name))
 	relayCounter := func(name, help string, f func(relay.Stats) uint64) {
 		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_relay_" + name, Help: help, ConstLabels: labels},
 			func() float64 { return float64(f(a.relay.Stats())) }))

@@ -28,6 +28,7 @@ type StrobeOptions struct {
 	MPL              int           // rows of the matrix, each filled by one job
 	Duration         time.Duration // how long to measure, after the jobs run
 	RealtimePriority int           // the agents' SCHED_FIFO priority (0: off)
+	Suspend          string        // how the agents suspend ranks: node.SuspendSignal ("" too) or node.SuspendFreezer
 	StateDir         string        // the cluster's state (agent logs)
 	Exe              string        // the cosched binary (default: this process's)
 	Progress         io.Writer     // progress lines (nil: none)
@@ -51,6 +52,9 @@ func (o StrobeOptions) Validate() error {
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		errs = append(errs, fielderr.New("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99"))
 	}
+	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
+		errs = append(errs, fielderr.New("Suspend", o.Suspend, "want signal or freezer"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -61,6 +65,7 @@ type StrobeReport struct {
 	MPL      int           `json:"mpl"`
 	Duration time.Duration `json:"duration_ns"`
 	Priority int           `json:"realtime_priority"` // asked for; 0: off
+	Suspend  string        `json:"suspend"`           // how ranks were suspended: signal or freezer
 	// Realtime is each agent's strobe-thread scheduling, by agent.
 	Realtime map[string]string `json:"realtime"`
 	// ControllerRealtime is "" when the slice clock ran at SCHED_FIFO.
@@ -106,9 +111,11 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	if progress == nil {
 		progress = io.Discard
 	}
-	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d)...\n", o.Agents, o.Slice, o.MPL)
+	suspend := cmp.Or(o.Suspend, node.SuspendSignal)
+	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d, suspend %s)...\n", o.Agents, o.Slice, o.MPL, suspend)
 	up := localcluster.DefaultOptions()
 	up.Exe, up.Agents, up.Slice, up.MPL, up.Policy, up.StateDir, up.RealtimePriority = o.Exe, o.Agents, o.Slice, o.MPL, gang.FCFS, o.StateDir, o.RealtimePriority
+	up.Suspend = suspend
 	up.Timeout = 30*time.Second + time.Duration(o.Agents)*2*time.Second
 	cl, err := localcluster.Up(ctx, up)
 	if err != nil {
@@ -119,7 +126,46 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 			fmt.Fprintf(progress, "warning: %v\n", err)
 		}
 	}()
-	return measureStrobes(ctx, progress, cl, o)
+	if rep, err = measureStrobes(ctx, progress, cl, o); err != nil {
+		return nil, err
+	}
+	rep.Suspend = suspend
+	// Report what the agents did, not what was asked: an agent without
+	// cgroups suspends with signals.
+	if nodes, err := node.NewClient(cl.API).Nodes(ctx, true); err == nil {
+		for _, n := range nodes.Nodes {
+			if n.Stats != nil && n.Stats.Suspend != suspend {
+				return nil, fmt.Errorf("agent %s suspended with %s, not %s (cgroups: %s)", n.Name, n.Stats.Suspend, suspend, n.Stats.Cgroups)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// WriteSuspendComparison sets the suspension methods' switch figures side
+// by side, each with its ratio to the first's.
+func WriteSuspendComparison(w io.Writer, reps []*StrobeReport) {
+	if len(reps) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "suspension methods compared (ratio to "+reps[0].Suspend+"):")
+	rows := [][]string{{"", "switch cost p50", "switch cost p99", "skew p50", "skew p99", "row start, last agent p50"}}
+	base := reps[0]
+	ratio := func(a, b time.Duration) string {
+		if b == 0 {
+			return fmtDur(a)
+		}
+		return fmt.Sprintf("%s (×%.2f)", fmtDur(a), float64(a)/float64(b))
+	}
+	for _, r := range reps {
+		rows = append(rows, []string{r.Suspend, ratio(r.SwitchCost.P50, base.SwitchCost.P50), ratio(r.SwitchCost.P99, base.SwitchCost.P99),
+			ratio(r.Skew.P50, base.Skew.P50), ratio(r.Skew.P99, base.Skew.P99), ratio(r.Overhead.P50, base.Overhead.P50)})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
 }
 
 func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, o StrobeOptions) (*StrobeReport, error) {
@@ -315,8 +361,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // WriteStrobeReport prints r as a table and a few lines of conclusions.
 func WriteStrobeReport(w io.Writer, r *StrobeReport) {
-	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), %v measured\n\n",
-		r.Agents, r.Slice, r.MPL, r.Agents, r.Duration)
+	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), suspend %s, %v measured\n\n",
+		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, node.SuspendSignal), r.Duration)
 	rows := [][]string{{"", "p50", "p99", "max", "mean", "n"}}
 	add := func(name string, d strobe.Dist) {
 		rows = append(rows, []string{name, fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max), fmtDur(d.Mean), fmt.Sprint(d.N)})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,10 @@ type agentFlags struct {
 	Grace      string   `toml:"controller_grace"`
 	LogLevel   string   `toml:"log_level"`
 	LogFormat  string   `toml:"log_format"`
+	MPI        string   `toml:"mpi"`
+	Cgroups    string   `toml:"cgroups"`
+	Suspend    string   `toml:"suspend"`
+	MemReserve string   `toml:"mem_reserve"`
 	// The priority-backfill options: reservations, reservations_mode and
 	// weights in the TOML file.
 	backfillFlags
@@ -63,12 +68,16 @@ type agentFlags struct {
 	changed func(name string) bool
 }
 
+// defaultMemReserve is the memory an agent keeps for the system.
+const defaultMemReserve = "512MiB"
+
 func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 
 // newAgentCmdRun builds the command with run as what it does once the
 // settings are read (tests inspect them instead of starting an agent).
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
-	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console"}
+	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
+		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent (one per node; one of them with --controller)",
@@ -91,8 +100,15 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority,
-controller_grace, log_level, log_format. Flags override it.
+state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority, controller_grace,
+log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
+
+Jobs are contained by cgroups where the host allows (--cgroups auto): one
+cgroup per job, under a subtree the agent owns, so nothing a rank forks
+outlives its job, --mem is a limit the kernel enforces, and CPU time, peak
+memory and processes are accounted (docs/cgroups.md). --suspend freezer
+suspends jobs between their slices with the cgroup freezer instead of
+SIGSTOP/SIGCONT: invisible to the programs.
 
 The priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf) take
 --reservations, --reservations-mode and --weights, as in cosched sim (see
@@ -148,8 +164,12 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
 	fl.StringVar(&f.Grace, "controller-grace", f.Grace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
+	fl.StringVar(&f.MPI, "mpi", "none", "controller: the cluster's default process-management interface for jobs that give no --mpi: none or pmi1 (docs/mpi.md)")
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
+	fl.StringVar(&f.Cgroups, "cgroups", f.Cgroups, "job containment: auto (v2 or v1 as the host has them; process groups only where neither works), v1, v2 or none")
+	fl.StringVar(&f.Suspend, "suspend", f.Suspend, "how ranks are suspended between slices: signal (SIGSTOP/SIGCONT) or freezer (the job's cgroup freezer; needs cgroups)")
+	fl.StringVar(&f.MemReserve, "mem-reserve", f.MemReserve, "memory kept for the system: the agent offers MemTotal less this to jobs (the controller admits jobs by --mem against it); \"none\" offers no memory limit")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
 }
@@ -178,8 +198,10 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
 		"controller-grace":  func() { f.Grace = fromFlags.Grace },
 		"realtime-priority": func() { f.Priority = fromFlags.Priority },
-		"reservations":      func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
-		"weights": func() { f.Weights = fromFlags.Weights },
+		"cgroups":           func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
+		"mem-reserve":  func() { f.MemReserve = fromFlags.MemReserve },
+		"reservations": func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
+		"weights": func() { f.Weights = fromFlags.Weights }, "mpi": func() { f.MPI = fromFlags.MPI },
 	}
 	for name := range set {
 		if o, ok := override[name]; ok {
@@ -278,6 +300,9 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
+	if cfg.MPI, err = node.ParseMPI(f.MPI); err != nil {
+		errs = append(errs, fmt.Errorf("--mpi: %v", err))
+	}
 	changed := f.changed
 	if changed == nil {
 		changed = func(string) bool { return false }
@@ -327,6 +352,25 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 			g32 := uint32(gid)
 			cfg.AdminGID = &g32
 		}
+	}
+	// An empty value (an empty variable in the systemd environment file)
+	// means the default.
+	switch f.Cgroups {
+	case "", "auto", "v1", "v2", "none":
+		cfg.Cgroups = f.Cgroups
+	default:
+		errs = append(errs, fmt.Errorf("--cgroups %q: want auto, v1, v2 or none", f.Cgroups))
+	}
+	switch f.Suspend {
+	case "", node.SuspendSignal, node.SuspendFreezer:
+		cfg.Suspend = cmp.Or(f.Suspend, node.SuspendSignal)
+	default:
+		errs = append(errs, fmt.Errorf("--suspend %q: want signal or freezer", f.Suspend))
+	}
+	if f.MemReserve == "none" {
+		cfg.MemReserve = -1
+	} else if cfg.MemReserve, err = parseSize(cmp.Or(f.MemReserve, defaultMemReserve)); err != nil || cfg.MemReserve < 0 {
+		errs = append(errs, fmt.Errorf("--mem-reserve %q: want a size (e.g. 512MiB) or none", f.MemReserve))
 	}
 	cfg.StateDir = f.StateDir
 	if cfg.StateDir == "" {

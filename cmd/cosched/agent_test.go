@@ -131,3 +131,55 @@ func TestAgentControllerGrace(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentContainmentFlags(t *testing.T) {
+	conf := writeFile(t, "cg.toml", "cgroups = \"none\"\nsuspend = \"freezer\"\nmem_reserve = \"1GiB\"\n")
+	for _, tc := range []struct {
+		args             []string
+		cgroups, suspend string
+		reserve          int64
+	}{
+		{nil, "auto", node.SuspendSignal, 512 << 20},
+		{[]string{"--cgroups=", "--suspend=", "--mem-reserve="}, "", node.SuspendSignal, 512 << 20}, // the unit's empty variables
+		{[]string{"--cgroups", "v1", "--suspend", "freezer", "--mem-reserve", "none"}, "v1", node.SuspendFreezer, -1},
+		{[]string{"--config", conf}, "none", node.SuspendFreezer, 1 << 30},
+		{[]string{"--config", conf, "--suspend", "signal"}, "none", node.SuspendSignal, 1 << 30},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if cfg.Cgroups != tc.cgroups || cfg.Suspend != tc.suspend || cfg.MemReserve != tc.reserve {
+			t.Errorf("%v: cgroups %q suspend %q reserve %d, want %q %q %d", tc.args, cfg.Cgroups, cfg.Suspend, cfg.MemReserve, tc.cgroups, tc.suspend, tc.reserve)
+		}
+	}
+	_, err := agentSettings(t, "--cgroups", "v3", "--suspend", "sigstop", "--mem-reserve", "lots")
+	for _, want := range []string{`--cgroups "v3"`, `--suspend "sigstop"`, `--mem-reserve "lots"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad flags: %v, want it to name %s", err, want)
+		}
+	}
+}
+
+func TestQueueLongAndNodesShowContainment(t *testing.T) {
+	var q strings.Builder
+	writeQueue(&q, []node.Job{
+		{ID: 7, Spec: node.JobSpec{Name: "hog"}, State: node.Failed, Reason: "rank 0 on n0 out of memory",
+			Usage: &node.JobUsage{CPUTime: node.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
+		{ID: 8, Spec: node.JobSpec{Name: "plain"}, State: node.Completed},
+	}, true)
+	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
+		if !strings.Contains(q.String(), want) {
+			t.Errorf("queue --long lacks %q:\n%s", want, q.String())
+		}
+	}
+	var n strings.Builder
+	writeNodes(&n, node.NodesReport{Nodes: []node.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
+		Stats: &node.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
+	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
+		if !strings.Contains(n.String(), want) {
+			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
+		}
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/cosched/cosched/node"
 	"io"
 	"os"
 	"time"
@@ -23,16 +25,18 @@ func newBenchCmd() *cobra.Command {
 }
 
 type benchStrobeFlags struct {
-	opts measure.StrobeOptions
-	json bool
-	keep bool
+	opts    measure.StrobeOptions
+	json    bool
+	keep    bool
+	suspend []string // measured one after the other, each on a cluster of its own
 }
 
 var benchStrobeFlagNames = flagNames{"Agents": "-n", "Slice": "--slice", "Duration": "--duration", "MPL": "--mpl",
-	"RealtimePriority": "--realtime-priority"}
+	"RealtimePriority": "--realtime-priority", "Suspend": "--suspend"}
 
 func newBenchStrobeCmd() *cobra.Command {
-	f := benchStrobeFlags{opts: measure.StrobeOptions{Agents: 8, Slice: 10 * time.Millisecond, Duration: 30 * time.Second, MPL: 2, RealtimePriority: 50}}
+	f := benchStrobeFlags{opts: measure.StrobeOptions{Agents: 8, Slice: 10 * time.Millisecond, Duration: 30 * time.Second, MPL: 2, RealtimePriority: 50},
+		suspend: []string{node.SuspendSignal}}
 	cmd := &cobra.Command{
 		Use:   "strobe",
 		Short: "Measure slice switching on a local gang-mode cluster: skew, latency, overhead",
@@ -51,12 +55,17 @@ and measure the strobes for --duration:
                      the slice are the overhead
   lost, late         strobes an agent never saw, or saw out of order
 
+With --suspend signal,freezer the whole measurement runs once per method,
+each on a fresh cluster, and a comparison of the two follows: SIGSTOP and
+SIGCONT to every rank's process group, or one write to the job's cgroup
+freezer (docs/cgroups.md).
+
 The agents share this host's monotonic clock, so skew is exact. Switches
 are timed when the signals have been sent; the kernel still has to run the
 continued ranks, which depends on how many cores the host has. With root
 (or CAP_SYS_NICE) the strobe path runs at SCHED_FIFO; the report says
 whether it did. The cluster is stopped at the end.`,
-		Example: "  cosched bench strobe -n 8 --slice 10ms --duration 30s\n  cosched bench strobe -n 8 --slice 1ms --duration 10s --json",
+		Example: "  cosched bench strobe -n 8 --slice 10ms --duration 30s\n  cosched bench strobe -n 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -n 4 --suspend signal,freezer",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return benchStrobe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
@@ -69,17 +78,60 @@ whether it did. The cluster is stopped at the end.`,
 	fl.IntVar(&f.opts.MPL, "mpl", f.opts.MPL, "rows of the matrix, each filled by one job")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path; 0 measures without real-time scheduling")
+	fl.StringSliceVar(&f.suspend, "suspend", f.suspend, "suspension methods to measure, in turn: signal, freezer or both (signal,freezer)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the cluster's state directory (agent logs) and print where it is")
 	return cmd
 }
 
-func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFlags) (err error) {
-	if err := f.opts.Validate(); err != nil {
+func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFlags) error {
+	if len(f.suspend) == 0 {
+		f.suspend = []string{node.SuspendSignal}
+	}
+	var errs []error
+	for _, s := range f.suspend {
+		o := f.opts
+		o.Suspend = s
+		if err := o.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return benchStrobeFlagNames.errors(err)
 	}
+	var reps []*measure.StrobeReport
+	for _, s := range f.suspend {
+		rep, err := benchStrobeOnce(ctx, progress, f, s)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+	}
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if len(reps) == 1 {
+			return enc.Encode(reps[0])
+		}
+		return enc.Encode(reps)
+	}
+	for i, rep := range reps {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		measure.WriteStrobeReport(out, rep)
+	}
+	if len(reps) > 1 {
+		fmt.Fprintln(out)
+		measure.WriteSuspendComparison(out, reps)
+	}
+	return nil
+}
+
+// benchStrobeOnce measures one suspension method on a cluster of its own.
+func benchStrobeOnce(ctx context.Context, progress io.Writer, f *benchStrobeFlags, suspend string) (rep *measure.StrobeReport, err error) {
 	dir, err := os.MkdirTemp("", "cosched-bench-strobe-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		switch {
@@ -92,16 +144,6 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 		}
 	}()
 	o := f.opts
-	o.StateDir, o.Progress = dir, progress
-	rep, err := measure.Strobe(ctx, o)
-	if err != nil {
-		return err
-	}
-	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	measure.WriteStrobeReport(out, rep)
-	return nil
+	o.StateDir, o.Progress, o.Suspend = dir, progress, suspend
+	return measure.Strobe(ctx, o)
 }

@@ -127,7 +127,8 @@ type clusterUpFlags struct {
 // clusterUpFlagNames maps localcluster.Options' fields to cluster up's flags.
 var clusterUpFlagNames = flagNames{"Agents": "-n", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
 	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations",
-	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout"}
+	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout",
+	"Suspend": "--suspend"}
 
 func newClusterUpCmd() *cobra.Command {
 	f := clusterUpFlags{opts: localcluster.DefaultOptions(), mode: "gang", slice: "50ms", policy: "easy", bandwidth: "100MB"}
@@ -160,6 +161,7 @@ output go under the state directory.`,
 	fl.StringVar(&f.opts.StateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 	fl.DurationVar(&f.opts.Timeout, "timeout", f.opts.Timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
+	fl.StringVar(&f.opts.Suspend, "suspend", node.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
 	return cmd
 }
 

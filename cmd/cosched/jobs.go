@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench"
@@ -32,6 +33,10 @@ ran it. The time limit is the job's runtime estimate (backfilling uses it); a
 job still running at its limit is killed (TIMEOUT; --overrun extend lets it
 run on) — under gang scheduling the limit counts wall time dilated by the MPL.
 
+An MPI program built with MPICH runs with --mpi pmi1: the agents serve its
+ranks the PMI-1 protocol (docs/mpi.md); "cosched output --label JOB" prints
+every rank's output, labelled with its rank.
+
 A benchmark job (--bench) runs the agents' own "cosched bench-rank" with a
 ⟨g,v,comm,sync⟩ template: each rank computes for g ± v/2, then communicates
 (barrier, news or transpose; blocking B or non-blocking NB) through the
@@ -42,6 +47,7 @@ wait and wall time in the job's record (GET /v1/jobs/ID); cosched bench run
 collects them for whole workloads.`,
 		Example: `  cosched submit -n 8 -t 10m -- ./solver input.dat
   cosched submit -n 4 -t 30s --name spin --parsable -- sh -c 'while :; do :; done'
+  cosched submit -n 8 -t 5m --mpi pmi1 -- ./a.out
   cosched submit -n 8 --bench 50ms,25ms,news,NB --runtime 20s
   cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +75,9 @@ collects them for whole workloads.`,
 				if spec.BenchWork != "cpu" && spec.BenchWork != "wall" {
 					errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
 				}
+			}
+			if _, err := node.ParseMPI(spec.MPI); err != nil {
+				errs = append(errs, fmt.Errorf("--mpi: %v", err))
 			}
 			if spec.Processors < 1 {
 				errs = append(errs, fmt.Errorf("-n %d: must be at least 1", spec.Processors))
@@ -135,6 +144,7 @@ collects them for whole workloads.`,
 	fl.IntVar(&spec.BenchIterations, "iterations", 0, "benchmark: iterations")
 	fl.StringVar(&spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
 	fl.Uint64Var(&spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
+	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
 	fl.BoolVar(&parsable, "parsable", false, "print only the job id")
 	cf.add(cmd)
 	return cmd
@@ -142,14 +152,16 @@ collects them for whole workloads.`,
 
 func newQueueCmd() *cobra.Command {
 	var cf clientFlags
-	var all bool
+	var all, long bool
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "List jobs (squeue-like): JOBID NAME USER ST TIME NODES NODELIST(REASON)",
 		Long: `List pending and running jobs (--all: finished ones too). ST is the state:
 PD pending, R running, CD completed, F failed, CA cancelled, TO timeout. TIME
 is the time the job has run. For a pending job the last column says why it
-waits; for a failed one why it failed.`,
+waits; for a failed one why it failed. --long adds the accounting the agents
+read from the jobs' cgroups once a job's ranks end: CPU time, peak memory
+(the largest node's) and the most processes seen at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.client()
@@ -160,17 +172,22 @@ waits; for a failed one why it failed.`,
 			if err != nil {
 				return err
 			}
-			writeQueue(cmd.OutOrStdout(), jobs)
+			writeQueue(cmd.OutOrStdout(), jobs, long)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include finished jobs")
+	cmd.Flags().BoolVarP(&long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
 	cf.add(cmd)
 	return cmd
 }
 
-func writeQueue(w io.Writer, jobs []node.Job) {
-	rows := [][]string{{"JOBID", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)"}}
+func writeQueue(w io.Writer, jobs []node.Job, long bool) {
+	head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
+	if long {
+		head = append(head, "CPU", "MAXMEM", "PROCS")
+	}
+	rows := [][]string{append(head, "NODELIST(REASON)")}
 	for _, j := range jobs {
 		nodes := distinct(j.Nodes)
 		last := strings.Join(nodes, ",")
@@ -189,7 +206,11 @@ func writeQueue(w io.Writer, jobs []node.Job) {
 		if j.Spec.Owner != nil {
 			user = j.Spec.Owner.User
 		}
-		rows = append(rows, []string{fmt.Sprint(j.ID), truncate(name, 16), truncate(user, 12), j.State.Code(), squeueTime(j.Elapsed.D), count, last})
+		r := []string{fmt.Sprint(j.ID), truncate(name, 16), truncate(user, 12), j.State.Code(), squeueTime(j.Elapsed.D), count}
+		if long {
+			r = append(r, usageColumns(j.Usage)...)
+		}
+		rows = append(rows, append(r, last))
 	}
 	writeColumns(w, rows)
 }
@@ -321,9 +342,9 @@ whose strobe went out late (overruns).`,
 }
 
 func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "COLUMNS", "JOBS"}
+	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS"}
 	if stats {
-		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT")
+		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
 	}
 	rows := [][]string{head}
 	for _, n := range rep.Nodes {
@@ -335,15 +356,19 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		for _, id := range n.Jobs {
 			jobs = append(jobs, fmt.Sprint(id))
 		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), columnList(n.Columns), orDash(strings.Join(jobs, ","))}
+		mem := "-"
+		if n.Memory > 0 {
+			mem = humanize.IBytes(uint64(n.Memory))
+		}
+		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ","))}
 		if stats {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
 				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
 					fmt.Sprintf("%v/%v", st.Latency.P50, st.Latency.P99), fmt.Sprintf("%v/%v", st.SwitchCost.P50, st.SwitchCost.P99),
-					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent))
+					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
 			} else {
-				r = append(r, "-", "-", "-", "-", "-", "-", "-")
+				r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
 			}
 		}
 		rows = append(rows, r)
@@ -407,4 +432,12 @@ func columnList(cols []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.
+func usageColumns(u *node.JobUsage) []string {
+	if u == nil {
+		return []string{"-", "-", "-"}
+	}
+	return []string{u.CPUTime.D.Round(time.Millisecond).String(), humanize.IBytes(uint64(u.PeakMemory)), fmt.Sprint(u.Processes)}
 }

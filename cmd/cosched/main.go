@@ -61,7 +61,7 @@ scheduler core on workload traces.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newNodesCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd())
+	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newNodesCmd(), newOutputCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd())
 	return root
 }
 

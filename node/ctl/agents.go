@@ -84,6 +84,13 @@ func (m *Machine) AgentUp(r AgentReport) error {
 	if err := m.core.SetOffline(m.columnsOf(r.Name), false, m.ct()); err != nil {
 		panic(fmt.Sprintf("ctl: agent %s: %v", r.Name, err)) // its columns are within the machine by construction
 	}
+	// The core admits jobs by memory from what the agent offers: an equal
+	// share per processor (0: not advertised, the machine's value).
+	if r.CPUs > 0 && r.Memory >= 0 {
+		if err := m.core.SetColumnMemory(m.columnsOf(r.Name), r.Memory/int64(r.CPUs), m.ct()); err != nil {
+			panic(fmt.Sprintf("ctl: agent %s: %v", r.Name, err)) // as above
+		}
+	}
 	for _, x := range r.Exits {
 		x.Node = r.Name
 		m.RankExit(x)

@@ -392,7 +392,7 @@ func (m *Machine) RankExit(x RankExit) bool {
 		return false
 	}
 	r := RankInfo{Rank: x.Rank, Node: x.Node, Exited: true, PID: x.PID, Code: x.Code, Signal: x.Signal, Error: x.Err,
-		CPUTime: Duration{D: x.CPUTime}, MaxRSS: x.MaxRSS, Bench: x.Stats}
+		CPUTime: Duration{D: x.CPUTime}, MaxRSS: x.MaxRSS, Bench: x.Stats, Usage: x.Usage}
 	if x.Failure != "" && r.Error == "" {
 		r.Error = x.Failure
 	}

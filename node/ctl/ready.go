@@ -76,10 +76,11 @@ type Strobe struct {
 // AgentReport is what an agent tells a controller when its control
 // connection opens.
 type AgentReport struct {
-	Name  string
-	CPUs  int
-	Ranks []LiveRank // the ranks it runs
-	Exits []RankExit // exits it recorded while it had no controller
+	Name   string
+	CPUs   int
+	Memory int64      // bytes it offers jobs; 0: not advertised (no admission by memory)
+	Ranks  []LiveRank // the ranks it runs
+	Exits  []RankExit // exits it recorded while it had no controller
 }
 
 // LiveRank is a rank an agent runs.
@@ -104,6 +105,7 @@ type RankExit struct {
 	// Failure is why the agent counts a rank that exited 0 as failed.
 	Failure string
 	Stats   *BenchStats
+	Usage   *NodeUsage // the job's accounting on the node, with its last rank there
 }
 
 func (x *RankExit) failed() bool {

@@ -28,6 +28,10 @@ type JobSpec struct {
 	// ends as TIMEOUT) or "extend" (the limit was only an estimate for
 	// backfilling; the job runs on).
 	Overrun string `json:"overrun,omitempty"`
+	// MPI is the process-management interface the ranks get, as srun's
+	// --mpi: MPINone or MPIPMI1 (MPICH's simple PMI; docs/mpi.md); ""
+	// takes the cluster's default.
+	MPI string `json:"mpi,omitempty"`
 	// Dir is the ranks' working directory (the CLI sends the one it runs
 	// in); empty: the owner's home directory.
 	Dir string `json:"dir,omitempty"`
@@ -42,6 +46,12 @@ type Owner struct {
 	GID  uint32 `json:"gid" msgpack:"gid"`
 	User string `json:"user" msgpack:"user"` // the login name on the controller's node, or the uid in decimal
 }
+
+// MPI process-management interfaces a job can ask for (JobSpec.MPI).
+const (
+	MPINone = "none" // the ranks get no PMI
+	MPIPMI1 = "pmi1" // MPICH's simple PMI-1 over a socketpair (PMI_FD)
+)
 
 // Validate reports every problem with a spec at once.
 func (s *JobSpec) Validate(maxProcs int) error {
@@ -61,6 +71,15 @@ func (s *JobSpec) Validate(maxProcs int) error {
 		if s.BenchWork != "" && s.BenchWork != "cpu" && s.BenchWork != "wall" {
 			errs = append(errs, fmt.Sprintf("bench_work: %q, want cpu or wall", s.BenchWork))
 		}
+	}
+	switch s.MPI {
+	case "", MPINone:
+	case MPIPMI1:
+		if s.Bench != "" {
+			errs = append(errs, "mpi: a benchmark job runs bench-rank, which speaks comm, not PMI")
+		}
+	default:
+		errs = append(errs, fmt.Sprintf("mpi: %q, want none or pmi1", s.MPI))
 	}
 	if s.Overrun != "" && s.Overrun != "kill" && s.Overrun != "extend" {
 		errs = append(errs, fmt.Sprintf("overrun: %q, want kill or extend", s.Overrun))
@@ -137,6 +156,19 @@ type RankInfo struct {
 	Error   string   `json:"error,omitempty"`
 	// Bench is a benchmark rank's own report.
 	Bench *BenchStats `json:"bench,omitempty"`
+	// Usage is the job's accounting on this rank's node, from its cgroup:
+	// carried by the last of the job's ranks there to end (nil on the
+	// others, and where the agent runs without cgroups).
+	Usage *NodeUsage `json:"usage,omitempty"`
+}
+
+// NodeUsage is one job's accounting on one node, from its cgroup.
+type NodeUsage struct {
+	CPUTime     Duration `json:"cpu_time"`               // every process of the job there
+	PeakMemory  int64    `json:"peak_memory"`            // bytes
+	MemoryLimit int64    `json:"memory_limit,omitempty"` // bytes; 0 = none
+	Processes   int      `json:"processes"`              // the most seen at once
+	OOMKills    uint64   `json:"oom_kills,omitempty"`    // processes the kernel killed over the limit
 }
 
 // BenchStats is what a benchmark rank measured of itself.

@@ -93,8 +93,11 @@
 // the rank's leader dies but processes it forked keep running (unless they
 // were stopped: the kernel sends SIGHUP and SIGCONT to the group it
 // orphans, and SIGHUP kills by default). Processes that leave the rank's
-// group (setsid, setpgid) escape Stop, Cont and Kill. Only a cgroup backend
-// (cgroup.freeze, cgroup.kill) closes these gaps. The agent must not set
+// group (setsid, setpgid) escape Stop, Cont and Kill. A cgroup closes these
+// gaps: with Spec.Cgroup set the rank is born in its job's cgroup (the
+// spawner enters it around the fork), and the agent kills and freezes the
+// whole cgroup (node/jobcg). Release continues only ranks never continued
+// (their start-up shims), for suspension without signals. The agent must not set
 // SIGCHLD to SIG_IGN (the kernel would reap ranks itself and their statuses
 // would be lost; such Exits carry Err). CPUs are numbered below 1024.
 //

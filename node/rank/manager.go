@@ -54,6 +54,7 @@ type proc struct {
 	// before its own SIGSTOP.
 	ready       bool
 	contPending bool
+	released    bool          // a SIGCONT has reached the program or its stopped shim
 	pending     []unix.Signal // signals sent to a placeholder, delivered once forked
 	exiting     bool          // the leader has exited: pgid no longer ours to signal
 	startErr    error         // why Start gave up on it (reported in its Exit)
@@ -138,6 +139,7 @@ func (m *Manager) Start(s Spec) (int, error) {
 	m.mu.Lock()
 	p.pid = pid
 	p.ready = !s.Stopped
+	p.released = !s.Stopped
 	m.reapers.Add(1)
 	go m.reap(p, &s, started, ready)
 	for _, sig := range p.pending {
@@ -197,9 +199,10 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		argv:  argv,
 		env:   environ(s),
 		dir:   dir,
-		files: files,
+		files: append(files, s.ExtraFiles...),
 		cpu:   s.CPU,
 		cred:  s.Credential,
+		cg:    s.Cgroup,
 		reply: make(chan spawnResult, 1),
 	}
 	m.spawnc <- req // open: Close waits for in-flight Starts before closing it

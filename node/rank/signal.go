@@ -81,11 +81,33 @@ func (m *Manager) killLocked(p *proc, sig unix.Signal) error {
 	if err := unix.Kill(-p.pid, sig); err != nil {
 		return fmt.Errorf("rank: job %d rank %d: kill(-%d, %s): %w", p.job, p.rank, p.pid, unix.SignalName(sig), err)
 	}
+	if sig == unix.SIGCONT {
+		p.released = true
+	}
 	if ce := m.log.Check(zap.DebugLevel, "rank signalled"); ce != nil { // no field allocation on the hot path
 		ce.Write(zap.Int64("job", p.job), zap.Int("rank", p.rank),
 			zap.Int("pgid", p.pid), zap.String("signal", unix.SignalName(sig)))
 	}
 	return nil
+}
+
+// Release continues the job's ranks that were started Stopped and have
+// never been continued (their shims), and no other: with a suspension
+// that does not use signals (a cgroup freezer), the first continue is
+// the only SIGCONT a rank gets, and it reaches the shim, before the
+// program exists. A rank still starting is released as by Cont.
+func (m *Manager) Release(job int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, p := range m.jobs[job] {
+		if !p.released {
+			if err := m.deliverLocked(p, unix.SIGCONT); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SignalRank sends sig to the process group of one rank of job, with the

@@ -17,9 +17,10 @@ type spawnReq struct {
 	argv  []string
 	env   []string
 	dir   string
-	files []*os.File // stdin, stdout, stderr
+	files []*os.File // stdin, stdout, stderr, then Spec.ExtraFiles
 	cpu   int        // ≥ 0: pin the child to this CPU from its first instruction
 	cred  *syscall.Credential
+	cg    Cgroup // where the child is born (nil: the agent's cgroups)
 	reply chan spawnResult
 }
 
@@ -82,15 +83,33 @@ func forkExec(r spawnReq, log *zap.Logger) (int, error) {
 	for i, f := range r.files {
 		fds[i] = f.Fd()
 	}
+	sys := &syscall.SysProcAttr{
+		Setpgid:    true, // own group: pgid = pid
+		Pdeathsig:  syscall.SIGKILL,
+		Credential: r.cred, // nil: the agent's user
+	}
+	if r.cg != nil {
+		// Like the CPU mask: the child is born in its job's cgroup,
+		// either cloned into it or inheriting this thread's (which goes
+		// back at once), so it never runs a single instruction outside.
+		fd, leave, err := r.cg.Enter(unix.Gettid())
+		if err != nil {
+			return 0, fmt.Errorf("entering the job's cgroup: %w", err)
+		}
+		defer func() {
+			if err := leave(); err != nil {
+				log.Error("rank: the spawner thread did not leave a job's cgroup", zap.Error(err))
+			}
+		}()
+		if fd >= 0 {
+			sys.UseCgroupFD, sys.CgroupFD = true, fd
+		}
+	}
 	pid, err := syscall.ForkExec(r.path, r.argv, &syscall.ProcAttr{
 		Dir:   r.dir,
 		Env:   r.env,
 		Files: fds,
-		Sys: &syscall.SysProcAttr{
-			Setpgid:    true, // own group: pgid = pid
-			Pdeathsig:  syscall.SIGKILL,
-			Credential: r.cred,
-		},
+		Sys:   sys,
 	})
 	// ForkExec returns once the child has exec'd (or failed to): the child
 	// has called setpgid, so kill(-pid, …) reaches it from now on.

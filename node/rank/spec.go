@@ -35,6 +35,10 @@ type Spec struct {
 	LogDir string
 	// CPU pins the rank to one CPU when ≥ 0; -1 means no pinning.
 	CPU int
+	// ExtraFiles are open files the rank inherits as descriptors 3, 4, …
+	// (a PMI socket, for instance). The caller keeps ownership: it closes
+	// its copies once Start returns.
+	ExtraFiles []*os.File
 	// Stopped starts the rank stopped: its program does not execute a
 	// single instruction before the first Cont (see the package doc).
 	Stopped bool
@@ -43,6 +47,21 @@ type Spec struct {
 	// its environment is then Env and the manager's variables only: none
 	// of the agent's. Nil: the agent's user and environment.
 	Credential *syscall.Credential
+	// Cgroup, when set, is the control group the rank is born in (its
+	// job's; node/jobcg implements it). Nil: the rank stays in the
+	// agent's cgroups.
+	Cgroup Cgroup
+}
+
+// Cgroup places a rank in its job's control group from its birth, so not
+// even a child it forks at once can be outside.
+type Cgroup interface {
+	// Enter runs on the spawner's locked thread (tid) just before the
+	// fork. It returns either a cgroup directory descriptor (≥ 0) for
+	// clone3(CLONE_INTO_CGROUP), or -1 after moving the thread itself
+	// into the cgroup (the child inherits it). leave runs right after the
+	// fork, on the same thread, and must undo Enter.
+	Enter(tid int) (fd int, leave func() error, err error)
 }
 
 // Exit reports how a rank ended. Exactly one Exit is delivered per Start

@@ -1,0 +1,370 @@
+package jobcg_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/node/jobcg"
+)
+
+// The test binary doubles as the programs the tests contain.
+func TestMain(m *testing.M) {
+	switch os.Getenv("JOBCG_HELPER") {
+	case "alloc": // touch 256 MiB, page by page
+		buf := make([]byte, 256<<20)
+		for i := 0; i < len(buf); i += 4096 {
+			buf[i] = 1
+		}
+		fmt.Println("allocated", len(buf))
+		os.Exit(0)
+	case "open": // print what Open decides for this user
+		tr, err := jobcg.Open(jobcg.Config{Agent: "i15-nonroot"})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(tr.Status())
+		os.Exit(0)
+	case "spin": // burn CPU until killed
+		for time.Now().After(time.Time{}) {
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// modes are the hierarchies usable here; each test runs on every one.
+func modes(t *testing.T) []string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	var ms []string
+	for _, m := range []string{"v1", "v2"} {
+		tr, err := jobcg.Open(jobcg.Config{Agent: "i15-probe-" + strconv.Itoa(os.Getpid()), Mode: m})
+		if err != nil {
+			t.Logf("mode %s unavailable here: %v", m, err)
+			continue
+		}
+		tr.Close()
+		ms = append(ms, m)
+	}
+	if len(ms) == 0 {
+		t.Skip("no usable cgroup hierarchy (not root, or no cgroupfs mounted)")
+	}
+	return ms
+}
+
+func open(t *testing.T, mode string) *jobcg.Tree {
+	t.Helper()
+	tr, err := jobcg.Open(jobcg.Config{Agent: agentName(t, mode), Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return tr
+}
+
+func agentName(t *testing.T, mode string) string {
+	return fmt.Sprintf("i15-%s-%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), mode, os.Getpid())
+}
+
+// startIn starts cmd born inside j, as the rank manager's spawner does.
+func startIn(t *testing.T, j *jobcg.Job, cmd *exec.Cmd) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fd, leave, err := j.Enter(unix.Gettid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if fd >= 0 {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	}
+	err = cmd.Start()
+	if lerr := leave(); lerr != nil {
+		t.Error(lerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
+}
+
+func TestRemoveKillsWhatLeftTheGroup(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			tr := open(t, mode)
+			j, err := tr.Create(1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A double fork into a new session: out of reach of the
+			// rank's process group, not of its cgroup.
+			cmd := exec.Command("sh", "-c", `setsid sh -c 'sleep 300 & wait' & sleep 300`)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			startIn(t, j, cmd)
+			var pids []int
+			waitFor(t, "four processes in the job's cgroup", func() bool {
+				pids, _ = j.Pids()
+				return len(pids) >= 4
+			})
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what the rank manager does
+			_ = cmd.Wait()
+			escaped := 0
+			for _, p := range pids {
+				if alive(p) {
+					escaped++
+				}
+			}
+			if escaped < 2 {
+				t.Fatalf("test is broken: %d processes survived the group kill, want the setsid pair", escaped)
+			}
+			st, ok, err := tr.Remove(1)
+			if err != nil || !ok {
+				t.Fatalf("Remove: ok=%v err=%v", ok, err)
+			}
+			for _, p := range pids {
+				if alive(p) {
+					t.Errorf("pid %d survived the job's removal", p)
+				}
+			}
+			if st.Processes < 4 {
+				t.Errorf("processes seen %d, want at least 4", st.Processes)
+			}
+			if tr.Job(1) != nil {
+				t.Error("job still known after Remove")
+			}
+		})
+	}
+}
+
+func TestOpenCleansPreviousLife(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			name := agentName(t, mode)
+			first, err := jobcg.Open(jobcg.Config{Agent: name, Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := first.Create(9, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", `setsid sleep 300 & sleep 300`)
+			startIn(t, j, cmd)
+			var pids []int
+			waitFor(t, "three processes", func() bool { pids, _ = j.Pids(); return len(pids) >= 3 })
+			// The agent "dies": first is abandoned, its job left behind.
+			second, err := jobcg.Open(jobcg.Config{Agent: name, Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Close()
+			_ = cmd.Wait()
+			for _, p := range pids {
+				if alive(p) {
+					t.Errorf("pid %d of the previous life survived", p)
+				}
+			}
+			if second.Job(9) != nil {
+				t.Error("the new life adopted the old job")
+			}
+		})
+	}
+}
+
+func cpuTicks(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+func TestFreezeStopsWithoutAStopNotification(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			tr := open(t, mode)
+			j, err := tr.Create(2, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "JOBCG_HELPER=spin")
+			startIn(t, j, cmd)
+			pid := cmd.Process.Pid
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			waitFor(t, "the spinner to run", func() bool { return cpuTicks(t, pid) > 0 })
+			if err := j.Freeze(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond) // let the freeze complete
+			before := cpuTicks(t, pid)
+			time.Sleep(300 * time.Millisecond)
+			if after := cpuTicks(t, pid); after != before {
+				t.Errorf("frozen process ran: %d ticks while frozen", after-before)
+			}
+			// Its parent (this test) is told nothing: no stop.
+			var info unix.Siginfo
+			if err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+				t.Fatal(err)
+			}
+			if info.Signo != 0 {
+				t.Errorf("the parent saw a state change (si_code %d) of a frozen child", info.Code)
+			}
+			if err := j.Thaw(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the thawed spinner to run", func() bool { return cpuTicks(t, pid) > before+5 })
+		})
+	}
+}
+
+func TestMemoryLimitKillsAndCounts(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			tr := open(t, mode)
+			const limit = 64 << 20
+			j, err := tr.Create(3, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := j.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.MemoryLimit == 0 {
+				t.Skipf("%s: no memory controller for jobs here", mode)
+			}
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "JOBCG_HELPER=alloc")
+			startIn(t, j, cmd)
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("allocating 256 MiB under a 64 MiB limit: %v, want killed", err)
+			}
+			if st, err = j.Stats(); err != nil {
+				t.Fatal(err)
+			}
+			if st.OOMKills < 1 {
+				t.Errorf("OOM kills %d, want ≥ 1", st.OOMKills)
+			}
+			if st.PeakMemory < limit/2 || st.PeakMemory > limit+(1<<20) {
+				t.Errorf("peak %d bytes, want about the limit %d", st.PeakMemory, limit)
+			}
+		})
+	}
+}
+
+func TestAccountsCPU(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			tr := open(t, mode)
+			j, err := tr.Create(4, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "JOBCG_HELPER=spin")
+			startIn(t, j, cmd)
+			pid := cmd.Process.Pid
+			waitFor(t, "some CPU time", func() bool { return cpuTicks(t, pid) >= 10 })
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			st, _, err := tr.Remove(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.CPUTime < 50*time.Millisecond {
+				t.Skipf("%s: CPU time %v: no CPU accounting for jobs here", mode, st.CPUTime)
+			}
+		})
+	}
+}
+
+// Without the right to make cgroups (not root), auto mode falls back to
+// process groups and says why; explicit modes and bad names are errors.
+func TestFallbackWithoutCgroups(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a helper as another user")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} { // nobody must reach the copy
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := dir + "/jobcg.test"
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "JOBCG_HELPER=open")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper as nobody: %v\n%s", err, out)
+	}
+	t.Logf("as nobody: %s", out)
+	if !strings.HasPrefix(string(out), "none (") {
+		t.Errorf("auto mode as nobody: %q, want none (with the reason)", out)
+	}
+	tr, err := jobcg.Open(jobcg.Config{Agent: "x", Mode: "none"})
+	if err != nil || tr.Mode() != jobcg.ModeNone {
+		t.Fatalf("mode none: %v %v", tr, err)
+	}
+	if j, err := tr.Create(1, 1<<20); j != nil || err != nil {
+		t.Errorf("Create in mode none: %v %v, want nothing", j, err)
+	}
+	for _, bad := range []jobcg.Config{{Agent: "../x"}, {Agent: ""}, {Agent: "a", Mode: "v3"}} {
+		if _, err := jobcg.Open(bad); err == nil {
+			t.Errorf("Open(%+v) accepted", bad)
+		}
+	}
+}
