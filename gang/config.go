@@ -73,6 +73,14 @@ type Config struct {
 	Backfill Backfill
 }
 
+// Limits on a machine's shape. The core keeps a bitset of columns per row,
+// so a larger machine or more rows would be allocated, not refused; no
+// machine this software schedules comes near them.
+const (
+	MaxProcessors = 1 << 20 // columns of the matrix
+	MaxMPL        = 64      // rows of the matrix
+)
+
 // DefaultConfig returns a space-sharing EASY configuration for a machine of
 // the given size.
 func DefaultConfig(processors int) Config {
@@ -82,14 +90,14 @@ func DefaultConfig(processors int) Config {
 // Validate reports every problem with the configuration at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Machine.Processors < 1 {
-		errs = append(errs, fmt.Errorf("machine processors must be at least 1, got %d", c.Machine.Processors))
+	if c.Machine.Processors < 1 || c.Machine.Processors > MaxProcessors {
+		errs = append(errs, fmt.Errorf("machine processors must be from 1 to %d, got %d", MaxProcessors, c.Machine.Processors))
 	}
 	if c.Machine.MemoryPerProcessor < 0 {
 		errs = append(errs, fmt.Errorf("memory per processor must not be negative, got %d", c.Machine.MemoryPerProcessor))
 	}
-	if c.MPL < 1 {
-		errs = append(errs, fmt.Errorf("MPL must be at least 1, got %d", c.MPL))
+	if c.MPL < 1 || c.MPL > MaxMPL {
+		errs = append(errs, fmt.Errorf("MPL must be from 1 to %d, got %d", MaxMPL, c.MPL))
 	}
 	if _, err := ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("unknown policy %q (valid: %s)", c.Policy, policyList()))

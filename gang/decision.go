@@ -166,32 +166,44 @@ type Explanation struct {
 	Head JobID
 }
 
+// rounded is d as a person reads it in a reason: whole seconds from a
+// second on (40s, 2m3s), else milliseconds, else microseconds.
+func rounded(d time.Duration) time.Duration {
+	switch a := max(d, -d); {
+	case a >= time.Second:
+		return d.Round(time.Second)
+	case a >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
 func (e Explanation) String() string {
 	switch e.Rule {
 	case RuleFits:
 		return fmt.Sprintf("fits: needs %d, %d free", e.Procs, e.Free)
 	case RuleBackfillShadow:
-		return fmt.Sprintf("backfilled: ends by %v, the reservation of job %d", e.At, e.Head)
+		return fmt.Sprintf("backfilled: ends by %v, the reservation of job %d", rounded(e.At), e.Head)
 	case RuleBackfillExtra:
-		return fmt.Sprintf("backfilled: needs %d of the %d processors spare at job %d's reservation (%v)", e.Procs, e.Extra, e.Head, e.At)
+		return fmt.Sprintf("backfilled: needs %d of the %d processors spare at job %d's reservation (%v)", e.Procs, e.Extra, e.Head, rounded(e.At))
 	case RuleReservationDue:
-		return fmt.Sprintf("reservation reached at %v", e.At)
+		return fmt.Sprintf("reservation reached at %v", rounded(e.At))
 	case RuleLimitReached:
-		return fmt.Sprintf("time limit reached at %v", e.At)
+		return fmt.Sprintf("time limit reached at %v", rounded(e.At))
 	case RuleNoRoom:
-		return fmt.Sprintf("next in line: needs %d processors, %d free; enough are expected free at %v", e.Procs, e.Free, e.At)
+		return fmt.Sprintf("next in line: needs %d processors, %d free; enough are expected free at %v", e.Procs, e.Free, rounded(e.At))
 	case RuleBehindHead:
 		return fmt.Sprintf("behind job %d, which does not fit yet (fcfs lets no job pass)", e.Head)
 	case RuleWouldDelayHead:
-		return fmt.Sprintf("would delay job %d's reservation at %v (needs %d, %d spare then)", e.Head, e.At, e.Procs, e.Extra)
+		return fmt.Sprintf("would delay job %d's reservation at %v (needs %d, %d spare then)", e.Head, rounded(e.At), e.Procs, e.Extra)
 	case RuleTooFewFree:
 		return fmt.Sprintf("needs %d processors, %d free", e.Procs, e.Free)
 	case RuleReservedLater:
-		return fmt.Sprintf("reserved to start at %v", e.At)
+		return fmt.Sprintf("reserved to start at %v", rounded(e.At))
 	case RuleNotQueued:
 		return "not queued"
 	case RuleReservationLate:
-		return fmt.Sprintf("reservation at %v is due, but it needs %d processors and %d are free (a running job overran its estimate)", e.At, e.Procs, e.Free)
+		return fmt.Sprintf("reservation at %v is due, but it needs %d processors and %d are free (a running job overran its estimate)", rounded(e.At), e.Procs, e.Free)
 	case RuleNoMemory:
 		return fmt.Sprintf("enough free processors (%d), but too little memory left on them", e.Procs)
 	case RuleAlternateFree:
@@ -203,11 +215,11 @@ func (e Explanation) String() string {
 	case RuleWidePreempts:
 		return fmt.Sprintf("wide job preempted running jobs: needs %d, %d were free", e.Procs, e.Free)
 	case RuleSwitch:
-		return fmt.Sprintf("context switch at %v", e.At)
+		return fmt.Sprintf("context switch at %v", rounded(e.At))
 	case RuleOtherSideDone:
-		return fmt.Sprintf("the other side of the preemption completed at %v", e.At)
+		return fmt.Sprintf("the other side of the preemption completed at %v", rounded(e.At))
 	case RuleWideDelay:
-		return fmt.Sprintf("wide job next in line: needs %d processors, %d free; preempts at %v", e.Procs, e.Free, e.At)
+		return fmt.Sprintf("wide job next in line: needs %d processors, %d free; preempts at %v", e.Procs, e.Free, rounded(e.At))
 	case RuleEarlierWide:
 		return fmt.Sprintf("wide job next in line: needs %d processors, %d free; may not preempt while wide job %d is active", e.Procs, e.Free, e.Head)
 	case RulePreemptedBy:

@@ -38,11 +38,14 @@ func (l *loop) run(ctx context.Context, st *Stats, s steps) error {
 	if err := l.pull(); err != nil {
 		return err
 	}
+	// Every event is checked: one event of a conservative pass over a long
+	// queue can take milliseconds, and a signal must stop a run within one.
+	done := ctx.Done()
 	for l.heap.len() > 0 {
-		if st.Events&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("jss: run stopped at %v: %w", st.End, err)
-			}
+		select {
+		case <-done:
+			return fmt.Errorf("jss: run stopped at %v: %w", st.End, context.Cause(ctx))
+		default:
 		}
 		ev := l.heap.pop()
 		st.Events++

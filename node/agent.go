@@ -532,7 +532,7 @@ func (a *Agent) Done() <-chan struct{} { return a.done }
 func (a *Agent) Shutdown() error {
 	a.stopOnce.Do(func() {
 		if a.ml != nil {
-			if err := a.ml.Leave(2 * time.Second); err != nil {
+			if err := a.ml.Leave(leaveTimeout); err != nil {
 				a.log.Warn("leave", zap.Error(err))
 			}
 		}
@@ -541,6 +541,13 @@ func (a *Agent) Shutdown() error {
 	})
 	return a.stopErr
 }
+
+// leaveTimeout bounds how long Shutdown waits for the gossip "leaving"
+// message to go out. Leaving is a courtesy (the others would notice the
+// agent's death anyway), and when the whole cluster stops at once nobody is
+// left to take the message: waiting longer only delays the stop a signal
+// asked for.
+const leaveTimeout = 300 * time.Millisecond
 
 // closeAll releases everything Start created, in dependency order.
 func (a *Agent) closeAll() error {

@@ -101,6 +101,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("reading the answer from %s: %w", c.Addr, err)
 	}
+	if ct := resp.Header.Get("Content-Type"); len(data) > 0 && !isJSON(ct) {
+		// An HTML page, a proxy's error: some other server is there.
+		return &NotAgentError{Addr: c.Addr, Status: resp.StatusCode, ContentType: ct}
+	}
 	if resp.StatusCode >= 300 {
 		var e APIError
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
@@ -173,4 +177,26 @@ func (c *Client) LocalStats(ctx context.Context, since uint64) (NodeStats, error
 	var st NodeStats
 	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/local/stats?since=%d", since), nil, &st)
 	return st, err
+}
+
+// NotAgentError is an answer that is not the API's: the address reaches
+// some other HTTP server.
+type NotAgentError struct {
+	Addr        string
+	Status      int
+	ContentType string
+}
+
+func (e *NotAgentError) Error() string {
+	ct, _, _ := strings.Cut(e.ContentType, ";")
+	if ct == "" {
+		ct = "no content type"
+	}
+	return fmt.Sprintf("the server at %s is not a cosched agent (HTTP %d %s)", e.Addr, e.Status, strings.TrimSpace(ct))
+}
+
+// isJSON reports whether a Content-Type is JSON, as the API always answers.
+func isJSON(contentType string) bool {
+	ct, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
 }

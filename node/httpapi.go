@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,9 +35,29 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/local/stats", a.apiLocalStats)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A known path with another method is 405 with the methods it
+		// takes (RFC 9110), not an unknown endpoint.
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// allowedMethods lists the methods that mux routes r's path with to a
+// handler other than the catch-all "/".
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // withController serves h on the controller and forwards elsewhere.
@@ -126,7 +147,7 @@ func (a *Agent) apiSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("user %s: %s", owner.User, why))
 		return
 	}
-	spec.Owner = &owner
+	spec.Owner, spec.User = &owner, owner.User // never the client's word
 	ctx, cancel := callCtx(r)
 	defer cancel()
 	id, err := a.ctrl.Submit(ctx, spec)

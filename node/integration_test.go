@@ -250,7 +250,7 @@ func TestAPIBadRequests(t *testing.T) {
 			{`{"command":["true"],"processors":1,"time_limit":"1m","gpus":2}`, 400, `unknown field "gpus"`},
 			{`{"command":["true"],"processors":5,"time_limit":"1m"}`, 400, "more than the cluster's 4 in service"},
 			{`{"command":[],"processors":0,"time_limit":"0s"}`, 400, "command: empty; processors: 0"},
-			{`{"command":["true"],"processors":1,"time_limit":"soon"}`, 400, "want a Go duration"},
+			{`{"command":["true"],"processors":1,"time_limit":"soon"}`, 400, "or a Go duration"},
 			{`{"command":["` + strings.Repeat("x", 2<<20) + `"],"processors":1,"time_limit":"1m"}`, 413, "larger than"},
 		} {
 			code, msg := post(addr, tc.body)

@@ -7,11 +7,11 @@ import (
 
 // Dist summarises a sample of durations.
 type Dist struct {
-	N    int // sample size
-	Mean time.Duration
-	P50  time.Duration // nearest-rank percentiles
-	P99  time.Duration
-	Max  time.Duration
+	N    int           `json:"n"` // sample size
+	Mean time.Duration `json:"mean"`
+	P50  time.Duration `json:"p50"` // nearest-rank percentiles
+	P99  time.Duration `json:"p99"`
+	Max  time.Duration `json:"max"`
 }
 
 // distOf summarises xs (nanoseconds), reordering it.

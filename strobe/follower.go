@@ -55,15 +55,15 @@ type FollowerConfig struct {
 
 // SliceRecord is what one agent saw of one slice.
 type SliceRecord struct {
-	Epoch        uint64 // controller incarnation
-	Seq          uint64 // slice number
-	Row          int
-	MemberEpoch  uint64
-	SentMono     int64 // from the strobe: when the controller sent it
-	DueMono      int64 // from the strobe: the slice boundary it starts (0: unknown)
-	RecvMono     int64 // when this agent's transport received it
-	SwitchedMono int64 // when Switch returned
-	SwitchCost   time.Duration
+	Epoch        uint64        `json:"epoch"` // controller incarnation
+	Seq          uint64        `json:"seq"`   // slice number
+	Row          int           `json:"row"`
+	MemberEpoch  uint64        `json:"member_epoch"`
+	SentMono     int64         `json:"sent_mono"`     // from the strobe: when the controller sent it
+	DueMono      int64         `json:"due_mono"`      // from the strobe: the slice boundary it starts (0: unknown)
+	RecvMono     int64         `json:"recv_mono"`     // when this agent's transport received it
+	SwitchedMono int64         `json:"switched_mono"` // when Switch returned
+	SwitchCost   time.Duration `json:"switch_cost"`
 }
 
 // Follower is an agent's side of the slice clock: it applies strobes in

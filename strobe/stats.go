@@ -7,39 +7,40 @@ import (
 
 // Stats is a snapshot of a Follower.
 type Stats struct {
-	Epoch       uint64 // current controller epoch (0 before the first strobe)
-	FirstSeq    uint64 // first slice applied in this epoch (a late joiner does not count earlier slices as lost)
-	LastSeq     uint64 // last slice applied
-	Row         int    // row of the last slice applied
-	MemberEpoch uint64 // member epoch of the last strobe applied
+	Epoch       uint64 `json:"epoch"`        // current controller epoch (0 before the first strobe)
+	FirstSeq    uint64 `json:"first_seq"`    // first slice applied in this epoch (a late joiner does not count earlier slices as lost)
+	LastSeq     uint64 `json:"last_seq"`     // last slice applied
+	Row         int    `json:"row"`          // row of the last slice applied
+	MemberEpoch uint64 `json:"member_epoch"` // member epoch of the last strobe applied
 
-	Applied   uint64 // strobes applied (Switch called)
-	Lost      uint64 // strobes never received: gaps in Seq within an epoch
-	Late      uint64 // strobes with Seq ≤ the last applied: reordered or duplicated, dropped
-	Stale     uint64 // strobes from an older epoch, dropped
-	Malformed uint64 // packets that did not decode, dropped
-	Unknown   uint64 // packets of an unknown version or type (or a type not meant for this socket), dropped
-	Epochs    uint64 // controller epoch changes seen after the first
+	Applied   uint64 `json:"applied"`   // strobes applied (Switch called)
+	Lost      uint64 `json:"lost"`      // strobes never received: gaps in Seq within an epoch
+	Late      uint64 `json:"late"`      // strobes with Seq ≤ the last applied: reordered or duplicated, dropped
+	Stale     uint64 `json:"stale"`     // strobes from an older epoch, dropped
+	Malformed uint64 `json:"malformed"` // packets that did not decode, dropped
+	Unknown   uint64 `json:"unknown"`   // packets of an unknown version or type (or a type not meant for this socket), dropped
+	Epochs    uint64 `json:"epochs"`    // controller epoch changes seen after the first
 
-	EpochApplied uint64 // Applied within the current epoch
-	EpochLost    uint64 // Lost within the current epoch
+	EpochApplied uint64 `json:"epoch_applied"` // Applied within the current epoch
+	EpochLost    uint64 `json:"epoch_lost"`    // Lost within the current epoch
 
-	HeartbeatsSent      uint64 // datagrams
-	HeartbeatSendErrors uint64
-	HeartbeatsDropped   uint64 // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
-	HeartbeatsReceived  uint64
-	Peers               map[string]PeerHeartbeat // by sender name; at most 4096 names are tracked
-	Targets             []string                 // where this slice's heartbeats go (besides the controller)
+	HeartbeatsSent      uint64                   `json:"heartbeats_sent"` // datagrams
+	HeartbeatSendErrors uint64                   `json:"heartbeat_send_errors"`
+	HeartbeatsDropped   uint64                   `json:"heartbeats_dropped"` // with a separate heartbeat socket: the sender fell 64 heartbeats behind, the oldest were dropped
+	HeartbeatsReceived  uint64                   `json:"heartbeats_received"`
+	Peers               map[string]PeerHeartbeat `json:"peers"`   // by sender name; at most 4096 names are tracked
+	Targets             []string                 `json:"targets"` // where this slice's heartbeats go (besides the controller)
 
-	Latency    Dist // SwitchedMono − SentMono over the recorded slices (one host only: mono clocks differ across hosts)
-	SwitchCost Dist // the Switch callback's reported cost over the recorded slices
+	Latency    Dist `json:"latency"`     // SwitchedMono − SentMono over the recorded slices (one host only: mono clocks differ across hosts)
+	SwitchCost Dist `json:"switch_cost"` // the Switch callback's reported cost over the recorded slices
 }
 
 // PeerHeartbeat is what a Follower has heard from one peer.
 type PeerHeartbeat struct {
-	Epoch, Seq uint64 // newest slice the peer has reported
-	Addr       string // the address that newest heartbeat came from
-	Count      uint64 // heartbeats received from it
+	Epoch uint64 `json:"epoch"` // newest slice the peer has reported
+	Seq   uint64 `json:"seq"`   // newest slice the peer has reported
+	Addr  string `json:"addr"`  // the address that newest heartbeat came from
+	Count uint64 `json:"count"` // heartbeats received from it
 }
 
 // Accounted reports whether every slice of the current epoch from

@@ -41,14 +41,14 @@ type TickerConfig struct {
 
 // TickerStats summarises a Ticker.
 type TickerStats struct {
-	Ticks    uint64 // ticks delivered
-	Skipped  uint64 // deadlines passed over because the loop overran a whole period
-	Overruns uint64 // ticks whose strobe went out more than OverrunAfter late (see Sent)
-	WakeLate Dist   // Woke − Deadline, over the last History ticks
-	SendLate Dist   // sentMono − Deadline, over the last History calls of Sent
+	Ticks    uint64 `json:"ticks"`     // ticks delivered
+	Skipped  uint64 `json:"skipped"`   // deadlines passed over because the loop overran a whole period
+	Overruns uint64 `json:"overruns"`  // ticks whose strobe went out more than OverrunAfter late (see Sent)
+	WakeLate Dist   `json:"wake_late"` // Woke − Deadline, over the last History ticks
+	SendLate Dist   `json:"send_late"` // sentMono − Deadline, over the last History calls of Sent
 	// RealtimeError says why Run's thread is not at real-time priority
 	// ("" when it is, or none was asked for).
-	RealtimeError string
+	RealtimeError string `json:"realtime_error"`
 }
 
 // Ticker is a deadline-based slice clock on CLOCK_MONOTONIC (the clock of

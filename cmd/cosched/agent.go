@@ -79,8 +79,9 @@ func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command
 	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
 		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
 	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Run a node agent (one per node; one of them with --controller)",
+		Use:         "agent",
+		Annotations: map[string]string{stopAnnotation: stopClean},
+		Short:       "Run a node agent (one per node; one of them with --controller)",
 		Long: `Run cosched's per-node daemon. Agents find each other with gossip
 (hashicorp/memberlist): start the controller agent first, then the others with
 --join pointing at any running agent. Every agent serves the job API (the
@@ -291,6 +292,12 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	}
 	if cfg.Slice, err = time.ParseDuration(f.Slice); err != nil {
 		errs = append(errs, fmt.Errorf("--slice %q: not a duration (e.g. 10ms)", f.Slice))
+	} else if f.Controller && mode.TimeShared() {
+		// The same range as cluster up's: the strobe path is measured down
+		// to 1 ms; a slice of an hour is already no time sharing.
+		if err := checkDuration("--slice", cfg.Slice, localcluster.MinSlice, localcluster.MaxSlice); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if cfg.ControllerGrace, err = time.ParseDuration(f.Grace); err != nil || cfg.ControllerGrace < 0 {
 		errs = append(errs, fmt.Errorf("--controller-grace %q: want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)", f.Grace))
@@ -310,7 +317,25 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	bf, bfErrs := f.backfillFor(p, err == nil, changed)
 	cfg.Backfill = bf
 	errs = append(errs, bfErrs...)
+	for _, r := range []struct {
+		flag      string
+		v, lo, hi int
+	}{
+		{"--mpl", f.MPL, 1, gang.MaxMPL},
+		{"--processors", f.Processors, 0, gang.MaxProcessors},
+		{"--api-port", f.APIPort, 0, 65535},
+		{"--nice", f.Nice, -20, 19},
+		{"--rank-nice", f.RankNice, -20, 19},
+		{"--realtime-priority", f.Priority, 0, 99},
+	} {
+		if err := checkInt(r.flag, int64(r.v), int64(r.lo), int64(r.hi)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if mode == node.Space && f.Controller {
+		if changed("mpl") && f.MPL != 1 {
+			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
+		}
 		cfg.MPL = 1
 	}
 	errs = append(errs, f.hostSettings(&cfg)...)

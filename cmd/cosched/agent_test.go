@@ -168,7 +168,7 @@ func TestQueueLongAndNodesShowContainment(t *testing.T) {
 		{ID: 7, Spec: node.JobSpec{Name: "hog"}, State: node.Failed, Reason: "rank 0 on n0 out of memory",
 			Usage: &node.JobUsage{CPUTime: node.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
 		{ID: 8, Spec: node.JobSpec{Name: "plain"}, State: node.Completed},
-	}, true)
+	}, false, true)
 	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
 		if !strings.Contains(q.String(), want) {
 			t.Errorf("queue --long lacks %q:\n%s", want, q.String())

@@ -31,7 +31,7 @@ type benchStrobeFlags struct {
 	suspend []string // measured one after the other, each on a cluster of its own
 }
 
-var benchStrobeFlagNames = flagNames{"Agents": "-n", "Slice": "--slice", "Duration": "--duration", "MPL": "--mpl",
+var benchStrobeFlagNames = flagNames{"Agents": "-N", "Slice": "--slice", "Duration": "--duration", "MPL": "--mpl",
 	"RealtimePriority": "--realtime-priority", "Suspend": "--suspend"}
 
 func newBenchStrobeCmd() *cobra.Command {
@@ -40,7 +40,7 @@ func newBenchStrobeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "strobe",
 		Short: "Measure slice switching on a local gang-mode cluster: skew, latency, overhead",
-		Long: `Start a local cluster of -n agents (one processor each) in gang mode, fill
+		Long: `Start a local cluster of -N agents (one processor each) in gang mode, fill
 every row of the matrix with a job of CPU-bound ranks (one per processor),
 and measure the strobes for --duration:
 
@@ -65,14 +65,17 @@ are timed when the signals have been sent; the kernel still has to run the
 continued ranks, which depends on how many cores the host has. With root
 (or CAP_SYS_NICE) the strobe path runs at SCHED_FIFO; the report says
 whether it did. The cluster is stopped at the end.`,
-		Example: "  cosched bench strobe -n 8 --slice 10ms --duration 30s\n  cosched bench strobe -n 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -n 4 --suspend signal,freezer",
+		Example: "  cosched bench strobe -N 8 --slice 10ms --duration 30s\n  cosched bench strobe -N 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -N 4 --suspend signal,freezer",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			warnDeprecated(cmd, map[string]string{"agents": "-N/--nodes"})
 			return benchStrobe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVarP(&f.opts.Agents, "agents", "n", f.opts.Agents, "agents (nodes of one processor) on this machine")
+	fl.IntVarP(&f.opts.Agents, "nodes", "N", f.opts.Agents, "agents (nodes of one processor) on this machine")
+	fl.IntVarP(&f.opts.Agents, "agents", "n", f.opts.Agents, "agents")
+	_ = fl.MarkHidden("agents")
 	fl.DurationVar(&f.opts.Slice, "slice", f.opts.Slice, "time slice δ (at least 1ms)")
 	fl.DurationVar(&f.opts.Duration, "duration", f.opts.Duration, "how long to measure, after the jobs are running")
 	fl.IntVar(&f.opts.MPL, "mpl", f.opts.MPL, "rows of the matrix, each filled by one job")

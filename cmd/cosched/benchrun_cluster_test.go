@@ -177,7 +177,7 @@ func TestBenchRunOnAnExistingCluster(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := cosched("cluster", "up", "-n", "2", "--mode", "gang", "--slice", "20ms", "--mpl", "2", "--realtime-priority", "0"); err != nil {
+	if out, err := cosched("cluster", "up", "-N", "2", "--mode", "gang", "--slice", "20ms", "--mpl", "2", "--realtime-priority", "0"); err != nil {
 		t.Fatalf("cluster up: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { cosched("cluster", "down") })
@@ -255,7 +255,7 @@ func TestBenchRunInterrupted(t *testing.T) {
 func TestBenchRunAddrChecksCores(t *testing.T) {
 	state := t.TempDir()
 	procs := strconv.Itoa(runtime.NumCPU() + 1)
-	if code, out, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-n", "1", "--processors", procs, "--mode", "space",
+	if code, out, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-N", "1", "--processors", procs, "--mode", "space",
 		"--realtime-priority", "0"); code != 0 {
 		t.Fatalf("cluster up: exit %d\n%s%s", code, out, stderr)
 	}

@@ -125,7 +125,7 @@ type clusterUpFlags struct {
 }
 
 // clusterUpFlagNames maps localcluster.Options' fields to cluster up's flags.
-var clusterUpFlagNames = flagNames{"Agents": "-n", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
+var clusterUpFlagNames = flagNames{"Agents": "-N", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
 	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations",
 	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout",
 	"Suspend": "--suspend"}
@@ -134,23 +134,27 @@ func newClusterUpCmd() *cobra.Command {
 	f := clusterUpFlags{opts: localcluster.DefaultOptions(), mode: "gang", slice: "50ms", policy: "easy", bandwidth: "100MB"}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start N agents on this machine (the first is the controller) and record how to reach them",
+		Short: "Start -N agents (nodes) on this machine (the first is the controller) and record how to reach them",
 		Long: `Start a cluster of agents on loopback, in the background: agent a0 runs the
 controller, the others join it. Each agent offers --processors processors
-(1 by default, so N agents are N nodes of one processor). The cluster's
+(1 by default, so -N agents are N nodes of one processor). The cluster's
 address is recorded in the state directory, where cosched submit, queue,
 cancel and nodes find it; cosched cluster down stops it. Agent logs and rank
-output go under the state directory.`,
-		Example: `  cosched cluster up -n 4 --mode gang --slice 10ms --mpl 2
-  cosched cluster up -n 2 --processors 2 --mode space --policy sjf-bf --reservations 2`,
+output go under the state directory. (-n/--agents is the old spelling of
+-N/--nodes: -n means tasks, as in sbatch, everywhere else.)`,
+		Example: `  cosched cluster up -N 4 --mode gang --slice 10ms --mpl 2
+  cosched cluster up -N 2 --processors 2 --mode space --policy sjf-bf --reservations 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = cmd.Flags().Changed
+			warnDeprecated(cmd, map[string]string{"agents": "-N/--nodes"})
 			return clusterUp(cmd.Context(), cmd.OutOrStdout(), &f)
 		},
 	}
 	fl := cmd.Flags()
+	fl.IntVarP(&f.opts.Agents, "nodes", "N", f.opts.Agents, "number of agents (nodes)")
 	fl.IntVarP(&f.opts.Agents, "agents", "n", f.opts.Agents, "number of agents")
+	_ = fl.MarkHidden("agents")
 	fl.StringVar(&f.mode, "mode", f.mode, "space, gang, bcs or local")
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
 	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")

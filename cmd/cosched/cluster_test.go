@@ -32,7 +32,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("cluster", "up", "-n", "3", "--mode", "gang", "--slice", "20ms", "--mpl", "2")
+	run("cluster", "up", "-N", "3", "--mode", "gang", "--slice", "20ms", "--mpl", "2")
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -127,7 +127,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 // `cosched bench strobe` end to end: it starts a gang cluster, measures
 // every agent's slices, reports them, and leaves no agent behind.
 func TestBenchStrobeCommand(t *testing.T) {
-	cmd := coschedCmd("bench", "strobe", "-n", "3", "--slice", "10ms", "--duration", "1s", "--json")
+	cmd := coschedCmd("bench", "strobe", "-N", "3", "--slice", "10ms", "--duration", "1s", "--json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -175,12 +175,12 @@ func TestBenchStrobeCommand(t *testing.T) {
 // names each bad one with its limit.
 func TestClusterUpBadFlags(t *testing.T) {
 	state := t.TempDir()
-	code, _, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-n", "0", "--slice", "100us", "--mpl", "0",
+	code, _, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-N", "0", "--slice", "100us", "--mpl", "0",
 		"--bandwidth", "-1", "--processors", "0", "--realtime-priority", "100", "--timeout", "0s")
 	if code != 2 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"7 problems", "-n 0: must be from 1 to 256", "--slice 100µs: must be from 1ms to 1h0m0s",
+	for _, want := range []string{"7 problems", "-N 0: must be from 1 to 256", "--slice 100µs: must be from 1ms to 1h0m0s",
 		"--mpl 0: must be from 1 to 64", `--bandwidth "-1": want a size per second`, "--processors 0: must be from 1 to 1024",
 		"--realtime-priority 100: must be 0 (off) to 99", "--timeout 0s: must be positive"} {
 		if !strings.Contains(stderr, want) {
@@ -204,7 +204,7 @@ func TestClusterUpBadFlags(t *testing.T) {
 // `nodes --stats` reports the cluster's configuration and slot reuse.
 func TestSubmitBenchAndNodesStats(t *testing.T) {
 	state := t.TempDir()
-	code, out, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-n", "2", "--mode", "bcs", "--mpl", "2",
+	code, out, stderr := cli(t, "", "cluster", "up", "--state-dir", state, "-N", "2", "--mode", "bcs", "--mpl", "2",
 		"--slice", "20ms", "--realtime-priority", "0")
 	if code != 0 {
 		t.Fatalf("cluster up: exit %d\n%s%s", code, out, stderr)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"github.com/cosched/cosched/jss"
 	"io"
+	"maps"
 	"os"
+	"os/user"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/internal/slurmtime"
 	"github.com/cosched/cosched/node"
 )
 
@@ -23,8 +26,9 @@ func newSubmitCmd() *cobra.Command {
 	var limit, mem string
 	var parsable bool
 	var benchRuntime time.Duration
+	var nodes int
 	cmd := &cobra.Command{
-		Use:   "submit -n PROCS -t LIMIT [flags] -- COMMAND [ARGS...]  |  submit -n PROCS --bench G,V,COMM,SYNC --runtime D",
+		Use:   "submit -n TASKS -t LIMIT [flags] -- COMMAND [ARGS...]  |  submit -n TASKS --bench G,V,COMM,SYNC --runtime D",
 		Short: "Submit a job: COMMAND runs once per rank, one rank per processor",
 		Long: `Submit a parallel job. COMMAND runs once per rank with COSCHED_JOB, COSCHED_RANK,
 COSCHED_SIZE and COSCHED_NODE in its environment; its output goes to
@@ -32,6 +36,14 @@ COSCHED_SIZE and COSCHED_NODE in its environment; its output goes to
 ran it. The time limit is the job's runtime estimate (backfilling uses it); a
 job still running at its limit is killed (TIMEOUT; --overrun extend lets it
 run on) — under gang scheduling the limit counts wall time dilated by the MPL.
+Limits take Slurm's forms (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS;
+a bare number is minutes) or Go durations (90s, 1h30m).
+
+-n is the number of tasks (ranks), one per processor, as in sbatch. -N asks
+for nodes: without -n a job gets one task per node (sbatch's default); with
+-n it must be at least -N. Ranks are placed on processors: on agents with one
+processor each (cluster up's default) a task is a node; a node count for
+agents of several processors is not enforced yet.
 
 An MPI program built with MPICH runs with --mpi pmi1: the agents serve its
 ranks the PMI-1 protocol (docs/mpi.md); "cosched output --label JOB" prints
@@ -45,12 +57,13 @@ time. Without -t its limit is that runtime estimate, used for backfilling
 only (--overrun extend). Each rank reports its compute time, communication
 wait and wall time in the job's record (GET /v1/jobs/ID); cosched bench run
 collects them for whole workloads.`,
-		Example: `  cosched submit -n 8 -t 10m -- ./solver input.dat
-  cosched submit -n 4 -t 30s --name spin --parsable -- sh -c 'while :; do :; done'
+		Example: `  cosched submit -n 8 -t 10 -- ./solver input.dat
+  cosched submit -n 4 -t 0:30 -J spin --parsable -- sh -c 'while :; do :; done'
   cosched submit -n 8 -t 5m --mpi pmi1 -- ./a.out
   cosched submit -n 8 --bench 50ms,25ms,news,NB --runtime 20s
   cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			warnDeprecated(cmd, map[string]string{"procs": "-n/--ntasks", "name": "-J/--job-name"})
 			var errs []error
 			var tpl bench.Template
 			if spec.Bench == "" {
@@ -79,9 +92,28 @@ collects them for whole workloads.`,
 			if _, err := node.ParseMPI(spec.MPI); err != nil {
 				errs = append(errs, fmt.Errorf("--mpi: %v", err))
 			}
-			if spec.Processors < 1 {
-				errs = append(errs, fmt.Errorf("-n %d: must be at least 1", spec.Processors))
+			if cmd.Flags().Changed("nodes") {
+				if err := checkProcs("-N", nodes); err != nil {
+					errs = append(errs, err)
+				} else if !cmd.Flags().Changed("ntasks") && !cmd.Flags().Changed("procs") {
+					spec.Processors = nodes // one task per node, as sbatch
+				} else if spec.Processors < nodes {
+					errs = append(errs, fmt.Errorf("-n %d: fewer tasks than -N %d nodes", spec.Processors, nodes))
+				}
 			}
+			if err := checkProcs("-n", spec.Processors); err != nil {
+				errs = append(errs, err)
+			}
+			if err := checkInt("--iterations", int64(spec.BenchIterations), 0, maxIterations); err != nil {
+				errs = append(errs, err)
+			}
+			if err := checkDuration("--runtime", benchRuntime, 0, maxSimDuration); err != nil {
+				errs = append(errs, err)
+			}
+			if spec.Bench != "" && spec.Name == "" {
+				spec.Name = "bench:" + spec.Bench
+			}
+			spec.User = currentUser()
 			if spec.Bench != "" && len(errs) == 0 {
 				// The estimate the simulator would use: iterations × the
 				// expected dedicated iteration.
@@ -96,9 +128,12 @@ collects them for whole workloads.`,
 					}
 				}
 			}
-			d, err := time.ParseDuration(limit)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("-t %q: want a positive duration (e.g. 10m)", limit))
+			d, err := slurmtime.Parse(limit)
+			if err == nil && d <= 0 {
+				err = errors.New("must be positive")
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("-t %q: %v", limit, strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(limit)))))
 			}
 			spec.TimeLimit = node.Duration{D: d}
 			if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
@@ -134,9 +169,14 @@ collects them for whole workloads.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVarP(&spec.Processors, "procs", "n", 1, "processors (ranks)")
-	fl.StringVarP(&limit, "time", "t", "", "time limit, the runtime estimate (e.g. 10m)")
+	fl.IntVarP(&spec.Processors, "ntasks", "n", 1, "tasks (ranks), one per processor")
+	fl.IntVar(&spec.Processors, "procs", 1, "tasks (ranks)")
+	_ = fl.MarkHidden("procs")
+	fl.IntVarP(&nodes, "nodes", "N", 0, "nodes; without -n, one task per node")
+	fl.StringVarP(&limit, "time", "t", "", "time limit, the runtime estimate: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (10m)")
+	fl.StringVarP(&spec.Name, "job-name", "J", "", "job name (default: the command, or bench:TEMPLATE)")
 	fl.StringVar(&spec.Name, "name", "", "job name")
+	_ = fl.MarkHidden("name")
 	fl.StringVar(&mem, "mem", "", "memory per process (e.g. 256MB)")
 	fl.StringVar(&spec.Overrun, "overrun", "", "at the time limit: kill (default) or extend (the limit is only an estimate)")
 	fl.StringVar(&spec.Bench, "bench", "", "run a benchmark job with this ⟨g,v,comm,sync⟩ template (e.g. 50ms,25ms,news,NB) instead of a command")
@@ -152,65 +192,111 @@ collects them for whole workloads.`,
 
 func newQueueCmd() *cobra.Command {
 	var cf clientFlags
-	var all, long bool
+	var all, noHeader, long bool
+	var format, jobList, states string
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "List jobs (squeue-like): JOBID NAME USER ST TIME NODES NODELIST(REASON)",
-		Long: `List pending and running jobs (--all: finished ones too). ST is the state:
-PD pending, R running, CD completed, F failed, CA cancelled, TO timeout. TIME
-is the time the job has run. For a pending job the last column says why it
-waits; for a failed one why it failed. --long adds the accounting the agents
-read from the jobs' cgroups once a job's ranks end: CPU time, peak memory
-(the largest node's) and the most processes seen at once.`,
+		Long: `List pending and running jobs (--all, or -t with finished states: finished
+ones too). ST is the state: PD pending, R running, CD completed, F failed, CA
+cancelled, TO timeout. TIME is the time the job has run. For a pending job the
+last column says why it waits; for a failed one why it failed. USER is the
+job's owner as the agent authenticated it (docs/security.md).
+
+-o/--format takes squeue's % fields (` + queueFieldLetters + `),
+each as %[.][WIDTH]FIELD: WIDTH cuts or pads the value, "." right-justifies
+it; other text is printed as is.
+
+--long adds the accounting the agents read from the jobs' cgroups once a
+job's ranks end: CPU time, peak memory (the largest node's) and the most
+processes seen at once.`,
+		Example: `  cosched queue
+  cosched queue -t PD,R -j 3,4 --noheader
+  cosched queue --all -o "%.6i %-12j %8u %.2t %.10M %.10l %R"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []error
+			var cols []queueColumn
+			if format != "" {
+				var err error
+				if cols, err = parseQueueFormat(format); err != nil {
+					errs = append(errs, fmt.Errorf("-o %q: %v", format, err))
+				}
+			}
+			var ids map[int64]bool
+			if jobList != "" {
+				ids = map[int64]bool{}
+				for _, item := range strings.Split(jobList, ",") {
+					id, err := node.ParseJobID(strings.TrimSpace(item))
+					if err != nil {
+						errs = append(errs, fmt.Errorf("-j %q: %v", jobList, err))
+						break
+					}
+					ids[id] = true
+				}
+			}
+			var want map[node.State]bool
+			if states != "" {
+				var err error
+				if want, err = parseStates(states); err != nil {
+					errs = append(errs, fmt.Errorf("-t %q: %v", states, err))
+				}
+			}
+			if len(errs) > 0 {
+				return flagErrors(errs)
+			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			jobs, err := c.Jobs(cmd.Context(), all)
+			// Finished jobs are asked for when shown: --all, a job list
+			// (squeue -j shows a job whatever its state) or finished states.
+			finished := all || ids != nil
+			for st := range want {
+				finished = finished || st.Done()
+			}
+			jobs, err := c.Jobs(cmd.Context(), finished)
 			if err != nil {
 				return err
 			}
-			writeQueue(cmd.OutOrStdout(), jobs, long)
+			jobs = slices.DeleteFunc(jobs, func(j node.Job) bool {
+				return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
+			})
+			if cols == nil {
+				writeQueue(cmd.OutOrStdout(), jobs, noHeader, long)
+			} else {
+				writeQueueFormat(cmd.OutOrStdout(), cols, jobs, noHeader)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "include finished jobs")
-	cmd.Flags().BoolVarP(&long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
+	fl := cmd.Flags()
+	fl.BoolVar(&all, "all", false, "include finished jobs")
+	fl.BoolVarP(&long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
+	fl.BoolVar(&noHeader, "noheader", false, "no header line")
+	fl.StringVarP(&format, "format", "o", "", "squeue-style format of each line: "+queueFieldLetters+" with optional [.]WIDTH")
+	fl.StringVarP(&jobList, "jobs", "j", "", "only these jobs (comma-separated ids), whatever their state")
+	fl.StringVarP(&states, "states", "t", "", "only jobs in these states: PD, R, CD, F, CA, TO (or their names), comma-separated, or all")
 	cf.add(cmd)
 	return cmd
 }
 
-func writeQueue(w io.Writer, jobs []node.Job, long bool) {
-	head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
-	if long {
-		head = append(head, "CPU", "MAXMEM", "PROCS")
+func writeQueue(w io.Writer, jobs []node.Job, noHeader, long bool) {
+	var rows [][]string
+	if !noHeader {
+		head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
+		if long {
+			head = append(head, "CPU", "MAXMEM", "PROCS")
+		}
+		rows = append(rows, append(head, "NODELIST(REASON)"))
 	}
-	rows := [][]string{append(head, "NODELIST(REASON)")}
 	for _, j := range jobs {
-		nodes := distinct(j.Nodes)
-		last := strings.Join(nodes, ",")
-		if j.State == node.Pending || j.Reason != "" && j.State.Done() {
-			last = "(" + j.Reason + ")"
-		}
-		name := j.Spec.Name
-		if name == "" && len(j.Spec.Command) > 0 {
-			name = j.Spec.Command[0]
-		}
-		count := fmt.Sprint(len(nodes))
-		if j.State == node.Pending {
-			count = "-"
-		}
-		user := "?"
-		if j.Spec.Owner != nil {
-			user = j.Spec.Owner.User
-		}
-		r := []string{fmt.Sprint(j.ID), truncate(name, 16), truncate(user, 12), j.State.Code(), squeueTime(j.Elapsed.D), count}
+		r := []string{fmt.Sprint(j.ID), truncate(jobName(j), 16), truncate(orDash(j.Spec.User), 10),
+			j.State.Code(), slurmtime.Format(j.Elapsed.D), nodeCount(j)}
 		if long {
 			r = append(r, usageColumns(j.Usage)...)
 		}
-		rows = append(rows, append(r, last))
+		rows = append(rows, append(r, nodesOrReason(j)))
 	}
 	writeColumns(w, rows)
 }
@@ -230,19 +316,6 @@ func truncate(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-// squeueTime formats a duration as squeue does: M:SS, H:MM:SS, D-HH:MM:SS.
-func squeueTime(d time.Duration) string {
-	s := int64(d / time.Second)
-	days, h, m, sec := s/86400, s/3600%24, s/60%60, s%60
-	switch {
-	case days > 0:
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, sec)
-	case h > 0:
-		return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
-	}
-	return fmt.Sprintf("%d:%02d", m, sec)
 }
 
 // writeColumns aligns rows in left-aligned columns.
@@ -276,7 +349,10 @@ func newCancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel JOBID...",
 		Short: "Cancel jobs: pending ones leave the queue, running ones' ranks are killed everywhere",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Cancel jobs: pending ones leave the queue, running ones' ranks are killed
+everywhere. Like scancel, it prints nothing on success; a job it could not
+cancel is reported on standard error and the exit status is 1.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ids []int64
 			var errs []error
@@ -297,9 +373,7 @@ func newCancelCmd() *cobra.Command {
 			for _, id := range ids {
 				if err := c.Cancel(cmd.Context(), id); err != nil {
 					errs = append(errs, err)
-					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Cancelled job %d\n", id)
 			}
 			return errors.Join(errs...)
 		},
@@ -365,7 +439,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 			if s := n.Stats; s != nil {
 				st := s.Strobe
 				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
-					fmt.Sprintf("%v/%v", st.Latency.P50, st.Latency.P99), fmt.Sprintf("%v/%v", st.SwitchCost.P50, st.SwitchCost.P99),
+					fmt.Sprintf("%v/%v", roundSig(st.Latency.P50), roundSig(st.Latency.P99)), fmt.Sprintf("%v/%v", roundSig(st.SwitchCost.P50), roundSig(st.SwitchCost.P99)),
 					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
 			} else {
 				r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
@@ -379,7 +453,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
 		if cs.Mode.TimeShared() {
 			t := cs.Ticks
-			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, t.SendLate.P50, t.SendLate.P99, t.Overruns, t.Skipped)
+			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, roundSig(t.SendLate.P50), roundSig(t.SendLate.P99), t.Overruns, t.Skipped)
 		}
 		if cs.Policy != "" {
 			fmt.Fprintf(w, "; policy %s", cs.Policy)
@@ -400,7 +474,7 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 		fmt.Fprintf(w, "; %d processors in service\n", cs.Online)
 		if s := rep.Skew; s != nil && s.Slices > 0 {
 			fmt.Fprintf(w, "switch skew across agents over %d slices: p50 %v, p99 %v, max %v; strobe-to-switch p50 %v, p99 %v\n",
-				s.Slices, s.Skew.P50, s.Skew.P99, s.Skew.Max, s.Latency.P50, s.Latency.P99)
+				s.Slices, roundSig(s.Skew.P50), roundSig(s.Skew.P99), roundSig(s.Skew.Max), roundSig(s.Latency.P50), roundSig(s.Latency.P99))
 		}
 	}
 	fmt.Fprintln(w, "(* the controller)")
@@ -432,6 +506,39 @@ func columnList(cols []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// currentUser is the submitting user's login name as this process knows
+// it, for the job's USER column: the account of the real uid, else $USER.
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// roundSig rounds a measured duration to three significant digits for a
+// table (123µs, 1.23ms, 40s): the digits beyond are noise.
+func roundSig(d time.Duration) time.Duration {
+	unit := time.Duration(1)
+	for a := max(d, -d); a >= 1000*unit; unit *= 10 {
+	}
+	return d.Round(unit)
+}
+
+// warnDeprecated warns on standard error (never standard output, which
+// scripts read, e.g. with --parsable) about each old spelling used, by
+// flag name, giving its replacement.
+func warnDeprecated(cmd *cobra.Command, replacements map[string]string) {
+	for _, old := range slices.Sorted(maps.Keys(replacements)) {
+		if f := cmd.Flags().Lookup(old); f != nil && f.Changed {
+			spelling := "--" + old
+			if f.Shorthand != "" {
+				spelling = "-" + f.Shorthand + "/" + spelling
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "cosched: warning: %s is deprecated, use %s\n", spelling, replacements[old])
+		}
+	}
 }
 
 // usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.

@@ -9,11 +9,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/node"
 )
 
@@ -24,10 +27,68 @@ func main() {
 	if _, err := node.DropRealtime(); err != nil {
 		fmt.Fprintf(os.Stderr, "cosched: warning: running at an inherited real-time priority: %v\n", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runWithSignals(os.Args[1:]))
+}
+
+// stopGrace is how long a command has, after SIGINT or SIGTERM, to stop by
+// itself before the process exits anyway. Commands stop within a second
+// (their loops watch the context, reads of standard input are
+// interruptible); the rest of the grace is for clean-ups that take time,
+// such as stopping a benchmark's cluster and writing what it measured. It
+// is a safety net for a clean-up that hangs. A second signal exits at once.
+const stopGrace = 10 * time.Second
+
+// runWithSignals runs the command line with a context that the first
+// SIGINT or SIGTERM cancels, and returns the exit status: a command that
+// was stopped by a signal exits 128+signal (130 for SIGINT, 143 for
+// SIGTERM) as shells report it, unless it completed cleanly (an agent's
+// orderly stop exits 0).
+func runWithSignals(args []string) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, os.Stdin, os.Stdout, os.Stderr) }()
+	var got os.Signal
+	var grace <-chan time.Time
+	for {
+		select {
+		case code := <-done:
+			if got != nil && code != 0 {
+				return signalStatus(got)
+			}
+			return code
+		case s := <-sigs:
+			if got != nil {
+				fmt.Fprintf(os.Stderr, "cosched: second %s: exiting now\n", signalName(s))
+				return signalStatus(s)
+			}
+			got = s
+			cancel(fmt.Errorf("%s received", signalName(s)))
+			grace = time.After(stopGrace)
+		case <-grace:
+			fmt.Fprintf(os.Stderr, "cosched: did not stop within %v of %s: exiting now\n", stopGrace, signalName(got))
+			return signalStatus(got)
+		}
+	}
+}
+
+func signalName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}
+
+// signalStatus is the exit status a shell shows for a process a signal
+// stopped: 128 + the signal's number.
+func signalStatus(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 // run executes the command line args and returns the process exit status:
@@ -38,11 +99,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil && ctx.Err() != nil && cmd.Annotations[stopAnnotation] != stopClean {
+		// A command that returned normally after a signal stopped early:
+		// its output is not the complete answer.
+		err = context.Cause(ctx)
+	}
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "cosched: %v\n", err)
+	fmt.Fprintf(stderr, "cosched: %s\n", userMessage(err))
 	if isUsage(err) {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usageCommand(root, args))
 		return 2
@@ -59,10 +125,82 @@ gang scheduling or space sharing with backfilling, and simulates the same
 scheduler core on workload traces.`,
 		SilenceUsage:  true, // errors are printed once, by run
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("cosched {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newNodesCmd(), newOutputCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd())
 	return root
+}
+
+// buildVersion is set at link time by release builds:
+// go build -ldflags "-X main.buildVersion=v1.2.3" ./cmd/cosched
+var buildVersion string
+
+// version is the release set at link time, else the module version and the
+// VCS revision the Go toolchain recorded (with "+dirty" for uncommitted
+// changes), else "devel".
+func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev != "" && !strings.Contains(v, rev) {
+		v += " (" + rev + dirty + ")"
+	}
+	return v + " " + info.GoVersion
+}
+
+// A command annotated stopAnnotation: stopClean (a daemon) ends normally on
+// SIGINT or SIGTERM; any other command stopped by a signal fails.
+const (
+	stopAnnotation = "cosched-signal-stop"
+	stopClean      = "clean"
+)
+
+// internalPrefixes are the package names that the libraries put before
+// their errors ("jss: ", "swf: "): context for a developer, noise for a
+// user, who is shown the file, line, flag or value instead.
+var internalPrefixes = map[string]bool{
+	"jss": true, "swf": true, "gang": true, "node": true, "workload": true, "sweep": true, "closed": true,
+	"nowsim": true, "experiment": true, "profile": true, "report": true, "plot": true, "strobe": true,
+	"relay": true, "comm": true, "bench": true, "now": true, "hosts": true, "pfcfs": true, "verify": true,
+	"metrics": true, "sample": true, "atomicfile": true, "frame": true,
+}
+
+// userMessage is err as a user reads it: a problem in an input file is
+// its file:line and what is wrong there; otherwise the message without
+// the packages' prefixes.
+func userMessage(err error) string {
+	var pe *swf.ParseError
+	if errors.As(err, &pe) && pe.File != "" {
+		return pe.Error()
+	}
+	parts := strings.Split(err.Error(), ": ")
+	kept := parts[:0]
+	for i, p := range parts {
+		if internalPrefixes[p] && i < len(parts)-1 {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, ": ")
 }
 
 // usageError marks errors in the command line itself (exit status 2).

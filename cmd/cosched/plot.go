@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -48,7 +49,7 @@ files that together make the whole sweep).`,
   cosched sim plot --in w3/results.json --out figs --format svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPlot(cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
+			return runPlot(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
 	}
 	fl := cmd.Flags()
@@ -80,7 +81,7 @@ func (f *plotFlags) validate() ([]string, error) {
 	return formats, nil
 }
 
-func runPlot(stdout, stderr io.Writer, f *plotFlags) error {
+func runPlot(ctx context.Context, stdout, stderr io.Writer, f *plotFlags) error {
 	formats, err := f.validate()
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func runPlot(stdout, stderr io.Writer, f *plotFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	paths, err := plot.WriteFiles(f.out, figs, formats)
+	paths, err := plot.WriteFiles(ctx, f.out, figs, formats)
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "wrote %s\n", p)
 	}

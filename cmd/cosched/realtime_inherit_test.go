@@ -39,7 +39,7 @@ func TestCoschedDropsAnInheritedRealtimePolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer unix.SchedSetAttr(0, &unix.SchedAttr{Size: size, Policy: unix.SCHED_NORMAL}, 0)
-		cmd := coschedCmd("cluster", "up", "-n", "1", "--realtime-priority", "0")
+		cmd := coschedCmd("cluster", "up", "-N", "1", "--realtime-priority", "0")
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("cluster up: %v\n%s", err, out)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/internal/ctxio"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/report"
@@ -166,19 +167,21 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if !slices.Contains(report.Formats(), f.format) {
 		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(report.Formats(), ", ")))
 	}
-	if f.procs < 0 {
-		errs = append(errs, fmt.Errorf("--procs %d: must be positive", f.procs))
-	}
-	if f.tau <= 0 {
-		errs = append(errs, fmt.Errorf("--tau %v: must be positive", f.tau))
-	}
-	if f.parallel < 1 {
-		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
-	}
-	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)
 	if f.changed == nil {
 		f.changed = func(string) bool { return false }
 	}
+	if f.procs != 0 || f.changed("procs") { // 0 is "from the trace" only when not given
+		if err := checkProcs("--procs", f.procs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := checkDuration("--tau", f.tau, time.Nanosecond, maxSimDuration); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)
 	var bfErrs []error
 	f.bf, bfErrs = f.backfill.parse(policies, f.changed)
 	errs = append(errs, bfErrs...)
@@ -208,7 +211,7 @@ func runSim(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFlags)
 	if err != nil {
 		return err
 	}
-	input, err := simInput(f.trace, stdin)
+	input, err := simInput(ctx, f.trace, stdin)
 	if err != nil {
 		return err
 	}
@@ -237,16 +240,23 @@ func runSim(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFlags)
 	return report.Write(stdout, f.format, results)
 }
 
+// maxStdinTrace bounds a trace read from standard input, which is held in
+// memory; a larger trace is read from its file.
+const maxStdinTrace = 1 << 30
+
 // simInput resolves --trace: the embedded sample, standard input (read once
 // into memory so several policies can stream it), or a file.
-func simInput(trace string, stdin io.Reader) (jss.TraceInput, error) {
+func simInput(ctx context.Context, trace string, stdin io.Reader) (jss.TraceInput, error) {
 	switch trace {
 	case "":
 		return sample.KTH(), nil
 	case "-":
-		data, err := io.ReadAll(stdin)
+		data, err := io.ReadAll(io.LimitReader(ctxio.Interruptible(ctx, stdin), maxStdinTrace+1))
 		if err != nil {
 			return jss.TraceInput{}, fmt.Errorf("read standard input: %w", err)
+		}
+		if len(data) > maxStdinTrace {
+			return jss.TraceInput{}, fmt.Errorf("--trace -: standard input holds more than %d MiB: pass the file itself with --trace FILE", maxStdinTrace>>20)
 		}
 		return jss.TraceInput{Name: "<stdin>", Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
 			return swf.OpenReader(bytes.NewReader(data), "<stdin>", opts...)

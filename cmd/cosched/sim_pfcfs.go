@@ -56,10 +56,13 @@ func (f *pfcfsFlags) validate(selected bool) []error {
 	}
 	if f.switches < 1 {
 		errs = append(errs, fmt.Errorf("--pfcfs-switches %d: must be at least 1", f.switches))
+	} else if f.switches > maxPFCFSSwitches {
+		errs = append(errs, fmt.Errorf("--pfcfs-switches %d: must be at most %d", f.switches, maxPFCFSSwitches))
 	}
 	if f.penalty < 0 {
 		errs = append(errs, fmt.Errorf("--pfcfs-penalty %v: must not be negative", f.penalty))
 	}
+	errs = append(errs, tooLong(map[string]time.Duration{"--pfcfs-delay": f.delay, "--pfcfs-switch": f.every, "--pfcfs-penalty": f.penalty})...)
 	return errs
 }
 

@@ -132,8 +132,8 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 	var ee []error
 	e.Jobs, ee = parseList("--jobs", f.jobs, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("want a whole number of jobs, at least 1")
+		if err != nil || n < 1 || n > closed.MaxJobs {
+			return 0, fmt.Errorf("want a whole number of jobs in 1..%d", closed.MaxJobs)
 		}
 		return n, nil
 	})
@@ -151,8 +151,8 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		errs = append(errs, err)
 	}
 	e.Service = svc
-	if f.procs < 1 {
-		errs = append(errs, fmt.Errorf("--procs %d: must be at least 1", f.procs))
+	if err := checkInt("--procs", int64(f.procs), 1, closed.MaxProcs); err != nil {
+		errs = append(errs, err)
 	}
 	if !(f.serviceMean > 0) || f.serviceMean > 1e300 {
 		errs = append(errs, fmt.Errorf("--service-mean %g: must be positive and finite", f.serviceMean))
@@ -162,18 +162,20 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 	}
 	if f.replications < 2 {
 		errs = append(errs, fmt.Errorf("--replications %d: at least 2 are needed for a confidence interval", f.replications))
+	} else if err := checkInt("--replications", int64(f.replications), 2, closed.MaxReplications); err != nil {
+		errs = append(errs, err)
 	}
-	if f.completions < 1 {
-		errs = append(errs, fmt.Errorf("--completions %d: must be at least 1", f.completions))
+	if err := checkInt("--completions", int64(f.completions), 1, closed.MaxCompletions); err != nil {
+		errs = append(errs, err)
 	}
-	if f.warmup < 0 {
-		errs = append(errs, fmt.Errorf("--warmup %d: must not be negative", f.warmup))
+	if err := checkInt("--warmup", int64(f.warmup), 0, closed.MaxCompletions); err != nil {
+		errs = append(errs, err)
 	}
 	if !slices.Contains(closed.Formats(), f.format) {
 		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(closed.Formats(), ", ")))
 	}
-	if f.parallel < 1 {
-		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
+	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, flagErrors(errs)

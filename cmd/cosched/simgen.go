@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/internal/ctxio"
 	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/jss/workload"
 )
@@ -67,12 +68,12 @@ Memory sizes take units: 256MB is 256×10^6 bytes, 256MiB is 256×2^20.`,
   cosched sim gen --fit-trace LANL-CM5.swf --mean-runtime 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSimGen(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
+			return runSimGen(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.workload, "workload", "w3", "benchmark templates the jobs draw from: "+benchWorkloadNames()+", or "+genNoTemplates)
-	fl.IntVar(&f.jobs, "jobs", 1000, "number of jobs")
+	fl.IntVar(&f.jobs, "jobs", 1000, fmt.Sprintf("number of jobs (at most %d)", workload.MaxJobs))
 	fl.Float64Var(&f.load, "load", 1.0, "offered load: Σ size × runtime over processors × time (above 1 needs time sharing)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fl.IntVar(&f.procs, "procs", 32, "machine size in processors; larger jobs are not generated")
@@ -114,17 +115,17 @@ func (f *simGenFlags) validate() (workload.Config, error) {
 		}
 		c.Templates = w.Templates
 	}
-	if f.jobs < 1 {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
+	if f.jobs < 1 || f.jobs > workload.MaxJobs {
+		errs = append(errs, fmt.Errorf("--jobs %d: must be from 1 to %d", f.jobs, workload.MaxJobs))
 	}
-	if !(f.load > 0) || math.IsInf(f.load, 0) {
-		errs = append(errs, fmt.Errorf("--load %v: must be positive", f.load))
+	if !(f.load > 0) || f.load > maxLoad {
+		errs = append(errs, fmt.Errorf("--load %v: must be in (0, %v]", f.load, maxLoad))
 	}
-	if f.procs < 1 {
-		errs = append(errs, fmt.Errorf("--procs %d: must be at least 1", f.procs))
+	if err := checkProcs("--procs", f.procs); err != nil {
+		errs = append(errs, err)
 	}
-	if f.meanRuntime < 0 {
-		errs = append(errs, fmt.Errorf("--mean-runtime %v: must not be negative (0 keeps the model's time scale)", f.meanRuntime))
+	if err := checkDuration("--mean-runtime", f.meanRuntime, 0, maxSimDuration); err != nil {
+		errs = append(errs, err)
 	}
 	var memErr bool
 	var err error
@@ -143,14 +144,14 @@ func (f *simGenFlags) validate() (workload.Config, error) {
 	return c, nil
 }
 
-func runSimGen(stdin io.Reader, stdout, stderr io.Writer, f *simGenFlags) error {
+func runSimGen(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f *simGenFlags) error {
 	c, err := f.validate()
 	if err != nil {
 		return err
 	}
 	c.Model = workload.Builtin()
 	if f.fitTrace != "" {
-		if c.Model, err = fitModelToTrace("--fit-trace", f.fitTrace, 0, stdin); err != nil {
+		if c.Model, err = fitModelToTrace(ctx, "--fit-trace", f.fitTrace, 0, stdin); err != nil {
 			return err
 		}
 	}
@@ -159,15 +160,18 @@ func runSimGen(stdin io.Reader, stdout, stderr io.Writer, f *simGenFlags) error 
 		return err
 	}
 	if f.out == "" || f.out == "-" {
-		_, err := workload.WriteSWF(stdout, gen, c)
+		_, err := workload.WriteSWF(ctxio.Writer(ctx, stdout), gen, c)
+		return err
+	}
+	if err := checkFreeSpace("--out", f.out, int64(c.Jobs)*genBytesPerJob); err != nil {
 		return err
 	}
 	o, err := atomicfile.Create(f.out)
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	defer o.Abort()
-	n, err := workload.WriteSWF(o, gen, c)
+	defer o.Abort() // removes the temporary file when interrupted
+	n, err := workload.WriteSWF(ctxio.Writer(ctx, o), gen, c)
 	if err != nil {
 		return err
 	}
@@ -180,21 +184,26 @@ func runSimGen(stdin io.Reader, stdout, stderr io.Writer, f *simGenFlags) error 
 
 // fitModelToTrace fits the workload model to an SWF file, or standard input for
 // "-". procs overrides the trace's machine size when positive.
-func fitModelToTrace(flag, path string, procs int, stdin io.Reader) (workload.Model, error) {
+func fitModelToTrace(ctx context.Context, flag, path string, procs int, stdin io.Reader) (workload.Model, error) {
 	var rd *swf.Reader
 	var closer io.Closer
 	var err error
 	name := filepath.Base(path)
 	if path == "-" {
 		name = "<stdin>"
-		rd, closer, err = swf.OpenReader(stdin, name)
+		rd, closer, err = swf.OpenReader(ctxio.Interruptible(ctx, stdin), name)
 	} else {
 		if st, serr := os.Stat(path); serr != nil {
 			return workload.Model{}, fmt.Errorf("%s: %w", flag, serr)
 		} else if st.IsDir() {
 			return workload.Model{}, fmt.Errorf("%s %s: is a directory, not an SWF file", flag, path)
 		}
-		rd, closer, err = swf.Open(path)
+		file, ferr := os.Open(path)
+		if ferr != nil {
+			return workload.Model{}, fmt.Errorf("%s: %w", flag, ferr)
+		}
+		defer file.Close()
+		rd, closer, err = swf.OpenReader(ctxio.Reader(ctx, file), path)
 	}
 	if err != nil {
 		return workload.Model{}, err
@@ -230,7 +239,7 @@ built-in parameters (jss/workload/builtin.json, fitted to KTH-SP2-1996-2.swf).`,
   cosched sim fit --trace KTH-SP2-1996-2.swf > jss/workload/builtin.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSimFit(cmd.InOrStdin(), cmd.OutOrStdout(), &f)
+			return runSimFit(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)
 		},
 	}
 	fl := cmd.Flags()
@@ -240,13 +249,15 @@ built-in parameters (jss/workload/builtin.json, fitted to KTH-SP2-1996-2.swf).`,
 	return cmd
 }
 
-func runSimFit(stdin io.Reader, stdout io.Writer, f *simFitFlags) error {
+func runSimFit(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFitFlags) error {
 	var errs []error
 	if f.trace == "" {
 		errs = append(errs, errors.New("--trace: required: the SWF trace to fit"))
 	}
-	if f.procs < 0 {
-		errs = append(errs, fmt.Errorf("--procs %d: must be positive", f.procs))
+	if f.procs != 0 {
+		if err := checkProcs("--procs", f.procs); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if f.format != "json" && f.format != "table" {
 		errs = append(errs, fmt.Errorf("--format %q: want json or table", f.format))
@@ -254,7 +265,7 @@ func runSimFit(stdin io.Reader, stdout io.Writer, f *simFitFlags) error {
 	if len(errs) > 0 {
 		return flagErrors(errs)
 	}
-	m, err := fitModelToTrace("--trace", f.trace, f.procs, stdin)
+	m, err := fitModelToTrace(ctx, "--trace", f.trace, f.procs, stdin)
 	if err != nil {
 		return err
 	}

@@ -137,7 +137,7 @@ func TestSimGenBadFlags(t *testing.T) {
 		want []string
 	}{
 		{"every problem at once", []string{"gen", "--workload", "w9", "--load", "-1", "--mem-mean", "1GB", "--jobs", "0", "--procs", "0", "--mean-runtime", "-5s"},
-			[]string{"6 problems with the command line", `--workload "w9": unknown workload (valid: w0, w1, w2, w3, w4, none)`, "--load -1: must be positive", "--mem-mean 1GB: no room: more than --mem-per-proc 512MiB", "--jobs 0", "--procs 0", "--mean-runtime -5s"}},
+			[]string{"6 problems with the command line", `--workload "w9": unknown workload (valid: w0, w1, w2, w3, w4, none)`, "--load -1: must be in (0, 1000]", "--mem-mean 1GB: no room: more than --mem-per-proc 512MiB", "--jobs 0", "--procs 0", "--mean-runtime -5s"}},
 		{"memory sizes", []string{"gen", "--mem-mean", "lots", "--mem-per-proc", "12XB"},
 			[]string{"2 problems", `--mem-mean "lots": not a memory size`, `--mem-per-proc "12XB": not a memory size`}},
 		{"no room at all", []string{"gen", "--mem-mean", "1KB", "--mem-per-proc", "0"},

@@ -97,6 +97,8 @@ func (h *hostsFlags) validate(policies []gang.Policy, procs int, changed func(st
 	if h.eqFullAfter < 0 {
 		errs = append(errs, fmt.Errorf("--eq-full-after %v: must not be negative", h.eqFullAfter))
 	}
+	errs = append(errs, tooLong(map[string]time.Duration{"--is-quantum": h.isQuantum, "--is-min-run": h.isMinRun,
+		"--eq-interval": h.eqInterval, "--eq-full-after": h.eqFullAfter})...)
 	return errs
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/gang/now"
+	"github.com/cosched/cosched/internal/ctxio"
 	"github.com/cosched/cosched/jss/nowsim"
 	"github.com/cosched/cosched/jss/swf"
 )
@@ -117,14 +118,17 @@ func nowParseSpeeds(text string) ([]float64, error) {
 		n, sp := 1, item
 		if a, b, ok := strings.Cut(item, "x"); ok {
 			var err error
-			if n, err = strconv.Atoi(a); err != nil || n < 1 {
-				return nil, fmt.Errorf("%q: want a positive node count before x", item)
+			if n, err = strconv.Atoi(a); err != nil || n < 1 || n > nowMaxNodes {
+				return nil, fmt.Errorf("%q: want a node count in 1..%d before x", item, nowMaxNodes)
 			}
 			sp = b
 		}
 		v, err := strconv.ParseFloat(sp, 64)
 		if err != nil || !(v > 0) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%q: a speed must be a positive number", item)
+		}
+		if len(out)+n > nowMaxNodes {
+			return nil, fmt.Errorf("more than %d nodes", nowMaxNodes)
 		}
 		for range n {
 			out = append(out, v)
@@ -219,8 +223,8 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 	// The generator's flags, each named in its own message.
 	g := nowsim.GenConfig{Nodes: len(p.speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
 		BalancedShare: f.balancedShare, Span: f.span, Programs: f.programs, ProgramVar: f.programVar}
-	if f.jobs < 1 {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
+	if err := checkInt("--jobs", int64(f.jobs), 1, nowsim.MaxJobs); err != nil {
+		errs = append(errs, err)
 	}
 	for _, sh := range []struct {
 		name string
@@ -233,11 +237,11 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 	if f.seqShare+f.largeShare > 1+1e-9 {
 		errs = append(errs, fmt.Errorf("--seq-share %v + --large-share %v: more than 1", f.seqShare, f.largeShare))
 	}
-	if f.span < 0 {
-		errs = append(errs, fmt.Errorf("--span %v: must not be negative", f.span))
+	if err := checkDuration("--span", f.span, 0, maxSimDuration); err != nil {
+		errs = append(errs, err)
 	}
-	if f.programs < 0 {
-		errs = append(errs, fmt.Errorf("--programs %d: must not be negative", f.programs))
+	if err := checkInt("--programs", int64(f.programs), 0, int64(max(f.jobs, 0))); err != nil {
+		errs = append(errs, err)
 	}
 	if !(f.programVar >= 0 && f.programVar < 1) {
 		errs = append(errs, fmt.Errorf("--program-var %v: must be in [0, 1)", f.programVar))
@@ -283,7 +287,7 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 	var traceJobs []nowsim.Job
 	var dropped nowsim.Dropped
 	if f.trace != "" {
-		if traceJobs, dropped, err = readNowTrace(f.trace, len(p.speeds), stdin); err != nil {
+		if traceJobs, dropped, err = readNowTrace(ctx, f.trace, len(p.speeds), stdin); err != nil {
 			return err
 		}
 		if len(traceJobs) == 0 {
@@ -296,7 +300,7 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 		if jobs == nil {
 			g := p.gen
 			g.Seed = seed
-			if jobs, err = nowsim.Generate(g); err != nil {
+			if jobs, err = nowsim.Generate(ctx, g); err != nil {
 				return err
 			}
 		}
@@ -321,19 +325,24 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 }
 
 // readNowTrace reads an SWF file (or standard input for "-") into jobs.
-func readNowTrace(path string, nodes int, stdin io.Reader) ([]nowsim.Job, nowsim.Dropped, error) {
+func readNowTrace(ctx context.Context, path string, nodes int, stdin io.Reader) ([]nowsim.Job, nowsim.Dropped, error) {
 	var rd *swf.Reader
 	var closer io.Closer
 	var err error
 	if path == "-" {
-		rd, closer, err = swf.OpenReader(stdin, "<stdin>")
+		rd, closer, err = swf.OpenReader(ctxio.Interruptible(ctx, stdin), "<stdin>")
 	} else {
 		if st, serr := os.Stat(path); serr != nil {
 			return nil, nowsim.Dropped{}, fmt.Errorf("--trace: %w", serr)
 		} else if st.IsDir() {
 			return nil, nowsim.Dropped{}, fmt.Errorf("--trace %s: is a directory, not an SWF file", path)
 		}
-		rd, closer, err = swf.Open(path)
+		file, ferr := os.Open(path)
+		if ferr != nil {
+			return nil, nowsim.Dropped{}, fmt.Errorf("--trace: %w", ferr)
+		}
+		defer file.Close()
+		rd, closer, err = swf.OpenReader(ctxio.Reader(ctx, file), path)
 	}
 	if err != nil {
 		return nil, nowsim.Dropped{}, err

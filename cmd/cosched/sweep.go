@@ -23,6 +23,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/jss/workload"
 )
 
 // sweepTableMax is the most rows printed as a table after a sweep or merge.
@@ -206,8 +207,8 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 		if err != nil {
 			return 0, errors.New("not an integer")
 		}
-		if n < 1 {
-			return 0, errors.New("must be at least 1")
+		if n < 1 || n > gang.MaxMPL {
+			return 0, fmt.Errorf("must be from 1 to %d", gang.MaxMPL)
 		}
 		return n, nil
 	})
@@ -251,8 +252,8 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	})
 	collect(e)
 	spec.Jobs = f.jobs
-	if f.jobs < 1 {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be at least 1", f.jobs))
+	if err := checkInt("--jobs", int64(f.jobs), 1, workload.MaxJobs); err != nil {
+		errs = append(errs, err)
 	}
 	spec.Seeds, e = parseList("--seed", f.seeds, func(s string) (uint64, error) {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -280,14 +281,17 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	if f.out == "" && err == nil && !shard.Whole() {
 		errs = append(errs, errors.New("--out: required with --shard: shards are written to be merged"))
 	}
-	if f.parallel < 1 {
-		errs = append(errs, fmt.Errorf("--parallel %d: must be at least 1", f.parallel))
+	if spec.Bound() > sweep.MaxPoints {
+		errs = append(errs, fmt.Errorf("--workload × --mem-mean × --load × --seed × --mode × --mpl × --slice: more than %d points", sweep.MaxPoints))
 	}
-	if f.procs < 1 {
-		errs = append(errs, fmt.Errorf("--procs %d: must be at least 1", f.procs))
+	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
+		errs = append(errs, err)
 	}
-	if f.meanRuntime < 0 {
-		errs = append(errs, fmt.Errorf("--mean-runtime %v: must not be negative (0 keeps the model's time scale)", f.meanRuntime))
+	if err := checkProcs("--procs", f.procs); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkDuration("--mean-runtime", f.meanRuntime, 0, maxSimDuration); err != nil {
+		errs = append(errs, err)
 	}
 	msgSize, err := parseSize(f.msgSize)
 	if err != nil || msgSize < 1 {
@@ -365,7 +369,7 @@ func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		return err
 	}
 	if f.fitTrace != "" {
-		if m.Model, err = fitModelToTrace("--fit-trace", f.fitTrace, 0, stdin); err != nil {
+		if m.Model, err = fitModelToTrace(ctx, "--fit-trace", f.fitTrace, 0, stdin); err != nil {
 			return err
 		}
 	}

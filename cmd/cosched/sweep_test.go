@@ -139,7 +139,7 @@ func TestSimSweepBadFlagsListEveryProblem(t *testing.T) {
 	for _, want := range []string{
 		"16 problems with the command line",
 		`--mode "gang": unknown mode`,
-		`--mpl "0": must be at least 1`,
+		`--mpl "0": must be from 1 to 64`,
 		`--mpl "x": not an integer`,
 		`--slice "fast": not a duration`,
 		`--slice "-5ms": must be positive`,
@@ -147,13 +147,13 @@ func TestSimSweepBadFlagsListEveryProblem(t *testing.T) {
 		`--workload "w7": unknown workload`,
 		`--mem-mean "1GB": no room: more than --mem-per-proc 512MiB`,
 		`--mem-mean "lots": not a memory size`,
-		"--jobs 0: must be at least 1",
+		"--jobs 0: must be from 1 to 10000000",
 		`--seed "-1": not a non-negative integer`,
 		`--policy "lifo": unknown policy`,
 		`--shard "5/4": want k/n`,
-		"--parallel 0: must be at least 1",
-		"--procs 0: must be at least 1",
-		"--mean-runtime -1s: must not be negative",
+		"--parallel 0: must be from 1 to 1024",
+		"--procs 0: must be from 1 to 1048576",
+		"--mean-runtime -1s: must be from 0s to 876000h",
 		"Run 'cosched sim sweep --help' for usage.",
 	} {
 		if !strings.Contains(errOut, want) {

@@ -95,14 +95,23 @@ type Result struct {
 	T1 float64 `json:"t1"`
 }
 
+// Limits of a run. Processors and jobs are allocated (a queue per
+// processor, a record per job); completions and replications are time.
+const (
+	MaxProcs        = 1 << 16
+	MaxJobs         = 1 << 20
+	MaxCompletions  = 1_000_000_000
+	MaxReplications = 100_000
+)
+
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Procs < 1 {
-		errs = append(errs, fmt.Errorf("procs %d: must be at least 1", c.Procs))
+	if c.Procs < 1 || c.Procs > MaxProcs {
+		errs = append(errs, fmt.Errorf("procs %d: must be from 1 to %d", c.Procs, MaxProcs))
 	}
-	if c.Jobs < 1 {
-		errs = append(errs, fmt.Errorf("jobs %d: must be at least 1", c.Jobs))
+	if c.Jobs < 1 || c.Jobs > MaxJobs {
+		errs = append(errs, fmt.Errorf("jobs %d: must be from 1 to %d", c.Jobs, MaxJobs))
 	}
 	if !slices.Contains(Policies(), c.Policy) {
 		errs = append(errs, fmt.Errorf("policy %q: unknown (valid: %s)", c.Policy, PolicyNames()))
@@ -118,8 +127,11 @@ func (c *Config) Validate() error {
 	if c.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("warm-up %d: must not be negative", c.Warmup))
 	}
-	if c.Completions < 1 {
-		errs = append(errs, fmt.Errorf("completions %d: must be at least 1", c.Completions))
+	if c.Completions < 1 || c.Completions > MaxCompletions {
+		errs = append(errs, fmt.Errorf("completions %d: must be from 1 to %d", c.Completions, MaxCompletions))
+	}
+	if c.Warmup > MaxCompletions {
+		errs = append(errs, fmt.Errorf("warm-up %d: must be at most %d", c.Warmup, MaxCompletions))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("closed: %w", err)

@@ -1,6 +1,7 @@
 package nowsim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -27,6 +28,10 @@ func (c Class) String() string {
 type Range struct{ Lo, Hi time.Duration }
 
 func (r Range) String() string { return r.Lo.String() + "-" + r.Hi.String() }
+
+// MaxJobs is the most jobs a generated workload may have: the jobs are held
+// in memory (about 200 bytes each with the simulator's tables).
+const MaxJobs = 5_000_000
 
 // GenConfig configures the workload generator.
 type GenConfig struct {
@@ -92,8 +97,8 @@ func (c GenConfig) Validate() error {
 	if c.Nodes < 1 {
 		errs = append(errs, fmt.Errorf("%d nodes: need at least 1", c.Nodes))
 	}
-	if c.Jobs < 1 {
-		errs = append(errs, fmt.Errorf("%d jobs: need at least 1", c.Jobs))
+	if c.Jobs < 1 || c.Jobs > MaxJobs {
+		errs = append(errs, fmt.Errorf("%d jobs: need 1 to %d", c.Jobs, MaxJobs))
 	}
 	if c.Span < 0 {
 		errs = append(errs, fmt.Errorf("span %v: must not be negative", c.Span))
@@ -126,7 +131,7 @@ func (c GenConfig) Validate() error {
 // shuffle of the class labels; the shuffle choosing balanced jobs; submit
 // times; program base times (class by class); then per job its size, its
 // program and its time.
-func Generate(c GenConfig) ([]Job, error) {
+func Generate(ctx context.Context, c GenConfig) ([]Job, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -168,7 +173,15 @@ func Generate(c GenConfig) ([]Job, error) {
 	}
 
 	jobs := make([]Job, c.Jobs)
+	done := ctx.Done()
 	for i, cl := range classes {
+		if i&0xffff == 0 {
+			select {
+			case <-done:
+				return nil, fmt.Errorf("nowsim: generate: %w", context.Cause(ctx))
+			default:
+			}
+		}
 		lo, hi := SizeRange(cl, c.Nodes)
 		j := Job{ID: int64(i + 1), Submit: submits[i], Tasks: lo + rng.IntN(hi-lo+1), Balanced: balanced[i]}
 		if c.Programs > 0 {

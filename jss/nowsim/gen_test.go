@@ -1,6 +1,7 @@
 package nowsim
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 func TestGeneratorShares(t *testing.T) {
 	c := GenConfig{Nodes: 8, Jobs: 10, SeqShare: 0.3, LargeShare: 0.2, BalancedShare: 0.5, Seed: 1,
 		PTime: [3]Range{{time.Minute, 2 * time.Minute}, {time.Hour, 2 * time.Hour}, {3 * time.Hour, 4 * time.Hour}}}
-	jobs, err := Generate(c)
+	jobs, err := Generate(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +48,12 @@ func TestGeneratorShares(t *testing.T) {
 	if count != [3]int{3, 5, 2} || balanced != 4 {
 		t.Errorf("classes %v balanced %d, want [3 5 2] and 4", count, balanced)
 	}
-	again, _ := Generate(c)
+	again, _ := Generate(context.Background(), c)
 	if !reflect.DeepEqual(jobs, again) {
 		t.Error("the same config gave another workload")
 	}
 	c.Seed = 2
-	if other, _ := Generate(c); reflect.DeepEqual(jobs, other) {
+	if other, _ := Generate(context.Background(), c); reflect.DeepEqual(jobs, other) {
 		t.Error("seeds 1 and 2 gave the same workload")
 	}
 }
@@ -60,7 +61,7 @@ func TestGeneratorShares(t *testing.T) {
 func TestGeneratorSpanAndPrograms(t *testing.T) {
 	r := Range{10 * time.Minute, 20 * time.Minute}
 	c := GenConfig{Nodes: 4, Jobs: 300, SeqShare: 0.5, LargeShare: 0.5, Span: time.Hour, Programs: 2, ProgramVar: 0.1, Seed: 7, PTime: [3]Range{r, r, r}}
-	jobs, err := Generate(c)
+	jobs, err := Generate(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestGeneratorSpanAndPrograms(t *testing.T) {
 
 func TestGeneratorErrors(t *testing.T) {
 	r := Range{time.Minute, time.Hour}
-	_, err := Generate(GenConfig{Nodes: 4, Jobs: 10, SeqShare: 0.7, LargeShare: 0.5, BalancedShare: 2, PTime: [3]Range{r, r, r}})
+	_, err := Generate(context.Background(), GenConfig{Nodes: 4, Jobs: 10, SeqShare: 0.7, LargeShare: 0.5, BalancedShare: 2, PTime: [3]Range{r, r, r}})
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -98,7 +99,7 @@ func TestGeneratorErrors(t *testing.T) {
 		}
 	}
 	// 4 nodes have no small parallel size (2 is already half).
-	if _, err := Generate(GenConfig{Nodes: 4, Jobs: 10, SeqShare: 0.5, PTime: [3]Range{r, r, r}}); err == nil || !strings.Contains(err.Error(), "5 small jobs: no such size on 4 nodes") {
+	if _, err := Generate(context.Background(), GenConfig{Nodes: 4, Jobs: 10, SeqShare: 0.5, PTime: [3]Range{r, r, r}}); err == nil || !strings.Contains(err.Error(), "5 small jobs: no such size on 4 nodes") {
 		t.Errorf("small jobs on 4 nodes: %v", err)
 	}
 }

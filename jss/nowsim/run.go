@@ -90,6 +90,9 @@ func Run(ctx context.Context, cfg Config, jobs []Job, emit func(Record) error) (
 	order := make([]*Job, len(jobs))
 	byID := make(map[int64]*Job, len(jobs))
 	for i := range jobs {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return Result{}, fmt.Errorf("nowsim: run stopped: %w", context.Cause(ctx))
+		}
 		j := &jobs[i]
 		if _, dup := byID[j.ID]; dup {
 			return Result{}, fmt.Errorf("nowsim: job %d appears twice", j.ID)
@@ -105,12 +108,14 @@ func Run(ctx context.Context, cfg Config, jobs []Job, emit func(Record) error) (
 	col := metrics.NewCollector(len(cfg.Speeds), 0)
 	estimates := make(map[int64]time.Duration)
 	var ends endHeap
-	next, steps := 0, 0
+	next := 0
+	// Every step is checked: a pass over a long queue can take milliseconds.
+	done := ctx.Done()
 	for next < len(order) || len(ends) > 0 {
-		if steps++; steps&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return Result{}, fmt.Errorf("nowsim: run stopped: %w", err)
-			}
+		select {
+		case <-done:
+			return Result{}, fmt.Errorf("nowsim: run stopped: %w", context.Cause(ctx))
+		default:
 		}
 		at := time.Duration(1<<63 - 1)
 		if next < len(order) {

@@ -141,7 +141,7 @@ func TestLearnedEstimatesInARun(t *testing.T) {
 
 // With fuzzy estimates every policy of one seed sees the same estimates.
 func TestFuzzyEstimatesAreTheSameForEveryPolicy(t *testing.T) {
-	jobs, err := Generate(GenConfig{Nodes: 6, Jobs: 50, SeqShare: 0.4, LargeShare: 0.2, Span: time.Hour,
+	jobs, err := Generate(context.Background(), GenConfig{Nodes: 6, Jobs: 50, SeqShare: 0.4, LargeShare: 0.2, Span: time.Hour,
 		PTime: [3]Range{{time.Minute, time.Hour}, {time.Minute, time.Hour}, {time.Minute, time.Hour}}, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestFuzzyEstimatesAreTheSameForEveryPolicy(t *testing.T) {
 // firstfit and random never leave a job waiting while it fits: after the
 // pass at any event instant, every waiting job is wider than the idle nodes.
 func TestGreedyPoliciesNeverIdleAFittingJob(t *testing.T) {
-	jobs, err := Generate(GenConfig{Nodes: 8, Jobs: 200, SeqShare: 0.3, LargeShare: 0.2, BalancedShare: 0.5, Span: 2 * time.Hour,
+	jobs, err := Generate(context.Background(), GenConfig{Nodes: 8, Jobs: 200, SeqShare: 0.3, LargeShare: 0.2, BalancedShare: 0.5, Span: 2 * time.Hour,
 		PTime: [3]Range{{time.Minute, time.Hour}, {time.Minute, time.Hour}, {time.Minute, time.Hour}}, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestGreedyPoliciesNeverIdleAFittingJob(t *testing.T) {
 }
 
 func TestRunIsDeterministic(t *testing.T) {
-	jobs, _ := Generate(GenConfig{Nodes: 5, Jobs: 100, SeqShare: 0.5, LargeShare: 0.2,
+	jobs, _ := Generate(context.Background(), GenConfig{Nodes: 5, Jobs: 100, SeqShare: 0.5, LargeShare: 0.2,
 		PTime: [3]Range{{time.Minute, time.Hour}, {time.Minute, time.Hour}, {time.Minute, time.Hour}}, Seed: 2})
 	spec, _ := now.ParseEstimate("fuzzy:1")
 	cfg := Config{Speeds: []float64{1, 2, 2, 3, 4}, Policy: now.Random, Estimate: spec, Seed: 4}

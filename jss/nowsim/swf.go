@@ -70,6 +70,9 @@ func ReadSWF(rd *swf.Reader, n int) ([]Job, Dropped, error) {
 		if r.Executable >= 1 {
 			j.Program = fmt.Sprintf("exe-%d", int64(r.Executable))
 		}
+		if len(jobs) == MaxJobs {
+			return nil, d, fmt.Errorf("nowsim: more than %d jobs in the trace (they are held in memory)", MaxJobs)
+		}
 		jobs = append(jobs, j)
 	}
 }

@@ -2,7 +2,9 @@ package plot
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
+	"errors"
 	"image/png"
 	"io"
 	"os"
@@ -237,7 +239,7 @@ func svgTexts(t *testing.T, data []byte) []string {
 func TestWriteFiles(t *testing.T) {
 	figs, _ := Figures(rows([]jss.Mode{jss.BF, jss.BCS}, []int{2}, []int{50}, []float64{0.4, 0.8}, []int64{0}, []uint64{1}))
 	dir := t.TempDir()
-	paths, err := WriteFiles(dir, figs[:1], []string{"svg", "png"})
+	paths, err := WriteFiles(context.Background(), dir, figs[:1], []string{"svg", "png"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +251,25 @@ func TestWriteFiles(t *testing.T) {
 	if len(entries) != 2 {
 		t.Errorf("%d files in the directory (temporary files left?)", len(entries))
 	}
-	if _, err := WriteFiles(dir, figs, []string{"gif"}); err == nil {
+	if _, err := WriteFiles(context.Background(), dir, figs, []string{"gif"}); err == nil {
 		t.Error("gif accepted")
+	}
+}
+
+// A cancelled context stops the writing between files: nothing more is
+// written, and no temporary file is left.
+func TestWriteFilesStopsWhenCancelled(t *testing.T) {
+	figs, _ := Figures(rows([]jss.Mode{jss.BF, jss.BCS}, []int{2}, []int{50}, []float64{0.4, 0.8}, []int64{0}, []uint64{1}))
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("SIGINT received")
+	cancel(stop)
+	paths, err := WriteFiles(ctx, dir, figs, []string{"svg"})
+	if !errors.Is(err, stop) || len(paths) != 0 {
+		t.Fatalf("%v, %v", paths, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files written: %v", entries)
 	}
 }
 

@@ -2,6 +2,7 @@ package plot
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image/color"
 	"io"
@@ -253,8 +254,9 @@ func (f Figure) Render(w io.Writer, format string) error {
 }
 
 // WriteFiles renders every figure in every format into dir as NAME.FORMAT,
-// each file written atomically, and returns the paths written.
-func WriteFiles(dir string, figs []Figure, formats []string) ([]string, error) {
+// each file written atomically, and returns the paths written. It stops
+// between files, with ctx's cause, once ctx is done.
+func WriteFiles(ctx context.Context, dir string, figs []Figure, formats []string) ([]string, error) {
 	for _, format := range formats {
 		if !slices.Contains(Formats(), format) {
 			return nil, fmt.Errorf("plot: unknown format %q (valid: %s)", format, strings.Join(Formats(), ", "))
@@ -263,6 +265,9 @@ func WriteFiles(dir string, figs []Figure, formats []string) ([]string, error) {
 	var paths []string
 	for _, f := range figs {
 		for _, format := range formats {
+			if err := context.Cause(ctx); err != nil {
+				return paths, fmt.Errorf("plot: stopped: %w", err)
+			}
 			var b bytes.Buffer
 			if err := f.Render(&b, format); err != nil {
 				return paths, err

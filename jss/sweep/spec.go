@@ -151,6 +151,24 @@ func Expand(s Spec) []Point {
 
 // normalized returns the spec with repeats dropped from its lists (first
 // occurrences kept, in order): the form results files record.
+// MaxPoints bounds a sweep's grid: Expand holds every point in memory, and
+// the product of a few long lists grows past any machine.
+const MaxPoints = 1_000_000
+
+// Bound is an upper bound on the number of points of s (the product of its
+// lists' lengths, without repeats), saturating at MaxPoints+1.
+func (s Spec) Bound() int {
+	s = s.normalized()
+	n := 1
+	for _, l := range []int{len(s.Workloads), len(s.MemMeans), len(s.Loads), len(s.Seeds), len(s.Modes), len(s.MPLs), len(s.Slices)} {
+		n *= max(l, 1)
+		if n > MaxPoints {
+			return MaxPoints + 1
+		}
+	}
+	return n
+}
+
 func (s Spec) normalized() Spec {
 	s.Modes, s.MPLs, s.Slices = dedup(s.Modes), dedup(s.MPLs), dedup(s.Slices)
 	s.Loads, s.Workloads, s.MemMeans, s.Seeds = dedup(s.Loads), dedup(s.Workloads), dedup(s.MemMeans), dedup(s.Seeds)

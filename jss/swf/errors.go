@@ -15,6 +15,8 @@ var (
 	ErrOutOfRange  = errors.New("out of range")
 	ErrNotInteger  = errors.New("not an integer")
 	ErrLineTooLong = errors.New("line longer than 1 MiB")
+	ErrNotSWF      = errors.New("not an SWF file")
+	ErrNotGzip     = errors.New("not gzip")
 )
 
 // MaxLineLength is the longest line (excluding the line terminator) the

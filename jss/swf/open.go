@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Open opens the SWF file at path, transparently decompressing gzip. The
@@ -38,20 +39,37 @@ func OpenReader(src io.Reader, name string, opts ...Option) (*Reader, io.Closer,
 	if err != nil && err != io.EOF {
 		return nil, nil, fmt.Errorf("swf: read %s: %w", name, err)
 	}
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	gz := len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+	if gz {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("swf: read %s: %w", name, err)
+			return nil, nil, fmt.Errorf("swf: read %s: %w: corrupt gzip header (%v)", name, ErrNotGzip, err)
 		}
 		c.zr = zr
-		in = zr
+		in = corruptGzip{zr}
 	}
 	r, err := NewReader(in, name, opts...)
 	if err != nil {
 		c.Close()
+		if !gz && strings.HasSuffix(strings.ToLower(name), ".gz") && errors.Is(err, ErrNotSWF) {
+			// Named .gz, no gzip header, and not SWF as plain text either.
+			return nil, nil, fmt.Errorf("swf: read %s: %w (no gzip header) and %w", name, ErrNotGzip, ErrNotSWF)
+		}
 		return nil, nil, err
 	}
 	return r, c, nil
+}
+
+// corruptGzip names a decompression failure as such: "unexpected EOF"
+// alone does not say that the file is a truncated gzip stream.
+type corruptGzip struct{ zr *gzip.Reader }
+
+func (g corruptGzip) Read(p []byte) (int, error) {
+	n, err := g.zr.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("truncated or corrupt gzip data: %w", err)
+	}
+	return n, err
 }
 
 type closer struct {

@@ -72,6 +72,15 @@ func NewReader(r io.Reader, name string, opts ...Option) (*Reader, error) {
 	if err != nil && err != io.EOF && !rd.fromJob {
 		return nil, err
 	}
+	// No header and a first line that is not a job: this is not SWF at
+	// all (a log, a binary, the wrong file), and saying so beats any
+	// later complaint about the machine size or line 1's fields.
+	var pe *ParseError
+	if len(rd.hdr.Fields) == 0 && errors.As(err, &pe) && !errors.Is(pe.Err, ErrNotSWF) {
+		notSWF := *pe
+		notSWF.Err = fmt.Errorf("%w (no header, and this is no job line: %w)", ErrNotSWF, pe.Err)
+		return nil, &notSWF
+	}
 	rd.stash(rec, err)
 	return rd, nil
 }

@@ -149,12 +149,31 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestParseErrorWithoutFileName(t *testing.T) {
-	r, err := NewReader(strings.NewReader("1 2\n"), "")
+	r, err := NewReader(strings.NewReader("; MaxProcs: 4\n1 2\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Next(); err == nil || err.Error() != "line 1: expected 18 fields, got 2" {
+	if _, err := r.Next(); err == nil || err.Error() != "line 2: expected 18 fields, got 2" {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Input with no header whose first line is no job is not SWF, and the
+// error says so (instead of a machine size or a field count later).
+func TestNotSWF(t *testing.T) {
+	for _, in := range []string{"hello world\n", "<html><body>\n", "\x7fELF\x02\x01\x01\x00\x00\n"} {
+		_, err := NewReader(strings.NewReader(in), "x.txt")
+		var pe *ParseError
+		if !errors.Is(err, ErrNotSWF) || !errors.As(err, &pe) || pe.Line != 1 || !strings.HasPrefix(err.Error(), "x.txt:1: ") ||
+			!strings.Contains(err.Error(), "not an SWF file") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+	// A header, or a good first line, is SWF with a bad line later.
+	for _, in := range []string{"; MaxProcs: 4\nhello\n", "1 0 -1 10 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1 -1\nhello\n"} {
+		if _, err := NewReader(strings.NewReader(in), "x.swf"); err != nil {
+			t.Errorf("%q: %v", in, err)
+		}
 	}
 }
 

@@ -13,6 +13,11 @@ import (
 	"github.com/cosched/cosched/jss"
 )
 
+// MaxJobs is the most jobs one workload may have: about 1.3 GB of SWF.
+// The generator streams, so the bound is on what a mistyped count writes
+// to disk or runs for, not on memory.
+const MaxJobs = 10_000_000
+
 // Config describes a synthetic workload.
 type Config struct {
 	// Model gives the arrival processes, runtimes and sizes (e.g. Builtin()).
@@ -52,8 +57,8 @@ func (c Config) Validate() error {
 	} else if len(c.Model.Classes) > 0 && len(c.Model.onMachine(c.Processors).Classes) == 0 {
 		errs = append(errs, fieldError("Processors", c.Processors, errors.New("no job size of the model fits the machine")))
 	}
-	if c.Jobs < 1 {
-		errs = append(errs, fieldError("Jobs", c.Jobs, errors.New("must be at least 1")))
+	if c.Jobs < 1 || c.Jobs > MaxJobs {
+		errs = append(errs, fieldError("Jobs", c.Jobs, fmt.Errorf("must be from 1 to %d", MaxJobs)))
 	}
 	if !(c.Load > 0) || math.IsInf(c.Load, 0) {
 		errs = append(errs, fieldError("Load", c.Load, errors.New("must be positive and finite")))

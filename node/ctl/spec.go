@@ -7,11 +7,18 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/internal/slurmtime"
 )
+
+// maxUserName bounds JobSpec.User (Linux login names are at most 32).
+const maxUserName = 64
 
 // JobSpec is what a user submits (POST /v1/jobs).
 type JobSpec struct {
-	Name       string   `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// User is the owner's name: the agent sets it from the authenticated
+	// caller (see Owner), whatever the client sent.
+	User       string   `json:"user,omitempty"`
 	Command    []string `json:"command"`          // run once per rank
 	Processors int      `json:"processors"`       // ranks, one per processor
 	TimeLimit  Duration `json:"time_limit"`       // the runtime estimate; the job is killed (TIMEOUT) when it has run this long
@@ -102,6 +109,9 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	if len(s.Name) > 256 {
 		errs = append(errs, "name: longer than 256 bytes")
 	}
+	if len(s.User) > maxUserName || strings.ContainsFunc(s.User, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		errs = append(errs, fmt.Sprintf("user: %q, want at most %d characters, no spaces or control characters", s.User, maxUserName))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid job: %s", strings.Join(errs, "; "))
 	}
@@ -190,9 +200,10 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.D.String
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
+		// The CLI's forms: Slurm's (a bare "10" is minutes) or Go's.
+		v, err := slurmtime.Parse(s)
 		if err != nil {
-			return fmt.Errorf("duration %q: want a Go duration like 10m or 90s", s)
+			return fmt.Errorf("duration %q: want MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration like 10m or 90s", s)
 		}
 		d.D = v
 		return nil
@@ -200,6 +211,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err != nil {
 		return fmt.Errorf("duration %s: want a string like \"10m\" or a number of seconds", b)
+	}
+	if !(secs >= 0 && secs <= slurmtime.Max.Seconds()) {
+		return fmt.Errorf("duration %s: want 0 to %v seconds", b, slurmtime.Max.Seconds())
 	}
 	d.D = time.Duration(secs * float64(time.Second))
 	return nil

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Errors a user can act on: the file and line, not the packages that
+// passed the error up; "not an SWF file" and "not gzip" said as such; a
+// server that is not cosched's named as such.
+func TestErrorTexts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	trunc := write("trunc.swf", "; MaxProcs: 4\n1 0 -1 10 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1 -1\n2 5 -1 10 2\n")
+	notSWF := write("notes.txt", "hello\n")
+	notGz := write("trace.swf.gz", "hello\n")
+	badGz := write("bad.gz", "\x1f\x8bxxxx")
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html>hello</html>")
+	}))
+	defer html.Close()
+	addr := strings.TrimPrefix(html.URL, "http://")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--trace", trunc, "--policy", "easy"}, "cosched: " + trunc + ":3: expected 18 fields, got 5\n"},
+		{[]string{"sim", "--trace", trunc, "--policy", "easy,fcfs"}, "cosched: " + trunc + ":3: expected 18 fields, got 5\n"},
+		{[]string{"sim", "--trace", notSWF}, "cosched: " + notSWF + ":1: not an SWF file (no header, and this is no job line: expected 18 fields, got 1)\n"},
+		{[]string{"sim", "fit", "--trace", notSWF}, "cosched: " + notSWF + ":1: not an SWF file"},
+		{[]string{"sim", "--trace", notGz, "--policy", "easy"}, "cosched: read " + notGz + ": not gzip (no gzip header) and not an SWF file\n"},
+		{[]string{"sim", "--trace", badGz, "--policy", "easy"}, "cosched: read " + badGz + ": not gzip: corrupt gzip header"},
+		{[]string{"queue", "--addr", addr}, "cosched: the server at " + addr + " is not a cosched agent (HTTP 200 text/html)\n"},
+		{[]string{"cancel", "--addr", addr, "3"}, "cosched: the server at " + addr + " is not a cosched agent (HTTP 200 text/html)\n"},
+	} {
+		code, _, stderr := cli(t, "", tc.args...)
+		if code != 1 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("%v: exit %d\n%s\nwant:\n%s", tc.args, code, stderr, tc.want)
+		}
+		if strings.Contains(stderr, "jss: ") || strings.Contains(stderr, " swf: ") || strings.Contains(stderr, "<html>") {
+			t.Errorf("%v: internal prefix or page in %q", tc.args, stderr)
+		}
+	}
+}
+
+func TestUserMessageStripsPackagePrefixes(t *testing.T) {
+	for in, want := range map[string]string{
+		"policy easy: jss: gang: invalid config: MPL must be from 1 to 64, got 0": "policy easy: invalid config: MPL must be from 1 to 64, got 0",
+		"swf: read x.gz: unexpected EOF":                                          "read x.gz: unexpected EOF",
+		"--workload jss":                                                          "--workload jss",
+		"node: jss":                                                               "jss",
+	} {
+		if got := userMessage(errString(in)); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestVersion(t *testing.T) {
+	code, out, _ := cli(t, "", "--version")
+	if code != 0 || !strings.HasPrefix(out, "cosched ") || !strings.Contains(out, "go1.") {
+		t.Errorf("exit %d: %q", code, out)
+	}
+}

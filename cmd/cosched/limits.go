@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/gang"
+)
+
+// Ranges of numeric flags. Every numeric flag is checked against its range
+// before anything runs, with an error that names the flag and the limit: a
+// mistyped 99999999999 must not be allocated, and 0 must not be ignored.
+
+// checkInt reports v outside lo..hi as an error naming flag.
+func checkInt(flag string, v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%s %d: must be from %d to %d", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// checkDuration reports d outside lo..hi as an error naming flag.
+func checkDuration(flag string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return fmt.Errorf("%s %v: must be from %s to %s", flag, d, shortDuration(lo), shortDuration(hi))
+	}
+	return nil
+}
+
+// shortDuration prints d without trailing zero units: 876000h, not
+// 876000h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// checkProcs checks a machine size in processors against the core's limit.
+func checkProcs(flag string, n int) error {
+	return checkInt(flag, int64(n), 1, gang.MaxProcessors)
+}
+
+// maxParallel bounds --parallel: workers beyond a few per core only hold memory.
+const maxParallel = 1024
+
+// maxSimDuration bounds durations that are simulated times or spans (a
+// century): beyond it, sums of them overflow time.Duration.
+const maxSimDuration = 100 * 365 * 24 * time.Hour
+
+// maxPFCFSSwitches bounds pfcfs's context switches per wide job.
+const maxPFCFSSwitches = 1_000_000
+
+// tooLong reports the durations, by flag, above maxSimDuration, in flag order.
+func tooLong(byFlag map[string]time.Duration) []error {
+	var errs []error
+	for _, flag := range slices.Sorted(maps.Keys(byFlag)) {
+		if d := byFlag[flag]; d > maxSimDuration {
+			errs = append(errs, fmt.Errorf("%s %v: must be at most %s", flag, d, shortDuration(maxSimDuration)))
+		}
+	}
+	return errs
+}
+
+// maxLoad bounds an offered load: beyond it every generated job arrives at
+// once and runtimes overflow.
+const maxLoad = 1000.0
+
+// maxIterations bounds a benchmark job's iterations.
+const maxIterations = 1_000_000_000
+
+// nowMaxNodes bounds sim now's network of workstations (a slice of speeds,
+// scanned at every placement).
+const nowMaxNodes = 1 << 16
+
+// genBytesPerJob is a generous size of one generated SWF job line, for the
+// free-space check before writing (measured: 110 bytes with memory).
+const genBytesPerJob = 128
+
+// checkFreeSpace refuses to start writing an estimated need bytes to path
+// when its file system has less free space: a file that cannot fit would
+// fill the disk before failing.
+func checkFreeSpace(flag, path string, need int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return nil // the create that follows reports a bad directory
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if need > free {
+		return fmt.Errorf("%s %s: the output needs about %d MB, only %d MB are free there", flag, path, need>>20, free>>20)
+	}
+	return nil
+}
