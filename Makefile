@@ -36,9 +36,12 @@ demo: build
 	./bin/cosched bench calibrate --out demo-results/profile.json
 	./bin/cosched bench run --jobs 20 --profile demo-results/profile.json --out demo-results
 
-# Longer fuzzing of the SWF reader than the seed corpus `make test` runs.
+# Longer fuzzing of the SWF reader and the credential and packet parsers
+# than the seed corpora `make test` runs.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s ./jss/swf/
+	$(GO) test -run '^$$' -fuzz FuzzVerifyToken -fuzztime 30s ./clusterkey/
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 30s ./clusterkey/
 
 clean:
 	rm -rf bin

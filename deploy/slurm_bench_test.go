@@ -147,7 +147,7 @@ func TestSlurmBenchRun(t *testing.T) {
 				t.Errorf("%s: agent %s's ready file: %s", mode, host, b)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(state, "..", "secret.toml")); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(state, "..", "cluster.key")); !os.IsNotExist(err) {
 			t.Errorf("%s: the key file is still there (%v)", mode, err)
 		}
 		// The real bench run ran its 3 jobs on the 3 agents, in the mode.
@@ -218,7 +218,7 @@ func TestSlurmBenchRunCancelled(t *testing.T) {
 	}
 	for _, pid := range running {
 		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if args := string(b); !strings.Contains(args, "--config") || strings.Contains(args, "encrypt") {
+		if args := string(b); !strings.Contains(args, "--key-file") || strings.Contains(args, "encrypt") {
 			t.Errorf("agent's command line should name the key file, not the key: %q", args)
 		}
 	}

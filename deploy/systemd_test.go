@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/clusterkey"
 )
 
 const (
@@ -219,8 +221,14 @@ func TestSystemdExecStartRuns(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		return cmd, waitReadyFile(t, ready, filepath.Join(dir, name+".log"))
 	}
+	// The unit's key file, made as an operator would; the CLI signs with it.
+	keyFile := filepath.Join(dir, "cluster.key")
+	if _, err := clusterkey.Generate(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COSCHED_KEY_FILE", keyFile)
 	common := map[string]string{"COSCHED_AGENT_BIND": "127.0.0.1:0", "COSCHED_AGENT_API_PORT": "0", "COSCHED_AGENT_PROCESSORS": "1",
-		"COSCHED_AGENT_REALTIME_PRIORITY": "0"}
+		"COSCHED_AGENT_REALTIME_PRIORITY": "0", "COSCHED_AGENT_KEY_FILE": keyFile}
 	ctl := map[string]string{"COSCHED_AGENT_NAME": "c0", "COSCHED_AGENT_CONTROLLER": "true", "COSCHED_AGENT_STATE_DIR": filepath.Join(dir, "c0")}
 	wrk := map[string]string{"COSCHED_AGENT_NAME": "w1", "COSCHED_AGENT_STATE_DIR": filepath.Join(dir, "w1")}
 	for k, v := range common {

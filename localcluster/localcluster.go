@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
@@ -159,6 +160,7 @@ type Ready struct {
 	PID    int    `json:"pid"`
 	Gossip string `json:"gossip"`
 	API    string `json:"api"`
+	Socket string `json:"socket,omitempty"` // the API's Unix socket
 }
 
 // Cluster is a running local cluster, as recorded in its state directory's
@@ -180,6 +182,47 @@ var ErrRunning = errors.New("a cluster is already running")
 
 // File is where a cluster's record lives in its state directory.
 func File(dir string) string { return filepath.Join(dir, "cluster.json") }
+
+// KeyFile is where a cluster's key lives in its state directory (mode
+// 0600, made by the first Up).
+func KeyFile(dir string) string { return filepath.Join(dir, "cluster.key") }
+
+// ClientFor returns a client for the cluster's agent whose API address is
+// api, with a credential found without ceremony: the agent's Unix socket
+// when this process can reach it (the kernel vouches for its uid), else a
+// token signed with the cluster's key file when this process can read it,
+// else none (the agent will answer 401 saying what to do).
+func (c *Cluster) ClientFor(api string) *node.Client {
+	for _, a := range c.Agents {
+		if a.API == api && a.Socket != "" {
+			if conn, err := net.Dial("unix", a.Socket); err == nil {
+				conn.Close()
+				return node.NewUnixClient(a.Socket)
+			}
+		}
+	}
+	var others []string
+	for _, a := range c.Agents {
+		others = append(others, a.API)
+	}
+	if k, err := clusterkey.Load(KeyFile(c.dir)); err == nil {
+		return node.NewKeyClient(k, api, others...)
+	}
+	return node.NewClient(api, others...)
+}
+
+// Has reports whether api is one of the cluster's agents' API addresses.
+func (c *Cluster) Has(api string) bool {
+	for _, a := range c.Agents {
+		if a.API == api {
+			return true
+		}
+	}
+	return false
+}
+
+// Client is ClientFor the controller agent's API.
+func (c *Cluster) Client() *node.Client { return c.ClientFor(c.API) }
 
 // Dir is the cluster's state directory.
 func (c *Cluster) Dir() string { return c.dir }
@@ -229,6 +272,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		o.Exe = exe
 	}
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+		return nil, err
+	}
+	// One key per cluster, kept across ups so clients' view stays valid.
+	if _, err := clusterkey.LoadOrGenerate(KeyFile(o.StateDir)); err != nil {
 		return nil, err
 	}
 	first, err := freshJournals(o.StateDir)
@@ -324,6 +371,7 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 	}
 	args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir,
 		"--processors", strconv.Itoa(o.Processors), "--log-format", "json",
+		"--key-file", KeyFile(o.StateDir),
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
 	if o.Suspend != "" {
 		args = append(args, "--suspend", o.Suspend)
@@ -445,11 +493,7 @@ func (c *Cluster) controllerArgs(o Options) []string {
 // waitJoined waits until the controller has the processors of every agent
 // that offers some.
 func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
-	var others []string
-	for _, a := range c.Agents {
-		others = append(others, a.API)
-	}
-	api := node.NewClient(c.API, others...)
+	api := c.Client()
 	for {
 		rep, err := api.Nodes(ctx, false)
 		up := 0

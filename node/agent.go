@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/member"
@@ -29,12 +30,21 @@ import (
 
 // Config configures an agent.
 type Config struct {
-	Name       string
-	Bind       string   // gossip address host:port (port 0 picks one)
-	Advertise  string   // host other agents reach this one at (default: Bind's host)
-	Join       []string // other agents' gossip addresses
-	SecretKey  []byte   // gossip encryption key (16, 24 or 32 bytes), optional
-	Controller bool     // controller-eligible: one of the controllers' raft group; runs the controller while it leads
+	Name      string
+	Bind      string   // gossip address host:port (port 0 picks one)
+	Advertise string   // host other agents reach this one at (default: Bind's host)
+	Join      []string // other agents' gossip addresses
+	SecretKey []byte   // gossip encryption key (16, 24 or 32 bytes), optional
+	// Key is the cluster key: API requests over TCP must carry a token
+	// signed with it. Nil: every caller is trusted as the agent's own
+	// user (insecure; the agent warns).
+	Key *clusterkey.Key
+	// AdminGID, when set, names the operators' group: its members may
+	// cancel and inspect every user's jobs (root always may).
+	AdminGID *uint32
+	// APISocket is the API's Unix socket (default: <StateDir>/api.sock).
+	APISocket  string
+	Controller bool // controller-eligible: one of the controllers' raft group; runs the controller while it leads
 	// Controllers is how many controller-eligible agents form a new group
 	// (bootstrap-expect; 0 or 1: this one alone). A journal that already
 	// belongs to a group ignores it.
@@ -215,8 +225,11 @@ type Agent struct {
 	apiLn    net.Listener
 	api      *http.Server
 	metrics  *prometheus.Registry
-	proxies  proxies
-	pmi      *pmi.Server // MPI jobs' PMI connections
+	// authFailures counts API requests refused 401, authDenials 403.
+	authFailures, authDenials prometheus.Counter
+	unixLn                    net.Listener
+	proxies                   proxies
+	pmi                       *pmi.Server // MPI jobs' PMI connections
 	// pmiPending holds each job's PMI barrier sent to (or waiting for) a
 	// controller and not yet ended; a new controller gets them again.
 	// Guarded by mu.
@@ -303,6 +316,9 @@ func Start(cfg Config) (*Agent, error) {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
 		}
 	}
+	if cfg.Key == nil {
+		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -330,6 +346,9 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	if a.apiLn, err = net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(cfg.APIPort))); err != nil {
 		return nil, fmt.Errorf("node: API listener: %w", err)
+	}
+	if a.unixLn, err = listenAPISocket(apiSocket(cfg)); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	if a.udp, err = listenStrobe(host, cfg.Priority, a.log); err != nil {
 		return nil, fmt.Errorf("node: strobe socket: %w", err)
@@ -397,7 +416,7 @@ func Start(cfg Config) (*Agent, error) {
 		meta.RaftAddr = a.group.RaftAddr()
 	}
 	a.meta = meta
-	a.api = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
+	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
 	a.goRun(func() { a.serveControl(ctx) })
 	a.goRun(func() { a.watchController(ctx) })
@@ -406,6 +425,11 @@ func Start(cfg Config) (*Agent, error) {
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))
+		}
+	})
+	a.goRun(func() {
+		if err := a.api.Serve(a.unixLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("API server (Unix socket)", zap.Error(err))
 		}
 	})
 	a.goRun(func() {
@@ -610,6 +634,9 @@ func (a *Agent) closeAll() error {
 		cancel()
 	} else if a.apiLn != nil {
 		a.apiLn.Close()
+		if a.unixLn != nil {
+			a.unixLn.Close()
+		}
 	}
 	if a.ctlLn != nil {
 		a.ctlLn.Close()
@@ -711,6 +738,23 @@ func advertiseIP(host string) string {
 
 // relaySocket is where ranks reach the relay: in the state directory,
 // unless that path is too long for a Unix socket (107 bytes).
+// apiSocket is where the API's Unix socket goes: Config.APISocket, else
+// the state directory (or the temporary directory when that path is too
+// long for a socket address).
+func apiSocket(cfg Config) string {
+	if cfg.APISocket != "" {
+		return cfg.APISocket
+	}
+	p := filepath.Join(cfg.StateDir, APISocketName)
+	if len(p) < 100 {
+		return p
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("cosched-%s-%d-api.sock", cfg.Name, os.Getpid()))
+}
+
+// APISocket is the path of the API's Unix socket.
+func (a *Agent) APISocket() string { return a.unixLn.Addr().String() }
+
 func relaySocket(cfg Config) string {
 	p := filepath.Join(cfg.StateDir, "relay.sock")
 	if len(p) < 100 {

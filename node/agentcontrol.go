@@ -145,7 +145,15 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 // launch starts a job's ranks that live here.
 func (a *Agent) launch(l launch) {
 	dir := filepath.Join(a.cfg.StateDir, "jobs", strconv.FormatInt(l.Job, 10))
-	env := append(append([]string(nil), l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
+	user, err := runAs(l.Owner, l.Dir)
+	if err != nil {
+		a.log.Warn("job refused", zap.Int64("job", l.Job), zap.Error(err))
+		for _, r := range l.Ranks {
+			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: 127, Err: a.cfg.Name + ": " + err.Error()})
+		}
+		return
+	}
+	env := append(append(user.env, l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
 	argv := l.Argv
 	if len(l.Bench) > 0 {
 		argv = append(slices.Clone(a.cfg.BenchRank), l.Bench...)
@@ -174,7 +182,8 @@ func (a *Agent) launch(l launch) {
 		if r.Slot < len(a.cfg.CPUs) {
 			cpu = a.cfg.CPUs[r.Slot]
 		}
-		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg}
+		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg,
+			Credential: user.cred, Dir: user.dir}
 		pmiFile, err := a.rankLayout(l, &spec)
 		if err != nil {
 			// Not started: its exit is reported here, as the manager would.

@@ -17,6 +17,9 @@ type (
 	RankInfo   = ctl.RankInfo
 	BenchStats = ctl.BenchStats
 	Duration   = ctl.Duration
+	// Owner is the user a job belongs to and runs as. The agent sets it
+	// from the authenticated caller; a client cannot choose it.
+	Owner = ctl.Owner
 )
 
 // Job states.

@@ -3,17 +3,21 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cosched/cosched/clusterkey"
 )
 
 // Client calls a cluster's HTTP API through any of its agents (others
@@ -29,6 +33,10 @@ import (
 // a failover) is retried for up to RetryFor.
 type Client struct {
 	HTTP *http.Client
+	// Token, when set, is called for every request; a non-empty result
+	// goes in its Authorization header. Nil: no credential (a Unix-socket
+	// client, or an agent without a cluster key).
+	Token func() (string, error)
 	// RetryFor bounds the retries of "retry later" answers (0: none).
 	RetryFor time.Duration
 
@@ -81,6 +89,32 @@ func (c *Client) prefer(addr string) {
 	if i := slices.Index(c.addrs, addr); i > 0 {
 		c.addrs = slices.Insert(slices.Delete(c.addrs, i, i+1), 0, addr)
 	}
+}
+
+// NewKeyClient returns a client for the agent at addr (then the others)
+// that signs a fresh
+// token for this process's effective uid and gid with key before every
+// request.
+func NewKeyClient(key *clusterkey.Key, addr string, others ...string) *Client {
+	c := NewClient(addr, others...)
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	c.Token = func() (string, error) {
+		return key.Mint(uid, gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)
+	}
+	return c
+}
+
+// NewUnixClient returns a client for the agent whose API socket is at
+// path: the agent learns who this process is from the kernel.
+func NewUnixClient(path string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	c := NewClient("unix:" + path)
+	c.HTTP.Transport = tr
+	c.learned = true // the socket reaches this agent only: no others to learn
+	return c
 }
 
 // Error is an API error answer.
@@ -195,9 +229,22 @@ func (c *Client) doAt(ctx context.Context, addr, method, path string, body []byt
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	host := addr
+	if strings.HasPrefix(host, "unix:") {
+		host = "cosched" // the transport dials the socket; any host will do
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+host+path, rd)
 	if err != nil {
 		return err
+	}
+	if c.Token != nil {
+		t, err := c.Token()
+		if err != nil {
+			return fmt.Errorf("credential for %s: %w", addr, err)
+		}
+		if t != "" {
+			req.Header.Set("Authorization", AuthScheme+" "+t)
+		}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

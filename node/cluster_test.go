@@ -17,6 +17,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
@@ -108,7 +109,10 @@ type clusterOpts struct {
 	backfill   gang.Backfill // the priority-backfill policies' options
 	priority   int
 	bandwidth  float64 // bcs: bytes per second per node
-	suspend    string  // node.SuspendSignal (default) or node.SuspendFreezer
+	key        *clusterkey.Key
+	adminGID   *uint32
+	shim       []string // default: testShim
+	suspend    string   // node.SuspendSignal (default) or node.SuspendFreezer
 	// controllerGrace is every agent's ControllerGrace (0: ranks die as
 	// soon as the controller leaves).
 	controllerGrace time.Duration
@@ -149,6 +153,9 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	}
 	t.Cleanup(c.stop)
 	c.client = node.NewClient(c.agents[0].APIAddr())
+	if o.key != nil {
+		c.client = node.NewKeyClient(o.key, c.agents[0].APIAddr())
+	}
 	c.waitNodes(o.agents)
 	return c
 }
@@ -160,8 +167,11 @@ func (c *testCluster) agentConfig(i int) node.Config {
 	cfg := node.Config{
 		Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 		Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
-		Shim: testShim(c.t), Priority: o.priority, ControllerGrace: o.controllerGrace, Log: c.log,
+		Shim: o.shim, Priority: o.priority, ControllerGrace: o.controllerGrace, Log: c.log, Key: o.key, AdminGID: o.adminGID,
 		Suspend: o.suspend,
+	}
+	if cfg.Shim == nil {
+		cfg.Shim = testShim(c.t)
 	}
 	if i == 0 {
 		cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth

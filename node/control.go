@@ -70,6 +70,10 @@ type launch struct {
 	// Bench, when set, replaces Argv: the agent runs its own cosched's
 	// bench-rank with these arguments (agents may not share a path).
 	Bench []string `msgpack:"bench"`
+	// Owner is who the ranks run as, Dir where (empty: the owner's home);
+	// both appended in this version, absent from older controllers.
+	Owner *Owner `msgpack:"owner,omitempty"`
+	Dir   string `msgpack:"dir,omitempty"`
 	// MPI is the process-management interface the ranks get ("" or
 	// none: none; pmi1: PMI-1 over PMI_FD).
 	MPI string `msgpack:"mpi,omitempty"`

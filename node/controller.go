@@ -346,7 +346,8 @@ func (c *Controller) launchOf(l *ctl.Launch) launch {
 		ranks[i] = launchRank{Rank: r.Rank, Slot: r.Slot}
 	}
 	return launch{Job: l.Job, Size: l.Size, Argv: j.Spec.Command, Env: env, Row: l.Row, Rows: l.Rows, Ranks: ranks, Nodes: l.Nodes, Bench: benchArgs,
-		MemoryPerRank: j.Spec.Memory, MPI: j.Spec.MPI}
+		MemoryPerRank: j.Spec.Memory, MPI: j.Spec.MPI,
+		Owner: j.Spec.Owner, Dir: j.Spec.Dir}
 }
 
 // carryOut persists a batch's records, then sends its orders. An agent

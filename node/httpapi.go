@@ -86,6 +86,13 @@ func (a *Agent) withController(h func(*Controller, http.ResponseWriter, *http.Re
 			writeError(w, http.StatusServiceUnavailable, "no controller leads yet (an election may be in progress)")
 			return
 		}
+		// The controller trusts this agent's word (it holds the key) on
+		// who the caller is, however the caller reached it.
+		r = r.Clone(r.Context())
+		r.Header.Del("Authorization")
+		if t := a.token(caller(r)); t != "" {
+			r.Header.Set("Authorization", AuthScheme+" "+t)
+		}
 		r.Header.Set(forwardedHeader, a.cfg.Name)
 		a.proxyTo(target).ServeHTTP(w, r)
 	}
@@ -155,6 +162,13 @@ func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request)
 		writeError(w, http.StatusBadRequest, "malformed job spec: more than one JSON value")
 		return
 	}
+	owner := ownerOf(caller(r))
+	if why := mayRunAs(owner); why != "" {
+		a.authDenials.Inc()
+		writeError(w, http.StatusForbidden, fmt.Sprintf("user %s: %s", owner.User, why))
+		return
+	}
+	spec.Owner, spec.User = &owner, owner.User // never the client's word
 	ctx, cancel := callCtx(r)
 	defer cancel()
 	id, err := c.Submit(ctx, spec)
@@ -185,6 +199,14 @@ func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 	if jobs == nil {
 		jobs = []Job{}
 	}
+	// Everyone sees the queue; only owners and operators see what a job
+	// runs and where its output goes.
+	who := caller(r)
+	for i := range jobs {
+		if !a.mayAccess(who, jobs[i].Spec.Owner) {
+			jobs[i].Spec.Command, jobs[i].Spec.Dir, jobs[i].Ranks = nil, "", nil
+		}
+	}
 	writeJSON(w, http.StatusOK, jobs)
 }
 
@@ -204,15 +226,27 @@ func (a *Agent) apiJob(c *Controller, w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
+	j, ok := a.accessibleJob(ctx, c, w, r, id, "see")
+	if ok {
+		writeJSON(w, http.StatusOK, j)
+	}
+}
+
+// accessibleJob fetches job id if the caller may act on it; otherwise it
+// answers 404, 403 or 503 itself.
+func (a *Agent) accessibleJob(ctx context.Context, c *Controller, w http.ResponseWriter, r *http.Request, id int64, what string) (Job, bool) {
 	j, err := c.Job(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case !a.mayAccess(caller(r), j.Spec.Owner):
+		a.forbidden(w, id, j.Spec.Owner, what)
 	default:
-		writeJSON(w, http.StatusOK, j)
+		return j, true
 	}
+	return j, false
 }
 
 func (a *Agent) apiCancel(c *Controller, w http.ResponseWriter, r *http.Request) {
@@ -222,6 +256,9 @@ func (a *Agent) apiCancel(c *Controller, w http.ResponseWriter, r *http.Request)
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
+	if _, ok := a.accessibleJob(ctx, c, w, r, id, "cancel"); !ok {
+		return
+	}
 	err := c.Cancel(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -279,7 +316,9 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 			if n.State != "up" || n.APIAddr == "" {
 				continue
 			}
-			st, err := NewClient(n.APIAddr).LocalStats(ctx, 0)
+			cl := NewClient(n.APIAddr)
+			cl.Token = func() (string, error) { return a.token(a.self()), nil }
+			st, err := cl.LocalStats(ctx, 0)
 			if err != nil {
 				a.log.Warn("node stats", zap.String("node", n.Name), zap.Error(err))
 				continue

@@ -26,6 +26,11 @@ func (a *Agent) registerMetrics() {
 	gauge := func(name, help string, f func() float64) {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cosched_" + name, Help: help, ConstLabels: labels}, f))
 	}
+	a.authFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "cosched_api_unauthenticated_total",
+		Help: "API requests refused 401: no, malformed, expired or forged credential.", ConstLabels: labels})
+	a.authDenials = prometheus.NewCounter(prometheus.CounterOpts{Name: "cosched_api_forbidden_total",
+		Help: "API requests refused 403: another user's job, or a user this agent cannot run jobs for.", ConstLabels: labels})
+	r.MustRegister(a.authFailures, a.authDenials)
 	counter("strobes_applied_total", "Strobes this agent applied (row switches).", func(s strobe.Stats) uint64 { return s.Applied })
 	counter("strobes_lost_total", "Strobes never received (gaps in the slice sequence).", func(s strobe.Stats) uint64 { return s.Lost })
 	counter("strobes_late_total", "Strobes received out of order or twice, dropped.", func(s strobe.Stats) uint64 { return s.Late })

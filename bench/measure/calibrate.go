@@ -174,7 +174,7 @@ func (c *calibrator) cluster(ctx context.Context, dir string, mode node.Mode, n 
 // space measures the relays, the launch and the compute scale.
 func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) error {
 	return c.cluster(ctx, dir, node.Space, 2, func(rec *localcluster.Cluster) error {
-		api := node.NewClient(rec.API)
+		api := rec.Client()
 		size := strconv.Itoa(p.Measured.MessageSize)
 		fmt.Fprintf(c.progress, "calibrate: relay ping-pong and stream...\n")
 		ping, err := c.probe(ctx, api, dir, 2, "--test", ProbePingPong, "--count", strconv.Itoa(c.o.Pings), "--size", size)
@@ -231,7 +231,7 @@ func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) 
 // bcs measures the slice switching and the delivery delay.
 func (c *calibrator) bcs(ctx context.Context, dir string, p *profile.Profile) error {
 	return c.cluster(ctx, dir, node.BCS, c.o.Nodes, func(rec *localcluster.Cluster) error {
-		api := node.NewClient(rec.API)
+		api := rec.Client()
 		fmt.Fprintf(c.progress, "calibrate: bcs delivery delay (%d barriers)...\n", c.o.Barriers)
 		two, err := c.probe(ctx, api, dir, 2, "--test", ProbeBarrier, "--count", strconv.Itoa(c.o.Barriers))
 		if err != nil {
@@ -247,7 +247,7 @@ func (c *calibrator) bcs(ctx context.Context, dir string, p *profile.Profile) er
 		var dues []int64
 		var costs []time.Duration
 		for _, a := range rec.Agents {
-			st, err := node.NewClient(a.API).LocalStats(ctx, 0)
+			st, err := rec.ClientFor(a.API).LocalStats(ctx, 0)
 			if err != nil {
 				return fmt.Errorf("agent %s: %w", a.Name, err)
 			}

@@ -196,7 +196,7 @@ func runMode(ctx context.Context, o RunOptions, mode node.Mode, jobs []experimen
 				fmt.Fprintf(progress, "%s warning: %v\n", tag, err)
 			}
 		}()
-		cl = node.NewClient(rec.API)
+		cl = rec.Client()
 	}
 	lastDone, lastPrint := -1, time.Time{}
 	recs, err := experiment.Replay(ctx, cl, jobs, experiment.Options{Work: o.Work,

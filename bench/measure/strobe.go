@@ -175,7 +175,7 @@ func WriteSuspendComparison(w io.Writer, reps []*StrobeReport) {
 }
 
 func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, o StrobeOptions) (*StrobeReport, error) {
-	ctl := node.NewClient(rec.API)
+	ctl := rec.Client()
 	var ids []int64
 	for i := range o.MPL {
 		id, err := ctl.Submit(ctx, node.JobSpec{Name: fmt.Sprintf("spin%d", i), Command: spin,
@@ -200,7 +200,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 
 	agents := make(map[string]*node.Client, len(rec.Agents))
 	for _, a := range rec.Agents {
-		agents[a.Name] = node.NewClient(a.API)
+		agents[a.Name] = rec.ClientFor(a.API)
 	}
 	// Start after a short settling time and from each agent's current
 	// slice, then poll often enough that no record leaves an agent's ring

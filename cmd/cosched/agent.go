@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/localcluster"
@@ -47,6 +49,8 @@ type agentFlags struct {
 	StateDir    string `toml:"state_dir"`
 	APIPort     int    `toml:"api_port"`
 	Key         string `toml:"encrypt_key"`
+	KeyFile     string `toml:"key_file"`
+	AdminGroup  string `toml:"admin_group"`
 	Local       bool   `toml:"local"`
 	Priority    int    `toml:"realtime_priority"`
 	Fanout      int    `toml:"strobe_fanout"`
@@ -104,7 +108,7 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, local, nice, rank_nice, realtime_priority, controller_grace,
+state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority, controller_grace,
 strobe_fanout, log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
 
 Jobs are contained by cgroups where the host allows (--cgroups auto): one
@@ -164,6 +168,8 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.StateDir, "state-dir", "", "directory for rank output and agent files (default: <state dir>/agents/<name>)")
 	fl.IntVar(&f.APIPort, "api-port", 0, "port of the HTTP API (0 picks one; the cluster learns it by gossip)")
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
+	fl.StringVar(&f.KeyFile, "key-file", "", "the cluster key (32 random bytes, raw or hex, mode 0600; cluster up makes one): authenticates API requests and, without --encrypt-key, encrypts gossip; every agent needs the same. Without it the API trusts every caller (the agent warns)")
+	fl.StringVar(&f.AdminGroup, "admin-group", "", "members of this group are operators: they may cancel and inspect every user's jobs (root always may)")
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Fanout, "strobe-fanout", 0, "controller: strobe agents along a tree of this arity (each agent forwards to up to K others; the last agent hears after ~log_K N hops instead of N sends); 0 sends to every agent directly. Needs every agent to be of a build that forwards (docs/scaling.md)")
@@ -203,7 +209,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy }, "bandwidth": func() { f.Bandwidth = fromFlags.Bandwidth },
 		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
 		"state-dir": func() { f.StateDir = fromFlags.StateDir }, "api-port": func() { f.APIPort = fromFlags.APIPort },
-		"encrypt-key": func() { f.Key = fromFlags.Key }, "local": func() { f.Local = fromFlags.Local },
+		"encrypt-key": func() { f.Key = fromFlags.Key }, "key-file": func() { f.KeyFile = fromFlags.KeyFile }, "admin-group": func() { f.AdminGroup = fromFlags.AdminGroup }, "local": func() { f.Local = fromFlags.Local },
 		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
 		"controller-grace":  func() { f.Grace = fromFlags.Grace },
@@ -372,6 +378,24 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
 		}
 	}
+	if f.KeyFile != "" {
+		if cfg.Key, err = clusterkey.Load(f.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--key-file: %v", err))
+		} else if f.Key == "" {
+			cfg.SecretKey = cfg.Key.Derive("gossip")
+		}
+	}
+	if f.AdminGroup != "" {
+		g, err := user.LookupGroup(f.AdminGroup)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--admin-group %q: %v", f.AdminGroup, err))
+		} else if gid, err := strconv.ParseUint(g.Gid, 10, 32); err != nil {
+			errs = append(errs, fmt.Errorf("--admin-group %q: gid %q: %v", f.AdminGroup, g.Gid, err))
+		} else {
+			g32 := uint32(gid)
+			cfg.AdminGID = &g32
+		}
+	}
 	// An empty value (an empty variable in the systemd environment file)
 	// means the default.
 	switch f.Cgroups {
@@ -436,7 +460,7 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		return err
 	}
 	if f.readyFile != "" {
-		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr()})
+		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
 		if err := atomicfile.WriteFile(f.readyFile, b); err != nil {
 			a.Shutdown()
 			return err

@@ -156,7 +156,11 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if f.addr != "" {
 		// An existing cluster fixes the mode, processors, slice and MPL:
 		// take them from it, and refuse flags that say otherwise.
-		cl = node.NewClient(f.addr)
+		var err error
+		dir, _ := stateDirFor("")
+		if cl, err = clientForAddr(f.addr, dir); err != nil {
+			return err
+		}
 		if err := f.adoptCluster(ctx, progress, cl, changed); err != nil {
 			return err
 		}

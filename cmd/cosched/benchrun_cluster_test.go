@@ -266,6 +266,8 @@ func TestBenchRunAddrChecksCores(t *testing.T) {
 	}
 	var c struct{ API string }
 	json.Unmarshal(rec, &c)
+	// A cluster elsewhere: the CLI signs its requests with the key file.
+	t.Setenv("COSCHED_KEY_FILE", filepath.Join(state, "cluster.key"))
 	code, _, stderr := cli(t, "", "bench", "run", "--addr", c.API, "--jobs", "1", "--out", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "pass --work wall") || !strings.Contains(stderr, procs+" processors on this host") {
 		t.Fatalf("exit %d\n%s", code, stderr)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
@@ -50,32 +51,63 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.stateDir, "state-dir", "", "state directory of cluster up (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 }
 
-// client resolves the API address: --addr, COSCHED_ADDR, the local cluster.
+// client resolves the API address (--addr, COSCHED_ADDR, the local
+// cluster) and the credential (see clientForAddr and
+// localcluster.Cluster.ClientFor).
 func (c *clientFlags) client() (*node.Client, error) {
 	addr := c.addr
 	if addr == "" {
 		addr = os.Getenv("COSCHED_ADDR")
 	}
-	if addr == "" {
-		dir, err := stateDirFor(c.stateDir)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := localcluster.Load(dir)
-		if err != nil {
-			return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
-		}
-		others := make([]string, 0, len(rec.Agents))
-		for _, a := range rec.Agents {
-			others = append(others, a.API)
-		}
-		return node.NewClient(rec.API, others...), nil
+	dir, err := stateDirFor(c.stateDir)
+	if addr != "" {
+		return clientForAddr(addr, dir)
 	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := localcluster.Load(dir)
+	if err != nil {
+		return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
+	}
+	return rec.Client(), nil
+}
+
+// defaultKeyFile is where the systemd and Slurm deployments keep the
+// cluster key.
+const defaultKeyFile = "/etc/cosched/cluster.key"
+
+// clientForAddr finds a credential for the agent at addr without
+// ceremony: the agent's Unix socket named by COSCHED_SOCKET (the kernel
+// vouches for this process's uid); else, when addr is an agent of the
+// local cluster recorded in stateDir, what that record offers (its Unix
+// socket, else its key); else a token signed with the key file
+// COSCHED_KEY_FILE, or /etc/cosched/cluster.key, when this process can
+// read it; else none (an agent with a key answers 401 saying what to do).
+func clientForAddr(addr, stateDir string) (*node.Client, error) {
 	addrs := strings.Split(addr, ",")
 	for i, a := range addrs {
 		if addrs[i] = strings.TrimSpace(a); addrs[i] == "" {
 			return nil, fmt.Errorf("--addr %q: empty address in the list", addr)
 		}
+	}
+	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
+		return node.NewUnixClient(sock), nil
+	}
+	if stateDir != "" {
+		if rec, err := localcluster.Load(stateDir); err == nil && rec.Has(addrs[0]) {
+			return rec.ClientFor(addrs[0]), nil
+		}
+	}
+	if path := os.Getenv("COSCHED_KEY_FILE"); path != "" {
+		k, err := clusterkey.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("COSCHED_KEY_FILE: %w", err)
+		}
+		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
+	}
+	if k, err := clusterkey.Load(defaultKeyFile); err == nil {
+		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
 	}
 	return node.NewClient(addrs[0], addrs[1:]...), nil
 }
@@ -229,7 +261,7 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 		fmt.Fprintf(out, "cluster of %d agents up (%s mode, controller a0 at %s)\n", o.Agents, o.Mode, c.API)
 	}
 	fmt.Fprintf(out, "  cosched submit -n 2 -t 1m -- sleep 10    # the commands find it through %s\n", file)
-	fmt.Fprintf(out, "  export COSCHED_ADDR=%s               # or from elsewhere\n", c.API)
+	fmt.Fprintf(out, "  export COSCHED_ADDR=%s COSCHED_KEY_FILE=%s   # or from elsewhere\n", c.API, localcluster.KeyFile(c.Dir()))
 	fmt.Fprintf(out, "  cosched cluster down\n")
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 )
 
@@ -54,7 +55,11 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
-	client := node.NewClient(rec.API)
+	lc, err := localcluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := lc.Client()
 	id, err := client.Submit(context.Background(), node.JobSpec{Command: busy, Processors: 3, TimeLimit: node.Duration{D: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +220,7 @@ func TestSubmitBenchAndNodesStats(t *testing.T) {
 	if err := json.Unmarshal(rec, &c); err != nil || len(c.Agents) != 2 {
 		t.Fatalf("cluster.json: %v\n%s", err, rec)
 	}
-	code, out, stderr = cli(t, "", "submit", "--addr", c.Agents[1].API, "-n", "2", "--bench", "20ms,0ms,barrier,NB",
+	code, out, stderr = cli(t, "", "submit", "--addr", c.Agents[1].API, "--state-dir", state, "-n", "2", "--bench", "20ms,0ms,barrier,NB",
 		"--iterations", "20", "--work", "wall", "--parsable")
 	if code != 0 {
 		t.Fatalf("cosched submit --bench: exit %d\n%s", code, stderr)
@@ -226,7 +231,11 @@ func TestSubmitBenchAndNodesStats(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	j, err := node.NewClient(c.Agents[0].API).Wait(ctx, id, 20*time.Millisecond)
+	lc, err := localcluster.Load(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := lc.Client().Wait(ctx, id, 20*time.Millisecond)
 	if err != nil || j.State != node.Completed {
 		t.Fatalf("job %d: %+v %v", id, j, err)
 	}
@@ -235,7 +244,7 @@ func TestSubmitBenchAndNodesStats(t *testing.T) {
 			t.Fatalf("rank %d bench stats %+v", r.Rank, r.Bench)
 		}
 	}
-	code, out, stderr = cli(t, "", "nodes", "--stats", "--addr", c.Agents[0].API)
+	code, out, stderr = cli(t, "", "nodes", "--stats", "--addr", c.Agents[0].API, "--state-dir", state)
 	if code != 0 || !strings.Contains(out, "REUSES") || !strings.Contains(out, "bcs mode, MPL 2, slice 20ms") {
 		t.Fatalf("cosched nodes --stats: exit %d\n%s%s", code, out, stderr)
 	}

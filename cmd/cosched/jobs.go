@@ -151,6 +151,11 @@ collects them for whole workloads.`,
 			if err != nil {
 				return err
 			}
+			// The ranks start where the user submitted (sbatch's
+			// default), if the nodes have that directory.
+			if wd, err := os.Getwd(); err == nil {
+				spec.Dir = wd
+			}
 			id, err := c.Submit(cmd.Context(), spec)
 			if err != nil {
 				return err
@@ -196,7 +201,7 @@ func newQueueCmd() *cobra.Command {
 ones too). ST is the state: PD pending, R running, CD completed, F failed, CA
 cancelled, TO timeout. TIME is the time the job has run. For a pending job the
 last column says why it waits; for a failed one why it failed. USER is the
-name the submitting client gave (not authenticated yet).
+job's owner as the agent authenticated it (docs/security.md).
 
 -o/--format takes squeue's % fields (` + queueFieldLetters + `),
 each as %[.][WIDTH]FIELD: WIDTH cuts or pads the value, "." right-justifies

@@ -16,9 +16,8 @@ const maxUserName = 64
 // JobSpec is what a user submits (POST /v1/jobs).
 type JobSpec struct {
 	Name string `json:"name,omitempty"`
-	// User is the submitting user's name as the client states it (the
-	// CLI's login name). It is shown, not checked: authenticating the
-	// owner comes with the identity work (SO_PEERCRED, tokens).
+	// User is the owner's name: the agent sets it from the authenticated
+	// caller (see Owner), whatever the client sent.
 	User       string   `json:"user,omitempty"`
 	Command    []string `json:"command"`          // run once per rank
 	Processors int      `json:"processors"`       // ranks, one per processor
@@ -40,6 +39,19 @@ type JobSpec struct {
 	// --mpi: MPINone or MPIPMI1 (MPICH's simple PMI; docs/mpi.md); ""
 	// takes the cluster's default.
 	MPI string `json:"mpi,omitempty"`
+	// Dir is the ranks' working directory (the CLI sends the one it runs
+	// in); empty: the owner's home directory.
+	Dir string `json:"dir,omitempty"`
+	// Owner is who submitted the job: the agent sets it from the
+	// authenticated caller, whatever the client sent.
+	Owner *Owner `json:"owner,omitempty"`
+}
+
+// Owner is the user a job belongs to and runs as.
+type Owner struct {
+	UID  uint32 `json:"uid" msgpack:"uid"`
+	GID  uint32 `json:"gid" msgpack:"gid"`
+	User string `json:"user" msgpack:"user"` // the login name on the controller's node, or the uid in decimal
 }
 
 // MPI process-management interfaces a job can ask for (JobSpec.MPI).
@@ -90,6 +102,9 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	}
 	if s.Memory < 0 {
 		errs = append(errs, fmt.Sprintf("memory: %d, must not be negative", s.Memory))
+	}
+	if s.Dir != "" && (!strings.HasPrefix(s.Dir, "/") || len(s.Dir) > 4096) {
+		errs = append(errs, fmt.Sprintf("dir: %q, want an absolute path of at most 4096 bytes", s.Dir))
 	}
 	if len(s.Name) > 256 {
 		errs = append(errs, "name: longer than 256 bytes")

@@ -201,6 +201,7 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		dir:   dir,
 		files: append(files, s.ExtraFiles...),
 		cpu:   s.CPU,
+		cred:  s.Credential,
 		cg:    s.Cgroup,
 		reply: make(chan spawnResult, 1),
 	}

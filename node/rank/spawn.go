@@ -19,7 +19,8 @@ type spawnReq struct {
 	dir   string
 	files []*os.File // stdin, stdout, stderr, then Spec.ExtraFiles
 	cpu   int        // ≥ 0: pin the child to this CPU from its first instruction
-	cg    Cgroup     // where the child is born (nil: the agent's cgroups)
+	cred  *syscall.Credential
+	cg    Cgroup // where the child is born (nil: the agent's cgroups)
 	reply chan spawnResult
 }
 
@@ -83,8 +84,9 @@ func forkExec(r spawnReq, log *zap.Logger) (int, error) {
 		fds[i] = f.Fd()
 	}
 	sys := &syscall.SysProcAttr{
-		Setpgid:   true, // own group: pgid = pid
-		Pdeathsig: syscall.SIGKILL,
+		Setpgid:    true, // own group: pgid = pid
+		Pdeathsig:  syscall.SIGKILL,
+		Credential: r.cred, // nil: the agent's user
 	}
 	if r.cg != nil {
 		// Like the CPU mask: the child is born in its job's cgroup,

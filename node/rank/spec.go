@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -41,6 +42,11 @@ type Spec struct {
 	// Stopped starts the rank stopped: its program does not execute a
 	// single instruction before the first Cont (see the package doc).
 	Stopped bool
+	// Credential, when set, runs the rank (and its shim) as this user,
+	// group and supplementary groups (the manager must run as root), and
+	// its environment is then Env and the manager's variables only: none
+	// of the agent's. Nil: the agent's user and environment.
+	Credential *syscall.Credential
 	// Cgroup, when set, is the control group the rank is born in (its
 	// job's; node/jobcg implements it). Nil: the rank stays in the
 	// agent's cgroups.
@@ -147,7 +153,11 @@ func resolve(name string) (string, error) {
 // its first appearance (raw execve does not deduplicate, and C's getenv
 // returns the first match).
 func environ(s *Spec) []string {
-	all := append(os.Environ(), s.Env...)
+	var all []string
+	if s.Credential == nil {
+		all = os.Environ()
+	}
+	all = append(all, s.Env...)
 	all = append(all,
 		EnvJob+"="+strconv.FormatInt(s.Job, 10),
 		EnvRank+"="+strconv.Itoa(s.Rank),
