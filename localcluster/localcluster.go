@@ -326,7 +326,7 @@ func (c *Cluster) startControllers(ctx context.Context, o Options, deadline time
 			return err
 		}
 		args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir, "--no-compute",
-			"--log-format", "json", "--realtime-priority", strconv.Itoa(o.RealtimePriority),
+			"--log-format", "json", "--key-file", KeyFile(o.StateDir), "--realtime-priority", strconv.Itoa(o.RealtimePriority),
 			"--controllers", strconv.Itoa(o.Controllers), "--raft-port", strconv.Itoa(port)}
 		args = append(args, c.controllerArgs(o)...)
 		var join []string
@@ -681,14 +681,10 @@ const lastJobFile = "last-job-id"
 // answer (a crashed cluster); 0 if none.
 func (c *Cluster) lastJobID() int64 {
 	var last int64
-	var apis []string
-	for _, a := range c.Agents {
-		apis = append(apis, a.API)
-	}
-	if len(apis) > 0 {
+	if len(c.Agents) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		cl := node.NewClient(apis[0], apis[1:]...)
+		cl := c.ClientFor(c.Agents[0].API)
 		cl.RetryFor = 0
 		if jobs, err := cl.Jobs(ctx, true); err == nil {
 			for _, j := range jobs {

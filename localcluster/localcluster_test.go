@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"github.com/cosched/cosched/clusterkey"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,7 +137,11 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	for _, a := range c.Agents {
 		apis = append(apis, a.API)
 	}
-	client := node.NewClient(apis[3], apis...) // a compute agent first
+	key, err := clusterkey.Load(KeyFile(o.StateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := node.NewKeyClient(key, apis[3], apis...) // a compute agent first
 	leader := func() string {
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
@@ -203,7 +208,7 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, node.Space, 1, 0
 	submit := func(c *Cluster) int64 {
-		id, err := node.NewClient(c.API).Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
+		id, err := c.Client().Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -138,7 +138,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	rep.Suspend = suspend
 	// Report what the agents did, not what was asked: an agent without
 	// cgroups suspends with signals.
-	if nodes, err := node.NewClient(cl.API).Nodes(ctx, true); err == nil {
+	if nodes, err := cl.Client().Nodes(ctx, true); err == nil {
 		for _, n := range nodes.Nodes {
 			if n.Stats != nil && n.Stats.Suspend != suspend {
 				return nil, fmt.Errorf("agent %s suspended with %s, not %s (cgroups: %s)", n.Name, n.Stats.Suspend, suspend, n.Stats.Cgroups)
