@@ -2,79 +2,27 @@ package strobe
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"runtime"
-	"strings"
+	"github.com/cosched/cosched/internal/leakcheck"
 	"sync"
 	"testing"
 	"time"
 )
 
-// TestMain fails the package if any goroutine of this package or of
-// memberlist outlives the tests (goleak's VerifyTestMain, by hand).
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if leaked := settle(10 * time.Second); leaked != "" {
-			fmt.Fprintf(os.Stderr, "goroutines leaked after all tests:\n%s\n", leaked)
-			code = 1
-		}
-	}
-	os.Exit(code)
+// leaks watches this package's goroutines and memberlist's.
+func leaks() leakcheck.Checker {
+	return leakcheck.New("strobe", "github.com/cosched/cosched/strobe", "github.com/hashicorp/memberlist")
 }
+
+// TestMain fails the package if any goroutine of this package or of
+// memberlist outlives the tests.
+func TestMain(m *testing.M) { leaks().Main(m) }
 
 // checkLeaks fails t if goroutines of this package (or memberlist) are
 // still running a few seconds after the test and its cleanups finish.
 // Register it first, so it runs after every other cleanup.
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	t.Cleanup(func() {
-		if leaked := settle(10 * time.Second); leaked != "" {
-			t.Errorf("goroutines leaked:\n%s", leaked)
-		}
-	})
-}
-
-// settle waits up to d for the interesting goroutines to exit and returns
-// the stacks of those that did not.
-func settle(d time.Duration) string {
-	deadline := time.Now().Add(d)
-	for {
-		leaked := interestingGoroutines()
-		if len(leaked) == 0 {
-			return ""
-		}
-		if time.Now().After(deadline) {
-			return strings.Join(leaked, "\n\n")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func interestingGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var out []string
-	for i, g := range strings.Split(string(buf), "\n\n") {
-		if i == 0 { // the calling goroutine
-			continue
-		}
-		if strings.Contains(g, "cosched/cosched/strobe.") || strings.Contains(g, "hashicorp/memberlist.") {
-			if strings.Contains(g, "strobe.Test") && !strings.Contains(g, "strobe.(*") {
-				continue // a test function's own goroutine (another test's t.Run parent)
-			}
-			out = append(out, g)
-		}
-	}
-	return out
+	leaks().Check(t)
 }
 
 // eventually polls cond until it holds or a generous timeout passes. The
