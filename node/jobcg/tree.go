@@ -460,3 +460,19 @@ func ownCgroupV2() (string, error) {
 	}
 	return "", errors.New("no cgroup v2 entry in /proc/self/cgroup")
 }
+
+// jobDirs lists the job cgroups (job-N) directly under dir: what a
+// previous life of the agent may have left.
+func jobDirs(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "job-") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}

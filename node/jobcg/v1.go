@@ -105,19 +105,7 @@ func (b *v1Backend) group(name string, cg cgroup1.Cgroup, memLimit int64) (*v1Gr
 	return &v1Group{cg: cg, own: own, freezerState: filepath.Join(b.freezerDir, name, "freezer.state"), memLimit: memLimit}, nil
 }
 
-func (b *v1Backend) leftovers() ([]string, error) {
-	ents, err := os.ReadDir(b.freezerDir)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "job-") {
-			names = append(names, e.Name())
-		}
-	}
-	return names, nil
-}
+func (b *v1Backend) leftovers() ([]string, error) { return jobDirs(b.freezerDir) }
 
 func (b *v1Backend) load(name string) (group, error) {
 	cg, err := cgroup1.Load(b.path(name), cgroup1.WithHierarchy(b.hierarchy))

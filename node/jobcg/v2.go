@@ -98,19 +98,7 @@ func (b *v2Backend) group(name string, m *cgroup2.Manager, memLimit int64) (*v2G
 	return &v2Group{m: m, dir: filepath.Join(b.dir, name), memLimit: memLimit}, nil
 }
 
-func (b *v2Backend) leftovers() ([]string, error) {
-	ents, err := os.ReadDir(b.dir)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "job-") {
-			names = append(names, e.Name())
-		}
-	}
-	return names, nil
-}
+func (b *v2Backend) leftovers() ([]string, error) { return jobDirs(b.dir) }
 
 func (b *v2Backend) load(name string) (group, error) {
 	m, err := cgroup2.Load(strings.TrimPrefix(filepath.Join(b.dir, name), b.mount), cgroup2.WithMountpoint(b.mount))
