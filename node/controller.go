@@ -371,7 +371,7 @@ func (c *Controller) carryOut(ctx context.Context, b batch) error {
 				continue
 			}
 			if err := l.send(o.typ, o.msg); err != nil {
-				c.log.Warn("control send", zap.String("agent", o.to), zap.Error(err))
+				c.log.Warn("control send", zap.String("peer", o.to), zap.Error(err))
 				down = append(down, o.to)
 			}
 		}
@@ -503,12 +503,12 @@ func (c *Controller) linkUp(m *ctl.Machine, meta member.Meta, l *link, w welcome
 		report.Exits = append(report.Exits, exitOf(x))
 	}
 	if err := m.AgentUp(report); err != nil {
-		c.log.Error("agent refused", zap.String("agent", meta.Name), zap.Error(err))
+		c.log.Error("agent refused", zap.String("peer", meta.Name), zap.Error(err))
 		l.close()
 		delete(c.links, meta.Name)
 		return
 	}
-	c.log.Info("agent up", zap.String("agent", meta.Name), zap.Int("cpus", meta.CPUs),
+	c.log.Info("agent up", zap.String("peer", meta.Name), zap.Int("cpus", meta.CPUs),
 		zap.Int("live ranks", len(w.Ranks)), zap.Int("exits meanwhile", len(w.Exits)))
 }
 
@@ -521,7 +521,7 @@ func (c *Controller) linkLost(m *ctl.Machine, name string, l *link, why string) 
 	l.close()
 	delete(c.links, name)
 	m.AgentDown(name)
-	c.log.Warn("agent down: its ranks keep running while it is reached again", zap.String("agent", name), zap.String("why", why))
+	c.log.Warn("agent down: its ranks keep running while it is reached again", zap.String("peer", name), zap.String("why", why))
 	c.connect(name, 200*time.Millisecond)
 }
 

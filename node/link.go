@@ -91,7 +91,7 @@ func (c *Controller) handshake(conn net.Conn, r *frame.Reader) (welcome, error) 
 // link with the controller, and then reads the agent's reports until the
 // connection ends. It runs in its own goroutine (owned by c.wg).
 func (c *Controller) dial(m member.Meta) {
-	log := c.log.With(zap.String("agent", m.Name))
+	log := c.log.With(zap.String("peer", m.Name))
 	dialed := false
 	defer func() {
 		if !dialed {

@@ -169,7 +169,7 @@ func (c *Controller) pmiBarrierIn(m *ctl.Machine, node string, b pmiBarrier) {
 	for _, a := range to {
 		if l := c.links[a]; l != nil {
 			if err := l.send(msgPMIBarrierOut, out); err != nil {
-				c.log.Warn("PMI barrier not sent", zap.String("agent", a), zap.Error(err))
+				c.log.Warn("PMI barrier not sent", zap.String("peer", a), zap.Error(err))
 			}
 		}
 	}
