@@ -72,7 +72,13 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { c.Down(5 * time.Second) }() // c is the latest record
+	defer func() { // the latest record: a restarted agent is in it, not in c
+		if rec, err := Load(o.StateDir); err == nil {
+			rec.Down(5 * time.Second)
+			return
+		}
+		c.Down(5 * time.Second)
+	}()
 	if _, err := Up(context.Background(), o); !errors.Is(err, ErrRunning) {
 		t.Fatalf("Up over a whole running cluster: %v", err)
 	}
@@ -102,7 +108,6 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	if err != nil || rec.Agents[1].PID != c2.Agents[1].PID || !slices.Equal(rec.Agents[1].Args, c.Agents[1].Args) {
 		t.Fatalf("record after the restart: %+v, %v", rec, err)
 	}
-	c = rec
 }
 
 // buildCosched builds the cosched binary into a temporary directory.
