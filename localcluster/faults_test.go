@@ -165,6 +165,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 		next := leader(victim)
 		took := time.Since(killed)
 		o.Timeout = min(30*time.Second, time.Until(end))
+		upStart := time.Now()
 		if c, err = Up(ctx, o); err != nil {
 			t.Fatalf("kill %d: Up to restart %s: %v", k+1, victim, err)
 		}
@@ -174,8 +175,8 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 		mu.Lock()
 		n, f := len(accepted), fmt.Sprint(failures)
 		mu.Unlock()
-		t.Logf("kill %d: %s (pid %d) killed, %s leads after %v, %s restarted; %d accepted, failed submissions so far %s",
-			k+1, victim, pid, next, took.Round(time.Millisecond), victim, n, f)
+		t.Logf("kill %d: %s (pid %d) killed, %s leads after %v, %s restarted in %v; %d accepted, failed submissions so far %s",
+			k+1, victim, pid, next, took.Round(time.Millisecond), victim, time.Since(upStart).Round(time.Millisecond), n, f)
 		time.Sleep(time.Second) // submissions go on under the new leader
 	}
 	stopSubmitting()
