@@ -201,7 +201,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 				jobs[j.ID] = j
 				busy = busy || j.State == node.Pending || j.State == node.Running
 			}
-			if !busy && len(lost(ids, jobs)) == 0 {
+			if !busy && (len(lost(ids, jobs)) == 0 || len(jobs) > 0 && !missingAny(ids, jobs)) { // all ended (or every id known and ended)
 				break
 			}
 		}
@@ -260,6 +260,16 @@ func failureKind(err error) string {
 	default:
 		return "unreachable"
 	}
+}
+
+// missingAny reports whether jobs lacks one of ids.
+func missingAny(ids []int64, jobs map[int64]node.Job) bool {
+	for _, id := range ids {
+		if _, ok := jobs[id]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // lost lists the ids that jobs does not have as completed.
