@@ -247,10 +247,14 @@ type Agent struct {
 
 	mu      sync.Mutex // guards conn, pending, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
 	conn    net.Conn
-	pending []rankExit  // exits no controller has heard of (at most maxPendingExits)
-	ctrl    *Controller // the controller it runs while it leads
-	ctlName string      // the controller agent whose connection it serves
-	meta    member.Meta // what it gossips about itself
+	pending []rankExit // exits no controller has heard of (at most maxPendingExits)
+	// delivered are the latest exits written to a controller (at most
+	// maxDeliveredExits): a controller that dies before it journals one
+	// must not leave its successor believing the rank lost.
+	delivered []rankExit
+	ctrl      *Controller // the controller it runs while it leads
+	ctlName   string      // the controller agent whose connection it serves
+	meta      member.Meta // what it gossips about itself
 	// hbAddrs is every other member's heartbeat address, by name; ctrlHBs
 	// the controller-eligible agents' (setHeartbeatPeers).
 	hbAddrs map[string]string

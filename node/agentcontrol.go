@@ -39,6 +39,11 @@ func truncate(s string, n int) string {
 // within maxControlFrame (an exit is a few hundred bytes at most).
 const maxWelcomeExits = 500
 
+// maxDeliveredExits (less than maxWelcomeExits) bounds the exits an agent
+// repeats to every controller that connects: written to the previous one is not journaled by it (it
+// may have died first). The controller ignores the repeats it has.
+const maxDeliveredExits = 256
+
 // serveControl accepts the controller's control connections. A new
 // connection replaces the previous one (a restarted controller).
 func (a *Agent) serveControl(ctx context.Context) {
@@ -254,19 +259,22 @@ func (a *Agent) forwardExits() {
 }
 
 // welcome is what the agent tells a controller that connects: its jobs,
-// its live ranks (running or stopped), and the exits no controller has
-// heard of, which it hands over (requeueExits if the welcome is not sent).
+// its live ranks (running or stopped), the latest exits it delivered (the
+// previous controller may have died before journaling them), and the exits
+// no controller has heard of, which it hands over (requeueExits if the
+// welcome is not sent).
 func (a *Agent) welcome() (welcome, []rankExit) {
 	w := welcome{Node: a.cfg.Name, Jobs: a.sw.jobIDs()}
 	for _, r := range a.ranks.Live() {
 		w.Ranks = append(w.Ranks, liveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: processStopped(r.PID)})
 	}
 	a.mu.Lock()
-	n := min(len(a.pending), maxWelcomeExits)
-	w.Exits = slices.Clone(a.pending[:n])
+	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
+	handed := slices.Clone(a.pending[:n])
 	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits (setController)
+	w.Exits = append(slices.Clone(a.delivered), handed...)
 	a.mu.Unlock()
-	return w, w.Exits
+	return w, handed
 }
 
 // requeueExits puts back exits a controller did not get, ahead of newer
@@ -400,6 +408,10 @@ func (a *Agent) writeExitLocked(m rankExit) {
 	if a.conn != nil {
 		a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if err := frame.Write(a.conn, msgRankExit, m); err == nil {
+			if len(a.delivered) == maxDeliveredExits {
+				a.delivered = slices.Delete(a.delivered, 0, 1)
+			}
+			a.delivered = append(a.delivered, m)
 			return
 		}
 		a.conn.Close() // the reader sees it and clears it

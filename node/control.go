@@ -44,8 +44,10 @@ type welcome struct {
 	Node  string     `msgpack:"node"`
 	Jobs  []int64    `msgpack:"jobs"`
 	Ranks []liveRank `msgpack:"ranks,omitempty"`
-	// Exits are the ranks that ended while the agent had no controller
-	// (at most maxPendingExits; the oldest are kept).
+	// Exits are the latest exits the agent delivered to a controller
+	// (repeated: that controller may have died before journaling them;
+	// repeats are ignored) and the ranks that ended while it had none
+	// (at most maxWelcomeExits in all; the rest follow as rank exits).
 	Exits []rankExit `msgpack:"exits,omitempty"`
 }
 
