@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/internal/proctest"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -287,46 +286,14 @@ func lost(ids []int64, jobs map[int64]node.Job) []int64 {
 // in dir: a COSCHED_JOB in their environment, their stdout under dir.
 func clusterRanks(t *testing.T, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	ranks, err := proctest.Ranks(proctest.OutputUnder(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = d
-	}
-	self := os.Getpid()
 	var out []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		job := ""
-		for _, kv := range strings.Split(string(env), "\x00") {
-			if v, ok := strings.CutPrefix(kv, "COSCHED_JOB="); ok {
-				job = v
-			}
-		}
-		if job == "" {
-			continue
-		}
-		stdout, err := os.Readlink(filepath.Join("/proc", e.Name(), "fd", "1"))
-		if err != nil || !strings.HasPrefix(stdout, dir+string(filepath.Separator)) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out = append(out, fmt.Sprintf("pid %d job %s: %s (stdout %s)", pid, job, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), stdout))
+	for _, r := range ranks {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", r.PID))
+		out = append(out, fmt.Sprintf("pid %d job %d: %s (stdout %s)", r.PID, r.Job, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), r.Stdout))
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/cosched/cosched/internal/proctest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -252,66 +253,21 @@ func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration
 	return j
 }
 
-// jobPIDs finds the live processes of a job by their COSCHED_JOB
-// environment variable (the shim passes it on to the program), among this
-// test's ranks: the children of this process, whose agents run in it
-// (other tests on the machine have jobs of the same numbers).
+// jobPIDs finds the live processes of a job among this test's ranks: the
+// children of this process, whose agents run in it (other tests on the
+// machine have jobs of the same numbers).
 func jobPIDs(t testing.TB, id int64) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	self := os.Getpid()
+	pids, err := proctest.JobPIDs(id, func(r proctest.Rank) bool { return r.PPID == self })
 	if err != nil {
 		t.Fatal(err)
-	}
-	want := []byte("COSCHED_JOB=" + strconv.FormatInt(id, 10) + "\x00")
-	self := os.Getpid()
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
-			continue
-		}
-		if procState(pid) == 'Z' || procState(pid) == 0 || parentOf(pid) != self {
-			continue
-		}
-		pids = append(pids, pid)
 	}
 	return pids
 }
 
-// parentOf is a process's parent pid from /proc/pid/stat (0 if gone).
-func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
-}
-
-// procState is a process's state letter from /proc/pid/stat (0 if gone).
-func procState(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
-}
+// procState is a process's state letter (0 if gone).
+func procState(pid int) byte { return proctest.State(pid) }
 
 // rankNode reports which agent runs a pid (COSCHED_NODE).
 func rankNode(pid int) string {

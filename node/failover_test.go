@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/internal/proctest"
 	"net"
 	"os"
 	"os/exec"
@@ -169,25 +170,11 @@ func rankPIDs(j node.Job) []int {
 // the agent processes (other tests on the machine run jobs of the same ids).
 func procJobPIDs(t *testing.T, id int64, agents ...*agentProc) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	pids, err := proctest.JobPIDs(id, func(r proctest.Rank) bool {
+		return slices.ContainsFunc(agents, func(a *agentProc) bool { return a.cmd.Process.Pid == r.PPID })
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	want := "\x00COSCHED_JOB=" + strconv.FormatInt(id, 10) + "\x00"
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !strings.Contains("\x00"+string(env), want) || procState(pid) == 'Z' || procState(pid) == 0 {
-			continue
-		}
-		parent := parentOf(pid)
-		if slices.ContainsFunc(agents, func(a *agentProc) bool { return a.cmd.Process.Pid == parent }) {
-			pids = append(pids, pid)
-		}
 	}
 	return pids
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
+	"github.com/cosched/cosched/internal/proctest"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -52,54 +49,18 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 }
 
 // jobPIDs finds the live processes of a job of the cluster in state
-// directory dir: by their COSCHED_JOB environment variable (the shim passes
-// it on to the program) and their standard output, a rank file under dir.
-// The output, unlike the parent, survives a killed agent, and other tests
-// on the machine run jobs of the same numbers in other clusters.
+// directory dir (by their output under dir: other tests on the machine run
+// jobs of the same numbers in other clusters).
 func jobPIDs(t *testing.T, dir string, id int64) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	pids, err := proctest.JobPIDs(id, proctest.OutputUnder(dir))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = d
-	}
-	want := []byte("COSCHED_JOB=" + strconv.FormatInt(id, 10) + "\x00")
-	self := os.Getpid()
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !strings.Contains("\x00"+string(env), "\x00"+string(want)) {
-			continue
-		}
-		out, err := os.Readlink(filepath.Join("/proc", e.Name(), "fd", "1"))
-		if err != nil || !strings.HasPrefix(out, dir+string(filepath.Separator)) {
-			continue
-		}
-		if procState(pid) == 'Z' || procState(pid) == 0 {
-			continue
-		}
-		pids = append(pids, pid)
 	}
 	return pids
 }
 
-// procState is a process's state letter from /proc/pid/stat (0 if gone).
-func procState(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
-}
+// procState is a process's state letter (0 if gone).
+func procState(pid int) byte { return proctest.State(pid) }
 
 var busy = []string{"sh", "-c", "while :; do :; done"}
