@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/comm/relay/barrier"
 	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
@@ -273,26 +274,32 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 	}
 }
 
-// barrierReportLocked records node's arrivals at a barrier (reports only
-// grow) and releases the barrier when every rank of the job is in.
+// barrierReportLocked, at the job's root (barrier.Root), records node's
+// arrivals at a barrier (reports only grow); when every rank of the job
+// is in, it releases the barrier here and sends the release to the job's
+// other nodes at once (frameBarrierDone over the relays' connections), so
+// the barrier completes in the slice after its last arrival. Elsewhere
+// reports are not counted: a node learns the release from the root (and,
+// should that frame be lost, from the root's next heartbeat, Released).
 func (r *Relay) barrierReportLocked(lb loadBarrier, node string) {
 	j := r.jobs[lb.Job]
-	if j == nil || lb.Seq <= j.released {
+	if j == nil || lb.Seq <= j.released || r.rootLocked(j) != r.cfg.Node {
 		return
 	}
-	rep := j.reports[lb.Seq]
-	if rep == nil {
-		rep = map[string]int{}
-		j.reports[lb.Seq] = rep
+	if !j.count.Report(node, lb.Seq, lb.Arrived) {
+		return
 	}
-	rep[node] = max(rep[node], lb.Arrived)
-	total := 0
-	for _, n := range rep {
-		total += n
+	for _, h := range j.hosts {
+		if h != r.cfg.Node && !j.left[h] {
+			r.sendPeerLocked(h, frameBarrierDone, &barrierDone{Job: j.id, Seq: lb.Seq})
+		}
 	}
-	if total >= j.size {
-		r.releaseLocked(j, lb.Seq)
-	}
+	r.releaseLocked(j, lb.Seq)
+}
+
+// rootLocked is the node that counts j's barriers in buffered mode.
+func (r *Relay) rootLocked(j *job) string {
+	return barrier.Root(j.hosts, func(n string) bool { return j.left[n] })
 }
 
 // transferLoop sends each cut slice's transfer once the heartbeat for it

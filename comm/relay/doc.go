@@ -19,13 +19,16 @@
 //     destination in rounds: in round j node i sends to node (i+j) mod N
 //     (nodes sorted by name), so no node receives from everyone at once.
 //     The rest waits for later slices, so a message sent in slice k is
-//     received in slice k+1 at the earliest. A barrier completes at the
-//     strobe after its last arrival: each node reports how many of its
+//     received in slice k+1 at the earliest. A barrier completes in the
+//     slice after its last arrival: each node reports how many of its
 //     ranks have arrived (cumulatively, so a lost heartbeat only delays),
-//     and every relay releases its own ranks when the reports add up to
-//     the job's size. Heartbeats also carry each job's highest barrier
-//     released, so a relay that missed some arrival reports (a heartbeat
-//     lost, or a peer it does not yet know) still releases.
+//     the job's root (its first node by name, package barrier) counts the
+//     reports and, when they add up to the job's size, releases its ranks
+//     and sends the release to the job's other nodes at once. Heartbeats
+//     also carry each job's highest barrier released, so a node the
+//     release frame did not reach still releases a slice later. A node
+//     whose ranks of a job have all ended (FinishJob) tells the job's
+//     other nodes, which stop waiting for its heartbeats.
 //
 // # Matching and blocking
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -24,8 +25,13 @@ const (
 	framePeerHello    frame.Type = 1 // peerHello
 	framePeerMsg      frame.Type = 2 // peerMsg
 	frameBarrierCount frame.Type = 3 // barrierCount: a node's arrivals, to the job's root (immediate mode)
-	frameBarrierDone  frame.Type = 4 // barrierDone: the root's release, to every node of the job
+	frameBarrierDone  frame.Type = 4 // barrierDone: the root's release, to every node of the job (both modes)
+	frameJobLeft      frame.Type = 5 // jobLeft: a node's ranks of a job have all ended (buffered mode)
 )
+
+// A relay skips a frame of a type it does not know (a later build's),
+// logging it, and reads on. Relays of builds before frameJobLeft close
+// the connection instead: see docs/scaling.md.
 
 // maxPeerFrame bounds a frame between relays: a message and its header.
 const maxPeerFrame = comm.MaxFrame + 1024
@@ -128,6 +134,14 @@ type barrierDone struct {
 	Seq uint64 `msgpack:"s"`
 }
 
+// jobLeft tells a job's other nodes that Node's ranks of it have all
+// ended: they stop waiting for its heartbeats and, if it was the job's
+// root, count barriers at the next one.
+type jobLeft struct {
+	Job  int64  `msgpack:"j"`
+	Node string `msgpack:"n"`
+}
+
 // inbound is something a peer sent for a job: held while the job is not
 // registered here.
 type inbound struct {
@@ -135,6 +149,7 @@ type inbound struct {
 	msg   *peerMsg
 	count *barrierCount
 	done  *barrierDone
+	left  *jobLeft
 }
 
 func (in inbound) size() int {
@@ -150,6 +165,8 @@ func (in inbound) job() int64 {
 		return in.msg.Job
 	case in.count != nil:
 		return in.count.Job
+	case in.left != nil:
+		return in.left.Job
 	}
 	return in.done.Job
 }
@@ -320,6 +337,7 @@ func (r *Relay) servePeer(c net.Conn) {
 		return
 	}
 	log = log.With(zap.String("peer", h.Node))
+	warnedUnknown := false
 	for {
 		t, body, err := fr.Read()
 		if err != nil {
@@ -345,8 +363,15 @@ func (r *Relay) servePeer(c net.Conn) {
 		case frameBarrierDone:
 			in.done = new(barrierDone)
 			err = frame.Decode(body, in.done)
+		case frameJobLeft:
+			in.left = new(jobLeft)
+			err = frame.Decode(body, in.left)
 		default:
-			err = fmt.Errorf("unknown frame type %d", t)
+			if !warnedUnknown {
+				log.Warn("relay frame of an unknown type (a later build's?) skipped", zap.Int("type", int(t)))
+				warnedUnknown = true
+			}
+			continue
 		}
 		if err != nil {
 			log.Warn("bad frame from relay; connection closed", zap.Error(err))
@@ -395,6 +420,11 @@ func (r *Relay) inboundLocked(in inbound) {
 		r.rootCountLocked(j, in.count.Seq, in.count.Count)
 	case in.done != nil:
 		r.releaseLocked(j, in.done.Seq)
+	case in.left != nil:
+		if in.left.Node != r.cfg.Node && slices.Contains(j.hosts, in.left.Node) {
+			j.left[in.left.Node] = true
+			r.bcs.wakeUp() // a transfer may have been waiting for its heartbeat
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/comm/relay/barrier"
 )
 
 // Mode is how a relay forwards messages.
@@ -115,10 +116,14 @@ type job struct {
 	hosts []string // distinct nodes with ranks of the job, sorted
 	local map[int]*rankState
 	// Barriers, by sequence number.
-	arrived  map[uint64]int            // local ranks arrived
-	root     map[uint64]int            // immediate, at rank 0's node: arrivals reported by nodes
-	reports  map[uint64]map[string]int // buffered: arrivals each node reported at a cut
-	released uint64                    // highest barrier released
+	arrived  map[uint64]int   // local ranks arrived
+	root     map[uint64]int   // immediate, at rank 0's node: arrivals reported by nodes
+	count    *barrier.Counter // buffered, at the job's root (barrier.Root): arrivals each node reported at a cut
+	released uint64           // highest barrier released
+	// left is the job's other nodes whose ranks have all ended (their
+	// relay said so, buffered mode): no heartbeat of theirs is waited for,
+	// and they no longer count barriers.
+	left map[string]bool
 }
 
 type rankState struct {
@@ -276,7 +281,7 @@ func (r *Relay) AddJob(id int64, nodes []string) error {
 		return fmt.Errorf("relay: job %d registered twice", id)
 	}
 	j := &job{id: id, size: len(nodes), nodes: slices.Clone(nodes), local: map[int]*rankState{},
-		arrived: map[uint64]int{}, root: map[uint64]int{}, reports: map[uint64]map[string]int{}}
+		arrived: map[uint64]int{}, root: map[uint64]int{}, count: barrier.NewCounter(len(nodes)), left: map[string]bool{}}
 	for rk, n := range nodes {
 		if n == r.cfg.Node {
 			j.local[rk] = &rankState{job: j, rank: rk, pending: map[uint64]struct{}{}, waiting: map[uint64]struct{}{}}
@@ -308,7 +313,7 @@ func (r *Relay) sharedLocked() map[string]bool {
 	shared := map[string]bool{}
 	for _, j := range r.jobs {
 		for _, h := range j.hosts {
-			if h != r.cfg.Node {
+			if h != r.cfg.Node && !j.left[h] {
 				shared[h] = true
 			}
 		}
@@ -328,10 +333,19 @@ func (r *Relay) RemoveJob(id int64) {
 // FinishJob forgets a job whose local ranks have all ended, as RemoveJob
 // does, but what they sent and is still buffered for a later slice goes
 // out: a send completed when the rank handed it over, and its receiver
-// may still be waiting for it.
+// may still be waiting for it. In buffered mode the job's other nodes
+// are told (jobLeft), so that their transfers stop waiting for this
+// node's heartbeats, which no longer come.
 func (r *Relay) FinishJob(id int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil && r.mode == Buffered {
+		for _, h := range j.hosts {
+			if h != r.cfg.Node && !j.left[h] {
+				r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
+			}
+		}
+	}
 	r.forgetJobLocked(id)
 }
 
@@ -466,10 +480,6 @@ func (r *Relay) releaseLocked(j *job, seq uint64) {
 			}
 		}
 	}
-	for s := range j.reports {
-		if s <= seq {
-			delete(j.reports, s)
-		}
-	}
+	j.count.Release(seq)
 	r.st.Barriers++
 }
