@@ -104,7 +104,10 @@ func (c *simCluster) slice(seq uint64) (fanout time.Duration, missed int) {
 // adds 30 bytes of control data per destination to every heartbeat, split
 // into parts above a packet: bcs-all heartbeats every agent (the design
 // before issue 17), bcs-jobs16 only the 15 others of a 16-agent job and
-// the controller (the agents' design now).
+// the controller (the agents' design now); barrier-all and barrier-root
+// time one BCS barrier of a job with a rank on every agent
+// (scale_barrier_test.go: barrier-all counts at every node, the design
+// before, barrier-root at the job's root, the relays' design now).
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{64, 256, 1024} {
 		for _, k := range []int{0, 8, 16} {
@@ -125,6 +128,18 @@ func BenchmarkScale(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("n=%d/direct/bcs-all", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n, 0) })
 		b.Run(fmt.Sprintf("n=%d/direct/bcs-jobs16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16) })
+		for _, d := range []barrierDesign{barrierAll, barrierRoot} {
+			for _, loss := range []float64{0, 0.01} {
+				if loss > 0 && n != 1024 {
+					continue
+				}
+				sub := fmt.Sprintf("n=%d/tree-k8/%v", n, d)
+				if loss > 0 {
+					sub += "/loss=1%"
+				}
+				b.Run(sub, func(b *testing.B) { benchBarrier(b, n, 8, d, loss) })
+			}
+		}
 	}
 }
 
