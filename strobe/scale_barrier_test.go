@@ -62,8 +62,8 @@ func simBarrier(n, fanout int, design barrierDesign, loss float64, seed uint64) 
 	c.net.deliverHeartbeats = true
 	rng := rand.New(rand.NewPCG(seed, 77))
 	slice := int64(simSlice)
-	arrive := make([]int64, n)     // virtual time of each rank's arrival
-	released := make([]int64, n)   // when each rank was released (0: not yet)
+	arrive := make([]int64, n)   // virtual time of each rank's arrival
+	released := make([]int64, n) // when each rank was released (0: not yet)
 	counters := map[int]*barrier.Counter{}
 	index := map[string]int{}
 	for i := range n {
