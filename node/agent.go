@@ -362,7 +362,7 @@ func Start(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node: heartbeat socket: %w", err)
 	}
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
-		OnBlocked: a.sw.blocked, OnStats: a.rankStats}); err != nil {
+		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnHeartbeatNodes: a.setHeartbeatPeers}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -498,17 +498,19 @@ func (a *Agent) goRun(f func()) {
 
 // setHeartbeatPeers points this agent's heartbeats at the
 // controller-eligible agents (liveness, skew: whichever leads, or takes
-// over, hears it; a constant number) and at the nodes that share a job with it (BCS's
-// control data: transfers announced, barrier arrivals), and at no one
-// else: heartbeats per slice are bounded by what a node shares, not by
-// the cluster's size. Called at membership changes and whenever the
-// relay's jobs change; it takes effect at the next strobe.
+// over, hears it; a constant number) and at the roots of its jobs
+// (relay.HeartbeatNodes: BCS's control data, transfers announced and
+// barrier arrivals, which each root answers with a frame to every node of
+// its job), and at no one else: heartbeats per slice are bounded by the
+// jobs a node runs, not by the cluster's or the jobs' size. Called at
+// membership changes and whenever the relay's jobs or their roots change;
+// it takes effect at the next strobe.
 func (a *Agent) setHeartbeatPeers() {
-	shared := a.relay.SharedNodes()
+	roots := a.relay.HeartbeatNodes()
 	a.mu.Lock()
-	peers := make([]string, 0, len(shared)+1)
+	peers := make([]string, 0, len(a.ctrlHBs)+len(roots))
 	peers = append(peers, a.ctrlHBs...)
-	for _, n := range shared {
+	for _, n := range roots {
 		if addr, ok := a.hbAddrs[n]; ok {
 			peers = append(peers, addr)
 		}

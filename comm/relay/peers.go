@@ -27,6 +27,7 @@ const (
 	frameBarrierCount frame.Type = 3 // barrierCount: a node's arrivals, to the job's root (immediate mode)
 	frameBarrierDone  frame.Type = 4 // barrierDone: the root's release, to every node of the job (both modes)
 	frameJobLeft      frame.Type = 5 // jobLeft: a node's ranks of a job have all ended (buffered mode)
+	frameSliceReady   frame.Type = 6 // sliceReady: a job's root to its nodes, once per slice (buffered mode)
 )
 
 // A relay skips a frame of a type it does not know (a later build's),
@@ -142,6 +143,20 @@ type jobLeft struct {
 	Node string `msgpack:"n"`
 }
 
+// sliceReady is a job's root telling one of the job's nodes that slice
+// Seq's control data is in (every node of the job reported, or the root's
+// timeout passed): its transfer may go. It carries what the heartbeats
+// no longer bring from every node: the barrier released, and what the
+// job's nodes announced for the receiver in the slice.
+type sliceReady struct {
+	Job      int64  `msgpack:"j"`
+	Epoch    uint64 `msgpack:"e"`
+	Seq      uint64 `msgpack:"s"`
+	Released uint64 `msgpack:"r"` // the job's highest barrier released
+	Msgs     int    `msgpack:"m"` // messages announced for the receiver
+	Bytes    int64  `msgpack:"b"` // their bytes
+}
+
 // inbound is something a peer sent for a job: held while the job is not
 // registered here.
 type inbound struct {
@@ -150,6 +165,7 @@ type inbound struct {
 	count *barrierCount
 	done  *barrierDone
 	left  *jobLeft
+	ready *sliceReady
 }
 
 func (in inbound) size() int {
@@ -167,6 +183,8 @@ func (in inbound) job() int64 {
 		return in.count.Job
 	case in.left != nil:
 		return in.left.Job
+	case in.ready != nil:
+		return in.ready.Job
 	}
 	return in.done.Job
 }
@@ -366,6 +384,9 @@ func (r *Relay) servePeer(c net.Conn) {
 		case frameJobLeft:
 			in.left = new(jobLeft)
 			err = frame.Decode(body, in.left)
+		case frameSliceReady:
+			in.ready = new(sliceReady)
+			err = frame.Decode(body, in.ready)
 		default:
 			if !warnedUnknown {
 				log.Warn("relay frame of an unknown type (a later build's?) skipped", zap.Int("type", int(t)))
@@ -422,9 +443,15 @@ func (r *Relay) inboundLocked(in inbound) {
 		r.releaseLocked(j, in.done.Seq)
 	case in.left != nil:
 		if in.left.Node != r.cfg.Node && slices.Contains(j.hosts, in.left.Node) {
+			root := r.rootLocked(j)
 			j.left[in.left.Node] = true
+			if r.rootLocked(j) != root { // heartbeats go to the next root
+				r.notes.push(blockEvent{targets: true})
+			}
 			r.bcs.wakeUp() // a transfer may have been waiting for its heartbeat
 		}
+	case in.ready != nil:
+		r.readyLocked(j, in.ready)
 	}
 }
 

@@ -43,6 +43,10 @@ type Config struct {
 	// when it can proceed again. Called from one goroutine; it may block
 	// briefly but must not call back into the Relay.
 	OnBlocked func(job int64, rank int, blocked bool)
+	// OnHeartbeatNodes, optional, learns that HeartbeatNodes may have
+	// changed for a reason other than AddJob, RemoveJob or FinishJob (a
+	// job's root left it). Called from the goroutine that calls OnBlocked.
+	OnHeartbeatNodes func()
 	// OnStats receives a rank's benchmark statistics (comm.Stats).
 	OnStats func(job int64, rank int, s comm.Stats)
 	// MaxEarly bounds the bytes held for jobs not registered yet; 0 = 64 MiB.
@@ -182,7 +186,7 @@ func New(cfg Config) (*Relay, error) {
 		hbTimeout: 5 * time.Millisecond,
 	}
 	r.bcs.init()
-	r.notes = newNotifier(cfg.OnBlocked)
+	r.notes = newNotifier(cfg.OnBlocked, cfg.OnHeartbeatNodes)
 	r.goRun(func() { r.notes.run(ctx) })
 	r.goRun(r.acceptRanks)
 	r.goRun(r.acceptPeers)
@@ -300,12 +304,28 @@ func (r *Relay) AddJob(id int64, nodes []string) error {
 }
 
 // SharedNodes returns the other nodes that host ranks of a job registered
-// here, sorted: the only nodes this one has BCS business with (its
-// heartbeat data is for them, and its transfers wait for theirs).
+// here and have not left it, sorted: the only nodes this one has BCS
+// business with.
 func (r *Relay) SharedNodes() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return sortStrings(mapKeys(r.sharedLocked()))
+}
+
+// HeartbeatNodes returns the nodes this node's heartbeats must reach in
+// buffered mode, sorted: the roots (barrier.Root) of the jobs registered
+// here, other than itself. A root hears its job's nodes and answers each
+// with a sliceReady frame; it heartbeats none of them.
+func (r *Relay) HeartbeatNodes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	roots := map[string]bool{}
+	for _, j := range r.jobs {
+		if root := r.rootLocked(j); root != r.cfg.Node && root != "" {
+			roots[root] = true
+		}
+	}
+	return sortStrings(mapKeys(roots))
 }
 
 // sharedLocked is SharedNodes as a set.

@@ -726,3 +726,68 @@ func TestUnknownPeerFrameSkipped(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 }
+
+// The rooted exchange: a job's nodes heartbeat its root only
+// (HeartbeatNodes), and the root answers each with the job's sliceReady
+// once all of them have reported; a node's transfer waits for that, not
+// for heartbeats from the other nodes, and learns from it what the
+// slice's transfers bring it (AnnouncedIn).
+func TestBufferedRootedExchange(t *testing.T) {
+	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
+	rs := []*Relay{r0, r1, r2}
+	link(rs...)
+	nodes := []string{"n1", "n2", "n0"}
+	for _, r := range rs {
+		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.mu.Lock()
+		r.hbTimeout = time.Minute // a transfer goes when the exchange is done, never at a timeout
+		r.mu.Unlock()
+		r.AddJob(5, nodes)
+	}
+	for i, want := range [][]string{{}, {"n0"}, {"n0"}} {
+		if got := rs[i].HeartbeatNodes(); !slices.Equal(got, want) {
+			t.Fatalf("n%d heartbeats %v, want %v", i, got, want)
+		}
+	}
+	a, b := dialRank(t, r1, 5, 0, 3), dialRank(t, r2, 5, 1, 3)
+	for _, r := range rs {
+		r.Cut(1, 1)
+	}
+	r0.PeerHeartbeat("n1", 1, 1, r1.HeartbeatData(1, 1))
+	r0.PeerHeartbeat("n2", 1, 1, r2.HeartbeatData(1, 1))
+	eventually(t, "slice 1 transferred everywhere (sliceReady in)", func() bool {
+		return r0.transferred() == 1 && r1.transferred() == 1 && r2.transferred() == 1
+	})
+	a.msg(1, 0, "x")
+	eventually(t, "outbox", func() bool { return r1.Stats().Outbox == 1 })
+	for _, r := range rs {
+		r.Cut(1, 2)
+	}
+	r0.PeerHeartbeat("n1", 1, 2, r1.HeartbeatData(1, 2))
+	b.post(0, 0)
+	b.expectNothing(30 * time.Millisecond) // n2 has not reported: no sliceReady yet
+	r0.PeerHeartbeat("n2", 1, 2, r2.HeartbeatData(1, 2))
+	if d := b.deliver(); string(d.Data) != "x" {
+		t.Fatalf("%+v", d)
+	}
+	for i, r := range rs {
+		if s := r.Stats(); s.HeartbeatWaits != 0 {
+			t.Fatalf("n%d timed out waiting: %+v", i, s)
+		}
+	}
+	if s := r2.Stats(); s.AnnouncedIn != 1 || s.AnnouncedInBytes != 1 || s.ReceivedIn != 1 {
+		t.Fatalf("n2 stats %+v", s)
+	}
+	// The root leaves the job: its nodes heartbeat the next root.
+	r0.FinishJob(5)
+	eventually(t, "n2 heartbeats n1, the next root", func() bool {
+		return slices.Equal(r2.HeartbeatNodes(), []string{"n1"}) && len(r1.HeartbeatNodes()) == 0
+	})
+}
+
+// transferred is the last slice this relay transferred.
+func (r *Relay) transferred() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bcs.done
+}
