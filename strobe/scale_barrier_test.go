@@ -14,15 +14,18 @@ import (
 // rank arriving at barrier 1 during one slice, on the scale simulation's
 // network with heartbeats delivered. The agents' Followers are the real
 // ones; the barrier counting is comm/relay/barrier, which the relays run.
-// Both designs heartbeat every node of the job each slice (the relays'
-// transfers wait for those heartbeats) with each node's cumulative
-// arrivals:
+// Each node's heartbeat carries its cumulative arrivals until its rank is
+// released, then the release (the relays' Released).
 //
-//   - barrierAll, the design before: every node counts every node's
-//     reports and releases its own rank when they add up;
-//   - barrierRoot, the relays' design now: only the job's root (its first
-//     node) counts, and it sends the release to every other node at once,
-//     as a relay frame (TCP: never lost).
+//   - barrierAll, the design before: every node heartbeats every other
+//     node of the job, counts every node's reports and releases its own
+//     rank when they add up;
+//   - barrierRoot, the relays' design now (the rooted exchange): the
+//     nodes heartbeat the job's root (its first node) only; the root
+//     counts, sends the release to every other node at once as a relay
+//     frame (TCP: never lost), and each slice, once every node has
+//     reported or a quarter slice after its switch, sends each node the
+//     job's sliceReady frame.
 type barrierDesign int
 
 const (
@@ -50,7 +53,7 @@ type barrierResult struct {
 	slices    int           // slice of the last release minus the arrivals' slice: 1 = in the slice after the strobe that follows the last arrival
 	afterStrb time.Duration // from that strobe's send to the last release
 	hbPerNode float64       // heartbeat datagrams per node per slice
-	frames    uint64        // relay frames (the root's releases)
+	frames    uint64        // relay frames (the root's releases and sliceReady frames)
 	counted   int           // nodes that counted reports
 }
 
@@ -86,6 +89,30 @@ func simBarrier(n, fanout int, design barrierDesign, loss float64, seed uint64) 
 			}
 		}
 	}
+	// The rooted exchange: heartbeats to the root only, and the root's
+	// sliceReady to every node once all have reported for a slice, or a
+	// quarter slice after its own switch.
+	reported := map[uint64]int{}
+	readySent := map[uint64]bool{}
+	ready := func(seq uint64) {
+		if readySent[seq] {
+			return
+		}
+		readySent[seq] = true
+		for k := 1; k < n; k++ {
+			c.nodes[0].frame(c.targets[k], func() {})
+		}
+	}
+	if design == barrierRoot {
+		c.nodes[0].follower.SetPeers(nil)
+		for i := 1; i < n; i++ {
+			c.nodes[i].follower.SetPeers(c.targets[:1])
+		}
+		c.nodes[0].follower.cfg.Applied = func(r SliceRecord) {
+			c.lastSeq[0] = r.Seq
+			c.net.after(c.net.now+slice/4, func() { ready(r.Seq) })
+		}
+	}
 	report := func(at, from int) {
 		if ct := counters[at]; ct != nil && ct.Report(fmt.Sprint(from), 1, 1) {
 			ct.Release(1)
@@ -111,6 +138,11 @@ func simBarrier(n, fanout int, design barrierDesign, loss float64, seed uint64) 
 			return arrived
 		}
 		nd.follower.cfg.Heartbeat = func(hb Heartbeat, _ int64) {
+			if design == barrierRoot && i == 0 {
+				if reported[hb.Seq]++; reported[hb.Seq] == n-1 {
+					ready(hb.Seq)
+				}
+			}
 			switch {
 			case len(hb.Data) == 0:
 			case hb.Data[0] == 2:
@@ -177,12 +209,16 @@ func TestSimBarrier(t *testing.T) {
 		if r.slices != 1 {
 			t.Fatalf("%v: released %d slices after the arrivals (%v after the strobe), want 1", d, r.slices, r.afterStrb)
 		}
-		wantCounted, wantFrames := n, uint64(0)
+		wantCounted, wantHB := n, float64(n-1)
 		if d == barrierRoot {
-			wantCounted, wantFrames = 1, n-1
+			wantCounted, wantHB = 1, float64(n-1)/n // the root sends none
 		}
-		if r.counted != wantCounted || r.frames != wantFrames {
-			t.Fatalf("%v: %d nodes counted, %d release frames; want %d, %d", d, r.counted, r.frames, wantCounted, wantFrames)
+		// Plus, for the first level of the tree, one to the controller.
+		if r.counted != wantCounted || r.hbPerNode < wantHB || r.hbPerNode > wantHB+1 {
+			t.Fatalf("%v: %d nodes counted, %.2f heartbeats per node and slice; want %d, %.2f (+ the controller's)", d, r.counted, r.hbPerNode, wantCounted, wantHB)
+		}
+		if d == barrierRoot && r.frames != uint64((r.slices+simArriveSlice+1)*(n-1)) {
+			t.Fatalf("%v: %d frames from the root over %d slices, want a sliceReady per node and slice and one release each", d, r.frames, r.slices+simArriveSlice)
 		}
 		t.Logf("%v: every rank released %v after the strobe that followed the last arrival", d, r.afterStrb)
 	}

@@ -29,7 +29,7 @@ type simCluster struct {
 // simSetup builds a cluster of n agents whose heartbeats go all-to-all
 // (today's design), strobed directly (fanout 0) or along a k-ary tree.
 func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
-	return simSetupData(n, fanout, loss, seed, 0, 0)
+	return simSetupData(n, fanout, loss, seed, 0, 0, false)
 }
 
 // simBCSBytesPerPeer is the size of BCS's per-slice control data per
@@ -40,8 +40,10 @@ const simBCSBytesPerPeer = 30
 // (BCS's control data), split across packets when it does not fit. With
 // jobSize > 0 the agents run jobs of jobSize agents each (consecutive
 // agents) and heartbeat as the agents do now: to the agents of their job
-// and to the controller (the strobe's source), not to everyone.
-func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes, jobSize int) *simCluster {
+// and to the controller (the strobe's source), not to everyone; rooted,
+// only to their job's first agent (the rooted exchange: the root answers
+// with relay frames, not modelled here).
+func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes, jobSize int, rooted bool) *simCluster {
 	c := &simCluster{net: newSimNetwork(seed, simLatency, simSendCost, loss),
 		switched: make([]int64, n), lastSeq: make([]uint64, n)}
 	ctl := c.net.node("ctl")
@@ -60,10 +62,12 @@ func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes, jobSize i
 			data := randomData(dataBytes)
 			nd.follower.cfg.HeartbeatData = func(uint64, uint64) []byte { return data }
 		}
-		if jobSize > 0 {
-			first := i / jobSize * jobSize
+		switch first := i / max(jobSize, 1) * jobSize; {
+		case jobSize > 0 && rooted:
+			nd.follower.SetPeers(c.targets[first : first+1]) // the root: SetPeers drops the node itself
+		case jobSize > 0:
 			nd.follower.SetPeers(c.targets[first:min(first+jobSize, n)]) // SetPeers drops the node itself
-		} else {
+		default:
 			nd.follower.SetPeers(c.targets) // all-to-all heartbeats
 		}
 		c.nodes = append(c.nodes, nd)
@@ -104,7 +108,10 @@ func (c *simCluster) slice(seq uint64) (fanout time.Duration, missed int) {
 // adds 30 bytes of control data per destination to every heartbeat, split
 // into parts above a packet: bcs-all heartbeats every agent (the design
 // before issue 17), bcs-jobs16 only the 15 others of a 16-agent job and
-// the controller (the agents' design now); barrier-all and barrier-root
+// the controller (the design before the rooted exchange), bcs-rooted16
+// only the job's root and the controller (the agents' design now: the
+// root's 15 sliceReady frames a slice are not counted here, see
+// barrier-root); barrier-all and barrier-root
 // time one BCS barrier of a job with a rank on every agent
 // (scale_barrier_test.go: barrier-all counts at every node, the design
 // before, barrier-root at the job's root, the relays' design now).
@@ -123,11 +130,12 @@ func BenchmarkScale(b *testing.B) {
 				if loss > 0 {
 					sub += "/loss=1%"
 				}
-				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss, 0, 0) })
+				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss, 0, 0, false) })
 			}
 		}
-		b.Run(fmt.Sprintf("n=%d/direct/bcs-all", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n, 0) })
-		b.Run(fmt.Sprintf("n=%d/direct/bcs-jobs16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-all", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n, 0, false) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-jobs16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16, false) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-rooted16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16, true) })
 		for _, d := range []barrierDesign{barrierAll, barrierRoot} {
 			for _, loss := range []float64{0, 0.01} {
 				if loss > 0 && n != 1024 {
@@ -144,8 +152,8 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // benchScale runs b.N slices of a simulated cluster of n agents.
-func benchScale(b *testing.B, n, k int, loss float64, dataBytes, jobSize int) {
-	c := simSetupData(n, k, loss, 1, dataBytes, jobSize)
+func benchScale(b *testing.B, n, k int, loss float64, dataBytes, jobSize int, rooted bool) {
+	c := simSetupData(n, k, loss, 1, dataBytes, jobSize, rooted)
 	var worst time.Duration
 	var sum int64
 	var missed int
@@ -260,8 +268,14 @@ func TestSimTreeDeadInnerNode(t *testing.T) {
 // the heartbeat no longer fits a packet at 512 agents and goes in parts.
 func TestSimHeartbeatsSizedByJobs(t *testing.T) {
 	const n = 512
-	scoped := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*16, 16)
-	all := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*n, 0)
+	scoped := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*16, 16, false)
+	all := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*n, 0, false)
+	rooted := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*16, 16, true)
+	rooted.slice(1)
+	// 15 of 16 agents heartbeat their root and the controller, roots the controller.
+	if got, want := rooted.net.counts[TypeHeartbeat].packets, uint64(n/16*(15*2+1)); got != want {
+		t.Fatalf("rooted: %d heartbeat datagrams in a slice, want %d", got, want)
+	}
 	if _, missed := scoped.slice(1); missed != 0 {
 		t.Fatalf("scoped: %d missed", missed)
 	}

@@ -168,6 +168,12 @@ func (s *simNode) frame(to string, effect func()) {
 	}})
 }
 
+// after runs effect at virtual time at (a timer).
+func (n *simNetwork) after(at int64, effect func()) {
+	n.seq++
+	heap.Push(&n.events, simEvent{at: at, seq: n.seq, fn: effect})
+}
+
 func (s *simNode) Packets() <-chan Packet { return nil }
 func (s *simNode) LocalAddr() string      { return s.addr }
 func (s *simNode) Close() error           { return nil }
