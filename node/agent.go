@@ -259,7 +259,10 @@ type Agent struct {
 	// the controller-eligible agents' (setHeartbeatPeers).
 	hbAddrs map[string]string
 	ctrlHBs []string
-	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
+	// liveEvery is the liveness period in slices (guarded by mu): a controller hears
+	// each agent's heartbeat on one slice in liveEvery (livenessEvery).
+	liveEvery int
+	stats     map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
 }
 
 type rankKey struct {
@@ -498,7 +501,8 @@ func (a *Agent) goRun(f func()) {
 
 // setHeartbeatPeers points this agent's heartbeats at the
 // controller-eligible agents (liveness, skew: whichever leads, or takes
-// over, hears it; a constant number) and at the roots of its jobs
+// over, hears it; a constant number, and at more than
+// maxLivenessPerSlice agents on one slice in livenessEvery) and at the roots of its jobs
 // (relay.HeartbeatNodes: BCS's control data, transfers announced and
 // barrier arrivals, which each root answers with a frame to every node of
 // its job), and at no one else: heartbeats per slice are bounded by the
@@ -508,15 +512,27 @@ func (a *Agent) goRun(f func()) {
 func (a *Agent) setHeartbeatPeers() {
 	roots := a.relay.HeartbeatNodes()
 	a.mu.Lock()
-	peers := make([]string, 0, len(a.ctrlHBs)+len(roots))
-	peers = append(peers, a.ctrlHBs...)
+	peers := make([]string, 0, len(roots))
 	for _, n := range roots {
 		if addr, ok := a.hbAddrs[n]; ok {
 			peers = append(peers, addr)
 		}
 	}
+	live, every := a.ctrlHBs, a.liveEvery
 	a.mu.Unlock()
 	a.follower.SetPeers(peers) // drops this agent's own address and duplicates
+	a.follower.SetLivenessPeers(live, every)
+}
+
+// maxLivenessPerSlice is how many agents' liveness heartbeats a
+// controller-eligible agent hears a slice, at most on average: beyond it
+// each agent heartbeats the controllers on one slice in livenessEvery.
+const maxLivenessPerSlice = 128
+
+// livenessEvery is the liveness period, in slices, for a cluster of
+// members agents: 1 up to maxLivenessPerSlice agents, 8 at 1,024.
+func livenessEvery(members int) int {
+	return max(1, (members+maxLivenessPerSlice-1)/maxLivenessPerSlice)
 }
 
 // watchMembers feeds membership changes to the controller (if this agent
@@ -538,6 +554,7 @@ func (a *Agent) watchMembers(ctx context.Context) {
 		}
 		a.mu.Lock()
 		a.hbAddrs, a.ctrlHBs = hbAddrs, ctrlHBs
+		a.liveEvery = livenessEvery(len(hbAddrs) + 1)
 		a.mu.Unlock()
 		a.setHeartbeatPeers()
 		a.relay.SetPeers(relays)

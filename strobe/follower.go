@@ -89,15 +89,23 @@ type Follower struct {
 	memberEpoch uint64
 	// Peers: the set in use for the current slice, and the one SetPeers
 	// queued for the next boundary.
-	peers       []string
-	next        []string
-	nextQueued  bool
-	c           counters
-	records     ring[SliceRecord]
-	seen        map[string]PeerHeartbeat
-	parts       reassembly          // split heartbeats being put together
-	pendingHB   []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
-	lastDropLog int64               // mono time of the last dropped-packet warning
+	peers      []string
+	next       []string
+	nextQueued bool
+	// Liveness peers (the controllers): heartbeated on one slice in
+	// every liveEvery, this node's slices being those ≡ livePhase.
+	liveness       []string
+	liveEvery      uint64
+	livePhase      uint64
+	nextLive       []string
+	nextEvery      uint64
+	nextLiveQueued bool
+	c              counters
+	records        ring[SliceRecord]
+	seen           map[string]PeerHeartbeat
+	parts          reassembly          // split heartbeats being put together
+	pendingHB      []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
+	lastDropLog    int64               // mono time of the last dropped-packet warning
 }
 
 // outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
@@ -220,6 +228,50 @@ func (f *Follower) SetPeers(heartbeatTargets []string) {
 	f.mu.Unlock()
 }
 
+// SetLivenessPeers sets the addresses that hear this node's heartbeat
+// on one slice in every (the controller-eligible agents: liveness and
+// skew); every ≤ 1 means every slice. Each node picks its slices by its
+// name, so a controller hears about N/every nodes a slice rather than
+// all N at once. A liveness peer that is also a peer (SetPeers) hears
+// every heartbeat. It takes effect at the next strobe applied, as
+// SetPeers does.
+func (f *Follower) SetLivenessPeers(addrs []string, every int) {
+	live := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if a != f.self && !slices.Contains(live, a) {
+			live = append(live, a)
+		}
+	}
+	f.mu.Lock()
+	f.nextLive, f.nextEvery, f.nextLiveQueued = live, uint64(max(every, 1)), true
+	f.mu.Unlock()
+}
+
+// livenessPhase spreads the nodes' liveness slices: FNV-1a of the name.
+func livenessPhase(name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := range len(name) {
+		h = (h ^ uint64(name[i])) * 1099511628211
+	}
+	return h
+}
+
+// slicePeersLocked is where the heartbeat of slice seq goes besides the
+// controller: the peers, and on this node's liveness slices the liveness
+// peers that are not peers already.
+func (f *Follower) slicePeersLocked(seq uint64) []string {
+	if len(f.liveness) == 0 || (seq+f.livePhase)%f.liveEvery != 0 {
+		return f.peers
+	}
+	peers := slices.Clone(f.peers)
+	for _, a := range f.liveness {
+		if !slices.Contains(f.peers, a) {
+			peers = append(peers, a)
+		}
+	}
+	return peers
+}
+
 func (f *Follower) handle(p Packet) {
 	msg, err := Unmarshal(p.Data)
 	if err != nil {
@@ -293,7 +345,11 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	if f.nextQueued {
 		f.peers, f.next, f.nextQueued = f.next, nil, false
 	}
-	peers := f.peers // never mutated in place: SetPeers installs a new slice
+	if f.nextLiveQueued {
+		f.liveness, f.liveEvery, f.nextLive, f.nextLiveQueued = f.nextLive, f.nextEvery, nil, false
+		f.livePhase = livenessPhase(f.cfg.Name) % f.liveEvery
+	}
+	peers := f.slicePeersLocked(s.Seq) // never mutated in place: SetPeers installs a new slice
 	lost, late := f.c.lost, f.c.late
 	f.mu.Unlock()
 

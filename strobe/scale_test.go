@@ -288,3 +288,33 @@ func TestSimHeartbeatsSizedByJobs(t *testing.T) {
 		t.Fatalf("all-to-all: %d heartbeat datagrams in a slice, want %d (%d parts to each of %d)", got, n*n*parts, parts, n)
 	}
 }
+
+// TestSimLivenessPeriod: with a liveness period of 8 slices, the
+// controller's agent hears each agent on one slice in 8, spread over the
+// slices by the agents' names, instead of every agent every slice; a
+// liveness peer that is also a job peer hears every heartbeat.
+func TestSimLivenessPeriod(t *testing.T) {
+	const n, every, slicesRun = 256, 8, 80
+	c := simSetup(n, 0, 0, 1)
+	ctl := c.targets[0] // the controller's agent
+	for i, nd := range c.nodes {
+		nd.follower.SetPeers(nil)
+		if i == 1 {
+			nd.follower.SetPeers([]string{ctl}) // shares a job rooted at the controller's agent
+		}
+		nd.follower.SetLivenessPeers([]string{ctl}, every)
+	}
+	perSlice := make([]uint64, 0, slicesRun)
+	for seq := uint64(1); seq <= slicesRun; seq++ {
+		before := c.net.hbTo[ctl]
+		c.slice(seq)
+		perSlice = append(perSlice, c.net.hbTo[ctl]-before)
+	}
+	if got, want := c.net.hbTo[ctl], uint64((n-2)*slicesRun/every+slicesRun); got != want {
+		t.Fatalf("the controller's agent heard %d heartbeats in %d slices, want %d ((n−2)/%d a slice and node 1's every one)", got, slicesRun, want, every)
+	}
+	if m := slices.Max(perSlice); m > (n-2)/every*2+1 {
+		t.Fatalf("liveness bunched: %d heartbeats in one slice (%v)", m, perSlice[:every])
+	}
+	t.Logf("heartbeats a slice at the controller's agent, first period: %v", perSlice[:every])
+}

@@ -37,8 +37,9 @@ type simNetwork struct {
 	nodes    map[string]*simNode
 	events   simQueue
 	seq      uint64
-	counts   [256]simCount // by MsgType
-	frames   uint64        // relay frames sent (frame)
+	counts   [256]simCount     // by MsgType
+	frames   uint64            // relay frames sent (frame)
+	hbTo     map[string]uint64 // heartbeat datagrams by destination
 	// deliverHeartbeats: heartbeats reach their receivers (subject to
 	// loss) instead of only being counted.
 	deliverHeartbeats bool
@@ -86,7 +87,7 @@ func (q *simQueue) Pop() any {
 func newSimNetwork(seed uint64, latency, sendCost time.Duration, loss float64) *simNetwork {
 	return &simNetwork{
 		latency: int64(latency), sendCost: int64(sendCost), loss: loss, seed: seed,
-		rngs: map[mockLink]*rand.Rand{}, nodes: map[string]*simNode{},
+		rngs: map[mockLink]*rand.Rand{}, nodes: map[string]*simNode{}, hbTo: map[string]uint64{},
 	}
 }
 
@@ -142,6 +143,9 @@ func (s *simNode) Send(to string, data []byte) error {
 	}
 	n.counts[typ].packets++
 	n.counts[typ].bytes += uint64(len(data))
+	if typ == TypeHeartbeat {
+		n.hbTo[to]++
+	}
 	if typ == TypeHeartbeat && !n.deliverHeartbeats || n.rng(mockLink{s.addr, to}).Float64() < n.loss {
 		return nil
 	}

@@ -386,6 +386,11 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 		}
 		b.order = b.order[1:]
 		b.done = seq
+		for s := range b.loads {
+			if s < seq {
+				r.unreadiedFlowsLocked(s)
+			}
+		}
 		for _, m := range []map[uint64]map[int64]bool{b.ready, b.readySent} {
 			for s := range m {
 				if s <= seq {
@@ -496,6 +501,23 @@ func (r *Relay) lateFlowsLocked(from string, epoch, seq uint64, ld *load) {
 			continue
 		}
 		r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: j.id, Epoch: epoch, Seq: seq, Released: j.released, Msgs: f.Msgs, Bytes: f.Bytes})
+	}
+}
+
+// unreadiedFlowsLocked, at a job's root: heartbeats of a slice this
+// node never cut (it missed that strobe), so never sent the sliceReady
+// of, announce their flows in sliceReady frames of their own before they
+// are forgotten.
+func (r *Relay) unreadiedFlowsLocked(seq uint64) {
+	b := &r.bcs
+	for from, ld := range b.loads[seq] {
+		for _, f := range ld.Flows {
+			j := r.jobs[f.Job]
+			if j == nil || f.Node == r.cfg.Node || f.Node == from || r.rootLocked(j) != r.cfg.Node || b.readySent[seq][j.id] {
+				continue
+			}
+			r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: j.id, Epoch: b.epoch, Seq: seq, Released: j.released, Msgs: f.Msgs, Bytes: f.Bytes})
+		}
 	}
 }
 
