@@ -37,8 +37,19 @@ const (
 // maxPeerFrame bounds a frame between relays: a message and its header.
 const maxPeerFrame = comm.MaxFrame + 1024
 
+// ProtocolVersion is the relay ↔ relay protocol this build speaks, sent
+// in every hello. 2: the rooted exchange (frameJobLeft, frameSliceReady,
+// loadFlow.Job); a hello without a version is from a build before it.
+// Such a relay closes the connection on a frame of type 5 or 6 (and the
+// frames queued behind it are lost), waits for every job peer's
+// heartbeat (which this build no longer sends it), and is not waited for
+// by this build except at the heartbeat timeout: run one build in bcs
+// mode.
+const ProtocolVersion = 2
+
 type peerHello struct {
-	Node string `msgpack:"n"`
+	Node    string `msgpack:"n"`
+	Version uint8  `msgpack:"v,omitempty"`
 }
 
 // peerMsg is a message between ranks, as relays forward it. Slice is the
@@ -245,7 +256,7 @@ func (r *Relay) writePeer(pc *peerConn) {
 			tc.SetNoDelay(true)
 		}
 		stop := context.AfterFunc(r.ctx, func() { c.Close() })
-		err = frame.Write(c, framePeerHello, &peerHello{Node: r.cfg.Node})
+		err = frame.Write(c, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
 		if err == nil {
 			err = drain(pc.q, c)
 		}
@@ -355,6 +366,10 @@ func (r *Relay) servePeer(c net.Conn) {
 		return
 	}
 	log = log.With(zap.String("peer", h.Node))
+	if h.Version < ProtocolVersion {
+		log.Warn("relay of an older build (relay protocol below this one's): in bcs mode its slices transfer at the heartbeat timeout, and it drops connections on this build's frames; run one build",
+			zap.Uint8("peer_version", h.Version), zap.Uint8("version", ProtocolVersion))
+	}
 	warnedUnknown := false
 	for {
 		t, body, err := fr.Read()
