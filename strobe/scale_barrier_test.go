@@ -138,17 +138,17 @@ func simBarrier(n, fanout int, design barrierDesign, loss float64, seed uint64) 
 			return arrived
 		}
 		nd.follower.cfg.Heartbeat = func(hb Heartbeat, _ int64) {
-			if design == barrierRoot && i == 0 {
-				if reported[hb.Seq]++; reported[hb.Seq] == n-1 {
-					ready(hb.Seq)
-				}
-			}
-			switch {
+			switch { // the report first: a completed barrier's release goes before the sliceReady frames, as in the relay
 			case len(hb.Data) == 0:
 			case hb.Data[0] == 2:
 				release(i)
 			default:
 				report(i, index[hb.From])
+			}
+			if design == barrierRoot && i == 0 {
+				if reported[hb.Seq]++; reported[hb.Seq] == n-1 {
+					ready(hb.Seq)
+				}
 			}
 		}
 	}
