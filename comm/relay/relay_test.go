@@ -791,3 +791,40 @@ func (r *Relay) transferred() uint64 {
 	defer r.mu.Unlock()
 	return r.bcs.done
 }
+
+// A heartbeat that reaches the root after the slice's sliceReady went out
+// (the root's timeout passed) still announces its flows, so that what was
+// announced is what arrived.
+func TestBufferedLateHeartbeatStillAnnounced(t *testing.T) {
+	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
+	rs := []*Relay{r0, r1, r2}
+	link(rs...)
+	nodes := []string{"n1", "n2", "n0"}
+	for _, r := range rs {
+		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.AddJob(5, nodes)
+	}
+	a, b := dialRank(t, r1, 5, 0, 3), dialRank(t, r2, 5, 1, 3)
+	for _, r := range rs {
+		r.Cut(1, 1)
+	}
+	a.msg(1, 0, "late")
+	eventually(t, "outbox", func() bool { return r1.Stats().Outbox == 1 })
+	for _, r := range rs {
+		r.Cut(1, 2)
+	}
+	h1 := r1.HeartbeatData(1, 2)                         // announces the message; held back
+	r0.PeerHeartbeat("n2", 1, 2, r2.HeartbeatData(1, 2)) // n1's is missing: the root times out
+	if d := b.recv(0, 0); string(d.Data) != "late" {     // n1 transferred at its own timeout
+		t.Fatalf("%+v", d)
+	}
+	eventually(t, "the root's timeout", func() bool { return r0.transferred() == 2 })
+	if s := r2.Stats(); s.AnnouncedIn != 0 || s.ReceivedIn != 1 {
+		t.Fatalf("n2 before the late heartbeat: %+v", s)
+	}
+	r0.PeerHeartbeat("n1", 1, 2, h1)
+	eventually(t, "the late flow announced to n2", func() bool {
+		s := r2.Stats()
+		return s.AnnouncedIn == 1 && s.AnnouncedInBytes == 4
+	})
+}
