@@ -455,7 +455,7 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 	}
 	defer log.Sync()
 	cfg.Log = log
-	a, err := node.Start(cfg)
+	a, err := node.StartContext(ctx, cfg)
 	if err != nil {
 		return err
 	}
