@@ -212,6 +212,7 @@ type Agent struct {
 	log      *zap.Logger
 	ranks    *rank.Manager
 	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	dirLock  *os.File    // holds the state directory's lock while the agent runs
 	sw       *switcher
 	ml       *member.Membership
 	udp      strobe.Transport
@@ -336,6 +337,9 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}()
 	var err error
+	if a.dirLock, err = lockStateDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if a.cg, err = openCgroups(cfg, a.log); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -695,6 +699,9 @@ func (a *Agent) closeAll() error {
 		if err := a.ml.Shutdown(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if a.dirLock != nil {
+		a.dirLock.Close() // releases the lock: another life may start
 	}
 	return errors.Join(errs...)
 }

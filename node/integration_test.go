@@ -362,3 +362,29 @@ func TestSubmitBeforeAnyAgentIsRetried(t *testing.T) {
 	c.client = cl
 	c.waitState(id, node.Completed, 30*time.Second)
 }
+
+// Two agents never share a state directory: the second is refused at
+// start, naming the directory, and starts once the first has stopped.
+func TestStateDirIsLockedByItsAgent(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 1, mode: node.Space})
+	cfg := c.agentConfig(0)
+	cfg.Name, cfg.Controller = "twin", false
+	cfg.Join = []string{c.agents[0].GossipAddr()}
+	if a, err := node.Start(cfg); err == nil {
+		a.Shutdown()
+		t.Fatal("a second agent started on the state directory of a running one")
+	} else if !strings.Contains(err.Error(), "in use by a running agent") || !strings.Contains(err.Error(), cfg.StateDir) {
+		t.Fatalf("second agent on one state dir: %v, want refused naming %s", err, cfg.StateDir)
+	}
+	if _, err := node.CleanupCgroups(cfg); err == nil || !strings.Contains(err.Error(), "in use by a running agent") {
+		t.Fatalf("CleanupCgroups beside the running agent: %v, want refused", err)
+	}
+	c.stop()
+	c.agents = nil
+	cfg.Join = nil
+	a, err := node.Start(cfg)
+	if err != nil {
+		t.Fatalf("after the first agent stopped: %v", err)
+	}
+	a.Shutdown()
+}
