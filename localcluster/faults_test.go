@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/sharing"
 	"os"
 	"slices"
 	"strings"
@@ -37,7 +38,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	exe := buildCosched(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Processors, o.Controllers = exe, t.TempDir(), 2, 2, 3
-	o.Mode, o.MPL, o.RealtimePriority = node.Gang, 2, 0
+	o.Mode, o.MPL, o.RealtimePriority = sharing.Gang, 2, 0
 	c, err := Up(ctx, o)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Limits of Options.
@@ -56,7 +57,7 @@ type Options struct {
 	// N more agents c0 … c(N-1) without processors form the controllers'
 	// raft group (one leads, the others stand by).
 	Controllers int
-	Mode        node.Mode
+	Mode        sharing.Mode
 	Slice       time.Duration // gang, bcs
 	MPL         int           // 1 in space mode
 	Policy      gang.Policy
@@ -81,7 +82,7 @@ type Options struct {
 // DefaultOptions are `cosched cluster up`'s defaults, without a state
 // directory.
 func DefaultOptions() Options {
-	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
+	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: sharing.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
 		Bandwidth: 100e6, RealtimePriority: 50, Timeout: 30 * time.Second}
 }
 
@@ -101,7 +102,7 @@ func (o Options) Validate() error {
 	if o.Processors < 1 || o.Processors > MaxProcessors {
 		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
 	}
-	if _, err := node.ParseMode(string(o.Mode)); err != nil {
+	if _, err := sharing.Parse(string(o.Mode)); err != nil {
 		bad("Mode", o.Mode, "want space, gang, bcs or local")
 	}
 	if o.Slice < MinSlice || o.Slice > MaxSlice {
@@ -110,7 +111,7 @@ func (o Options) Validate() error {
 	switch {
 	case o.MPL < 1 || o.MPL > MaxMPL:
 		bad("MPL", o.MPL, "must be from 1 to %d", MaxMPL)
-	case o.Mode == node.Space && o.MPL != 1:
+	case o.Mode == sharing.Space && o.MPL != 1:
 		bad("MPL", o.MPL, "must be 1 in space mode (jobs run to completion)")
 	}
 	if _, err := gang.ParsePolicy(string(o.Policy)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/sharing"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ func TestValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	o.Agents, o.Slice, o.MPL, o.Mode, o.Bandwidth, o.Processors = 0, time.Nanosecond, 3, node.Space, -1, MaxProcessors+1
+	o.Agents, o.Slice, o.MPL, o.Mode, o.Bandwidth, o.Processors = 0, time.Nanosecond, 3, sharing.Space, -1, MaxProcessors+1
 	var fields []string
 	for _, e := range fielderr.All(o.Validate()) {
 		fields = append(fields, e.Field)
@@ -67,7 +68,7 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	}
 	exe := buildCosched(t)
 	o := DefaultOptions()
-	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, node.Space, 1, 0
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, sharing.Space, 1, 0
 	c, err := Up(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	}
 	exe := buildCosched(t)
 	o := DefaultOptions()
-	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, node.Space, 1, 0
+	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, sharing.Space, 1, 0
 	c, err := Up(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 	}
 	exe := buildCosched(t)
 	o := DefaultOptions()
-	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, node.Space, 1, 0
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, sharing.Space, 1, 0
 	submit := func(c *Cluster) int64 {
 		id, err := c.Client().Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
 		if err != nil {

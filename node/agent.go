@@ -9,6 +9,7 @@ import (
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/member"
+	"github.com/cosched/cosched/sharing"
 	"net"
 	"net/http"
 	"net/netip"
@@ -57,7 +58,7 @@ type Config struct {
 	// group of several needs a fixed one so a restarted controller is found
 	// at the same address).
 	RaftPort int
-	Mode     Mode // controller: how processors are shared
+	Mode     sharing.Mode // controller: how processors are shared
 	Slice    time.Duration
 	MPL      int
 	Policy   gang.Policy
@@ -147,7 +148,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("encryption key: %d bytes, want 16, 24 or 32", l))
 	}
 	if c.Controller {
-		if _, err := ParseMode(string(c.Mode)); err != nil {
+		if _, err := sharing.Parse(string(c.Mode)); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Mode.TimeShared() && c.Slice <= 0 {
@@ -156,7 +157,7 @@ func (c *Config) Validate() error {
 		if c.MPL < 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: must be at least 1", c.MPL))
 		}
-		if c.Mode == Space && c.MPL != 1 {
+		if c.Mode == sharing.Space && c.MPL != 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: space sharing has one row (mpl 1)", c.MPL))
 		}
 		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {

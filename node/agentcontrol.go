@@ -18,6 +18,7 @@ import (
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // maxPendingExits bounds the exit reports an agent keeps while no
@@ -92,9 +93,9 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 	}
 	conn.SetDeadline(time.Time{})
 	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode), zap.Int("exits reported", len(exits)))
-	mode := Mode(h.Mode)
+	mode := sharing.Mode(h.Mode)
 	a.sw.configure(mode, h.MPL)
-	if mode == BCS {
+	if mode == sharing.BCS {
 		a.relay.SetMode(relay.Buffered, time.Duration(h.Slice), h.Bandwidth)
 	} else {
 		a.relay.SetMode(relay.Immediate, 0, 0)

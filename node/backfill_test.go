@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // runJobs submits each job once the previous ones are queued (the first
@@ -36,7 +37,7 @@ func sleepJob(name string, procs int, limit time.Duration, secs string) node.Job
 // with job 1 running on both, job 3 (limit 5 s) overtakes job 2 (limit
 // 30 s), which arrived first and which FCFS or EASY would start first.
 func TestRuntimeSJFBF(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space, policy: gang.SJFBF})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space, policy: gang.SJFBF})
 	j := c.runJobs(sleepJob("long", 2, 20*time.Second, "1"), sleepJob("late", 2, 30*time.Second, "0.1"), sleepJob("short", 2, 5*time.Second, "0.1"))
 	if j[2].Start.Before(*j[0].End) || !j[2].Start.Before(*j[1].Start) {
 		t.Errorf("short job 3 started at %v, want after job 1 ended (%v) and before job 2 (%v)", j[2].Start, j[0].End, j[1].Start)
@@ -70,7 +71,7 @@ func TestRuntimeReservationDepth(t *testing.T) {
 }
 
 func testReservationDepth(t *testing.T, n int, backfills bool) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 3, mode: node.Space, policy: gang.FCFSBF, backfill: gang.Backfill{Reservations: n}})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 3, mode: sharing.Space, policy: gang.FCFSBF, backfill: gang.Backfill{Reservations: n}})
 	j := c.runJobs(sleepJob("j1", 2, 10*time.Second, "1"), sleepJob("j2", 2, 10*time.Second, "0.1"),
 		sleepJob("j3", 3, 10*time.Second, "0.1"), sleepJob("j4", 1, 25*time.Second, "0.1"))
 	if backfills && !j[3].Start.Before(*j[0].End) {

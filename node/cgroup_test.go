@@ -15,6 +15,7 @@ import (
 
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/jobcg"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Integration tests of job containment by cgroups (node/jobcg) with real
@@ -54,7 +55,7 @@ var escaper = []string{"sh", "-c", `setsid sh -c 'sleep 300 & wait' & sleep 300`
 
 func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
 	id := c.submit(node.JobSpec{Command: escaper, Processors: 2})
 	var pids []int // per rank: sh, setsid sh, two sleeps
 	eventually(t, 20*time.Second, func() error {
@@ -90,7 +91,7 @@ func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 
 func TestOutOfMemoryFailsOnlyThatJob(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func schedRuntime(pid int) int64 {
 // process) never sees one of them stopped.
 func TestFreezerRowsAlternateUnseen(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: node.SuspendFreezer})
+	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: node.SuspendFreezer})
 	st, err := c.client.Nodes(context.Background(), true)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,7 @@ func TestFreezerRowsAlternateUnseen(t *testing.T) {
 // processes need more than a processor's share waits, explained, while a
 // smaller one runs.
 func TestAdmissionByAdvertisedMemory(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
 	rep, err := c.client.Nodes(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +247,7 @@ func TestAdmissionByAdvertisedMemory(t *testing.T) {
 // A job that ends normally takes with it what it daemonized.
 func TestNormalEndLeavesNoDaemon(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: sharing.Space})
 	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", "setsid sleep 300 & sleep 1"}, Processors: 1})
 	var daemon []int
 	eventually(t, 10*time.Second, func() error {

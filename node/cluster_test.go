@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/sharing"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,7 +104,7 @@ type testCluster struct {
 type clusterOpts struct {
 	agents     int
 	processors int // per agent
-	mode       node.Mode
+	mode       sharing.Mode
 	mpl        int
 	slice      time.Duration
 	policy     gang.Policy

@@ -19,6 +19,7 @@ import (
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // commScenarioArg makes the test binary run a comm program instead of the
@@ -177,10 +178,10 @@ func semantics(ctx context.Context, c *comm.Comm) error {
 // relays, with ranks on three nodes stopped and continued by the slice
 // switching (gang, bcs) or from outside at random (local).
 func TestCommSemanticsInEveryMode(t *testing.T) {
-	for _, mode := range []node.Mode{node.Space, node.Gang, node.BCS, node.Local} {
+	for _, mode := range []sharing.Mode{sharing.Space, sharing.Gang, sharing.BCS, sharing.Local} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := clusterOpts{agents: 3, mode: mode, mpl: 2, slice: 20 * time.Millisecond}
-			if mode == node.Space {
+			if mode == sharing.Space {
 				o.mpl = 1
 			}
 			c := startCluster(t, o)
@@ -195,7 +196,7 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 			id := c.submit(node.JobSpec{Name: "semantics", Command: scenarioCommand("semantics"), Processors: 3})
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
-			if mode == node.Local {
+			if mode == sharing.Local {
 				wg.Add(1)
 				go func() { // SIGSTOP/SIGCONT the ranks mid-operation
 					defer wg.Done()
@@ -228,7 +229,7 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 			}
 			st := c.relayStats()
 			switch mode {
-			case node.BCS:
+			case sharing.BCS:
 				// Everything went through slice transfers, and what the
 				// heartbeats announced is what arrived.
 				if st.Announced == 0 || st.AnnouncedIn != st.ReceivedIn || st.AnnouncedInBytes != st.ReceivedInBytes || st.Transferred != st.Announced {
@@ -290,7 +291,7 @@ func (c *testCluster) dump() {
 // A rank that leaves comm without Finalize fails its job at once, though
 // it exited 0, and no rank is left behind waiting for it.
 func TestRankExitingWithoutFinalizeFailsJob(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.Gang, mpl: 1})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Gang, mpl: 1})
 	id := c.submit(node.JobSpec{Command: scenarioCommand("exit-early"), Processors: 2})
 	j := waitDone(t, c, id, 30*time.Second)
 	if j.State != node.Failed || !strings.Contains(j.Reason, "without comm.Finalize") {
@@ -359,7 +360,7 @@ func (c *testCluster) waitHeartbeats() {
 func TestBCSBenchmarks(t *testing.T) {
 	const slice = 20 * time.Millisecond
 	hmax := 2 * 4096 // two benchmark messages per node per slice
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.BCS, mpl: 2, slice: slice, bandwidth: float64(hmax) / slice.Seconds()})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.BCS, mpl: 2, slice: slice, bandwidth: float64(hmax) / slice.Seconds()})
 	c.waitHeartbeats()
 	blocking := c.submit(node.JobSpec{Name: "exchange", Bench: "5ms,2ms,transpose,B", BenchIterations: 15, BenchWork: "wall",
 		Processors: 2, TimeLimit: node.Duration{D: time.Second}, Overrun: "extend"})

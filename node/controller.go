@@ -18,13 +18,14 @@ import (
 	"github.com/cosched/cosched/member"
 	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/pmi"
+	"github.com/cosched/cosched/sharing"
 	"github.com/cosched/cosched/strobe"
 )
 
 // ControllerConfig configures the controller role.
 type ControllerConfig struct {
 	Name   string
-	Mode   Mode
+	Mode   sharing.Mode
 	Slice  time.Duration // gang, bcs: the time slice δ
 	MPL    int           // rows of the matrix (1 in space mode)
 	Policy gang.Policy
@@ -145,7 +146,7 @@ func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*
 
 func machineConfig(cfg ControllerConfig) ctl.Config {
 	return ctl.Config{MaxColumns: cfg.MaxColumns, MPL: cfg.MPL, Policy: cfg.Policy, Backfill: cfg.Backfill,
-		Alternates: cfg.Mode == Gang, ReconnectGrace: cfg.ReconnectGrace, History: cfg.History}
+		Alternates: cfg.Mode == sharing.Gang, ReconnectGrace: cfg.ReconnectGrace, History: cfg.History}
 }
 
 // Run loads the journal, rebuilds the job table from it, and runs the
@@ -640,10 +641,10 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // ClusterStats is what only the controller knows: its slice clock.
 type ClusterStats struct {
-	Mode   Mode        `json:"mode"`
-	Slice  Duration    `json:"slice"`
-	MPL    int         `json:"mpl"`
-	Policy gang.Policy `json:"policy"`
+	Mode   sharing.Mode `json:"mode"`
+	Slice  Duration     `json:"slice"`
+	MPL    int          `json:"mpl"`
+	Policy gang.Policy  `json:"policy"`
 	// The options of a priority-backfill policy (empty with any other):
 	// how many queued jobs hold a reservation ("inf": every one), whether
 	// reservations are dynamic or fixed, and the priority weights in use

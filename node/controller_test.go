@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node/ctl"
+	"github.com/cosched/cosched/sharing"
 )
 
 // startController runs a space-mode controller with journal j and one
@@ -17,7 +18,7 @@ import (
 // to it go nowhere).
 func startController(t *testing.T, j Journal, compactAfter int) (*Controller, context.CancelFunc, <-chan error) {
 	t.Helper()
-	c, err := NewController(ControllerConfig{Name: "c", Mode: Space, MPL: 1, Policy: gang.FCFS, Journal: j, CompactAfter: compactAfter, History: 5}, nil, 1)
+	c, err := NewController(ControllerConfig{Name: "c", Mode: sharing.Space, MPL: 1, Policy: gang.FCFS, Journal: j, CompactAfter: compactAfter, History: 5}, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

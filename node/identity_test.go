@@ -13,6 +13,7 @@ import (
 
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 func newKey(t *testing.T) *clusterkey.Key {
@@ -43,7 +44,7 @@ func wantStatus(t *testing.T, what string, err error, status int, msg string) {
 // socket needs none; the agent, not the client, names a job's owner.
 func TestAPIAuthentication(t *testing.T) {
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.Space, key: key})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Space, key: key})
 	ctx := context.Background()
 	ctl := c.agents[0].APIAddr()
 
@@ -113,7 +114,7 @@ func TestAPIAuthentication(t *testing.T) {
 func TestAdminGroupCancels(t *testing.T) {
 	key := newKey(t)
 	admins := uint32(4300)
-	c := startCluster(t, clusterOpts{agents: 1, mode: node.Space, key: key, adminGID: &admins})
+	c := startCluster(t, clusterOpts{agents: 1, mode: sharing.Space, key: key, adminGID: &admins})
 	ctx := context.Background()
 	id := c.submit(node.JobSpec{Command: []string{"sleep", "100"}, Processors: 1})
 	op, _ := key.Mint(4301, admins, time.Now(), clusterkey.DefaultTTL, rand.Reader)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Gang mode, two jobs that each fill the machine (so neither can also run
@@ -42,7 +43,7 @@ func TestGangRowsAlternate(t *testing.T) {
 }
 
 func gangRowsAlternate(t *testing.T, suspend string) {
-	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: suspend})
+	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: suspend})
 	a := c.submit(node.JobSpec{Name: "a", Command: busy, Processors: 3})
 	b := c.submit(node.JobSpec{Name: "b", Command: busy, Processors: 3})
 	c.waitState(a, node.Running, 20*time.Second)
@@ -135,7 +136,7 @@ func gangRowsAlternate(t *testing.T, suspend string) {
 // beside job 1 and ends (by its limit) before job 1's limit, so it starts
 // before the queue head, job 2, which waits for job 1.
 func TestSpaceBackfillOrder(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space, policy: gang.EASY})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space, policy: gang.EASY})
 	j1 := c.submit(node.JobSpec{Name: "long", Command: []string{"sleep", "1.5"}, Processors: 3, TimeLimit: node.Duration{D: 20 * time.Second}})
 	c.waitState(j1, node.Running, 20*time.Second)
 	j2 := c.submit(node.JobSpec{Name: "wide", Command: []string{"sleep", "0.1"}, Processors: 4, TimeLimit: node.Duration{D: 20 * time.Second}})
@@ -160,7 +161,7 @@ func TestSpaceBackfillOrder(t *testing.T) {
 
 // Cancel ends every rank, on every node, whether stopped or running.
 func TestCancelEndsEveryRank(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
 	id := c.submit(node.JobSpec{Command: busy, Processors: 3})
 	c.waitState(id, node.Running, 20*time.Second)
 	c.waitPIDs(id, 3)
@@ -186,7 +187,7 @@ func TestCancelEndsEveryRank(t *testing.T) {
 
 // A rank that fails fails its job, and the job's other ranks are killed.
 func TestRankFailureFailsJob(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Space})
 	id := c.submit(node.JobSpec{Processors: 3, Command: []string{"sh", "-c", `if [ "$COSCHED_RANK" = 1 ]; then sleep 0.3; exit 3; fi; sleep 60`}})
 	j := c.waitState(id, node.Failed, 20*time.Second)
 	if !strings.Contains(j.Reason, "rank 1") || !strings.Contains(j.Reason, "exited with status 3") {
@@ -197,7 +198,7 @@ func TestRankFailureFailsJob(t *testing.T) {
 
 // A job running past its time limit is killed: TIMEOUT.
 func TestTimeLimit(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
 	id := c.submit(node.JobSpec{Processors: 2, Command: []string{"sleep", "60"}, TimeLimit: node.Duration{D: 300 * time.Millisecond}})
 	j := c.waitState(id, node.Timeout, 20*time.Second)
 	if !strings.Contains(j.Reason, "time limit") {
@@ -208,7 +209,7 @@ func TestTimeLimit(t *testing.T) {
 
 // Local mode: no coordination, jobs in different rows run together.
 func TestLocalModeRunsEveryRank(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.Local, mpl: 2})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Local, mpl: 2})
 	a := c.submit(node.JobSpec{Command: busy, Processors: 2})
 	b := c.submit(node.JobSpec{Command: busy, Processors: 2})
 	pids := append(c.waitPIDs(a, 2), c.waitPIDs(b, 2)...)
@@ -229,7 +230,7 @@ func TestLocalModeRunsEveryRank(t *testing.T) {
 // Bad requests get a 4xx with a message, through the controller and
 // through another agent (which forwards), and nothing breaks.
 func TestAPIBadRequests(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
 	post := func(addr, body string) (int, string) {
 		resp, err := http.Post("http://"+addr+"/v1/jobs", "application/json", strings.NewReader(body))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // BenchmarkMPIGang measures what time sharing does to a real MPICH
@@ -27,7 +28,7 @@ func BenchmarkMPIGang(b *testing.B) {
 	const slice = 50 * time.Millisecond
 	const reps = 2
 	for _, kernel := range []struct{ name, steps string }{{"compute", "50"}, {"comm", "50000"}} {
-		for _, mode := range []node.Mode{node.Gang, node.BCS, node.Local} {
+		for _, mode := range []sharing.Mode{sharing.Gang, sharing.BCS, sharing.Local} {
 			b.Run(kernel.name+"/"+string(mode), func(b *testing.B) {
 				var dedicated, shared float64
 				for range b.N {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // mpiProgram compiles ../pmi/testdata/<name>.c with MPICH's mpicc, or
@@ -48,10 +49,10 @@ func (c *testCluster) rankOutput(id int64, rank int) string {
 // rank.
 func TestMPIProgramInEveryMode(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	for _, mode := range node.Modes() {
+	for _, mode := range sharing.Modes() {
 		t.Run(string(mode), func(t *testing.T) {
 			mpl := 2
-			if mode == node.Space {
+			if mode == sharing.Space {
 				mpl = 1
 			}
 			c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: mode, mpl: mpl, slice: 30 * time.Millisecond})
@@ -71,7 +72,7 @@ func TestMPIProgramInEveryMode(t *testing.T) {
 // message, and leaves no process.
 func TestMPIAbortFailsJob(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
 	id := c.submit(node.JobSpec{Command: []string{prog, "abort"}, Processors: 3, MPI: node.MPIPMI1})
 	j := c.waitState(id, node.Failed, 60*time.Second)
 	if !strings.Contains(j.Reason, "rank 2 called MPI_Abort") || !strings.Contains(j.Reason, "exit code 3") ||
@@ -85,7 +86,7 @@ func TestMPIAbortFailsJob(t *testing.T) {
 // A rank that speaks garbage on its PMI socket ends its job with the
 // reason; the agents carry on and run the next job.
 func TestPMIBadInputFailsJob(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Space})
 	for _, tc := range []struct{ script, reason string }{
 		{`echo "cmd=init pmi_version=1 pmi_subversion=1" >&3; echo "no equals sign" >&3; sleep 60`, "malformed PMI command"},
 		{`printf 'cmd=barrier_in\ncmd=barrier_in\n' >&3; sleep 60`, "entered PMI barrier 0 twice"},
@@ -105,7 +106,7 @@ func TestPMIBadInputFailsJob(t *testing.T) {
 // engine, stopped or running) leaves no process.
 func TestMPICancelMidRun(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
 	id := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
 	c.waitState(id, node.Running, 20*time.Second)
 	c.waitExec(id, 2, "ring")
@@ -122,7 +123,7 @@ func TestMPICancelMidRun(t *testing.T) {
 // and both make progress.
 func TestMPIGangRowsNeverTogether(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
 	a := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
 	b := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
 	pa, pb := c.waitExec(a, 2, "ring"), c.waitExec(b, 2, "ring")
@@ -197,7 +198,7 @@ func TestMPIGangRowsNeverTogether(t *testing.T) {
 // MPI_Init completes on every rank.
 func TestMPIBarrierAcrossControlBreak(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Space, controllerGrace: time.Minute})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Space, controllerGrace: time.Minute})
 	// n1's rank enters MPI_Init (its barrier) a second after n0's.
 	script := `if [ "$COSCHED_NODE" = n1 ]; then sleep 1; fi; exec "$0" 1`
 	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", script, prog}, Processors: 2, MPI: node.MPIPMI1})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // A control connection that breaks while gang jobs run does not end them:
@@ -15,7 +16,7 @@ import (
 // them again, adopts the ranks they report, and the jobs complete with the
 // processes they started with.
 func TestControlLinkBreakKeepsRanks(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
 	ids := []int64{
 		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
 		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
@@ -56,7 +57,7 @@ func TestControlLinkBreakKeepsRanks(t *testing.T) {
 // and none is left behind.
 func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 	const grace = 6 * time.Second
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: grace})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: grace})
 	ids := []int64{
 		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
 		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
@@ -98,7 +99,7 @@ func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 // with the controller's agent fails, and the queued job runs.
 func TestControllerRestartAdoptsRanks(t *testing.T) {
 	journal := &node.MemJournal{}
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Space, controllerGrace: time.Minute, journal: journal})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Space, controllerGrace: time.Minute, journal: journal})
 	first := c.submit(node.JobSpec{Command: []string{"sleep", "60"}, Processors: 1})
 	j := c.waitState(first, node.Running, 20*time.Second)
 	if j.Nodes[0] != "n0" {
@@ -146,7 +147,7 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 // both (the live ranks with their pids and whether they are stopped, the
 // exits once).
 func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
 	ids := []int64{
 		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
 		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
@@ -181,7 +182,7 @@ func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
 	var exits []node.ExitReport
 	eventually(t, 10*time.Second, func() error {
 		var err error
-		if ranks, exits, err = node.Greet(n1, node.Gang, 2); err != nil {
+		if ranks, exits, err = node.Greet(n1, sharing.Gang, 2); err != nil {
 			return err
 		}
 		if len(exits) == 0 {
@@ -205,7 +206,7 @@ func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
 		t.Errorf("live ranks %+v (%d stopped), want the %d others, the other row's 2 stopped", ranks, stopped, len(pids)-1)
 	}
 	// The exit was handed over: the next greeting carries it no more.
-	if _, exits, err := node.Greet(n1, node.Gang, 2); err != nil || len(exits) != 0 {
+	if _, exits, err := node.Greet(n1, sharing.Gang, 2); err != nil || len(exits) != 0 {
 		t.Errorf("second greeting: exits %+v, %v; want none", exits, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // testUser is a user (and its own group) the test creates.
@@ -140,7 +141,7 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 	dir, shim := worldDir(t)
 	t.Setenv("I14_AGENT_ONLY", "secret") // the agent's environment must not reach the ranks
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: node.Gang, mpl: 2, key: key, shim: shim})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: sharing.Gang, mpl: 2, key: key, shim: shim})
 	ctx := context.Background()
 	as := func(u testUser) *node.Client {
 		tok, err := key.Mint(u.uid, u.gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)

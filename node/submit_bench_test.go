@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // BenchmarkSubmit: submissions per second through the HTTP API from
@@ -34,7 +35,7 @@ func BenchmarkSubmit(b *testing.B) {
 			}
 			shim := []string{exe, "__rank-exec"}
 			cfg := node.Config{Name: "n0", Bind: "127.0.0.1:0", Local: true, Processors: 1, StateDir: filepath.Join(dir, "n0"),
-				Shim: shim, Controller: true, Mode: node.Space, MPL: 1, Policy: gang.FCFS,
+				Shim: shim, Controller: true, Mode: sharing.Space, MPL: 1, Policy: gang.FCFS,
 				Log: zap.NewNop()}
 			if !durable {
 				cfg.Journal = &node.MemJournal{}

@@ -18,6 +18,7 @@ import (
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Job is one job of a workload, as it is submitted.
@@ -269,13 +270,13 @@ func Summarize(recs []Record, procs int, tau time.Duration) Summary {
 
 // SimMode is the simulator's model of a runtime mode: space sharing is
 // backfilling (BF), gang is backfilling gang scheduling (BGS).
-func SimMode(m node.Mode) (jss.Mode, error) {
+func SimMode(m sharing.Mode) (jss.Mode, error) {
 	switch m {
-	case node.Space:
+	case sharing.Space:
 		return jss.BF, nil
-	case node.Gang:
+	case sharing.Gang:
 		return jss.BGS, nil
-	case node.BCS:
+	case sharing.BCS:
 		return jss.BCS, nil
 	}
 	return "", fmt.Errorf("experiment: mode %s has no simulator model", m)
@@ -284,7 +285,7 @@ func SimMode(m node.Mode) (jss.Mode, error) {
 // Simulate predicts the run of point p's workload on machine m in mode:
 // the same jobs, the same scheduler core, the simulator's model of the
 // mode.
-func Simulate(ctx context.Context, m sweep.Machine, p sweep.Point, mode node.Mode) (sweep.Row, error) {
+func Simulate(ctx context.Context, m sweep.Machine, p sweep.Point, mode sharing.Mode) (sweep.Row, error) {
 	sm, err := SimMode(mode)
 	if err != nil {
 		return sweep.Row{}, err
@@ -307,7 +308,7 @@ type SimJob struct {
 
 // SimulateJobs is Simulate with every job's simulated start and end, for a
 // job-by-job comparison with the measured records.
-func SimulateJobs(ctx context.Context, m sweep.Machine, p sweep.Point, mode node.Mode) ([]SimJob, error) {
+func SimulateJobs(ctx context.Context, m sweep.Machine, p sweep.Point, mode sharing.Mode) ([]SimJob, error) {
 	sm, err := SimMode(mode)
 	if err != nil {
 		return nil, err

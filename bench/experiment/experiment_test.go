@@ -11,6 +11,7 @@ import (
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 func machine() (sweep.Machine, sweep.Point) {
@@ -102,7 +103,7 @@ func TestSummarize(t *testing.T) {
 // Simulate runs the same point under each mode's model; local has none.
 func TestSimulate(t *testing.T) {
 	m, p := machine()
-	want := map[node.Mode]jss.Mode{node.Space: jss.BF, node.Gang: jss.BGS, node.BCS: jss.BCS}
+	want := map[sharing.Mode]jss.Mode{sharing.Space: jss.BF, sharing.Gang: jss.BGS, sharing.BCS: jss.BCS}
 	p.MPL, p.Slice, p.Policy = 3, 50*time.Millisecond, "easy"
 	for mode, sm := range want {
 		row, err := Simulate(context.Background(), m, p, mode)
@@ -113,7 +114,7 @@ func TestSimulate(t *testing.T) {
 			t.Fatalf("%s: %+v", mode, row)
 		}
 	}
-	if _, err := Simulate(context.Background(), m, p, node.Local); err == nil {
+	if _, err := Simulate(context.Background(), m, p, sharing.Local); err == nil {
 		t.Fatal("local mode simulated")
 	}
 }

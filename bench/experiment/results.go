@@ -17,6 +17,7 @@ import (
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Run is a whole experiment: the workload, how it was run, and each
@@ -68,7 +69,7 @@ func CostsOf(m sweep.Machine) MachineCosts {
 // ModeResult is one mode's measured run and the simulator's prediction
 // for the same jobs.
 type ModeResult struct {
-	Mode      node.Mode     `json:"mode"`
+	Mode      sharing.Mode  `json:"mode"`
 	Summary   Summary       `json:"summary"`
 	Nodes     NodeTotals    `json:"nodes"`
 	Elapsed   time.Duration `json:"elapsed_ns"`

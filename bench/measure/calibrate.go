@@ -19,6 +19,7 @@ import (
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -144,14 +145,14 @@ type calibrator struct {
 }
 
 // cluster starts a local cluster, runs fn against it and stops it.
-func (c *calibrator) cluster(ctx context.Context, dir string, mode node.Mode, n int, fn func(*localcluster.Cluster) error) error {
+func (c *calibrator) cluster(ctx context.Context, dir string, mode sharing.Mode, n int, fn func(*localcluster.Cluster) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	fmt.Fprintf(c.progress, "calibrate: starting %d agents in %s mode...\n", n, mode)
 	o := localcluster.DefaultOptions()
 	o.Agents, o.Mode, o.Slice, o.MPL, o.StateDir, o.RealtimePriority = n, mode, c.o.Slice, c.o.MPL, dir, c.o.RealtimePriority
-	if mode == node.Space {
+	if mode == sharing.Space {
 		o.MPL = 1
 	}
 	o.Exe, o.Bandwidth = c.o.Exe, c.o.Bandwidth
@@ -173,7 +174,7 @@ func (c *calibrator) cluster(ctx context.Context, dir string, mode node.Mode, n 
 
 // space measures the relays, the launch and the compute scale.
 func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) error {
-	return c.cluster(ctx, dir, node.Space, 2, func(rec *localcluster.Cluster) error {
+	return c.cluster(ctx, dir, sharing.Space, 2, func(rec *localcluster.Cluster) error {
 		api := rec.Client()
 		size := strconv.Itoa(p.Measured.MessageSize)
 		fmt.Fprintf(c.progress, "calibrate: relay ping-pong and stream...\n")
@@ -230,7 +231,7 @@ func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) 
 
 // bcs measures the slice switching and the delivery delay.
 func (c *calibrator) bcs(ctx context.Context, dir string, p *profile.Profile) error {
-	return c.cluster(ctx, dir, node.BCS, c.o.Nodes, func(rec *localcluster.Cluster) error {
+	return c.cluster(ctx, dir, sharing.BCS, c.o.Nodes, func(rec *localcluster.Cluster) error {
 		api := rec.Client()
 		fmt.Fprintf(c.progress, "calibrate: bcs delivery delay (%d barriers)...\n", c.o.Barriers)
 		two, err := c.probe(ctx, api, dir, 2, "--test", ProbeBarrier, "--count", strconv.Itoa(c.o.Barriers))

@@ -25,6 +25,7 @@ import (
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // agentFlags are `cosched agent`'s settings; a --config file (TOML, the
@@ -296,7 +297,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		}
 		cfg.Name = host
 	}
-	mode, err := node.ParseMode(f.Mode)
+	mode, err := sharing.Parse(f.Mode)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %v", err))
 	}
@@ -350,7 +351,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	if mode == node.Space && f.Controller {
+	if mode == sharing.Space && f.Controller {
 		if changed("mpl") && f.MPL != 1 {
 			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // agentSettings runs `cosched agent args` up to the point where it would
@@ -97,7 +98,7 @@ func TestBackfillArgs(t *testing.T) {
 
 func TestNodesStatsShowsBackfill(t *testing.T) {
 	var out strings.Builder
-	writeNodes(&out, node.NodesReport{Cluster: &node.ClusterStats{Mode: node.Space, MPL: 1, Policy: gang.PriorityBF,
+	writeNodes(&out, node.NodesReport{Cluster: &node.ClusterStats{Mode: sharing.Space, MPL: 1, Policy: gang.PriorityBF,
 		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
 	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
 		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)

@@ -20,6 +20,7 @@ import (
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 type benchRunFlags struct {
@@ -115,7 +116,7 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	o := measure.RunOptions{Nodes: f.nodes, Slice: f.slice, MPL: f.mpl, Policy: gang.Policy(f.policy), RealtimePriority: f.priority,
 		Work: cmp.Or(f.work, measure.DefaultWork(f.nodes)), StallTimeout: f.stallTimeout}
 	for _, s := range strings.Split(f.modes, ",") {
-		m, err := node.ParseMode(strings.TrimSpace(s))
+		m, err := sharing.Parse(strings.TrimSpace(s))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--modes: %v", err))
 			continue

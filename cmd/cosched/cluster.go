@@ -18,6 +18,7 @@ import (
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // stateDirFor resolves the state directory: the flag, else
@@ -190,7 +191,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	var errs []error
 	parsed := map[string]bool{} // flags whose text did not parse: Validate's word on them is noise
 	o := f.opts
-	mode, err := node.ParseMode(f.mode)
+	mode, err := sharing.Parse(f.mode)
 	if err != nil {
 		errs, parsed["--mode"] = append(errs, fmt.Errorf("--mode: %v", err)), true
 	}
@@ -217,7 +218,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	} else {
 		o.Bandwidth = float64(bw)
 	}
-	if mode == node.Space && !changed("mpl") {
+	if mode == sharing.Space && !changed("mpl") {
 		o.MPL = 1 // the default MPL is for the time-shared modes
 	}
 	if o.StateDir, err = stateDirFor(o.StateDir); err != nil {
