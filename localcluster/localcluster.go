@@ -24,11 +24,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
-	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -69,7 +69,7 @@ type Options struct {
 	// path (0: off).
 	RealtimePriority int
 	// Suspend is how the agents suspend ranks between slices:
-	// node.SuspendSignal ("" too) or node.SuspendFreezer (docs/cgroups.md).
+	// api.SuspendSignal ("" too) or api.SuspendFreezer (docs/cgroups.md).
 	Suspend string
 	// StrobeFanout is the controller's strobe tree arity
 	// (--strobe-fanout; 0: direct).
@@ -128,7 +128,7 @@ func (o Options) Validate() error {
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
 	}
-	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
+	if o.Suspend != "" && o.Suspend != api.SuspendSignal && o.Suspend != api.SuspendFreezer {
 		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
 	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
@@ -189,16 +189,16 @@ func File(dir string) string { return filepath.Join(dir, "cluster.json") }
 func KeyFile(dir string) string { return filepath.Join(dir, "cluster.key") }
 
 // ClientFor returns a client for the cluster's agent whose API address is
-// api, with a credential found without ceremony: the agent's Unix socket
+// addr, with a credential found without ceremony: the agent's Unix socket
 // when this process can reach it (the kernel vouches for its uid), else a
 // token signed with the cluster's key file when this process can read it,
 // else none (the agent will answer 401 saying what to do).
-func (c *Cluster) ClientFor(api string) *node.Client {
+func (c *Cluster) ClientFor(addr string) *api.Client {
 	for _, a := range c.Agents {
-		if a.API == api && a.Socket != "" {
+		if a.API == addr && a.Socket != "" {
 			if conn, err := net.Dial("unix", a.Socket); err == nil {
 				conn.Close()
-				return node.NewUnixClient(a.Socket)
+				return api.NewUnixClient(a.Socket)
 			}
 		}
 	}
@@ -207,15 +207,15 @@ func (c *Cluster) ClientFor(api string) *node.Client {
 		others = append(others, a.API)
 	}
 	if k, err := clusterkey.Load(KeyFile(c.dir)); err == nil {
-		return node.NewKeyClient(k, api, others...)
+		return api.NewKeyClient(k, addr, others...)
 	}
-	return node.NewClient(api, others...)
+	return api.NewClient(addr, others...)
 }
 
-// Has reports whether api is one of the cluster's agents' API addresses.
-func (c *Cluster) Has(api string) bool {
+// Has reports whether addr is one of the cluster's agents' API addresses.
+func (c *Cluster) Has(addr string) bool {
 	for _, a := range c.Agents {
-		if a.API == api {
+		if a.API == addr {
 			return true
 		}
 	}
@@ -223,7 +223,7 @@ func (c *Cluster) Has(api string) bool {
 }
 
 // Client is ClientFor the controller agent's API.
-func (c *Cluster) Client() *node.Client { return c.ClientFor(c.API) }
+func (c *Cluster) Client() *api.Client { return c.ClientFor(c.API) }
 
 // Dir is the cluster's state directory.
 func (c *Cluster) Dir() string { return c.dir }
@@ -494,9 +494,9 @@ func (c *Cluster) controllerArgs(o Options) []string {
 // waitJoined waits until the controller has the processors of every agent
 // that offers some.
 func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
-	api := c.Client()
+	client := c.Client()
 	for {
-		rep, err := api.Nodes(ctx, false)
+		rep, err := client.Nodes(ctx, false)
 		up := 0
 		for _, n := range rep.Nodes {
 			if n.State == "up" && n.CPUs > 0 {

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/sharing"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/internal/fielderr"
-	"github.com/cosched/cosched/node"
 )
 
 // Validate names every bad field, and accepts the defaults.
@@ -147,7 +147,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := node.NewKeyClient(key, apis[3], apis...) // a compute agent first
+	client := api.NewKeyClient(key, apis[3], apis...) // a compute agent first
 	leader := func() string {
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
@@ -166,7 +166,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	first := leader()
 	var ids []int64
 	for _, secs := range []string{"3", "1"} {
-		id, err := client.Submit(context.Background(), node.JobSpec{Processors: 2, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
+		id, err := client.Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			j, err := client.Job(context.Background(), id)
-			if err == nil && j.State == node.Completed {
+			if err == nil && j.State == api.Completed {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -214,7 +214,7 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, sharing.Space, 1, 0
 	submit := func(c *Cluster) int64 {
-		id, err := c.Client().Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
+		id, err := c.Client().Submit(context.Background(), api.JobSpec{Processors: 1, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"true"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
@@ -124,12 +125,6 @@ type Config struct {
 	Log        *zap.Logger
 }
 
-// Suspension methods (Config.Suspend).
-const (
-	SuspendSignal  = "signal"
-	SuspendFreezer = "freezer"
-)
-
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -163,7 +158,7 @@ func (c *Config) Validate() error {
 		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
 			errs = append(errs, err)
 		}
-		if _, err := ParseMPI(c.MPI); err != nil {
+		if _, err := api.ParseMPI(c.MPI); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Controllers < 0 || c.Controllers > 15 {
@@ -178,7 +173,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
 		}
 	}
-	if c.Suspend != "" && c.Suspend != SuspendSignal && c.Suspend != SuspendFreezer {
+	if c.Suspend != "" && c.Suspend != api.SuspendSignal && c.Suspend != api.SuspendFreezer {
 		errs = append(errs, fmt.Errorf("suspend %q: want signal or freezer", c.Suspend))
 	}
 	switch c.Cgroups {

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
@@ -180,7 +181,7 @@ func (a *Agent) launch(l launch) {
 	}
 	cg := a.jobCgroup(l) // before the switcher may freeze it
 	a.sw.add(l.Job, slots)
-	if l.MPI == MPIPMI1 {
+	if l.MPI == api.MPIPMI1 {
 		a.pmi.AddJob(l.Job, l.Nodes, a.cfg.Name)
 	}
 	for _, r := range l.Ranks {

@@ -6,31 +6,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
 
 // runJobs submits each job once the previous ones are queued (the first
 // once it runs) and waits for them all to complete.
-func (c *testCluster) runJobs(specs ...node.JobSpec) []node.Job {
+func (c *testCluster) runJobs(specs ...api.JobSpec) []api.Job {
 	c.t.Helper()
 	var ids []int64
 	for i, s := range specs {
 		ids = append(ids, c.submit(s))
 		if i == 0 {
-			c.waitState(ids[0], node.Running, 20*time.Second)
+			c.waitState(ids[0], api.Running, 20*time.Second)
 		}
 	}
-	var out []node.Job
+	var out []api.Job
 	for _, id := range ids {
-		out = append(out, c.waitState(id, node.Completed, 30*time.Second))
+		out = append(out, c.waitState(id, api.Completed, 30*time.Second))
 	}
 	return out
 }
 
-func sleepJob(name string, procs int, limit time.Duration, secs string) node.JobSpec {
-	return node.JobSpec{Name: name, Command: []string{"sleep", secs}, Processors: procs, TimeLimit: node.Duration{D: limit}}
+func sleepJob(name string, procs int, limit time.Duration, secs string) api.JobSpec {
+	return api.JobSpec{Name: name, Command: []string{"sleep", secs}, Processors: procs, TimeLimit: api.Duration{D: limit}}
 }
 
 // sjf-bf in the runtime orders the queue by time limit: on 2 processors,

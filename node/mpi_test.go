@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
@@ -56,8 +57,8 @@ func TestMPIProgramInEveryMode(t *testing.T) {
 				mpl = 1
 			}
 			c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: mode, mpl: mpl, slice: 30 * time.Millisecond})
-			id := c.submit(node.JobSpec{Command: []string{prog, "3"}, Processors: 4, MPI: node.MPIPMI1})
-			j := c.waitState(id, node.Completed, 60*time.Second)
+			id := c.submit(api.JobSpec{Command: []string{prog, "3"}, Processors: 4, MPI: api.MPIPMI1})
+			j := c.waitState(id, api.Completed, 60*time.Second)
 			for _, r := range j.Ranks {
 				out := c.rankOutput(id, r.Rank)
 				if want := fmt.Sprintf("rank %d of 4 ok local %d", r.Rank, r.Rank%2); r.Code != 0 || !strings.Contains(out, want) {
@@ -73,8 +74,8 @@ func TestMPIProgramInEveryMode(t *testing.T) {
 func TestMPIAbortFailsJob(t *testing.T) {
 	prog := mpiProgram(t, "ring")
 	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
-	id := c.submit(node.JobSpec{Command: []string{prog, "abort"}, Processors: 3, MPI: node.MPIPMI1})
-	j := c.waitState(id, node.Failed, 60*time.Second)
+	id := c.submit(api.JobSpec{Command: []string{prog, "abort"}, Processors: 3, MPI: api.MPIPMI1})
+	j := c.waitState(id, api.Failed, 60*time.Second)
 	if !strings.Contains(j.Reason, "rank 2 called MPI_Abort") || !strings.Contains(j.Reason, "exit code 3") ||
 		!strings.Contains(j.Reason, "application called MPI_Abort(MPI_COMM_WORLD, 3)") {
 		t.Errorf("reason %q, want rank 2's abort, its code and MPICH's message", j.Reason)
@@ -92,8 +93,8 @@ func TestPMIBadInputFailsJob(t *testing.T) {
 		{`printf 'cmd=barrier_in\ncmd=barrier_in\n' >&3; sleep 60`, "entered PMI barrier 0 twice"},
 		{`head -c 5000 /dev/zero | tr '\0' x >&3; sleep 60`, "longer than"},
 	} {
-		id := c.submit(node.JobSpec{Command: []string{"sh", "-c", tc.script}, Processors: 2, MPI: node.MPIPMI1})
-		j := c.waitState(id, node.Failed, 30*time.Second)
+		id := c.submit(api.JobSpec{Command: []string{"sh", "-c", tc.script}, Processors: 2, MPI: api.MPIPMI1})
+		j := c.waitState(id, api.Failed, 30*time.Second)
 		if !strings.Contains(j.Reason, tc.reason) {
 			t.Errorf("%s: reason %q, want %q", tc.script, j.Reason, tc.reason)
 		}
@@ -107,14 +108,14 @@ func TestPMIBadInputFailsJob(t *testing.T) {
 func TestMPICancelMidRun(t *testing.T) {
 	prog := mpiProgram(t, "ring")
 	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
-	id := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
-	c.waitState(id, node.Running, 20*time.Second)
+	id := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
+	c.waitState(id, api.Running, 20*time.Second)
 	c.waitExec(id, 2, "ring")
 	time.Sleep(300 * time.Millisecond) // well into the run
 	if err := c.client.Cancel(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	c.waitState(id, node.Cancelled, 20*time.Second)
+	c.waitState(id, api.Cancelled, 20*time.Second)
 	c.waitGone(id)
 }
 
@@ -124,8 +125,8 @@ func TestMPICancelMidRun(t *testing.T) {
 func TestMPIGangRowsNeverTogether(t *testing.T) {
 	prog := mpiProgram(t, "ring")
 	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
-	a := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
-	b := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
+	a := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
+	b := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
 	pa, pb := c.waitExec(a, 2, "ring"), c.waitExec(b, 2, "ring")
 	byNode := map[string][2]int{}
 	for i, pids := range [][]int{pa, pb} {
@@ -201,8 +202,8 @@ func TestMPIBarrierAcrossControlBreak(t *testing.T) {
 	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Space, controllerGrace: time.Minute})
 	// n1's rank enters MPI_Init (its barrier) a second after n0's.
 	script := `if [ "$COSCHED_NODE" = n1 ]; then sleep 1; fi; exec "$0" 1`
-	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", script, prog}, Processors: 2, MPI: node.MPIPMI1})
-	c.waitState(id, node.Running, 20*time.Second)
+	id := c.submit(api.JobSpec{Command: []string{"sh", "-c", script, prog}, Processors: 2, MPI: api.MPIPMI1})
+	c.waitState(id, api.Running, 20*time.Second)
 	// Keep breaking n1's connection while its rank enters the barrier,
 	// so that its part goes out with no controller or is lost with a
 	// connection.
@@ -215,7 +216,7 @@ func TestMPIBarrierAcrossControlBreak(t *testing.T) {
 	if breaks == 0 {
 		t.Fatal("n1 never had a control connection to break")
 	}
-	j := c.waitState(id, node.Completed, 60*time.Second)
+	j := c.waitState(id, api.Completed, 60*time.Second)
 	t.Logf("%d breaks", breaks)
 	for _, r := range j.Ranks {
 		if out := c.rankOutput(id, r.Rank); !strings.Contains(out, fmt.Sprintf("rank %d of 2 ok", r.Rank)) {

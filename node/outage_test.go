@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
@@ -18,12 +19,12 @@ import (
 func TestControlLinkBreakKeepsRanks(t *testing.T) {
 	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
 	ids := []int64{
-		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
-		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
 	}
 	before := map[int64][]int{}
 	for _, id := range ids {
-		c.waitState(id, node.Running, 20*time.Second)
+		c.waitState(id, api.Running, 20*time.Second)
 		before[id] = c.waitPIDs(id, 3)
 		slices.Sort(before[id])
 	}
@@ -40,7 +41,7 @@ func TestControlLinkBreakKeepsRanks(t *testing.T) {
 		})
 	}
 	for _, id := range ids {
-		j := c.waitState(id, node.Completed, 30*time.Second)
+		j := c.waitState(id, api.Completed, 30*time.Second)
 		var pids []int
 		for _, r := range j.Ranks {
 			pids = append(pids, r.PID)
@@ -59,11 +60,11 @@ func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 	const grace = 6 * time.Second
 	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: grace})
 	ids := []int64{
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
 	}
 	for _, id := range ids {
-		c.waitState(id, node.Running, 20*time.Second)
+		c.waitState(id, api.Running, 20*time.Second)
 		c.waitPIDs(id, 3)
 	}
 	if err := c.agents[0].Shutdown(); err != nil { // the controller's agent: its own ranks die with it
@@ -100,16 +101,16 @@ func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 func TestControllerRestartAdoptsRanks(t *testing.T) {
 	journal := &node.MemJournal{}
 	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Space, controllerGrace: time.Minute, journal: journal})
-	first := c.submit(node.JobSpec{Command: []string{"sleep", "60"}, Processors: 1})
-	j := c.waitState(first, node.Running, 20*time.Second)
+	first := c.submit(api.JobSpec{Command: []string{"sleep", "60"}, Processors: 1})
+	j := c.waitState(first, api.Running, 20*time.Second)
 	if j.Nodes[0] != "n0" {
 		t.Skipf("the first job went to %s: the controller's agent was not the first up", j.Nodes[0])
 	}
-	kept := c.submit(node.JobSpec{Command: []string{"sleep", "4"}, Processors: 2})
-	c.waitState(kept, node.Running, 20*time.Second)
+	kept := c.submit(api.JobSpec{Command: []string{"sleep", "4"}, Processors: 2})
+	c.waitState(kept, api.Running, 20*time.Second)
 	before := c.waitPIDs(kept, 2)
 	slices.Sort(before)
-	queued := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 3})
+	queued := c.submit(api.JobSpec{Command: []string{"true"}, Processors: 3})
 
 	// The controller's agent stops (its own rank dies) and starts again,
 	// with the same journal.
@@ -124,9 +125,9 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.agents[0] = restarted
-	c.client = node.NewClient(restarted.APIAddr())
+	c.client = api.NewClient(restarted.APIAddr())
 
-	j = c.waitState(kept, node.Completed, 30*time.Second)
+	j = c.waitState(kept, api.Completed, 30*time.Second)
 	var pids []int
 	for _, r := range j.Ranks {
 		pids = append(pids, r.PID)
@@ -135,9 +136,9 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 	if !slices.Equal(pids, before) {
 		t.Errorf("job %d: ranks ended as pids %v, started as %v: restarted", kept, pids, before)
 	}
-	c.waitState(first, node.Failed, 20*time.Second)
-	c.waitState(queued, node.Completed, 20*time.Second)
-	if next := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1}); next != queued+1 {
+	c.waitState(first, api.Failed, 20*time.Second)
+	c.waitState(queued, api.Completed, 20*time.Second)
+	if next := c.submit(api.JobSpec{Command: []string{"true"}, Processors: 1}); next != queued+1 {
 		t.Errorf("a submission after the restart got id %d, want %d", next, queued+1)
 	}
 }
@@ -149,12 +150,12 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
 	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
 	ids := []int64{
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
 	}
 	pids := map[int]int64{} // n1's ranks: pid → job
 	for _, id := range ids {
-		c.waitState(id, node.Running, 20*time.Second)
+		c.waitState(id, api.Running, 20*time.Second)
 		for _, pid := range c.waitPIDs(id, 4) {
 			if rankNode(pid) == "n1" {
 				pids[pid] = id

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
@@ -45,7 +46,7 @@ func BenchmarkSubmit(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer a.Shutdown()
-			c := node.NewClient(a.APIAddr())
+			c := api.NewClient(a.APIAddr())
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				rep, err := c.Nodes(context.Background(), false)
@@ -57,7 +58,7 @@ func BenchmarkSubmit(b *testing.B) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			spec := node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Hour}, Command: []string{"sleep", "3600"}}
+			spec := api.JobSpec{Processors: 1, TimeLimit: api.Duration{D: time.Hour}, Command: []string{"sleep", "3600"}}
 			b.SetParallelism(8) // 8 × GOMAXPROCS clients
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {

@@ -13,10 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -92,7 +92,7 @@ type NodeTotals struct {
 
 // CollectNodeTotals sums the counters of every agent the controller
 // behind c knows (best effort: an agent that does not answer is left out).
-func CollectNodeTotals(ctx context.Context, c *node.Client) (NodeTotals, error) {
+func CollectNodeTotals(ctx context.Context, c *api.Client) (NodeTotals, error) {
 	var t NodeTotals
 	rep, err := c.Nodes(ctx, true)
 	if err != nil {

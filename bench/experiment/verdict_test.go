@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -149,7 +149,7 @@ func figureRun() *Run {
 		d := time.Duration(i+1) * s
 		res := mode(m, 3, 2, 10, []float64{3, 2, 10})
 		for k, j := range run.WorkloadJobs {
-			res.Jobs = append(res.Jobs, Record{Job: j, State: node.Completed, Start: j.Submit, End: j.Submit + d + time.Duration(k)*s})
+			res.Jobs = append(res.Jobs, Record{Job: j, State: api.Completed, Start: j.Submit, End: j.Submit + d + time.Duration(k)*s})
 			res.SimJobs = append(res.SimJobs, SimJob{Seq: k, Start: j.Submit, End: j.Submit + 2*d + time.Duration(k)*s})
 		}
 		run.Modes = append(run.Modes, res)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
 	"github.com/cosched/cosched/gang"
@@ -22,7 +23,6 @@ import (
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -41,7 +41,7 @@ type RunOptions struct {
 	StallTimeout time.Duration
 	// Cluster is an existing cluster to run on; nil starts a local one per
 	// mode (its state under Dir/MODE/state).
-	Cluster  *node.Client
+	Cluster  *api.Client
 	Dir      string        // where each mode's records go (Dir/MODE/jobs.csv)
 	Machine  sweep.Machine // the simulated side's machine
 	Point    sweep.Point   // the simulated side's sweep point
@@ -241,7 +241,7 @@ func stallTimeout(o RunOptions, jobs []experiment.Job) time.Duration {
 }
 
 // dumpNodeStats writes the cluster's GET /v1/nodes?stats=1 to path.
-func dumpNodeStats(cl *node.Client, path string) error {
+func dumpNodeStats(cl *api.Client, path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	nodes, err := cl.Nodes(ctx, true)
@@ -270,7 +270,7 @@ type Existing struct {
 }
 
 // Inspect asks the cluster behind cl for its configuration.
-func Inspect(ctx context.Context, cl *node.Client) (Existing, error) {
+func Inspect(ctx context.Context, cl *api.Client) (Existing, error) {
 	rep, err := cl.Nodes(ctx, true)
 	if err != nil {
 		return Existing{}, err

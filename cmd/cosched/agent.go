@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
@@ -85,7 +86,7 @@ func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 // settings are read (tests inspect them instead of starting an agent).
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
 	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
-		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
+		Cgroups: "auto", Suspend: api.SuspendSignal, MemReserve: defaultMemReserve}
 	cmd := &cobra.Command{
 		Use:         "agent",
 		Annotations: map[string]string{stopAnnotation: stopClean},
@@ -326,7 +327,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
-	if cfg.MPI, err = node.ParseMPI(f.MPI); err != nil {
+	if cfg.MPI, err = api.ParseMPI(f.MPI); err != nil {
 		errs = append(errs, fmt.Errorf("--mpi: %v", err))
 	}
 	changed := f.changed
@@ -406,8 +407,8 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 		errs = append(errs, fmt.Errorf("--cgroups %q: want auto, v1, v2 or none", f.Cgroups))
 	}
 	switch f.Suspend {
-	case "", node.SuspendSignal, node.SuspendFreezer:
-		cfg.Suspend = cmp.Or(f.Suspend, node.SuspendSignal)
+	case "", api.SuspendSignal, api.SuspendFreezer:
+		cfg.Suspend = cmp.Or(f.Suspend, api.SuspendSignal)
 	default:
 		errs = append(errs, fmt.Errorf("--suspend %q: want signal or freezer", f.Suspend))
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node/jobcg"
 )
 
@@ -58,12 +58,12 @@ func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 		})
 		return cmd.Process, info.API
 	}
-	agent, api := start()
-	client := node.NewClient(api)
+	agent, addr := start()
+	client := api.NewClient(addr)
 	var id int64
 	eventually(t, 20*time.Second, func() error {
 		var err error
-		id, err = client.Submit(context.Background(), node.JobSpec{Command: escaper, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
+		id, err = client.Submit(context.Background(), api.JobSpec{Command: escaper, Processors: 1, TimeLimit: api.Duration{D: time.Minute}})
 		return err
 	})
 	var pids []int
