@@ -1,8 +1,7 @@
-package node
+package api
 
 import (
 	"encoding/json"
-	"github.com/cosched/cosched/api"
 	"testing"
 	"time"
 )
@@ -18,13 +17,13 @@ func TestDurationJSON(t *testing.T) {
 		`600`:          10 * time.Minute,
 		`0.5`:          500 * time.Millisecond,
 	} {
-		var d api.Duration
+		var d Duration
 		if err := json.Unmarshal([]byte(in), &d); err != nil || d.D != want {
 			t.Errorf("%s: %v %v, want %v", in, d.D, err, want)
 		}
 	}
 	for _, in := range []string{`"soon"`, `-1`, `1e300`, `"1:2:3:4"`, `true`} {
-		var d api.Duration
+		var d Duration
 		if err := json.Unmarshal([]byte(in), &d); err == nil {
 			t.Errorf("%s accepted as %v", in, d.D)
 		}
