@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -88,9 +89,14 @@ type Config struct {
 	// StrobeFanout (controller) strobes the agents along a tree of this
 	// arity (strobe.Sender.SetFanout); 0 sends to each directly.
 	StrobeFanout int
-	APIPort      int  // 0 picks one
-	Local        bool // loopback cluster: fast membership timings
-	Shim         []string
+	// StrobeMulticast, "ADDR:PORT" of an IPv4 multicast group: every
+	// agent joins it on the interface of its address, and the controller
+	// sends each strobe once, to the group (strobe.Sender.SetMulticast).
+	// Every agent of the cluster must be given the same group.
+	StrobeMulticast string
+	APIPort         int  // 0 picks one
+	Local           bool // loopback cluster: fast membership timings
+	Shim            []string
 	// ControllerGrace is how long the agent keeps its ranks (running or
 	// stopped, as they were) after it lost its controller: a controller
 	// that reaches it within the grace (the same one restarted, or one
@@ -213,6 +219,7 @@ type Agent struct {
 	ml       *member.Membership
 	udp      strobe.Transport
 	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
+	mcUDP    strobe.Transport    // the strobes' multicast group (StrobeMulticast), or nil
 	skew     *strobe.SkewTracker // the controller's agent only
 	follower *strobe.Follower
 	relay    *relay.Relay
@@ -370,6 +377,15 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.hbUDP, err = strobe.ListenUDP(net.JoinHostPort(host, "0"), a.log); err != nil {
 		return nil, fmt.Errorf("node: heartbeat socket: %w", err)
 	}
+	if cfg.StrobeMulticast != "" {
+		ifname, err := interfaceOf(host)
+		if err != nil {
+			return nil, fmt.Errorf("node: strobe multicast: %w", err)
+		}
+		if a.mcUDP, err = strobe.ListenMulticastUDP(cfg.StrobeMulticast, ifname, a.log); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
 		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnHeartbeatNodes: a.setHeartbeatPeers}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -394,7 +410,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	// data in the heartbeats (BCS). The controller's agent hears every
 	// heartbeat: the switch times they carry give the cluster's skew for
 	// /metrics.
-	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log,
+	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Multicast: a.mcUDP, Switch: a.sw.Switch, Log: a.log,
 		HeartbeatData: a.relay.HeartbeatData}
 	if cfg.Controller {
 		a.skew = strobe.NewSkewTracker(0)
@@ -701,6 +717,9 @@ func (a *Agent) closeAll() error {
 	if a.hbUDP != nil {
 		a.hbUDP.Close()
 	}
+	if a.mcUDP != nil {
+		a.mcUDP.Close()
+	}
 	if a.relay != nil {
 		a.relay.Close()
 	}
@@ -800,4 +819,29 @@ func (a *Agent) rankStats(job int64, rank int, s comm.Stats) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.stats[rankKey{job, rank}] = s
+}
+
+// interfaceOf names the network interface that has address host (an IP
+// or a name that resolves to one): the one to join a multicast group on.
+func interfaceOf(host string) (string, error) {
+	ips, err := net.LookupIP(host)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", host, err)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifi := range ifs {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && slices.ContainsFunc(ips, ipn.IP.Equal) {
+				return ifi.Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface has address %s (bind the agent to an interface's address to use multicast)", host)
 }

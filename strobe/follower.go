@@ -42,8 +42,13 @@ type FollowerConfig struct {
 	// Without it, heartbeats share Transport and are sent on the strobe
 	// path, to the peers and to the strobe's source.
 	Heartbeats Transport
-	Switch     SwitchFunc    // performs the switch; required
-	Heartbeat  HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
+	// Multicast, if set, is a socket joined to the controller's multicast
+	// group (ListenMulticastUDP, Sender.SetMulticast): strobes arriving
+	// there are applied as those on Transport are (one at a time, by the
+	// same sequence rules), on an ordinary goroutine.
+	Multicast Transport
+	Switch    SwitchFunc    // performs the switch; required
+	Heartbeat HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
 	// Applied, optional, sees this node's record of every slice it
 	// applied, on the strobe path (after the switch): it must be quick.
 	Applied func(SliceRecord)
@@ -79,6 +84,10 @@ type Follower struct {
 	hbWake chan struct{} // Heartbeats set: a heartbeat is pending
 	log    *zap.Logger
 	active atomic.Bool
+
+	// handleMu serialises handle: strobes may come from Transport and
+	// Multicast, and Switch is never called concurrently.
+	handleMu sync.Mutex
 
 	mu sync.Mutex // guards everything below: Run writes, Stats and Records read
 	// Sequence state of the current epoch.
@@ -187,6 +196,12 @@ func (f *Follower) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); f.receiveHeartbeats(hbCtx) }()
 		defer func() { cancel(); wg.Wait() }()
 	}
+	if f.cfg.Multicast != nil {
+		mcCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.receiveMulticast(mcCtx) }()
+		defer func() { cancel(); <-done }()
+	}
 	if s, ok := f.cfg.Transport.(syncServer); ok {
 		// The transport calls handle on its own (real-time) thread: the
 		// switch happens where the strobe was received.
@@ -272,7 +287,36 @@ func (f *Follower) slicePeersLocked(seq uint64) []string {
 	return peers
 }
 
+// receiveMulticast reads the multicast socket: strobes only.
+func (f *Follower) receiveMulticast(ctx context.Context) {
+	packets := f.cfg.Multicast.Packets()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p, ok := <-packets:
+			if !ok {
+				return
+			}
+			msg, err := Unmarshal(p.Data)
+			s, isStrobe := msg.(*Strobe)
+			if err == nil && !isStrobe {
+				err = fmt.Errorf("%w for this socket: %v", ErrUnknownType, msg.MsgType())
+			}
+			if err != nil {
+				f.drop(p, "multicast socket", err)
+				continue
+			}
+			f.handleMu.Lock()
+			f.onStrobe(p, s)
+			f.handleMu.Unlock()
+		}
+	}
+}
+
 func (f *Follower) handle(p Packet) {
+	f.handleMu.Lock()
+	defer f.handleMu.Unlock()
 	msg, err := Unmarshal(p.Data)
 	if err != nil {
 		f.drop(p, "strobe socket", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -56,6 +57,7 @@ type agentFlags struct {
 	Local       bool   `toml:"local"`
 	Priority    int    `toml:"realtime_priority"`
 	Fanout      int    `toml:"strobe_fanout"`
+	Multicast   string `toml:"strobe_multicast"`
 	Nice        int    `toml:"nice"`
 	RankNice    int    `toml:"rank_nice"`
 	Grace       string `toml:"controller_grace"`
@@ -176,6 +178,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Fanout, "strobe-fanout", 0, "controller: strobe agents along a tree of this arity (each agent forwards to up to K others; the last agent hears after ~log_K N hops instead of N sends); 0 sends to every agent directly. Needs every agent to be of a build that forwards (docs/scaling.md)")
+	fl.StringVar(&f.Multicast, "strobe-multicast", "", "every agent: IPv4 multicast group ADDR:PORT (e.g. 239.1.2.3:7950) that strobes are sent to, once a slice; each agent joins it on the interface of its --bind address. Give every agent the same group; the network must carry multicast between them (docs/scaling.md)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
 	fl.StringVar(&f.Grace, "controller-grace", f.Grace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
@@ -218,7 +221,8 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
 		"controller-grace":  func() { f.Grace = fromFlags.Grace },
 		"realtime-priority": func() { f.Priority = fromFlags.Priority }, "strobe-fanout": func() { f.Fanout = fromFlags.Fanout },
-		"cgroups": func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
+		"strobe-multicast": func() { f.Multicast = fromFlags.Multicast },
+		"cgroups":          func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
 		"mem-reserve":  func() { f.MemReserve = fromFlags.MemReserve },
 		"reservations": func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
 		"weights": func() { f.Weights = fromFlags.Weights }, "mpi": func() { f.MPI = fromFlags.MPI },
@@ -289,9 +293,14 @@ func newLogger(level, format string) (*zap.Logger, error) {
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
 	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, Controllers: f.Controllers, RaftPort: f.RaftPort, FirstJobID: f.firstJobID, MPL: f.MPL,
-		Processors: f.Processors, NoCompute: f.NoCompute, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout}
+		Processors: f.Processors, NoCompute: f.NoCompute, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout, StrobeMulticast: f.Multicast}
 	if f.Fanout < 0 || f.Fanout > 255 {
 		errs = append(errs, fmt.Errorf("--strobe-fanout %d: want 0 (direct) to 255", f.Fanout))
+	}
+	if f.Multicast != "" {
+		if ap, err := netip.ParseAddrPort(f.Multicast); err != nil || !ap.Addr().Is4() || !ap.Addr().IsMulticast() || ap.Port() == 0 {
+			errs = append(errs, fmt.Errorf("--strobe-multicast %q: want an IPv4 multicast address and a port, e.g. 239.1.2.3:7950", f.Multicast))
+		}
 	}
 	if cfg.Name == "" {
 		host, err := os.Hostname()
