@@ -129,6 +129,7 @@ type counters struct {
 	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
 	hbDropped                                      uint64
 	forwarded, forwardErrors, hbPartsDropped       uint64
+	multicast                                      uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -307,6 +308,9 @@ func (f *Follower) receiveMulticast(ctx context.Context) {
 				f.drop(p, "multicast socket", err)
 				continue
 			}
+			f.mu.Lock()
+			f.c.multicast++
+			f.mu.Unlock()
 			f.handleMu.Lock()
 			f.onStrobe(p, s)
 			f.handleMu.Unlock()

@@ -142,7 +142,7 @@ func TestMulticastStrobes(t *testing.T) {
 	}
 	for i, f := range fs {
 		st := f.Stats()
-		if st.Applied != slices || st.Lost != 0 || st.Late != 0 || len(logs[i].Rows()) != slices {
+		if st.Applied != slices || st.Multicast != slices || st.Lost != 0 || st.Late != 0 || len(logs[i].Rows()) != slices {
 			t.Fatalf("agent %d: %+v, rows %v", i, st, logs[i].Rows())
 		}
 	}

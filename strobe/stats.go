@@ -24,6 +24,7 @@ type Stats struct {
 	EpochApplied uint64 `json:"epoch_applied"` // Applied within the current epoch
 	EpochLost    uint64 `json:"epoch_lost"`    // Lost within the current epoch
 
+	Multicast     uint64 `json:"multicast"` // strobe datagrams received on the multicast socket (FollowerConfig.Multicast)
 	Forwarded     uint64 `json:"forwarded"` // strobe datagrams sent on to children in the fan-out tree
 	ForwardErrors uint64 `json:"forward_errors"`
 
@@ -64,7 +65,7 @@ func (f *Follower) Stats() Stats {
 		Applied: f.c.applied, Lost: f.c.lost, Late: f.c.late, Stale: f.c.stale,
 		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
 		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
-		Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
+		Multicast: f.c.multicast, Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
 		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
 		HeartbeatPartsDropped: f.c.hbPartsDropped,
 		Peers:                 maps.Clone(f.seen), Targets: slices.Clone(f.peers),
