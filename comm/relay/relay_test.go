@@ -556,8 +556,9 @@ func TestBarrierCountedAtTheRootOnly(t *testing.T) {
 }
 
 // Should the root's release not reach a node (here: the root does not
-// know its address yet, so the frame waits), the root's next heartbeat
-// carries it (Released), and the node releases from that.
+// know its address yet, so the frame waits), a heartbeat from the root
+// (a build before the rooted exchange still sends them) carries it
+// (Released), and the node releases from that.
 func TestBarrierReleaseReachesAPeerThatMissedTheRootsFrame(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	r1.SetPeers(map[string]string{"n0": r0.Addr()}) // n0 does not know n1's address
