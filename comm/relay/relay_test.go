@@ -829,3 +829,24 @@ func TestBufferedLateHeartbeatStillAnnounced(t *testing.T) {
 		return s.AnnouncedIn == 1 && s.AnnouncedInBytes == 4
 	})
 }
+
+// A root's sliceReady repeats the job's highest released barrier: a node
+// whose release frame was lost releases from the next one.
+func TestSliceReadyCarriesTheRelease(t *testing.T) {
+	r1 := newRelay(t, "n1", nil)
+	r1.SetMode(Buffered, 40*time.Millisecond, 0)
+	r1.AddJob(5, []string{"n0", "n1"})
+	b := dialRank(t, r1, 5, 1, 2)
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	eventually(t, "the rank in the barrier", func() bool { return r1.Stats().Blocked == 1 })
+	r1.Cut(1, 1)
+	r1.mu.Lock()
+	r1.inboundLocked(inbound{from: "n0", ready: &sliceReady{Job: 5, Epoch: 1, Seq: 1, Released: 1, Msgs: 2, Bytes: 10}})
+	r1.mu.Unlock()
+	if b.release() != 1 {
+		t.Fatal("not released")
+	}
+	if s := r1.Stats(); s.AnnouncedIn != 2 || s.AnnouncedInBytes != 10 || s.Barriers != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
