@@ -9,6 +9,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,6 +153,21 @@ type Agent struct {
 	// aside), so Restart starts it again the same way, over the same
 	// state directory (its journal, if it is a controller).
 	Args []string `json:"args,omitempty"`
+	// StartTicks is when its process started (clock ticks since boot,
+	// /proc/PID/stat): with PID, who it is. A pid is reused once its
+	// process is gone (within seconds on a busy host); signalling a
+	// recorded pid must not reach another cluster's agent.
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+}
+
+// running reports whether the agent's process still runs: its pid is a
+// live cosched agent started when it was (records without StartTicks,
+// from an older cosched, trust the pid).
+func (a Agent) running() bool {
+	if !alive(a.PID) {
+		return false
+	}
+	return a.StartTicks == 0 || startTicks(a.PID) == a.StartTicks
 }
 
 // Ready is what an agent started with --ready-file writes there once it
@@ -171,7 +187,10 @@ type Cluster struct {
 	Mode    string    `json:"mode"`
 	Started time.Time `json:"started"`
 	Agents  []Agent   `json:"agents"`
-	dir     string
+	// Exe is the cosched binary the agents run: Stop runs it to clean up
+	// after agents that died without stopping.
+	Exe string `json:"exe,omitempty"`
+	dir string
 	// firstJobID is what Up passes its controllers (ids go on from the
 	// state directory's earlier clusters).
 	firstJobID int64
@@ -283,11 +302,12 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir, firstJobID: first}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), Exe: o.Exe, dir: o.StateDir, firstJobID: first}
 	ok := false
 	defer func() {
 		if !ok {
-			stop(c.Agents, 5*time.Second)
+			_, killed := stop(c.Agents, 5*time.Second)
+			c.cleanup(killed)
 		}
 	}()
 	deadline := time.Now().Add(o.Timeout)
@@ -403,7 +423,7 @@ func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent
 	if err != nil {
 		return fmt.Errorf("start agent %s: %w", a.Name, err)
 	}
-	a.PID = p.pid
+	a.PID, a.StartTicks = p.pid, startTicks(p.pid)
 	info, err := waitReady(ctx, ready, p.exited, deadline)
 	if err != nil {
 		if line := lastError(a.Log, p.logFrom); line != "" {
@@ -419,7 +439,7 @@ func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent
 func (c *Cluster) Dead() []string {
 	var dead []string
 	for _, a := range c.Agents {
-		if !alive(a.PID) {
+		if !a.running() {
 			dead = append(dead, a.Name)
 		}
 	}
@@ -434,7 +454,7 @@ func (c *Cluster) Dead() []string {
 func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration) ([]string, error) {
 	var live []string
 	for _, a := range c.Agents {
-		if alive(a.PID) {
+		if a.running() {
 			live = append(live, a.Gossip)
 		}
 	}
@@ -448,7 +468,7 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 	var restarted []string
 	for i := range c.Agents {
 		a := &c.Agents[i]
-		if alive(a.PID) {
+		if a.running() {
 			continue
 		}
 		if len(a.Args) == 0 {
@@ -616,11 +636,30 @@ func lastError(logPath string, from int64) string {
 // Alive reports whether any agent of the cluster still runs.
 func (c *Cluster) Alive() bool {
 	for _, a := range c.Agents {
-		if alive(a.PID) {
+		if a.running() {
 			return true
 		}
 	}
 	return false
+}
+
+// startTicks is a process's start time in clock ticks since boot (field 22
+// of /proc/PID/stat), 0 if it is gone.
+func startTicks(pid int) uint64 {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat[i+1:])) // fields 3 on
+	if len(fields) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(fields[19], 10, 64)
+	return n
 }
 
 // alive reports whether pid is a live cosched agent (not a zombie, not a
@@ -644,11 +683,38 @@ func alive(pid int) bool {
 // kills those still there after grace. The record stays in the state
 // directory (with the logs, as the evidence of a run). The error names
 // agents that survived even SIGKILL.
+//
+// An agent that died without stopping (before Stop, or killed by it) may
+// have left processes in its job cgroups (a rank's children that escaped
+// its process group): Stop runs `cosched agent --cleanup` for it, which
+// kills and removes them.
 func (c *Cluster) Stop(grace time.Duration) error {
-	if left := stop(c.Agents, grace); len(left) > 0 {
+	crashed := c.Dead()
+	left, killed := stop(c.Agents, grace)
+	if len(left) > 0 {
 		return fmt.Errorf("agents still running after SIGKILL: %s", strings.Join(left, ", "))
 	}
-	return nil
+	return c.cleanup(append(crashed, killed...))
+}
+
+// cleanup runs `cosched agent --cleanup` for the named agents.
+func (c *Cluster) cleanup(names []string) error {
+	if c.Exe == "" || len(names) == 0 {
+		return nil // a record of an older cosched: nothing to run
+	}
+	var errs []error
+	for _, a := range c.Agents {
+		if !slices.Contains(names, a.Name) || len(a.Args) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, c.Exe, append(slices.Clone(a.Args), "--cleanup")...).CombinedOutput()
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cleaning up after agent %s: %w: %s", a.Name, err, bytes.TrimSpace(out)))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Down stops the cluster (Stop) and removes its record. It first notes
@@ -725,10 +791,11 @@ func freshJournals(dir string) (int64, error) {
 	return last + 1, nil
 }
 
-// stop ends the agents and returns those that survived.
-func stop(agents []Agent, grace time.Duration) []string {
+// stop ends the agents and returns those that survived even SIGKILL and
+// those it had to kill.
+func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			syscall.Kill(a.PID, syscall.SIGTERM)
 		}
 	}
@@ -736,21 +803,21 @@ func stop(agents []Agent, grace time.Duration) []string {
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
 		if !c.Alive() {
-			return nil
+			return nil, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			syscall.Kill(a.PID, syscall.SIGKILL) // its ranks die with it (parent-death signal)
+			killed = append(killed, a.Name)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	var left []string
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			left = append(left, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
 		}
 	}
-	return left
+	return left, killed
 }

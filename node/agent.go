@@ -3,6 +3,8 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/cosched/cosched/api"
@@ -204,23 +206,28 @@ func (c *Config) Validate() error {
 
 // Agent is a node's daemon.
 type Agent struct {
-	cfg      Config
-	log      *zap.Logger
-	ranks    *rank.Manager
-	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
-	sw       *switcher
-	ml       *member.Membership
-	udp      strobe.Transport
-	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
-	skew     *strobe.SkewTracker // the controller's agent only
-	follower *strobe.Follower
-	relay    *relay.Relay
-	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
-	leadDone chan struct{} // closed when lead has returned (its controller stopped)
-	ctlLn    net.Listener
-	apiLn    net.Listener
-	api      *http.Server
-	metrics  *prometheus.Registry
+	cfg     Config
+	log     *zap.Logger
+	ranks   *rank.Manager
+	cg      *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	dirLock *os.File    // holds the state directory's lock while the agent runs
+	// incarnation names this life of the agent (random at Start);
+	// launched, under mu, the jobs it got a launch for (see welcome).
+	incarnation uint64
+	launched    launchedJobs
+	sw          *switcher
+	ml          *member.Membership
+	udp         strobe.Transport
+	hbUDP       strobe.Transport    // heartbeat exchange, normal priority
+	skew        *strobe.SkewTracker // the controller's agent only
+	follower    *strobe.Follower
+	relay       *relay.Relay
+	group       *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
+	leadDone    chan struct{} // closed when lead has returned (its controller stopped)
+	ctlLn       net.Listener
+	apiLn       net.Listener
+	api         *http.Server
+	metrics     *prometheus.Registry
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
 	unixLn                    net.Listener
@@ -265,7 +272,13 @@ type rankKey struct {
 
 // Start binds the agent's sockets, joins the cluster and starts serving.
 // Shutdown stops it.
-func Start(cfg Config) (*Agent, error) {
+func Start(cfg Config) (*Agent, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext is Start that gives up, releasing what it has opened, when
+// ctx ends while it waits (joining peers, electing the controllers' leader):
+// an agent told to stop while it starts stops at once. ctx bounds only the
+// start; Shutdown stops the agent.
+func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
@@ -310,7 +323,7 @@ func Start(cfg Config) (*Agent, error) {
 		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
-		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1)}
+		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
@@ -326,6 +339,9 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	}()
 	var err error
+	if a.dirLock, err = lockStateDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if a.cg, err = openCgroups(cfg, a.log); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -361,7 +377,7 @@ func Start(cfg Config) (*Agent, error) {
 		OnBlocked: a.sw.blocked, OnStats: a.rankStats}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	run, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	if cfg.Controller {
 		// Check the controller's configuration now, not when it first leads.
@@ -369,7 +385,7 @@ func Start(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 		if cfg.Journal == nil {
-			if err := a.openGroup(host); err != nil {
+			if err := a.openGroup(ctx, host); err != nil {
 				return nil, err
 			}
 		}
@@ -418,10 +434,10 @@ func Start(cfg Config) (*Agent, error) {
 	a.meta = meta
 	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
-	a.goRun(func() { a.serveControl(ctx) })
-	a.goRun(func() { a.watchController(ctx) })
+	a.goRun(func() { a.serveControl(run) })
+	a.goRun(func() { a.watchController(run) })
 	a.goRun(a.forwardExits)
-	a.goRun(func() { a.sampleCgroups(ctx) })
+	a.goRun(func() { a.sampleCgroups(run) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))
@@ -433,11 +449,11 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	})
 	a.goRun(func() {
-		if err := a.follower.Run(ctx); err != nil && ctx.Err() == nil {
+		if err := a.follower.Run(run); err != nil && run.Err() == nil {
 			a.log.Error("strobe follower", zap.Error(err))
 		}
 	})
-	ml, err := member.Join(member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
+	ml, err := member.Join(ctx, member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
 		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -445,12 +461,12 @@ func Start(cfg Config) (*Agent, error) {
 	a.mu.Lock()
 	a.ml = ml // the API may already be serving: leaderMeta reads it under mu
 	a.mu.Unlock()
-	a.goRun(func() { a.watchMembers(ctx) })
+	a.goRun(func() { a.watchMembers(run) })
 	if cfg.Controller {
 		a.leadDone = make(chan struct{})
 		a.goRun(func() {
 			defer close(a.leadDone)
-			a.lead(ctx)
+			a.lead(run)
 		})
 	}
 	ok = true
@@ -613,6 +629,19 @@ func (a *Agent) Shutdown() error {
 	return a.stopErr
 }
 
+// newIncarnation is a random, non-zero name for an agent's life.
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("node: no randomness for the agent's incarnation: %v", err)) // crypto/rand does not fail on Linux
+		}
+		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
+}
+
 // leaveTimeout bounds how long Shutdown waits for the gossip "leaving"
 // message to go out. Leaving is a courtesy (the others would notice the
 // agent's death anyway), and when the whole cluster stops at once nobody is
@@ -685,6 +714,9 @@ func (a *Agent) closeAll() error {
 		if err := a.ml.Shutdown(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if a.dirLock != nil {
+		a.dirLock.Close() // releases the lock: another life may start
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package ctl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -32,6 +33,10 @@ type Config struct {
 var (
 	ErrNotFound = errors.New("no such job")
 	ErrEnded    = errors.New("job already ended")
+	// ErrNoAgents: no agent has registered its processors yet (the
+	// controller has just started or taken over): a submission may be
+	// repeated in a moment.
+	ErrNoAgents = errors.New("no agent has registered with the controller yet (it has just started or taken over); retry in a moment")
 )
 
 // Job is the machine's record of a job; the machine hands out copies.
@@ -52,7 +57,14 @@ type Job struct {
 	Exited  int            // ranks ended
 }
 
-type job struct{ Job }
+type job struct {
+	Job
+	// incarnations are, for each agent of the job, the incarnation it
+	// had when the job started there: if that same life of the agent
+	// later says it never got the launch, the launch was lost (the
+	// controller that sent it died first) and is sent again.
+	incarnations map[string]uint64
+}
 
 func (j *job) finishing() bool { return j.Ending != "" }
 
@@ -76,9 +88,10 @@ func (j *job) setRank(r api.RankInfo) {
 }
 
 type agent struct {
-	base, cpus int
-	up         bool
-	downSince  time.Time // while !up
+	base, cpus  int
+	incarnation uint64 // the agent process's life, as it last reported (0: unknown)
+	up          bool
+	downSince   time.Time // while !up
 }
 
 type owner struct {
@@ -267,12 +280,31 @@ func (m *Machine) startJob(j *job, d gang.Decision) {
 		per[o.agent] = append(per[o.agent], LaunchRank{Rank: r, Slot: o.slot})
 	}
 	j.place(m.now, d.Row, d.Columns, nodes)
-	m.persist(Record{Kind: RecStarted, Job: j.ID, At: m.now, Row: d.Row, Columns: slices.Clone(d.Columns), Nodes: slices.Clone(nodes)})
+	j.incarnations = map[string]uint64{}
+	for _, a := range j.Agents {
+		if inc := m.agents[a].incarnation; inc != 0 {
+			j.incarnations[a] = inc
+		}
+	}
+	m.persist(Record{Kind: RecStarted, Job: j.ID, At: m.now, Row: d.Row, Columns: slices.Clone(d.Columns), Nodes: slices.Clone(nodes),
+		Incarnations: maps.Clone(j.incarnations)})
 	m.change(j, "")
 	for _, a := range j.Agents {
 		// An agent's columns are online only while it is up: it is.
-		m.send(a, Message{Launch: &Launch{Job: j.ID, Size: len(nodes), Row: d.Row, Rows: slices.Clone(j.Rows), Ranks: per[a], Nodes: nodes}})
+		m.send(a, Message{Launch: m.launchFor(j, a)})
 	}
+}
+
+// launchFor is the launch of a running job's ranks on agent a.
+func (m *Machine) launchFor(j *job, a string) *Launch {
+	l := &Launch{Job: j.ID, Size: len(j.Ranks), Row: j.Row, Rows: slices.Clone(j.Rows), Nodes: make([]string, len(j.Ranks))}
+	for r, rk := range j.Ranks {
+		l.Nodes[r] = rk.Node
+		if rk.Node == a {
+			l.Ranks = append(l.Ranks, LaunchRank{Rank: r, Slot: m.owners[j.Columns[r]].slot})
+		}
+	}
+	return l
 }
 
 // send queues a message for an agent, unless it is down: what it missed
@@ -342,15 +374,24 @@ func (m *Machine) addJob(j *job) {
 }
 
 // Submit queues a job and returns its id.
+//
+// A job may be as wide as the processors of every agent the controller
+// knows, up or down (as Slurm queues a job whose nodes are down): one
+// wider than those in service waits aside until they are back. Before any
+// agent has registered, Submit returns ErrNoAgents.
 func (m *Machine) Submit(spec api.JobSpec) (int64, error) {
-	if err := spec.Validate(m.core.Online()); err != nil {
+	known := m.knownProcessors()
+	if known == 0 {
+		return 0, ErrNoAgents
+	}
+	if err := spec.Validate(known); err != nil {
 		return 0, err
 	}
 	id := m.nextID + 1
 	if spec.Bench != "" && spec.BenchSeed == 0 {
 		spec.BenchSeed = uint64(id) // distinct, reproducible draws per job
 	}
-	j := &job{Job{ID: id, Spec: spec, State: api.Pending, Submit: m.now}}
+	j := &job{Job: Job{ID: id, Spec: spec, State: api.Pending, Submit: m.now}}
 	if err := m.core.Submit(m.gangJob(j), m.ct()); err != nil {
 		return 0, fmt.Errorf("ctl: %w", err)
 	}
@@ -423,6 +464,16 @@ func (m *Machine) Advance() { m.ready = Ready{} }
 func (m *Machine) Slice(now time.Time) Strobe {
 	m.seq++
 	return Strobe{Seq: m.seq, Row: m.core.Slice(m.coreTime(now)), Epoch: m.memberEpoch}
+}
+
+// knownProcessors is the processors of every agent the machine knows, up
+// or down.
+func (m *Machine) knownProcessors() int {
+	n := 0
+	for _, a := range m.agents {
+		n += a.cpus
+	}
+	return n
 }
 
 // Online is the number of processors in service.
