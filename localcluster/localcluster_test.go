@@ -5,7 +5,6 @@ import (
 	"errors"
 	"github.com/cosched/cosched/clusterkey"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,7 +64,7 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
 	}
-	exe := buildCosched(t)
+	exe := testExe(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, node.Space, 1, 0
 	c, err := Up(context.Background(), o)
@@ -110,16 +109,6 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	}
 }
 
-// buildCosched builds the cosched binary into a temporary directory.
-func buildCosched(t *testing.T) string {
-	t.Helper()
-	exe := filepath.Join(t.TempDir(), "cosched")
-	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/cosched").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return exe
-}
-
 // Three controllers: the leader is killed while a job runs and one waits;
 // another leads, Up restarts the dead one (with its journal), and both jobs
 // complete under their ids.
@@ -127,7 +116,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
 	}
-	exe := buildCosched(t)
+	exe := testExe(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, node.Space, 1, 0
 	c, err := Up(context.Background(), o)
@@ -209,7 +198,7 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
 	}
-	exe := buildCosched(t)
+	exe := testExe(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, node.Space, 1, 0
 	submit := func(c *Cluster) int64 {
