@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/cosched/cosched/jss"
 	"io"
 	"maps"
 	"os"
@@ -115,14 +114,12 @@ collects them for whole workloads.`,
 			}
 			spec.User = currentUser()
 			if spec.Bench != "" && len(errs) == 0 {
-				// The estimate the simulator would use: iterations × the
-				// expected dedicated iteration.
-				iter := jss.IterationEstimate(tpl, spec.Processors, jss.DefaultNetwork())
+				net := bench.DefaultNetwork()
 				if spec.BenchIterations == 0 {
-					spec.BenchIterations = benchIterations(tpl, spec.Processors, bench.DefaultMessageSize, benchRuntime)
+					spec.BenchIterations = bench.Iterations(tpl, spec.Processors, net, benchRuntime)
 				}
 				if limit == "" {
-					limit = (time.Duration(spec.BenchIterations) * iter).String()
+					limit = bench.Job{Template: tpl, Iterations: spec.BenchIterations}.RuntimeEstimate(spec.Processors, net).String()
 					if spec.Overrun == "" {
 						spec.Overrun = "extend"
 					}

@@ -41,7 +41,7 @@ type Machine struct {
 	MemoryPerProc int64
 	JobSwitch     time.Duration
 	ProcessSwitch time.Duration
-	Network       jss.Network
+	Network       bench.Network
 	Model         workload.Model
 	MeanRuntime   time.Duration // mean runtime at load 1 (see workload.Config)
 	Check         bool
