@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -275,48 +274,8 @@ func runSimFit(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFit
 			return err
 		}
 	} else {
-		writeModelTable(&buf, m)
+		m.WriteTable(&buf)
 	}
 	_, err = stdout.Write(buf.Bytes())
 	return err
-}
-
-// writeModelTable prints one row per class, then any fallback notes.
-func writeModelTable(w io.Writer, m workload.Model) {
-	fmt.Fprintf(w, "Workload model of %s (%d processors)\n", m.Source, m.Processors)
-	fmt.Fprintf(w, "offered load %.3f, mean runtime %s\n\n", m.OfferedLoad(m.Processors), fmtSeconds(m.MeanRuntime()))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sizes\tjobs\tmean interarrival\torder\tCV\tmean runtime\torder\tCV\tmean size\t")
-	var notes []string
-	for _, c := range m.Classes {
-		ia, run := c.Interarrival, c.Runtime
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.2f\t%s\t%d\t%.2f\t%.1f\t\n",
-			c.SizeRange(), c.Jobs, fmtSeconds(ia.Mean()), ia.Order, ia.CV(), fmtSeconds(run.Mean()), run.Order, run.CV(), c.MeanSize())
-		if ia.Note != "" {
-			notes = append(notes, fmt.Sprintf("class %s interarrival: %s", c.SizeRange(), ia.Note))
-		}
-		if run.Note != "" {
-			notes = append(notes, fmt.Sprintf("class %s runtime: %s", c.SizeRange(), run.Note))
-		}
-	}
-	tw.Flush()
-	notes = append(notes, m.Notes...)
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nNotes:")
-		for _, n := range notes {
-			fmt.Fprintf(w, "  %s\n", n)
-		}
-	}
-}
-
-// seconds shows a time in seconds as a rounded duration: 3069.5 → 51m10s.
-func fmtSeconds(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	switch {
-	case d >= time.Minute:
-		d = d.Round(time.Second)
-	case d >= time.Second:
-		d = d.Round(10 * time.Millisecond)
-	}
-	return d.String()
 }

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,52 +108,6 @@ type simNowPlan struct {
 	gen      nowsim.GenConfig
 }
 
-// nowParseSpeeds reads items "S" or "NxS" separated by commas or white space.
-func nowParseSpeeds(text string) ([]float64, error) {
-	var out []float64
-	for _, item := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
-		n, sp := 1, item
-		if a, b, ok := strings.Cut(item, "x"); ok {
-			var err error
-			if n, err = strconv.Atoi(a); err != nil || n < 1 || n > nowMaxNodes {
-				return nil, fmt.Errorf("%q: want a node count in 1..%d before x", item, nowMaxNodes)
-			}
-			sp = b
-		}
-		v, err := strconv.ParseFloat(sp, 64)
-		if err != nil || !(v > 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%q: a speed must be a positive number", item)
-		}
-		if len(out)+n > nowMaxNodes {
-			return nil, fmt.Errorf("more than %d nodes", nowMaxNodes)
-		}
-		for range n {
-			out = append(out, v)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no nodes")
-	}
-	return out, nil
-}
-
-// nowParseRange reads "LO-HI" or a single duration.
-func nowParseRange(s string) (nowsim.Range, error) {
-	lo, hi, ok := strings.Cut(s, "-")
-	if !ok {
-		hi = lo
-	}
-	a, err1 := time.ParseDuration(strings.TrimSpace(lo))
-	b, err2 := time.ParseDuration(strings.TrimSpace(hi))
-	if err := errors.Join(err1, err2); err != nil {
-		return nowsim.Range{}, fmt.Errorf("want LO-HI, e.g. 10m-2h: %w", err)
-	}
-	if a < 0 || b < a {
-		return nowsim.Range{}, errors.New("want 0 ≤ LO ≤ HI")
-	}
-	return nowsim.Range{Lo: a, Hi: b}, nil
-}
-
 func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 	var errs []error
 	var p simNowPlan
@@ -187,13 +138,13 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 				l, _, _ = strings.Cut(l, "#")
 				lines = append(lines, l)
 			}
-			if p.speeds, err = nowParseSpeeds(strings.Join(lines, "\n")); err != nil {
+			if p.speeds, err = nowsim.ParseSpeeds(strings.Join(lines, "\n")); err != nil {
 				errs = append(errs, fmt.Errorf("--speeds-file %s: %w", f.speedsFile, err))
 			}
 		}
 	} else {
 		var err error
-		if p.speeds, err = nowParseSpeeds(f.speeds); err != nil {
+		if p.speeds, err = nowsim.ParseSpeeds(f.speeds); err != nil {
 			errs = append(errs, fmt.Errorf("--speeds %q: %w", f.speeds, err))
 		}
 	}
@@ -246,7 +197,7 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 	if !(f.programVar >= 0 && f.programVar < 1) {
 		errs = append(errs, fmt.Errorf("--program-var %v: must be in [0, 1)", f.programVar))
 	}
-	all, err := nowParseRange(f.ptime)
+	all, err := nowsim.ParseRange(f.ptime)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--ptime %q: %w", f.ptime, err))
 	}
@@ -255,7 +206,7 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 		if s == "" {
 			continue
 		}
-		if g.PTime[cl], err = nowParseRange(s); err != nil {
+		if g.PTime[cl], err = nowsim.ParseRange(s); err != nil {
 			errs = append(errs, fmt.Errorf("--ptime-%s %q: %w", nowsim.Class(cl), s, err))
 		}
 	}
@@ -305,7 +256,7 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 			}
 		}
 		for _, pol := range p.policies {
-			cfg := nowsim.Config{Speeds: p.speeds, Policy: pol, Estimate: p.estimate, Prior: nowMeanWork(jobs), Seed: seed}
+			cfg := nowsim.Config{Speeds: p.speeds, Policy: pol, Estimate: p.estimate, Prior: nowsim.MeanWork(jobs), Seed: seed}
 			res, err := nowsim.Run(ctx, cfg, jobs, nil)
 			if err != nil {
 				return fmt.Errorf("policy %s, seed %d: %w", pol, seed, err)
@@ -319,9 +270,10 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 		enc.SetIndent("", "  ")
 		return enc.Encode(results)
 	case "csv":
-		return writeNowCSV(stdout, results)
+		return nowsim.WriteCSV(stdout, results)
 	}
-	return writeNowTable(stdout, f, p, len(traceJobs), dropped, results)
+	t := nowsim.Table{Speeds: p.speeds, Trace: f.trace, TraceJobs: len(traceJobs), Dropped: dropped, Gen: p.gen, Estimate: p.estimate.String()}
+	return nowsim.WriteTable(stdout, t, results)
 }
 
 // readNowTrace reads an SWF file (or standard input for "-") into jobs.
@@ -349,62 +301,4 @@ func readNowTrace(ctx context.Context, path string, nodes int, stdin io.Reader) 
 	}
 	defer closer.Close()
 	return nowsim.ReadSWF(rd, nodes)
-}
-
-// nowMeanWork is the learned estimator's default prior: the workload's mean
-// processing time.
-func nowMeanWork(jobs []nowsim.Job) time.Duration {
-	var sum float64
-	for _, j := range jobs {
-		sum += float64(j.Work)
-	}
-	return time.Duration(sum / float64(max(1, len(jobs))))
-}
-
-var nowCSVHeader = []string{"policy", "estimate", "seed", "jobs", "makespan_s", "mean_flow_s", "max_wait_s", "mean_wait_s"}
-
-func writeNowCSV(w io.Writer, results []nowsim.Result) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write(nowCSVHeader)
-	for _, r := range results {
-		_ = cw.Write([]string{string(r.Policy), r.Estimate, strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Jobs),
-			nowNum(r.Makespan), nowNum(r.MeanFlow), nowNum(r.MaxWait), nowNum(r.MeanWait)})
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-func nowNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-func writeNowTable(w io.Writer, f *simNowFlags, p simNowPlan, traceJobs int, dropped nowsim.Dropped, results []nowsim.Result) error {
-	fmt.Fprintf(w, "nodes     %d, speeds %s\n", len(p.speeds), nowSpeedSummary(p.speeds))
-	if f.trace != "" {
-		fmt.Fprintf(w, "workload  %s: %d jobs, %d dropped (%d no size, %d no runtime, %d no submit, %d wider than the nodes)\n",
-			f.trace, traceJobs, dropped.Total(), dropped.NoSize, dropped.NoRuntime, dropped.NoSubmit, dropped.TooWide)
-	} else {
-		c := p.gen.Counts()
-		fmt.Fprintf(w, "workload  %d jobs generated: %d sequential, %d small, %d large parallel; span %v; processing times seq %v, small %v, large %v\n",
-			p.gen.Jobs, c[0], c[1], c[2], p.gen.Span, p.gen.PTime[0], p.gen.PTime[1], p.gen.PTime[2])
-	}
-	fmt.Fprintf(w, "estimate  %s\n\n", p.estimate)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tseed\tjobs\tmakespan\tmean_flow\tmax_wait\tmean_wait\t")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.Policy, r.Seed, r.Jobs, fmtSeconds(r.Makespan), fmtSeconds(r.MeanFlow), fmtSeconds(r.MaxWait), fmtSeconds(r.MeanWait))
-	}
-	return tw.Flush()
-}
-
-// nowSpeedSummary writes speeds back as NxS items: 1,1,2 → 2x1,1x2.
-func nowSpeedSummary(speeds []float64) string {
-	var items []string
-	for i := 0; i < len(speeds); {
-		j := i
-		for j < len(speeds) && speeds[j] == speeds[i] {
-			j++
-		}
-		items = append(items, fmt.Sprintf("%dx%s", j-i, strconv.FormatFloat(speeds[i], 'g', -1, 64)))
-		i = j
-	}
-	return strings.Join(items, ",")
 }
