@@ -19,13 +19,18 @@ import (
 	"github.com/cosched/cosched/node"
 )
 
+// submitFlags are submit's settings; spec is filled from them.
+type submitFlags struct {
+	cf           clientFlags
+	spec         node.JobSpec
+	limit, mem   string
+	parsable     bool
+	benchRuntime time.Duration
+	nodes        int
+}
+
 func newSubmitCmd() *cobra.Command {
-	var cf clientFlags
-	var spec node.JobSpec
-	var limit, mem string
-	var parsable bool
-	var benchRuntime time.Duration
-	var nodes int
+	var f submitFlags
 	cmd := &cobra.Command{
 		Use:   "submit -n TASKS -t LIMIT [flags] -- COMMAND [ARGS...]  |  submit -n TASKS --bench G,V,COMM,SYNC --runtime D",
 		Short: "Submit a job: COMMAND runs once per rank, one rank per processor",
@@ -63,128 +68,177 @@ collects them for whole workloads.`,
   cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnDeprecated(cmd, map[string]string{"procs": "-n/--ntasks", "name": "-J/--job-name"})
-			var errs []error
-			var tpl bench.Template
-			if spec.Bench == "" {
-				if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
-					errs = append(errs, errors.New("give the command after --, e.g. cosched submit -n 4 -t 1m -- ./prog (or a benchmark with --bench)"))
-				}
-				spec.Command = args
-			} else {
-				var err error
-				if len(args) > 0 {
-					errs = append(errs, errors.New("--bench runs bench-rank: give no command"))
-				}
-				if tpl, err = bench.ParseTemplate(spec.Bench); err != nil {
-					errs = append(errs, fmt.Errorf("--bench: %v", err))
-				}
-				switch {
-				case (benchRuntime > 0) == (spec.BenchIterations > 0):
-					errs = append(errs, errors.New("--bench needs exactly one of --runtime and --iterations"))
-				case benchRuntime < 0:
-					errs = append(errs, fmt.Errorf("--runtime %v: must be positive", benchRuntime))
-				}
-				if spec.BenchWork != "cpu" && spec.BenchWork != "wall" {
-					errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
-				}
-			}
-			if _, err := node.ParseMPI(spec.MPI); err != nil {
-				errs = append(errs, fmt.Errorf("--mpi: %v", err))
-			}
-			if cmd.Flags().Changed("nodes") {
-				if err := checkProcs("-N", nodes); err != nil {
-					errs = append(errs, err)
-				} else if !cmd.Flags().Changed("ntasks") && !cmd.Flags().Changed("procs") {
-					spec.Processors = nodes // one task per node, as sbatch
-				} else if spec.Processors < nodes {
-					errs = append(errs, fmt.Errorf("-n %d: fewer tasks than -N %d nodes", spec.Processors, nodes))
-				}
-			}
-			if err := checkProcs("-n", spec.Processors); err != nil {
-				errs = append(errs, err)
-			}
-			if err := checkInt("--iterations", int64(spec.BenchIterations), 0, maxIterations); err != nil {
-				errs = append(errs, err)
-			}
-			if err := checkDuration("--runtime", benchRuntime, 0, maxSimDuration); err != nil {
-				errs = append(errs, err)
-			}
-			if spec.Bench != "" && spec.Name == "" {
-				spec.Name = "bench:" + spec.Bench
-			}
-			spec.User = currentUser()
-			if spec.Bench != "" && len(errs) == 0 {
-				net := bench.DefaultNetwork()
-				if spec.BenchIterations == 0 {
-					spec.BenchIterations = bench.Iterations(tpl, spec.Processors, net, benchRuntime)
-				}
-				if limit == "" {
-					limit = bench.Job{Template: tpl, Iterations: spec.BenchIterations}.RuntimeEstimate(spec.Processors, net).String()
-					if spec.Overrun == "" {
-						spec.Overrun = "extend"
-					}
-				}
-			}
-			d, err := slurmtime.Parse(limit)
-			if err == nil && d <= 0 {
-				err = errors.New("must be positive")
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("-t %q: %v", limit, strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(limit)))))
-			}
-			spec.TimeLimit = node.Duration{D: d}
-			if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
-				errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
-			}
-			if mem != "" {
-				if spec.Memory, err = parseSize(mem); err != nil {
-					errs = append(errs, fmt.Errorf("--mem %q: %v", mem, err))
-				}
-			}
-			if len(errs) > 0 {
-				return flagErrors(errs)
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			// The ranks start where the user submitted (sbatch's
-			// default), if the nodes have that directory.
-			if wd, err := os.Getwd(); err == nil {
-				spec.Dir = wd
-			}
-			id, err := c.Submit(cmd.Context(), spec)
-			if err != nil {
-				return err
-			}
-			if parsable {
-				fmt.Fprintln(cmd.OutOrStdout(), id)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "Submitted job %d\n", id)
-			}
-			return nil
+			return submit(cmd, args, &f)
 		},
 	}
-	fl := cmd.Flags()
-	fl.IntVarP(&spec.Processors, "ntasks", "n", 1, "tasks (ranks), one per processor")
-	fl.IntVar(&spec.Processors, "procs", 1, "tasks (ranks)")
-	_ = fl.MarkHidden("procs")
-	fl.IntVarP(&nodes, "nodes", "N", 0, "nodes; without -n, one task per node")
-	fl.StringVarP(&limit, "time", "t", "", "time limit, the runtime estimate: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (10m)")
-	fl.StringVarP(&spec.Name, "job-name", "J", "", "job name (default: the command, or bench:TEMPLATE)")
-	fl.StringVar(&spec.Name, "name", "", "job name")
-	_ = fl.MarkHidden("name")
-	fl.StringVar(&mem, "mem", "", "memory per process (e.g. 256MB)")
-	fl.StringVar(&spec.Overrun, "overrun", "", "at the time limit: kill (default) or extend (the limit is only an estimate)")
-	fl.StringVar(&spec.Bench, "bench", "", "run a benchmark job with this ⟨g,v,comm,sync⟩ template (e.g. 50ms,25ms,news,NB) instead of a command")
-	fl.DurationVar(&benchRuntime, "runtime", 0, "benchmark: target dedicated runtime (sets the iterations)")
-	fl.IntVar(&spec.BenchIterations, "iterations", 0, "benchmark: iterations")
-	fl.StringVar(&spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
-	fl.Uint64Var(&spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
-	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
-	fl.BoolVar(&parsable, "parsable", false, "print only the job id")
-	cf.add(cmd)
+	f.addFlags(cmd)
 	return cmd
+}
+
+// addFlags defines the command's flags on cmd, with f's values as defaults.
+func (f *submitFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVarP(&f.spec.Processors, "ntasks", "n", 1, "tasks (ranks), one per processor")
+	fl.IntVar(&f.spec.Processors, "procs", 1, "tasks (ranks)")
+	_ = fl.MarkHidden("procs")
+	fl.IntVarP(&f.nodes, "nodes", "N", 0, "nodes; without -n, one task per node")
+	fl.StringVarP(&f.limit, "time", "t", "", "time limit, the runtime estimate: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (10m)")
+	fl.StringVarP(&f.spec.Name, "job-name", "J", "", "job name (default: the command, or bench:TEMPLATE)")
+	fl.StringVar(&f.spec.Name, "name", "", "job name")
+	_ = fl.MarkHidden("name")
+	fl.StringVar(&f.mem, "mem", "", "memory per process (e.g. 256MB)")
+	fl.StringVar(&f.spec.Overrun, "overrun", "", "at the time limit: kill (default) or extend (the limit is only an estimate)")
+	fl.StringVar(&f.spec.Bench, "bench", "", "run a benchmark job with this ⟨g,v,comm,sync⟩ template (e.g. 50ms,25ms,news,NB) instead of a command")
+	fl.DurationVar(&f.benchRuntime, "runtime", 0, "benchmark: target dedicated runtime (sets the iterations)")
+	fl.IntVar(&f.spec.BenchIterations, "iterations", 0, "benchmark: iterations")
+	fl.StringVar(&f.spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
+	fl.Uint64Var(&f.spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
+	fl.StringVar(&f.spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
+	fl.BoolVar(&f.parsable, "parsable", false, "print only the job id")
+	f.cf.add(cmd)
+}
+
+func submit(cmd *cobra.Command, args []string, f *submitFlags) error {
+	if err := f.validate(cmd, args); err != nil {
+		return err
+	}
+	c, err := f.cf.client()
+	if err != nil {
+		return err
+	}
+	// The ranks start where the user submitted (sbatch's default), if
+	// the nodes have that directory.
+	if wd, err := os.Getwd(); err == nil {
+		f.spec.Dir = wd
+	}
+	id, err := c.Submit(cmd.Context(), f.spec)
+	if err != nil {
+		return err
+	}
+	if f.parsable {
+		fmt.Fprintln(cmd.OutOrStdout(), id)
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "Submitted job %d\n", id)
+	}
+	return nil
+}
+
+// validate checks every flag and fills in f.spec, reporting all problems.
+func (f *submitFlags) validate(cmd *cobra.Command, args []string) error {
+	spec := &f.spec
+	errs, tpl := f.program(cmd, args)
+	if _, err := node.ParseMPI(spec.MPI); err != nil {
+		errs = append(errs, fmt.Errorf("--mpi: %v", err))
+	}
+	errs = append(errs, f.size(cmd.Flags().Changed)...)
+	if err := checkInt("--iterations", int64(spec.BenchIterations), 0, maxIterations); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkDuration("--runtime", f.benchRuntime, 0, maxSimDuration); err != nil {
+		errs = append(errs, err)
+	}
+	if spec.Bench != "" && spec.Name == "" {
+		spec.Name = "bench:" + spec.Bench
+	}
+	spec.User = currentUser()
+	if spec.Bench != "" && len(errs) == 0 {
+		f.benchDefaults(tpl)
+	}
+	errs = append(errs, f.limits()...)
+	if len(errs) > 0 {
+		return flagErrors(errs)
+	}
+	return nil
+}
+
+// program checks what the job runs: a command, or a benchmark (--bench).
+func (f *submitFlags) program(cmd *cobra.Command, args []string) ([]error, bench.Template) {
+	var errs []error
+	var tpl bench.Template
+	spec := &f.spec
+	if spec.Bench == "" {
+		if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
+			errs = append(errs, errors.New("give the command after --, e.g. cosched submit -n 4 -t 1m -- ./prog (or a benchmark with --bench)"))
+		}
+		spec.Command = args
+		return errs, tpl
+	}
+	var err error
+	if len(args) > 0 {
+		errs = append(errs, errors.New("--bench runs bench-rank: give no command"))
+	}
+	if tpl, err = bench.ParseTemplate(spec.Bench); err != nil {
+		errs = append(errs, fmt.Errorf("--bench: %v", err))
+	}
+	switch {
+	case (f.benchRuntime > 0) == (spec.BenchIterations > 0):
+		errs = append(errs, errors.New("--bench needs exactly one of --runtime and --iterations"))
+	case f.benchRuntime < 0:
+		errs = append(errs, fmt.Errorf("--runtime %v: must be positive", f.benchRuntime))
+	}
+	if spec.BenchWork != "cpu" && spec.BenchWork != "wall" {
+		errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
+	}
+	return errs, tpl
+}
+
+// size checks -n and -N: without -n, one task per node, as sbatch.
+func (f *submitFlags) size(changed func(string) bool) []error {
+	var errs []error
+	spec := &f.spec
+	if changed("nodes") {
+		if err := checkProcs("-N", f.nodes); err != nil {
+			errs = append(errs, err)
+		} else if !changed("ntasks") && !changed("procs") {
+			spec.Processors = f.nodes
+		} else if spec.Processors < f.nodes {
+			errs = append(errs, fmt.Errorf("-n %d: fewer tasks than -N %d nodes", spec.Processors, f.nodes))
+		}
+	}
+	if err := checkProcs("-n", spec.Processors); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// benchDefaults gives a benchmark job its iterations from --runtime and,
+// without -t, the time limit its iterations are expected to take (an
+// estimate: --overrun extend).
+func (f *submitFlags) benchDefaults(tpl bench.Template) {
+	spec := &f.spec
+	net := bench.DefaultNetwork()
+	if spec.BenchIterations == 0 {
+		spec.BenchIterations = bench.Iterations(tpl, spec.Processors, net, f.benchRuntime)
+	}
+	if f.limit == "" {
+		f.limit = bench.Job{Template: tpl, Iterations: spec.BenchIterations}.RuntimeEstimate(spec.Processors, net).String()
+		if spec.Overrun == "" {
+			spec.Overrun = "extend"
+		}
+	}
+}
+
+// limits checks -t, --overrun and --mem.
+func (f *submitFlags) limits() []error {
+	var errs []error
+	spec := &f.spec
+	d, err := slurmtime.Parse(f.limit)
+	if err == nil && d <= 0 {
+		err = errors.New("must be positive")
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("-t %q: %v", f.limit, strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(f.limit)))))
+	}
+	spec.TimeLimit = node.Duration{D: d}
+	if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
+		errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
+	}
+	if f.mem != "" {
+		if spec.Memory, err = parseSize(f.mem); err != nil {
+			errs = append(errs, fmt.Errorf("--mem %q: %v", f.mem, err))
+		}
+	}
+	return errs
 }
 
 func newQueueCmd() *cobra.Command {
