@@ -109,45 +109,9 @@ type simNowPlan struct {
 }
 
 func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
-	var errs []error
 	var p simNowPlan
-	seen := map[now.Policy]bool{}
-	for _, name := range strings.Split(f.policies, ",") {
-		if strings.TrimSpace(name) == "" {
-			continue
-		}
-		pol, err := now.ParsePolicy(name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), now.PolicyList()))
-		} else if !seen[pol] {
-			seen[pol] = true
-			p.policies = append(p.policies, pol)
-		}
-	}
-	if len(p.policies) == 0 && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("--policy: no policy given (valid: %s)", now.PolicyList()))
-	}
-	if f.speedsFile != "" {
-		if cmd.Flags().Changed("speeds") {
-			errs = append(errs, errors.New("--speeds-file: give --speeds or --speeds-file, not both"))
-		} else if data, err := os.ReadFile(f.speedsFile); err != nil {
-			errs = append(errs, fmt.Errorf("--speeds-file: %w", err))
-		} else {
-			var lines []string
-			for _, l := range strings.Split(string(data), "\n") {
-				l, _, _ = strings.Cut(l, "#")
-				lines = append(lines, l)
-			}
-			if p.speeds, err = nowsim.ParseSpeeds(strings.Join(lines, "\n")); err != nil {
-				errs = append(errs, fmt.Errorf("--speeds-file %s: %w", f.speedsFile, err))
-			}
-		}
-	} else {
-		var err error
-		if p.speeds, err = nowsim.ParseSpeeds(f.speeds); err != nil {
-			errs = append(errs, fmt.Errorf("--speeds %q: %w", f.speeds, err))
-		}
-	}
+	errs := f.policiesInto(&p)
+	errs = append(errs, f.speedsInto(&p, cmd.Flags().Changed("speeds"))...)
 	var err error
 	if p.estimate, err = now.ParseEstimate(f.estimate); err != nil {
 		errs = append(errs, fmt.Errorf("--estimate %q: want exact, fuzzy:P (P ≥ 0) or learned:W[:PRIOR] (0 < W ≤ 1)", f.estimate))
@@ -171,8 +135,66 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 		}
 		return p, nowFlagErrors(errs)
 	}
-	// The generator's flags, each named in its own message.
-	g := nowsim.GenConfig{Nodes: len(p.speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
+	var genErrs []error
+	p.gen, genErrs = f.generator(p.speeds, len(errs) == 0)
+	return p, nowFlagErrors(append(errs, genErrs...))
+}
+
+// policiesInto parses --policy into p, dropping repeats.
+func (f *simNowFlags) policiesInto(p *simNowPlan) []error {
+	var errs []error
+	seen := map[now.Policy]bool{}
+	for _, name := range strings.Split(f.policies, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
+		pol, err := now.ParsePolicy(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), now.PolicyList()))
+		} else if !seen[pol] {
+			seen[pol] = true
+			p.policies = append(p.policies, pol)
+		}
+	}
+	if len(p.policies) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("--policy: no policy given (valid: %s)", now.PolicyList()))
+	}
+	return errs
+}
+
+// speedsInto reads the node speeds into p: --speeds-file, else --speeds.
+func (f *simNowFlags) speedsInto(p *simNowPlan, speedsGiven bool) []error {
+	if f.speedsFile == "" {
+		var err error
+		if p.speeds, err = nowsim.ParseSpeeds(f.speeds); err != nil {
+			return []error{fmt.Errorf("--speeds %q: %w", f.speeds, err)}
+		}
+		return nil
+	}
+	if speedsGiven {
+		return []error{errors.New("--speeds-file: give --speeds or --speeds-file, not both")}
+	}
+	data, err := os.ReadFile(f.speedsFile)
+	if err != nil {
+		return []error{fmt.Errorf("--speeds-file: %w", err)}
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		lines = append(lines, l)
+	}
+	if p.speeds, err = nowsim.ParseSpeeds(strings.Join(lines, "\n")); err != nil {
+		return []error{fmt.Errorf("--speeds-file %s: %w", f.speedsFile, err)}
+	}
+	return nil
+}
+
+// generator checks the generator's flags, each named in its own message;
+// sizes are checked against the nodes when everything else is right
+// (valid).
+func (f *simNowFlags) generator(speeds []float64, valid bool) (nowsim.GenConfig, []error) {
+	var errs []error
+	g := nowsim.GenConfig{Nodes: len(speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
 		BalancedShare: f.balancedShare, Span: f.span, Programs: f.programs, ProgramVar: f.programVar}
 	if err := checkInt("--jobs", int64(f.jobs), 1, nowsim.MaxJobs); err != nil {
 		errs = append(errs, err)
@@ -210,17 +232,16 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 			errs = append(errs, fmt.Errorf("--ptime-%s %q: %w", nowsim.Class(cl), s, err))
 		}
 	}
-	if len(errs) == 0 && len(p.speeds) > 0 {
+	if valid && len(errs) == 0 && len(speeds) > 0 {
 		counts := g.Counts()
 		for cl, n := range counts {
-			if lo, hi := nowsim.SizeRange(nowsim.Class(cl), len(p.speeds)); n > 0 && lo > hi {
+			if lo, hi := nowsim.SizeRange(nowsim.Class(cl), len(speeds)); n > 0 && lo > hi {
 				flag := map[nowsim.Class]string{nowsim.SmallParallel: "--seq-share/--large-share", nowsim.LargeParallel: "--large-share"}[nowsim.Class(cl)]
-				errs = append(errs, fmt.Errorf("%s: %d %s parallel jobs, but %d nodes have no %s parallel size (small: 2…⌈n/2⌉−1 tasks, large: ⌈n/2⌉…n)", flag, n, nowsim.Class(cl), len(p.speeds), nowsim.Class(cl)))
+				errs = append(errs, fmt.Errorf("%s: %d %s parallel jobs, but %d nodes have no %s parallel size (small: 2…⌈n/2⌉−1 tasks, large: ⌈n/2⌉…n)", flag, n, nowsim.Class(cl), len(speeds), nowsim.Class(cl)))
 			}
 		}
 	}
-	p.gen = g
-	return p, nowFlagErrors(errs)
+	return g, errs
 }
 
 func nowFlagErrors(errs []error) error {
