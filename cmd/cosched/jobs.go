@@ -241,10 +241,15 @@ func (f *submitFlags) limits() []error {
 	return errs
 }
 
+// queueFlags are queue's settings.
+type queueFlags struct {
+	cf                      clientFlags
+	all, noHeader, long     bool
+	format, jobList, states string
+}
+
 func newQueueCmd() *cobra.Command {
-	var cf clientFlags
-	var all, noHeader, long bool
-	var format, jobList, states string
+	var f queueFlags
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "List jobs (squeue-like): JOBID NAME USER ST TIME NODES NODELIST(REASON)",
@@ -265,71 +270,73 @@ processes seen at once.`,
   cosched queue -t PD,R -j 3,4 --noheader
   cosched queue --all -o "%.6i %-12j %8u %.2t %.10M %.10l %R"`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var errs []error
-			var cols []queueColumn
-			if format != "" {
-				var err error
-				if cols, err = parseQueueFormat(format); err != nil {
-					errs = append(errs, fmt.Errorf("-o %q: %v", format, err))
-				}
-			}
-			var ids map[int64]bool
-			if jobList != "" {
-				ids = map[int64]bool{}
-				for _, item := range strings.Split(jobList, ",") {
-					id, err := node.ParseJobID(strings.TrimSpace(item))
-					if err != nil {
-						errs = append(errs, fmt.Errorf("-j %q: %v", jobList, err))
-						break
-					}
-					ids[id] = true
-				}
-			}
-			var want map[node.State]bool
-			if states != "" {
-				var err error
-				if want, err = parseStates(states); err != nil {
-					errs = append(errs, fmt.Errorf("-t %q: %v", states, err))
-				}
-			}
-			if len(errs) > 0 {
-				return flagErrors(errs)
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			// Finished jobs are asked for when shown: --all, a job list
-			// (squeue -j shows a job whatever its state) or finished states.
-			finished := all || ids != nil
-			for st := range want {
-				finished = finished || st.Done()
-			}
-			jobs, err := c.Jobs(cmd.Context(), finished)
-			if err != nil {
-				return err
-			}
-			jobs = slices.DeleteFunc(jobs, func(j node.Job) bool {
-				return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
-			})
-			if cols == nil {
-				writeQueue(cmd.OutOrStdout(), jobs, noHeader, long)
-			} else {
-				writeQueueFormat(cmd.OutOrStdout(), cols, jobs, noHeader)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return queue(cmd, &f) },
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&all, "all", false, "include finished jobs")
-	fl.BoolVarP(&long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
-	fl.BoolVar(&noHeader, "noheader", false, "no header line")
-	fl.StringVarP(&format, "format", "o", "", "squeue-style format of each line: "+queueFieldLetters+" with optional [.]WIDTH")
-	fl.StringVarP(&jobList, "jobs", "j", "", "only these jobs (comma-separated ids), whatever their state")
-	fl.StringVarP(&states, "states", "t", "", "only jobs in these states: PD, R, CD, F, CA, TO (or their names), comma-separated, or all")
-	cf.add(cmd)
+	fl.BoolVar(&f.all, "all", false, "include finished jobs")
+	fl.BoolVarP(&f.long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
+	fl.BoolVar(&f.noHeader, "noheader", false, "no header line")
+	fl.StringVarP(&f.format, "format", "o", "", "squeue-style format of each line: "+queueFieldLetters+" with optional [.]WIDTH")
+	fl.StringVarP(&f.jobList, "jobs", "j", "", "only these jobs (comma-separated ids), whatever their state")
+	fl.StringVarP(&f.states, "states", "t", "", "only jobs in these states: PD, R, CD, F, CA, TO (or their names), comma-separated, or all")
+	f.cf.add(cmd)
 	return cmd
+}
+
+func queue(cmd *cobra.Command, f *queueFlags) error {
+	var errs []error
+	var cols []queueColumn
+	if f.format != "" {
+		var err error
+		if cols, err = parseQueueFormat(f.format); err != nil {
+			errs = append(errs, fmt.Errorf("-o %q: %v", f.format, err))
+		}
+	}
+	var ids map[int64]bool
+	if f.jobList != "" {
+		ids = map[int64]bool{}
+		for _, item := range strings.Split(f.jobList, ",") {
+			id, err := node.ParseJobID(strings.TrimSpace(item))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("-j %q: %v", f.jobList, err))
+				break
+			}
+			ids[id] = true
+		}
+	}
+	var want map[node.State]bool
+	if f.states != "" {
+		var err error
+		if want, err = parseStates(f.states); err != nil {
+			errs = append(errs, fmt.Errorf("-t %q: %v", f.states, err))
+		}
+	}
+	if len(errs) > 0 {
+		return flagErrors(errs)
+	}
+	c, err := f.cf.client()
+	if err != nil {
+		return err
+	}
+	// Finished jobs are asked for when shown: --all, a job list
+	// (squeue -j shows a job whatever its state) or finished states.
+	finished := f.all || ids != nil
+	for st := range want {
+		finished = finished || st.Done()
+	}
+	jobs, err := c.Jobs(cmd.Context(), finished)
+	if err != nil {
+		return err
+	}
+	jobs = slices.DeleteFunc(jobs, func(j node.Job) bool {
+		return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
+	})
+	if cols == nil {
+		writeQueue(cmd.OutOrStdout(), jobs, f.noHeader, f.long)
+	} else {
+		writeQueueFormat(cmd.OutOrStdout(), cols, jobs, f.noHeader)
+	}
+	return nil
 }
 
 func writeQueue(w io.Writer, jobs []node.Job, noHeader, long bool) {
@@ -473,67 +480,78 @@ func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
 	}
 	rows := [][]string{head}
 	for _, n := range rep.Nodes {
-		name := n.Name
-		role := "-"
-		switch {
-		case n.Leader:
-			name += "*"
-			role = "leader"
-		case n.Controller:
-			role = "standby"
-		}
-		var jobs []string
-		for _, id := range n.Jobs {
-			jobs = append(jobs, fmt.Sprint(id))
-		}
-		mem := "-"
-		if n.Memory > 0 {
-			mem = humanize.IBytes(uint64(n.Memory))
-		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
-		if stats {
-			if s := n.Stats; s != nil {
-				st := s.Strobe
-				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
-					fmt.Sprintf("%v/%v", roundSig(st.Latency.P50), roundSig(st.Latency.P99)), fmt.Sprintf("%v/%v", roundSig(st.SwitchCost.P50), roundSig(st.SwitchCost.P99)),
-					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
-			} else {
-				r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
-			}
-		}
-		rows = append(rows, r)
+		rows = append(rows, nodeRow(n, stats))
 	}
 	writeColumns(w, rows)
 	if stats && rep.Cluster != nil {
-		cs := rep.Cluster
-		fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
-		if cs.Mode.TimeShared() {
-			t := cs.Ticks
-			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, roundSig(t.SendLate.P50), roundSig(t.SendLate.P99), t.Overruns, t.Skipped)
-		}
-		if cs.Policy != "" {
-			fmt.Fprintf(w, "; policy %s", cs.Policy)
-			var opts []string
-			if cs.Reservations != "" {
-				opts = append(opts, "reservations "+cs.Reservations)
-			}
-			if cs.ReservationMode != "" {
-				opts = append(opts, string(cs.ReservationMode))
-			}
-			if cs.Weights != nil {
-				opts = append(opts, "weights "+cs.Weights.String())
-			}
-			if len(opts) > 0 {
-				fmt.Fprintf(w, " (%s)", strings.Join(opts, ", "))
-			}
-		}
-		fmt.Fprintf(w, "; %d processors in service\n", cs.Online)
-		if s := rep.Skew; s != nil && s.Slices > 0 {
-			fmt.Fprintf(w, "switch skew across agents over %d slices: p50 %v, p99 %v, max %v; strobe-to-switch p50 %v, p99 %v\n",
-				s.Slices, roundSig(s.Skew.P50), roundSig(s.Skew.P99), roundSig(s.Skew.Max), roundSig(s.Latency.P50), roundSig(s.Latency.P99))
-		}
+		writeClusterStats(w, rep)
 	}
 	fmt.Fprintln(w, "(* the controller that leads)")
+}
+
+// nodeRow is one agent's line of nodes (with --stats, its statistics).
+func nodeRow(n node.NodeInfo, stats bool) []string {
+	name := n.Name
+	role := "-"
+	switch {
+	case n.Leader:
+		name += "*"
+		role = "leader"
+	case n.Controller:
+		role = "standby"
+	}
+	var jobs []string
+	for _, id := range n.Jobs {
+		jobs = append(jobs, fmt.Sprint(id))
+	}
+	mem := "-"
+	if n.Memory > 0 {
+		mem = humanize.IBytes(uint64(n.Memory))
+	}
+	r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
+	if stats {
+		if s := n.Stats; s != nil {
+			st := s.Strobe
+			r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
+				fmt.Sprintf("%v/%v", roundSig(st.Latency.P50), roundSig(st.Latency.P99)), fmt.Sprintf("%v/%v", roundSig(st.SwitchCost.P50), roundSig(st.SwitchCost.P99)),
+				fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
+		} else {
+			r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
+		}
+	}
+	return r
+}
+
+// writeClusterStats prints the cluster's lines of nodes --stats: mode,
+// strobes, policy, processors and the switch skew.
+func writeClusterStats(w io.Writer, rep node.NodesReport) {
+	cs := rep.Cluster
+	fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
+	if cs.Mode.TimeShared() {
+		t := cs.Ticks
+		fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, roundSig(t.SendLate.P50), roundSig(t.SendLate.P99), t.Overruns, t.Skipped)
+	}
+	if cs.Policy != "" {
+		fmt.Fprintf(w, "; policy %s", cs.Policy)
+		var opts []string
+		if cs.Reservations != "" {
+			opts = append(opts, "reservations "+cs.Reservations)
+		}
+		if cs.ReservationMode != "" {
+			opts = append(opts, string(cs.ReservationMode))
+		}
+		if cs.Weights != nil {
+			opts = append(opts, "weights "+cs.Weights.String())
+		}
+		if len(opts) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(opts, ", "))
+		}
+	}
+	fmt.Fprintf(w, "; %d processors in service\n", cs.Online)
+	if s := rep.Skew; s != nil && s.Slices > 0 {
+		fmt.Fprintf(w, "switch skew across agents over %d slices: p50 %v, p99 %v, max %v; strobe-to-switch p50 %v, p99 %v\n",
+			s.Slices, roundSig(s.Skew.P50), roundSig(s.Skew.P99), roundSig(s.Skew.Max), roundSig(s.Latency.P50), roundSig(s.Latency.P99))
+	}
 }
 
 func orDash(s string) string {
