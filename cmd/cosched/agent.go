@@ -16,8 +16,6 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
@@ -78,18 +76,8 @@ type agentFlags struct {
 // defaultMemReserve is the memory an agent keeps for the system.
 const defaultMemReserve = "512MiB"
 
-func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
-
-// newAgentCmdRun builds the command with run as what it does once the
-// settings are read (tests inspect them instead of starting an agent).
-func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
-	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
-		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
-	cmd := &cobra.Command{
-		Use:         "agent",
-		Annotations: map[string]string{stopAnnotation: stopClean},
-		Short:       "Run a node agent (one per node; one of them with --controller)",
-		Long: `Run cosched's per-node daemon. Agents find each other with gossip
+// agentLong is the agent's help.
+const agentLong = `Run cosched's per-node daemon. Agents find each other with gossip
 (hashicorp/memberlist): start the controller agent first, then the others with
 --join pointing at any running agent. Every agent serves the job API (the
 others forward to the controller) and launches, stops and continues the ranks
@@ -127,7 +115,20 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).
 When it loses its controller it keeps its ranks as they are (running or
 stopped) for --controller-grace, reports them to the controller that reaches
 it again, and kills them (continuing stopped ones so they die) if none does
-in time; 0 kills them as soon as the controller leaves the cluster.`,
+in time; 0 kills them as soon as the controller leaves the cluster.`
+
+func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
+
+// newAgentCmdRun builds the command with run as what it does once the
+// settings are read (tests inspect them instead of starting an agent).
+func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
+	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
+		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
+	cmd := &cobra.Command{
+		Use:         "agent",
+		Annotations: map[string]string{stopAnnotation: stopClean},
+		Short:       "Run a node agent (one per node; one of them with --controller)",
+		Long:        agentLong,
 		Example: `  cosched agent --name n0 --bind 10.0.0.1:7946 --controller --mode gang --slice 10ms
   cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7
   cosched agent --name n0 --controller --mode space --policy sjf-bf --reservations 2 --reservations-mode fixed`,
@@ -230,57 +231,6 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 	return nil
 }
 
-// parseCPUList reads "0-3,8,10-11".
-func parseCPUList(s string) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		b := a
-		if err == nil && isRange {
-			b, err = strconv.Atoi(hi)
-		}
-		if err != nil || a < 0 || b < a {
-			return nil, fmt.Errorf("%q: want CPU numbers or ranges like 0-3,8", part)
-		}
-		for c := a; c <= b; c++ {
-			if !seen[c] {
-				seen[c] = true
-				out = append(out, c)
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no CPU given")
-	}
-	return out, nil
-}
-
-func newLogger(level, format string) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.Set(level); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	cfg.Sampling = nil
-	cfg.DisableStacktrace = true // a daemon's errors are reports, not crashes (memberlist logs rejected packets as errors)
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	switch format {
-	case "json":
-	case "console":
-		cfg.Encoding = "console"
-	default:
-		return nil, fmt.Errorf("--log-format %q: want console or json", format)
-	}
-	return cfg.Build()
-}
-
 // agentConfig checks every flag and builds the agent's configuration.
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
@@ -296,6 +246,18 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		}
 		cfg.Name = host
 	}
+	errs = append(errs, f.controllerSettings(&cfg)...)
+	errs = append(errs, f.hostSettings(&cfg)...)
+	if len(errs) > 0 {
+		return cfg, flagErrors(errs)
+	}
+	return cfg, nil
+}
+
+// controllerSettings parses the controller's settings: mode, slice,
+// policy and its options, MPI, and the numeric ranges.
+func (f *agentFlags) controllerSettings(cfg *node.Config) []error {
+	var errs []error
 	mode, err := node.ParseMode(f.Mode)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %v", err))
@@ -320,8 +282,8 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if cfg.ControllerGrace, err = time.ParseDuration(f.Grace); err != nil || cfg.ControllerGrace < 0 {
 		errs = append(errs, fmt.Errorf("--controller-grace %q: want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)", f.Grace))
 	}
-	p, err := gang.ParsePolicy(f.Policy)
-	if err != nil {
+	p, policyErr := gang.ParsePolicy(f.Policy)
+	if policyErr != nil {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
@@ -332,9 +294,22 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if changed == nil {
 		changed = func(string) bool { return false }
 	}
-	bf, bfErrs := f.backfillFor(p, err == nil, changed)
+	bf, bfErrs := f.backfillFor(p, policyErr == nil, changed)
 	cfg.Backfill = bf
 	errs = append(errs, bfErrs...)
+	errs = append(errs, f.ranges()...)
+	if mode == node.Space && f.Controller {
+		if changed("mpl") && f.MPL != 1 {
+			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
+		}
+		cfg.MPL = 1
+	}
+	return errs
+}
+
+// ranges checks the numeric flags against their ranges.
+func (f *agentFlags) ranges() []error {
+	var errs []error
 	for _, r := range []struct {
 		flag      string
 		v, lo, hi int
@@ -350,17 +325,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	if mode == node.Space && f.Controller {
-		if changed("mpl") && f.MPL != 1 {
-			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
-		}
-		cfg.MPL = 1
-	}
-	errs = append(errs, f.hostSettings(&cfg)...)
-	if len(errs) > 0 {
-		return cfg, flagErrors(errs)
-	}
-	return cfg, nil
+	return errs
 }
 
 // hostSettings parses the settings of this host: its CPUs, the gossip key
@@ -369,12 +334,12 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	var errs []error
 	var err error
 	if f.CPUs != "" {
-		if cfg.CPUs, err = parseCPUList(f.CPUs); err != nil {
+		if cfg.CPUs, err = node.ParseCPUList(f.CPUs); err != nil {
 			errs = append(errs, fmt.Errorf("--cpus: %v", err))
 		}
 	}
 	if f.Key != "" {
-		if cfg.SecretKey, err = parseHexKey(f.Key); err != nil {
+		if cfg.SecretKey, err = node.ParseSecretKey(f.Key); err != nil {
 			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
 		}
 	}
@@ -417,7 +382,7 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	}
 	cfg.StateDir = f.StateDir
 	if cfg.StateDir == "" {
-		base, err := stateDirFor("")
+		base, err := localcluster.StateDir("")
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -426,32 +391,14 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	return errs
 }
 
-func parseHexKey(s string) ([]byte, error) {
-	if len(s)%2 != 0 {
-		return nil, errors.New("odd number of hex digits")
-	}
-	key := make([]byte, len(s)/2)
-	for i := range key {
-		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
-		if err != nil {
-			return nil, fmt.Errorf("not hex at %q", s[2*i:2*i+2])
-		}
-		key[i] = byte(v)
-	}
-	if l := len(key); l != 16 && l != 24 && l != 32 {
-		return nil, fmt.Errorf("%d bytes, want 16, 24 or 32 (32, 48 or 64 hex digits)", l)
-	}
-	return key, nil
-}
-
 func runAgent(ctx context.Context, f *agentFlags) error {
 	cfg, err := agentConfig(f)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(f.LogLevel, f.LogFormat)
+	log, err := node.NewLogger(f.LogLevel, f.LogFormat)
 	if err != nil {
-		return usageError{err}
+		return flagNames{"LogLevel": "--log-level", "LogFormat": "--log-format"}.errors(err)
 	}
 	defer log.Sync()
 	cfg.Log = log

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,26 +18,6 @@ import (
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 )
-
-// stateDirFor resolves the state directory: the flag, else
-// COSCHED_STATE_DIR, else $XDG_STATE_HOME/cosched, else
-// ~/.local/state/cosched.
-func stateDirFor(flag string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if d := os.Getenv("COSCHED_STATE_DIR"); d != "" {
-		return d, nil
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "cosched"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", errors.New("no state directory: set --state-dir or COSCHED_STATE_DIR")
-	}
-	return filepath.Join(home, ".local", "state", "cosched"), nil
-}
 
 // clientFlags are the flags of the commands that talk to a cluster.
 type clientFlags struct {
@@ -59,7 +38,7 @@ func (c *clientFlags) client() (*node.Client, error) {
 	if addr == "" {
 		addr = os.Getenv("COSCHED_ADDR")
 	}
-	dir, err := stateDirFor(c.stateDir)
+	dir, err := localcluster.StateDir(c.stateDir)
 	if addr != "" {
 		return clientForAddr(addr, dir)
 	}
@@ -220,7 +199,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	if mode == node.Space && !changed("mpl") {
 		o.MPL = 1 // the default MPL is for the time-shared modes
 	}
-	if o.StateDir, err = stateDirFor(o.StateDir); err != nil {
+	if o.StateDir, err = localcluster.StateDir(o.StateDir); err != nil {
 		errs, parsed["--state-dir"] = append(errs, err), true
 	}
 	for _, e := range fielderr.All(o.Validate()) {
@@ -274,7 +253,7 @@ func newClusterDownCmd() *cobra.Command {
 		Short: "Stop the local cluster: every agent and every rank",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := stateDirFor(stateDir)
+			dir, err := localcluster.StateDir(stateDir)
 			if err != nil {
 				return err
 			}
