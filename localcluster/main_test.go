@@ -49,10 +49,17 @@ func testExe(t testing.TB) string {
 // agentMain runs an agent with the flags Up and Restart give it, writes
 // its Ready record to --ready-file once it is up, and stops on SIGTERM.
 func agentMain(args []string) int {
-	cfg, ready, err := agentConfig(args)
+	cfg, ready, cleanup, err := agentConfig(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		return 2
+	}
+	if cleanup { // what Stop runs for an agent that died
+		if _, err := node.CleanupCgroups(cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "agent:", err)
+			return 1
+		}
+		return 0
 	}
 	a, err := node.Start(cfg)
 	if err != nil {
@@ -80,11 +87,11 @@ func agentMain(args []string) int {
 
 // agentConfig reads the flags Up gives an agent (localcluster.go's launch
 // and controllerArgs) into its configuration.
-func agentConfig(args []string) (node.Config, string, error) {
+func agentConfig(args []string) (cfg node.Config, ready string, cleanup bool, err error) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	var join joinFlag
 	fs.Var(&join, "join", "")
-	var cfg node.Config
+	fs.BoolVar(&cleanup, "cleanup", false, "")
 	fs.StringVar(&cfg.Name, "name", "", "")
 	fs.StringVar(&cfg.Bind, "bind", "127.0.0.1:0", "")
 	fs.BoolVar(&cfg.Local, "local", false, "")
@@ -108,37 +115,36 @@ func agentConfig(args []string) (node.Config, string, error) {
 	weights := fs.String("weights", "", "")
 	keyFile := fs.String("key-file", "", "")
 	fs.String("log-format", "json", "")
-	ready := fs.String("ready-file", "", "")
+	fs.StringVar(&ready, "ready-file", "", "")
 	if err := fs.Parse(args); err != nil {
-		return cfg, "", err
+		return cfg, "", false, err
 	}
 	cfg.Join, cfg.Mode, cfg.Policy, cfg.Bandwidth = join, node.Mode(*mode), gang.Policy(*policy), *bandwidth
 	// cosched agent's defaults for what Up does not set.
 	cfg.ControllerGrace, cfg.MemReserve, cfg.Nice = 5*time.Minute, 512<<20, -10
-	var err error
 	if *resv != "" {
 		if cfg.Backfill.Reservations, err = gang.ParseReservations(*resv); err != nil {
-			return cfg, "", err
+			return cfg, "", false, err
 		}
 	}
 	cfg.Backfill.Mode = gang.ReservationMode(*resvMode)
 	if *weights != "" {
 		w, err := gang.ParseWeights(*weights)
 		if err != nil {
-			return cfg, "", err
+			return cfg, "", false, err
 		}
 		cfg.Backfill.Weights = &w
 	}
 	if *keyFile != "" {
 		if cfg.Key, err = clusterkey.Load(*keyFile); err != nil {
-			return cfg, "", err
+			return cfg, "", false, err
 		}
 		cfg.SecretKey = cfg.Key.Derive("gossip")
 	}
 	if cfg.Log, err = zap.NewProduction(); err != nil {
-		return cfg, "", err
+		return cfg, "", false, err
 	}
-	return cfg, *ready, nil
+	return cfg, ready, cleanup, nil
 }
 
 // joinFlag collects every --join.
