@@ -184,31 +184,50 @@ func runSimGen(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 // fitModelToTrace fits the workload model to an SWF file, or standard input for
 // "-". procs overrides the trace's machine size when positive.
 func fitModelToTrace(ctx context.Context, flag, path string, procs int, stdin io.Reader) (workload.Model, error) {
-	var rd *swf.Reader
-	var closer io.Closer
-	var err error
-	name := filepath.Base(path)
-	if path == "-" {
-		name = "<stdin>"
-		rd, closer, err = swf.OpenReader(ctxio.Interruptible(ctx, stdin), name)
-	} else {
-		if st, serr := os.Stat(path); serr != nil {
-			return workload.Model{}, fmt.Errorf("%s: %w", flag, serr)
-		} else if st.IsDir() {
-			return workload.Model{}, fmt.Errorf("%s %s: is a directory, not an SWF file", flag, path)
-		}
-		file, ferr := os.Open(path)
-		if ferr != nil {
-			return workload.Model{}, fmt.Errorf("%s: %w", flag, ferr)
-		}
-		defer file.Close()
-		rd, closer, err = swf.OpenReader(ctxio.Reader(ctx, file), path)
-	}
+	rd, closer, err := openSWF(ctx, flag, path, stdin)
 	if err != nil {
 		return workload.Model{}, err
 	}
 	defer closer.Close()
+	name := filepath.Base(path)
+	if path == "-" {
+		name = "<stdin>"
+	}
 	return workload.FitSWF(rd, name, procs)
+}
+
+// openSWF opens the SWF file at path (named by flag in errors), or standard
+// input for "-"; reads stop when ctx is cancelled.
+func openSWF(ctx context.Context, flag, path string, stdin io.Reader) (*swf.Reader, io.Closer, error) {
+	if path == "-" {
+		return swf.OpenReader(ctxio.Interruptible(ctx, stdin), "<stdin>")
+	}
+	if st, err := os.Stat(path); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
+	} else if st.IsDir() {
+		return nil, nil, fmt.Errorf("%s %s: is a directory, not an SWF file", flag, path)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	rd, closer, err := swf.OpenReader(ctxio.Reader(ctx, file), path)
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return rd, closers{closer, file}, nil
+}
+
+// closers closes each in turn.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 type simFitFlags struct {

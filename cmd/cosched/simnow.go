@@ -15,9 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/gang/now"
-	"github.com/cosched/cosched/internal/ctxio"
 	"github.com/cosched/cosched/jss/nowsim"
-	"github.com/cosched/cosched/jss/swf"
 )
 
 type simNowFlags struct {
@@ -299,24 +297,7 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 
 // readNowTrace reads an SWF file (or standard input for "-") into jobs.
 func readNowTrace(ctx context.Context, path string, nodes int, stdin io.Reader) ([]nowsim.Job, nowsim.Dropped, error) {
-	var rd *swf.Reader
-	var closer io.Closer
-	var err error
-	if path == "-" {
-		rd, closer, err = swf.OpenReader(ctxio.Interruptible(ctx, stdin), "<stdin>")
-	} else {
-		if st, serr := os.Stat(path); serr != nil {
-			return nil, nowsim.Dropped{}, fmt.Errorf("--trace: %w", serr)
-		} else if st.IsDir() {
-			return nil, nowsim.Dropped{}, fmt.Errorf("--trace %s: is a directory, not an SWF file", path)
-		}
-		file, ferr := os.Open(path)
-		if ferr != nil {
-			return nil, nowsim.Dropped{}, fmt.Errorf("--trace: %w", ferr)
-		}
-		defer file.Close()
-		rd, closer, err = swf.OpenReader(ctxio.Reader(ctx, file), path)
-	}
+	rd, closer, err := openSWF(ctx, "--trace", path, stdin)
 	if err != nil {
 		return nil, nowsim.Dropped{}, err
 	}
