@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,9 +196,16 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 // loadAgentConfig reads the TOML file into f, then re-applies the flags the
 // user set on the command line.
 func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
-	set := map[string]bool{}
-	cmd.Flags().Visit(func(fl *pflag.Flag) { set[fl.Name] = true })
-	fromFlags := *f
+	// The command line's values, as text (lists as lists), to set again
+	// over the file's.
+	given := map[string][]string{}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			given[fl.Name] = slices.Clone(sv.GetSlice()) // the file may write into the slice
+		} else {
+			given[fl.Name] = []string{fl.Value.String()}
+		}
+	})
 	md, err := toml.DecodeFile(f.config, f)
 	if err != nil {
 		return usageError{fmt.Errorf("--config %s: %w", f.config, err)}
@@ -205,31 +213,19 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 	if und := md.Undecoded(); len(und) > 0 {
 		return usageError{fmt.Errorf("--config %s: unknown keys: %v", f.config, und)}
 	}
-	override := map[string]func(){
-		"name": func() { f.Name = fromFlags.Name }, "bind": func() { f.Bind = fromFlags.Bind }, "advertise": func() { f.Advertise = fromFlags.Advertise }, "join": func() { f.Join = fromFlags.Join },
-		"controller":  func() { f.Controller = fromFlags.Controller },
-		"controllers": func() { f.Controllers = fromFlags.Controllers }, "raft-port": func() { f.RaftPort = fromFlags.RaftPort },
-		"no-compute": func() { f.NoCompute = fromFlags.NoCompute }, "mode": func() { f.Mode = fromFlags.Mode },
-		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy }, "bandwidth": func() { f.Bandwidth = fromFlags.Bandwidth },
-		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
-		"state-dir": func() { f.StateDir = fromFlags.StateDir }, "api-port": func() { f.APIPort = fromFlags.APIPort },
-		"encrypt-key": func() { f.Key = fromFlags.Key }, "key-file": func() { f.KeyFile = fromFlags.KeyFile }, "admin-group": func() { f.AdminGroup = fromFlags.AdminGroup }, "local": func() { f.Local = fromFlags.Local },
-		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
-		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
-		"controller-grace":  func() { f.Grace = fromFlags.Grace },
-		"realtime-priority": func() { f.Priority = fromFlags.Priority }, "strobe-fanout": func() { f.Fanout = fromFlags.Fanout },
-		"cgroups": func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
-		"mem-reserve":  func() { f.MemReserve = fromFlags.MemReserve },
-		"reservations": func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
-		"weights": func() { f.Weights = fromFlags.Weights }, "mpi": func() { f.MPI = fromFlags.MPI },
-	}
-	for name := range set {
-		if o, ok := override[name]; ok {
-			o()
+	for name, v := range given {
+		fl := cmd.Flags().Lookup(name)
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			err = sv.Replace(v)
+		} else {
+			err = fl.Value.Set(v[0])
+		}
+		if err != nil {
+			return usageError{fmt.Errorf("--%s: %w", name, err)}
 		}
 	}
 	f.changed = func(name string) bool {
-		return set[name] || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
+		return given[name] != nil || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
 	}
 	return nil
 }

@@ -208,3 +208,17 @@ func TestAgentStrobeFanout(t *testing.T) {
 		}
 	}
 }
+
+// A --config file sets what the command line does not; every flag given,
+// lists included, wins over it.
+func TestAgentConfigFileUnderFlags(t *testing.T) {
+	conf := writeFile(t, "agent.toml", "name = \"fromfile\"\nbind = \"127.0.0.1:7000\"\njoin = [\"10.0.0.1:7946\"]\nmpl = 2\n")
+	cfg, err := agentSettings(t, "--config", conf)
+	if err != nil || cfg.Name != "n0" || cfg.Bind != "127.0.0.1:7000" || !reflect.DeepEqual(cfg.Join, []string{"10.0.0.1:7946"}) || cfg.MPL != 2 {
+		t.Errorf("file: %+v, %v", cfg, err)
+	}
+	cfg, err = agentSettings(t, "--config", conf, "--join", "a:1,b:2", "--mpl", "4")
+	if err != nil || !reflect.DeepEqual(cfg.Join, []string{"a:1", "b:2"}) || cfg.MPL != 4 || cfg.Bind != "127.0.0.1:7000" {
+		t.Errorf("flags over the file: %+v, %v", cfg, err)
+	}
+}
