@@ -95,15 +95,6 @@ func TestBackfillArgs(t *testing.T) {
 	}
 }
 
-func TestNodesStatsShowsBackfill(t *testing.T) {
-	var out strings.Builder
-	writeNodes(&out, node.NodesReport{Cluster: &node.ClusterStats{Mode: node.Space, MPL: 1, Policy: gang.PriorityBF,
-		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
-	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
-		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
-	}
-}
-
 func TestAgentControllerGrace(t *testing.T) {
 	conf := writeFile(t, "grace.toml", "controller_grace = \"30s\"\n")
 	for _, tc := range []struct {
@@ -158,28 +149,6 @@ func TestAgentContainmentFlags(t *testing.T) {
 	for _, want := range []string{`--cgroups "v3"`, `--suspend "sigstop"`, `--mem-reserve "lots"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad flags: %v, want it to name %s", err, want)
-		}
-	}
-}
-
-func TestQueueLongAndNodesShowContainment(t *testing.T) {
-	var q strings.Builder
-	writeQueue(&q, []node.Job{
-		{ID: 7, Spec: node.JobSpec{Name: "hog"}, State: node.Failed, Reason: "rank 0 on n0 out of memory",
-			Usage: &node.JobUsage{CPUTime: node.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
-		{ID: 8, Spec: node.JobSpec{Name: "plain"}, State: node.Completed},
-	}, false, true)
-	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
-		if !strings.Contains(q.String(), want) {
-			t.Errorf("queue --long lacks %q:\n%s", want, q.String())
-		}
-	}
-	var n strings.Builder
-	writeNodes(&n, node.NodesReport{Nodes: []node.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
-		Stats: &node.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
-	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
-		if !strings.Contains(n.String(), want) {
-			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/user"
@@ -11,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/internal/jobtable"
 	"github.com/cosched/cosched/internal/slurmtime"
 	"github.com/cosched/cosched/node"
 )
@@ -259,7 +258,7 @@ cancelled, TO timeout. TIME is the time the job has run. For a pending job the
 last column says why it waits; for a failed one why it failed. USER is the
 job's owner as the agent authenticated it (docs/security.md).
 
--o/--format takes squeue's % fields (` + queueFieldLetters + `),
+-o/--format takes squeue's % fields (` + jobtable.FieldLetters + `),
 each as %[.][WIDTH]FIELD: WIDTH cuts or pads the value, "." right-justifies
 it; other text is printed as is.
 
@@ -276,7 +275,7 @@ processes seen at once.`,
 	fl.BoolVar(&f.all, "all", false, "include finished jobs")
 	fl.BoolVarP(&f.long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
 	fl.BoolVar(&f.noHeader, "noheader", false, "no header line")
-	fl.StringVarP(&f.format, "format", "o", "", "squeue-style format of each line: "+queueFieldLetters+" with optional [.]WIDTH")
+	fl.StringVarP(&f.format, "format", "o", "", "squeue-style format of each line: "+jobtable.FieldLetters+" with optional [.]WIDTH")
 	fl.StringVarP(&f.jobList, "jobs", "j", "", "only these jobs (comma-separated ids), whatever their state")
 	fl.StringVarP(&f.states, "states", "t", "", "only jobs in these states: PD, R, CD, F, CA, TO (or their names), comma-separated, or all")
 	f.cf.add(cmd)
@@ -285,10 +284,10 @@ processes seen at once.`,
 
 func queue(cmd *cobra.Command, f *queueFlags) error {
 	var errs []error
-	var cols []queueColumn
+	var cols []jobtable.Column
 	if f.format != "" {
 		var err error
-		if cols, err = parseQueueFormat(f.format); err != nil {
+		if cols, err = jobtable.ParseFormat(f.format); err != nil {
 			errs = append(errs, fmt.Errorf("-o %q: %v", f.format, err))
 		}
 	}
@@ -307,7 +306,7 @@ func queue(cmd *cobra.Command, f *queueFlags) error {
 	var want map[node.State]bool
 	if f.states != "" {
 		var err error
-		if want, err = parseStates(f.states); err != nil {
+		if want, err = jobtable.ParseStates(f.states); err != nil {
 			errs = append(errs, fmt.Errorf("-t %q: %v", f.states, err))
 		}
 	}
@@ -332,74 +331,11 @@ func queue(cmd *cobra.Command, f *queueFlags) error {
 		return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
 	})
 	if cols == nil {
-		writeQueue(cmd.OutOrStdout(), jobs, f.noHeader, f.long)
+		jobtable.Queue(cmd.OutOrStdout(), jobs, f.noHeader, f.long)
 	} else {
-		writeQueueFormat(cmd.OutOrStdout(), cols, jobs, f.noHeader)
+		jobtable.WriteFormat(cmd.OutOrStdout(), cols, jobs, f.noHeader)
 	}
 	return nil
-}
-
-func writeQueue(w io.Writer, jobs []node.Job, noHeader, long bool) {
-	var rows [][]string
-	if !noHeader {
-		head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
-		if long {
-			head = append(head, "CPU", "MAXMEM", "PROCS")
-		}
-		rows = append(rows, append(head, "NODELIST(REASON)"))
-	}
-	for _, j := range jobs {
-		r := []string{fmt.Sprint(j.ID), truncate(jobName(j), 16), truncate(orDash(j.Spec.User), 10),
-			j.State.Code(), slurmtime.Format(j.Elapsed.D), nodeCount(j)}
-		if long {
-			r = append(r, usageColumns(j.Usage)...)
-		}
-		rows = append(rows, append(r, nodesOrReason(j)))
-	}
-	writeColumns(w, rows)
-}
-
-func distinct(ss []string) []string {
-	var out []string
-	for _, s := range ss {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// writeColumns aligns rows in left-aligned columns.
-func writeColumns(w io.Writer, rows [][]string) {
-	var width []int
-	for _, r := range rows {
-		for i, c := range r {
-			if i >= len(width) {
-				width = append(width, 0)
-			}
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(c))))
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
 }
 
 func newCancelCmd() *cobra.Command {
@@ -464,122 +400,13 @@ whose strobe went out late (overruns).`,
 			if err != nil {
 				return err
 			}
-			writeNodes(cmd.OutOrStdout(), rep, stats)
+			jobtable.Nodes(cmd.OutOrStdout(), rep, stats)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&stats, "stats", false, "show strobe, switch and skew statistics")
 	cf.add(cmd)
 	return cmd
-}
-
-func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS", "CONTROLLER"}
-	if stats {
-		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
-	}
-	rows := [][]string{head}
-	for _, n := range rep.Nodes {
-		rows = append(rows, nodeRow(n, stats))
-	}
-	writeColumns(w, rows)
-	if stats && rep.Cluster != nil {
-		writeClusterStats(w, rep)
-	}
-	fmt.Fprintln(w, "(* the controller that leads)")
-}
-
-// nodeRow is one agent's line of nodes (with --stats, its statistics).
-func nodeRow(n node.NodeInfo, stats bool) []string {
-	name := n.Name
-	role := "-"
-	switch {
-	case n.Leader:
-		name += "*"
-		role = "leader"
-	case n.Controller:
-		role = "standby"
-	}
-	var jobs []string
-	for _, id := range n.Jobs {
-		jobs = append(jobs, fmt.Sprint(id))
-	}
-	mem := "-"
-	if n.Memory > 0 {
-		mem = humanize.IBytes(uint64(n.Memory))
-	}
-	r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
-	if stats {
-		if s := n.Stats; s != nil {
-			st := s.Strobe
-			r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
-				fmt.Sprintf("%v/%v", roundSig(st.Latency.P50), roundSig(st.Latency.P99)), fmt.Sprintf("%v/%v", roundSig(st.SwitchCost.P50), roundSig(st.SwitchCost.P99)),
-				fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
-		} else {
-			r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
-		}
-	}
-	return r
-}
-
-// writeClusterStats prints the cluster's lines of nodes --stats: mode,
-// strobes, policy, processors and the switch skew.
-func writeClusterStats(w io.Writer, rep node.NodesReport) {
-	cs := rep.Cluster
-	fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
-	if cs.Mode.TimeShared() {
-		t := cs.Ticks
-		fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, roundSig(t.SendLate.P50), roundSig(t.SendLate.P99), t.Overruns, t.Skipped)
-	}
-	if cs.Policy != "" {
-		fmt.Fprintf(w, "; policy %s", cs.Policy)
-		var opts []string
-		if cs.Reservations != "" {
-			opts = append(opts, "reservations "+cs.Reservations)
-		}
-		if cs.ReservationMode != "" {
-			opts = append(opts, string(cs.ReservationMode))
-		}
-		if cs.Weights != nil {
-			opts = append(opts, "weights "+cs.Weights.String())
-		}
-		if len(opts) > 0 {
-			fmt.Fprintf(w, " (%s)", strings.Join(opts, ", "))
-		}
-	}
-	fmt.Fprintf(w, "; %d processors in service\n", cs.Online)
-	if s := rep.Skew; s != nil && s.Slices > 0 {
-		fmt.Fprintf(w, "switch skew across agents over %d slices: p50 %v, p99 %v, max %v; strobe-to-switch p50 %v, p99 %v\n",
-			s.Slices, roundSig(s.Skew.P50), roundSig(s.Skew.P99), roundSig(s.Skew.Max), roundSig(s.Latency.P50), roundSig(s.Latency.P99))
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// columnList prints sorted columns compactly: 0-3,8.
-func columnList(cols []int) string {
-	if len(cols) == 0 {
-		return "-"
-	}
-	var parts []string
-	for i := 0; i < len(cols); {
-		j := i
-		for j+1 < len(cols) && cols[j+1] == cols[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", cols[i], cols[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(cols[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }
 
 // currentUser is the submitting user's login name as this process knows
@@ -589,15 +416,6 @@ func currentUser() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
-}
-
-// roundSig rounds a measured duration to three significant digits for a
-// table (123µs, 1.23ms, 40s): the digits beyond are noise.
-func roundSig(d time.Duration) time.Duration {
-	unit := time.Duration(1)
-	for a := max(d, -d); a >= 1000*unit; unit *= 10 {
-	}
-	return d.Round(unit)
 }
 
 // warnDeprecated warns on standard error (never standard output, which
@@ -613,12 +431,4 @@ func warnDeprecated(cmd *cobra.Command, replacements map[string]string) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "cosched: warning: %s is deprecated, use %s\n", spelling, replacements[old])
 		}
 	}
-}
-
-// usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.
-func usageColumns(u *node.JobUsage) []string {
-	if u == nil {
-		return []string{"-", "-", "-"}
-	}
-	return []string{u.CPUTime.D.Round(time.Millisecond).String(), humanize.IBytes(uint64(u.PeakMemory)), fmt.Sprint(u.Processes)}
 }
