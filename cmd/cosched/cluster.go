@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
@@ -31,8 +30,8 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 }
 
 // client resolves the API address (--addr, COSCHED_ADDR, the local
-// cluster) and the credential (see clientForAddr and
-// localcluster.Cluster.ClientFor).
+// cluster) and the credential (see localcluster.ClientForAddrs and
+// Cluster.ClientFor).
 func (c *clientFlags) client() (*node.Client, error) {
 	addr := c.addr
 	if addr == "" {
@@ -52,17 +51,8 @@ func (c *clientFlags) client() (*node.Client, error) {
 	return rec.Client(), nil
 }
 
-// defaultKeyFile is where the systemd and Slurm deployments keep the
-// cluster key.
-const defaultKeyFile = "/etc/cosched/cluster.key"
-
-// clientForAddr finds a credential for the agent at addr without
-// ceremony: the agent's Unix socket named by COSCHED_SOCKET (the kernel
-// vouches for this process's uid); else, when addr is an agent of the
-// local cluster recorded in stateDir, what that record offers (its Unix
-// socket, else its key); else a token signed with the key file
-// COSCHED_KEY_FILE, or /etc/cosched/cluster.key, when this process can
-// read it; else none (an agent with a key answers 401 saying what to do).
+// clientForAddr is a client of the agents at addr, a comma-separated
+// list (--addr), with the credential localcluster.ClientForAddrs finds.
 func clientForAddr(addr, stateDir string) (*node.Client, error) {
 	addrs := strings.Split(addr, ",")
 	for i, a := range addrs {
@@ -70,25 +60,7 @@ func clientForAddr(addr, stateDir string) (*node.Client, error) {
 			return nil, fmt.Errorf("--addr %q: empty address in the list", addr)
 		}
 	}
-	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
-		return node.NewUnixClient(sock), nil
-	}
-	if stateDir != "" {
-		if rec, err := localcluster.Load(stateDir); err == nil && rec.Has(addrs[0]) {
-			return rec.ClientFor(addrs[0]), nil
-		}
-	}
-	if path := os.Getenv("COSCHED_KEY_FILE"); path != "" {
-		k, err := clusterkey.Load(path)
-		if err != nil {
-			return nil, fmt.Errorf("COSCHED_KEY_FILE: %w", err)
-		}
-		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
-	}
-	if k, err := clusterkey.Load(defaultKeyFile); err == nil {
-		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
-	}
-	return node.NewClient(addrs[0], addrs[1:]...), nil
+	return localcluster.ClientForAddrs(addrs, stateDir)
 }
 
 func newClusterCmd() *cobra.Command {
