@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
-	"github.com/cosched/cosched/node"
 )
 
 // DefaultKeyFile is where the systemd and Slurm deployments keep the
@@ -20,9 +20,9 @@ const DefaultKeyFile = "/etc/cosched/cluster.key"
 // with the key file COSCHED_KEY_FILE, or DefaultKeyFile, when this process
 // can read it; else none (an agent with a key answers 401 saying what to
 // do).
-func ClientForAddrs(addrs []string, stateDir string) (*node.Client, error) {
+func ClientForAddrs(addrs []string, stateDir string) (*api.Client, error) {
 	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
-		return node.NewUnixClient(sock), nil
+		return api.NewUnixClient(sock), nil
 	}
 	if stateDir != "" {
 		if rec, err := Load(stateDir); err == nil && rec.Has(addrs[0]) {
@@ -34,10 +34,10 @@ func ClientForAddrs(addrs []string, stateDir string) (*node.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("COSCHED_KEY_FILE: %w", err)
 		}
-		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
+		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
 	}
 	if k, err := clusterkey.Load(DefaultKeyFile); err == nil {
-		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
+		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
 	}
-	return node.NewClient(addrs[0], addrs[1:]...), nil
+	return api.NewClient(addrs[0], addrs[1:]...), nil
 }

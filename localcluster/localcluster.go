@@ -25,11 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // StateDir resolves the state directory of this machine's agents and
@@ -78,7 +79,7 @@ type Options struct {
 	// N more agents c0 … c(N-1) without processors form the controllers'
 	// raft group (one leads, the others stand by).
 	Controllers int
-	Mode        node.Mode
+	Mode        sharing.Mode
 	Slice       time.Duration // gang, bcs
 	MPL         int           // 1 in space mode
 	Policy      gang.Policy
@@ -90,7 +91,7 @@ type Options struct {
 	// path (0: off).
 	RealtimePriority int
 	// Suspend is how the agents suspend ranks between slices:
-	// node.SuspendSignal ("" too) or node.SuspendFreezer (docs/cgroups.md).
+	// api.SuspendSignal ("" too) or api.SuspendFreezer (docs/cgroups.md).
 	Suspend string
 	// StrobeFanout is the controller's strobe tree arity
 	// (--strobe-fanout; 0: direct).
@@ -103,7 +104,7 @@ type Options struct {
 // DefaultOptions are `cosched cluster up`'s defaults, without a state
 // directory.
 func DefaultOptions() Options {
-	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
+	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: sharing.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
 		Bandwidth: 100e6, RealtimePriority: 50, Timeout: 30 * time.Second}
 }
 
@@ -123,7 +124,7 @@ func (o Options) Validate() error {
 	if o.Processors < 1 || o.Processors > MaxProcessors {
 		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
 	}
-	if _, err := node.ParseMode(string(o.Mode)); err != nil {
+	if _, err := sharing.Parse(string(o.Mode)); err != nil {
 		bad("Mode", o.Mode, "want space, gang, bcs or local")
 	}
 	if o.Slice < MinSlice || o.Slice > MaxSlice {
@@ -132,7 +133,7 @@ func (o Options) Validate() error {
 	switch {
 	case o.MPL < 1 || o.MPL > MaxMPL:
 		bad("MPL", o.MPL, "must be from 1 to %d", MaxMPL)
-	case o.Mode == node.Space && o.MPL != 1:
+	case o.Mode == sharing.Space && o.MPL != 1:
 		bad("MPL", o.MPL, "must be 1 in space mode (jobs run to completion)")
 	}
 	if _, err := gang.ParsePolicy(string(o.Policy)); err != nil {
@@ -149,7 +150,7 @@ func (o Options) Validate() error {
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
 	}
-	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
+	if o.Suspend != "" && o.Suspend != api.SuspendSignal && o.Suspend != api.SuspendFreezer {
 		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
 	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
@@ -213,16 +214,16 @@ func File(dir string) string { return filepath.Join(dir, "cluster.json") }
 func KeyFile(dir string) string { return filepath.Join(dir, "cluster.key") }
 
 // ClientFor returns a client for the cluster's agent whose API address is
-// api, with a credential found without ceremony: the agent's Unix socket
+// addr, with a credential found without ceremony: the agent's Unix socket
 // when this process can reach it (the kernel vouches for its uid), else a
 // token signed with the cluster's key file when this process can read it,
 // else none (the agent will answer 401 saying what to do).
-func (c *Cluster) ClientFor(api string) *node.Client {
+func (c *Cluster) ClientFor(addr string) *api.Client {
 	for _, a := range c.Agents {
-		if a.API == api && a.Socket != "" {
+		if a.API == addr && a.Socket != "" {
 			if conn, err := net.Dial("unix", a.Socket); err == nil {
 				conn.Close()
-				return node.NewUnixClient(a.Socket)
+				return api.NewUnixClient(a.Socket)
 			}
 		}
 	}
@@ -231,15 +232,15 @@ func (c *Cluster) ClientFor(api string) *node.Client {
 		others = append(others, a.API)
 	}
 	if k, err := clusterkey.Load(KeyFile(c.dir)); err == nil {
-		return node.NewKeyClient(k, api, others...)
+		return api.NewKeyClient(k, addr, others...)
 	}
-	return node.NewClient(api, others...)
+	return api.NewClient(addr, others...)
 }
 
-// Has reports whether api is one of the cluster's agents' API addresses.
-func (c *Cluster) Has(api string) bool {
+// Has reports whether addr is one of the cluster's agents' API addresses.
+func (c *Cluster) Has(addr string) bool {
 	for _, a := range c.Agents {
-		if a.API == api {
+		if a.API == addr {
 			return true
 		}
 	}
@@ -247,7 +248,7 @@ func (c *Cluster) Has(api string) bool {
 }
 
 // Client is ClientFor the controller agent's API.
-func (c *Cluster) Client() *node.Client { return c.ClientFor(c.API) }
+func (c *Cluster) Client() *api.Client { return c.ClientFor(c.API) }
 
 // Dir is the cluster's state directory.
 func (c *Cluster) Dir() string { return c.dir }
@@ -519,9 +520,9 @@ func (c *Cluster) controllerArgs(o Options) []string {
 // waitJoined waits until the controller has the processors of every agent
 // that offers some.
 func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
-	api := c.Client()
+	client := c.Client()
 	for {
-		rep, err := api.Nodes(ctx, false)
+		rep, err := client.Nodes(ctx, false)
 		up := 0
 		for _, n := range rep.Nodes {
 			if n.State == "up" && n.CPUs > 0 {

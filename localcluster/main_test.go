@@ -13,11 +13,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // The test binary doubles as the programs a local cluster starts: `agent`
@@ -101,7 +103,7 @@ func agentConfig(args []string) (cfg node.Config, ready string, cleanup bool, er
 	fs.IntVar(&cfg.Priority, "realtime-priority", 0, "")
 	fs.IntVar(&cfg.Controllers, "controllers", 1, "")
 	fs.IntVar(&cfg.RaftPort, "raft-port", 0, "")
-	fs.StringVar(&cfg.Suspend, "suspend", node.SuspendSignal, "")
+	fs.StringVar(&cfg.Suspend, "suspend", api.SuspendSignal, "")
 	fs.BoolVar(&cfg.Controller, "controller", false, "")
 	fs.Int64Var(&cfg.FirstJobID, "first-job-id", 0, "")
 	mode := fs.String("mode", "gang", "")
@@ -119,7 +121,7 @@ func agentConfig(args []string) (cfg node.Config, ready string, cleanup bool, er
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", false, err
 	}
-	cfg.Join, cfg.Mode, cfg.Policy, cfg.Bandwidth = join, node.Mode(*mode), gang.Policy(*policy), *bandwidth
+	cfg.Join, cfg.Mode, cfg.Policy, cfg.Bandwidth = join, sharing.Mode(*mode), gang.Policy(*policy), *bandwidth
 	// cosched agent's defaults for what Up does not set.
 	cfg.ControllerGrace, cfg.MemReserve, cfg.Nice = 5*time.Minute, 512<<20, -10
 	if *resv != "" {

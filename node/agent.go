@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/member"
+	"github.com/cosched/cosched/sharing"
 	"net"
 	"net/http"
 	"net/netip"
@@ -57,7 +59,7 @@ type Config struct {
 	// group of several needs a fixed one so a restarted controller is found
 	// at the same address).
 	RaftPort int
-	Mode     Mode // controller: how processors are shared
+	Mode     sharing.Mode // controller: how processors are shared
 	Slice    time.Duration
 	MPL      int
 	Policy   gang.Policy
@@ -123,12 +125,6 @@ type Config struct {
 	Log        *zap.Logger
 }
 
-// Suspension methods (Config.Suspend).
-const (
-	SuspendSignal  = "signal"
-	SuspendFreezer = "freezer"
-)
-
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -147,7 +143,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("encryption key: %d bytes, want 16, 24 or 32", l))
 	}
 	if c.Controller {
-		if _, err := ParseMode(string(c.Mode)); err != nil {
+		if _, err := sharing.Parse(string(c.Mode)); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Mode.TimeShared() && c.Slice <= 0 {
@@ -156,13 +152,13 @@ func (c *Config) Validate() error {
 		if c.MPL < 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: must be at least 1", c.MPL))
 		}
-		if c.Mode == Space && c.MPL != 1 {
+		if c.Mode == sharing.Space && c.MPL != 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: space sharing has one row (mpl 1)", c.MPL))
 		}
 		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
 			errs = append(errs, err)
 		}
-		if _, err := ParseMPI(c.MPI); err != nil {
+		if _, err := api.ParseMPI(c.MPI); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Controllers < 0 || c.Controllers > 15 {
@@ -177,7 +173,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
 		}
 	}
-	if c.Suspend != "" && c.Suspend != SuspendSignal && c.Suspend != SuspendFreezer {
+	if c.Suspend != "" && c.Suspend != api.SuspendSignal && c.Suspend != api.SuspendFreezer {
 		errs = append(errs, fmt.Errorf("suspend %q: want signal or freezer", c.Suspend))
 	}
 	switch c.Cgroups {

@@ -11,17 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosched/cosched/internal/proctest"
-
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/proctest"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // The test binary doubles as the programs agents start: the rank shim
@@ -88,7 +89,7 @@ func benchRankMain() int {
 type testCluster struct {
 	t      testing.TB
 	agents []*node.Agent
-	client *node.Client
+	client *api.Client
 	dir    string
 	opts   clusterOpts
 	log    *zap.Logger
@@ -97,7 +98,7 @@ type testCluster struct {
 type clusterOpts struct {
 	agents     int
 	processors int // per agent
-	mode       node.Mode
+	mode       sharing.Mode
 	mpl        int
 	slice      time.Duration
 	policy     gang.Policy
@@ -107,7 +108,7 @@ type clusterOpts struct {
 	key        *clusterkey.Key
 	adminGID   *uint32
 	shim       []string // default: testShim
-	suspend    string   // node.SuspendSignal (default) or node.SuspendFreezer
+	suspend    string   // api.SuspendSignal (default) or api.SuspendFreezer
 	// controllerGrace is every agent's ControllerGrace (0: ranks die as
 	// soon as the controller leaves).
 	controllerGrace time.Duration
@@ -147,9 +148,9 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		c.agents = append(c.agents, a)
 	}
 	t.Cleanup(c.stop)
-	c.client = node.NewClient(c.agents[0].APIAddr())
+	c.client = api.NewClient(c.agents[0].APIAddr())
 	if o.key != nil {
-		c.client = node.NewKeyClient(o.key, c.agents[0].APIAddr())
+		c.client = api.NewKeyClient(o.key, c.agents[0].APIAddr())
 	}
 	c.waitNodes(o.agents)
 	return c
@@ -219,10 +220,10 @@ func eventually(t testing.TB, timeout time.Duration, f func() error) {
 	}
 }
 
-func (c *testCluster) submit(spec node.JobSpec) int64 {
+func (c *testCluster) submit(spec api.JobSpec) int64 {
 	c.t.Helper()
 	if spec.TimeLimit.D == 0 {
-		spec.TimeLimit = node.Duration{D: time.Minute}
+		spec.TimeLimit = api.Duration{D: time.Minute}
 	}
 	id, err := c.client.Submit(context.Background(), spec)
 	if err != nil {
@@ -231,9 +232,9 @@ func (c *testCluster) submit(spec node.JobSpec) int64 {
 	return id
 }
 
-func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration) node.Job {
+func (c *testCluster) waitState(id int64, want api.State, timeout time.Duration) api.Job {
 	c.t.Helper()
-	var j node.Job
+	var j api.Job
 	eventually(c.t, timeout, func() error {
 		var err error
 		if j, err = c.client.Job(context.Background(), id); err != nil {

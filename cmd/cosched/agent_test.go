@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
 )
@@ -130,11 +131,11 @@ func TestAgentContainmentFlags(t *testing.T) {
 		cgroups, suspend string
 		reserve          int64
 	}{
-		{nil, "auto", node.SuspendSignal, 512 << 20},
-		{[]string{"--cgroups=", "--suspend=", "--mem-reserve="}, "", node.SuspendSignal, 512 << 20}, // the unit's empty variables
-		{[]string{"--cgroups", "v1", "--suspend", "freezer", "--mem-reserve", "none"}, "v1", node.SuspendFreezer, -1},
-		{[]string{"--config", conf}, "none", node.SuspendFreezer, 1 << 30},
-		{[]string{"--config", conf, "--suspend", "signal"}, "none", node.SuspendSignal, 1 << 30},
+		{nil, "auto", api.SuspendSignal, 512 << 20},
+		{[]string{"--cgroups=", "--suspend=", "--mem-reserve="}, "", api.SuspendSignal, 512 << 20}, // the unit's empty variables
+		{[]string{"--cgroups", "v1", "--suspend", "freezer", "--mem-reserve", "none"}, "v1", api.SuspendFreezer, -1},
+		{[]string{"--config", conf}, "none", api.SuspendFreezer, 1 << 30},
+		{[]string{"--config", conf, "--suspend", "signal"}, "none", api.SuspendSignal, 1 << 30},
 	} {
 		cfg, err := agentSettings(t, tc.args...)
 		if err != nil {

@@ -12,10 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // clientFlags are the flags of the commands that talk to a cluster.
@@ -32,7 +33,7 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 // client resolves the API address (--addr, COSCHED_ADDR, the local
 // cluster) and the credential (see localcluster.ClientForAddrs and
 // Cluster.ClientFor).
-func (c *clientFlags) client() (*node.Client, error) {
+func (c *clientFlags) client() (*api.Client, error) {
 	addr := c.addr
 	if addr == "" {
 		addr = os.Getenv("COSCHED_ADDR")
@@ -53,7 +54,7 @@ func (c *clientFlags) client() (*node.Client, error) {
 
 // clientForAddr is a client of the agents at addr, a comma-separated
 // list (--addr), with the credential localcluster.ClientForAddrs finds.
-func clientForAddr(addr, stateDir string) (*node.Client, error) {
+func clientForAddr(addr, stateDir string) (*api.Client, error) {
 	addrs := strings.Split(addr, ",")
 	for i, a := range addrs {
 		if addrs[i] = strings.TrimSpace(a); addrs[i] == "" {
@@ -131,7 +132,7 @@ the last cluster's.`,
 	fl.StringVar(&f.opts.StateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 	fl.DurationVar(&f.opts.Timeout, "timeout", f.opts.Timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
-	fl.StringVar(&f.opts.Suspend, "suspend", node.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
+	fl.StringVar(&f.opts.Suspend, "suspend", api.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
 	return cmd
 }
 
@@ -141,7 +142,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	var errs []error
 	parsed := map[string]bool{} // flags whose text did not parse: Validate's word on them is noise
 	o := f.opts
-	mode, err := node.ParseMode(f.mode)
+	mode, err := sharing.Parse(f.mode)
 	if err != nil {
 		errs, parsed["--mode"] = append(errs, fmt.Errorf("--mode: %v", err)), true
 	}
@@ -168,7 +169,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	} else {
 		o.Bandwidth = float64(bw)
 	}
-	if mode == node.Space && !changed("mpl") {
+	if mode == sharing.Space && !changed("mpl") {
 		o.MPL = 1 // the default MPL is for the time-shared modes
 	}
 	if o.StateDir, err = localcluster.StateDir(o.StateDir); err != nil {

@@ -12,16 +12,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/internal/jobtable"
 	"github.com/cosched/cosched/internal/slurmtime"
-	"github.com/cosched/cosched/node"
 )
 
 // submitFlags are submit's settings; spec is filled from them.
 type submitFlags struct {
 	cf           clientFlags
-	spec         node.JobSpec
+	spec         api.JobSpec
 	limit, mem   string
 	parsable     bool
 	benchRuntime time.Duration
@@ -126,7 +126,7 @@ func submit(cmd *cobra.Command, args []string, f *submitFlags) error {
 func (f *submitFlags) validate(cmd *cobra.Command, args []string) error {
 	spec := &f.spec
 	errs, tpl := f.program(cmd, args)
-	if _, err := node.ParseMPI(spec.MPI); err != nil {
+	if _, err := api.ParseMPI(spec.MPI); err != nil {
 		errs = append(errs, fmt.Errorf("--mpi: %v", err))
 	}
 	errs = append(errs, f.size(cmd.Flags().Changed)...)
@@ -228,7 +228,7 @@ func (f *submitFlags) limits() []error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("-t %q: %v", f.limit, strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(f.limit)))))
 	}
-	spec.TimeLimit = node.Duration{D: d}
+	spec.TimeLimit = api.Duration{D: d}
 	if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
 		errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
 	}
@@ -295,7 +295,7 @@ func queue(cmd *cobra.Command, f *queueFlags) error {
 	if f.jobList != "" {
 		ids = map[int64]bool{}
 		for _, item := range strings.Split(f.jobList, ",") {
-			id, err := node.ParseJobID(strings.TrimSpace(item))
+			id, err := api.ParseJobID(strings.TrimSpace(item))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("-j %q: %v", f.jobList, err))
 				break
@@ -303,7 +303,7 @@ func queue(cmd *cobra.Command, f *queueFlags) error {
 			ids[id] = true
 		}
 	}
-	var want map[node.State]bool
+	var want map[api.State]bool
 	if f.states != "" {
 		var err error
 		if want, err = jobtable.ParseStates(f.states); err != nil {
@@ -327,7 +327,7 @@ func queue(cmd *cobra.Command, f *queueFlags) error {
 	if err != nil {
 		return err
 	}
-	jobs = slices.DeleteFunc(jobs, func(j node.Job) bool {
+	jobs = slices.DeleteFunc(jobs, func(j api.Job) bool {
 		return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
 	})
 	if cols == nil {
@@ -351,7 +351,7 @@ cancel is reported on standard error and the exit status is 1.`,
 			var ids []int64
 			var errs []error
 			for _, a := range args {
-				id, err := node.ParseJobID(a)
+				id, err := api.ParseJobID(a)
 				if err != nil {
 					errs = append(errs, err)
 				}

@@ -14,14 +14,14 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/slurmtime"
-	"github.com/cosched/cosched/node"
 )
 
 // Queue writes jobs as squeue does by default: JOBID NAME USER ST TIME
 // NODES NODELIST(REASON), aligned; long adds the cgroup accounting (CPU,
 // MAXMEM, PROCS).
-func Queue(w io.Writer, jobs []node.Job, noHeader, long bool) {
+func Queue(w io.Writer, jobs []api.Job, noHeader, long bool) {
 	var rows [][]string
 	if !noHeader {
 		head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
@@ -87,7 +87,7 @@ func writeColumns(w io.Writer, rows [][]string) {
 // Nodes writes the agents (NAME STATE CPUS MEMORY COLUMNS JOBS
 // CONTROLLER), aligned; stats adds each agent's strobe, switch, relay and
 // containment statistics and the cluster's lines.
-func Nodes(w io.Writer, rep node.NodesReport, stats bool) {
+func Nodes(w io.Writer, rep api.NodesReport, stats bool) {
 	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS", "CONTROLLER"}
 	if stats {
 		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
@@ -104,7 +104,7 @@ func Nodes(w io.Writer, rep node.NodesReport, stats bool) {
 }
 
 // nodeRow is one agent's line of nodes (with --stats, its statistics).
-func nodeRow(n node.NodeInfo, stats bool) []string {
+func nodeRow(n api.NodeInfo, stats bool) []string {
 	name := n.Name
 	role := "-"
 	switch {
@@ -138,7 +138,7 @@ func nodeRow(n node.NodeInfo, stats bool) []string {
 
 // writeClusterStats prints the cluster's lines of nodes --stats: mode,
 // strobes, policy, processors and the switch skew.
-func writeClusterStats(w io.Writer, rep node.NodesReport) {
+func writeClusterStats(w io.Writer, rep api.NodesReport) {
 	cs := rep.Cluster
 	fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
 	if cs.Mode.TimeShared() {
@@ -206,7 +206,7 @@ func RoundSig(d time.Duration) time.Duration {
 }
 
 // usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.
-func usageColumns(u *node.JobUsage) []string {
+func usageColumns(u *api.JobUsage) []string {
 	if u == nil {
 		return []string{"-", "-", "-"}
 	}
@@ -216,25 +216,25 @@ func usageColumns(u *node.JobUsage) []string {
 // field is one of squeue's % fields that cosched knows.
 type field struct {
 	header string
-	value  func(j node.Job) string
+	value  func(j api.Job) string
 }
 
 // fields returns the squeue % fields cosched supports (squeue(1)).
 func fields() map[byte]field {
 	return map[byte]field{
-		'i': {"JOBID", func(j node.Job) string { return strconv.FormatInt(j.ID, 10) }},
+		'i': {"JOBID", func(j api.Job) string { return strconv.FormatInt(j.ID, 10) }},
 		'j': {"NAME", jobName},
-		'u': {"USER", func(j node.Job) string { return orDash(j.Spec.User) }},
-		't': {"ST", func(j node.Job) string { return j.State.Code() }},
-		'T': {"STATE", func(j node.Job) string { return string(j.State) }},
-		'M': {"TIME", func(j node.Job) string { return slurmtime.Format(j.Elapsed.D) }},
-		'l': {"TIME_LIMIT", func(j node.Job) string { return slurmtime.Format(j.Spec.TimeLimit.D) }},
+		'u': {"USER", func(j api.Job) string { return orDash(j.Spec.User) }},
+		't': {"ST", func(j api.Job) string { return j.State.Code() }},
+		'T': {"STATE", func(j api.Job) string { return string(j.State) }},
+		'M': {"TIME", func(j api.Job) string { return slurmtime.Format(j.Elapsed.D) }},
+		'l': {"TIME_LIMIT", func(j api.Job) string { return slurmtime.Format(j.Spec.TimeLimit.D) }},
 		'D': {"NODES", nodeCount},
-		'C': {"CPUS", func(j node.Job) string { return strconv.Itoa(j.Spec.Processors) }},
+		'C': {"CPUS", func(j api.Job) string { return strconv.Itoa(j.Spec.Processors) }},
 		'R': {"NODELIST(REASON)", nodesOrReason},
-		'N': {"NODELIST", func(j node.Job) string { return strings.Join(distinct(j.Nodes), ",") }},
-		'r': {"REASON", func(j node.Job) string { return orDash(j.Reason) }},
-		'P': {"PARTITION", func(node.Job) string { return "-" }}, // one partition: the cluster
+		'N': {"NODELIST", func(j api.Job) string { return strings.Join(distinct(j.Nodes), ",") }},
+		'r': {"REASON", func(j api.Job) string { return orDash(j.Reason) }},
+		'P': {"PARTITION", func(api.Job) string { return "-" }}, // one partition: the cluster
 	}
 }
 
@@ -304,7 +304,7 @@ func ParseFormat(s string) ([]Column, error) {
 
 // WriteFormat prints jobs with a parsed format, with a header line
 // unless noHeader.
-func WriteFormat(w io.Writer, cols []Column, jobs []node.Job, noHeader bool) {
+func WriteFormat(w io.Writer, cols []Column, jobs []api.Job, noHeader bool) {
 	line := func(value func(f *field) string) {
 		var b strings.Builder
 		for _, c := range cols {
@@ -343,7 +343,7 @@ func pad(s string, width int, right bool) string {
 
 // jobName is the job's name, else its program, else what a benchmark job
 // runs, so NAME is never empty.
-func jobName(j node.Job) string {
+func jobName(j api.Job) string {
 	switch {
 	case j.Spec.Name != "":
 		return j.Spec.Name
@@ -355,15 +355,15 @@ func jobName(j node.Job) string {
 	return "-"
 }
 
-func nodeCount(j node.Job) string {
-	if j.State == node.Pending {
+func nodeCount(j api.Job) string {
+	if j.State == api.Pending {
 		return "-"
 	}
 	return strconv.Itoa(len(distinct(j.Nodes)))
 }
 
-func nodesOrReason(j node.Job) string {
-	if j.State == node.Pending || j.Reason != "" && j.State.Done() {
+func nodesOrReason(j api.Job) string {
+	if j.State == api.Pending || j.Reason != "" && j.State.Done() {
 		return "(" + j.Reason + ")"
 	}
 	return strings.Join(distinct(j.Nodes), ",")
@@ -371,9 +371,9 @@ func nodesOrReason(j node.Job) string {
 
 // ParseStates reads -t/--states: squeue's codes or names, comma-separated,
 // or "all".
-func ParseStates(s string) (map[node.State]bool, error) {
-	all := []node.State{node.Pending, node.Running, node.Completed, node.Failed, node.Cancelled, node.Timeout}
-	want := map[node.State]bool{}
+func ParseStates(s string) (map[api.State]bool, error) {
+	all := []api.State{api.Pending, api.Running, api.Completed, api.Failed, api.Cancelled, api.Timeout}
+	want := map[api.State]bool{}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.ToUpper(strings.TrimSpace(item))
 		if item == "ALL" {
@@ -384,7 +384,7 @@ func ParseStates(s string) (map[node.State]bool, error) {
 		}
 		found := false
 		for _, st := range all {
-			if item == string(st) || item == st.Code() || st == node.Cancelled && item == "CANCELED" {
+			if item == string(st) || item == st.Code() || st == api.Cancelled && item == "CANCELED" {
 				want[st], found = true, true
 			}
 		}

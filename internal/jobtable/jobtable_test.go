@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 func TestQueueFormat(t *testing.T) {
-	jobs := []node.Job{
-		{ID: 7, Spec: node.JobSpec{Name: "solver", User: "alice", Processors: 4, TimeLimit: node.Duration{D: 90 * time.Minute}},
-			State: node.Running, Nodes: []string{"a0", "a0", "a1", "a1"}, Elapsed: node.Duration{D: 123 * time.Second}},
-		{ID: 12, Spec: node.JobSpec{Bench: "50ms,25ms,news,NB", Processors: 2, TimeLimit: node.Duration{D: 26 * time.Hour}},
-			State: node.Pending, Reason: "no room in any row"},
+	jobs := []api.Job{
+		{ID: 7, Spec: api.JobSpec{Name: "solver", User: "alice", Processors: 4, TimeLimit: api.Duration{D: 90 * time.Minute}},
+			State: api.Running, Nodes: []string{"a0", "a0", "a1", "a1"}, Elapsed: api.Duration{D: 123 * time.Second}},
+		{ID: 12, Spec: api.JobSpec{Bench: "50ms,25ms,news,NB", Processors: 2, TimeLimit: api.Duration{D: 26 * time.Hour}},
+			State: api.Pending, Reason: "no room in any row"},
 	}
 	for _, tc := range []struct {
 		format   string
@@ -52,7 +53,7 @@ func TestQueueFormat(t *testing.T) {
 
 func TestQueueStates(t *testing.T) {
 	got, err := ParseStates("pd,RUNNING,canceled")
-	if err != nil || len(got) != 3 || !got[node.Pending] || !got[node.Running] || !got[node.Cancelled] {
+	if err != nil || len(got) != 3 || !got[api.Pending] || !got[api.Running] || !got[api.Cancelled] {
 		t.Errorf("%v %v", got, err)
 	}
 	if all, err := ParseStates("all"); err != nil || len(all) != 6 {
@@ -79,7 +80,7 @@ func TestRoundSig(t *testing.T) {
 
 func TestNodesStatsShowsBackfill(t *testing.T) {
 	var out strings.Builder
-	Nodes(&out, node.NodesReport{Cluster: &node.ClusterStats{Mode: node.Space, MPL: 1, Policy: gang.PriorityBF,
+	Nodes(&out, api.NodesReport{Cluster: &api.ClusterStats{Mode: sharing.Space, MPL: 1, Policy: gang.PriorityBF,
 		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
 	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
 		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
@@ -88,10 +89,10 @@ func TestNodesStatsShowsBackfill(t *testing.T) {
 
 func TestQueueLongAndNodesShowContainment(t *testing.T) {
 	var q strings.Builder
-	Queue(&q, []node.Job{
-		{ID: 7, Spec: node.JobSpec{Name: "hog"}, State: node.Failed, Reason: "rank 0 on n0 out of memory",
-			Usage: &node.JobUsage{CPUTime: node.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
-		{ID: 8, Spec: node.JobSpec{Name: "plain"}, State: node.Completed},
+	Queue(&q, []api.Job{
+		{ID: 7, Spec: api.JobSpec{Name: "hog"}, State: api.Failed, Reason: "rank 0 on n0 out of memory",
+			Usage: &api.JobUsage{CPUTime: api.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
+		{ID: 8, Spec: api.JobSpec{Name: "plain"}, State: api.Completed},
 	}, false, true)
 	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
 		if !strings.Contains(q.String(), want) {
@@ -99,8 +100,8 @@ func TestQueueLongAndNodesShowContainment(t *testing.T) {
 		}
 	}
 	var n strings.Builder
-	Nodes(&n, node.NodesReport{Nodes: []node.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
-		Stats: &node.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
+	Nodes(&n, api.NodesReport{Nodes: []api.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
+		Stats: &api.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
 	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
 		if !strings.Contains(n.String(), want) {
 			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
