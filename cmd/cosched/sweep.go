@@ -367,24 +367,10 @@ func (f *sweepFlags) applyProfile(m sweep.Machine, spec sweep.Spec) (sweep.Machi
 		return m, usageError{fmt.Errorf("--profile: %w", err)}
 	}
 	m = p.Apply(m)
-	if err := profileFits(m, spec); err != nil {
+	if err := m.FitsSlices(spec); err != nil { // the checks above used the flags' switch costs
 		return m, usageError{fmt.Errorf("--profile %s: %w", f.profile, err)}
 	}
 	return m, nil
-}
-
-// profileFits checks that the profiled costs fit every slice of the
-// sweep (the slice checks above used the flags' switch costs).
-func profileFits(m sweep.Machine, spec sweep.Spec) error {
-	for _, sl := range spec.Slices {
-		switch {
-		case slices.Contains(spec.Modes, jss.BGS) && sl <= m.JobSwitch:
-			return fmt.Errorf("slice %v does not exceed the profile's job switch %v", sl, m.JobSwitch)
-		case slices.Contains(spec.Modes, jss.BCS) && sl <= max(m.ProcessSwitch, m.Overheads.Delivery):
-			return fmt.Errorf("slice %v does not exceed the profile's process switch %v and delivery delay %v", sl, m.ProcessSwitch, m.Overheads.Delivery)
-		}
-	}
-	return nil
 }
 
 func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f *sweepFlags) error {

@@ -9,6 +9,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cosched/cosched/bench"
@@ -170,4 +171,19 @@ func RunPoint(ctx context.Context, m Machine, p Point) (Row, error) {
 		row.ProcessorUtil = st.Compute.Seconds() / (float64(m.Processors) * s.Makespan)
 	}
 	return row, nil
+}
+
+// FitsSlices checks that m's costs leave every slice of spec's time-shared
+// modes room for work: a BGS slice must exceed the job switch, a BCS slice
+// the process switch and the delivery delay (Overheads.Delivery).
+func (m Machine) FitsSlices(spec Spec) error {
+	for _, sl := range spec.Slices {
+		switch {
+		case slices.Contains(spec.Modes, jss.BGS) && sl <= m.JobSwitch:
+			return fmt.Errorf("slice %v does not exceed the profile's job switch %v", sl, m.JobSwitch)
+		case slices.Contains(spec.Modes, jss.BCS) && sl <= max(m.ProcessSwitch, m.Overheads.Delivery):
+			return fmt.Errorf("slice %v does not exceed the profile's process switch %v and delivery delay %v", sl, m.ProcessSwitch, m.Overheads.Delivery)
+		}
+	}
+	return nil
 }

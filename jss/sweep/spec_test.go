@@ -181,3 +181,27 @@ func TestSpecPFCFSOnlyInModeBF(t *testing.T) {
 		t.Errorf("bgs with pfcfs: %v", err)
 	}
 }
+
+// A machine's switch costs must leave every time-shared slice room for
+// work: BGS against the job switch, BCS against the process switch and the
+// delivery delay.
+func TestMachineFitsSlices(t *testing.T) {
+	m := DefaultMachine()
+	m.JobSwitch, m.ProcessSwitch, m.Overheads.Delivery = 5*time.Millisecond, time.Millisecond, 3*time.Millisecond
+	for _, c := range []struct {
+		modes []jss.Mode
+		slice time.Duration
+		ok    bool
+	}{
+		{[]jss.Mode{jss.BF}, time.Millisecond, true},
+		{[]jss.Mode{jss.BGS}, 5 * time.Millisecond, false},
+		{[]jss.Mode{jss.BGS}, 6 * time.Millisecond, true},
+		{[]jss.Mode{jss.BCS}, 3 * time.Millisecond, false},
+		{[]jss.Mode{jss.BCS}, 4 * time.Millisecond, true},
+	} {
+		err := m.FitsSlices(Spec{Modes: c.modes, Slices: []time.Duration{c.slice}})
+		if (err == nil) != c.ok {
+			t.Errorf("%v at %v: %v", c.modes, c.slice, err)
+		}
+	}
+}
