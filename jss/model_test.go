@@ -15,8 +15,8 @@ import (
 const ms = time.Millisecond
 
 // exactNet has no latency, so hand-worked times come out exact.
-func exactNet() jss.Network {
-	n := jss.DefaultNetwork()
+func exactNet() bench.Network {
+	n := bench.DefaultNetwork()
 	n.Latency = 0
 	return n
 }
@@ -31,7 +31,7 @@ func tmpl(t *testing.T, s string) bench.Template {
 }
 
 func TestDedicatedRuns(t *testing.T) {
-	net := jss.DefaultNetwork() // 4 KB at 100 MB/s: 40.96 µs a message; 10 µs latency
+	net := bench.DefaultNetwork() // 4 KB at 100 MB/s: 40.96 µs a message; 10 µs latency
 	xfer := 40960 * time.Nanosecond
 	lat := 10 * time.Microsecond
 	for _, c := range []struct {
@@ -271,7 +271,7 @@ func TestBCSMessageCounts(t *testing.T) {
 		var iters int64
 		for _, j := range jobs {
 			tp := tmpl(t, j.Template)
-			iters += int64(max(1, int((j.Runtime+jss.IterationEstimate(tp, c.procs, cfg.Network)/2)/jss.IterationEstimate(tp, c.procs, cfg.Network))))
+			iters += int64(max(1, int((j.Runtime+bench.IterationEstimate(tp, c.procs, cfg.Network)/2)/bench.IterationEstimate(tp, c.procs, cfg.Network))))
 		}
 		_, st := modelRun(t, cfg, jobs)
 		if want := iters * int64(c.procs) * c.per; st.Messages != want {

@@ -55,7 +55,7 @@ type ModelConfig struct {
 	JobSwitch time.Duration
 	// ProcessSwitch is the cost of a process context switch (BCS).
 	ProcessSwitch time.Duration
-	Network       Network
+	Network       bench.Network
 	// Seed makes the compute-time draws of each job (with its number).
 	Seed uint64
 	// Check verifies every decision with gang/verify.
@@ -92,7 +92,7 @@ type Overheads struct {
 	// Network still picks each job's iterations (as the runtime's
 	// benchmark jobs are given them) and sets BCS's h_max (the runtime's
 	// bandwidth setting).
-	Relay Network
+	Relay bench.Network
 	// ComputeScale stretches every compute phase: a draw of d takes
 	// d × ComputeScale of processor time (the runtime's work overshooting
 	// its draw); 0 means 1. The jobs' useful computation (Compute, and so
@@ -117,7 +117,7 @@ func DefaultModelConfig(mode sharing.Mode) ModelConfig {
 		Slice:         50 * time.Millisecond,
 		JobSwitch:     time.Millisecond,
 		ProcessSwitch: 100 * time.Microsecond,
-		Network:       DefaultNetwork(),
+		Network:       bench.DefaultNetwork(),
 		Seed:          1,
 	}
 }
@@ -217,7 +217,7 @@ func programFor(j *Job, cfg *ModelConfig) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jss: job %d: %w", j.Number, err)
 	}
-	n := Iterations(t, j.Processors, cfg.Network, j.Runtime)
+	n := bench.Iterations(t, j.Processors, cfg.Network, j.Runtime)
 	p := NewProgram(t, j.Processors, n, ProgramSeed(cfg.Seed, j.Number))
 	p.scale = cfg.Overheads.ComputeScale
 	return p, nil

@@ -106,8 +106,8 @@ type Config struct {
 	// replicated to the other controllers.
 	Journal Journal
 	// BenchRank is how the agent runs a benchmark job's ranks: the
-	// command, to which the job's bench-rank arguments are appended
-	// (default: this executable's "bench-rank").
+	// command, which reads the job from bench.EnvJob (default: this
+	// executable's "bench-rank").
 	BenchRank []string
 	// MPI is the cluster's default process-management interface for jobs
 	// that do not choose one (controller; "", none or pmi1).

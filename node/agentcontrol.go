@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
@@ -165,8 +166,9 @@ func (a *Agent) launch(l launch) {
 	}
 	env := append(append(user.env, l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
 	argv := l.Argv
-	if len(l.Bench) > 0 {
-		argv = append(slices.Clone(a.cfg.BenchRank), l.Bench...)
+	if l.Bench != nil {
+		argv = a.cfg.BenchRank
+		env = append(env, bench.EnvJob+"="+l.Bench.Encode())
 	}
 	// Register before starting, so a strobe that comes while ranks start
 	// already knows the job, and the relay knows it before a rank

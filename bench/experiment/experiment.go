@@ -59,8 +59,8 @@ func Workload(m sweep.Machine, p sweep.Point) ([]Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("experiment: workload job %d: %w", j.Number, err)
 		}
-		it := jss.IterationEstimate(t, j.Processors, m.Network)
-		n := jss.Iterations(t, j.Processors, m.Network, j.Runtime) // as the simulator's programs
+		it := bench.IterationEstimate(t, j.Processors, m.Network)
+		n := bench.Iterations(t, j.Processors, m.Network, j.Runtime) // as the simulator's programs
 		seed := jss.ProgramSeed(p.Seed, j.Number)
 		ded := jss.NewProgram(t, j.Processors, n, seed).RunDedicated(m.Network)
 		jobs = append(jobs, Job{

@@ -45,7 +45,7 @@ func TestWorkload(t *testing.T) {
 		for _, w := range w3.Templates {
 			found = found || w.String() == tpl.String()
 		}
-		it := jss.IterationEstimate(tpl, j.Processors, m.Network)
+		it := bench.IterationEstimate(tpl, j.Processors, m.Network)
 		if !found || j.Estimate != time.Duration(j.Iterations)*it {
 			t.Fatalf("job %d: %+v (iteration %v)", i, j, it)
 		}

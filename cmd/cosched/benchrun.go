@@ -20,6 +20,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -167,7 +168,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 		// An existing cluster fixes the mode, processors, slice and MPL:
 		// take them from it, and refuse flags that say otherwise.
 		var err error
-		dir, _ := stateDirFor("")
+		dir, _ := localcluster.StateDir("")
 		if cl, err = clientForAddr(f.addr, dir); err != nil {
 			return err
 		}

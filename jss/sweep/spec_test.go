@@ -181,3 +181,27 @@ func TestSpecPFCFSOnlyInModeBF(t *testing.T) {
 		t.Errorf("gang with pfcfs: %v", err)
 	}
 }
+
+// A machine's switch costs must leave every time-shared slice room for
+// work: gang against the job switch, bcs against the process switch and the
+// delivery delay.
+func TestMachineFitsSlices(t *testing.T) {
+	m := DefaultMachine()
+	m.JobSwitch, m.ProcessSwitch, m.Overheads.Delivery = 5*time.Millisecond, time.Millisecond, 3*time.Millisecond
+	for _, c := range []struct {
+		modes []sharing.Mode
+		slice time.Duration
+		ok    bool
+	}{
+		{[]sharing.Mode{sharing.Space}, time.Millisecond, true},
+		{[]sharing.Mode{sharing.Gang}, 5 * time.Millisecond, false},
+		{[]sharing.Mode{sharing.Gang}, 6 * time.Millisecond, true},
+		{[]sharing.Mode{sharing.BCS}, 3 * time.Millisecond, false},
+		{[]sharing.Mode{sharing.BCS}, 4 * time.Millisecond, true},
+	} {
+		err := m.FitsSlices(Spec{Modes: c.modes, Slices: []time.Duration{c.slice}})
+		if (err == nil) != c.ok {
+			t.Errorf("%v at %v: %v", c.modes, c.slice, err)
+		}
+	}
+}
