@@ -222,6 +222,7 @@ type Agent struct {
 	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
 	leadDone chan struct{} // closed when lead has returned (its controller stopped)
 	ctlLn    net.Listener
+	ctlAuth  *controlAuth // nil without a key
 	apiLn    net.Listener
 	api      *http.Server
 	metrics  *prometheus.Registry
@@ -345,6 +346,9 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
 	a.sw = newSwitcher(a.suspender(), false, a.log)
+	if a.ctlAuth, err = newControlAuth(cfg.Key); err != nil {
+		return nil, err
+	}
 	if a.ctlLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 		return nil, fmt.Errorf("node: control listener: %w", err)
 	}
@@ -362,7 +366,7 @@ func Start(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node: heartbeat socket: %w", err)
 	}
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
-		OnBlocked: a.sw.blocked, OnStats: a.rankStats}); err != nil {
+		OnBlocked: a.sw.blocked, OnStats: a.rankStats, Key: cfg.Key}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

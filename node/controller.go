@@ -55,6 +55,9 @@ type ControllerConfig struct {
 	// MPI is the default of JobSpec.MPI ("" = none).
 	MPI string
 	Log *zap.Logger
+	// auth authenticates the control connections (the agent's, with the
+	// cluster key); nil: they are not.
+	auth *controlAuth
 }
 
 // Controller is the I/O shell around the controller's state machine

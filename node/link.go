@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -128,6 +129,12 @@ func (c *Controller) dial(m member.Meta) {
 	}
 	if err != nil {
 		log.Error("cannot reach agent's control address", zap.String("addr", m.ControlAddr), zap.Error(err))
+		return
+	}
+	raw := conn
+	if conn, err = c.cfg.auth.client(context.Background(), raw, log); err != nil {
+		// Counted and logged (rate-limited); dialled again later.
+		raw.Close()
 		return
 	}
 	r := frame.NewReader(conn, maxControlFrame)

@@ -31,6 +31,14 @@ func (a *Agent) registerMetrics() {
 	a.authDenials = prometheus.NewCounter(prometheus.CounterOpts{Name: "cosched_api_forbidden_total",
 		Help: "API requests refused 403: another user's job, or a user this agent cannot run jobs for.", ConstLabels: labels})
 	r.MustRegister(a.authFailures, a.authDenials)
+	for _, l := range []struct {
+		link string
+		f    func() uint64
+	}{{"control", a.ctlAuth.refusals}, {"relay", func() uint64 { return a.relay.Stats().Refused }}} {
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_connections_refused_total",
+			Help:        "Connections from other nodes refused: the peer did not prove it holds the cluster key (link: control or relay).",
+			ConstLabels: prometheus.Labels{"node": a.cfg.Name, "link": l.link}}, func() float64 { return float64(l.f()) }))
+	}
 	counter("strobes_applied_total", "Strobes this agent applied (row switches).", func(s strobe.Stats) uint64 { return s.Applied })
 	counter("strobes_lost_total", "Strobes never received (gaps in the slice sequence).", func(s strobe.Stats) uint64 { return s.Lost })
 	counter("strobes_late_total", "Strobes received out of order or twice, dropped.", func(s strobe.Stats) uint64 { return s.Late })
@@ -60,6 +68,7 @@ func (a *Agent) registerMetrics() {
 	relayCounter("dropped_total", "Messages dropped: for ended jobs, unknown ranks, or beyond the hold limit.", func(s relay.Stats) uint64 { return s.Dropped })
 	relayCounter("slice_transfers_deferred_total", "BCS slices whose transfer left messages for later slices (h_max).", func(s relay.Stats) uint64 { return s.Deferred })
 	relayCounter("heartbeat_timeouts_total", "BCS transfers started without every peer's heartbeat.", func(s relay.Stats) uint64 { return s.HeartbeatWaits })
+	relayCounter("ranks_refused_total", "Rank connections refused: the process runs as another user than the job's ranks.", func(s relay.Stats) uint64 { return s.RanksRefused })
 	relayCounter("barriers_total", "Barriers released by this relay.", func(s relay.Stats) uint64 { return s.Barriers })
 	gauge("relay_outbox", "BCS messages waiting for a slice transfer.", func() float64 { return float64(a.relay.Stats().Outbox) })
 	gauge("ranks_blocked", "Local ranks blocked in communication.", func() float64 { return float64(a.relay.Stats().Blocked) })

@@ -16,6 +16,14 @@ type rankUser struct {
 	env  []string            // the base environment when cred is set
 }
 
+// uid is the user the ranks run as.
+func (ru rankUser) uid() uint32 {
+	if ru.cred != nil {
+		return ru.cred.Uid
+	}
+	return uint32(os.Getuid())
+}
+
 // cleanPath is the PATH of ranks that run as another user than the
 // agent's (none of the agent's environment reaches them).
 const cleanPath = "/usr/local/bin:/usr/bin:/bin"
