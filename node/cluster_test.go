@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 			if len(os.Args) > 2 {
 				os.Exit(commScenario(os.Args[2]))
 			}
+		case commClaimArg:
+			os.Exit(commClaim(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
@@ -118,6 +120,9 @@ type clusterOpts struct {
 	// soon as the controller leaves).
 	controllerGrace time.Duration
 	journal         node.Journal // the controller's (default: its own, in memory)
+	// stateDir holds the agents' state directories (default: a test
+	// temporary directory, which only its owner may enter).
+	stateDir string
 }
 
 func startCluster(t testing.TB, o clusterOpts) *testCluster {
@@ -134,7 +139,10 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	if o.slice == 0 {
 		o.slice = 20 * time.Millisecond
 	}
-	c := &testCluster{t: t, dir: t.TempDir(), opts: o}
+	c := &testCluster{t: t, dir: o.stateDir, opts: o}
+	if c.dir == "" {
+		c.dir = t.TempDir()
+	}
 	level := zap.WarnLevel
 	if os.Getenv("COSCHED_TEST_LOG") == "debug" {
 		level = zap.DebugLevel
