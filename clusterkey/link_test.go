@@ -125,3 +125,58 @@ func TestLinkDeterministic(t *testing.T) {
 		t.Fatal("two purposes share a certificate")
 	}
 }
+
+// BenchmarkLinkDial is the cost of opening a link: a TCP connection
+// (plain) beside a TCP connection and the TLS handshake (keyed), in the
+// same run. Links live as long as their peers, so this is paid once per
+// controller–agent and relay–relay pair, not per frame.
+func BenchmarkLinkDial(b *testing.B) {
+	k := testKey(1)
+	l, err := k.Link("relay")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	keyed := make(chan bool, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if <-keyed {
+				if tc, err := l.Server(context.Background(), c, 5*time.Second); err == nil {
+					tc.Read(make([]byte, 1)) // until the client closes
+				}
+			} else {
+				c.Read(make([]byte, 1))
+			}
+			c.Close()
+		}
+	}()
+	for _, withKey := range []bool{false, true} {
+		name := "plain"
+		if withKey {
+			name = "keyed"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				keyed <- withKey
+				c, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if withKey {
+					if _, err := l.Client(context.Background(), c, 5*time.Second); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c.Close()
+			}
+		})
+	}
+}

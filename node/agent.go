@@ -322,7 +322,7 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	}
 	if cfg.Key == nil {
-		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
+		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user, and control and relay connections are not authenticated; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
 	}
 	ok := false
 	defer func() {
@@ -368,6 +368,9 @@ func Start(cfg Config) (*Agent, error) {
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
 		OnBlocked: a.sw.blocked, OnStats: a.rankStats, Key: cfg.Key}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if d := unsearchable(a.relay.SocketPath()); d != "" && os.Geteuid() == 0 {
+		a.log.Warn("other users' ranks cannot reach the relay socket: comm jobs of users other than root will fail (chmod o+x the directory, docs/security.md)", zap.String("directory", d))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel

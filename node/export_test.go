@@ -109,3 +109,6 @@ func RelayAddr(a *Agent) string { return a.relay.Addr() }
 
 // RelaySocket is the Unix socket of the agent's relay.
 func RelaySocket(a *Agent) string { return a.relay.SocketPath() }
+
+// Unsearchable is unsearchable, for tests.
+var Unsearchable = unsearchable

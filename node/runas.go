@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 )
@@ -74,4 +75,18 @@ func runAs(o *Owner, dir string) (rankUser, error) {
 	}
 	ru.env = []string{"HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username, "PATH=" + cleanPath}
 	return ru, nil
+}
+
+// unsearchable returns the first directory above path that users other
+// than its owner and group may not search ("" if none): a root agent's
+// relay socket in it is out of reach of other users' ranks.
+func unsearchable(path string) string {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o001 == 0 {
+			return dir
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
 }

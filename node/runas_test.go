@@ -210,3 +210,25 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 		t.Errorf("job of a uid without an account: %+v", j)
 	}
 }
+
+func TestUnsearchable(t *testing.T) {
+	dir, err := os.MkdirTemp("", "i14-links-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	inner := filepath.Join(dir, "state")
+	if err := os.Mkdir(inner, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	os.Chmod(inner, 0o750)
+	sock := filepath.Join(inner, "relay.sock")
+	if got := node.Unsearchable(sock); got != inner {
+		t.Errorf("Unsearchable(%s) = %q, want %s", sock, got, inner)
+	}
+	os.Chmod(inner, 0o755)
+	if got := node.Unsearchable(sock); got != "" {
+		t.Errorf("Unsearchable(%s) = %q once searchable", sock, got)
+	}
+}
