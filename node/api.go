@@ -22,6 +22,12 @@ type (
 	Owner = ctl.Owner
 )
 
+// Bounds on JobSpec.Env.
+const (
+	MaxEnvVars  = ctl.MaxEnvVars
+	MaxEnvBytes = ctl.MaxEnvBytes
+)
+
 // Job states.
 const (
 	Pending   = ctl.Pending

@@ -338,7 +338,8 @@ func (c *Controller) collect() batch {
 // launchOf renders a launch order with what the job runs.
 func (c *Controller) launchOf(l *ctl.Launch) launch {
 	j, _ := c.m.Job(l.Job)
-	var env, benchArgs []string
+	env := slices.Clone(j.Spec.Env) // then the controller's variables, which win
+	var benchArgs []string
 	if s := j.Spec; s.Bench != "" {
 		env = append(env, "COSCHED_BENCH="+s.Bench)
 		benchArgs = []string{"--template", s.Bench, "--iterations", strconv.Itoa(s.BenchIterations),

@@ -23,7 +23,7 @@ import (
 func newSubmitCmd() *cobra.Command {
 	var cf clientFlags
 	var spec node.JobSpec
-	var limit, mem string
+	var limit, mem, export string
 	var parsable bool
 	var benchRuntime time.Duration
 	var nodes int
@@ -38,6 +38,13 @@ job still running at its limit is killed (TIMEOUT; --overrun extend lets it
 run on) — under gang scheduling the limit counts wall time dilated by the MPL.
 Limits take Slurm's forms (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS;
 a bare number is minutes) or Go durations (90s, 1h30m).
+
+--export chooses what environment the ranks get on top of their base one
+(the agent's own when it runs as you, else HOME, USER, LOGNAME and PATH):
+NONE, the default, adds nothing; ALL adds this shell's whole environment;
+NAME adds that variable's value here, NAME=VALUE that value. Unlike
+sbatch, whose default is ALL, nothing is sent unless asked for: the
+environment is kept with the job and travels to every node.
 
 -n is the number of tasks (ranks), one per processor, as in sbatch. -N asks
 for nodes: without -n a job gets one task per node (sbatch's default); with
@@ -144,6 +151,9 @@ collects them for whole workloads.`,
 					errs = append(errs, fmt.Errorf("--mem %q: %v", mem, err))
 				}
 			}
+			if spec.Env, err = submitEnv(export); err != nil {
+				errs = append(errs, fmt.Errorf("--export: %v", err))
+			}
 			if len(errs) > 0 {
 				return flagErrors(errs)
 			}
@@ -185,6 +195,7 @@ collects them for whole workloads.`,
 	fl.StringVar(&spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
 	fl.Uint64Var(&spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
 	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
+	fl.StringVar(&export, "export", "NONE", "environment the ranks get, as sbatch's --export: NONE (a clean one), ALL (this shell's), or NAME[=VALUE],… optionally after ALL or NONE (docs/security.md)")
 	fl.BoolVar(&parsable, "parsable", false, "print only the job id")
 	cf.add(cmd)
 	return cmd
