@@ -42,6 +42,11 @@ type Config struct {
 	// AdminGID, when set, names the operators' group: its members may
 	// cancel and inspect every user's jobs (root always may).
 	AdminGID *uint32
+	// MetricsListen, when set (host:port), serves /metrics on a listener
+	// of its own, unauthenticated, for Prometheus on a trusted network;
+	// /metrics on the API port then needs a credential like every other
+	// endpoint. Empty: /metrics is on the API port, unauthenticated.
+	MetricsListen string
 	// APISocket is the API's Unix socket (default: <StateDir>/api.sock).
 	APISocket  string
 	Controller bool // controller-eligible: one of the controllers' raft group; runs the controller while it leads
@@ -208,24 +213,25 @@ func (c *Config) Validate() error {
 
 // Agent is a node's daemon.
 type Agent struct {
-	cfg      Config
-	log      *zap.Logger
-	ranks    *rank.Manager
-	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
-	sw       *switcher
-	ml       *member.Membership
-	udp      strobe.Transport
-	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
-	skew     *strobe.SkewTracker // the controller's agent only
-	follower *strobe.Follower
-	relay    *relay.Relay
-	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
-	leadDone chan struct{} // closed when lead has returned (its controller stopped)
-	ctlLn    net.Listener
-	ctlAuth  *controlAuth // nil without a key
-	apiLn    net.Listener
-	api      *http.Server
-	metrics  *prometheus.Registry
+	cfg        Config
+	log        *zap.Logger
+	ranks      *rank.Manager
+	cg         *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	sw         *switcher
+	ml         *member.Membership
+	udp        strobe.Transport
+	hbUDP      strobe.Transport    // heartbeat exchange, normal priority
+	skew       *strobe.SkewTracker // the controller's agent only
+	follower   *strobe.Follower
+	relay      *relay.Relay
+	group      *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
+	leadDone   chan struct{} // closed when lead has returned (its controller stopped)
+	ctlLn      net.Listener
+	ctlAuth    *controlAuth // nil without a key
+	apiLn      net.Listener
+	metricsSrv *metricsServer // Config.MetricsListen's; nil without
+	api        *http.Server
+	metrics    *prometheus.Registry
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
 	unixLn                    net.Listener
@@ -355,6 +361,9 @@ func Start(cfg Config) (*Agent, error) {
 	if a.apiLn, err = net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(cfg.APIPort))); err != nil {
 		return nil, fmt.Errorf("node: API listener: %w", err)
 	}
+	if a.metricsSrv, err = listenMetrics(cfg.MetricsListen, a.metrics); err != nil {
+		return nil, err
+	}
 	if a.unixLn, err = listenAPISocket(apiSocket(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -438,6 +447,7 @@ func Start(cfg Config) (*Agent, error) {
 			a.log.Error("API server", zap.Error(err))
 		}
 	})
+	a.goRun(func() { a.metricsSrv.serve(a.log) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.unixLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server (Unix socket)", zap.Error(err))
@@ -649,6 +659,7 @@ func (a *Agent) closeAll() error {
 			a.unixLn.Close()
 		}
 	}
+	a.metricsSrv.close()
 	if a.ctlLn != nil {
 		a.ctlLn.Close()
 	}

@@ -123,6 +123,8 @@ type clusterOpts struct {
 	// stateDir holds the agents' state directories (default: a test
 	// temporary directory, which only its owner may enter).
 	stateDir string
+	// configure, if set, changes every agent's configuration.
+	configure func(*node.Config)
 }
 
 func startCluster(t testing.TB, o clusterOpts) *testCluster {
@@ -150,6 +152,9 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	c.log = zaptest.NewLogger(t, zaptest.Level(level))
 	for i := 0; i < o.agents; i++ {
 		cfg := c.agentConfig(i)
+		if o.configure != nil {
+			o.configure(&cfg)
+		}
 		if i > 0 {
 			cfg.Join = []string{c.agents[0].GossipAddr()}
 		}

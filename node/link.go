@@ -132,8 +132,21 @@ func (c *Controller) dial(m member.Meta) {
 		return
 	}
 	raw := conn
-	if conn, err = c.cfg.auth.client(context.Background(), raw, log); err != nil {
-		// Counted and logged (rate-limited); dialled again later.
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := make(chan struct{})
+	go func() { // ends the handshake early if the controller stops
+		select {
+		case <-c.stopped:
+			cancel()
+		case <-stop:
+		}
+	}()
+	conn, err = c.cfg.auth.client(ctx, raw, log)
+	close(stop)
+	cancel()
+	if err != nil {
+		// Counted and logged (rate-limited) unless stopping; dialled
+		// again later.
 		raw.Close()
 		return
 	}

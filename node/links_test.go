@@ -3,6 +3,7 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/http"
@@ -105,5 +106,47 @@ func TestUnkeyedLinksRefused(t *testing.T) {
 	}
 	if received == 0 {
 		t.Error("no message crossed the keyed relay link")
+	}
+}
+
+// With a /metrics listener of its own, /metrics is served there without a
+// credential, and on the API port only to authenticated callers.
+func TestMetricsListener(t *testing.T) {
+	key := newKey(t)
+	c := startCluster(t, clusterOpts{agents: 1, mode: node.Space, key: key,
+		configure: func(cfg *node.Config) { cfg.MetricsListen = "127.0.0.1:0" }})
+	a := c.agents[0]
+	get := func(url string, token bool) int {
+		req, _ := http.NewRequest("GET", url, nil)
+		if token {
+			tok, err := key.Mint(0, 0, time.Now(), time.Minute, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", node.AuthScheme+" "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a.MetricsAddr() == "" {
+		t.Fatal("no metrics listener")
+	}
+	for _, tc := range []struct {
+		url   string
+		token bool
+		want  int
+	}{
+		{"http://" + a.MetricsAddr() + "/metrics", false, http.StatusOK},
+		{"http://" + a.MetricsAddr() + "/v1/jobs", false, http.StatusNotFound}, // metrics only
+		{"http://" + a.APIAddr() + "/metrics", false, http.StatusUnauthorized},
+		{"http://" + a.APIAddr() + "/metrics", true, http.StatusOK},
+	} {
+		if got := get(tc.url, tc.token); got != tc.want {
+			t.Errorf("GET %s (token %v): %d, want %d", tc.url, tc.token, got, tc.want)
+		}
 	}
 }

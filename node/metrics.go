@@ -2,10 +2,16 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/node/journal"
@@ -153,4 +159,54 @@ func (c leaderCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, name)
+}
+
+// metricsServer serves /metrics alone on a listener of its own
+// (Config.MetricsListen), without authentication: Prometheus scrapes
+// with static credentials or none, so the operator puts this listener on
+// a trusted network instead. Its methods accept a nil receiver (none).
+type metricsServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func listenMetrics(addr string, reg *prometheus.Registry) (*metricsServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("node: metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+// serve runs until close.
+func (m *metricsServer) serve(log *zap.Logger) {
+	if m == nil {
+		return
+	}
+	if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("metrics server", zap.Error(err))
+	}
+}
+
+func (m *metricsServer) close() {
+	if m == nil {
+		return
+	}
+	m.srv.Close()
+	m.ln.Close() // if Serve never ran, the server does not know it
+
+}
+
+// MetricsAddr is the address of the /metrics listener of its own
+// (Config.MetricsListen), or "" without one.
+func (a *Agent) MetricsAddr() string {
+	if a.metricsSrv == nil {
+		return ""
+	}
+	return a.metricsSrv.ln.Addr().String()
 }

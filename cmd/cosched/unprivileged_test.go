@@ -104,6 +104,18 @@ func TestUnprivilegedAgentServesOnlyItsUser(t *testing.T) {
 		return json.Unmarshal(b, &info)
 	})
 	ctx := context.Background()
+	// Ready is before the controller's control link to the agent is up
+	// (a TLS handshake with the key): wait for the node to be in service.
+	eventually(t, 20*time.Second, func() error {
+		rep, err := node.NewKeyClient(key, info.API).Nodes(ctx, false)
+		if err != nil {
+			return err
+		}
+		if len(rep.Nodes) != 1 || rep.Nodes[0].State != "up" {
+			return errors.New("the agent is not in service yet")
+		}
+		return nil
+	})
 	spec := node.JobSpec{Command: []string{"sleep", "100"}, Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Dir: dir}
 
 	// Root (this test) is another user to this agent.
