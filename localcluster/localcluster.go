@@ -9,6 +9,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,7 +171,10 @@ type Cluster struct {
 	Mode    string    `json:"mode"`
 	Started time.Time `json:"started"`
 	Agents  []Agent   `json:"agents"`
-	dir     string
+	// Exe is the cosched binary the agents run: Stop runs it to clean up
+	// after agents that died without stopping.
+	Exe string `json:"exe,omitempty"`
+	dir string
 	// firstJobID is what Up passes its controllers (ids go on from the
 	// state directory's earlier clusters).
 	firstJobID int64
@@ -282,11 +286,12 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir, firstJobID: first}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), Exe: o.Exe, dir: o.StateDir, firstJobID: first}
 	ok := false
 	defer func() {
 		if !ok {
-			stop(c.Agents, 5*time.Second)
+			_, killed := stop(c.Agents, 5*time.Second)
+			c.cleanup(killed)
 		}
 	}()
 	deadline := time.Now().Add(o.Timeout)
@@ -643,11 +648,38 @@ func alive(pid int) bool {
 // kills those still there after grace. The record stays in the state
 // directory (with the logs, as the evidence of a run). The error names
 // agents that survived even SIGKILL.
+//
+// An agent that died without stopping (before Stop, or killed by it) may
+// have left processes in its job cgroups (a rank's children that escaped
+// its process group): Stop runs `cosched agent --cleanup` for it, which
+// kills and removes them.
 func (c *Cluster) Stop(grace time.Duration) error {
-	if left := stop(c.Agents, grace); len(left) > 0 {
+	crashed := c.Dead()
+	left, killed := stop(c.Agents, grace)
+	if len(left) > 0 {
 		return fmt.Errorf("agents still running after SIGKILL: %s", strings.Join(left, ", "))
 	}
-	return nil
+	return c.cleanup(append(crashed, killed...))
+}
+
+// cleanup runs `cosched agent --cleanup` for the named agents.
+func (c *Cluster) cleanup(names []string) error {
+	if c.Exe == "" || len(names) == 0 {
+		return nil // a record of an older cosched: nothing to run
+	}
+	var errs []error
+	for _, a := range c.Agents {
+		if !slices.Contains(names, a.Name) || len(a.Args) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, c.Exe, append(slices.Clone(a.Args), "--cleanup")...).CombinedOutput()
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cleaning up after agent %s: %w: %s", a.Name, err, bytes.TrimSpace(out)))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Down stops the cluster (Stop) and removes its record. It first notes
@@ -724,8 +756,9 @@ func freshJournals(dir string) (int64, error) {
 	return last + 1, nil
 }
 
-// stop ends the agents and returns those that survived.
-func stop(agents []Agent, grace time.Duration) []string {
+// stop ends the agents and returns those that survived even SIGKILL and
+// those it had to kill.
+func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 	for _, a := range agents {
 		if alive(a.PID) {
 			syscall.Kill(a.PID, syscall.SIGTERM)
@@ -735,21 +768,21 @@ func stop(agents []Agent, grace time.Duration) []string {
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
 		if !c.Alive() {
-			return nil
+			return nil, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, a := range agents {
 		if alive(a.PID) {
 			syscall.Kill(a.PID, syscall.SIGKILL) // its ranks die with it (parent-death signal)
+			killed = append(killed, a.Name)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	var left []string
 	for _, a := range agents {
 		if alive(a.PID) {
 			left = append(left, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
 		}
 	}
-	return left
+	return left, killed
 }

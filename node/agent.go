@@ -217,6 +217,7 @@ type Agent struct {
 	log        *zap.Logger
 	ranks      *rank.Manager
 	cg         *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	dirLock    *os.File    // holds the state directory's lock while the agent runs
 	sw         *switcher
 	ml         *member.Membership
 	udp        strobe.Transport
@@ -276,7 +277,13 @@ type rankKey struct {
 
 // Start binds the agent's sockets, joins the cluster and starts serving.
 // Shutdown stops it.
-func Start(cfg Config) (*Agent, error) {
+func Start(cfg Config) (*Agent, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext is Start that gives up, releasing what it has opened, when
+// ctx ends while it waits (joining peers, electing the controllers' leader):
+// an agent told to stop while it starts stops at once. ctx bounds only the
+// start; Shutdown stops the agent.
+func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
@@ -337,6 +344,9 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	}()
 	var err error
+	if a.dirLock, err = lockStateDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if a.cg, err = openCgroups(cfg, a.log); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -381,7 +391,7 @@ func Start(cfg Config) (*Agent, error) {
 	if d := unsearchable(a.relay.SocketPath()); d != "" && os.Geteuid() == 0 {
 		a.log.Warn("other users' ranks cannot reach the relay socket: comm jobs of users other than root will fail (chmod o+x the directory, docs/security.md)", zap.String("directory", d))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	run, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	if cfg.Controller {
 		// Check the controller's configuration now, not when it first leads.
@@ -389,7 +399,7 @@ func Start(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 		if cfg.Journal == nil {
-			if err := a.openGroup(host); err != nil {
+			if err := a.openGroup(ctx, host); err != nil {
 				return nil, err
 			}
 		}
@@ -438,10 +448,10 @@ func Start(cfg Config) (*Agent, error) {
 	a.meta = meta
 	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
-	a.goRun(func() { a.serveControl(ctx) })
-	a.goRun(func() { a.watchController(ctx) })
+	a.goRun(func() { a.serveControl(run) })
+	a.goRun(func() { a.watchController(run) })
 	a.goRun(a.forwardExits)
-	a.goRun(func() { a.sampleCgroups(ctx) })
+	a.goRun(func() { a.sampleCgroups(run) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))
@@ -454,11 +464,11 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	})
 	a.goRun(func() {
-		if err := a.follower.Run(ctx); err != nil && ctx.Err() == nil {
+		if err := a.follower.Run(run); err != nil && run.Err() == nil {
 			a.log.Error("strobe follower", zap.Error(err))
 		}
 	})
-	ml, err := member.Join(member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
+	ml, err := member.Join(ctx, member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
 		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -466,12 +476,12 @@ func Start(cfg Config) (*Agent, error) {
 	a.mu.Lock()
 	a.ml = ml // the API may already be serving: leaderMeta reads it under mu
 	a.mu.Unlock()
-	a.goRun(func() { a.watchMembers(ctx) })
+	a.goRun(func() { a.watchMembers(run) })
 	if cfg.Controller {
 		a.leadDone = make(chan struct{})
 		a.goRun(func() {
 			defer close(a.leadDone)
-			a.lead(ctx)
+			a.lead(run)
 		})
 	}
 	ok = true
@@ -707,6 +717,9 @@ func (a *Agent) closeAll() error {
 		if err := a.ml.Shutdown(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if a.dirLock != nil {
+		a.dirLock.Close() // releases the lock: another life may start
 	}
 	return errors.Join(errs...)
 }

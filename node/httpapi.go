@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/node/ctl"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -178,6 +179,13 @@ func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request)
 			return
 		}
 		if errors.Is(err, ErrStopped) {
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		if errors.Is(err, ctl.ErrNoAgents) {
+			// The agents re-register within a heartbeat or two of a start
+			// or failover; the client repeats it.
+			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}

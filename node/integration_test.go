@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/gang"
@@ -248,7 +250,7 @@ func TestAPIBadRequests(t *testing.T) {
 		}{
 			{`{"command":["true"],"processors":1,"time_limit":"1m"`, 400, "malformed job spec"},
 			{`{"command":["true"],"processors":1,"time_limit":"1m","gpus":2}`, 400, `unknown field "gpus"`},
-			{`{"command":["true"],"processors":5,"time_limit":"1m"}`, 400, "more than the cluster's 4 in service"},
+			{`{"command":["true"],"processors":5,"time_limit":"1m"}`, 400, "more than the cluster's 4 processors"},
 			{`{"command":[],"processors":0,"time_limit":"0s"}`, 400, "command: empty; processors: 0"},
 			{`{"command":["true"],"processors":1,"time_limit":"soon"}`, 400, "or a Go duration"},
 			{`{"command":["` + strings.Repeat("x", 2<<20) + `"],"processors":1,"time_limit":"1m"}`, 413, "larger than"},
@@ -306,4 +308,83 @@ func metric(t *testing.T, addr, name string) float64 {
 	}
 	t.Fatalf("/metrics of %s has no %s", addr, name)
 	return 0
+}
+
+// A controller that no agent has registered with yet (it has just started
+// or taken over) answers a submission 503 with Retry-After, not 400: the
+// client repeats it, and it is taken once an agent is in.
+func TestSubmitBeforeAnyAgentIsRetried(t *testing.T) {
+	c := &testCluster{t: t, dir: t.TempDir(), opts: clusterOpts{processors: 1, mode: node.Space, policy: gang.EASY, mpl: 1, slice: 20 * time.Millisecond}}
+	c.log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	cfg := c.agentConfig(0)
+	cfg.NoCompute, cfg.Processors = true, 0
+	ctlAgent, err := node.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.agents = append(c.agents, ctlAgent)
+	t.Cleanup(c.stop)
+
+	resp, err := http.Post("http://"+ctlAgent.APIAddr()+"/v1/jobs", "application/json",
+		strings.NewReader(`{"command":["true"],"processors":1,"time_limit":"1m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e node.APIError
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(e.Error, "no agent has registered") {
+		t.Fatalf("submit with no agent: %d (Retry-After %q) %q, want 503 with Retry-After saying no agent has registered",
+			resp.StatusCode, resp.Header.Get("Retry-After"), e.Error)
+	}
+
+	// The client repeats the 503 while a compute agent joins.
+	joined := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		wcfg := c.agentConfig(1)
+		wcfg.Join = []string{ctlAgent.GossipAddr()}
+		a, err := node.Start(wcfg)
+		if err == nil {
+			t.Cleanup(func() { a.Shutdown() })
+		}
+		joined <- err
+	}()
+	cl := node.NewClient(ctlAgent.APIAddr())
+	cl.RetryFor = time.Minute
+	id, err := cl.Submit(context.Background(), node.JobSpec{Command: []string{"true"}, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
+	if jerr := <-joined; jerr != nil {
+		t.Fatalf("compute agent: %v", jerr)
+	}
+	if err != nil {
+		t.Fatalf("submit while the agent joins: %v", err)
+	}
+	c.client = cl
+	c.waitState(id, node.Completed, 30*time.Second)
+}
+
+// Two agents never share a state directory: the second is refused at
+// start, naming the directory, and starts once the first has stopped.
+func TestStateDirIsLockedByItsAgent(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 1, mode: node.Space})
+	cfg := c.agentConfig(0)
+	cfg.Name, cfg.Controller = "twin", false
+	cfg.Join = []string{c.agents[0].GossipAddr()}
+	if a, err := node.Start(cfg); err == nil {
+		a.Shutdown()
+		t.Fatal("a second agent started on the state directory of a running one")
+	} else if !strings.Contains(err.Error(), "in use by a running agent") || !strings.Contains(err.Error(), cfg.StateDir) {
+		t.Fatalf("second agent on one state dir: %v, want refused naming %s", err, cfg.StateDir)
+	}
+	if _, err := node.CleanupCgroups(cfg); err == nil || !strings.Contains(err.Error(), "in use by a running agent") {
+		t.Fatalf("CleanupCgroups beside the running agent: %v, want refused", err)
+	}
+	c.stop()
+	c.agents = nil
+	cfg.Join = nil
+	a, err := node.Start(cfg)
+	if err != nil {
+		t.Fatalf("after the first agent stopped: %v", err)
+	}
+	a.Shutdown()
 }

@@ -68,6 +68,7 @@ type agentFlags struct {
 	// weights in the TOML file.
 	backfillFlags
 	readyFile string
+	cleanup   bool // kill and remove what a dead agent left, then exit
 	// firstJobID: cluster up carries job ids over to a new cluster.
 	firstJobID int64
 	config     string
@@ -186,6 +187,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.MemReserve, "mem-reserve", f.MemReserve, "memory kept for the system: the agent offers MemTotal less this to jobs (the controller admits jobs by --mem against it); \"none\" offers no memory limit")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
+	fl.BoolVar(&f.cleanup, "cleanup", false, "do not start: kill the processes left in the job cgroups of the agent of this --name and --state-dir, which died without stopping, remove its cgroups, and exit (refused while it runs; systemd's ExecStopPost, cluster down)")
 	fl.Int64Var(&f.firstJobID, "first-job-id", 0, "controller: the first job's id when the journal is empty (cluster up carries ids over)")
 	_ = fl.MarkHidden("first-job-id")
 }
@@ -458,7 +460,14 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 	}
 	defer log.Sync()
 	cfg.Log = log
-	a, err := node.Start(cfg)
+	if f.cleanup {
+		n, err := node.CleanupCgroups(cfg)
+		if err == nil {
+			log.Info("cleaned up after the agent", zap.String("agent", cfg.Name), zap.Int("job cgroups", n))
+		}
+		return err
+	}
+	a, err := node.StartContext(ctx, cfg)
 	if err != nil {
 		return err
 	}

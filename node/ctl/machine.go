@@ -31,6 +31,10 @@ type Config struct {
 var (
 	ErrNotFound = errors.New("no such job")
 	ErrEnded    = errors.New("job already ended")
+	// ErrNoAgents: no agent has registered its processors yet (the
+	// controller has just started or taken over): a submission may be
+	// repeated in a moment.
+	ErrNoAgents = errors.New("no agent has registered with the controller yet (it has just started or taken over); retry in a moment")
 )
 
 // Job is the machine's record of a job; the machine hands out copies.
@@ -341,8 +345,17 @@ func (m *Machine) addJob(j *job) {
 }
 
 // Submit queues a job and returns its id.
+//
+// A job may be as wide as the processors of every agent the controller
+// knows, up or down (as Slurm queues a job whose nodes are down): one
+// wider than those in service waits aside until they are back. Before any
+// agent has registered, Submit returns ErrNoAgents.
 func (m *Machine) Submit(spec JobSpec) (int64, error) {
-	if err := spec.Validate(m.core.Online()); err != nil {
+	known := m.knownProcessors()
+	if known == 0 {
+		return 0, ErrNoAgents
+	}
+	if err := spec.Validate(known); err != nil {
 		return 0, err
 	}
 	id := m.nextID + 1
@@ -422,6 +435,16 @@ func (m *Machine) Advance() { m.ready = Ready{} }
 func (m *Machine) Slice(now time.Time) Strobe {
 	m.seq++
 	return Strobe{Seq: m.seq, Row: m.core.Slice(m.coreTime(now)), Epoch: m.memberEpoch}
+}
+
+// knownProcessors is the processors of every agent the machine knows, up
+// or down.
+func (m *Machine) knownProcessors() int {
+	n := 0
+	for _, a := range m.agents {
+		n += a.cpus
+	}
+	return n
 }
 
 // Online is the number of processors in service.
