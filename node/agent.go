@@ -213,26 +213,28 @@ func (c *Config) Validate() error {
 
 // Agent is a node's daemon.
 type Agent struct {
-	cfg        Config
-	log        *zap.Logger
-	ranks      *rank.Manager
-	cg         *jobcg.Tree // the jobs' cgroups (ModeNone: none)
-	dirLock    *os.File    // holds the state directory's lock while the agent runs
-	sw         *switcher
-	ml         *member.Membership
-	udp        strobe.Transport
-	hbUDP      strobe.Transport    // heartbeat exchange, normal priority
-	skew       *strobe.SkewTracker // the controller's agent only
-	follower   *strobe.Follower
-	relay      *relay.Relay
-	group      *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
-	leadDone   chan struct{} // closed when lead has returned (its controller stopped)
-	ctlLn      net.Listener
-	ctlAuth    *controlAuth // nil without a key
-	apiLn      net.Listener
-	metricsSrv *metricsServer // Config.MetricsListen's; nil without
-	api        *http.Server
-	metrics    *prometheus.Registry
+	cfg      Config
+	log      *zap.Logger
+	ranks    *rank.Manager
+	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	dirLock  *os.File    // holds the state directory's lock while the agent runs
+	sw       *switcher
+	ml       *member.Membership
+	udp      strobe.Transport
+	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
+	skew     *strobe.SkewTracker // the controller's agent only
+	follower *strobe.Follower
+	relay    *relay.Relay
+	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
+	leadDone chan struct{} // closed when lead has returned (its controller stopped)
+	ctlLn    net.Listener
+	apiLn    net.Listener
+	api      *http.Server
+	metrics  *prometheus.Registry
+	// ctlAuth authenticates control connections (nil without a key);
+	// metricsSrv serves Config.MetricsListen (nil without).
+	ctlAuth    *controlAuth
+	metricsSrv *metricsServer
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
 	unixLn                    net.Listener

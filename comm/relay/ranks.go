@@ -17,14 +17,14 @@ import (
 
 // rankConn is one rank's connection.
 type rankConn struct {
-	c *net.UnixConn
+	c    *net.UnixConn
+	q    *writeQueue
+	log  *zap.Logger
+	once sync.Once
 	// uid is the connecting process's user, as the kernel says
 	// (SO_PEERCRED); credErr why it could not say.
 	uid     uint32
 	credErr error
-	q       *writeQueue
-	log     *zap.Logger
-	once    sync.Once
 }
 
 // send queues a frame for the rank. An encoding failure cannot happen for
