@@ -25,11 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Limits of Options.
@@ -57,7 +58,7 @@ type Options struct {
 	// N more agents c0 … c(N-1) without processors form the controllers'
 	// raft group (one leads, the others stand by).
 	Controllers int
-	Mode        node.Mode
+	Mode        sharing.Mode
 	Slice       time.Duration // gang, bcs
 	MPL         int           // 1 in space mode
 	Policy      gang.Policy
@@ -69,7 +70,7 @@ type Options struct {
 	// path (0: off).
 	RealtimePriority int
 	// Suspend is how the agents suspend ranks between slices:
-	// node.SuspendSignal ("" too) or node.SuspendFreezer (docs/cgroups.md).
+	// api.SuspendSignal ("" too) or api.SuspendFreezer (docs/cgroups.md).
 	Suspend string
 	// StrobeFanout is the controller's strobe tree arity
 	// (--strobe-fanout; 0: direct).
@@ -82,7 +83,7 @@ type Options struct {
 // DefaultOptions are `cosched cluster up`'s defaults, without a state
 // directory.
 func DefaultOptions() Options {
-	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
+	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: sharing.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
 		Bandwidth: 100e6, RealtimePriority: 50, Timeout: 30 * time.Second}
 }
 
@@ -102,7 +103,7 @@ func (o Options) Validate() error {
 	if o.Processors < 1 || o.Processors > MaxProcessors {
 		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
 	}
-	if _, err := node.ParseMode(string(o.Mode)); err != nil {
+	if _, err := sharing.Parse(string(o.Mode)); err != nil {
 		bad("Mode", o.Mode, "want space, gang, bcs or local")
 	}
 	if o.Slice < MinSlice || o.Slice > MaxSlice {
@@ -111,7 +112,7 @@ func (o Options) Validate() error {
 	switch {
 	case o.MPL < 1 || o.MPL > MaxMPL:
 		bad("MPL", o.MPL, "must be from 1 to %d", MaxMPL)
-	case o.Mode == node.Space && o.MPL != 1:
+	case o.Mode == sharing.Space && o.MPL != 1:
 		bad("MPL", o.MPL, "must be 1 in space mode (jobs run to completion)")
 	}
 	if _, err := gang.ParsePolicy(string(o.Policy)); err != nil {
@@ -128,7 +129,7 @@ func (o Options) Validate() error {
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
 	}
-	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
+	if o.Suspend != "" && o.Suspend != api.SuspendSignal && o.Suspend != api.SuspendFreezer {
 		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
 	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
@@ -152,6 +153,21 @@ type Agent struct {
 	// aside), so Restart starts it again the same way, over the same
 	// state directory (its journal, if it is a controller).
 	Args []string `json:"args,omitempty"`
+	// StartTicks is when its process started (clock ticks since boot,
+	// /proc/PID/stat): with PID, who it is. A pid is reused once its
+	// process is gone (within seconds on a busy host); signalling a
+	// recorded pid must not reach another cluster's agent.
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+}
+
+// running reports whether the agent's process still runs: its pid is a
+// live cosched agent started when it was (records without StartTicks,
+// from an older cosched, trust the pid).
+func (a Agent) running() bool {
+	if !alive(a.PID) {
+		return false
+	}
+	return a.StartTicks == 0 || startTicks(a.PID) == a.StartTicks
 }
 
 // Ready is what an agent started with --ready-file writes there once it
@@ -192,16 +208,16 @@ func File(dir string) string { return filepath.Join(dir, "cluster.json") }
 func KeyFile(dir string) string { return filepath.Join(dir, "cluster.key") }
 
 // ClientFor returns a client for the cluster's agent whose API address is
-// api, with a credential found without ceremony: the agent's Unix socket
+// addr, with a credential found without ceremony: the agent's Unix socket
 // when this process can reach it (the kernel vouches for its uid), else a
 // token signed with the cluster's key file when this process can read it,
 // else none (the agent will answer 401 saying what to do).
-func (c *Cluster) ClientFor(api string) *node.Client {
+func (c *Cluster) ClientFor(addr string) *api.Client {
 	for _, a := range c.Agents {
-		if a.API == api && a.Socket != "" {
+		if a.API == addr && a.Socket != "" {
 			if conn, err := net.Dial("unix", a.Socket); err == nil {
 				conn.Close()
-				return node.NewUnixClient(a.Socket)
+				return api.NewUnixClient(a.Socket)
 			}
 		}
 	}
@@ -210,15 +226,15 @@ func (c *Cluster) ClientFor(api string) *node.Client {
 		others = append(others, a.API)
 	}
 	if k, err := clusterkey.Load(KeyFile(c.dir)); err == nil {
-		return node.NewKeyClient(k, api, others...)
+		return api.NewKeyClient(k, addr, others...)
 	}
-	return node.NewClient(api, others...)
+	return api.NewClient(addr, others...)
 }
 
-// Has reports whether api is one of the cluster's agents' API addresses.
-func (c *Cluster) Has(api string) bool {
+// Has reports whether addr is one of the cluster's agents' API addresses.
+func (c *Cluster) Has(addr string) bool {
 	for _, a := range c.Agents {
-		if a.API == api {
+		if a.API == addr {
 			return true
 		}
 	}
@@ -226,7 +242,7 @@ func (c *Cluster) Has(api string) bool {
 }
 
 // Client is ClientFor the controller agent's API.
-func (c *Cluster) Client() *node.Client { return c.ClientFor(c.API) }
+func (c *Cluster) Client() *api.Client { return c.ClientFor(c.API) }
 
 // Dir is the cluster's state directory.
 func (c *Cluster) Dir() string { return c.dir }
@@ -407,7 +423,7 @@ func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent
 	if err != nil {
 		return fmt.Errorf("start agent %s: %w", a.Name, err)
 	}
-	a.PID = p.pid
+	a.PID, a.StartTicks = p.pid, startTicks(p.pid)
 	info, err := waitReady(ctx, ready, p.exited, deadline)
 	if err != nil {
 		if line := lastError(a.Log, p.logFrom); line != "" {
@@ -423,7 +439,7 @@ func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent
 func (c *Cluster) Dead() []string {
 	var dead []string
 	for _, a := range c.Agents {
-		if !alive(a.PID) {
+		if !a.running() {
 			dead = append(dead, a.Name)
 		}
 	}
@@ -438,7 +454,7 @@ func (c *Cluster) Dead() []string {
 func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration) ([]string, error) {
 	var live []string
 	for _, a := range c.Agents {
-		if alive(a.PID) {
+		if a.running() {
 			live = append(live, a.Gossip)
 		}
 	}
@@ -452,7 +468,7 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 	var restarted []string
 	for i := range c.Agents {
 		a := &c.Agents[i]
-		if alive(a.PID) {
+		if a.running() {
 			continue
 		}
 		if len(a.Args) == 0 {
@@ -498,9 +514,9 @@ func (c *Cluster) controllerArgs(o Options) []string {
 // waitJoined waits until the controller has the processors of every agent
 // that offers some.
 func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
-	api := c.Client()
+	client := c.Client()
 	for {
-		rep, err := api.Nodes(ctx, false)
+		rep, err := client.Nodes(ctx, false)
 		up := 0
 		for _, n := range rep.Nodes {
 			if n.State == "up" && n.CPUs > 0 {
@@ -620,11 +636,30 @@ func lastError(logPath string, from int64) string {
 // Alive reports whether any agent of the cluster still runs.
 func (c *Cluster) Alive() bool {
 	for _, a := range c.Agents {
-		if alive(a.PID) {
+		if a.running() {
 			return true
 		}
 	}
 	return false
+}
+
+// startTicks is a process's start time in clock ticks since boot (field 22
+// of /proc/PID/stat), 0 if it is gone.
+func startTicks(pid int) uint64 {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat[i+1:])) // fields 3 on
+	if len(fields) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(fields[19], 10, 64)
+	return n
 }
 
 // alive reports whether pid is a live cosched agent (not a zombie, not a
@@ -760,7 +795,7 @@ func freshJournals(dir string) (int64, error) {
 // those it had to kill.
 func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			syscall.Kill(a.PID, syscall.SIGTERM)
 		}
 	}
@@ -773,14 +808,14 @@ func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			syscall.Kill(a.PID, syscall.SIGKILL) // its ranks die with it (parent-death signal)
 			killed = append(killed, a.Name)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			left = append(left, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
 		}
 	}

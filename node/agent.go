@@ -3,12 +3,16 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/member"
+	"github.com/cosched/cosched/sharing"
 	"net"
 	"net/http"
 	"net/netip"
@@ -62,7 +66,7 @@ type Config struct {
 	// group of several needs a fixed one so a restarted controller is found
 	// at the same address).
 	RaftPort int
-	Mode     Mode // controller: how processors are shared
+	Mode     sharing.Mode // controller: how processors are shared
 	Slice    time.Duration
 	MPL      int
 	Policy   gang.Policy
@@ -128,12 +132,6 @@ type Config struct {
 	Log        *zap.Logger
 }
 
-// Suspension methods (Config.Suspend).
-const (
-	SuspendSignal  = "signal"
-	SuspendFreezer = "freezer"
-)
-
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -152,7 +150,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("encryption key: %d bytes, want 16, 24 or 32", l))
 	}
 	if c.Controller {
-		if _, err := ParseMode(string(c.Mode)); err != nil {
+		if _, err := sharing.Parse(string(c.Mode)); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Mode.TimeShared() && c.Slice <= 0 {
@@ -161,13 +159,13 @@ func (c *Config) Validate() error {
 		if c.MPL < 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: must be at least 1", c.MPL))
 		}
-		if c.Mode == Space && c.MPL != 1 {
+		if c.Mode == sharing.Space && c.MPL != 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: space sharing has one row (mpl 1)", c.MPL))
 		}
 		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
 			errs = append(errs, err)
 		}
-		if _, err := ParseMPI(c.MPI); err != nil {
+		if _, err := api.ParseMPI(c.MPI); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Controllers < 0 || c.Controllers > 15 {
@@ -182,7 +180,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
 		}
 	}
-	if c.Suspend != "" && c.Suspend != SuspendSignal && c.Suspend != SuspendFreezer {
+	if c.Suspend != "" && c.Suspend != api.SuspendSignal && c.Suspend != api.SuspendFreezer {
 		errs = append(errs, fmt.Errorf("suspend %q: want signal or freezer", c.Suspend))
 	}
 	switch c.Cgroups {
@@ -213,28 +211,34 @@ func (c *Config) Validate() error {
 
 // Agent is a node's daemon.
 type Agent struct {
-	cfg      Config
-	log      *zap.Logger
-	ranks    *rank.Manager
-	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
-	dirLock  *os.File    // holds the state directory's lock while the agent runs
-	sw       *switcher
-	ml       *member.Membership
-	udp      strobe.Transport
-	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
-	skew     *strobe.SkewTracker // the controller's agent only
-	follower *strobe.Follower
-	relay    *relay.Relay
-	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
-	leadDone chan struct{} // closed when lead has returned (its controller stopped)
-	ctlLn    net.Listener
-	apiLn    net.Listener
-	api      *http.Server
-	metrics  *prometheus.Registry
+	cfg     Config
+	log     *zap.Logger
+	ranks   *rank.Manager
+	cg      *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	dirLock *os.File    // holds the state directory's lock while the agent runs
+	// incarnation names this life of the agent (random at Start);
+	// launched, under mu, the jobs it got a launch for (see welcome).
+	incarnation uint64
+	launched    launchedJobs
+	sw          *switcher
+	ml          *member.Membership
+	udp         strobe.Transport
+	hbUDP       strobe.Transport    // heartbeat exchange, normal priority
+	skew        *strobe.SkewTracker // the controller's agent only
+	follower    *strobe.Follower
+	relay       *relay.Relay
+	group       *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
+	leadDone    chan struct{} // closed when lead has returned (its controller stopped)
+	ctlLn       net.Listener
+	apiLn       net.Listener
+	api         *http.Server
+	metrics     *prometheus.Registry
+
 	// ctlAuth authenticates control connections (nil without a key);
 	// metricsSrv serves Config.MetricsListen (nil without).
 	ctlAuth    *controlAuth
 	metricsSrv *metricsServer
+
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
 	unixLn                    net.Listener
@@ -330,7 +334,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
-		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1)}
+		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
@@ -644,6 +648,19 @@ func (a *Agent) Shutdown() error {
 		close(a.done)
 	})
 	return a.stopErr
+}
+
+// newIncarnation is a random, non-zero name for an agent's life.
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("node: no randomness for the agent's incarnation: %v", err)) // crypto/rand does not fail on Linux
+		}
+		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
 }
 
 // leaveTimeout bounds how long Shutdown waits for the gossip "leaving"

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/cosched/cosched/node/ctl"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -36,7 +36,7 @@ func openCgroups(cfg Config, log *zap.Logger) (*jobcg.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	if cfg.Suspend == SuspendFreezer && t.Mode() == jobcg.ModeNone {
+	if cfg.Suspend == api.SuspendFreezer && t.Mode() == jobcg.ModeNone {
 		log.Warn("--suspend freezer needs cgroups; suspending with signals", zap.String("reason", t.Reason()))
 	}
 	return t, nil
@@ -165,27 +165,6 @@ func (a *Agent) cgroupExit(m *rankExit, last bool) {
 		m.Usage = &nodeUsage{CPUTime: int64(st.CPUTime), PeakMemory: st.PeakMemory, MemoryLimit: st.MemoryLimit,
 			Processes: st.Processes, OOMKills: st.OOMKills}
 	}
-}
-
-// JobUsage is a job's accounting from its cgroups, summed over its nodes
-// (peak memory and limit: the largest node's).
-type JobUsage struct {
-	CPUTime     Duration `json:"cpu_time"`
-	PeakMemory  int64    `json:"peak_memory"`            // bytes, the largest node's
-	MemoryLimit int64    `json:"memory_limit,omitempty"` // bytes per node, the largest; 0 = none
-	Processes   int      `json:"processes"`              // the most seen at once, summed over nodes
-	OOMKills    uint64   `json:"oom_kills,omitempty"`
-	Nodes       int      `json:"nodes"` // nodes that reported
-}
-
-// add folds one node's report in.
-func (u *JobUsage) add(n ctl.NodeUsage) {
-	u.CPUTime.D += n.CPUTime.D
-	u.PeakMemory = max(u.PeakMemory, n.PeakMemory)
-	u.MemoryLimit = max(u.MemoryLimit, n.MemoryLimit)
-	u.Processes += n.Processes
-	u.OOMKills += n.OOMKills
-	u.Nodes++
 }
 
 // cgroupCollector exposes each local job's cgroup accounting on /metrics,

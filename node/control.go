@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/internal/frame"
 )
@@ -49,6 +50,14 @@ type welcome struct {
 	// repeats are ignored) and the ranks that ended while it had none
 	// (at most maxWelcomeExits in all; the rest follow as rank exits).
 	Exits []rankExit `msgpack:"exits,omitempty"`
+	// Incarnation is the agent process's life (random at its start);
+	// Launched the jobs this life got a launch for (newest last), complete
+	// above LaunchedFloor. A controller that journaled a job's start but
+	// died before its launch went out is followed by one that sends it
+	// again (ctl.AgentReport).
+	Incarnation   uint64  `msgpack:"inc,omitempty"`
+	Launched      []int64 `msgpack:"launched,omitempty"`
+	LaunchedFloor int64   `msgpack:"launched_floor,omitempty"`
 }
 
 // liveRank is a rank an agent runs.
@@ -74,8 +83,8 @@ type launch struct {
 	Bench []string `msgpack:"bench"`
 	// Owner is who the ranks run as, Dir where (empty: the owner's home);
 	// both appended in this version, absent from older controllers.
-	Owner *Owner `msgpack:"owner,omitempty"`
-	Dir   string `msgpack:"dir,omitempty"`
+	Owner *api.Owner `msgpack:"owner,omitempty"`
+	Dir   string     `msgpack:"dir,omitempty"`
 	// MPI is the process-management interface the ranks get ("" or
 	// none: none; pmi1: PMI-1 over PMI_FD).
 	MPI string `msgpack:"mpi,omitempty"`

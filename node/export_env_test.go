@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/sharing"
 )
 
 // A job's exported environment (submit --export) reaches its ranks on top
 // of their base one, the agent's COSCHED_* variables win over it, and the
 // queue listing does not carry it (only the job's details do).
 func TestExportedEnvironment(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 1, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, mode: sharing.Space})
 	env := []string{"I14_EXPORTED=yes, with spaces", "PATH=/i14/bin:/usr/bin:/bin", "COSCHED_RANK=99"}
-	id := c.submit(node.JobSpec{Command: []string{"sleep", "1000"}, Processors: 1, Env: env})
+	id := c.submit(api.JobSpec{Command: []string{"sleep", "1000"}, Processors: 1, Env: env})
 	pid := c.waitExec(id, 1, "sleep")[0]
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
@@ -45,7 +46,7 @@ func TestExportedEnvironment(t *testing.T) {
 			t.Errorf("the listing carries the environment: %q", j.Spec.Env)
 		}
 	}
-	if _, err := c.client.Submit(ctx, node.JobSpec{Command: []string{"true"}, Processors: 1, TimeLimit: node.Duration{D: 1e9},
+	if _, err := c.client.Submit(ctx, api.JobSpec{Command: []string{"true"}, Processors: 1, TimeLimit: api.Duration{D: 1e9},
 		Env: []string{"NOEQUALS"}}); err == nil || !strings.Contains(err.Error(), "env: ") {
 		t.Errorf("an environment entry without '=': %v", err)
 	}

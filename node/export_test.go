@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/sharing"
 )
 
 // ControlPeer is the address of the controller's end of the agent's
@@ -42,7 +43,7 @@ type (
 
 // Greet opens the agent's control port as a controller would, reads its
 // welcome, and closes the connection.
-func Greet(a *Agent, mode Mode, mpl int) ([]WelcomeRank, []ExitReport, error) {
+func Greet(a *Agent, mode sharing.Mode, mpl int) ([]WelcomeRank, []ExitReport, error) {
 	conn, err := net.Dial("tcp", a.ctlLn.Addr().String())
 	if err != nil {
 		return nil, nil, err
@@ -88,7 +89,7 @@ func ForgeLaunch(a *Agent, key *clusterkey.Key, job int64, argv []string) error 
 		}
 	}
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if err := frame.Write(conn, msgHello, hello{Controller: "forger", Epoch: 1, Mode: string(Space), MPL: 1}); err != nil {
+	if err := frame.Write(conn, msgHello, hello{Controller: "forger", Epoch: 1, Mode: string(sharing.Space), MPL: 1}); err != nil {
 		return err
 	}
 	if err := frame.Write(conn, msgLaunch, launch{Job: job, Size: 1, Argv: argv, Ranks: []launchRank{{Rank: 0}}, Nodes: []string{a.cfg.Name}}); err != nil {

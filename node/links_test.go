@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/internal/proctest"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // refusedLinks is an agent's cosched_connections_refused_total for link.
@@ -46,7 +48,7 @@ func refusedLinks(t *testing.T, addr, link string) float64 {
 // links authenticated.
 func TestUnkeyedLinksRefused(t *testing.T) {
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Space, key: key})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Space, key: key})
 	n1 := c.agents[1]
 	eventually(t, 10*time.Second, func() error {
 		if node.ControlPeer(n1) == "" {
@@ -92,13 +94,13 @@ func TestUnkeyedLinksRefused(t *testing.T) {
 	}
 
 	// The cluster works as before: a job across both agents.
-	id := c.submit(node.JobSpec{Name: "after", Command: scenarioCommand("semantics"), Processors: 2})
-	if j := waitDone(t, c, id, 60*time.Second); j.State != node.Completed {
+	id := c.submit(api.JobSpec{Name: "after", Command: scenarioCommand("semantics"), Processors: 2})
+	if j := waitDone(t, c, id, 60*time.Second); j.State != api.Completed {
 		t.Fatalf("job after the intruders: %s (%s)", j.State, j.Reason)
 	}
 	var received uint64
 	for _, a := range c.agents {
-		st, err := node.NewKeyClient(key, a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		st, err := api.NewKeyClient(key, a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +115,7 @@ func TestUnkeyedLinksRefused(t *testing.T) {
 // credential, and on the API port only to authenticated callers.
 func TestMetricsListener(t *testing.T) {
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 1, mode: node.Space, key: key,
+	c := startCluster(t, clusterOpts{agents: 1, mode: sharing.Space, key: key,
 		configure: func(cfg *node.Config) { cfg.MetricsListen = "127.0.0.1:0" }})
 	a := c.agents[0]
 	get := func(url string, token bool) int {
@@ -123,7 +125,7 @@ func TestMetricsListener(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req.Header.Set("Authorization", node.AuthScheme+" "+tok)
+			req.Header.Set("Authorization", api.AuthScheme+" "+tok)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // commClaimArg makes the test binary connect to a relay as a rank and
@@ -63,7 +65,7 @@ func TestCommJobOfAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space, key: key, shim: shim, stateDir: state})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space, key: key, shim: shim, stateDir: state})
 	tok, err := key.Mint(alice.uid, alice.gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -71,13 +73,13 @@ func TestCommJobOfAUser(t *testing.T) {
 	ctx := context.Background()
 	asAlice := tokenClient(c.agents[0].APIAddr(), tok)
 
-	id, err := asAlice.Submit(ctx, node.JobSpec{Name: "semantics", Command: []string{shim[0], commScenarioArg, "semantics"},
-		Processors: 3, TimeLimit: node.Duration{D: time.Minute}, Dir: dir})
+	id, err := asAlice.Submit(ctx, api.JobSpec{Name: "semantics", Command: []string{shim[0], commScenarioArg, "semantics"},
+		Processors: 3, TimeLimit: api.Duration{D: time.Minute}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := waitDone(t, c, id, 90*time.Second)
-	if j.State != node.Completed {
+	if j.State != api.Completed {
 		t.Fatalf("alice's comm job: %s (%s); ranks %+v; output in %s", j.State, j.Reason, j.Ranks, state)
 	}
 	nodes := map[string]bool{}
@@ -89,12 +91,12 @@ func TestCommJobOfAUser(t *testing.T) {
 	}
 
 	// Bob's process claims rank 0 of Alice's running job: refused.
-	id, err = asAlice.Submit(ctx, node.JobSpec{Command: []string{"sleep", "1000"}, Processors: 1,
-		TimeLimit: node.Duration{D: time.Minute}, Dir: dir})
+	id, err = asAlice.Submit(ctx, api.JobSpec{Command: []string{"sleep", "1000"}, Processors: 1,
+		TimeLimit: api.Duration{D: time.Minute}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.waitState(id, node.Running, 20*time.Second)
+	c.waitState(id, api.Running, 20*time.Second)
 	j, err = asAlice.Job(ctx, id)
 	if err != nil || len(j.Ranks) != 1 {
 		t.Fatalf("job %d: %+v %v", id, j, err)

@@ -19,12 +19,14 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // agentFlags are `cosched agent`'s settings; a --config file (TOML, the
@@ -86,7 +88,7 @@ func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 // settings are read (tests inspect them instead of starting an agent).
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
 	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
-		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
+		Cgroups: "auto", Suspend: api.SuspendSignal, MemReserve: defaultMemReserve}
 	cmd := &cobra.Command{
 		Use:         "agent",
 		Annotations: map[string]string{stopAnnotation: stopClean},
@@ -300,7 +302,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		}
 		cfg.Name = host
 	}
-	mode, err := node.ParseMode(f.Mode)
+	mode, err := sharing.Parse(f.Mode)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %v", err))
 	}
@@ -329,7 +331,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
-	if cfg.MPI, err = node.ParseMPI(f.MPI); err != nil {
+	if cfg.MPI, err = api.ParseMPI(f.MPI); err != nil {
 		errs = append(errs, fmt.Errorf("--mpi: %v", err))
 	}
 	changed := f.changed
@@ -354,7 +356,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	if mode == node.Space && f.Controller {
+	if mode == sharing.Space && f.Controller {
 		if changed("mpl") && f.MPL != 1 {
 			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
 		}
@@ -410,8 +412,8 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 		errs = append(errs, fmt.Errorf("--cgroups %q: want auto, v1, v2 or none", f.Cgroups))
 	}
 	switch f.Suspend {
-	case "", node.SuspendSignal, node.SuspendFreezer:
-		cfg.Suspend = cmp.Or(f.Suspend, node.SuspendSignal)
+	case "", api.SuspendSignal, api.SuspendFreezer:
+		cfg.Suspend = cmp.Or(f.Suspend, api.SuspendSignal)
 	default:
 		errs = append(errs, fmt.Errorf("--suspend %q: want signal or freezer", f.Suspend))
 	}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/jobcg"
 )
 
@@ -53,7 +53,7 @@ func killAgentUnderEscaper(t *testing.T, name string) killedAgent {
 		"--local", "--processors", "1", "--state-dir", filepath.Join(k.dir, "state"),
 		"--realtime-priority", "0", "--nice", "0", "--log-level", "warn"}
 	var proc *os.Process
-	var api string
+	var addr string
 	k.start = func() {
 		t.Helper()
 		os.Remove(ready)
@@ -71,13 +71,13 @@ func killAgentUnderEscaper(t *testing.T, name string) killedAgent {
 			}
 			return json.Unmarshal(b, &info)
 		})
-		proc, api = cmd.Process, info.API
+		proc, addr = cmd.Process, info.API
 	}
 	k.start()
-	client := node.NewClient(api)
+	client := api.NewClient(addr)
 	eventually(t, 20*time.Second, func() error {
 		var err error
-		k.id, err = client.Submit(context.Background(), node.JobSpec{Command: escaper, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
+		k.id, err = client.Submit(context.Background(), api.JobSpec{Command: escaper, Processors: 1, TimeLimit: api.Duration{D: time.Minute}})
 		return err
 	})
 	var pids []int
@@ -176,7 +176,7 @@ func TestClusterDownCleansUpAfterAKilledAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := lc.Client().Submit(context.Background(), node.JobSpec{Command: escaper, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
+	id, err := lc.Client().Submit(context.Background(), api.JobSpec{Command: escaper, Processors: 1, TimeLimit: api.Duration{D: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}

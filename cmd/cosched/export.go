@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
 )
 
 // agentVariables are set by the agent in every rank (or an MPI rank):
@@ -52,10 +52,10 @@ func exportEnv(spec string, environ []string) ([]string, error) {
 		size += len(kv) + 1
 	}
 	switch {
-	case len(env) > node.MaxEnvVars:
-		return nil, fmt.Errorf("%d variables, more than a job may carry (%d): name the ones the job needs", len(env), node.MaxEnvVars)
-	case size > node.MaxEnvBytes:
-		return nil, fmt.Errorf("%d bytes of environment, more than a job may carry (%d): name the variables the job needs", size, node.MaxEnvBytes)
+	case len(env) > api.MaxEnvVars:
+		return nil, fmt.Errorf("%d variables, more than a job may carry (%d): name the ones the job needs", len(env), api.MaxEnvVars)
+	case size > api.MaxEnvBytes:
+		return nil, fmt.Errorf("%d bytes of environment, more than a job may carry (%d): name the variables the job needs", size, api.MaxEnvBytes)
 	}
 	return env, nil
 }

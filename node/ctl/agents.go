@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"slices"
 	"time"
 )
@@ -77,6 +78,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		m.persist(Record{Kind: RecAgent, Agent: r.Name, Base: m.agents[r.Name].base, CPUs: r.CPUs})
 		a = m.agents[r.Name]
 	}
+	a.incarnation = r.Incarnation
 	if !a.up {
 		a.up, a.downSince = true, time.Time{}
 		m.membersChanged()
@@ -110,7 +112,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		case j == nil:
 			m.send(r.Name, Message{Kill: &Kill{Job: id, Reason: "not a job of this controller"}})
 			continue
-		case j.State != Running:
+		case j.State != api.Running:
 			m.send(r.Name, Message{Kill: &Kill{Job: id, Reason: "job ended: " + string(j.State)}})
 			continue
 		case j.finishing():
@@ -131,7 +133,15 @@ func (m *Machine) AgentUp(r AgentReport) error {
 	// (it restarted, or a launch never reached it).
 	for _, id := range slices.Clone(m.order) {
 		j := m.jobs[id]
-		if j == nil || j.State != Running || !slices.Contains(j.Agents, r.Name) {
+		if j == nil || j.State != api.Running || !slices.Contains(j.Agents, r.Name) {
+			continue
+		}
+		if neverLaunched(j, r) {
+			// The controller that started the job died before its launch
+			// went out (its records are journaled first): the same life of
+			// the agent that was chosen never heard of the job. Nothing
+			// of it ran there; launch it now.
+			m.send(r.Name, Message{Launch: m.launchFor(j, r.Name)})
 			continue
 		}
 		for i := range j.Ranks {
@@ -142,7 +152,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 			rk.Exited, rk.Code, rk.Error = true, -1, "lost: node "+r.Name+" does not run it"
 			m.rankEnded(j, rk, true, fmt.Sprintf("rank %d lost on %s", i, r.Name))
 		}
-		if j.State == Running && !j.finishing() && m.cfg.MPL > 1 {
+		if j.State == api.Running && !j.finishing() && m.cfg.MPL > 1 {
 			// Rows may have changed while it was away: restate them all.
 			for row := range m.cfg.MPL {
 				m.send(r.Name, Message{Alternate: &Alternate{Job: id, Row: row, On: slices.Contains(j.Rows, row)}})
@@ -150,6 +160,23 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		}
 	}
 	return nil
+}
+
+// neverLaunched reports whether the agent of report r provably never got
+// running job j's launch: the same life of it that the job started on says
+// it has had no launch of the job, and it would remember one (its
+// Launched list is complete above LaunchedFloor), and it runs none of it.
+func neverLaunched(j *job, r AgentReport) bool {
+	inc := j.incarnations[r.Name]
+	if inc == 0 || inc != r.Incarnation || j.ID <= r.LaunchedFloor || slices.Contains(r.Launched, j.ID) || j.finishing() {
+		return false
+	}
+	for _, rk := range j.Ranks {
+		if rk.Node == r.Name && (rk.Exited || rk.PID != 0) {
+			return false // something of it ran there after all
+		}
+	}
+	return !slices.ContainsFunc(r.Ranks, func(lr LiveRank) bool { return lr.Job == j.ID })
 }
 
 // AgentDown takes an agent's processors out of service: its connection is
@@ -177,7 +204,7 @@ func (m *Machine) AgentGone(name, why string) {
 	a.downSince = time.Time{} // nothing to wait for
 	for _, id := range slices.Clone(m.order) {
 		j := m.jobs[id]
-		if j == nil || j.State != Running || !slices.Contains(j.Agents, name) {
+		if j == nil || j.State != api.Running || !slices.Contains(j.Agents, name) {
 			continue
 		}
 		for i := range j.Ranks {

@@ -3,10 +3,12 @@ package ctl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 )
 
@@ -40,37 +42,44 @@ var (
 // Job is the machine's record of a job; the machine hands out copies.
 type Job struct {
 	ID      int64
-	Spec    JobSpec
-	State   State
+	Spec    api.JobSpec
+	State   api.State
 	Reason  string // why it failed (pending jobs: see Explain)
 	Submit  time.Time
 	Start   time.Time
 	End     time.Time
 	Row     int
-	Rows    []int      // the rows it runs in (own and alternates), sorted
-	Columns []int      // its matrix columns, by rank
-	Ranks   []RankInfo // by rank
-	Agents  []string   // agents hosting ranks, sorted
-	Ending  State      // the final state decided while ranks are being stopped ("" if none)
-	Exited  int        // ranks ended
+	Rows    []int          // the rows it runs in (own and alternates), sorted
+	Columns []int          // its matrix columns, by rank
+	Ranks   []api.RankInfo // by rank
+	Agents  []string       // agents hosting ranks, sorted
+	Ending  api.State      // the final state decided while ranks are being stopped ("" if none)
+	Exited  int            // ranks ended
 }
 
-type job struct{ Job }
+type job struct {
+	Job
+	// incarnations are, for each agent of the job, the incarnation it
+	// had when the job started there: if that same life of the agent
+	// later says it never got the launch, the launch was lost (the
+	// controller that sent it died first) and is sent again.
+	incarnations map[string]uint64
+}
 
 func (j *job) finishing() bool { return j.Ending != "" }
 
 func (j *job) place(at time.Time, row int, cols []int, nodes []string) {
-	j.State, j.Start, j.Row, j.Rows = Running, at, row, []int{row}
+	j.State, j.Start, j.Row, j.Rows = api.Running, at, row, []int{row}
 	j.Columns = slices.Clone(cols)
-	j.Ranks = make([]RankInfo, len(cols))
+	j.Ranks = make([]api.RankInfo, len(cols))
 	for r := range cols {
-		j.Ranks[r] = RankInfo{Rank: r, Node: nodes[r]}
+		j.Ranks[r] = api.RankInfo{Rank: r, Node: nodes[r]}
 	}
 	j.Agents = slices.Compact(slices.Sorted(slices.Values(slices.Clone(nodes))))
 }
 
 // setRank records a rank's pid or exit.
-func (j *job) setRank(r RankInfo) {
+func (j *job) setRank(r api.RankInfo) {
 	old := &j.Ranks[r.Rank]
 	if r.Exited && !old.Exited {
 		j.Exited++
@@ -79,9 +88,10 @@ func (j *job) setRank(r RankInfo) {
 }
 
 type agent struct {
-	base, cpus int
-	up         bool
-	downSince  time.Time // while !up
+	base, cpus  int
+	incarnation uint64 // the agent process's life, as it last reported (0: unknown)
+	up          bool
+	downSince   time.Time // while !up
 }
 
 type owner struct {
@@ -217,7 +227,7 @@ func (m *Machine) pass() {
 		case gang.Start:
 			m.startJob(j, d)
 		case gang.Kill:
-			m.endJob(j, Timeout, fmt.Sprintf("time limit %v reached", j.Spec.TimeLimit.D))
+			m.endJob(j, api.Timeout, fmt.Sprintf("time limit %v reached", j.Spec.TimeLimit.D))
 		case gang.Alternate, gang.AlternateEnd:
 			m.setRow(j, d.Row, d.Kind == gang.Alternate)
 		}
@@ -225,7 +235,7 @@ func (m *Machine) pass() {
 	if m.resync {
 		m.resync = false
 		for _, id := range m.order {
-			if j := m.jobs[id]; j.State == Running {
+			if j := m.jobs[id]; j.State == api.Running {
 				want := slices.Sorted(slices.Values(append([]int{j.Row}, m.core.Alternates(gang.JobID(id))...)))
 				for _, r := range j.Rows {
 					if !slices.Contains(want, r) {
@@ -270,12 +280,31 @@ func (m *Machine) startJob(j *job, d gang.Decision) {
 		per[o.agent] = append(per[o.agent], LaunchRank{Rank: r, Slot: o.slot})
 	}
 	j.place(m.now, d.Row, d.Columns, nodes)
-	m.persist(Record{Kind: RecStarted, Job: j.ID, At: m.now, Row: d.Row, Columns: slices.Clone(d.Columns), Nodes: slices.Clone(nodes)})
+	j.incarnations = map[string]uint64{}
+	for _, a := range j.Agents {
+		if inc := m.agents[a].incarnation; inc != 0 {
+			j.incarnations[a] = inc
+		}
+	}
+	m.persist(Record{Kind: RecStarted, Job: j.ID, At: m.now, Row: d.Row, Columns: slices.Clone(d.Columns), Nodes: slices.Clone(nodes),
+		Incarnations: maps.Clone(j.incarnations)})
 	m.change(j, "")
 	for _, a := range j.Agents {
 		// An agent's columns are online only while it is up: it is.
-		m.send(a, Message{Launch: &Launch{Job: j.ID, Size: len(nodes), Row: d.Row, Rows: slices.Clone(j.Rows), Ranks: per[a], Nodes: nodes}})
+		m.send(a, Message{Launch: m.launchFor(j, a)})
 	}
+}
+
+// launchFor is the launch of a running job's ranks on agent a.
+func (m *Machine) launchFor(j *job, a string) *Launch {
+	l := &Launch{Job: j.ID, Size: len(j.Ranks), Row: j.Row, Rows: slices.Clone(j.Rows), Nodes: make([]string, len(j.Ranks))}
+	for r, rk := range j.Ranks {
+		l.Nodes[r] = rk.Node
+		if rk.Node == a {
+			l.Ranks = append(l.Ranks, LaunchRank{Rank: r, Slot: m.owners[j.Columns[r]].slot})
+		}
+	}
+	return l
 }
 
 // send queues a message for an agent, unless it is down: what it missed
@@ -294,7 +323,7 @@ func (m *Machine) change(j *job, reason string) {
 
 // endJob decides a running job's final state and stops its ranks; the job
 // is finished once every rank has gone.
-func (m *Machine) endJob(j *job, st State, reason string) {
+func (m *Machine) endJob(j *job, st api.State, reason string) {
 	if j.finishing() || j.State.Done() {
 		return
 	}
@@ -311,7 +340,7 @@ func (m *Machine) maybeFinish(j *job) {
 	if j.Exited < len(j.Ranks) || j.State.Done() {
 		return
 	}
-	j.State = Completed
+	j.State = api.Completed
 	if j.Ending != "" {
 		j.State = j.Ending
 	}
@@ -350,7 +379,7 @@ func (m *Machine) addJob(j *job) {
 // knows, up or down (as Slurm queues a job whose nodes are down): one
 // wider than those in service waits aside until they are back. Before any
 // agent has registered, Submit returns ErrNoAgents.
-func (m *Machine) Submit(spec JobSpec) (int64, error) {
+func (m *Machine) Submit(spec api.JobSpec) (int64, error) {
 	known := m.knownProcessors()
 	if known == 0 {
 		return 0, ErrNoAgents
@@ -362,7 +391,7 @@ func (m *Machine) Submit(spec JobSpec) (int64, error) {
 	if spec.Bench != "" && spec.BenchSeed == 0 {
 		spec.BenchSeed = uint64(id) // distinct, reproducible draws per job
 	}
-	j := &job{Job{ID: id, Spec: spec, State: Pending, Submit: m.now}}
+	j := &job{Job: Job{ID: id, Spec: spec, State: api.Pending, Submit: m.now}}
 	if err := m.core.Submit(m.gangJob(j), m.ct()); err != nil {
 		return 0, fmt.Errorf("ctl: %w", err)
 	}
@@ -382,8 +411,8 @@ func (m *Machine) Cancel(id int64) error {
 		return fmt.Errorf("job %d: %w", id, ErrNotFound)
 	case j.State.Done() || j.finishing():
 		return fmt.Errorf("job %d: %w (%s)", id, ErrEnded, j.State)
-	case j.State == Pending:
-		j.State, j.Reason, j.End = Cancelled, "cancelled before it started", m.now
+	case j.State == api.Pending:
+		j.State, j.Reason, j.End = api.Cancelled, "cancelled before it started", m.now
 		if err := m.core.Finished(gang.JobID(id), m.ct()); err != nil {
 			panic(fmt.Sprintf("ctl: job %d: the core does not know it: %v", id, err))
 		}
@@ -391,7 +420,7 @@ func (m *Machine) Cancel(id int64) error {
 		m.change(j, j.Reason)
 		m.finished(j)
 	default:
-		m.endJob(j, Cancelled, "cancelled")
+		m.endJob(j, api.Cancelled, "cancelled")
 	}
 	return nil
 }
@@ -404,8 +433,8 @@ func (m *Machine) RankExit(x RankExit) bool {
 	if j == nil || x.Rank < 0 || x.Rank >= len(j.Ranks) || j.Ranks[x.Rank].Exited || j.Ranks[x.Rank].Node != x.Node {
 		return false
 	}
-	r := RankInfo{Rank: x.Rank, Node: x.Node, Exited: true, PID: x.PID, Code: x.Code, Signal: x.Signal, Error: x.Err,
-		CPUTime: Duration{D: x.CPUTime}, MaxRSS: x.MaxRSS, Bench: x.Stats, Usage: x.Usage}
+	r := api.RankInfo{Rank: x.Rank, Node: x.Node, Exited: true, PID: x.PID, Code: x.Code, Signal: x.Signal, Error: x.Err,
+		CPUTime: api.Duration{D: x.CPUTime}, MaxRSS: x.MaxRSS, Bench: x.Stats, Usage: x.Usage}
 	if x.Failure != "" && r.Error == "" {
 		r.Error = x.Failure
 	}
@@ -413,11 +442,11 @@ func (m *Machine) RankExit(x RankExit) bool {
 	return true
 }
 
-func (m *Machine) rankEnded(j *job, r RankInfo, failed bool, why string) {
+func (m *Machine) rankEnded(j *job, r api.RankInfo, failed bool, why string) {
 	j.setRank(r)
 	m.persist(Record{Kind: RecRank, Job: j.ID, Rank: &r})
 	if failed && !j.finishing() {
-		m.endJob(j, Failed, why)
+		m.endJob(j, api.Failed, why)
 	}
 	m.maybeFinish(j)
 }

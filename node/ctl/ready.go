@@ -1,6 +1,9 @@
 package ctl
 
-import "time"
+import (
+	"github.com/cosched/cosched/api"
+	"time"
+)
 
 // Ready is one batch of effects, to carry out in the order of its fields
 // (see the package comment), then acknowledge with Advance.
@@ -62,7 +65,7 @@ type Alternate struct {
 // Change is a job's new state, and why.
 type Change struct {
 	Job    int64
-	State  State
+	State  api.State
 	Reason string
 }
 
@@ -81,6 +84,14 @@ type AgentReport struct {
 	Memory int64      // bytes it offers jobs; 0: not advertised (no admission by memory)
 	Ranks  []LiveRank // the ranks it runs
 	Exits  []RankExit // exits it recorded while it had no controller
+	// Incarnation identifies the agent process's life (random at its
+	// start; 0: an agent that does not say). Launched are the jobs that
+	// life received a launch for, newest last, all of those above
+	// LaunchedFloor (it forgot older ones): with them a controller tells
+	// a launch that never arrived (sent again) from ranks that died.
+	Incarnation   uint64
+	Launched      []int64
+	LaunchedFloor int64
 }
 
 // LiveRank is a rank an agent runs.
@@ -104,8 +115,8 @@ type RankExit struct {
 	Err     string // it could not be started
 	// Failure is why the agent counts a rank that exited 0 as failed.
 	Failure string
-	Stats   *BenchStats
-	Usage   *NodeUsage // the job's accounting on the node, with its last rank there
+	Stats   *api.BenchStats
+	Usage   *api.NodeUsage // the job's accounting on the node, with its last rank there
 }
 
 func (x *RankExit) failed() bool {
