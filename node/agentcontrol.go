@@ -65,12 +65,12 @@ func (a *Agent) serveControl(ctx context.Context) {
 	}
 }
 
-func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
+	defer raw.Close()
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
-	log := a.log.With(zap.String("peer", conn.RemoteAddr().String()))
-	conn, err := a.ctlAuth.server(ctx, conn, log)
+	log := a.log.With(zap.String("peer", raw.RemoteAddr().String()))
+	conn, err := a.ctlAuth.server(ctx, raw, log)
 	if err != nil {
 		return // counted and logged (rate-limited)
 	}
