@@ -66,11 +66,16 @@ func (a *Agent) serveControl(ctx context.Context) {
 	}
 }
 
-func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
+	defer raw.Close()
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
-	log := a.log.With(zap.String("peer", conn.RemoteAddr().String()))
+	log := a.log.With(zap.String("peer", raw.RemoteAddr().String()))
+	conn, err := a.ctlAuth.server(ctx, raw, log)
+	if err != nil {
+		return // counted and logged (rate-limited)
+	}
+	defer conn.Close()
 	r := frame.NewReader(conn, maxControlFrame)
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	t, body, err := r.Read()
@@ -174,7 +179,7 @@ func (a *Agent) launch(l launch) {
 	// already knows the job, and the relay knows it before a rank
 	// connects; ranks start stopped when rows rotate.
 	if len(l.Nodes) > 0 {
-		if err := a.relay.AddJob(l.Job, l.Nodes); err != nil {
+		if err := a.relay.AddJobAs(l.Job, l.Nodes, user.uid()); err != nil {
 			a.log.Warn("relay", zap.Error(err))
 		}
 		a.setHeartbeatPeers()

@@ -46,6 +46,8 @@ func TestMain(m *testing.M) {
 			if len(os.Args) > 2 {
 				os.Exit(commScenario(os.Args[2]))
 			}
+		case commClaimArg:
+			os.Exit(commClaim(os.Args[2:]))
 		}
 	}
 	// The agents and ranks the tests start from this binary exit without
@@ -113,6 +115,11 @@ type clusterOpts struct {
 	// soon as the controller leaves).
 	controllerGrace time.Duration
 	journal         node.Journal // the controller's (default: its own, in memory)
+	// stateDir holds the agents' state directories (default: a test
+	// temporary directory, which only its owner may enter).
+	stateDir string
+	// configure, if set, changes every agent's configuration.
+	configure func(*node.Config)
 }
 
 func startCluster(t testing.TB, o clusterOpts) *testCluster {
@@ -129,7 +136,10 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	if o.slice == 0 {
 		o.slice = 20 * time.Millisecond
 	}
-	c := &testCluster{t: t, dir: t.TempDir(), opts: o}
+	c := &testCluster{t: t, dir: o.stateDir, opts: o}
+	if c.dir == "" {
+		c.dir = t.TempDir()
+	}
 	level := zap.WarnLevel
 	if os.Getenv("COSCHED_TEST_LOG") == "debug" {
 		level = zap.DebugLevel
@@ -137,6 +147,9 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	c.log = zaptest.NewLogger(t, zaptest.Level(level))
 	for i := 0; i < o.agents; i++ {
 		cfg := c.agentConfig(i)
+		if o.configure != nil {
+			o.configure(&cfg)
+		}
 		if i > 0 {
 			cfg.Join = []string{c.agents[0].GossipAddr()}
 		}

@@ -58,6 +58,9 @@ type ControllerConfig struct {
 	// MPI is the default of JobSpec.MPI ("" = none).
 	MPI string
 	Log *zap.Logger
+	// auth authenticates the control connections (the agent's, with the
+	// cluster key); nil: they are not.
+	auth *controlAuth
 }
 
 // Controller is the I/O shell around the controller's state machine
@@ -370,7 +373,7 @@ func (c *Controller) collect() batch {
 // launchOf renders a launch order with what the job runs.
 func (c *Controller) launchOf(l *ctl.Launch) launch {
 	j, _ := c.m.Job(l.Job)
-	var env []string
+	env := slices.Clone(j.Spec.Env) // then the controller's variables, which win
 	var bj *bench.Job
 	if s := j.Spec; s.Bench != "" {
 		env = append(env, "COSCHED_BENCH="+s.Bench)

@@ -53,6 +53,7 @@ type agentFlags struct {
 	Key         string `toml:"encrypt_key"`
 	KeyFile     string `toml:"key_file"`
 	AdminGroup  string `toml:"admin_group"`
+	MetricsAddr string `toml:"metrics_listen"`
 	Local       bool   `toml:"local"`
 	Priority    int    `toml:"realtime_priority"`
 	Fanout      int    `toml:"strobe_fanout"`
@@ -101,7 +102,7 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority, controller_grace,
+state_dir, api_port, encrypt_key, key_file, admin_group, metrics_listen, local, nice, rank_nice, realtime_priority, controller_grace,
 strobe_fanout, log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
 
 Jobs are contained by cgroups where the host allows (--cgroups auto): one
@@ -176,6 +177,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
 	fl.StringVar(&f.KeyFile, "key-file", "", "the cluster key (32 random bytes, raw or hex, mode 0600; cluster up makes one): authenticates API requests and, without --encrypt-key, encrypts gossip; every agent needs the same. Without it the API trusts every caller (the agent warns)")
 	fl.StringVar(&f.AdminGroup, "admin-group", "", "members of this group are operators: they may cancel and inspect every user's jobs (root always may)")
+	fl.StringVar(&f.MetricsAddr, "metrics-listen", "", "serve /metrics on this host:port of its own, unauthenticated, for Prometheus on a trusted network; /metrics on the API port then needs a credential. Default: /metrics on the API port, unauthenticated (docs/security.md)")
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Fanout, "strobe-fanout", 0, "controller: strobe agents along a tree of this arity (each agent forwards to up to K others; the last agent hears after ~log_K N hops instead of N sends); 0 sends to every agent directly. Needs every agent to be of a build that forwards (docs/scaling.md)")
@@ -351,6 +353,7 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 			cfg.SecretKey = cfg.Key.Derive("gossip")
 		}
 	}
+	cfg.MetricsListen = f.MetricsAddr
 	if f.AdminGroup != "" {
 		g, err := user.LookupGroup(f.AdminGroup)
 		if err != nil {

@@ -23,6 +23,7 @@ type submitFlags struct {
 	cf           clientFlags
 	spec         api.JobSpec
 	limit, mem   string
+	export       string
 	parsable     bool
 	benchRuntime time.Duration
 	nodes        int
@@ -41,6 +42,13 @@ job still running at its limit is killed (TIMEOUT; --overrun extend lets it
 run on) — under gang scheduling the limit counts wall time dilated by the MPL.
 Limits take Slurm's forms (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS;
 a bare number is minutes) or Go durations (90s, 1h30m).
+
+--export chooses what environment the ranks get on top of their base one
+(the agent's own when it runs as you, else HOME, USER, LOGNAME and PATH):
+NONE, the default, adds nothing; ALL adds this shell's whole environment;
+NAME adds that variable's value here, NAME=VALUE that value. Unlike
+sbatch, whose default is ALL, nothing is sent unless asked for: the
+environment is kept with the job and travels to every node.
 
 -n is the number of tasks (ranks), one per processor, as in sbatch. -N asks
 for nodes: without -n a job gets one task per node (sbatch's default); with
@@ -93,6 +101,7 @@ func (f *submitFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
 	fl.Uint64Var(&f.spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
 	fl.StringVar(&f.spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
+	fl.StringVar(&f.export, "export", "NONE", "environment the ranks get, as sbatch's --export: NONE (a clean one), ALL (this shell's), or NAME[=VALUE],… optionally after ALL or NONE (docs/security.md)")
 	fl.BoolVar(&f.parsable, "parsable", false, "print only the job id")
 	f.cf.add(cmd)
 }
@@ -236,6 +245,9 @@ func (f *submitFlags) limits() []error {
 		if spec.Memory, err = parseSize(f.mem); err != nil {
 			errs = append(errs, fmt.Errorf("--mem %q: %v", f.mem, err))
 		}
+	}
+	if spec.Env, err = submitEnv(f.export); err != nil {
+		errs = append(errs, fmt.Errorf("--export: %v", err))
 	}
 	return errs
 }

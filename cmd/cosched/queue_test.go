@@ -85,4 +85,23 @@ func TestSlurmHabitsOnACluster(t *testing.T) {
 	if out, err := sh("cancel", "999"); err == nil || out == "" {
 		t.Errorf("cancelling an unknown job: %v %q", err, out)
 	}
+	// --export: the named variables of the submitting shell reach the
+	// rank, nothing else of it does.
+	cmd = exec.Command(bin, "submit", "-n", "1", "-t", "1", "--parsable", "--export=I14_SET,I14_GIVEN=given", "--",
+		"sh", "-c", `echo "$I14_SET $I14_GIVEN ${I14_OTHER:-unset}"`)
+	cmd.Env = append(cmd.Environ(), "COSCHED_STATE_DIR="+state, "COSCHED_ADDR=", "I14_SET=set", "I14_OTHER=other")
+	out3, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("submit --export: %v\n%s", err, out3)
+	}
+	id3 := strings.TrimSpace(string(out3))
+	eventually(t, 30*time.Second, func() error {
+		if out, err := sh("queue", "-j", id3, "--noheader", "-o", "%t"); err != nil || out != "CD\n" {
+			return fmt.Errorf("job %s: %q %v", id3, out, err)
+		}
+		return nil
+	})
+	if out, err := sh("output", id3); err != nil || out != "set given unset\n" {
+		t.Errorf("output of the --export job: %q %v, want %q", out, err, "set given unset\n")
+	}
 }
