@@ -45,7 +45,20 @@ type JobSpec struct {
 	// Owner is who submitted the job: the agent sets it from the
 	// authenticated caller, whatever the client sent.
 	Owner *Owner `json:"owner,omitempty"`
+	// Env is environment the ranks get on top of their base one (the
+	// agent's, or the clean one of another user's ranks), as sbatch's
+	// --export: NAME=VALUE, a later one winning over an earlier one with
+	// the same name; the COSCHED_* variables the agent sets win over it.
+	// Only the owner and operators see it.
+	Env []string `json:"env,omitempty"`
 }
+
+// Bounds on JobSpec.Env: it travels in every launch order (a control
+// frame) and stays in the journal.
+const (
+	MaxEnvVars  = 4096
+	MaxEnvBytes = 128 << 10
+)
 
 // Owner is the user a job belongs to and runs as.
 type Owner struct {
@@ -106,6 +119,9 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	}
 	if s.Dir != "" && (!strings.HasPrefix(s.Dir, "/") || len(s.Dir) > 4096) {
 		errs = append(errs, fmt.Sprintf("dir: %q, want an absolute path of at most 4096 bytes", s.Dir))
+	}
+	if err := validEnv(s.Env); err != "" {
+		errs = append(errs, "env: "+err)
 	}
 	if len(s.Name) > 256 {
 		errs = append(errs, "name: longer than 256 bytes")
@@ -218,4 +234,26 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	d.D = time.Duration(secs * float64(time.Second))
 	return nil
+}
+
+// validEnv says what is wrong with an environment ("" if nothing).
+func validEnv(env []string) string {
+	if len(env) > MaxEnvVars {
+		return fmt.Sprintf("%d variables, more than %d", len(env), MaxEnvVars)
+	}
+	size := 0
+	for _, kv := range env {
+		size += len(kv) + 1
+		name, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || name == "":
+			return fmt.Sprintf("%.40q: want NAME=VALUE", kv)
+		case strings.ContainsRune(kv, 0):
+			return fmt.Sprintf("%.40q: contains a NUL byte", kv)
+		}
+	}
+	if size > MaxEnvBytes {
+		return fmt.Sprintf("%d bytes, more than %d", size, MaxEnvBytes)
+	}
+	return ""
 }

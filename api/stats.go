@@ -122,6 +122,9 @@ type RelayStats struct {
 	Outbox           int    `json:"outbox"`             // messages waiting for a slice now
 	HeartbeatWaits   uint64 `json:"heartbeat_timeouts"` // transfers started without every peer's heartbeat
 
+	Refused      uint64 `json:"refused"`       // relay links refused: the peer did not prove it holds the cluster key
+	RanksRefused uint64 `json:"ranks_refused"` // rank connections refused: the process runs as another user than the job's ranks
+
 	Barriers uint64 `json:"barriers"` // barriers released here
 	Blocked  int    `json:"blocked"`  // local ranks blocked now
 }

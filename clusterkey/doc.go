@@ -10,9 +10,12 @@
 //   - seal and open packets (Seal, Open): a payload with a sender id and a
 //     monotonic sequence number, MAC'd, for datagrams such as strobes and
 //     heartbeats; a ReplayWindow per sender rejects replays and packets
-//     older than the window.
+//     older than the window;
+//   - authenticate TCP links between nodes (Link): TLS 1.3 where both
+//     ends present the certificate derived from the key for the link's
+//     purpose and refuse any other.
 //
-// Everything except Load and Generate is pure: time comes in as an
+// Everything except Load, Generate and a Link's handshakes is pure: time comes in as an
 // argument, randomness through an io.Reader, and parsers bound every size
 // before they allocate, so they are safe on hostile input (see the fuzz
 // tests).

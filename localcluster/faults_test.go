@@ -35,7 +35,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 
-	exe := buildCosched(t)
+	exe := testExe(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Processors, o.Controllers = exe, t.TempDir(), 2, 2, 3
 	o.Mode, o.MPL, o.RealtimePriority = sharing.Gang, 2, 0

@@ -33,6 +33,27 @@ import (
 	"github.com/cosched/cosched/sharing"
 )
 
+// StateDir resolves the state directory of this machine's agents and
+// local clusters: dir (a --state-dir flag), else
+// COSCHED_STATE_DIR, else $XDG_STATE_HOME/cosched, else
+// ~/.local/state/cosched.
+func StateDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	if d := os.Getenv("COSCHED_STATE_DIR"); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "cosched"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("no state directory: set --state-dir or COSCHED_STATE_DIR")
+	}
+	return filepath.Join(home, ".local", "state", "cosched"), nil
+}
+
 // Limits of Options.
 const (
 	MaxAgents     = 256  // agents on one machine

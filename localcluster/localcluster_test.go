@@ -7,7 +7,6 @@ import (
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/sharing"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,7 +65,7 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
 	}
-	exe := buildCosched(t)
+	exe := testExe(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, sharing.Space, 1, 0
 	c, err := Up(context.Background(), o)
@@ -111,16 +110,6 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	}
 }
 
-// buildCosched builds the cosched binary into a temporary directory.
-func buildCosched(t *testing.T) string {
-	t.Helper()
-	exe := filepath.Join(t.TempDir(), "cosched")
-	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/cosched").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return exe
-}
-
 // Three controllers: the leader is killed while a job runs and one waits;
 // another leads, Up restarts the dead one (with its journal), and both jobs
 // complete under their ids.
@@ -128,7 +117,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
 	}
-	exe := buildCosched(t)
+	exe := testExe(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, sharing.Space, 1, 0
 	c, err := Up(context.Background(), o)
@@ -210,7 +199,7 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
 	}
-	exe := buildCosched(t)
+	exe := testExe(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, sharing.Space, 1, 0
 	submit := func(c *Cluster) int64 {

@@ -47,6 +47,11 @@ type Config struct {
 	// AdminGID, when set, names the operators' group: its members may
 	// cancel and inspect every user's jobs (root always may).
 	AdminGID *uint32
+	// MetricsListen, when set (host:port), serves /metrics on a listener
+	// of its own, unauthenticated, for Prometheus on a trusted network;
+	// /metrics on the API port then needs a credential like every other
+	// endpoint. Empty: /metrics is on the API port, unauthenticated.
+	MetricsListen string
 	// APISocket is the API's Unix socket (default: <StateDir>/api.sock).
 	APISocket  string
 	Controller bool // controller-eligible: one of the controllers' raft group; runs the controller while it leads
@@ -112,8 +117,8 @@ type Config struct {
 	// replicated to the other controllers.
 	Journal Journal
 	// BenchRank is how the agent runs a benchmark job's ranks: the
-	// command, to which the job's bench-rank arguments are appended
-	// (default: this executable's "bench-rank").
+	// command, which reads the job from bench.EnvJob (default: this
+	// executable's "bench-rank").
 	BenchRank []string
 	// MPI is the cluster's default process-management interface for jobs
 	// that do not choose one (controller; "", none or pmi1).
@@ -235,6 +240,12 @@ type Agent struct {
 	apiLn       net.Listener
 	api         *http.Server
 	metrics     *prometheus.Registry
+
+	// ctlAuth authenticates control connections (nil without a key);
+	// metricsSrv serves Config.MetricsListen (nil without).
+	ctlAuth    *controlAuth
+	metricsSrv *metricsServer
+
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
 	unixLn                    net.Listener
@@ -340,7 +351,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	if cfg.Key == nil {
-		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
+		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user, and control and relay connections are not authenticated; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
 	}
 	ok := false
 	defer func() {
@@ -367,11 +378,17 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
 	a.sw = newSwitcher(a.suspender(), false, a.log)
+	if a.ctlAuth, err = newControlAuth(cfg.Key); err != nil {
+		return nil, err
+	}
 	if a.ctlLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 		return nil, fmt.Errorf("node: control listener: %w", err)
 	}
 	if a.apiLn, err = net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(cfg.APIPort))); err != nil {
 		return nil, fmt.Errorf("node: API listener: %w", err)
+	}
+	if a.metricsSrv, err = listenMetrics(cfg.MetricsListen, a.metrics); err != nil {
+		return nil, err
 	}
 	if a.unixLn, err = listenAPISocket(apiSocket(cfg)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -393,8 +410,11 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
-		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnHeartbeatNodes: a.setHeartbeatPeers}); err != nil {
+		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnHeartbeatNodes: a.setHeartbeatPeers, Key: cfg.Key}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if d := unsearchable(a.relay.SocketPath()); d != "" && os.Geteuid() == 0 {
+		a.log.Warn("other users' ranks cannot reach the relay socket: comm jobs of users other than root will fail (chmod o+x the directory, docs/security.md)", zap.String("directory", d))
 	}
 	run, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -462,6 +482,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 			a.log.Error("API server", zap.Error(err))
 		}
 	})
+	a.goRun(func() { a.metricsSrv.serve(a.log) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.unixLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server (Unix socket)", zap.Error(err))
@@ -702,6 +723,7 @@ func (a *Agent) closeAll() error {
 			a.unixLn.Close()
 		}
 	}
+	a.metricsSrv.close()
 	if a.ctlLn != nil {
 		a.ctlLn.Close()
 	}

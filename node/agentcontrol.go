@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
@@ -65,11 +66,16 @@ func (a *Agent) serveControl(ctx context.Context) {
 	}
 }
 
-func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
+	defer raw.Close()
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
-	log := a.log.With(zap.String("peer", conn.RemoteAddr().String()))
+	log := a.log.With(zap.String("peer", raw.RemoteAddr().String()))
+	conn, err := a.ctlAuth.server(ctx, raw, log)
+	if err != nil {
+		return // counted and logged (rate-limited)
+	}
+	defer conn.Close()
 	r := frame.NewReader(conn, maxControlFrame)
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	t, body, err := r.Read()
@@ -97,9 +103,9 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 	mode := sharing.Mode(h.Mode)
 	a.sw.configure(mode, h.MPL)
 	if mode == sharing.BCS {
-		a.relay.SetMode(relay.Buffered, time.Duration(h.Slice), h.Bandwidth)
+		a.relay.SetDelivery(relay.Buffered, time.Duration(h.Slice), h.Bandwidth)
 	} else {
-		a.relay.SetMode(relay.Immediate, 0, 0)
+		a.relay.SetDelivery(relay.Immediate, 0, 0)
 	}
 	a.mu.Lock()
 	a.ctlName = h.Controller // the controller agent it serves: its leaving ends the link
@@ -165,14 +171,15 @@ func (a *Agent) launch(l launch) {
 	}
 	env := append(append(user.env, l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
 	argv := l.Argv
-	if len(l.Bench) > 0 {
-		argv = append(slices.Clone(a.cfg.BenchRank), l.Bench...)
+	if l.Bench != nil {
+		argv = a.cfg.BenchRank
+		env = append(env, bench.EnvJob+"="+l.Bench.Encode())
 	}
 	// Register before starting, so a strobe that comes while ranks start
 	// already knows the job, and the relay knows it before a rank
 	// connects; ranks start stopped when rows rotate.
 	if len(l.Nodes) > 0 {
-		if err := a.relay.AddJob(l.Job, l.Nodes); err != nil {
+		if err := a.relay.AddJobAs(l.Job, l.Nodes, user.uid()); err != nil {
 			a.log.Warn("relay", zap.Error(err))
 		}
 		a.setHeartbeatPeers()

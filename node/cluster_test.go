@@ -2,11 +2,7 @@ package node_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"github.com/cosched/cosched/api"
-	"github.com/cosched/cosched/internal/proctest"
-	"github.com/cosched/cosched/sharing"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,12 +14,15 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/proctest"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // The test binary doubles as the programs agents start: the rank shim
@@ -36,7 +35,7 @@ func TestMain(m *testing.M) {
 		case "__rank-exec":
 			os.Exit(rank.ShimMain(os.Args[2:]))
 		case "bench-rank":
-			os.Exit(benchRankMain(os.Args[2:]))
+			os.Exit(benchRankMain())
 		case agentProcArg:
 			os.Exit(agentProcMain(os.Args[2:]))
 		case allocArg:
@@ -47,6 +46,8 @@ func TestMain(m *testing.M) {
 			if len(os.Args) > 2 {
 				os.Exit(commScenario(os.Args[2]))
 			}
+		case commClaimArg:
+			os.Exit(commClaim(os.Args[2:]))
 		}
 	}
 	// The agents and ranks the tests start from this binary exit without
@@ -65,29 +66,20 @@ func testShim(t testing.TB) []string {
 	return []string{exe, "__rank-exec"}
 }
 
-// benchRankMain runs a benchmark rank with the arguments the controller
-// gives it (--template, --iterations, --seed, --work).
-func benchRankMain(args []string) int {
-	fs := flag.NewFlagSet("bench-rank", flag.ContinueOnError)
-	template := fs.String("template", "", "")
-	iterations := fs.Int("iterations", 0, "")
-	seed := fs.Uint64("seed", 0, "")
-	work := fs.String("work", "cpu", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	t, err := bench.ParseTemplate(*template)
+// benchRankMain runs a benchmark rank of the job its agent gives it
+// (bench.EnvJob), as cosched bench-rank does.
+func benchRankMain() int {
+	j, err := bench.DecodeJob(os.Getenv(bench.EnvJob))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	w, err := benchrank.ParseWork(*work)
+	cfg, err := benchrank.ConfigOf(j)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	p := benchrank.Program{Config: benchrank.Config{Template: t, Iterations: *iterations, Seed: *seed, Work: w}}
-	if err := p.Run(context.Background(), os.Stdout); err != nil {
+	if err := (benchrank.Program{Config: cfg}).Run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -118,12 +110,17 @@ type clusterOpts struct {
 	key        *clusterkey.Key
 	adminGID   *uint32
 	shim       []string // default: testShim
-	suspend    string   // node.SuspendSignal (default) or node.SuspendFreezer
+	suspend    string   // api.SuspendSignal (default) or api.SuspendFreezer
 	// controllerGrace is every agent's ControllerGrace (0: ranks die as
 	// soon as the controller leaves).
 	controllerGrace time.Duration
 	journal         node.Journal // the controller's (default: its own, in memory)
 	multicast       string       // every agent's StrobeMulticast
+	// stateDir holds the agents' state directories (default: a test
+	// temporary directory, which only its owner may enter).
+	stateDir string
+	// configure, if set, changes every agent's configuration.
+	configure func(*node.Config)
 }
 
 func startCluster(t testing.TB, o clusterOpts) *testCluster {
@@ -140,7 +137,10 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	if o.slice == 0 {
 		o.slice = 20 * time.Millisecond
 	}
-	c := &testCluster{t: t, dir: t.TempDir(), opts: o}
+	c := &testCluster{t: t, dir: o.stateDir, opts: o}
+	if c.dir == "" {
+		c.dir = t.TempDir()
+	}
 	level := zap.WarnLevel
 	if os.Getenv("COSCHED_TEST_LOG") == "debug" {
 		level = zap.DebugLevel
@@ -148,6 +148,9 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	c.log = zaptest.NewLogger(t, zaptest.Level(level))
 	for i := 0; i < o.agents; i++ {
 		cfg := c.agentConfig(i)
+		if o.configure != nil {
+			o.configure(&cfg)
+		}
 		if i > 0 {
 			cfg.Join = []string{c.agents[0].GossipAddr()}
 		}

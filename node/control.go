@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/internal/frame"
 )
@@ -79,8 +80,9 @@ type launch struct {
 	Ranks []launchRank `msgpack:"ranks"`
 	Nodes []string     `msgpack:"nodes"` // the node of every rank of the job (for the relays)
 	// Bench, when set, replaces Argv: the agent runs its own cosched's
-	// bench-rank with these arguments (agents may not share a path).
-	Bench []string `msgpack:"bench"`
+	// bench-rank (agents may not share a path) and hands it the job in
+	// bench.EnvJob.
+	Bench *bench.Job `msgpack:"bench_job,omitempty"`
 	// Owner is who the ranks run as, Dir where (empty: the owner's home);
 	// both appended in this version, absent from older controllers.
 	Owner *api.Owner `msgpack:"owner,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/member"
@@ -57,6 +58,9 @@ type ControllerConfig struct {
 	// MPI is the default of JobSpec.MPI ("" = none).
 	MPI string
 	Log *zap.Logger
+	// auth authenticates the control connections (the agent's, with the
+	// cluster key); nil: they are not.
+	auth *controlAuth
 }
 
 // Controller is the I/O shell around the controller's state machine
@@ -369,17 +373,18 @@ func (c *Controller) collect() batch {
 // launchOf renders a launch order with what the job runs.
 func (c *Controller) launchOf(l *ctl.Launch) launch {
 	j, _ := c.m.Job(l.Job)
-	var env, benchArgs []string
+	env := slices.Clone(j.Spec.Env) // then the controller's variables, which win
+	var bj *bench.Job
 	if s := j.Spec; s.Bench != "" {
 		env = append(env, "COSCHED_BENCH="+s.Bench)
-		benchArgs = []string{"--template", s.Bench, "--iterations", strconv.Itoa(s.BenchIterations),
-			"--seed", strconv.FormatUint(s.BenchSeed, 10), "--work", cmp.Or(s.BenchWork, "cpu")}
+		t, _ := bench.ParseTemplate(s.Bench) // valid: checked at submission
+		bj = &bench.Job{Template: t, Iterations: s.BenchIterations, Seed: s.BenchSeed, Work: cmp.Or(s.BenchWork, "cpu")}
 	}
 	ranks := make([]launchRank, len(l.Ranks))
 	for i, r := range l.Ranks {
 		ranks[i] = launchRank{Rank: r.Rank, Slot: r.Slot}
 	}
-	return launch{Job: l.Job, Size: l.Size, Argv: j.Spec.Command, Env: env, Row: l.Row, Rows: l.Rows, Ranks: ranks, Nodes: l.Nodes, Bench: benchArgs,
+	return launch{Job: l.Job, Size: l.Size, Argv: j.Spec.Command, Env: env, Row: l.Row, Rows: l.Rows, Ranks: ranks, Nodes: l.Nodes, Bench: bj,
 		MemoryPerRank: j.Spec.Memory, MPI: j.Spec.MPI,
 		Owner: j.Spec.Owner, Dir: j.Spec.Dir}
 }

@@ -1,10 +1,12 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/sharing"
 )
@@ -64,3 +66,50 @@ func Greet(a *Agent, mode sharing.Mode, mpl int) ([]WelcomeRank, []ExitReport, e
 	}
 	return w.Ranks, w.Exits, nil
 }
+
+// ForgeLaunch opens the agent's control port as a controller would — in
+// plain TCP when key is nil, else through a TLS link of key's — says
+// hello and asks it to launch argv as the only rank of job. It returns
+// nil if the agent answered with a welcome (it took the connection for
+// its controller's), else why not.
+func ForgeLaunch(a *Agent, key *clusterkey.Key, job int64, argv []string) error {
+	raw, err := net.Dial("tcp", a.ctlLn.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	var conn net.Conn = raw
+	if key != nil {
+		l, err := key.Link("control")
+		if err != nil {
+			return err
+		}
+		if conn, err = l.Client(context.Background(), raw, 5*time.Second); err != nil {
+			return err
+		}
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := frame.Write(conn, msgHello, hello{Controller: "forger", Epoch: 1, Mode: string(sharing.Space), MPL: 1}); err != nil {
+		return err
+	}
+	if err := frame.Write(conn, msgLaunch, launch{Job: job, Size: 1, Argv: argv, Ranks: []launchRank{{Rank: 0}}, Nodes: []string{a.cfg.Name}}); err != nil {
+		return err
+	}
+	t, _, err := frame.NewReader(conn, maxControlFrame).Read()
+	if err != nil {
+		return err
+	}
+	if t != msgWelcome {
+		return fmt.Errorf("message type %d, want a welcome", t)
+	}
+	return nil
+}
+
+// RelayAddr is the TCP address of the agent's relay.
+func RelayAddr(a *Agent) string { return a.relay.Addr() }
+
+// RelaySocket is the Unix socket of the agent's relay.
+func RelaySocket(a *Agent) string { return a.relay.SocketPath() }
+
+// Unsearchable is unsearchable, for tests.
+var Unsearchable = unsearchable

@@ -214,6 +214,8 @@ func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 		if !a.mayAccess(who, jobs[i].Spec.Owner) {
 			jobs[i].Spec.Command, jobs[i].Spec.Dir, jobs[i].Ranks = nil, "", nil
 		}
+		// Large, and may hold secrets: only GET /v1/jobs/ID shows it.
+		jobs[i].Spec.Env = nil
 	}
 	writeJSON(w, http.StatusOK, jobs)
 }

@@ -58,11 +58,12 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // authenticate establishes the caller of every request but /metrics
-// (Prometheus scrapes it; it holds counters, no job details) and hands it
+// (Prometheus scrapes it; it holds counters, no job details), unless
+// /metrics has a listener of its own (Config.MetricsListen), and hands it
 // to next in the request's context; it answers 401 itself.
 func (a *Agent) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" {
+		if r.URL.Path == "/metrics" && a.metricsSrv == nil {
 			next.ServeHTTP(w, r)
 			return
 		}

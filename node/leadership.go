@@ -50,7 +50,7 @@ func (a *Agent) controllerConfig() ControllerConfig {
 	cfg := a.cfg
 	return ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL, Policy: cfg.Policy, Backfill: cfg.Backfill,
 		Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, MPI: cfg.MPI, ReconnectGrace: cfg.ControllerGrace,
-		Journal: cfg.Journal, Log: a.log}
+		Journal: cfg.Journal, Log: a.log, auth: a.ctlAuth}
 }
 
 // leads reports whether this agent's controller should run: it leads the

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -128,6 +129,25 @@ func (c *Controller) dial(m member.Meta) {
 	}
 	if err != nil {
 		log.Error("cannot reach agent's control address", zap.String("addr", m.ControlAddr), zap.Error(err))
+		return
+	}
+	raw := conn
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := make(chan struct{})
+	go func() { // ends the handshake early if the controller stops
+		select {
+		case <-c.stopped:
+			cancel()
+		case <-stop:
+		}
+	}()
+	conn, err = c.cfg.auth.client(ctx, raw, log)
+	close(stop)
+	cancel()
+	if err != nil {
+		// Counted and logged (rate-limited) unless stopping; dialled
+		// again later.
+		raw.Close()
 		return
 	}
 	r := frame.NewReader(conn, maxControlFrame)

@@ -2,10 +2,16 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm/relay"
@@ -32,6 +38,14 @@ func (a *Agent) registerMetrics() {
 	a.authDenials = prometheus.NewCounter(prometheus.CounterOpts{Name: "cosched_api_forbidden_total",
 		Help: "API requests refused 403: another user's job, or a user this agent cannot run jobs for.", ConstLabels: labels})
 	r.MustRegister(a.authFailures, a.authDenials)
+	for _, l := range []struct {
+		link string
+		f    func() uint64
+	}{{"control", a.ctlAuth.refusals}, {"relay", func() uint64 { return a.relay.Stats().Refused }}} {
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_connections_refused_total",
+			Help:        "Connections from other nodes refused: the peer did not prove it holds the cluster key (link: control or relay).",
+			ConstLabels: prometheus.Labels{"node": a.cfg.Name, "link": l.link}}, func() float64 { return float64(l.f()) }))
+	}
 	counter("strobes_applied_total", "Strobes this agent applied (row switches).", func(s strobe.Stats) uint64 { return s.Applied })
 	counter("strobes_lost_total", "Strobes never received (gaps in the slice sequence).", func(s strobe.Stats) uint64 { return s.Lost })
 	counter("strobes_late_total", "Strobes received out of order or twice, dropped.", func(s strobe.Stats) uint64 { return s.Late })
@@ -61,6 +75,7 @@ func (a *Agent) registerMetrics() {
 	relayCounter("dropped_total", "Messages dropped: for ended jobs, unknown ranks, or beyond the hold limit.", func(s relay.Stats) uint64 { return s.Dropped })
 	relayCounter("slice_transfers_deferred_total", "BCS slices whose transfer left messages for later slices (h_max).", func(s relay.Stats) uint64 { return s.Deferred })
 	relayCounter("heartbeat_timeouts_total", "BCS transfers started without every peer's heartbeat.", func(s relay.Stats) uint64 { return s.HeartbeatWaits })
+	relayCounter("ranks_refused_total", "Rank connections refused: the process runs as another user than the job's ranks.", func(s relay.Stats) uint64 { return s.RanksRefused })
 	relayCounter("barriers_total", "Barriers released by this relay.", func(s relay.Stats) uint64 { return s.Barriers })
 	gauge("relay_outbox", "BCS messages waiting for a slice transfer.", func() float64 { return float64(a.relay.Stats().Outbox) })
 	gauge("ranks_blocked", "Local ranks blocked in communication.", func() float64 { return float64(a.relay.Stats().Blocked) })
@@ -145,4 +160,54 @@ func (c leaderCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, name)
+}
+
+// metricsServer serves /metrics alone on a listener of its own
+// (Config.MetricsListen), without authentication: Prometheus scrapes
+// with static credentials or none, so the operator puts this listener on
+// a trusted network instead. Its methods accept a nil receiver (none).
+type metricsServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func listenMetrics(addr string, reg *prometheus.Registry) (*metricsServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("node: metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+// serve runs until close.
+func (m *metricsServer) serve(log *zap.Logger) {
+	if m == nil {
+		return
+	}
+	if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("metrics server", zap.Error(err))
+	}
+}
+
+func (m *metricsServer) close() {
+	if m == nil {
+		return
+	}
+	m.srv.Close()
+	m.ln.Close() // if Serve never ran, the server does not know it
+
+}
+
+// MetricsAddr is the address of the /metrics listener of its own
+// (Config.MetricsListen), or "" without one.
+func (a *Agent) MetricsAddr() string {
+	if a.metricsSrv == nil {
+		return ""
+	}
+	return a.metricsSrv.ln.Addr().String()
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 )
@@ -15,6 +16,14 @@ type rankUser struct {
 	cred *syscall.Credential // nil: the agent's own user
 	dir  string              // "": the rank's log directory
 	env  []string            // the base environment when cred is set
+}
+
+// uid is the user the ranks run as.
+func (ru rankUser) uid() uint32 {
+	if ru.cred != nil {
+		return ru.cred.Uid
+	}
+	return uint32(os.Getuid())
 }
 
 // cleanPath is the PATH of ranks that run as another user than the
@@ -67,4 +76,18 @@ func runAs(o *api.Owner, dir string) (rankUser, error) {
 	}
 	ru.env = []string{"HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username, "PATH=" + cleanPath}
 	return ru, nil
+}
+
+// unsearchable returns the first directory above path that users other
+// than its owner and group may not search ("" if none): a root agent's
+// relay socket in it is out of reach of other users' ranks.
+func unsearchable(path string) string {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o001 == 0 {
+			return dir
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -209,5 +210,27 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 	j := c.waitState(id, api.Failed, 10*time.Second)
 	if len(j.Ranks) != 1 || !strings.Contains(j.Ranks[0].Error, "no account on this node") {
 		t.Errorf("job of a uid without an account: %+v", j)
+	}
+}
+
+func TestUnsearchable(t *testing.T) {
+	dir, err := os.MkdirTemp("", "i14-links-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	inner := filepath.Join(dir, "state")
+	if err := os.Mkdir(inner, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	os.Chmod(inner, 0o750)
+	sock := filepath.Join(inner, "relay.sock")
+	if got := node.Unsearchable(sock); got != inner {
+		t.Errorf("Unsearchable(%s) = %q, want %s", sock, got, inner)
+	}
+	os.Chmod(inner, 0o755)
+	if got := node.Unsearchable(sock); got != "" {
+		t.Errorf("Unsearchable(%s) = %q once searchable", sock, got)
 	}
 }

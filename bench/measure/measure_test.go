@@ -1,6 +1,8 @@
 package measure
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +48,20 @@ func TestDurationDistAndFormat(t *testing.T) {
 		if got := fmtDur(in); got != want {
 			t.Errorf("fmtDur(%v) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// StrobeMethods checks every method's options before it starts anything:
+// a bad method and bad options are errors keyed by field, and no cluster
+// (no state directory) is made.
+func TestStrobeMethodsChecksFirst(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	o := StrobeOptions{Agents: 2, Slice: 10 * time.Millisecond, Duration: time.Second, MPL: 0}
+	reps, err := StrobeMethods(context.Background(), o, []string{"signal", "sigstop"}, false)
+	if reps != nil || fields(err) != "MPL,MPL,Suspend" {
+		t.Fatalf("reports %v, error fields %q (%v)", reps, fields(err), err)
+	}
+	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) != 0 {
+		t.Fatalf("a cluster was started: %v", left)
 	}
 }

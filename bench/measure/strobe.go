@@ -28,7 +28,7 @@ type StrobeOptions struct {
 	MPL              int           // rows of the matrix, each filled by one job
 	Duration         time.Duration // how long to measure, after the jobs run
 	RealtimePriority int           // the agents' SCHED_FIFO priority (0: off)
-	Suspend          string        // how the agents suspend ranks: node.SuspendSignal ("" too) or node.SuspendFreezer
+	Suspend          string        // how the agents suspend ranks: api.SuspendSignal ("" too) or api.SuspendFreezer
 	Fanout           int           // the controller's strobe tree arity (0: direct)
 	StateDir         string        // the cluster's state (agent logs)
 	Exe              string        // the cosched binary (default: this process's)
@@ -146,6 +146,58 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 		}
 	}
 	return rep, nil
+}
+
+// StrobeMethods runs Strobe once per suspension method (o.Suspend is
+// ignored; none: signal), each on a fresh cluster whose state goes to a
+// temporary directory: removed after a good measurement unless keep, kept
+// (and named on o.Progress) after a failed one. Every method's options are
+// checked before anything starts; the errors are keyed by field.
+func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, keep bool) ([]*StrobeReport, error) {
+	if len(methods) == 0 {
+		methods = []string{api.SuspendSignal}
+	}
+	var errs []error
+	for _, m := range methods {
+		om := o
+		om.Suspend = m
+		if err := om.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	progress := cmp.Or[io.Writer](o.Progress, io.Discard)
+	var reps []*StrobeReport
+	for _, m := range methods {
+		rep, err := strobeOnce(ctx, o, m, keep, progress)
+		if err != nil {
+			return nil, err
+		}
+		reps = append(reps, rep)
+	}
+	return reps, nil
+}
+
+// strobeOnce measures one suspension method on a cluster of its own.
+func strobeOnce(ctx context.Context, o StrobeOptions, suspend string, keep bool, progress io.Writer) (rep *StrobeReport, err error) {
+	dir, err := os.MkdirTemp("", "cosched-bench-strobe-")
+	if err != nil {
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+	defer func() {
+		switch {
+		case keep:
+			fmt.Fprintf(progress, "cluster state (agent logs) in %s\n", dir)
+		case err != nil:
+			fmt.Fprintf(progress, "cluster state (agent logs) kept in %s\n", dir)
+		default:
+			os.RemoveAll(dir)
+		}
+	}()
+	o.StateDir, o.Suspend = dir, suspend
+	return Strobe(ctx, o)
 }
 
 // WriteSuspendComparison sets the suspension methods' switch figures side

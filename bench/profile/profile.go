@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
 )
@@ -204,7 +205,7 @@ func (p *Profile) Apply(m sweep.Machine) sweep.Machine {
 	m.JobSwitch = ms.StrobeOverhead
 	m.ProcessSwitch = ms.SwitchCost
 	m.Overheads = jss.Overheads{
-		Relay:        jss.Network{MessageSize: ms.MessageSize, Bandwidth: ms.RelayBandwidth, Latency: ms.RelayLatency},
+		Relay:        bench.Network{MessageSize: ms.MessageSize, Bandwidth: ms.RelayBandwidth, Latency: ms.RelayLatency},
 		Launch:       ms.Launch,
 		Delivery:     ms.BCSDelivery,
 		SoloSync:     ms.BCSSoloSync,

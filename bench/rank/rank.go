@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -234,4 +235,17 @@ func (x *exchanger) check(m comm.Message, i, s int) error {
 		return fmt.Errorf("step %d: wrong message where rank %d's of iteration %d, step %d was due: %s", s, from, i, s, strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// ConfigOf is the configuration of a rank of the benchmark job j (the
+// default message size).
+func ConfigOf(j bench.Job) (Config, error) {
+	if err := j.Validate(); err != nil {
+		return Config{}, err
+	}
+	w, err := ParseWork(cmp.Or(j.Work, "cpu"))
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Template: j.Template, Iterations: j.Iterations, Seed: j.Seed, Work: w}, nil
 }

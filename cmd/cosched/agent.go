@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
@@ -54,6 +54,7 @@ type agentFlags struct {
 	Key         string `toml:"encrypt_key"`
 	KeyFile     string `toml:"key_file"`
 	AdminGroup  string `toml:"admin_group"`
+	MetricsAddr string `toml:"metrics_listen"`
 	Local       bool   `toml:"local"`
 	Priority    int    `toml:"realtime_priority"`
 	Fanout      int    `toml:"strobe_fanout"`
@@ -83,18 +84,8 @@ type agentFlags struct {
 // defaultMemReserve is the memory an agent keeps for the system.
 const defaultMemReserve = "512MiB"
 
-func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
-
-// newAgentCmdRun builds the command with run as what it does once the
-// settings are read (tests inspect them instead of starting an agent).
-func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
-	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
-		Cgroups: "auto", Suspend: api.SuspendSignal, MemReserve: defaultMemReserve}
-	cmd := &cobra.Command{
-		Use:         "agent",
-		Annotations: map[string]string{stopAnnotation: stopClean},
-		Short:       "Run a node agent (one per node; one of them with --controller)",
-		Long: `Run cosched's per-node daemon. Agents find each other with gossip
+// agentLong is the agent's help.
+const agentLong = `Run cosched's per-node daemon. Agents find each other with gossip
 (hashicorp/memberlist): start the controller agent first, then the others with
 --join pointing at any running agent. Every agent serves the job API (the
 others forward to the controller) and launches, stops and continues the ranks
@@ -113,7 +104,7 @@ find it through COSCHED_RELAY, a Unix socket in the state directory.
 
 A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
 slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, key_file, admin_group, local, nice, rank_nice, realtime_priority, controller_grace,
+state_dir, api_port, encrypt_key, key_file, admin_group, metrics_listen, local, nice, rank_nice, realtime_priority, controller_grace,
 strobe_fanout, log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
 
 Jobs are contained by cgroups where the host allows (--cgroups auto): one
@@ -132,7 +123,20 @@ ranks. If it is killed outright, its ranks die with it (parent-death signal).
 When it loses its controller it keeps its ranks as they are (running or
 stopped) for --controller-grace, reports them to the controller that reaches
 it again, and kills them (continuing stopped ones so they die) if none does
-in time; 0 kills them as soon as the controller leaves the cluster.`,
+in time; 0 kills them as soon as the controller leaves the cluster.`
+
+func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
+
+// newAgentCmdRun builds the command with run as what it does once the
+// settings are read (tests inspect them instead of starting an agent).
+func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
+	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
+		Cgroups: "auto", Suspend: api.SuspendSignal, MemReserve: defaultMemReserve}
+	cmd := &cobra.Command{
+		Use:         "agent",
+		Annotations: map[string]string{stopAnnotation: stopClean},
+		Short:       "Run a node agent (one per node; one of them with --controller)",
+		Long:        agentLong,
 		Example: `  cosched agent --name n0 --bind 10.0.0.1:7946 --controller --mode gang --slice 10ms
   cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7
   cosched agent --name n0 --controller --mode space --policy sjf-bf --reservations 2 --reservations-mode fixed`,
@@ -175,6 +179,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
 	fl.StringVar(&f.KeyFile, "key-file", "", "the cluster key (32 random bytes, raw or hex, mode 0600; cluster up makes one): authenticates API requests and, without --encrypt-key, encrypts gossip; every agent needs the same. Without it the API trusts every caller (the agent warns)")
 	fl.StringVar(&f.AdminGroup, "admin-group", "", "members of this group are operators: they may cancel and inspect every user's jobs (root always may)")
+	fl.StringVar(&f.MetricsAddr, "metrics-listen", "", "serve /metrics on this host:port of its own, unauthenticated, for Prometheus on a trusted network; /metrics on the API port then needs a credential. Default: /metrics on the API port, unauthenticated (docs/security.md)")
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Fanout, "strobe-fanout", 0, "controller: strobe agents along a tree of this arity (each agent forwards to up to K others; the last agent hears after ~log_K N hops instead of N sends); 0 sends to every agent directly. Needs every agent to be of a build that forwards (docs/scaling.md)")
@@ -198,9 +203,16 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 // loadAgentConfig reads the TOML file into f, then re-applies the flags the
 // user set on the command line.
 func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
-	set := map[string]bool{}
-	cmd.Flags().Visit(func(fl *pflag.Flag) { set[fl.Name] = true })
-	fromFlags := *f
+	// The command line's values, as text (lists as lists), to set again
+	// over the file's.
+	given := map[string][]string{}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			given[fl.Name] = slices.Clone(sv.GetSlice()) // the file may write into the slice
+		} else {
+			given[fl.Name] = []string{fl.Value.String()}
+		}
+	})
 	md, err := toml.DecodeFile(f.config, f)
 	if err != nil {
 		return usageError{fmt.Errorf("--config %s: %w", f.config, err)}
@@ -208,85 +220,21 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 	if und := md.Undecoded(); len(und) > 0 {
 		return usageError{fmt.Errorf("--config %s: unknown keys: %v", f.config, und)}
 	}
-	override := map[string]func(){
-		"name": func() { f.Name = fromFlags.Name }, "bind": func() { f.Bind = fromFlags.Bind }, "advertise": func() { f.Advertise = fromFlags.Advertise }, "join": func() { f.Join = fromFlags.Join },
-		"controller":  func() { f.Controller = fromFlags.Controller },
-		"controllers": func() { f.Controllers = fromFlags.Controllers }, "raft-port": func() { f.RaftPort = fromFlags.RaftPort },
-		"no-compute": func() { f.NoCompute = fromFlags.NoCompute }, "mode": func() { f.Mode = fromFlags.Mode },
-		"slice": func() { f.Slice = fromFlags.Slice }, "mpl": func() { f.MPL = fromFlags.MPL }, "policy": func() { f.Policy = fromFlags.Policy }, "bandwidth": func() { f.Bandwidth = fromFlags.Bandwidth },
-		"cpus": func() { f.CPUs = fromFlags.CPUs }, "processors": func() { f.Processors = fromFlags.Processors },
-		"state-dir": func() { f.StateDir = fromFlags.StateDir }, "api-port": func() { f.APIPort = fromFlags.APIPort },
-		"encrypt-key": func() { f.Key = fromFlags.Key }, "key-file": func() { f.KeyFile = fromFlags.KeyFile }, "admin-group": func() { f.AdminGroup = fromFlags.AdminGroup }, "local": func() { f.Local = fromFlags.Local },
-		"log-level": func() { f.LogLevel = fromFlags.LogLevel }, "log-format": func() { f.LogFormat = fromFlags.LogFormat },
-		"nice": func() { f.Nice = fromFlags.Nice }, "rank-nice": func() { f.RankNice = fromFlags.RankNice },
-		"controller-grace":  func() { f.Grace = fromFlags.Grace },
-		"realtime-priority": func() { f.Priority = fromFlags.Priority }, "strobe-fanout": func() { f.Fanout = fromFlags.Fanout },
-		"strobe-multicast": func() { f.Multicast = fromFlags.Multicast },
-		"cgroups":          func() { f.Cgroups = fromFlags.Cgroups }, "suspend": func() { f.Suspend = fromFlags.Suspend },
-		"mem-reserve":  func() { f.MemReserve = fromFlags.MemReserve },
-		"reservations": func() { f.Reservations = fromFlags.Reservations }, "reservations-mode": func() { f.ResvMode = fromFlags.ResvMode },
-		"weights": func() { f.Weights = fromFlags.Weights }, "mpi": func() { f.MPI = fromFlags.MPI },
-	}
-	for name := range set {
-		if o, ok := override[name]; ok {
-			o()
+	for name, v := range given {
+		fl := cmd.Flags().Lookup(name)
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			err = sv.Replace(v)
+		} else {
+			err = fl.Value.Set(v[0])
+		}
+		if err != nil {
+			return usageError{fmt.Errorf("--%s: %w", name, err)}
 		}
 	}
 	f.changed = func(name string) bool {
-		return set[name] || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
+		return given[name] != nil || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
 	}
 	return nil
-}
-
-// parseCPUList reads "0-3,8,10-11".
-func parseCPUList(s string) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		b := a
-		if err == nil && isRange {
-			b, err = strconv.Atoi(hi)
-		}
-		if err != nil || a < 0 || b < a {
-			return nil, fmt.Errorf("%q: want CPU numbers or ranges like 0-3,8", part)
-		}
-		for c := a; c <= b; c++ {
-			if !seen[c] {
-				seen[c] = true
-				out = append(out, c)
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no CPU given")
-	}
-	return out, nil
-}
-
-func newLogger(level, format string) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.Set(level); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	cfg.Sampling = nil
-	cfg.DisableStacktrace = true // a daemon's errors are reports, not crashes (memberlist logs rejected packets as errors)
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	switch format {
-	case "json":
-	case "console":
-		cfg.Encoding = "console"
-	default:
-		return nil, fmt.Errorf("--log-format %q: want console or json", format)
-	}
-	return cfg.Build()
 }
 
 // agentConfig checks every flag and builds the agent's configuration.
@@ -309,6 +257,18 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		}
 		cfg.Name = host
 	}
+	errs = append(errs, f.controllerSettings(&cfg)...)
+	errs = append(errs, f.hostSettings(&cfg)...)
+	if len(errs) > 0 {
+		return cfg, flagErrors(errs)
+	}
+	return cfg, nil
+}
+
+// controllerSettings parses the controller's settings: mode, slice,
+// policy and its options, MPI, and the numeric ranges.
+func (f *agentFlags) controllerSettings(cfg *node.Config) []error {
+	var errs []error
 	mode, err := sharing.Parse(f.Mode)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %v", err))
@@ -333,8 +293,8 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if cfg.ControllerGrace, err = time.ParseDuration(f.Grace); err != nil || cfg.ControllerGrace < 0 {
 		errs = append(errs, fmt.Errorf("--controller-grace %q: want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)", f.Grace))
 	}
-	p, err := gang.ParsePolicy(f.Policy)
-	if err != nil {
+	p, policyErr := gang.ParsePolicy(f.Policy)
+	if policyErr != nil {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
@@ -345,9 +305,22 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 	if changed == nil {
 		changed = func(string) bool { return false }
 	}
-	bf, bfErrs := f.backfillFor(p, err == nil, changed)
+	bf, bfErrs := f.backfillFor(p, policyErr == nil, changed)
 	cfg.Backfill = bf
 	errs = append(errs, bfErrs...)
+	errs = append(errs, f.ranges()...)
+	if mode == sharing.Space && f.Controller {
+		if changed("mpl") && f.MPL != 1 {
+			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
+		}
+		cfg.MPL = 1
+	}
+	return errs
+}
+
+// ranges checks the numeric flags against their ranges.
+func (f *agentFlags) ranges() []error {
+	var errs []error
 	for _, r := range []struct {
 		flag      string
 		v, lo, hi int
@@ -363,17 +336,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	if mode == sharing.Space && f.Controller {
-		if changed("mpl") && f.MPL != 1 {
-			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
-		}
-		cfg.MPL = 1
-	}
-	errs = append(errs, f.hostSettings(&cfg)...)
-	if len(errs) > 0 {
-		return cfg, flagErrors(errs)
-	}
-	return cfg, nil
+	return errs
 }
 
 // hostSettings parses the settings of this host: its CPUs, the gossip key
@@ -382,12 +345,12 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	var errs []error
 	var err error
 	if f.CPUs != "" {
-		if cfg.CPUs, err = parseCPUList(f.CPUs); err != nil {
+		if cfg.CPUs, err = node.ParseCPUList(f.CPUs); err != nil {
 			errs = append(errs, fmt.Errorf("--cpus: %v", err))
 		}
 	}
 	if f.Key != "" {
-		if cfg.SecretKey, err = parseHexKey(f.Key); err != nil {
+		if cfg.SecretKey, err = node.ParseSecretKey(f.Key); err != nil {
 			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
 		}
 	}
@@ -398,6 +361,7 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 			cfg.SecretKey = cfg.Key.Derive("gossip")
 		}
 	}
+	cfg.MetricsListen = f.MetricsAddr
 	if f.AdminGroup != "" {
 		g, err := user.LookupGroup(f.AdminGroup)
 		if err != nil {
@@ -430,7 +394,7 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	}
 	cfg.StateDir = f.StateDir
 	if cfg.StateDir == "" {
-		base, err := stateDirFor("")
+		base, err := localcluster.StateDir("")
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -439,32 +403,14 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	return errs
 }
 
-func parseHexKey(s string) ([]byte, error) {
-	if len(s)%2 != 0 {
-		return nil, errors.New("odd number of hex digits")
-	}
-	key := make([]byte, len(s)/2)
-	for i := range key {
-		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
-		if err != nil {
-			return nil, fmt.Errorf("not hex at %q", s[2*i:2*i+2])
-		}
-		key[i] = byte(v)
-	}
-	if l := len(key); l != 16 && l != 24 && l != 32 {
-		return nil, fmt.Errorf("%d bytes, want 16, 24 or 32 (32, 48 or 64 hex digits)", l)
-	}
-	return key, nil
-}
-
 func runAgent(ctx context.Context, f *agentFlags) error {
 	cfg, err := agentConfig(f)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(f.LogLevel, f.LogFormat)
+	log, err := node.NewLogger(f.LogLevel, f.LogFormat)
 	if err != nil {
-		return usageError{err}
+		return flagNames{"LogLevel": "--log-level", "LogFormat": "--log-format"}.errors(err)
 	}
 	defer log.Sync()
 	cfg.Log = log

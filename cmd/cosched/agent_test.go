@@ -10,7 +10,6 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
-	"github.com/cosched/cosched/sharing"
 )
 
 // agentSettings runs `cosched agent args` up to the point where it would
@@ -97,15 +96,6 @@ func TestBackfillArgs(t *testing.T) {
 	}
 }
 
-func TestNodesStatsShowsBackfill(t *testing.T) {
-	var out strings.Builder
-	writeNodes(&out, api.NodesReport{Cluster: &api.ClusterStats{Mode: sharing.Space, MPL: 1, Policy: gang.PriorityBF,
-		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
-	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
-		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
-	}
-}
-
 func TestAgentControllerGrace(t *testing.T) {
 	conf := writeFile(t, "grace.toml", "controller_grace = \"30s\"\n")
 	for _, tc := range []struct {
@@ -164,28 +154,6 @@ func TestAgentContainmentFlags(t *testing.T) {
 	}
 }
 
-func TestQueueLongAndNodesShowContainment(t *testing.T) {
-	var q strings.Builder
-	writeQueue(&q, []api.Job{
-		{ID: 7, Spec: api.JobSpec{Name: "hog"}, State: api.Failed, Reason: "rank 0 on n0 out of memory",
-			Usage: &api.JobUsage{CPUTime: api.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
-		{ID: 8, Spec: api.JobSpec{Name: "plain"}, State: api.Completed},
-	}, false, true)
-	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
-		if !strings.Contains(q.String(), want) {
-			t.Errorf("queue --long lacks %q:\n%s", want, q.String())
-		}
-	}
-	var n strings.Builder
-	writeNodes(&n, api.NodesReport{Nodes: []api.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
-		Stats: &api.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
-	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
-		if !strings.Contains(n.String(), want) {
-			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
-		}
-	}
-}
-
 // --strobe-multicast (or strobe_multicast) reaches the agent's
 // configuration; anything but an IPv4 multicast group and port is refused
 // by name.
@@ -233,5 +201,19 @@ func TestAgentStrobeFanout(t *testing.T) {
 		if _, err := agentSettings(t, "--strobe-fanout", bad); err == nil || !strings.Contains(err.Error(), "--strobe-fanout "+bad) {
 			t.Errorf("--strobe-fanout %s: %v", bad, err)
 		}
+	}
+}
+
+// A --config file sets what the command line does not; every flag given,
+// lists included, wins over it.
+func TestAgentConfigFileUnderFlags(t *testing.T) {
+	conf := writeFile(t, "agent.toml", "name = \"fromfile\"\nbind = \"127.0.0.1:7000\"\njoin = [\"10.0.0.1:7946\"]\nmpl = 2\n")
+	cfg, err := agentSettings(t, "--config", conf)
+	if err != nil || cfg.Name != "n0" || cfg.Bind != "127.0.0.1:7000" || !reflect.DeepEqual(cfg.Join, []string{"10.0.0.1:7946"}) || cfg.MPL != 2 {
+		t.Errorf("file: %+v, %v", cfg, err)
+	}
+	cfg, err = agentSettings(t, "--config", conf, "--join", "a:1,b:2", "--mpl", "4")
+	if err != nil || !reflect.DeepEqual(cfg.Join, []string{"a:1", "b:2"}) || cfg.MPL != 4 || cfg.Bind != "127.0.0.1:7000" {
+		t.Errorf("flags over the file: %+v, %v", cfg, err)
 	}
 }

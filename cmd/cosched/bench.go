@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/cosched/cosched/api"
 	"io"
-	"os"
 	"time"
+
+	"github.com/cosched/cosched/api"
 
 	"github.com/spf13/cobra"
 
@@ -89,27 +88,11 @@ whether it did. The cluster is stopped at the end.`,
 }
 
 func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFlags) error {
-	if len(f.suspend) == 0 {
-		f.suspend = []string{api.SuspendSignal}
-	}
-	var errs []error
-	for _, s := range f.suspend {
-		o := f.opts
-		o.Suspend = s
-		if err := o.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	o := f.opts
+	o.Progress = progress
+	reps, err := measure.StrobeMethods(ctx, o, f.suspend, f.keep)
+	if err != nil {
 		return benchStrobeFlagNames.errors(err)
-	}
-	var reps []*measure.StrobeReport
-	for _, s := range f.suspend {
-		rep, err := benchStrobeOnce(ctx, progress, f, s)
-		if err != nil {
-			return err
-		}
-		reps = append(reps, rep)
 	}
 	if f.json {
 		enc := json.NewEncoder(out)
@@ -130,25 +113,4 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 		measure.WriteSuspendComparison(out, reps)
 	}
 	return nil
-}
-
-// benchStrobeOnce measures one suspension method on a cluster of its own.
-func benchStrobeOnce(ctx context.Context, progress io.Writer, f *benchStrobeFlags, suspend string) (rep *measure.StrobeReport, err error) {
-	dir, err := os.MkdirTemp("", "cosched-bench-strobe-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		switch {
-		case f.keep:
-			fmt.Fprintf(progress, "cluster state (agent logs) in %s\n", dir)
-		case err != nil:
-			fmt.Fprintf(progress, "cluster state (agent logs) kept in %s\n", dir)
-		default:
-			os.RemoveAll(dir)
-		}
-	}()
-	o := f.opts
-	o.StateDir, o.Progress, o.Suspend = dir, progress, suspend
-	return measure.Strobe(ctx, o)
 }

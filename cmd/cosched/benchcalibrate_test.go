@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -39,7 +38,7 @@ func TestBenchCalibrate(t *testing.T) {
 		}
 		json.Unmarshal(rb, &rec)
 		for _, a := range rec.Agents {
-			if syscall.Kill(a.PID, 0) == nil {
+			if agentAlive(a.PID) {
 				t.Errorf("agent pid %d of %s still alive", a.PID, f)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,6 @@ import (
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/comm"
-	"github.com/cosched/cosched/jss"
 )
 
 // envBench is the variable agents set to a benchmark job's template.
@@ -44,6 +44,9 @@ checked (sender, iteration, size).
 The rank learns who it is from COSCHED_JOB, COSCHED_RANK, COSCHED_SIZE and
 COSCHED_RELAY, which agents set. It reports its statistics to its agent and
 prints one line: rank, iterations, compute, communication wait, wall time.
+
+Given no flag, it runs the rank of the benchmark job its agent hands it in
+$COSCHED_BENCH_JOB (submit --bench).
 
   --template   defaults to $COSCHED_BENCH (agents set it for submit --bench)
   --runtime D  runs round(D / E[iteration]) iterations (at least 1), with the
@@ -133,22 +136,36 @@ func (f *benchRankFlags) validate(changed func(string) bool) (benchRankConfig, e
 	return c, nil
 }
 
-// benchIterations is the number of iterations of a job of procs processes
-// whose dedicated runtime should be d: as the simulator chooses them.
-func benchIterations(t bench.Template, procs, msgSize int, d time.Duration) int {
-	net := jss.DefaultNetwork()
-	net.MessageSize = msgSize
-	return jss.Iterations(t, procs, net, d)
-}
-
 func benchRank(ctx context.Context, out io.Writer, f *benchRankFlags, changed func(string) bool) error {
+	if env := os.Getenv(bench.EnvJob); env != "" && !slices.ContainsFunc(benchRankFlagNames, changed) {
+		return benchRankJob(ctx, out, env)
+	}
 	c, err := f.validate(changed)
 	if err != nil {
 		return err
 	}
 	p := benchrank.Program{Config: c.cfg, SeedFromJob: !c.seedSet}
 	if c.runtime > 0 {
-		p.Iterations = func(size int) int { return benchIterations(c.cfg.Template, size, c.cfg.MessageSize, c.runtime) }
+		net := bench.DefaultNetwork()
+		net.MessageSize = c.cfg.MessageSize
+		p.Iterations = func(size int) int { return bench.Iterations(c.cfg.Template, size, net, c.runtime) }
 	}
 	return p.Run(ctx, out)
+}
+
+// benchRankFlagNames are bench-rank's flags: given none, a rank of a
+// benchmark job runs the job its agent hands it ($COSCHED_BENCH_JOB).
+var benchRankFlagNames = []string{"template", "iterations", "runtime", "seed", "work", "msg-size"}
+
+// benchRankJob runs a rank of the benchmark job encoded in env.
+func benchRankJob(ctx context.Context, out io.Writer, env string) error {
+	j, err := bench.DecodeJob(env)
+	if err != nil {
+		return usageError{fmt.Errorf("$%s: %w", bench.EnvJob, err)}
+	}
+	cfg, err := benchrank.ConfigOf(j)
+	if err != nil {
+		return usageError{fmt.Errorf("$%s: %w", bench.EnvJob, err)}
+	}
+	return benchrank.Program{Config: cfg}.Run(ctx, out)
 }

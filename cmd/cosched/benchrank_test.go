@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/comm"
-	"github.com/cosched/cosched/jss"
 )
 
 func TestBenchRankBadInput(t *testing.T) {
@@ -82,6 +80,29 @@ func TestBenchRankNeedsARelay(t *testing.T) {
 	}
 }
 
+// Given no flag, bench-rank runs the job its agent hands it in
+// $COSCHED_BENCH_JOB (as far as the relay, outside an agent); a bad one is
+// refused naming the variable; a flag makes it ignore the variable.
+func TestBenchRankJobFromAgent(t *testing.T) {
+	t.Setenv("COSCHED_RELAY", "")
+	tp, _ := bench.ParseTemplate("10,5,transpose,B")
+	t.Setenv(bench.EnvJob, bench.Job{Template: tp, Iterations: 3, Seed: 4, Work: "wall"}.Encode())
+	code, out, errOut := cli(t, "", "bench-rank")
+	if code != 1 || out != "" || !strings.Contains(errOut, "bench-rank: connecting to the agent's relay (COSCHED_RELAY)") {
+		t.Errorf("good job: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	t.Setenv(bench.EnvJob, bench.Job{Template: tp, Work: "gpu"}.Encode())
+	code, _, errOut = cli(t, "", "bench-rank")
+	if code != 2 || !strings.Contains(errOut, "$COSCHED_BENCH_JOB: job: iterations 0") || !strings.Contains(errOut, `work "gpu"`) {
+		t.Errorf("bad job: exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv(envBench, "")
+	code, _, errOut = cli(t, "", "bench-rank", "--iterations", "3")
+	if code != 2 || !strings.Contains(errOut, "--template: required") {
+		t.Errorf("flags given: exit %d, stderr %q", code, errOut)
+	}
+}
+
 // --template wins over $COSCHED_BENCH, and every flag reaches the config.
 func TestBenchRankFlags(t *testing.T) {
 	t.Setenv(envBench, "fast,25ms,news,NB") // ignored: --template is given
@@ -104,23 +125,6 @@ func TestBenchRankFlags(t *testing.T) {
 	delete(set, "seed")
 	if c, err = f.validate(func(n string) bool { return set[n] }); err != nil || c.seedSet {
 		t.Errorf("without --seed: %+v, %v", c, err)
-	}
-}
-
-func TestBenchIterations(t *testing.T) {
-	tp, _ := bench.ParseTemplate("50ms,25ms,news,NB")
-	for _, procs := range []int{1, 4, 16} {
-		est := jss.IterationEstimate(tp, procs, jss.DefaultNetwork())
-		for _, d := range []time.Duration{time.Minute, 10 * time.Second, time.Millisecond} {
-			want := max(1, int(math.Round(float64(d)/float64(est))))
-			if got := benchIterations(tp, procs, bench.DefaultMessageSize, d); got != want {
-				t.Errorf("%d procs, %v: %d iterations, want %d", procs, d, got, want)
-			}
-		}
-	}
-	// Larger messages make iterations longer, hence fewer of them.
-	if a, b := benchIterations(tp, 16, 4096, time.Hour), benchIterations(tp, 16, 1<<20, time.Hour); b >= a {
-		t.Errorf("1 MiB messages: %d iterations, 4 KiB: %d", b, a)
 	}
 }
 

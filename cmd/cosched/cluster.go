@@ -7,39 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/api"
-	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/sharing"
 )
-
-// stateDirFor resolves the state directory: the flag, else
-// COSCHED_STATE_DIR, else $XDG_STATE_HOME/cosched, else
-// ~/.local/state/cosched.
-func stateDirFor(flag string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if d := os.Getenv("COSCHED_STATE_DIR"); d != "" {
-		return d, nil
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "cosched"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", errors.New("no state directory: set --state-dir or COSCHED_STATE_DIR")
-	}
-	return filepath.Join(home, ".local", "state", "cosched"), nil
-}
 
 // clientFlags are the flags of the commands that talk to a cluster.
 type clientFlags struct {
@@ -53,14 +31,14 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 }
 
 // client resolves the API address (--addr, COSCHED_ADDR, the local
-// cluster) and the credential (see clientForAddr and
-// localcluster.Cluster.ClientFor).
+// cluster) and the credential (see localcluster.ClientForAddrs and
+// Cluster.ClientFor).
 func (c *clientFlags) client() (*api.Client, error) {
 	addr := c.addr
 	if addr == "" {
 		addr = os.Getenv("COSCHED_ADDR")
 	}
-	dir, err := stateDirFor(c.stateDir)
+	dir, err := localcluster.StateDir(c.stateDir)
 	if addr != "" {
 		return clientForAddr(addr, dir)
 	}
@@ -74,17 +52,8 @@ func (c *clientFlags) client() (*api.Client, error) {
 	return rec.Client(), nil
 }
 
-// defaultKeyFile is where the systemd and Slurm deployments keep the
-// cluster key.
-const defaultKeyFile = "/etc/cosched/cluster.key"
-
-// clientForAddr finds a credential for the agent at addr without
-// ceremony: the agent's Unix socket named by COSCHED_SOCKET (the kernel
-// vouches for this process's uid); else, when addr is an agent of the
-// local cluster recorded in stateDir, what that record offers (its Unix
-// socket, else its key); else a token signed with the key file
-// COSCHED_KEY_FILE, or /etc/cosched/cluster.key, when this process can
-// read it; else none (an agent with a key answers 401 saying what to do).
+// clientForAddr is a client of the agents at addr, a comma-separated
+// list (--addr), with the credential localcluster.ClientForAddrs finds.
 func clientForAddr(addr, stateDir string) (*api.Client, error) {
 	addrs := strings.Split(addr, ",")
 	for i, a := range addrs {
@@ -92,25 +61,7 @@ func clientForAddr(addr, stateDir string) (*api.Client, error) {
 			return nil, fmt.Errorf("--addr %q: empty address in the list", addr)
 		}
 	}
-	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
-		return api.NewUnixClient(sock), nil
-	}
-	if stateDir != "" {
-		if rec, err := localcluster.Load(stateDir); err == nil && rec.Has(addrs[0]) {
-			return rec.ClientFor(addrs[0]), nil
-		}
-	}
-	if path := os.Getenv("COSCHED_KEY_FILE"); path != "" {
-		k, err := clusterkey.Load(path)
-		if err != nil {
-			return nil, fmt.Errorf("COSCHED_KEY_FILE: %w", err)
-		}
-		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
-	}
-	if k, err := clusterkey.Load(defaultKeyFile); err == nil {
-		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
-	}
-	return api.NewClient(addrs[0], addrs[1:]...), nil
+	return localcluster.ClientForAddrs(addrs, stateDir)
 }
 
 func newClusterCmd() *cobra.Command {
@@ -221,7 +172,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	if mode == sharing.Space && !changed("mpl") {
 		o.MPL = 1 // the default MPL is for the time-shared modes
 	}
-	if o.StateDir, err = stateDirFor(o.StateDir); err != nil {
+	if o.StateDir, err = localcluster.StateDir(o.StateDir); err != nil {
 		errs, parsed["--state-dir"] = append(errs, err), true
 	}
 	for _, e := range fielderr.All(o.Validate()) {
@@ -275,7 +226,7 @@ func newClusterDownCmd() *cobra.Command {
 		Short: "Stop the local cluster: every agent and every rank",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := stateDirFor(stateDir)
+			dir, err := localcluster.StateDir(stateDir)
 			if err != nil {
 				return err
 			}

@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/cosched/cosched/api"
-	"github.com/cosched/cosched/jss"
-	"io"
 	"maps"
 	"os"
 	"os/user"
@@ -13,20 +10,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/internal/jobtable"
 	"github.com/cosched/cosched/internal/slurmtime"
 )
 
+// submitFlags are submit's settings; spec is filled from them.
+type submitFlags struct {
+	cf           clientFlags
+	spec         api.JobSpec
+	limit, mem   string
+	export       string
+	parsable     bool
+	benchRuntime time.Duration
+	nodes        int
+}
+
 func newSubmitCmd() *cobra.Command {
-	var cf clientFlags
-	var spec api.JobSpec
-	var limit, mem string
-	var parsable bool
-	var benchRuntime time.Duration
-	var nodes int
+	var f submitFlags
 	cmd := &cobra.Command{
 		Use:   "submit -n TASKS -t LIMIT [flags] -- COMMAND [ARGS...]  |  submit -n TASKS --bench G,V,COMM,SYNC --runtime D",
 		Short: "Submit a job: COMMAND runs once per rank, one rank per processor",
@@ -38,6 +42,13 @@ job still running at its limit is killed (TIMEOUT; --overrun extend lets it
 run on) — under gang scheduling the limit counts wall time dilated by the MPL.
 Limits take Slurm's forms (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS;
 a bare number is minutes) or Go durations (90s, 1h30m).
+
+--export chooses what environment the ranks get on top of their base one
+(the agent's own when it runs as you, else HOME, USER, LOGNAME and PATH):
+NONE, the default, adds nothing; ALL adds this shell's whole environment;
+NAME adds that variable's value here, NAME=VALUE that value. Unlike
+sbatch, whose default is ALL, nothing is sent unless asked for: the
+environment is kept with the job and travels to every node.
 
 -n is the number of tasks (ranks), one per processor, as in sbatch. -N asks
 for nodes: without -n a job gets one task per node (sbatch's default); with
@@ -64,136 +75,192 @@ collects them for whole workloads.`,
   cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnDeprecated(cmd, map[string]string{"procs": "-n/--ntasks", "name": "-J/--job-name"})
-			var errs []error
-			var tpl bench.Template
-			if spec.Bench == "" {
-				if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
-					errs = append(errs, errors.New("give the command after --, e.g. cosched submit -n 4 -t 1m -- ./prog (or a benchmark with --bench)"))
-				}
-				spec.Command = args
-			} else {
-				var err error
-				if len(args) > 0 {
-					errs = append(errs, errors.New("--bench runs bench-rank: give no command"))
-				}
-				if tpl, err = bench.ParseTemplate(spec.Bench); err != nil {
-					errs = append(errs, fmt.Errorf("--bench: %v", err))
-				}
-				switch {
-				case (benchRuntime > 0) == (spec.BenchIterations > 0):
-					errs = append(errs, errors.New("--bench needs exactly one of --runtime and --iterations"))
-				case benchRuntime < 0:
-					errs = append(errs, fmt.Errorf("--runtime %v: must be positive", benchRuntime))
-				}
-				if spec.BenchWork != "cpu" && spec.BenchWork != "wall" {
-					errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
-				}
-			}
-			if _, err := api.ParseMPI(spec.MPI); err != nil {
-				errs = append(errs, fmt.Errorf("--mpi: %v", err))
-			}
-			if cmd.Flags().Changed("nodes") {
-				if err := checkProcs("-N", nodes); err != nil {
-					errs = append(errs, err)
-				} else if !cmd.Flags().Changed("ntasks") && !cmd.Flags().Changed("procs") {
-					spec.Processors = nodes // one task per node, as sbatch
-				} else if spec.Processors < nodes {
-					errs = append(errs, fmt.Errorf("-n %d: fewer tasks than -N %d nodes", spec.Processors, nodes))
-				}
-			}
-			if err := checkProcs("-n", spec.Processors); err != nil {
-				errs = append(errs, err)
-			}
-			if err := checkInt("--iterations", int64(spec.BenchIterations), 0, maxIterations); err != nil {
-				errs = append(errs, err)
-			}
-			if err := checkDuration("--runtime", benchRuntime, 0, maxSimDuration); err != nil {
-				errs = append(errs, err)
-			}
-			if spec.Bench != "" && spec.Name == "" {
-				spec.Name = "bench:" + spec.Bench
-			}
-			spec.User = currentUser()
-			if spec.Bench != "" && len(errs) == 0 {
-				// The estimate the simulator would use: iterations × the
-				// expected dedicated iteration.
-				iter := jss.IterationEstimate(tpl, spec.Processors, jss.DefaultNetwork())
-				if spec.BenchIterations == 0 {
-					spec.BenchIterations = benchIterations(tpl, spec.Processors, bench.DefaultMessageSize, benchRuntime)
-				}
-				if limit == "" {
-					limit = (time.Duration(spec.BenchIterations) * iter).String()
-					if spec.Overrun == "" {
-						spec.Overrun = "extend"
-					}
-				}
-			}
-			d, err := slurmtime.Parse(limit)
-			if err == nil && d <= 0 {
-				err = errors.New("must be positive")
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("-t %q: %v", limit, strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(limit)))))
-			}
-			spec.TimeLimit = api.Duration{D: d}
-			if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
-				errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
-			}
-			if mem != "" {
-				if spec.Memory, err = parseSize(mem); err != nil {
-					errs = append(errs, fmt.Errorf("--mem %q: %v", mem, err))
-				}
-			}
-			if len(errs) > 0 {
-				return flagErrors(errs)
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			// The ranks start where the user submitted (sbatch's
-			// default), if the nodes have that directory.
-			if wd, err := os.Getwd(); err == nil {
-				spec.Dir = wd
-			}
-			id, err := c.Submit(cmd.Context(), spec)
-			if err != nil {
-				return err
-			}
-			if parsable {
-				fmt.Fprintln(cmd.OutOrStdout(), id)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "Submitted job %d\n", id)
-			}
-			return nil
+			return submit(cmd, args, &f)
 		},
 	}
-	fl := cmd.Flags()
-	fl.IntVarP(&spec.Processors, "ntasks", "n", 1, "tasks (ranks), one per processor")
-	fl.IntVar(&spec.Processors, "procs", 1, "tasks (ranks)")
-	_ = fl.MarkHidden("procs")
-	fl.IntVarP(&nodes, "nodes", "N", 0, "nodes; without -n, one task per node")
-	fl.StringVarP(&limit, "time", "t", "", "time limit, the runtime estimate: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (10m)")
-	fl.StringVarP(&spec.Name, "job-name", "J", "", "job name (default: the command, or bench:TEMPLATE)")
-	fl.StringVar(&spec.Name, "name", "", "job name")
-	_ = fl.MarkHidden("name")
-	fl.StringVar(&mem, "mem", "", "memory per process (e.g. 256MB)")
-	fl.StringVar(&spec.Overrun, "overrun", "", "at the time limit: kill (default) or extend (the limit is only an estimate)")
-	fl.StringVar(&spec.Bench, "bench", "", "run a benchmark job with this ⟨g,v,comm,sync⟩ template (e.g. 50ms,25ms,news,NB) instead of a command")
-	fl.DurationVar(&benchRuntime, "runtime", 0, "benchmark: target dedicated runtime (sets the iterations)")
-	fl.IntVar(&spec.BenchIterations, "iterations", 0, "benchmark: iterations")
-	fl.StringVar(&spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
-	fl.Uint64Var(&spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
-	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
-	fl.BoolVar(&parsable, "parsable", false, "print only the job id")
-	cf.add(cmd)
+	f.addFlags(cmd)
 	return cmd
 }
 
+// addFlags defines the command's flags on cmd, with f's values as defaults.
+func (f *submitFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVarP(&f.spec.Processors, "ntasks", "n", 1, "tasks (ranks), one per processor")
+	fl.IntVar(&f.spec.Processors, "procs", 1, "tasks (ranks)")
+	_ = fl.MarkHidden("procs")
+	fl.IntVarP(&f.nodes, "nodes", "N", 0, "nodes; without -n, one task per node")
+	fl.StringVarP(&f.limit, "time", "t", "", "time limit, the runtime estimate: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (10m)")
+	fl.StringVarP(&f.spec.Name, "job-name", "J", "", "job name (default: the command, or bench:TEMPLATE)")
+	fl.StringVar(&f.spec.Name, "name", "", "job name")
+	_ = fl.MarkHidden("name")
+	fl.StringVar(&f.mem, "mem", "", "memory per process (e.g. 256MB)")
+	fl.StringVar(&f.spec.Overrun, "overrun", "", "at the time limit: kill (default) or extend (the limit is only an estimate)")
+	fl.StringVar(&f.spec.Bench, "bench", "", "run a benchmark job with this ⟨g,v,comm,sync⟩ template (e.g. 50ms,25ms,news,NB) instead of a command")
+	fl.DurationVar(&f.benchRuntime, "runtime", 0, "benchmark: target dedicated runtime (sets the iterations)")
+	fl.IntVar(&f.spec.BenchIterations, "iterations", 0, "benchmark: iterations")
+	fl.StringVar(&f.spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
+	fl.Uint64Var(&f.spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
+	fl.StringVar(&f.spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI) or none (default: the cluster's; docs/mpi.md)")
+	fl.StringVar(&f.export, "export", "NONE", "environment the ranks get, as sbatch's --export: NONE (a clean one), ALL (this shell's), or NAME[=VALUE],… optionally after ALL or NONE (docs/security.md)")
+	fl.BoolVar(&f.parsable, "parsable", false, "print only the job id")
+	f.cf.add(cmd)
+}
+
+func submit(cmd *cobra.Command, args []string, f *submitFlags) error {
+	if err := f.validate(cmd, args); err != nil {
+		return err
+	}
+	c, err := f.cf.client()
+	if err != nil {
+		return err
+	}
+	// The ranks start where the user submitted (sbatch's default), if
+	// the nodes have that directory.
+	if wd, err := os.Getwd(); err == nil {
+		f.spec.Dir = wd
+	}
+	id, err := c.Submit(cmd.Context(), f.spec)
+	if err != nil {
+		return err
+	}
+	if f.parsable {
+		fmt.Fprintln(cmd.OutOrStdout(), id)
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "Submitted job %d\n", id)
+	}
+	return nil
+}
+
+// validate checks every flag and fills in f.spec, reporting all problems.
+func (f *submitFlags) validate(cmd *cobra.Command, args []string) error {
+	spec := &f.spec
+	errs, tpl := f.program(cmd, args)
+	if _, err := api.ParseMPI(spec.MPI); err != nil {
+		errs = append(errs, fmt.Errorf("--mpi: %v", err))
+	}
+	errs = append(errs, f.size(cmd.Flags().Changed)...)
+	if err := checkInt("--iterations", int64(spec.BenchIterations), 0, maxIterations); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkDuration("--runtime", f.benchRuntime, 0, maxSimDuration); err != nil {
+		errs = append(errs, err)
+	}
+	if spec.Bench != "" && spec.Name == "" {
+		spec.Name = "bench:" + spec.Bench
+	}
+	spec.User = currentUser()
+	if spec.Bench != "" && len(errs) == 0 {
+		f.benchDefaults(tpl)
+	}
+	errs = append(errs, f.limits()...)
+	if len(errs) > 0 {
+		return flagErrors(errs)
+	}
+	return nil
+}
+
+// program checks what the job runs: a command, or a benchmark (--bench).
+func (f *submitFlags) program(cmd *cobra.Command, args []string) ([]error, bench.Template) {
+	var errs []error
+	var tpl bench.Template
+	spec := &f.spec
+	if spec.Bench == "" {
+		if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
+			errs = append(errs, errors.New("give the command after --, e.g. cosched submit -n 4 -t 1m -- ./prog (or a benchmark with --bench)"))
+		}
+		spec.Command = args
+		return errs, tpl
+	}
+	var err error
+	if len(args) > 0 {
+		errs = append(errs, errors.New("--bench runs bench-rank: give no command"))
+	}
+	if tpl, err = bench.ParseTemplate(spec.Bench); err != nil {
+		errs = append(errs, fmt.Errorf("--bench: %v", err))
+	}
+	switch {
+	case (f.benchRuntime > 0) == (spec.BenchIterations > 0):
+		errs = append(errs, errors.New("--bench needs exactly one of --runtime and --iterations"))
+	case f.benchRuntime < 0:
+		errs = append(errs, fmt.Errorf("--runtime %v: must be positive", f.benchRuntime))
+	}
+	if spec.BenchWork != "cpu" && spec.BenchWork != "wall" {
+		errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
+	}
+	return errs, tpl
+}
+
+// size checks -n and -N: without -n, one task per node, as sbatch.
+func (f *submitFlags) size(changed func(string) bool) []error {
+	var errs []error
+	spec := &f.spec
+	if changed("nodes") {
+		if err := checkProcs("-N", f.nodes); err != nil {
+			errs = append(errs, err)
+		} else if !changed("ntasks") && !changed("procs") {
+			spec.Processors = f.nodes
+		} else if spec.Processors < f.nodes {
+			errs = append(errs, fmt.Errorf("-n %d: fewer tasks than -N %d nodes", spec.Processors, f.nodes))
+		}
+	}
+	if err := checkProcs("-n", spec.Processors); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// benchDefaults gives a benchmark job its iterations from --runtime and,
+// without -t, the time limit its iterations are expected to take (an
+// estimate: --overrun extend).
+func (f *submitFlags) benchDefaults(tpl bench.Template) {
+	spec := &f.spec
+	net := bench.DefaultNetwork()
+	if spec.BenchIterations == 0 {
+		spec.BenchIterations = bench.Iterations(tpl, spec.Processors, net, f.benchRuntime)
+	}
+	if f.limit == "" {
+		f.limit = bench.Job{Template: tpl, Iterations: spec.BenchIterations}.RuntimeEstimate(spec.Processors, net).String()
+		if spec.Overrun == "" {
+			spec.Overrun = "extend"
+		}
+	}
+}
+
+// limits checks -t, --overrun and --mem.
+func (f *submitFlags) limits() []error {
+	var errs []error
+	spec := &f.spec
+	d, err := slurmtime.Parse(f.limit)
+	if err == nil && d <= 0 {
+		err = errors.New("must be positive")
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("-t %q: %v", f.limit, strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(f.limit)))))
+	}
+	spec.TimeLimit = api.Duration{D: d}
+	if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
+		errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
+	}
+	if f.mem != "" {
+		if spec.Memory, err = parseSize(f.mem); err != nil {
+			errs = append(errs, fmt.Errorf("--mem %q: %v", f.mem, err))
+		}
+	}
+	if spec.Env, err = submitEnv(f.export); err != nil {
+		errs = append(errs, fmt.Errorf("--export: %v", err))
+	}
+	return errs
+}
+
+// queueFlags are queue's settings.
+type queueFlags struct {
+	cf                      clientFlags
+	all, noHeader, long     bool
+	format, jobList, states string
+}
+
 func newQueueCmd() *cobra.Command {
-	var cf clientFlags
-	var all, noHeader, long bool
-	var format, jobList, states string
+	var f queueFlags
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "List jobs (squeue-like): JOBID NAME USER ST TIME NODES NODELIST(REASON)",
@@ -203,7 +270,7 @@ cancelled, TO timeout. TIME is the time the job has run. For a pending job the
 last column says why it waits; for a failed one why it failed. USER is the
 job's owner as the agent authenticated it (docs/security.md).
 
--o/--format takes squeue's % fields (` + queueFieldLetters + `),
+-o/--format takes squeue's % fields (` + jobtable.FieldLetters + `),
 each as %[.][WIDTH]FIELD: WIDTH cuts or pads the value, "." right-justifies
 it; other text is printed as is.
 
@@ -214,134 +281,73 @@ processes seen at once.`,
   cosched queue -t PD,R -j 3,4 --noheader
   cosched queue --all -o "%.6i %-12j %8u %.2t %.10M %.10l %R"`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var errs []error
-			var cols []queueColumn
-			if format != "" {
-				var err error
-				if cols, err = parseQueueFormat(format); err != nil {
-					errs = append(errs, fmt.Errorf("-o %q: %v", format, err))
-				}
-			}
-			var ids map[int64]bool
-			if jobList != "" {
-				ids = map[int64]bool{}
-				for _, item := range strings.Split(jobList, ",") {
-					id, err := api.ParseJobID(strings.TrimSpace(item))
-					if err != nil {
-						errs = append(errs, fmt.Errorf("-j %q: %v", jobList, err))
-						break
-					}
-					ids[id] = true
-				}
-			}
-			var want map[api.State]bool
-			if states != "" {
-				var err error
-				if want, err = parseStates(states); err != nil {
-					errs = append(errs, fmt.Errorf("-t %q: %v", states, err))
-				}
-			}
-			if len(errs) > 0 {
-				return flagErrors(errs)
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			// Finished jobs are asked for when shown: --all, a job list
-			// (squeue -j shows a job whatever its state) or finished states.
-			finished := all || ids != nil
-			for st := range want {
-				finished = finished || st.Done()
-			}
-			jobs, err := c.Jobs(cmd.Context(), finished)
-			if err != nil {
-				return err
-			}
-			jobs = slices.DeleteFunc(jobs, func(j api.Job) bool {
-				return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
-			})
-			if cols == nil {
-				writeQueue(cmd.OutOrStdout(), jobs, noHeader, long)
-			} else {
-				writeQueueFormat(cmd.OutOrStdout(), cols, jobs, noHeader)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return queue(cmd, &f) },
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&all, "all", false, "include finished jobs")
-	fl.BoolVarP(&long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
-	fl.BoolVar(&noHeader, "noheader", false, "no header line")
-	fl.StringVarP(&format, "format", "o", "", "squeue-style format of each line: "+queueFieldLetters+" with optional [.]WIDTH")
-	fl.StringVarP(&jobList, "jobs", "j", "", "only these jobs (comma-separated ids), whatever their state")
-	fl.StringVarP(&states, "states", "t", "", "only jobs in these states: PD, R, CD, F, CA, TO (or their names), comma-separated, or all")
-	cf.add(cmd)
+	fl.BoolVar(&f.all, "all", false, "include finished jobs")
+	fl.BoolVarP(&f.long, "long", "l", false, "add CPU time, peak memory and processes (from the jobs' cgroups)")
+	fl.BoolVar(&f.noHeader, "noheader", false, "no header line")
+	fl.StringVarP(&f.format, "format", "o", "", "squeue-style format of each line: "+jobtable.FieldLetters+" with optional [.]WIDTH")
+	fl.StringVarP(&f.jobList, "jobs", "j", "", "only these jobs (comma-separated ids), whatever their state")
+	fl.StringVarP(&f.states, "states", "t", "", "only jobs in these states: PD, R, CD, F, CA, TO (or their names), comma-separated, or all")
+	f.cf.add(cmd)
 	return cmd
 }
 
-func writeQueue(w io.Writer, jobs []api.Job, noHeader, long bool) {
-	var rows [][]string
-	if !noHeader {
-		head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
-		if long {
-			head = append(head, "CPU", "MAXMEM", "PROCS")
-		}
-		rows = append(rows, append(head, "NODELIST(REASON)"))
-	}
-	for _, j := range jobs {
-		r := []string{fmt.Sprint(j.ID), truncate(jobName(j), 16), truncate(orDash(j.Spec.User), 10),
-			j.State.Code(), slurmtime.Format(j.Elapsed.D), nodeCount(j)}
-		if long {
-			r = append(r, usageColumns(j.Usage)...)
-		}
-		rows = append(rows, append(r, nodesOrReason(j)))
-	}
-	writeColumns(w, rows)
-}
-
-func distinct(ss []string) []string {
-	var out []string
-	for _, s := range ss {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
+func queue(cmd *cobra.Command, f *queueFlags) error {
+	var errs []error
+	var cols []jobtable.Column
+	if f.format != "" {
+		var err error
+		if cols, err = jobtable.ParseFormat(f.format); err != nil {
+			errs = append(errs, fmt.Errorf("-o %q: %v", f.format, err))
 		}
 	}
-	return out
-}
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// writeColumns aligns rows in left-aligned columns.
-func writeColumns(w io.Writer, rows [][]string) {
-	var width []int
-	for _, r := range rows {
-		for i, c := range r {
-			if i >= len(width) {
-				width = append(width, 0)
+	var ids map[int64]bool
+	if f.jobList != "" {
+		ids = map[int64]bool{}
+		for _, item := range strings.Split(f.jobList, ",") {
+			id, err := api.ParseJobID(strings.TrimSpace(item))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("-j %q: %v", f.jobList, err))
+				break
 			}
-			width[i] = max(width[i], len([]rune(c)))
+			ids[id] = true
 		}
 	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(c))))
-			}
+	var want map[api.State]bool
+	if f.states != "" {
+		var err error
+		if want, err = jobtable.ParseStates(f.states); err != nil {
+			errs = append(errs, fmt.Errorf("-t %q: %v", f.states, err))
 		}
-		fmt.Fprintln(w, b.String())
 	}
+	if len(errs) > 0 {
+		return flagErrors(errs)
+	}
+	c, err := f.cf.client()
+	if err != nil {
+		return err
+	}
+	// Finished jobs are asked for when shown: --all, a job list
+	// (squeue -j shows a job whatever its state) or finished states.
+	finished := f.all || ids != nil
+	for st := range want {
+		finished = finished || st.Done()
+	}
+	jobs, err := c.Jobs(cmd.Context(), finished)
+	if err != nil {
+		return err
+	}
+	jobs = slices.DeleteFunc(jobs, func(j api.Job) bool {
+		return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
+	})
+	if cols == nil {
+		jobtable.Queue(cmd.OutOrStdout(), jobs, f.noHeader, f.long)
+	} else {
+		jobtable.WriteFormat(cmd.OutOrStdout(), cols, jobs, f.noHeader)
+	}
+	return nil
 }
 
 func newCancelCmd() *cobra.Command {
@@ -406,111 +412,13 @@ whose strobe went out late (overruns).`,
 			if err != nil {
 				return err
 			}
-			writeNodes(cmd.OutOrStdout(), rep, stats)
+			jobtable.Nodes(cmd.OutOrStdout(), rep, stats)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&stats, "stats", false, "show strobe, switch and skew statistics")
 	cf.add(cmd)
 	return cmd
-}
-
-func writeNodes(w io.Writer, rep api.NodesReport, stats bool) {
-	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS", "CONTROLLER"}
-	if stats {
-		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
-	}
-	rows := [][]string{head}
-	for _, n := range rep.Nodes {
-		name := n.Name
-		role := "-"
-		switch {
-		case n.Leader:
-			name += "*"
-			role = "leader"
-		case n.Controller:
-			role = "standby"
-		}
-		var jobs []string
-		for _, id := range n.Jobs {
-			jobs = append(jobs, fmt.Sprint(id))
-		}
-		mem := "-"
-		if n.Memory > 0 {
-			mem = humanize.IBytes(uint64(n.Memory))
-		}
-		r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
-		if stats {
-			if s := n.Stats; s != nil {
-				st := s.Strobe
-				r = append(r, fmt.Sprint(st.Applied), fmt.Sprint(st.Lost), fmt.Sprint(st.Late),
-					fmt.Sprintf("%v/%v", roundSig(st.Latency.P50), roundSig(st.Latency.P99)), fmt.Sprintf("%v/%v", roundSig(st.SwitchCost.P50), roundSig(st.SwitchCost.P99)),
-					fmt.Sprint(s.SlotReuses), fmt.Sprintf("%d/%d", s.Relay.Delivered, s.Relay.Sent), orDash(s.Cgroups), orDash(s.Suspend))
-			} else {
-				r = append(r, "-", "-", "-", "-", "-", "-", "-", "-", "-")
-			}
-		}
-		rows = append(rows, r)
-	}
-	writeColumns(w, rows)
-	if stats && rep.Cluster != nil {
-		cs := rep.Cluster
-		fmt.Fprintf(w, "\n%s mode, MPL %d", cs.Mode, cs.MPL)
-		if cs.Mode.TimeShared() {
-			t := cs.Ticks
-			fmt.Fprintf(w, ", slice %v: %d strobes sent (late p50 %v, p99 %v), %d overruns, %d skipped", cs.Slice.D, t.Ticks, roundSig(t.SendLate.P50), roundSig(t.SendLate.P99), t.Overruns, t.Skipped)
-		}
-		if cs.Policy != "" {
-			fmt.Fprintf(w, "; policy %s", cs.Policy)
-			var opts []string
-			if cs.Reservations != "" {
-				opts = append(opts, "reservations "+cs.Reservations)
-			}
-			if cs.ReservationMode != "" {
-				opts = append(opts, string(cs.ReservationMode))
-			}
-			if cs.Weights != nil {
-				opts = append(opts, "weights "+cs.Weights.String())
-			}
-			if len(opts) > 0 {
-				fmt.Fprintf(w, " (%s)", strings.Join(opts, ", "))
-			}
-		}
-		fmt.Fprintf(w, "; %d processors in service\n", cs.Online)
-		if s := rep.Skew; s != nil && s.Slices > 0 {
-			fmt.Fprintf(w, "switch skew across agents over %d slices: p50 %v, p99 %v, max %v; strobe-to-switch p50 %v, p99 %v\n",
-				s.Slices, roundSig(s.Skew.P50), roundSig(s.Skew.P99), roundSig(s.Skew.Max), roundSig(s.Latency.P50), roundSig(s.Latency.P99))
-		}
-	}
-	fmt.Fprintln(w, "(* the controller that leads)")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// columnList prints sorted columns compactly: 0-3,8.
-func columnList(cols []int) string {
-	if len(cols) == 0 {
-		return "-"
-	}
-	var parts []string
-	for i := 0; i < len(cols); {
-		j := i
-		for j+1 < len(cols) && cols[j+1] == cols[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", cols[i], cols[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(cols[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }
 
 // currentUser is the submitting user's login name as this process knows
@@ -520,15 +428,6 @@ func currentUser() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
-}
-
-// roundSig rounds a measured duration to three significant digits for a
-// table (123µs, 1.23ms, 40s): the digits beyond are noise.
-func roundSig(d time.Duration) time.Duration {
-	unit := time.Duration(1)
-	for a := max(d, -d); a >= 1000*unit; unit *= 10 {
-	}
-	return d.Round(unit)
 }
 
 // warnDeprecated warns on standard error (never standard output, which
@@ -544,12 +443,4 @@ func warnDeprecated(cmd *cobra.Command, replacements map[string]string) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "cosched: warning: %s is deprecated, use %s\n", spelling, replacements[old])
 		}
 	}
-}
-
-// usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.
-func usageColumns(u *api.JobUsage) []string {
-	if u == nil {
-		return []string{"-", "-", "-"}
-	}
-	return []string{u.CPUTime.D.Round(time.Millisecond).String(), humanize.IBytes(uint64(u.PeakMemory)), fmt.Sprint(u.Processes)}
 }

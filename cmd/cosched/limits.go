@@ -79,10 +79,6 @@ const maxLoad = 1000.0
 // maxIterations bounds a benchmark job's iterations.
 const maxIterations = 1_000_000_000
 
-// nowMaxNodes bounds sim now's network of workstations (a slice of speeds,
-// scanned at every placement).
-const nowMaxNodes = 1 << 16
-
 // genBytesPerJob is a generous size of one generated SWF job line, for the
 // free-space check before writing (measured: 110 bytes with memory).
 const genBytesPerJob = 128

@@ -7,63 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cosched/cosched/api"
 )
-
-func TestQueueFormat(t *testing.T) {
-	jobs := []api.Job{
-		{ID: 7, Spec: api.JobSpec{Name: "solver", User: "alice", Processors: 4, TimeLimit: api.Duration{D: 90 * time.Minute}},
-			State: api.Running, Nodes: []string{"a0", "a0", "a1", "a1"}, Elapsed: api.Duration{D: 123 * time.Second}},
-		{ID: 12, Spec: api.JobSpec{Bench: "50ms,25ms,news,NB", Processors: 2, TimeLimit: api.Duration{D: 26 * time.Hour}},
-			State: api.Pending, Reason: "no room in any row"},
-	}
-	for _, tc := range []struct {
-		format   string
-		noHeader bool
-		want     string
-	}{
-		{"%i %j %u %t %T %M %l %D %C %R", false, "JOBID NAME USER ST STATE TIME TIME_LIMIT NODES CPUS NODELIST(REASON)\n" +
-			"7 solver alice R RUNNING 2:03 1:30:00 2 4 a0,a1\n" +
-			"12 bench:50ms,25ms,news,NB - PD PENDING 0:00 1-02:00:00 - 2 (no room in any row)\n"},
-		{"%.5i|%-4j|%P|%%", true, "    7|solv|-|%\n   12|benc|-|%\n"},
-		{"%N %r", true, "a0,a1 -\n no room in any row\n"},
-	} {
-		cols, err := parseQueueFormat(tc.format)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.format, err)
-		}
-		var b strings.Builder
-		writeQueueFormat(&b, cols, jobs, tc.noHeader)
-		if b.String() != tc.want {
-			t.Errorf("%q:\n%s\nwant:\n%s", tc.format, b.String(), tc.want)
-		}
-	}
-	for _, bad := range []string{"%x", "%.", "%5", "%99999i"} {
-		if _, err := parseQueueFormat(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	var b strings.Builder
-	writeQueue(&b, jobs, false, false)
-	if lines := strings.Split(b.String(), "\n"); !strings.HasPrefix(lines[0], "JOBID  NAME") || !strings.Contains(lines[0], "USER") ||
-		!strings.Contains(lines[1], "alice") || !strings.Contains(lines[1], "2:03") || !strings.Contains(lines[2], "bench:50ms,25ms…") {
-		t.Errorf("default table:\n%s", b.String())
-	}
-}
-
-func TestQueueStates(t *testing.T) {
-	got, err := parseStates("pd,RUNNING,canceled")
-	if err != nil || len(got) != 3 || !got[api.Pending] || !got[api.Running] || !got[api.Cancelled] {
-		t.Errorf("%v %v", got, err)
-	}
-	if all, err := parseStates("all"); err != nil || len(all) != 6 {
-		t.Errorf("all: %v %v", all, err)
-	}
-	if _, err := parseStates("R,XX"); err == nil || !strings.Contains(err.Error(), `state "XX"`) {
-		t.Errorf("bad state: %v", err)
-	}
-}
 
 // TestSlurmHabitsOnACluster runs the Slurm-like commands against a real
 // two-agent cluster: -J, -N, Slurm time limits, a USER column, queue's
@@ -141,18 +85,23 @@ func TestSlurmHabitsOnACluster(t *testing.T) {
 	if out, err := sh("cancel", "999"); err == nil || out == "" {
 		t.Errorf("cancelling an unknown job: %v %q", err, out)
 	}
-}
-
-func TestRoundSig(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		123456 * time.Nanosecond:      "123µs",
-		1234567 * time.Nanosecond:     "1.23ms",
-		40117481189 * time.Nanosecond: "40.1s",
-		999 * time.Nanosecond:         "999ns",
-		2*time.Minute + 3*time.Second: "2m3s",
-	} {
-		if got := roundSig(d).String(); got != want {
-			t.Errorf("%v: %s, want %s", d, got, want)
+	// --export: the named variables of the submitting shell reach the
+	// rank, nothing else of it does.
+	cmd = exec.Command(bin, "submit", "-n", "1", "-t", "1", "--parsable", "--export=I14_SET,I14_GIVEN=given", "--",
+		"sh", "-c", `echo "$I14_SET $I14_GIVEN ${I14_OTHER:-unset}"`)
+	cmd.Env = append(cmd.Environ(), "COSCHED_STATE_DIR="+state, "COSCHED_ADDR=", "I14_SET=set", "I14_OTHER=other")
+	out3, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("submit --export: %v\n%s", err, out3)
+	}
+	id3 := strings.TrimSpace(string(out3))
+	eventually(t, 30*time.Second, func() error {
+		if out, err := sh("queue", "-j", id3, "--noheader", "-o", "%t"); err != nil || out != "CD\n" {
+			return fmt.Errorf("job %s: %q %v", id3, out, err)
 		}
+		return nil
+	})
+	if out, err := sh("output", id3); err != nil || out != "set given unset\n" {
+		t.Errorf("output of the --export job: %q %v, want %q", out, err, "set given unset\n")
 	}
 }

@@ -371,12 +371,17 @@ func TestSignalStopsClusterUp(t *testing.T) {
 	}
 }
 
-// agentAlive reports whether pid is a live process (not gone, not a zombie).
+// agentAlive reports whether pid is a live cosched agent: not gone, not a
+// zombie waiting for its reaper (after its parent exited, init reaps it
+// when it gets to it), not a reused pid running something else.
 func agentAlive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
 	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(cmdline), "agent\x00")
 }

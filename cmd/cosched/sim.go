@@ -234,7 +234,8 @@ func runSim(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFlags)
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	if err := addFCFSRatios(ctx, f, input, conv, results); err != nil {
+	base := jss.TraceOptions{Input: input, Processors: f.procs, Conventions: conv, Lenient: f.lenient, Tau: f.tau, Check: f.check}
+	if err := jss.AddFCFSRatios(ctx, base, results); err != nil {
 		return err
 	}
 	return report.Write(stdout, f.format, results)
@@ -314,7 +315,9 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 			return jss.TraceResult{}, fmt.Errorf("--jobs-csv: %w", err)
 		}
 	}
-	res, err := simulatePolicy(ctx, f, opt, p)
+	e := jss.Engines{PFCFS: f.pfcfs.config()}
+	f.hosts.engines(&e)
+	res, err := jss.SimulatePolicy(ctx, opt, p, e)
 	if err != nil {
 		return res, err
 	}

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/pfcfs"
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 // pfcfsFlags are the --pfcfs-* parameters of `cosched sim`.
@@ -73,58 +72,6 @@ func (f *pfcfsFlags) config() jss.PFCFSConfig {
 	}
 }
 
-// simulatePolicy runs one policy over the trace on the engine the
-// registry names (the priority-backfill policies on hosts when a machine
-// file is given).
-func simulatePolicy(ctx context.Context, f *simFlags, opt jss.TraceOptions, p gang.Policy) (jss.TraceResult, error) {
-	info, err := jss.LookupPolicy(string(p))
-	if err != nil {
-		return jss.TraceResult{}, err
-	}
-	switch {
-	case info.Engine == jss.EnginePFCFS:
-		return jss.SimulateTracePFCFS(ctx, opt, f.pfcfs.config())
-	case info.Engine == jss.EngineHosts || (f.hosts.hostsActive() && gang.IsPriorityBackfill(p)):
-		return simulateHosts(ctx, f, opt, p)
-	}
-	return jss.SimulateTrace(ctx, opt, p)
-}
-
-// addFCFSRatios fills in each pfcfs result's metrics relative to plain FCFS
-// on the same input: the fcfs result when --policy has it, else a run made
-// for the purpose (its schedule is not written out).
-func addFCFSRatios(ctx context.Context, f *simFlags, input jss.TraceInput, conv jss.Conventions, results []jss.TraceResult) error {
-	var base *jss.TraceResult
-	need := false
-	for i := range results {
-		switch {
-		case results[i].Policy == gang.FCFS:
-			base = &results[i]
-		case results[i].PFCFS != nil:
-			need = true
-		}
-	}
-	if !need {
-		return nil
-	}
-	if base == nil {
-		res, err := jss.SimulateTrace(ctx, jss.TraceOptions{
-			Input: input, Processors: f.procs, Conventions: conv, Lenient: f.lenient, Tau: f.tau, Check: f.check,
-		}, gang.FCFS)
-		if err != nil {
-			return fmt.Errorf("fcfs baseline for pfcfs: %w", err)
-		}
-		base = &res
-	}
-	for i := range results {
-		if p := results[i].PFCFS; p != nil {
-			rel := jss.RelativeTo(results[i].Metrics, base.Metrics)
-			p.VsFCFS = &rel
-		}
-	}
-	return nil
-}
-
 // simPolicyNames lists the policies `cosched sim` runs: the registry's.
 func simPolicyNames() string { return jss.PolicyNames() }
 
@@ -136,10 +83,10 @@ func isPFCFS(name string) bool {
 
 // pfcfsSweepModes rejects the time-sharing modes for --policy pfcfs, a
 // space-sharing policy.
-func pfcfsSweepModes(modes []jss.Mode) []error {
+func pfcfsSweepModes(modes []sharing.Mode) []error {
 	for _, m := range modes {
-		if m != jss.BF {
-			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode bf only (got --mode %s)", m)}
+		if m != sharing.Space {
+			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode space only (got --mode %s)", m)}
 		}
 	}
 	return nil

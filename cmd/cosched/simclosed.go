@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/closed"
 )
 
@@ -122,60 +123,52 @@ func (f *simClosedFlags) service() (closed.Service, error) {
 	return svc, nil
 }
 
-// validate checks every flag and reports all problems at once.
+// simClosedFlagNames maps closed.Experiment's fields to sim closed's flags.
+var simClosedFlagNames = flagNames{"Procs": "--procs", "Jobs": "--jobs", "Policies": "--policy", "Service.Dist": "--dist",
+	"Service.Mean": "--service-mean", "Service.CV": "--cv", "IOMean": "--io-mean", "Warmup": "--warmup",
+	"Completions": "--completions", "Replications": "--replications"}
+
+// validate parses the lists and the service distribution, then checks the
+// experiment (closed.Experiment.Validate), every problem named by its flag.
 func (f *simClosedFlags) validate() (*closed.Experiment, error) {
-	var errs []error
 	e := &closed.Experiment{
 		Procs: f.procs, IOMean: f.ioMean,
 		Warmup: f.warmup, Completions: f.completions, Replications: f.replications, Seed: f.seed,
 	}
-	var ee []error
-	e.Jobs, ee = parseList("--jobs", f.jobs, func(s string) (int, error) {
+	unparsed := map[string]bool{} // fields whose flag did not parse: Validate's word on them is noise
+	jobs, errs := parseList("--jobs", f.jobs, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > closed.MaxJobs {
 			return 0, fmt.Errorf("want a whole number of jobs in 1..%d", closed.MaxJobs)
 		}
 		return n, nil
 	})
-	errs = append(errs, ee...)
-	e.Policies, ee = parseList("--policy", f.policies, func(s string) (closed.Policy, error) {
+	e.Jobs, unparsed["Jobs"] = jobs, len(errs) > 0
+	policies, ee := parseList("--policy", f.policies, func(s string) (closed.Policy, error) {
 		p, err := closed.ParsePolicy(s)
 		if err != nil {
 			return "", fmt.Errorf("unknown policy (valid: %s)", closed.PolicyNames())
 		}
 		return p, nil
 	})
+	e.Policies, unparsed["Policies"] = policies, len(ee) > 0
 	errs = append(errs, ee...)
 	svc, err := f.service()
 	if err != nil {
 		errs = append(errs, err)
+		unparsed["Service.Dist"], unparsed["Service.CV"] = true, true
 	}
 	e.Service = svc
-	if err := checkInt("--procs", int64(f.procs), 1, closed.MaxProcs); err != nil {
-		errs = append(errs, err)
-	}
-	if !(f.serviceMean > 0) || f.serviceMean > 1e300 {
-		errs = append(errs, fmt.Errorf("--service-mean %g: must be positive and finite", f.serviceMean))
-	}
-	if !(f.ioMean > 0) || f.ioMean > 1e300 {
-		errs = append(errs, fmt.Errorf("--io-mean %g: must be positive and finite", f.ioMean))
-	}
-	if f.replications < 2 {
-		errs = append(errs, fmt.Errorf("--replications %d: at least 2 are needed for a confidence interval", f.replications))
-	} else if err := checkInt("--replications", int64(f.replications), 2, closed.MaxReplications); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkInt("--completions", int64(f.completions), 1, closed.MaxCompletions); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkInt("--warmup", int64(f.warmup), 0, closed.MaxCompletions); err != nil {
-		errs = append(errs, err)
-	}
 	if !slices.Contains(closed.Formats(), f.format) {
 		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(closed.Formats(), ", ")))
 	}
 	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
 		errs = append(errs, err)
+	}
+	for _, fe := range fielderr.All(e.Validate()) {
+		if !unparsed[fe.Field] {
+			errs = append(errs, simClosedFlagNames.error(fe))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, flagErrors(errs)

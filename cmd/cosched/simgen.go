@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -185,31 +184,50 @@ func runSimGen(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 // fitModelToTrace fits the workload model to an SWF file, or standard input for
 // "-". procs overrides the trace's machine size when positive.
 func fitModelToTrace(ctx context.Context, flag, path string, procs int, stdin io.Reader) (workload.Model, error) {
-	var rd *swf.Reader
-	var closer io.Closer
-	var err error
-	name := filepath.Base(path)
-	if path == "-" {
-		name = "<stdin>"
-		rd, closer, err = swf.OpenReader(ctxio.Interruptible(ctx, stdin), name)
-	} else {
-		if st, serr := os.Stat(path); serr != nil {
-			return workload.Model{}, fmt.Errorf("%s: %w", flag, serr)
-		} else if st.IsDir() {
-			return workload.Model{}, fmt.Errorf("%s %s: is a directory, not an SWF file", flag, path)
-		}
-		file, ferr := os.Open(path)
-		if ferr != nil {
-			return workload.Model{}, fmt.Errorf("%s: %w", flag, ferr)
-		}
-		defer file.Close()
-		rd, closer, err = swf.OpenReader(ctxio.Reader(ctx, file), path)
-	}
+	rd, closer, err := openSWF(ctx, flag, path, stdin)
 	if err != nil {
 		return workload.Model{}, err
 	}
 	defer closer.Close()
+	name := filepath.Base(path)
+	if path == "-" {
+		name = "<stdin>"
+	}
 	return workload.FitSWF(rd, name, procs)
+}
+
+// openSWF opens the SWF file at path (named by flag in errors), or standard
+// input for "-"; reads stop when ctx is cancelled.
+func openSWF(ctx context.Context, flag, path string, stdin io.Reader) (*swf.Reader, io.Closer, error) {
+	if path == "-" {
+		return swf.OpenReader(ctxio.Interruptible(ctx, stdin), "<stdin>")
+	}
+	if st, err := os.Stat(path); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
+	} else if st.IsDir() {
+		return nil, nil, fmt.Errorf("%s %s: is a directory, not an SWF file", flag, path)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	rd, closer, err := swf.OpenReader(ctxio.Reader(ctx, file), path)
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return rd, closers{closer, file}, nil
+}
+
+// closers closes each in turn.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 type simFitFlags struct {
@@ -275,48 +293,8 @@ func runSimFit(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFit
 			return err
 		}
 	} else {
-		writeModelTable(&buf, m)
+		m.WriteTable(&buf)
 	}
 	_, err = stdout.Write(buf.Bytes())
 	return err
-}
-
-// writeModelTable prints one row per class, then any fallback notes.
-func writeModelTable(w io.Writer, m workload.Model) {
-	fmt.Fprintf(w, "Workload model of %s (%d processors)\n", m.Source, m.Processors)
-	fmt.Fprintf(w, "offered load %.3f, mean runtime %s\n\n", m.OfferedLoad(m.Processors), fmtSeconds(m.MeanRuntime()))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sizes\tjobs\tmean interarrival\torder\tCV\tmean runtime\torder\tCV\tmean size\t")
-	var notes []string
-	for _, c := range m.Classes {
-		ia, run := c.Interarrival, c.Runtime
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.2f\t%s\t%d\t%.2f\t%.1f\t\n",
-			c.SizeRange(), c.Jobs, fmtSeconds(ia.Mean()), ia.Order, ia.CV(), fmtSeconds(run.Mean()), run.Order, run.CV(), c.MeanSize())
-		if ia.Note != "" {
-			notes = append(notes, fmt.Sprintf("class %s interarrival: %s", c.SizeRange(), ia.Note))
-		}
-		if run.Note != "" {
-			notes = append(notes, fmt.Sprintf("class %s runtime: %s", c.SizeRange(), run.Note))
-		}
-	}
-	tw.Flush()
-	notes = append(notes, m.Notes...)
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nNotes:")
-		for _, n := range notes {
-			fmt.Fprintf(w, "  %s\n", n)
-		}
-	}
-}
-
-// seconds shows a time in seconds as a rounded duration: 3069.5 → 51m10s.
-func fmtSeconds(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	switch {
-	case d >= time.Minute:
-		d = d.Round(time.Second)
-	case d >= time.Second:
-		d = d.Round(10 * time.Millisecond)
-	}
-	return d.String()
 }

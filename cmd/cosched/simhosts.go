@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -40,9 +39,16 @@ func (h *hostsFlags) add(fl *pflag.FlagSet) {
 	fl.DurationVar(&h.eqFullAfter, "eq-full-after", 0, "eqspatial: jobs that have run longer than this get their full request first (e.g. 50h; 0 = off)")
 }
 
-// hostsActive reports whether the priority-backfill policies run on the
-// multi-host engine: with a machine file or immediate service.
-func (h *hostsFlags) hostsActive() bool { return h.machineFile != "" || h.is }
+// engines sets the hosts engine's part of e: the priority-backfill
+// policies run on it with a machine file or immediate service.
+func (h *hostsFlags) engines(e *jss.Engines) {
+	e.Hosts, e.OnHosts = h.machine, h.machineFile != "" || h.is
+	if h.is {
+		is := h.isCfg
+		e.IS = &is
+	}
+	e.EQ = jss.EQSpatial{Interval: h.eqInterval, FullAfter: h.eqFullAfter}
+}
 
 // validate checks the multi-host flags against the policies and reads the
 // machine file. Every problem names its flag.
@@ -115,32 +121,4 @@ func (h *hostsFlags) readMachine() error {
 // isEQSpatial reports whether a --policy entry names eqspatial.
 func isEQSpatial(name string) bool {
 	return strings.EqualFold(strings.TrimSpace(name), jss.EQSpatialName)
-}
-
-// simulateHosts runs a priority-backfill policy or eqspatial on the hosts
-// of the machine file, or without one on a single host of the trace's
-// machine size with unlimited memory.
-func simulateHosts(ctx context.Context, f *simFlags, opt jss.TraceOptions, p gang.Policy) (jss.TraceResult, error) {
-	machine := f.hosts.machine
-	if machine == nil {
-		rd, closer, err := opt.Input.Open()
-		if err != nil {
-			return jss.TraceResult{}, err
-		}
-		procs, _, err := jss.MachineSize(opt.Processors, rd.Header())
-		closer.Close()
-		if err != nil {
-			return jss.TraceResult{}, fmt.Errorf("%s: %w", opt.Input.Name, err)
-		}
-		machine = []hosts.Host{{Name: "machine", Processors: procs}}
-	}
-	cfg := jss.HostsConfig{Scheduler: hosts.Config{Hosts: machine, Policy: p, Backfill: opt.Backfill}}
-	if p == jss.PolicyEQSpatial {
-		cfg.Scheduler.Policy = gang.FCFSBF // unused by eqspatial
-		cfg.EQ = &jss.EQSpatial{Interval: f.hosts.eqInterval, FullAfter: f.hosts.eqFullAfter}
-	} else if f.hosts.is {
-		is := f.hosts.isCfg
-		cfg.IS = &is
-	}
-	return jss.SimulateTraceHosts(ctx, opt, cfg)
 }

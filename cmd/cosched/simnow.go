@@ -2,25 +2,20 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/gang/now"
-	"github.com/cosched/cosched/internal/ctxio"
 	"github.com/cosched/cosched/jss/nowsim"
-	"github.com/cosched/cosched/jss/swf"
 )
 
 type simNowFlags struct {
@@ -111,92 +106,10 @@ type simNowPlan struct {
 	gen      nowsim.GenConfig
 }
 
-// nowParseSpeeds reads items "S" or "NxS" separated by commas or white space.
-func nowParseSpeeds(text string) ([]float64, error) {
-	var out []float64
-	for _, item := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
-		n, sp := 1, item
-		if a, b, ok := strings.Cut(item, "x"); ok {
-			var err error
-			if n, err = strconv.Atoi(a); err != nil || n < 1 || n > nowMaxNodes {
-				return nil, fmt.Errorf("%q: want a node count in 1..%d before x", item, nowMaxNodes)
-			}
-			sp = b
-		}
-		v, err := strconv.ParseFloat(sp, 64)
-		if err != nil || !(v > 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%q: a speed must be a positive number", item)
-		}
-		if len(out)+n > nowMaxNodes {
-			return nil, fmt.Errorf("more than %d nodes", nowMaxNodes)
-		}
-		for range n {
-			out = append(out, v)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no nodes")
-	}
-	return out, nil
-}
-
-// nowParseRange reads "LO-HI" or a single duration.
-func nowParseRange(s string) (nowsim.Range, error) {
-	lo, hi, ok := strings.Cut(s, "-")
-	if !ok {
-		hi = lo
-	}
-	a, err1 := time.ParseDuration(strings.TrimSpace(lo))
-	b, err2 := time.ParseDuration(strings.TrimSpace(hi))
-	if err := errors.Join(err1, err2); err != nil {
-		return nowsim.Range{}, fmt.Errorf("want LO-HI, e.g. 10m-2h: %w", err)
-	}
-	if a < 0 || b < a {
-		return nowsim.Range{}, errors.New("want 0 ≤ LO ≤ HI")
-	}
-	return nowsim.Range{Lo: a, Hi: b}, nil
-}
-
 func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
-	var errs []error
 	var p simNowPlan
-	seen := map[now.Policy]bool{}
-	for _, name := range strings.Split(f.policies, ",") {
-		if strings.TrimSpace(name) == "" {
-			continue
-		}
-		pol, err := now.ParsePolicy(name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), now.PolicyList()))
-		} else if !seen[pol] {
-			seen[pol] = true
-			p.policies = append(p.policies, pol)
-		}
-	}
-	if len(p.policies) == 0 && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("--policy: no policy given (valid: %s)", now.PolicyList()))
-	}
-	if f.speedsFile != "" {
-		if cmd.Flags().Changed("speeds") {
-			errs = append(errs, errors.New("--speeds-file: give --speeds or --speeds-file, not both"))
-		} else if data, err := os.ReadFile(f.speedsFile); err != nil {
-			errs = append(errs, fmt.Errorf("--speeds-file: %w", err))
-		} else {
-			var lines []string
-			for _, l := range strings.Split(string(data), "\n") {
-				l, _, _ = strings.Cut(l, "#")
-				lines = append(lines, l)
-			}
-			if p.speeds, err = nowParseSpeeds(strings.Join(lines, "\n")); err != nil {
-				errs = append(errs, fmt.Errorf("--speeds-file %s: %w", f.speedsFile, err))
-			}
-		}
-	} else {
-		var err error
-		if p.speeds, err = nowParseSpeeds(f.speeds); err != nil {
-			errs = append(errs, fmt.Errorf("--speeds %q: %w", f.speeds, err))
-		}
-	}
+	errs := f.policiesInto(&p)
+	errs = append(errs, f.speedsInto(&p, cmd.Flags().Changed("speeds"))...)
 	var err error
 	if p.estimate, err = now.ParseEstimate(f.estimate); err != nil {
 		errs = append(errs, fmt.Errorf("--estimate %q: want exact, fuzzy:P (P ≥ 0) or learned:W[:PRIOR] (0 < W ≤ 1)", f.estimate))
@@ -220,8 +133,66 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 		}
 		return p, nowFlagErrors(errs)
 	}
-	// The generator's flags, each named in its own message.
-	g := nowsim.GenConfig{Nodes: len(p.speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
+	var genErrs []error
+	p.gen, genErrs = f.generator(p.speeds, len(errs) == 0)
+	return p, nowFlagErrors(append(errs, genErrs...))
+}
+
+// policiesInto parses --policy into p, dropping repeats.
+func (f *simNowFlags) policiesInto(p *simNowPlan) []error {
+	var errs []error
+	seen := map[now.Policy]bool{}
+	for _, name := range strings.Split(f.policies, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
+		pol, err := now.ParsePolicy(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), now.PolicyList()))
+		} else if !seen[pol] {
+			seen[pol] = true
+			p.policies = append(p.policies, pol)
+		}
+	}
+	if len(p.policies) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("--policy: no policy given (valid: %s)", now.PolicyList()))
+	}
+	return errs
+}
+
+// speedsInto reads the node speeds into p: --speeds-file, else --speeds.
+func (f *simNowFlags) speedsInto(p *simNowPlan, speedsGiven bool) []error {
+	if f.speedsFile == "" {
+		var err error
+		if p.speeds, err = nowsim.ParseSpeeds(f.speeds); err != nil {
+			return []error{fmt.Errorf("--speeds %q: %w", f.speeds, err)}
+		}
+		return nil
+	}
+	if speedsGiven {
+		return []error{errors.New("--speeds-file: give --speeds or --speeds-file, not both")}
+	}
+	data, err := os.ReadFile(f.speedsFile)
+	if err != nil {
+		return []error{fmt.Errorf("--speeds-file: %w", err)}
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		lines = append(lines, l)
+	}
+	if p.speeds, err = nowsim.ParseSpeeds(strings.Join(lines, "\n")); err != nil {
+		return []error{fmt.Errorf("--speeds-file %s: %w", f.speedsFile, err)}
+	}
+	return nil
+}
+
+// generator checks the generator's flags, each named in its own message;
+// sizes are checked against the nodes when everything else is right
+// (valid).
+func (f *simNowFlags) generator(speeds []float64, valid bool) (nowsim.GenConfig, []error) {
+	var errs []error
+	g := nowsim.GenConfig{Nodes: len(speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
 		BalancedShare: f.balancedShare, Span: f.span, Programs: f.programs, ProgramVar: f.programVar}
 	if err := checkInt("--jobs", int64(f.jobs), 1, nowsim.MaxJobs); err != nil {
 		errs = append(errs, err)
@@ -246,7 +217,7 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 	if !(f.programVar >= 0 && f.programVar < 1) {
 		errs = append(errs, fmt.Errorf("--program-var %v: must be in [0, 1)", f.programVar))
 	}
-	all, err := nowParseRange(f.ptime)
+	all, err := nowsim.ParseRange(f.ptime)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--ptime %q: %w", f.ptime, err))
 	}
@@ -255,21 +226,20 @@ func (f *simNowFlags) validate(cmd *cobra.Command) (simNowPlan, error) {
 		if s == "" {
 			continue
 		}
-		if g.PTime[cl], err = nowParseRange(s); err != nil {
+		if g.PTime[cl], err = nowsim.ParseRange(s); err != nil {
 			errs = append(errs, fmt.Errorf("--ptime-%s %q: %w", nowsim.Class(cl), s, err))
 		}
 	}
-	if len(errs) == 0 && len(p.speeds) > 0 {
+	if valid && len(errs) == 0 && len(speeds) > 0 {
 		counts := g.Counts()
 		for cl, n := range counts {
-			if lo, hi := nowsim.SizeRange(nowsim.Class(cl), len(p.speeds)); n > 0 && lo > hi {
+			if lo, hi := nowsim.SizeRange(nowsim.Class(cl), len(speeds)); n > 0 && lo > hi {
 				flag := map[nowsim.Class]string{nowsim.SmallParallel: "--seq-share/--large-share", nowsim.LargeParallel: "--large-share"}[nowsim.Class(cl)]
-				errs = append(errs, fmt.Errorf("%s: %d %s parallel jobs, but %d nodes have no %s parallel size (small: 2…⌈n/2⌉−1 tasks, large: ⌈n/2⌉…n)", flag, n, nowsim.Class(cl), len(p.speeds), nowsim.Class(cl)))
+				errs = append(errs, fmt.Errorf("%s: %d %s parallel jobs, but %d nodes have no %s parallel size (small: 2…⌈n/2⌉−1 tasks, large: ⌈n/2⌉…n)", flag, n, nowsim.Class(cl), len(speeds), nowsim.Class(cl)))
 			}
 		}
 	}
-	p.gen = g
-	return p, nowFlagErrors(errs)
+	return g, errs
 }
 
 func nowFlagErrors(errs []error) error {
@@ -305,7 +275,7 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 			}
 		}
 		for _, pol := range p.policies {
-			cfg := nowsim.Config{Speeds: p.speeds, Policy: pol, Estimate: p.estimate, Prior: nowMeanWork(jobs), Seed: seed}
+			cfg := nowsim.Config{Speeds: p.speeds, Policy: pol, Estimate: p.estimate, Prior: nowsim.MeanWork(jobs), Seed: seed}
 			res, err := nowsim.Run(ctx, cfg, jobs, nil)
 			if err != nil {
 				return fmt.Errorf("policy %s, seed %d: %w", pol, seed, err)
@@ -319,92 +289,18 @@ func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout 
 		enc.SetIndent("", "  ")
 		return enc.Encode(results)
 	case "csv":
-		return writeNowCSV(stdout, results)
+		return nowsim.WriteCSV(stdout, results)
 	}
-	return writeNowTable(stdout, f, p, len(traceJobs), dropped, results)
+	t := nowsim.Table{Speeds: p.speeds, Trace: f.trace, TraceJobs: len(traceJobs), Dropped: dropped, Gen: p.gen, Estimate: p.estimate.String()}
+	return nowsim.WriteTable(stdout, t, results)
 }
 
 // readNowTrace reads an SWF file (or standard input for "-") into jobs.
 func readNowTrace(ctx context.Context, path string, nodes int, stdin io.Reader) ([]nowsim.Job, nowsim.Dropped, error) {
-	var rd *swf.Reader
-	var closer io.Closer
-	var err error
-	if path == "-" {
-		rd, closer, err = swf.OpenReader(ctxio.Interruptible(ctx, stdin), "<stdin>")
-	} else {
-		if st, serr := os.Stat(path); serr != nil {
-			return nil, nowsim.Dropped{}, fmt.Errorf("--trace: %w", serr)
-		} else if st.IsDir() {
-			return nil, nowsim.Dropped{}, fmt.Errorf("--trace %s: is a directory, not an SWF file", path)
-		}
-		file, ferr := os.Open(path)
-		if ferr != nil {
-			return nil, nowsim.Dropped{}, fmt.Errorf("--trace: %w", ferr)
-		}
-		defer file.Close()
-		rd, closer, err = swf.OpenReader(ctxio.Reader(ctx, file), path)
-	}
+	rd, closer, err := openSWF(ctx, "--trace", path, stdin)
 	if err != nil {
 		return nil, nowsim.Dropped{}, err
 	}
 	defer closer.Close()
 	return nowsim.ReadSWF(rd, nodes)
-}
-
-// nowMeanWork is the learned estimator's default prior: the workload's mean
-// processing time.
-func nowMeanWork(jobs []nowsim.Job) time.Duration {
-	var sum float64
-	for _, j := range jobs {
-		sum += float64(j.Work)
-	}
-	return time.Duration(sum / float64(max(1, len(jobs))))
-}
-
-var nowCSVHeader = []string{"policy", "estimate", "seed", "jobs", "makespan_s", "mean_flow_s", "max_wait_s", "mean_wait_s"}
-
-func writeNowCSV(w io.Writer, results []nowsim.Result) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write(nowCSVHeader)
-	for _, r := range results {
-		_ = cw.Write([]string{string(r.Policy), r.Estimate, strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Jobs),
-			nowNum(r.Makespan), nowNum(r.MeanFlow), nowNum(r.MaxWait), nowNum(r.MeanWait)})
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-func nowNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-func writeNowTable(w io.Writer, f *simNowFlags, p simNowPlan, traceJobs int, dropped nowsim.Dropped, results []nowsim.Result) error {
-	fmt.Fprintf(w, "nodes     %d, speeds %s\n", len(p.speeds), nowSpeedSummary(p.speeds))
-	if f.trace != "" {
-		fmt.Fprintf(w, "workload  %s: %d jobs, %d dropped (%d no size, %d no runtime, %d no submit, %d wider than the nodes)\n",
-			f.trace, traceJobs, dropped.Total(), dropped.NoSize, dropped.NoRuntime, dropped.NoSubmit, dropped.TooWide)
-	} else {
-		c := p.gen.Counts()
-		fmt.Fprintf(w, "workload  %d jobs generated: %d sequential, %d small, %d large parallel; span %v; processing times seq %v, small %v, large %v\n",
-			p.gen.Jobs, c[0], c[1], c[2], p.gen.Span, p.gen.PTime[0], p.gen.PTime[1], p.gen.PTime[2])
-	}
-	fmt.Fprintf(w, "estimate  %s\n\n", p.estimate)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tseed\tjobs\tmakespan\tmean_flow\tmax_wait\tmean_wait\t")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.Policy, r.Seed, r.Jobs, fmtSeconds(r.Makespan), fmtSeconds(r.MeanFlow), fmtSeconds(r.MaxWait), fmtSeconds(r.MeanWait))
-	}
-	return tw.Flush()
-}
-
-// nowSpeedSummary writes speeds back as NxS items: 1,1,2 → 2x1,1x2.
-func nowSpeedSummary(speeds []float64) string {
-	var items []string
-	for i := 0; i < len(speeds); {
-		j := i
-		for j < len(speeds) && speeds[j] == speeds[i] {
-			j++
-		}
-		items = append(items, fmt.Sprintf("%dx%s", j-i, strconv.FormatFloat(speeds[i], 'g', -1, 64)))
-		i = j
-	}
-	return strings.Join(items, ",")
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/jss/workload"
+	"github.com/cosched/cosched/sharing"
 )
 
 // sweepTableMax is the most rows printed as a table after a sweep or merge.
@@ -54,15 +55,17 @@ type sweepFlags struct {
 	procSwitch  time.Duration
 	pfcfs       pfcfsFlags
 	profile     string
+	// warnings are validate's: former mode names read, printed before running.
+	warnings []string
 }
 
 func newSweepCmd() *cobra.Command {
 	var f sweepFlags
 	cmd := &cobra.Command{
 		Use:   "sweep",
-		Short: "Run bf, bgs and bcs over a design space of MPLs, slices, loads, workloads and memory",
-		Long: `Simulate backfilling (bf), backfilling gang scheduling (bgs) and buffered
-coscheduling (bcs) at every point of a design space, each point a synthetic
+		Short: "Run space, gang and bcs over a design space of MPLs, slices, loads, workloads and memory",
+		Long: `Simulate space sharing with backfilling (space), backfilling gang scheduling
+(gang) and buffered coscheduling (bcs) at every point of a design space, each point a synthetic
 workload (cosched sim gen) run under one configuration, and write one row of
 metrics per point.
 
@@ -71,7 +74,7 @@ Points are the Cartesian product of the lists, in this order, outermost first
 
   workload, mem-mean, load, seed, mode, mpl, slice
 
-bf is space sharing: it ignores --mpl and --slice, so it gets one point per
+space sharing ignores --mpl and --slice, so it gets one point per
 (workload, mem-mean, load, seed), with MPL 1 and slice 0; tables and plots show
 it as the baseline. A point's position in this order is its index.
 
@@ -88,11 +91,11 @@ the flags, never on --parallel or timing.
 
 Output: the JSON holds the spec, the machine, the shard, the total number of
 points and one row per point; the CSV one line per point (times in seconds,
-the slice as a Go duration, 0s for bf). Files are written only when the sweep
+the slice as a Go duration, 0s for space). Files are written only when the sweep
 succeeds. Standard output lists the files and, for at most 60 points, a table;
 progress goes to standard error.`,
 		Example: `  cosched sim sweep --load 0.1:1.6:0.1 --mpl 1,2,3,4 --out w3
-  cosched sim sweep --mode bf,bgs,bcs --mpl 1,2,3,4 --slice 5ms,10ms,50ms,100ms \
+  cosched sim sweep --mode space,gang,bcs --mpl 1,2,3,4 --slice 5ms,10ms,50ms,100ms \
       --load 0.1:1.6:0.1 --workload w0,w1,w2,w3,w4 --mem-mean 0,128MB,256MB \
       --out full --shard 3/8
   cosched sim merge --out full full`,
@@ -101,10 +104,16 @@ progress goes to standard error.`,
 			return runSweep(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
 	}
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags defines the command's flags on cmd, with f's values as defaults.
+func (f *sweepFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.modes, "mode", "bf,bgs,bcs", "execution modes: bf (space sharing with backfilling), bgs (backfilling gang scheduling), bcs (buffered coscheduling)")
-	fl.StringVar(&f.mpls, "mpl", "3", "multiprogramming levels (bgs, bcs)")
-	fl.StringVar(&f.slices, "slice", "50ms", "time slices (bgs, bcs), as Go durations")
+	fl.StringVar(&f.modes, "mode", "space,gang,bcs", "sharing modes: space (space sharing with backfilling), gang (backfilling gang scheduling), bcs (buffered coscheduling)")
+	fl.StringVar(&f.mpls, "mpl", "3", "multiprogramming levels (gang, bcs)")
+	fl.StringVar(&f.slices, "slice", "50ms", "time slices (gang, bcs), as Go durations")
 	fl.StringVar(&f.loads, "load", "0.8", "offered loads: a list (0.2,0.8) and/or inclusive ranges lo:hi:step (0.1:1.6:0.1)")
 	fl.StringVar(&f.workloads, "workload", "w3", "benchmark workloads: "+sweepWorkloadNames())
 	fl.StringVar(&f.memMeans, "mem-mean", "0", "mean memory per process (e.g. 0,128MB,256MB); 0 for no memory constraint")
@@ -112,7 +121,7 @@ progress goes to standard error.`,
 	fl.StringVar(&f.seeds, "seed", "1", "random seeds (a list runs each point once per seed)")
 	fl.StringVar(&f.out, "out", "", "directory for the results (created if needed); without it the table is printed and no file written")
 	fl.StringVar(&f.shard, "shard", "", "run only shard k of n (k/n, 1 ≤ k ≤ n): the points whose index % n == k-1")
-	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames()+", or pfcfs (with --mode bf only)")
+	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames()+", or pfcfs (with --mode space only)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "points simulated at once")
 	fl.IntVar(&f.procs, "procs", 32, "machine size in processors")
 	fl.StringVar(&f.memPerProc, "mem-per-proc", "512MiB", "memory of one processor; no process needs more")
@@ -123,11 +132,10 @@ progress goes to standard error.`,
 	fl.StringVar(&f.msgSize, "msg-size", "4KiB", "size of one benchmark message")
 	fl.StringVar(&f.bandwidth, "bandwidth", "100MB", "network bandwidth per node, per second")
 	fl.DurationVar(&f.latency, "latency", def.Network.Latency, "network latency per message and per barrier level")
-	fl.DurationVar(&f.jobSwitch, "job-switch", def.JobSwitch, "cost of switching a job in (bgs)")
+	fl.DurationVar(&f.jobSwitch, "job-switch", def.JobSwitch, "cost of switching a job in (gang)")
 	fl.DurationVar(&f.procSwitch, "process-switch", def.ProcessSwitch, "cost of a process context switch (bcs)")
 	fl.StringVar(&f.profile, "profile", "", "machine profile from cosched bench calibrate: its switch costs, relay network and overheads replace --job-switch, --process-switch and the defaults (--latency and --bandwidth still set iterations and h_max)")
 	addPFCFSFlags(fl, &f.pfcfs)
-	return cmd
 }
 
 func sweepWorkloadNames() string {
@@ -189,60 +197,14 @@ func parseSize(s string) (int64, error) {
 // validate checks every flag, reports all problems at once, and returns
 // the sweep, the shard and the machine.
 func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) {
-	var errs []error
-	collect := func(e []error) { errs = append(errs, e...) }
-	var spec sweep.Spec
-	var e []error
-
-	spec.Modes, e = parseList("--mode", f.modes, func(s string) (jss.Mode, error) {
-		m, err := jss.ParseMode(strings.ToLower(s))
-		if err != nil {
-			return "", errors.New("unknown mode (valid: bf, bgs, bcs)")
-		}
-		return m, nil
-	})
-	collect(e)
-	spec.MPLs, e = parseList("--mpl", f.mpls, func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return 0, errors.New("not an integer")
-		}
-		if n < 1 || n > gang.MaxMPL {
-			return 0, fmt.Errorf("must be from 1 to %d", gang.MaxMPL)
-		}
-		return n, nil
-	})
-	collect(e)
-	spec.Slices, e = parseList("--slice", f.slices, func(s string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, errors.New("not a duration (e.g. 50ms)")
-		}
-		if d <= 0 {
-			return 0, errors.New("must be positive")
-		}
-		return d, nil
-	})
-	collect(e)
-	loads, err := sweep.ParseLoads(f.loads)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--load: %s", strings.TrimPrefix(err.Error(), "sweep: ")))
-	}
-	spec.Loads = loads
-	spec.Workloads, e = parseList("--workload", f.workloads, func(s string) (string, error) {
-		w, err := bench.LookupWorkload(s)
-		if err != nil {
-			return "", fmt.Errorf("unknown workload (valid: %s)", sweepWorkloadNames())
-		}
-		return w.Name, nil
-	})
-	collect(e)
+	spec, errs := f.grid()
 	memPerProc, memErr := parseSize(f.memPerProc)
 	if memErr != nil {
 		errs = append(errs, fmt.Errorf("--mem-per-proc %q: %v", f.memPerProc, memErr))
 	} else if memPerProc < 1 {
 		errs = append(errs, fmt.Errorf("--mem-per-proc %q: must be positive", f.memPerProc))
 	}
+	var e []error
 	spec.MemMeans, e = parseList("--mem-mean", f.memMeans, func(s string) (int64, error) {
 		n, err := parseSize(s)
 		if err == nil && memErr == nil && n > memPerProc {
@@ -250,7 +212,7 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 		}
 		return n, err
 	})
-	collect(e)
+	errs = append(errs, e...)
 	spec.Jobs = f.jobs
 	if err := checkInt("--jobs", int64(f.jobs), 1, workload.MaxJobs); err != nil {
 		errs = append(errs, err)
@@ -262,18 +224,8 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 		}
 		return n, nil
 	})
-	collect(e)
-	if p, err := gang.ParsePolicy(f.policy); err == nil {
-		spec.Policy = p
-	} else if isPFCFS(f.policy) {
-		spec.Policy = jss.PolicyPFCFS
-		errs = append(errs, pfcfsSweepModes(spec.Modes)...)
-	} else if isEQSpatial(f.policy) {
-		errs = append(errs, fmt.Errorf("--policy %s: runs on hosts of a machine file in cosched sim only; sweep points are homogeneous-matrix modes", jss.PolicyEQSpatial))
-	} else {
-		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, simPolicyNames()))
-	}
-	errs = append(errs, f.pfcfs.validate(isPFCFS(f.policy))...)
+	errs = append(errs, e...)
+	errs = append(errs, f.policyOf(&spec)...)
 	shard, err := sweep.ParseShard(f.shard)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--shard %q: want k/n with 1 ≤ k ≤ n, e.g. 2/4", f.shard))
@@ -287,6 +239,91 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
 		errs = append(errs, err)
 	}
+	m, mErrs := f.machine(spec, memPerProc)
+	errs = append(errs, mErrs...)
+	if len(errs) > 0 {
+		return spec, shard, sweep.Machine{}, flagErrors(errs)
+	}
+	if err := spec.Validate(); err != nil { // a backstop: the flags were checked above
+		return spec, shard, sweep.Machine{}, usageError{err}
+	}
+	m, err = f.applyProfile(m, spec)
+	return spec, shard, m, err
+}
+
+// grid parses the lists of modes, MPLs, slices, loads and workloads.
+func (f *sweepFlags) grid() (sweep.Spec, []error) {
+	var errs []error
+	var spec sweep.Spec
+	var e []error
+	f.warnings = nil
+	spec.Modes, e = parseList("--mode", f.modes, func(s string) (sharing.Mode, error) {
+		m, former, err := sharing.ParseFormer(s)
+		if err != nil || jss.CheckMode(m) != nil {
+			return "", errors.New("unknown mode (valid: space, gang, bcs)")
+		}
+		if former {
+			f.warnings = append(f.warnings, "--mode: "+sharing.FormerWarning(s, m))
+		}
+		return m, nil
+	})
+	errs = append(errs, e...)
+	spec.MPLs, e = parseList("--mpl", f.mpls, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, errors.New("not an integer")
+		}
+		if n < 1 || n > gang.MaxMPL {
+			return 0, fmt.Errorf("must be from 1 to %d", gang.MaxMPL)
+		}
+		return n, nil
+	})
+	errs = append(errs, e...)
+	spec.Slices, e = parseList("--slice", f.slices, func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, errors.New("not a duration (e.g. 50ms)")
+		}
+		if d <= 0 {
+			return 0, errors.New("must be positive")
+		}
+		return d, nil
+	})
+	errs = append(errs, e...)
+	loads, err := sweep.ParseLoads(f.loads)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--load: %s", strings.TrimPrefix(err.Error(), "sweep: ")))
+	}
+	spec.Loads = loads
+	spec.Workloads, e = parseList("--workload", f.workloads, func(s string) (string, error) {
+		w, err := bench.LookupWorkload(s)
+		if err != nil {
+			return "", fmt.Errorf("unknown workload (valid: %s)", sweepWorkloadNames())
+		}
+		return w.Name, nil
+	})
+	return spec, append(errs, e...)
+}
+
+// policyOf resolves --policy into spec (and checks the --pfcfs-* flags).
+func (f *sweepFlags) policyOf(spec *sweep.Spec) []error {
+	var errs []error
+	if p, err := gang.ParsePolicy(f.policy); err == nil {
+		spec.Policy = p
+	} else if isPFCFS(f.policy) {
+		spec.Policy = jss.PolicyPFCFS
+		errs = append(errs, pfcfsSweepModes(spec.Modes)...)
+	} else if isEQSpatial(f.policy) {
+		errs = append(errs, fmt.Errorf("--policy %s: runs on hosts of a machine file in cosched sim only; sweep points are homogeneous-matrix modes", jss.PolicyEQSpatial))
+	} else {
+		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, simPolicyNames()))
+	}
+	return append(errs, f.pfcfs.validate(isPFCFS(f.policy))...)
+}
+
+// machine checks the machine's flags and returns the machine.
+func (f *sweepFlags) machine(spec sweep.Spec, memPerProc int64) (sweep.Machine, []error) {
+	var errs []error
 	if err := checkProcs("--procs", f.procs); err != nil {
 		errs = append(errs, err)
 	}
@@ -310,61 +347,42 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 		}
 	}
 	for _, sl := range spec.Slices {
-		if slices.Contains(spec.Modes, jss.BGS) && sl <= f.jobSwitch {
+		if slices.Contains(spec.Modes, sharing.Gang) && sl <= f.jobSwitch {
 			errs = append(errs, fmt.Errorf("--slice %v: must exceed --job-switch %v, or gang-scheduled jobs make no progress", sl, f.jobSwitch))
 		}
-		if slices.Contains(spec.Modes, jss.BCS) && sl <= f.procSwitch {
+		if slices.Contains(spec.Modes, sharing.BCS) && sl <= f.procSwitch {
 			errs = append(errs, fmt.Errorf("--slice %v: must exceed --process-switch %v, or processes make no progress", sl, f.procSwitch))
 		}
 	}
-	if len(errs) > 0 {
-		return spec, shard, sweep.Machine{}, flagErrors(errs)
-	}
-	if err := spec.Validate(); err != nil { // a backstop: the flags were checked above
-		return spec, shard, sweep.Machine{}, usageError{err}
-	}
 	m := sweep.DefaultMachine()
-	m.Processors = f.procs
-	m.MemoryPerProc = memPerProc
-	m.MeanRuntime = f.meanRuntime
-	m.Check = f.check
-	m.Network.MessageSize = int(msgSize)
-	m.Network.Bandwidth = float64(bandwidth)
-	m.Network.Latency = f.latency
-	m.JobSwitch = f.jobSwitch
-	m.ProcessSwitch = f.procSwitch
+	m.Processors, m.MemoryPerProc, m.MeanRuntime, m.Check = f.procs, memPerProc, f.meanRuntime, f.check
+	m.Network = bench.Network{MessageSize: int(msgSize), Bandwidth: float64(bandwidth), Latency: f.latency}
+	m.JobSwitch, m.ProcessSwitch = f.jobSwitch, f.procSwitch
 	if spec.Policy == jss.PolicyPFCFS {
 		m.PFCFS = f.pfcfs.config()
 	}
-	if f.profile != "" {
-		p, err := profile.Load(f.profile)
-		if err != nil {
-			return spec, shard, sweep.Machine{}, usageError{fmt.Errorf("--profile: %w", err)}
-		}
-		m = p.Apply(m)
-		if err := profileFits(m, spec); err != nil {
-			return spec, shard, sweep.Machine{}, usageError{fmt.Errorf("--profile %s: %w", f.profile, err)}
-		}
-	}
-	return spec, shard, m, nil
+	return m, errs
 }
 
-// profileFits checks that the profiled costs fit every slice of the
-// sweep (the slice checks above used the flags' switch costs).
-func profileFits(m sweep.Machine, spec sweep.Spec) error {
-	for _, sl := range spec.Slices {
-		switch {
-		case slices.Contains(spec.Modes, jss.BGS) && sl <= m.JobSwitch:
-			return fmt.Errorf("slice %v does not exceed the profile's job switch %v", sl, m.JobSwitch)
-		case slices.Contains(spec.Modes, jss.BCS) && sl <= max(m.ProcessSwitch, m.Overheads.Delivery):
-			return fmt.Errorf("slice %v does not exceed the profile's process switch %v and delivery delay %v", sl, m.ProcessSwitch, m.Overheads.Delivery)
-		}
+// applyProfile applies --profile's machine profile to m.
+func (f *sweepFlags) applyProfile(m sweep.Machine, spec sweep.Spec) (sweep.Machine, error) {
+	if f.profile == "" {
+		return m, nil
 	}
-	return nil
+	p, err := profile.Load(f.profile)
+	if err != nil {
+		return m, usageError{fmt.Errorf("--profile: %w", err)}
+	}
+	m = p.Apply(m)
+	if err := m.FitsSlices(spec); err != nil { // the checks above used the flags' switch costs
+		return m, usageError{fmt.Errorf("--profile %s: %w", f.profile, err)}
+	}
+	return m, nil
 }
 
 func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f *sweepFlags) error {
 	spec, shard, m, err := f.validate()
+	printWarnings(stderr, f.warnings)
 	if err != nil {
 		return err
 	}

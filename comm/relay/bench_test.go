@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 )
 
@@ -22,8 +24,9 @@ import (
 
 const benchMsg = 4096
 
-// benchRelays starts n linked relays without test logging.
-func benchRelays(b *testing.B, n int) []*Relay {
+// benchRelays starts n linked relays without test logging, their links
+// authenticated with key if it is not nil.
+func benchRelays(b *testing.B, n int, key *clusterkey.Key) []*Relay {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "rb")
 	if err != nil {
@@ -33,7 +36,7 @@ func benchRelays(b *testing.B, n int) []*Relay {
 	var rs []*Relay
 	for i := range n {
 		r, err := New(Config{Node: string(rune('a' + i)), SocketPath: filepath.Join(dir, string(rune('a'+i))+".sock"),
-			Listen: "127.0.0.1:0", Log: zap.NewNop()})
+			Listen: "127.0.0.1:0", Log: zap.NewNop(), Key: key})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,13 +87,9 @@ func BenchmarkPingPong(b *testing.B) {
 			}
 		}
 	})
-	for _, tc := range []struct {
-		name  string
-		nodes []string
-		n     int
-	}{{"relay-one-node", []string{"a", "a"}, 1}, {"relay-two-nodes", []string{"a", "b"}, 2}} {
+	for _, tc := range benchCases(b) {
 		b.Run(tc.name, func(b *testing.B) {
-			cs := benchRanks(b, benchRelays(b, tc.n), tc.nodes)
+			cs := benchRanks(b, benchRelays(b, tc.n, tc.key), tc.nodes)
 			ctx := context.Background()
 			msg := make([]byte, benchMsg)
 			done := make(chan error, 1)
@@ -149,13 +148,9 @@ func BenchmarkStream(b *testing.B) {
 		x, y := unixPair(b)
 		raw(b, x, y)
 	})
-	for _, tc := range []struct {
-		name  string
-		nodes []string
-		n     int
-	}{{"relay-one-node", []string{"a", "a"}, 1}, {"relay-two-nodes", []string{"a", "b"}, 2}} {
+	for _, tc := range benchCases(b) {
 		b.Run(tc.name, func(b *testing.B) {
-			cs := benchRanks(b, benchRelays(b, tc.n), tc.nodes)
+			cs := benchRanks(b, benchRelays(b, tc.n, tc.key), tc.nodes)
 			ctx := context.Background()
 			b.SetBytes(benchMsg)
 			// The receiver keeps a window of receives posted, as an
@@ -201,6 +196,28 @@ func BenchmarkStream(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+type benchCase struct {
+	name  string
+	nodes []string
+	n     int
+	key   *clusterkey.Key
+}
+
+// benchCases are the relay set-ups measured: one node, two nodes, and two
+// nodes whose link is authenticated with the cluster key (TLS: the cost of
+// authentication beside the same set-up without it).
+func benchCases(b *testing.B) []benchCase {
+	key, err := clusterkey.New(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return []benchCase{
+		{"relay-one-node", []string{"a", "a"}, 1, nil},
+		{"relay-two-nodes", []string{"a", "b"}, 2, nil},
+		{"relay-two-nodes-keyed", []string{"a", "b"}, 2, key},
 	}
 }
 

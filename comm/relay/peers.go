@@ -34,6 +34,24 @@ const (
 // logging it, and reads on. Relays of builds before frameJobLeft close
 // the connection instead: see docs/scaling.md.
 
+// handshakeTimeout bounds a link's TLS handshake (Config.Key).
+const handshakeTimeout = 5 * time.Second
+
+// refused counts a link whose handshake failed.
+func (r *Relay) refused() {
+	r.mu.Lock()
+	r.st.Refused++
+	r.mu.Unlock()
+}
+
+// warnRefused logs a refused link or rank, at most once per 10 s with the
+// number suppressed since: a peer without the key may keep trying.
+func (r *Relay) warnRefused(msg string, fields ...zap.Field) {
+	if ok, n := r.refusedLog.Allow(time.Now()); ok {
+		r.log.Warn(msg, append(fields, zap.Int("similar warnings suppressed", n))...)
+	}
+}
+
 // maxPeerFrame bounds a frame between relays: a message and its header.
 const maxPeerFrame = comm.MaxFrame + 1024
 
@@ -256,9 +274,30 @@ func (r *Relay) writePeer(pc *peerConn) {
 			tc.SetNoDelay(true)
 		}
 		stop := context.AfterFunc(r.ctx, func() { c.Close() })
-		err = frame.Write(c, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
+		var conn io.Writer = c
+		if r.link != nil {
+			tc, err := r.link.Client(r.ctx, c, handshakeTimeout)
+			if err != nil {
+				stop()
+				c.Close()
+				if r.ctx.Err() != nil {
+					return
+				}
+				r.refused()
+				r.warnRefused("relay link refused", zap.String("peer", pc.node), zap.String("addr", addr), zap.Error(err), zap.Duration("retry in", backoff))
+				select {
+				case <-r.ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 2*time.Second)
+				continue
+			}
+			conn = sealedWriter(tc)
+		}
+		err = frame.Write(conn, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
 		if err == nil {
-			err = drain(pc.q, c)
+			err = drain(pc.q, conn)
 		}
 		stop()
 		c.Close()
@@ -352,7 +391,19 @@ func (r *Relay) servePeer(c net.Conn) {
 		c.Close()
 	}()
 	log := r.log.With(zap.String("remote", c.RemoteAddr().String()))
-	fr := frame.NewReader(c, maxPeerFrame)
+	var conn net.Conn = c // c stays the key in inConns
+	if r.link != nil {
+		tc, err := r.link.Server(r.ctx, c, handshakeTimeout)
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.refused()
+				r.warnRefused("relay link refused", zap.String("remote", c.RemoteAddr().String()), zap.Error(err))
+			}
+			return
+		}
+		conn = tc
+	}
+	fr := frame.NewReader(conn, maxPeerFrame)
 	t, body, err := fr.Read()
 	var h peerHello
 	if err == nil && t != framePeerHello {

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"bufio"
+	"io"
 	"net"
 	"sync"
 
@@ -110,8 +112,10 @@ func (q *writeQueue) take(done []byte, doneTails []frame.Tail) (batch []byte, ta
 }
 
 // drain writes everything pushed to q into c until q is closed and empty
-// or a write fails.
-func drain(q *writeQueue, c net.Conn) error {
+// or a write fails. A c that buffers (a TLS link's, see sealedWriter) is
+// flushed after each batch.
+func drain(q *writeQueue, c io.Writer) error {
+	flusher, _ := c.(interface{ Flush() error })
 	var done []byte
 	var doneTails []frame.Tail
 	var iov [][]byte
@@ -129,9 +133,17 @@ func drain(q *writeQueue, c net.Conn) error {
 			_, err = vs.WriteTo(c)
 			clear(iov)
 		}
+		if err == nil && flusher != nil {
+			err = flusher.Flush()
+		}
 		if err != nil {
 			return err
 		}
 		done, doneTails = batch, tails
 	}
 }
+
+// sealedWriter gathers a batch's pieces (frame headers, payloads written
+// from where they lie) into TLS records of up to 16 KiB: written one by
+// one, each small header would be a record (and a seal) of its own.
+func sealedWriter(c net.Conn) *bufio.Writer { return bufio.NewWriterSize(c, 16<<10) }

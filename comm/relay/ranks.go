@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/internal/frame"
@@ -20,6 +21,10 @@ type rankConn struct {
 	q    *writeQueue
 	log  *zap.Logger
 	once sync.Once
+	// uid is the connecting process's user, as the kernel says
+	// (SO_PEERCRED); credErr why it could not say.
+	uid     uint32
+	credErr error
 }
 
 // send queues a frame for the rank. An encoding failure cannot happen for
@@ -63,6 +68,7 @@ func (r *Relay) acceptRanks() {
 			return
 		}
 		rc := &rankConn{c: c, q: newWriteQueue(), log: r.log}
+		rc.uid, rc.credErr = peerUID(c)
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
@@ -113,7 +119,12 @@ func (r *Relay) serveRank(rc *rankConn) {
 		return
 	}
 	if rs, err = r.hello(rc, h); err != nil {
-		r.log.Warn("rank refused", zap.Int64("job", h.Job), zap.Int("rank", h.Rank), zap.Error(err))
+		var denied errDenied
+		if errors.As(err, &denied) {
+			r.warnRefused("rank connection refused", zap.Int64("job", h.Job), zap.Int("rank", h.Rank), zap.Error(err))
+		} else {
+			r.log.Warn("rank refused", zap.Int64("job", h.Job), zap.Int("rank", h.Rank), zap.Error(err))
+		}
 		rc.fatal(err.Error())
 		return
 	}
@@ -148,6 +159,12 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 		return nil, fmt.Errorf("job %d has %d ranks, not %d", h.Job, j.size, h.Size)
 	case h.Rank < 0 || h.Rank >= j.size:
 		return nil, fmt.Errorf("rank %d out of range for job %d of %d ranks", h.Rank, h.Job, j.size)
+	case rc.credErr != nil:
+		r.st.RanksRefused++
+		return nil, errDenied{fmt.Errorf("rank %d of job %d: cannot tell who the process is: %w", h.Rank, h.Job, rc.credErr)}
+	case rc.uid != j.uid && rc.uid != 0:
+		r.st.RanksRefused++
+		return nil, errDenied{fmt.Errorf("rank %d of job %d: the process runs as uid %d, the job's ranks as uid %d", h.Rank, h.Job, rc.uid, j.uid)}
 	}
 	rs := j.local[h.Rank]
 	switch {
@@ -159,6 +176,31 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 	rs.inited, rs.conn = true, rc
 	rc.send(comm.FrameWelcome, &comm.Welcome{Mode: r.mode.String()})
 	return rs, nil
+}
+
+// errDenied is a hello refused because of who the process is.
+type errDenied struct{ error }
+
+func (e errDenied) Unwrap() error { return e.error }
+
+// peerUID is the user of the process at the other end of c (SO_PEERCRED:
+// the kernel's word, recorded when the process connected).
+func peerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if credErr != nil {
+		return 0, fmt.Errorf("SO_PEERCRED: %w", credErr)
+	}
+	return cred.Uid, nil
 }
 
 // rankFrame handles one frame from a connected rank, read by fr.

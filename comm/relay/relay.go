@@ -12,20 +12,23 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay/barrier"
+	"github.com/cosched/cosched/internal/ratelog"
 )
 
-// Mode is how a relay forwards messages.
-type Mode int
+// Delivery is how a relay forwards messages: the sharing mode's need
+// (sharing.BCS buffers, every other mode forwards at once), not the mode.
+type Delivery int
 
-// The modes.
+// The deliveries.
 const (
-	Immediate Mode = iota // forward at once (space, gang, local)
-	Buffered              // buffer per slice, deliver after the strobe (bcs)
+	Immediate Delivery = iota // forward at once (space, gang, local)
+	Buffered                  // buffer per slice, deliver after the strobe (bcs)
 )
 
-func (m Mode) String() string {
+func (m Delivery) String() string {
 	if m == Buffered {
 		return "bcs"
 	}
@@ -51,6 +54,11 @@ type Config struct {
 	OnStats func(job int64, rank int, s comm.Stats)
 	// MaxEarly bounds the bytes held for jobs not registered yet; 0 = 64 MiB.
 	MaxEarly int
+	// Key, when set, authenticates the links between relays: both ends
+	// prove they hold it (clusterkey.Link, purpose "relay") before any
+	// frame is read, and the links are encrypted. Every relay of a
+	// cluster needs the same key, or none.
+	Key *clusterkey.Key
 }
 
 // Stats counts what a relay has done.
@@ -81,6 +89,14 @@ type Stats struct {
 	Outbox           int    `json:"outbox"`             // messages waiting for a slice now
 	HeartbeatWaits   uint64 `json:"heartbeat_timeouts"` // transfers started without every peer's heartbeat
 
+	// Refused counts relay links whose handshake failed: the peer did
+	// not prove it holds the cluster key (Config.Key), or it went away
+	// during the handshake.
+	Refused uint64 `json:"refused"`
+	// RanksRefused counts rank connections refused because the process
+	// runs as another user than the job's ranks (SO_PEERCRED).
+	RanksRefused uint64 `json:"ranks_refused"`
+
 	Barriers uint64 `json:"barriers"` // barriers released here
 	Blocked  int    `json:"blocked"`  // local ranks blocked now
 }
@@ -95,10 +111,13 @@ type Relay struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	notes  *notifier
+	link   *clusterkey.Link // nil: links are not authenticated
+	// refusedLog limits the warnings about refused links and ranks.
+	refusedLog *ratelog.Limiter
 
 	mu         sync.Mutex
 	closed     bool
-	mode       Mode
+	mode       Delivery
 	hmax       int64         // bytes per node per slice in Buffered mode; 0 = no limit
 	hbTimeout  time.Duration // how long a transfer waits for the peers' heartbeats
 	jobs       map[int64]*job
@@ -115,6 +134,7 @@ type Relay struct {
 
 type job struct {
 	id    int64
+	uid   uint32 // the user its ranks run as
 	size  int
 	nodes []string // node of each rank
 	hosts []string // distinct nodes with ranks of the job, sorted
@@ -166,10 +186,18 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: listen on %s: %w", cfg.SocketPath, err)
 	}
-	// Only the agent's user (its ranks) may connect.
-	if err := os.Chmod(cfg.SocketPath, 0o600); err != nil {
+	// Ranks run as their job's owner: any local user may connect, and
+	// the kernel says who they are (SO_PEERCRED, checked at their hello).
+	if err := os.Chmod(cfg.SocketPath, 0o666); err != nil {
 		unixLn.Close()
 		return nil, fmt.Errorf("relay: %w", err)
+	}
+	var link *clusterkey.Link
+	if cfg.Key != nil {
+		if link, err = cfg.Key.Link("relay"); err != nil {
+			unixLn.Close()
+			return nil, fmt.Errorf("relay: %w", err)
+		}
 	}
 	tcpLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -179,7 +207,7 @@ func New(cfg Config) (*Relay, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{
 		cfg: cfg, log: cfg.Log.With(zap.String("component", "relay")),
-		unixLn: unixLn, tcpLn: tcpLn, ctx: ctx, cancel: cancel,
+		unixLn: unixLn, tcpLn: tcpLn, ctx: ctx, cancel: cancel, link: link, refusedLog: ratelog.New(10 * time.Second),
 		jobs: map[int64]*job{}, ended: map[int64]time.Time{}, early: map[int64][]inbound{},
 		peers: map[string]string{}, out: map[string]*peerConn{},
 		rankConns: map[*rankConn]struct{}{}, inConns: map[net.Conn]struct{}{},
@@ -235,11 +263,11 @@ func (r *Relay) Close() error {
 	return nil
 }
 
-// SetMode switches between immediate and buffered forwarding. slice and
+// SetDelivery switches between immediate and buffered forwarding. slice and
 // bandwidth (bytes per second per node; 0 = unlimited) set the buffered
 // mode's budget h_max = bandwidth × slice. Leaving buffered mode sends
 // whatever is still buffered at once.
-func (r *Relay) SetMode(mode Mode, slice time.Duration, bandwidth float64) {
+func (r *Relay) SetDelivery(mode Delivery, slice time.Duration, bandwidth float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.hmax = 0
@@ -274,8 +302,15 @@ func (r *Relay) SetPeers(peers map[string]string) {
 }
 
 // AddJob registers a job before its local ranks start: its size and the
-// node of each rank. Messages held for it are delivered.
+// node of each rank. Messages held for it are delivered. Its ranks run as
+// the relay's own user: see AddJobAs.
 func (r *Relay) AddJob(id int64, nodes []string) error {
+	return r.AddJobAs(id, nodes, uint32(os.Getuid()))
+}
+
+// AddJobAs is AddJob for a job whose ranks run as uid: only processes of
+// that user (or root) may connect as its ranks.
+func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 	if len(nodes) == 0 {
 		return fmt.Errorf("relay: job %d without ranks", id)
 	}
@@ -284,7 +319,7 @@ func (r *Relay) AddJob(id int64, nodes []string) error {
 	if _, ok := r.jobs[id]; ok {
 		return fmt.Errorf("relay: job %d registered twice", id)
 	}
-	j := &job{id: id, size: len(nodes), nodes: slices.Clone(nodes), local: map[int]*rankState{},
+	j := &job{id: id, uid: uid, size: len(nodes), nodes: slices.Clone(nodes), local: map[int]*rankState{},
 		arrived: map[uint64]int{}, root: map[uint64]int{}, count: barrier.NewCounter(len(nodes)), left: map[string]bool{}}
 	for rk, n := range nodes {
 		if n == r.cfg.Node {

@@ -347,7 +347,7 @@ func TestBufferedSlices(t *testing.T) {
 	link(r0, r1)
 	const slice = 50 * time.Millisecond
 	for _, r := range []*Relay{r0, r1} {
-		r.SetMode(Buffered, slice, 3*4096/slice.Seconds()) // h_max: three 4 KB messages
+		r.SetDelivery(Buffered, slice, 3*4096/slice.Seconds()) // h_max: three 4 KB messages
 	}
 	nodes := []string{"n0", "n1"}
 	r0.AddJob(5, nodes)
@@ -403,8 +403,8 @@ func TestBufferedSlices(t *testing.T) {
 func TestBufferedHeartbeatTimeout(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	link(r0, r1)
-	r0.SetMode(Buffered, 40*time.Millisecond, 0) // timeout 10 ms
-	r1.SetMode(Buffered, 40*time.Millisecond, 0)
+	r0.SetDelivery(Buffered, 40*time.Millisecond, 0) // timeout 10 ms
+	r1.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	nodes := []string{"n0", "n1"}
 	r0.AddJob(5, nodes)
 	r1.AddJob(5, nodes)
@@ -453,7 +453,7 @@ func TestBufferedMessagesOutliveTheirSender(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	link(r0, r1)
 	for _, r := range []*Relay{r0, r1} {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	}
 	nodes := []string{"n0", "n1"}
 	for _, job := range []int64{5, 6} {
@@ -491,7 +491,7 @@ func TestBarrierRootReleasesEveryNode(t *testing.T) {
 	nodes := []string{"n2", "n1", "n0", "n1"} // the root is n0, not rank 0's node
 	var cls []*client
 	for _, r := range rs {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 		r.AddJob(5, nodes)
 	}
 	for rank, n := range nodes {
@@ -530,7 +530,7 @@ func TestBarrierCountedAtTheRootOnly(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	link(r0, r1)
 	for _, r := range []*Relay{r0, r1} {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	}
 	nodes := []string{"n0", "n1"}
 	r0.AddJob(5, nodes)
@@ -563,7 +563,7 @@ func TestBarrierReleaseReachesAPeerThatMissedTheRootsFrame(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	r1.SetPeers(map[string]string{"n0": r0.Addr()}) // n0 does not know n1's address
 	for _, r := range []*Relay{r0, r1} {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	}
 	nodes := []string{"n0", "n1"}
 	r0.AddJob(5, nodes)
@@ -599,7 +599,7 @@ func TestBufferedStopsWaitingForANodeThatLeftTheJob(t *testing.T) {
 	link(r0, r1, r2)
 	nodes := []string{"n0", "n1", "n2"}
 	for _, r := range []*Relay{r0, r1, r2} {
-		r.SetMode(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms
+		r.SetDelivery(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms
 		r.AddJob(5, nodes)
 	}
 	b, c := dialRank(t, r1, 5, 1, 3), dialRank(t, r2, 5, 2, 3)
@@ -667,7 +667,7 @@ func TestBufferedWaitsOnlyForNodesSharingAJob(t *testing.T) {
 	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
 	link(r0, r1, r2)
 	for _, r := range []*Relay{r0, r1, r2} {
-		r.SetMode(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms: waiting for n2 would count a wait
+		r.SetDelivery(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms: waiting for n2 would count a wait
 	}
 	if got := r0.SharedNodes(); len(got) != 0 {
 		t.Fatalf("shared before any job: %v", got)
@@ -739,7 +739,7 @@ func TestBufferedRootedExchange(t *testing.T) {
 	link(rs...)
 	nodes := []string{"n1", "n2", "n0"}
 	for _, r := range rs {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 		r.mu.Lock()
 		r.hbTimeout = time.Minute // a transfer goes when the exchange is done, never at a timeout
 		r.mu.Unlock()
@@ -802,7 +802,7 @@ func TestBufferedLateHeartbeatStillAnnounced(t *testing.T) {
 	link(rs...)
 	nodes := []string{"n1", "n2", "n0"}
 	for _, r := range rs {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 		r.AddJob(5, nodes)
 	}
 	a, b := dialRank(t, r1, 5, 0, 3), dialRank(t, r2, 5, 1, 3)
@@ -834,7 +834,7 @@ func TestBufferedLateHeartbeatStillAnnounced(t *testing.T) {
 // whose release frame was lost releases from the next one.
 func TestSliceReadyCarriesTheRelease(t *testing.T) {
 	r1 := newRelay(t, "n1", nil)
-	r1.SetMode(Buffered, 40*time.Millisecond, 0)
+	r1.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	r1.AddJob(5, []string{"n0", "n1"})
 	b := dialRank(t, r1, 5, 1, 2)
 	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/cosched/cosched/internal/fielderr"
 )
 
 // Experiment is a set of (policy, N) points, each run for the same number
@@ -33,30 +37,48 @@ type Row struct {
 	Gains *Gains `json:"gains,omitempty"`
 }
 
-// Validate reports every problem with the experiment at once.
+// Validate reports every problem with the experiment at once, each an
+// error keyed by its field (internal/fielderr): Procs, Jobs, Policies,
+// Service.Dist, Service.Mean, Service.CV, IOMean, Warmup, Completions,
+// Replications.
 func (e *Experiment) Validate() error {
 	var errs []error
+	add := func(field string, v any, format string, args ...any) {
+		errs = append(errs, fielderr.New(field, v, format, args...))
+	}
+	if e.Procs < 1 || e.Procs > MaxProcs {
+		add("Procs", e.Procs, "must be from 1 to %d", MaxProcs)
+	}
 	if len(e.Jobs) == 0 {
-		errs = append(errs, errors.New("jobs: no N given"))
-	}
-	if len(e.Policies) == 0 {
-		errs = append(errs, errors.New("policies: none given"))
-	}
-	if e.Replications < 2 {
-		errs = append(errs, fmt.Errorf("replications %d: a confidence interval needs at least 2", e.Replications))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("closed: %w", err)
+		add("Jobs", nil, "no N given")
 	}
 	for _, n := range e.Jobs {
-		for _, p := range e.Policies {
-			c := e.config(p, n, 0)
-			if err := c.Validate(); err != nil {
-				return err
-			}
+		if n < 1 || n > MaxJobs {
+			add("Jobs", n, "must be from 1 to %d", MaxJobs)
 		}
 	}
-	return nil
+	if len(e.Policies) == 0 {
+		add("Policies", nil, "none given")
+	}
+	for _, p := range e.Policies {
+		if !slices.Contains(Policies(), p) {
+			add("Policies", strconv.Quote(string(p)), "unknown (valid: %s)", PolicyNames())
+		}
+	}
+	errs = append(errs, e.Service.fieldErrors()...)
+	if !(e.IOMean > 0) || math.IsInf(e.IOMean, 1) {
+		add("IOMean", e.IOMean, "must be positive and finite")
+	}
+	if e.Warmup < 0 || e.Warmup > MaxCompletions {
+		add("Warmup", e.Warmup, "must be from 0 to %d", MaxCompletions)
+	}
+	if e.Completions < 1 || e.Completions > MaxCompletions {
+		add("Completions", e.Completions, "must be from 1 to %d", MaxCompletions)
+	}
+	if e.Replications < 2 || e.Replications > MaxReplications {
+		add("Replications", e.Replications, "must be from 2 to %d (a confidence interval needs at least 2)", MaxReplications)
+	}
+	return errors.Join(errs...)
 }
 
 func (e *Experiment) config(p Policy, n, rep int) Config {

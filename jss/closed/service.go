@@ -6,7 +6,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/cosched/cosched/internal/fielderr"
 )
 
 // Dist is a service-time distribution family.
@@ -79,17 +82,28 @@ type Service struct {
 
 // Validate reports every problem with the distribution at once.
 func (s Service) Validate() error {
+	names := map[string]string{"Service.Dist": "distribution", "Service.Mean": "mean", "Service.CV": "coefficient of variation"}
 	var errs []error
-	if !slices.Contains(Dists(), s.Dist) {
-		errs = append(errs, fmt.Errorf("distribution %q: unknown (valid: %s)", s.Dist, DistNames()))
-	}
-	if !(s.Mean > 0) || math.IsInf(s.Mean, 1) {
-		errs = append(errs, fmt.Errorf("mean %g: must be positive and finite", s.Mean))
-	}
-	if s.Dist == BranchingErlang && (!(s.CV > 1) || math.IsInf(s.CV, 1)) {
-		errs = append(errs, fmt.Errorf("coefficient of variation %g: the branching Erlang needs C > 1", s.CV))
+	for _, e := range fielderr.All(errors.Join(s.fieldErrors()...)) {
+		errs = append(errs, errors.New(fielderr.Format(names[e.Field], e)))
 	}
 	return errors.Join(errs...)
+}
+
+// fieldErrors are Validate's problems keyed by field (Service.Dist,
+// Service.Mean, Service.CV), as an Experiment reports them.
+func (s Service) fieldErrors() []error {
+	var errs []error
+	if !slices.Contains(Dists(), s.Dist) {
+		errs = append(errs, fielderr.New("Service.Dist", strconv.Quote(string(s.Dist)), "unknown (valid: %s)", DistNames()))
+	}
+	if !(s.Mean > 0) || math.IsInf(s.Mean, 1) {
+		errs = append(errs, fielderr.New("Service.Mean", s.Mean, "must be positive and finite"))
+	}
+	if s.Dist == BranchingErlang && (!(s.CV > 1) || math.IsInf(s.CV, 1)) {
+		errs = append(errs, fielderr.New("Service.CV", s.CV, "the branching Erlang needs C > 1"))
+	}
+	return errs
 }
 
 // C is the distribution's coefficient of variation.

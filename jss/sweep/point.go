@@ -9,6 +9,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cosched/cosched/bench"
@@ -16,11 +17,12 @@ import (
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/workload"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Point is one configuration of a sweep.
 type Point struct {
-	Mode     jss.Mode      `json:"mode"`
+	Mode     sharing.Mode  `json:"mode"`
 	MPL      int           `json:"mpl"`
 	Slice    time.Duration `json:"slice_ns"`
 	Load     float64       `json:"load"`
@@ -41,7 +43,7 @@ type Machine struct {
 	MemoryPerProc int64
 	JobSwitch     time.Duration
 	ProcessSwitch time.Duration
-	Network       jss.Network
+	Network       bench.Network
 	Model         workload.Model
 	MeanRuntime   time.Duration // mean runtime at load 1 (see workload.Config)
 	Check         bool
@@ -56,7 +58,7 @@ type Machine struct {
 // job and 100 µs process switches, 4 KB messages at 100 MB/s) with the
 // built-in workload model and a 30 s mean runtime at load 1.
 func DefaultMachine() Machine {
-	d := jss.DefaultModelConfig(jss.BCS)
+	d := jss.DefaultModelConfig(sharing.BCS)
 	return Machine{
 		Processors:    d.Scheduler.Machine.Processors,
 		MemoryPerProc: d.Scheduler.Machine.MemoryPerProcessor,
@@ -170,4 +172,19 @@ func RunPoint(ctx context.Context, m Machine, p Point) (Row, error) {
 		row.ProcessorUtil = st.Compute.Seconds() / (float64(m.Processors) * s.Makespan)
 	}
 	return row, nil
+}
+
+// FitsSlices checks that m's costs leave every slice of spec's time-shared
+// modes room for work: a gang slice must exceed the job switch, a bcs slice
+// the process switch and the delivery delay (Overheads.Delivery).
+func (m Machine) FitsSlices(spec Spec) error {
+	for _, sl := range spec.Slices {
+		switch {
+		case slices.Contains(spec.Modes, sharing.Gang) && sl <= m.JobSwitch:
+			return fmt.Errorf("slice %v does not exceed the profile's job switch %v", sl, m.JobSwitch)
+		case slices.Contains(spec.Modes, sharing.BCS) && sl <= max(m.ProcessSwitch, m.Overheads.Delivery):
+			return fmt.Errorf("slice %v does not exceed the profile's process switch %v and delivery delay %v", sl, m.ProcessSwitch, m.Overheads.Delivery)
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package localcluster
 
 import (
 	"bytes"
@@ -26,17 +26,17 @@ func TestOutputLabel(t *testing.T) {
 	write("n1", "rank-2.out", "two\n")
 	write("n1", "rank-2.err", "oops\n")
 	var b bytes.Buffer
-	if err := printOutput(&b, dir, 7, "out", true); err != nil {
+	if err := WriteJobOutput(&b, dir, 7, "out", true); err != nil {
 		t.Fatal(err)
 	}
 	if want := "0: hello from 0\n0: bye\n2: two\n10: ten\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 	b.Reset()
-	if err := printOutput(&b, dir, 7, "err", false); err != nil || b.String() != "oops\n" {
+	if err := WriteJobOutput(&b, dir, 7, "err", false); err != nil || b.String() != "oops\n" {
 		t.Errorf("--err: %q %v", b.String(), err)
 	}
-	if err := printOutput(&b, dir, 8, "out", true); err == nil || !strings.Contains(err.Error(), "no rank output") {
+	if err := WriteJobOutput(&b, dir, 8, "out", true); err == nil || !strings.Contains(err.Error(), "no rank output") {
 		t.Errorf("unknown job: %v", err)
 	}
 }

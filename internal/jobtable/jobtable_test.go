@@ -1,0 +1,110 @@
+package jobtable
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/sharing"
+)
+
+func TestQueueFormat(t *testing.T) {
+	jobs := []api.Job{
+		{ID: 7, Spec: api.JobSpec{Name: "solver", User: "alice", Processors: 4, TimeLimit: api.Duration{D: 90 * time.Minute}},
+			State: api.Running, Nodes: []string{"a0", "a0", "a1", "a1"}, Elapsed: api.Duration{D: 123 * time.Second}},
+		{ID: 12, Spec: api.JobSpec{Bench: "50ms,25ms,news,NB", Processors: 2, TimeLimit: api.Duration{D: 26 * time.Hour}},
+			State: api.Pending, Reason: "no room in any row"},
+	}
+	for _, tc := range []struct {
+		format   string
+		noHeader bool
+		want     string
+	}{
+		{"%i %j %u %t %T %M %l %D %C %R", false, "JOBID NAME USER ST STATE TIME TIME_LIMIT NODES CPUS NODELIST(REASON)\n" +
+			"7 solver alice R RUNNING 2:03 1:30:00 2 4 a0,a1\n" +
+			"12 bench:50ms,25ms,news,NB - PD PENDING 0:00 1-02:00:00 - 2 (no room in any row)\n"},
+		{"%.5i|%-4j|%P|%%", true, "    7|solv|-|%\n   12|benc|-|%\n"},
+		{"%N %r", true, "a0,a1 -\n no room in any row\n"},
+	} {
+		cols, err := ParseFormat(tc.format)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.format, err)
+		}
+		var b strings.Builder
+		WriteFormat(&b, cols, jobs, tc.noHeader)
+		if b.String() != tc.want {
+			t.Errorf("%q:\n%s\nwant:\n%s", tc.format, b.String(), tc.want)
+		}
+	}
+	for _, bad := range []string{"%x", "%.", "%5", "%99999i"} {
+		if _, err := ParseFormat(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	var b strings.Builder
+	Queue(&b, jobs, false, false)
+	if lines := strings.Split(b.String(), "\n"); !strings.HasPrefix(lines[0], "JOBID  NAME") || !strings.Contains(lines[0], "USER") ||
+		!strings.Contains(lines[1], "alice") || !strings.Contains(lines[1], "2:03") || !strings.Contains(lines[2], "bench:50ms,25ms…") {
+		t.Errorf("default table:\n%s", b.String())
+	}
+}
+
+func TestQueueStates(t *testing.T) {
+	got, err := ParseStates("pd,RUNNING,canceled")
+	if err != nil || len(got) != 3 || !got[api.Pending] || !got[api.Running] || !got[api.Cancelled] {
+		t.Errorf("%v %v", got, err)
+	}
+	if all, err := ParseStates("all"); err != nil || len(all) != 6 {
+		t.Errorf("all: %v %v", all, err)
+	}
+	if _, err := ParseStates("R,XX"); err == nil || !strings.Contains(err.Error(), `state "XX"`) {
+		t.Errorf("bad state: %v", err)
+	}
+}
+
+func TestRoundSig(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		123456 * time.Nanosecond:      "123µs",
+		1234567 * time.Nanosecond:     "1.23ms",
+		40117481189 * time.Nanosecond: "40.1s",
+		999 * time.Nanosecond:         "999ns",
+		2*time.Minute + 3*time.Second: "2m3s",
+	} {
+		if got := RoundSig(d).String(); got != want {
+			t.Errorf("%v: %s, want %s", d, got, want)
+		}
+	}
+}
+
+func TestNodesStatsShowsBackfill(t *testing.T) {
+	var out strings.Builder
+	Nodes(&out, api.NodesReport{Cluster: &api.ClusterStats{Mode: sharing.Space, MPL: 1, Policy: gang.PriorityBF,
+		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
+	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
+		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
+	}
+}
+
+func TestQueueLongAndNodesShowContainment(t *testing.T) {
+	var q strings.Builder
+	Queue(&q, []api.Job{
+		{ID: 7, Spec: api.JobSpec{Name: "hog"}, State: api.Failed, Reason: "rank 0 on n0 out of memory",
+			Usage: &api.JobUsage{CPUTime: api.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
+		{ID: 8, Spec: api.JobSpec{Name: "plain"}, State: api.Completed},
+	}, false, true)
+	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
+		if !strings.Contains(q.String(), want) {
+			t.Errorf("queue --long lacks %q:\n%s", want, q.String())
+		}
+	}
+	var n strings.Builder
+	Nodes(&n, api.NodesReport{Nodes: []api.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
+		Stats: &api.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
+	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
+		if !strings.Contains(n.String(), want) {
+			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package localcluster
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/clusterkey"
+)
+
+// DefaultKeyFile is where the systemd and Slurm deployments keep the
+// cluster key.
+const DefaultKeyFile = "/etc/cosched/cluster.key"
+
+// ClientForAddrs is a client of the agents at addrs (tried in turn) with a
+// credential found without ceremony: the agent's Unix socket named by
+// COSCHED_SOCKET (the kernel vouches for this process's uid); else, when
+// addrs[0] is an agent of the local cluster recorded in stateDir, what
+// that record offers (its Unix socket, else its key); else a token signed
+// with the key file COSCHED_KEY_FILE, or DefaultKeyFile, when this process
+// can read it; else none (an agent with a key answers 401 saying what to
+// do).
+func ClientForAddrs(addrs []string, stateDir string) (*api.Client, error) {
+	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
+		return api.NewUnixClient(sock), nil
+	}
+	if stateDir != "" {
+		if rec, err := Load(stateDir); err == nil && rec.Has(addrs[0]) {
+			return rec.ClientFor(addrs[0]), nil
+		}
+	}
+	if path := os.Getenv("COSCHED_KEY_FILE"); path != "" {
+		k, err := clusterkey.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("COSCHED_KEY_FILE: %w", err)
+		}
+		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
+	}
+	if k, err := clusterkey.Load(DefaultKeyFile); err == nil {
+		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
+	}
+	return api.NewClient(addrs[0], addrs[1:]...), nil
+}
