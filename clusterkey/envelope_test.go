@@ -131,3 +131,14 @@ func BenchmarkVerifyToken(b *testing.B) {
 		}
 	}
 }
+
+func TestSenderID(t *testing.T) {
+	if SenderID("n1") == SenderID("n2") || SenderID("n1") != SenderID("n1") {
+		t.Error("SenderID is not a function of the name that tells n1 from n2")
+	}
+	k := testKey(1)
+	pkt, _ := k.Seal(nil, Envelope{Sender: 1 << 60, Seq: 1 << 62}, nil)
+	if e, _, err := k.Open(pkt); err != nil || e.Sender != 1<<60 || e.Seq != 1<<62 {
+		t.Errorf("64-bit sender and seq: %+v %v", e, err)
+	}
+}
