@@ -30,9 +30,12 @@ type StrobeOptions struct {
 	RealtimePriority int           // the agents' SCHED_FIFO priority (0: off)
 	Suspend          string        // how the agents suspend ranks: node.SuspendSignal ("" too) or node.SuspendFreezer
 	Fanout           int           // the controller's strobe tree arity (0: direct)
-	StateDir         string        // the cluster's state (agent logs)
-	Exe              string        // the cosched binary (default: this process's)
-	Progress         io.Writer     // progress lines (nil: none)
+	// Unsealed measures without authentication: the agents have the
+	// cluster key but neither seal nor check strobes and heartbeats.
+	Unsealed bool
+	StateDir string    // the cluster's state (agent logs)
+	Exe      string    // the cosched binary (default: this process's)
+	Progress io.Writer // progress lines (nil: none)
 }
 
 // Validate checks every field (errors keyed by field, fielderr).
@@ -71,6 +74,7 @@ type StrobeReport struct {
 	Priority int           `json:"realtime_priority"` // asked for; 0: off
 	Suspend  string        `json:"suspend"`           // how ranks were suspended: signal or freezer
 	Fanout   int           `json:"strobe_fanout"`     // the strobe tree's arity; 0: direct
+	Sealed   bool          `json:"sealed"`            // strobes and heartbeats sealed with the cluster key (authenticated)
 	// Realtime is each agent's strobe-thread scheduling, by agent.
 	Realtime map[string]string `json:"realtime"`
 	// ControllerRealtime is "" when the slice clock ran at SCHED_FIFO.
@@ -122,6 +126,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	up.Exe, up.Agents, up.Slice, up.MPL, up.Policy, up.StateDir, up.RealtimePriority = o.Exe, o.Agents, o.Slice, o.MPL, gang.FCFS, o.StateDir, o.RealtimePriority
 	up.Suspend = suspend
 	up.StrobeFanout = o.Fanout
+	up.UnsealedStrobes = o.Unsealed
 	up.Timeout = 30*time.Second + time.Duration(o.Agents)*2*time.Second
 	cl, err := localcluster.Up(ctx, up)
 	if err != nil {
@@ -135,7 +140,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	if rep, err = measureStrobes(ctx, progress, cl, o); err != nil {
 		return nil, err
 	}
-	rep.Suspend = suspend
+	rep.Suspend, rep.Sealed = suspend, !o.Unsealed
 	// Report what the agents did, not what was asked: an agent without
 	// cgroups suspends with signals.
 	if nodes, err := cl.Client().Nodes(ctx, true); err == nil {
@@ -157,12 +162,6 @@ func WriteSuspendComparison(w io.Writer, reps []*StrobeReport) {
 	fmt.Fprintln(w, "suspension methods compared (ratio to "+reps[0].Suspend+"):")
 	rows := [][]string{{"", "switch cost p50", "switch cost p99", "skew p50", "skew p99", "row start, last agent p50"}}
 	base := reps[0]
-	ratio := func(a, b time.Duration) string {
-		if b == 0 {
-			return fmtDur(a)
-		}
-		return fmt.Sprintf("%s (×%.2f)", fmtDur(a), float64(a)/float64(b))
-	}
 	for _, r := range reps {
 		rows = append(rows, []string{r.Suspend, ratio(r.SwitchCost.P50, base.SwitchCost.P50), ratio(r.SwitchCost.P99, base.SwitchCost.P99),
 			ratio(r.Skew.P50, base.Skew.P50), ratio(r.Skew.P99, base.Skew.P99), ratio(r.Overhead.P50, base.Overhead.P50)})
@@ -172,6 +171,41 @@ func WriteSuspendComparison(w io.Writer, reps []*StrobeReport) {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+}
+
+// WriteAuthComparison sets the figures of unsealed and sealed runs (the
+// cost of authenticating strobes and heartbeats) side by side, as ratios
+// to the first report.
+func WriteAuthComparison(w io.Writer, reps []*StrobeReport) {
+	if len(reps) == 0 {
+		return
+	}
+	name := func(r *StrobeReport) string {
+		if r.Sealed {
+			return "sealed"
+		}
+		return "unsealed"
+	}
+	fmt.Fprintf(w, "authentication compared (suspend %s; ratio to %s):\n", cmp.Or(reps[0].Suspend, node.SuspendSignal), name(reps[0]))
+	rows := [][]string{{"", "skew p50", "skew p99", "strobe-to-switch p50", "strobe-to-switch p99", "row start, last agent p50", "lost"}}
+	base := reps[0]
+	for _, r := range reps {
+		rows = append(rows, []string{name(r), ratio(r.Skew.P50, base.Skew.P50), ratio(r.Skew.P99, base.Skew.P99),
+			ratio(r.Latency.P50, base.Latency.P50), ratio(r.Latency.P99, base.Latency.P99), ratio(r.Overhead.P50, base.Overhead.P50), fmt.Sprint(r.Lost)})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+// ratio is a with its ratio to the baseline b.
+func ratio(a, b time.Duration) string {
+	if b == 0 {
+		return fmtDur(a)
+	}
+	return fmt.Sprintf("%s (×%.2f)", fmtDur(a), float64(a)/float64(b))
 }
 
 func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, o StrobeOptions) (*StrobeReport, error) {
@@ -367,8 +401,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // WriteStrobeReport prints r as a table and a few lines of conclusions.
 func WriteStrobeReport(w io.Writer, r *StrobeReport) {
-	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), suspend %s, %v measured\n\n",
-		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, node.SuspendSignal), r.Duration)
+	auth := "sealed (authenticated)"
+	if !r.Sealed {
+		auth = "unsealed (no authentication)"
+	}
+	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), suspend %s, strobes %s, %v measured\n\n",
+		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, node.SuspendSignal), auth, r.Duration)
 	rows := [][]string{{"", "p50", "p99", "max", "mean", "n"}}
 	add := func(name string, d strobe.Dist) {
 		rows = append(rows, []string{name, fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max), fmtDur(d.Mean), fmt.Sprint(d.N)})

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench/measure"
+	"github.com/cosched/cosched/internal/fielderr"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -29,15 +30,16 @@ type benchStrobeFlags struct {
 	json    bool
 	keep    bool
 	suspend []string // measured one after the other, each on a cluster of its own
+	auth    string   // on, off or both (off first: the baseline)
 }
 
 var benchStrobeFlagNames = flagNames{"Agents": "-N", "Slice": "--slice", "Duration": "--duration", "MPL": "--mpl",
 	"RealtimePriority": "--realtime-priority", "Suspend": "--suspend",
-	"Fanout": "--strobe-fanout"}
+	"Fanout": "--strobe-fanout", "Auth": "--auth"}
 
 func newBenchStrobeCmd() *cobra.Command {
 	f := benchStrobeFlags{opts: measure.StrobeOptions{Agents: 8, Slice: 10 * time.Millisecond, Duration: 30 * time.Second, MPL: 2, RealtimePriority: 50},
-		suspend: []string{node.SuspendSignal}}
+		suspend: []string{node.SuspendSignal}, auth: "on"}
 	cmd := &cobra.Command{
 		Use:   "strobe",
 		Short: "Measure slice switching on a local gang-mode cluster: skew, latency, overhead",
@@ -61,12 +63,17 @@ each on a fresh cluster, and a comparison of the two follows: SIGSTOP and
 SIGCONT to every rank's process group, or one write to the job's cgroup
 freezer (docs/cgroups.md).
 
+Strobes and heartbeats are sealed with the cluster key, as on any cluster
+with a key (docs/security.md). --auth off measures them unsealed; --auth
+both measures unsealed then sealed, each on a fresh cluster, and compares
+the two: the cost of authentication on the strobe path.
+
 The agents share this host's monotonic clock, so skew is exact. Switches
 are timed when the signals have been sent; the kernel still has to run the
 continued ranks, which depends on how many cores the host has. With root
 (or CAP_SYS_NICE) the strobe path runs at SCHED_FIFO; the report says
 whether it did. The cluster is stopped at the end.`,
-		Example: "  cosched bench strobe -N 8 --slice 10ms --duration 30s\n  cosched bench strobe -N 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -N 4 --suspend signal,freezer",
+		Example: "  cosched bench strobe -N 8 --slice 10ms --duration 30s\n  cosched bench strobe -N 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -N 4 --suspend signal,freezer\n  cosched bench strobe -N 8 --slice 1ms --auth both",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			warnDeprecated(cmd, map[string]string{"agents": "-N/--nodes"})
@@ -84,6 +91,7 @@ whether it did. The cluster is stopped at the end.`,
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path; 0 measures without real-time scheduling")
 	fl.StringSliceVar(&f.suspend, "suspend", f.suspend, "suspension methods to measure, in turn: signal, freezer or both (signal,freezer)")
 	fl.IntVar(&f.opts.Fanout, "strobe-fanout", 0, "strobe the agents along a tree of this arity (0: directly), as cosched agent --strobe-fanout")
+	fl.StringVar(&f.auth, "auth", f.auth, "seal strobes and heartbeats with the cluster key: on, off, or both (measured in turn, unsealed first, and compared)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the cluster's state directory (agent logs) and print where it is")
 	return cmd
 }
@@ -100,16 +108,29 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 			errs = append(errs, err)
 		}
 	}
+	var unsealed []bool // the authentication settings measured, in turn
+	switch f.auth {
+	case "on":
+		unsealed = []bool{false}
+	case "off":
+		unsealed = []bool{true}
+	case "both":
+		unsealed = []bool{true, false}
+	default:
+		errs = append(errs, fielderr.New("Auth", f.auth, "want on, off or both"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return benchStrobeFlagNames.errors(err)
 	}
 	var reps []*measure.StrobeReport
 	for _, s := range f.suspend {
-		rep, err := benchStrobeOnce(ctx, progress, f, s)
-		if err != nil {
-			return err
+		for _, u := range unsealed {
+			rep, err := benchStrobeOnce(ctx, progress, f, s, u)
+			if err != nil {
+				return err
+			}
+			reps = append(reps, rep)
 		}
-		reps = append(reps, rep)
 	}
 	if f.json {
 		enc := json.NewEncoder(out)
@@ -125,15 +146,25 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 		}
 		measure.WriteStrobeReport(out, rep)
 	}
-	if len(reps) > 1 {
+	if len(unsealed) > 1 {
+		for i := 0; i < len(reps); i += len(unsealed) {
+			fmt.Fprintln(out)
+			measure.WriteAuthComparison(out, reps[i:i+len(unsealed)])
+		}
+	}
+	if len(f.suspend) > 1 {
+		var sealed []*measure.StrobeReport // one report per suspension method
+		for i := len(unsealed) - 1; i < len(reps); i += len(unsealed) {
+			sealed = append(sealed, reps[i])
+		}
 		fmt.Fprintln(out)
-		measure.WriteSuspendComparison(out, reps)
+		measure.WriteSuspendComparison(out, sealed)
 	}
 	return nil
 }
 
 // benchStrobeOnce measures one suspension method on a cluster of its own.
-func benchStrobeOnce(ctx context.Context, progress io.Writer, f *benchStrobeFlags, suspend string) (rep *measure.StrobeReport, err error) {
+func benchStrobeOnce(ctx context.Context, progress io.Writer, f *benchStrobeFlags, suspend string, unsealed bool) (rep *measure.StrobeReport, err error) {
 	dir, err := os.MkdirTemp("", "cosched-bench-strobe-")
 	if err != nil {
 		return nil, err
@@ -149,6 +180,6 @@ func benchStrobeOnce(ctx context.Context, progress io.Writer, f *benchStrobeFlag
 		}
 	}()
 	o := f.opts
-	o.StateDir, o.Progress, o.Suspend = dir, progress, suspend
+	o.StateDir, o.Progress, o.Suspend, o.Unsealed = dir, progress, suspend, unsealed
 	return measure.Strobe(ctx, o)
 }
