@@ -63,3 +63,8 @@ func Greet(a *Agent, mode Mode, mpl int) ([]WelcomeRank, []ExitReport, error) {
 	}
 	return w.Ranks, w.Exits, nil
 }
+
+// StrobeAddrs are the agent's strobe and heartbeat sockets' addresses.
+func StrobeAddrs(a *Agent) (strobeAddr, heartbeatAddr string) {
+	return a.udp.LocalAddr(), a.hbUDP.LocalAddr()
+}
