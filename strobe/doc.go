@@ -120,6 +120,8 @@
 //     concurrently; they must not block for long (nothing is read or sent
 //     meanwhile). SetPeers, Stats and Records are safe from any goroutine.
 //   - Sender: safe for concurrent use; it owns no goroutine.
+//   - Auth: safe for concurrent use; one per node, shared by its Sender
+//     and Follower (their packets share one sequence).
 //   - Ticker: Next and Run for one goroutine; Run locks it to its OS thread
 //     and returns when ctx is done. Stats from anywhere.
 //   - MockNetwork: one pump goroutine per transport, ended by its Close.
