@@ -41,9 +41,11 @@ import (
 // between jumps numbers grow by one per packet, which is what lets the
 // receiver's 64-packet window absorb reordering. A node whose clock steps
 // back by Δ across a restart is dropped as replayed by the receivers that
-// remember it for about Δ. Receivers keep one window per sender and message
-// type, so strobes and heartbeats (different sockets, different goroutines)
-// never reorder against each other. A receiver that restarts forgets its
+// remember it for about Δ. Receivers keep one window per socket, sender
+// and message type, so strobes and heartbeats never reorder against each
+// other, and the strobe path shares no lock with the heartbeat receiver:
+// a keyed agent with a heartbeat socket takes only strobes on its strobe
+// socket and only heartbeats on the other. A receiver that restarts forgets its
 // windows: it accepts, once per sender, one old packet replayed to it,
 // which the sequence rules then confine (a strobe of an older epoch is
 // superseded by the live controller's next strobe).

@@ -124,13 +124,23 @@ func TestAuthenticatedStrobesOverUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Genuine packets on the wrong socket: a heartbeat to the strobe
+	// socket, a strobe to the heartbeat socket. Dropped (Unknown) before
+	// their numbers are spent.
+	hbElsewhere, _ := peer.encode(&Heartbeat{From: "n2", Epoch: 5, Seq: 3})
+	if err := attacker.Send(strobeTr.LocalAddr(), hbElsewhere); err != nil {
+		t.Fatal(err)
+	}
+	strobeTo(ctl, 9, hbTr.LocalAddr())
+	next-- // that number was not seen on the strobe socket
+
 	// A genuine strobe after all of them is a barrier on the strobe
 	// socket; the heartbeat socket's counts settle on their own.
 	strobeTo(ctl, 2, strobeTr.LocalAddr())
 	applied(2)
 	eventually(t, "heartbeats counted", func() bool {
 		s := f.Stats()
-		return s.HeartbeatsReplayed == 1 && s.HeartbeatsForged == 1
+		return s.HeartbeatsReplayed == 1 && s.HeartbeatsForged == 1 && s.Unknown == 2
 	})
 	st := f.Stats()
 	if got := sw.Rows(); !slices.Equal(got, []int{1, 2}) {

@@ -103,12 +103,13 @@ type Follower struct {
 	pendingHB   []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
 	lastDropLog int64               // mono time of the last dropped-packet warning
 
-	authMu sync.Mutex // guards the replay windows and rejection logs; both receive loops use them
-	// windows are the replay windows of the senders heard from.
-	windows replayWindows
 	// rejectLogs limit the log lines about forged and replayed packets,
 	// one limiter per reason and kind.
 	rejectLogs map[rejectKind]*logLimiter
+
+	// The sockets as the receive loops see them, each with the replay
+	// windows only its loop touches: no lock on the strobe path.
+	strobeSock, hbSock socket
 }
 
 // outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
@@ -161,8 +162,16 @@ func NewFollower(cfg FollowerConfig) *Follower {
 		records:    newRing[SliceRecord](cfg.History),
 		seen:       make(map[string]PeerHeartbeat),
 		hbWake:     make(chan struct{}, 1),
-		windows:    make(replayWindows),
 		rejectLogs: make(map[rejectKind]*logLimiter),
+		strobeSock: socket{name: "strobe socket", kind: TypeStrobe, windows: make(replayWindows)},
+		hbSock:     socket{name: "heartbeat socket", kind: TypeHeartbeat, only: TypeHeartbeat, windows: make(replayWindows)},
+	}
+	if cfg.Heartbeats != nil && cfg.Auth != nil {
+		// Heartbeats have their own socket and every keyed agent is of a
+		// build that uses it: the strobe socket takes strobes only, so the
+		// two loops never share a window. (Without a key, agents of older
+		// builds may still send heartbeats to strobe sockets.)
+		f.strobeSock.only = TypeStrobe
 	}
 	switch {
 	case len(errs) > 0:
@@ -236,7 +245,7 @@ func (f *Follower) SetPeers(heartbeatTargets []string) {
 }
 
 func (f *Follower) handle(p Packet) {
-	msg, err := f.open(p, strobeSocket)
+	msg, err := f.open(p, &f.strobeSock)
 	if err != nil {
 		return
 	}
@@ -434,7 +443,7 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 			if !ok {
 				return
 			}
-			msg, err := f.open(p, heartbeatSocket)
+			msg, err := f.open(p, &f.hbSock)
 			if err != nil {
 				continue
 			}

@@ -10,31 +10,22 @@ import (
 	"github.com/cosched/cosched/internal/mono"
 )
 
-// socket says which of a Follower's sockets a packet came to.
+// socket is one of a Follower's sockets as its receive loop sees it.
 type socket struct {
 	name string  // for log lines
 	kind MsgType // what a forged packet there is counted as
 	only MsgType // the one type accepted there (0: strobes and heartbeats)
+	// windows are the replay windows of the senders heard from on this
+	// socket, touched only by its receive loop.
+	windows replayWindows
 }
-
-var (
-	strobeSocket    = socket{name: "strobe socket", kind: TypeStrobe}
-	heartbeatSocket = socket{name: "heartbeat socket", kind: TypeHeartbeat, only: TypeHeartbeat}
-)
 
 // open authenticates (with a key) and decodes a packet that came to sock.
 // It drops, counts and logs whatever is not a message for sock; the error
-// says why, the caller just skips the packet.
-func (f *Follower) open(p Packet, sock socket) (Message, error) {
-	var msg Message
-	var err error
-	if f.cfg.Auth == nil {
-		msg, err = (*Auth)(nil).open(p.Data, nil, sock.only)
-	} else {
-		f.authMu.Lock() // the windows are shared by both receive loops
-		msg, err = f.cfg.Auth.open(p.Data, f.windows, sock.only)
-		f.authMu.Unlock()
-	}
+// says why, the caller just skips the packet. Call it only from sock's
+// receive loop.
+func (f *Follower) open(p Packet, sock *socket) (Message, error) {
+	msg, err := f.cfg.Auth.open(p.Data, sock.windows, sock.only)
 	switch {
 	case err == nil:
 		return msg, nil
@@ -77,7 +68,7 @@ func (l *logLimiter) allow(now int64, every time.Duration) (ok bool, suppressed 
 }
 
 // reject counts a forged or replayed packet and logs it, rate-limited.
-func (f *Follower) reject(p Packet, sock socket, k rejectKind, err error) {
+func (f *Follower) reject(p Packet, sock *socket, k rejectKind, err error) {
 	f.mu.Lock()
 	var total uint64
 	switch {
@@ -94,15 +85,13 @@ func (f *Follower) reject(p Packet, sock socket, k rejectKind, err error) {
 		f.c.hbReplayed++
 		total = f.c.hbReplayed
 	}
-	f.mu.Unlock()
-	f.authMu.Lock()
 	l := f.rejectLogs[k]
 	if l == nil {
 		l = new(logLimiter)
 		f.rejectLogs[k] = l
 	}
 	ok, suppressed := l.allow(mono.Now(), rejectLogEvery)
-	f.authMu.Unlock()
+	f.mu.Unlock()
 	if !ok {
 		return
 	}
