@@ -2,6 +2,7 @@ package strobe
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -422,4 +423,77 @@ func BenchmarkStrobeAuthRatio(b *testing.B) {
 	b.ReportMetric(float64(sealed.Nanoseconds())/packets, "sealed-ns/pkt")
 	b.ReportMetric(float64(plain.Nanoseconds())/packets, "plain-ns/pkt")
 	b.ReportMetric(float64(sealed)/float64(plain), "sealed/plain")
+}
+
+// BenchmarkUDPStrobePath measures a Follower's strobe path over real UDP
+// on loopback, sealed and unsealed in alternating blocks: handling (from
+// the socket read to the switch: open, decode, sequence rules) and
+// strobe-to-switch (from the Sender's send). Reported as the median of
+// each, per setting, and the sealed/unsealed ratios.
+func BenchmarkUDPStrobePath(b *testing.B) {
+	type setting struct {
+		name        string
+		auth        *Auth
+		f           *Follower
+		sender      *Sender
+		addr        string
+		handle, e2e []int64
+	}
+	key := testKey(b, 1)
+	var settings []*setting
+	for _, sealed := range []bool{false, true} {
+		s := &setting{name: "unsealed"}
+		if sealed {
+			s.name, s.auth = "sealed", NewAuth(key, "f")
+		}
+		tr, err := ListenUDP("127.0.0.1:0", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctlTr, err := ListenUDP("127.0.0.1:0", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tr.Close()
+		defer ctlTr.Close()
+		s.f = NewFollower(FollowerConfig{Name: "f", Transport: tr, Switch: func(int) time.Duration { return 0 }, Auth: s.auth, History: 1 << 16})
+		s.sender = NewSender(ctlTr, 1, nil)
+		if sealed {
+			s.sender.SetAuth(NewAuth(key, "ctl"))
+		}
+		s.addr = tr.LocalAddr()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.f.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		settings = append(settings, s)
+	}
+	seq := uint64(0)
+	for b.Loop() {
+		seq++
+		for _, s := range settings {
+			if _, err := s.sender.Strobe([]string{s.addr}, seq, int(seq%2), 1, 0); err != nil {
+				b.Fatal(err)
+			}
+			for s.f.Stats().LastSeq != seq {
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+	}
+	median := func(v []int64) float64 {
+		slices.Sort(v)
+		return float64(v[len(v)/2])
+	}
+	res := map[string][2]float64{}
+	for _, s := range settings {
+		for _, r := range s.f.Records() {
+			s.handle = append(s.handle, r.SwitchedMono-r.RecvMono)
+			s.e2e = append(s.e2e, r.SwitchedMono-r.SentMono)
+		}
+		res[s.name] = [2]float64{median(s.handle), median(s.e2e)}
+		b.ReportMetric(res[s.name][0], s.name+"-handle-ns")
+		b.ReportMetric(res[s.name][1], s.name+"-strobe-to-switch-ns")
+	}
+	b.ReportMetric(res["sealed"][0]/res["unsealed"][0], "handle-sealed/unsealed")
+	b.ReportMetric(res["sealed"][1]/res["unsealed"][1], "strobe-to-switch-sealed/unsealed")
 }
