@@ -88,11 +88,17 @@ type StrobeReport struct {
 	Skew       strobe.Dist `json:"skew"`
 	Latency    strobe.Dist `json:"latency"`
 	SwitchCost strobe.Dist `json:"switch_cost"`
-	SendLate   strobe.Dist `json:"send_late"` // the controller's last few thousand strobes
-	Overruns   uint64      `json:"overruns"`
-	Skipped    uint64      `json:"skipped"`
-	Idle       strobe.Dist `json:"idle"`     // per slice: boundary to the first agent's switch
-	Overhead   strobe.Dist `json:"overhead"` // per slice: boundary to the last agent's switch
+	// Delivery and Handling split strobe-to-switch before the switch:
+	// from the controller's send to the agent's socket read (network and
+	// wake-up), and from that read to the switch's start (opening the
+	// seal, decoding, the sequence rules, forwarding).
+	Delivery strobe.Dist `json:"delivery"`
+	Handling strobe.Dist `json:"handling"`
+	SendLate strobe.Dist `json:"send_late"` // the controller's last few thousand strobes
+	Overruns uint64      `json:"overruns"`
+	Skipped  uint64      `json:"skipped"`
+	Idle     strobe.Dist `json:"idle"`     // per slice: boundary to the first agent's switch
+	Overhead strobe.Dist `json:"overhead"` // per slice: boundary to the last agent's switch
 	// IdleFraction and OverheadFraction are the means over the slice.
 	IdleFraction     float64 `json:"idle_fraction"`
 	OverheadFraction float64 `json:"overhead_fraction"`
@@ -187,11 +193,12 @@ func WriteAuthComparison(w io.Writer, reps []*StrobeReport) {
 		return "unsealed"
 	}
 	fmt.Fprintf(w, "authentication compared (suspend %s; ratio to %s):\n", cmp.Or(reps[0].Suspend, node.SuspendSignal), name(reps[0]))
-	rows := [][]string{{"", "skew p50", "skew p99", "strobe-to-switch p50", "strobe-to-switch p99", "row start, last agent p50", "lost"}}
+	rows := [][]string{{"", "skew p50", "skew p99", "strobe-to-switch p50", "strobe-to-switch p99", "handling p50", "row start, last agent p50", "lost"}}
 	base := reps[0]
 	for _, r := range reps {
 		rows = append(rows, []string{name(r), ratio(r.Skew.P50, base.Skew.P50), ratio(r.Skew.P99, base.Skew.P99),
-			ratio(r.Latency.P50, base.Latency.P50), ratio(r.Latency.P99, base.Latency.P99), ratio(r.Overhead.P50, base.Overhead.P50), fmt.Sprint(r.Lost)})
+			ratio(r.Latency.P50, base.Latency.P50), ratio(r.Latency.P99, base.Latency.P99), ratio(r.Handling.P50, base.Handling.P50),
+			ratio(r.Overhead.P50, base.Overhead.P50), fmt.Sprint(r.Lost)})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
@@ -299,7 +306,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		t := nodes.Cluster.Ticks
 		rep.SendLate, rep.Overruns, rep.Skipped, rep.ControllerRealtime = t.SendLate, t.Overruns, t.Skipped, t.RealtimeError
 	}
-	var costs []time.Duration
+	var costs, delivery, handling []time.Duration
 	rep.PerAgent = map[string]strobe.Dist{}
 	for name, st := range last {
 		var lat []time.Duration
@@ -313,11 +320,14 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		rep.Late += st.Strobe.Late - b.Late
 		for _, r := range records[name] {
 			costs = append(costs, r.SwitchCost)
+			delivery = append(delivery, time.Duration(r.RecvMono-r.SentMono))
+			handling = append(handling, time.Duration(r.SwitchedMono-r.RecvMono)-r.SwitchCost)
 		}
 	}
 	sk := strobe.Skew(records)
 	rep.Slices, rep.Skew, rep.Latency, rep.Idle, rep.Overhead = sk.Slices, sk.Skew, sk.Latency, sk.Idle, sk.Overhead
 	rep.SwitchCost = durationDist(costs)
+	rep.Delivery, rep.Handling = durationDist(delivery), durationDist(handling)
 	rep.IdleFraction = float64(sk.Idle.Mean) / float64(o.Slice)
 	rep.OverheadFraction = float64(sk.Overhead.Mean) / float64(o.Slice)
 	if rep.Slices == 0 {
@@ -413,6 +423,8 @@ func WriteStrobeReport(w io.Writer, r *StrobeReport) {
 	}
 	add("switch skew", r.Skew)
 	add("strobe-to-switch", r.Latency)
+	add("  delivery (send to read)", r.Delivery)
+	add("  handling (read to switch)", r.Handling)
 	add("switch cost", r.SwitchCost)
 	add("send lateness", r.SendLate)
 	add("row start, first agent", r.Idle)
