@@ -133,8 +133,11 @@ func BenchmarkVerifyToken(b *testing.B) {
 }
 
 func TestSenderID(t *testing.T) {
-	if SenderID("n1") == SenderID("n2") || SenderID("n1") != SenderID("n1") {
-		t.Error("SenderID is not a function of the name that tells n1 from n2")
+	if a, b := SenderID("n1"), SenderID("n1"); a != b {
+		t.Errorf("SenderID(n1) = %x, then %x", a, b)
+	}
+	if SenderID("n1") == SenderID("n2") {
+		t.Error("SenderID does not tell n1 from n2")
 	}
 	k := testKey(1)
 	pkt, _ := k.Seal(nil, Envelope{Sender: 1 << 60, Seq: 1 << 62}, nil)
