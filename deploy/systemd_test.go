@@ -149,6 +149,7 @@ func TestSystemdUnitMatchesAgent(t *testing.T) {
 	for _, f := range help {
 		switch f {
 		case "help", "local", "encrypt-key": // not for a service; the key goes in the --config file
+		case "cleanup": // ExecStopPost's, not a setting
 		default:
 			if !inUnit[f] {
 				t.Errorf("`cosched agent --%s` has no variable in %s", f, unitFile)
@@ -177,8 +178,14 @@ func TestSystemdUnitMatchesAgent(t *testing.T) {
 // expandExecStart turns ExecStart into an argv the way systemd does for
 // ${VAR} (one argument each, empty when the value is empty).
 func expandExecStart(t *testing.T, env map[string]string) []string {
+	return expandExec(t, "ExecStart", env)
+}
+
+// expandExec turns the unit's command line key into an argv (see
+// expandExecStart).
+func expandExec(t *testing.T, key string, env map[string]string) []string {
 	var argv []string
-	for _, a := range strings.Fields(readUnit(t)["ExecStart"][0]) {
+	for _, a := range strings.Fields(readUnit(t)[key][0]) {
 		argv = append(argv, varRef.ReplaceAllStringFunc(a, func(m string) string {
 			return env[strings.Trim(m, "${}")]
 		}))
@@ -251,6 +258,19 @@ func TestSystemdExecStartRuns(t *testing.T) {
 			t.Errorf("agent still running 20 s after SIGTERM")
 		}
 	}
+	// ExecStopPost, after an orderly stop, finds nothing to clean and
+	// succeeds (systemd would mark the unit failed otherwise).
+	env := map[string]string{}
+	for k, v := range base {
+		env[k] = v
+	}
+	for k, v := range ctl {
+		env[k] = v
+	}
+	post := expandExec(t, "ExecStopPost", env)
+	if out, err := exec.Command(bin, post[1:]...).CombinedOutput(); err != nil {
+		t.Errorf("ExecStopPost %v: %v\n%s", post[1:], err, out)
+	}
 }
 
 // systemd-analyze verify accepts the unit (where systemd is installed).
@@ -264,9 +284,10 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// verify checks that ExecStart's program exists: point it at the build.
+	// verify checks that ExecStart's and ExecStopPost's program exists: point
+	// them at the build.
 	unit := filepath.Join(t.TempDir(), "cosched-agent.service")
-	if err := os.WriteFile(unit, []byte(strings.Replace(string(b), "ExecStart=/usr/local/bin/cosched", "ExecStart="+bin, 1)), 0o644); err != nil {
+	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(b), "=/usr/local/bin/cosched ", "="+bin+" ")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(sa, "verify", "--man=no", unit).CombinedOutput()

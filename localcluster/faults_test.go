@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/sharing"
 	"os"
 	"slices"
 	"strings"
@@ -14,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/clusterkey"
-	"github.com/cosched/cosched/node"
 )
 
 // The leader of three controllers is killed (SIGKILL) again and again while
@@ -37,7 +38,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	exe := buildCosched(t)
 	o := DefaultOptions()
 	o.Exe, o.StateDir, o.Agents, o.Processors, o.Controllers = exe, t.TempDir(), 2, 2, 3
-	o.Mode, o.MPL, o.RealtimePriority = node.Gang, 2, 0
+	o.Mode, o.MPL, o.RealtimePriority = sharing.Gang, 2, 0
 	c, err := Up(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The compute agents (never killed) first: they forward to the leader.
-	client := node.NewKeyClient(key, apis[3], apis...)
+	client := api.NewKeyClient(key, apis[3], apis...)
 	leader := func(not string) string {
 		began, seen := time.Now(), map[string]int{} // what the wait saw, logged when it is long
 		defer func() {
@@ -106,11 +107,11 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	)
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	sub := node.NewKeyClient(key, apis[4], apis...)
+	sub := api.NewKeyClient(key, apis[4], apis...)
 	sub.RetryFor = 3 * time.Second
 	go func() {
 		defer close(done)
-		spec := node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"sleep", "0.2"}}
+		spec := api.JobSpec{Processors: 1, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"sleep", "0.2"}}
 		for {
 			select {
 			case <-stop:
@@ -188,17 +189,17 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	}
 
 	// Every accepted id completes; the cluster has nothing else to run.
-	var jobs map[int64]node.Job
+	var jobs map[int64]api.Job
 	for {
 		jctx, jcancel := context.WithTimeout(ctx, 5*time.Second)
 		list, err := client.Jobs(jctx, true)
 		jcancel()
 		if err == nil {
-			jobs = map[int64]node.Job{}
+			jobs = map[int64]api.Job{}
 			busy := false
 			for _, j := range list {
 				jobs[j.ID] = j
-				busy = busy || j.State == node.Pending || j.State == node.Running
+				busy = busy || j.State == api.Pending || j.State == api.Running
 			}
 			if !busy && (len(lost(ids, jobs)) == 0 || len(jobs) > 0 && !missingAny(ids, jobs)) { // all ended (or every id known and ended)
 				break
@@ -246,7 +247,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 // failureKind sorts a failed submission: a client told to retry later
 // (503), an agent that did not answer, or the error itself.
 func failureKind(err error) string {
-	var apiErr *node.Error
+	var apiErr *api.Error
 	switch {
 	case err == nil:
 		return "no id"
@@ -262,7 +263,7 @@ func failureKind(err error) string {
 }
 
 // missingAny reports whether jobs lacks one of ids.
-func missingAny(ids []int64, jobs map[int64]node.Job) bool {
+func missingAny(ids []int64, jobs map[int64]api.Job) bool {
 	for _, id := range ids {
 		if _, ok := jobs[id]; !ok {
 			return true
@@ -272,10 +273,10 @@ func missingAny(ids []int64, jobs map[int64]node.Job) bool {
 }
 
 // lost lists the ids that jobs does not have as completed.
-func lost(ids []int64, jobs map[int64]node.Job) []int64 {
+func lost(ids []int64, jobs map[int64]api.Job) []int64 {
 	var out []int64
 	for _, id := range ids {
-		if j, ok := jobs[id]; !ok || j.State != node.Completed {
+		if j, ok := jobs[id]; !ok || j.State != api.Completed {
 			out = append(out, id)
 		}
 	}

@@ -9,6 +9,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,11 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Limits of Options.
@@ -56,7 +58,7 @@ type Options struct {
 	// N more agents c0 … c(N-1) without processors form the controllers'
 	// raft group (one leads, the others stand by).
 	Controllers int
-	Mode        node.Mode
+	Mode        sharing.Mode
 	Slice       time.Duration // gang, bcs
 	MPL         int           // 1 in space mode
 	Policy      gang.Policy
@@ -68,7 +70,7 @@ type Options struct {
 	// path (0: off).
 	RealtimePriority int
 	// Suspend is how the agents suspend ranks between slices:
-	// node.SuspendSignal ("" too) or node.SuspendFreezer (docs/cgroups.md).
+	// api.SuspendSignal ("" too) or api.SuspendFreezer (docs/cgroups.md).
 	Suspend string
 	// StrobeFanout is the controller's strobe tree arity
 	// (--strobe-fanout; 0: direct).
@@ -85,7 +87,7 @@ type Options struct {
 // DefaultOptions are `cosched cluster up`'s defaults, without a state
 // directory.
 func DefaultOptions() Options {
-	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: node.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
+	return Options{Agents: 4, Processors: 1, Controllers: 1, Mode: sharing.Gang, Slice: 50 * time.Millisecond, MPL: 3, Policy: gang.EASY,
 		Bandwidth: 100e6, RealtimePriority: 50, Timeout: 30 * time.Second}
 }
 
@@ -105,7 +107,7 @@ func (o Options) Validate() error {
 	if o.Processors < 1 || o.Processors > MaxProcessors {
 		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
 	}
-	if _, err := node.ParseMode(string(o.Mode)); err != nil {
+	if _, err := sharing.Parse(string(o.Mode)); err != nil {
 		bad("Mode", o.Mode, "want space, gang, bcs or local")
 	}
 	if o.Slice < MinSlice || o.Slice > MaxSlice {
@@ -114,7 +116,7 @@ func (o Options) Validate() error {
 	switch {
 	case o.MPL < 1 || o.MPL > MaxMPL:
 		bad("MPL", o.MPL, "must be from 1 to %d", MaxMPL)
-	case o.Mode == node.Space && o.MPL != 1:
+	case o.Mode == sharing.Space && o.MPL != 1:
 		bad("MPL", o.MPL, "must be 1 in space mode (jobs run to completion)")
 	}
 	if _, err := gang.ParsePolicy(string(o.Policy)); err != nil {
@@ -131,7 +133,7 @@ func (o Options) Validate() error {
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
 	}
-	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
+	if o.Suspend != "" && o.Suspend != api.SuspendSignal && o.Suspend != api.SuspendFreezer {
 		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
 	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
@@ -174,7 +176,10 @@ type Cluster struct {
 	Mode    string    `json:"mode"`
 	Started time.Time `json:"started"`
 	Agents  []Agent   `json:"agents"`
-	dir     string
+	// Exe is the cosched binary the agents run: Stop runs it to clean up
+	// after agents that died without stopping.
+	Exe string `json:"exe,omitempty"`
+	dir string
 	// firstJobID is what Up passes its controllers (ids go on from the
 	// state directory's earlier clusters).
 	firstJobID int64
@@ -192,16 +197,16 @@ func File(dir string) string { return filepath.Join(dir, "cluster.json") }
 func KeyFile(dir string) string { return filepath.Join(dir, "cluster.key") }
 
 // ClientFor returns a client for the cluster's agent whose API address is
-// api, with a credential found without ceremony: the agent's Unix socket
+// addr, with a credential found without ceremony: the agent's Unix socket
 // when this process can reach it (the kernel vouches for its uid), else a
 // token signed with the cluster's key file when this process can read it,
 // else none (the agent will answer 401 saying what to do).
-func (c *Cluster) ClientFor(api string) *node.Client {
+func (c *Cluster) ClientFor(addr string) *api.Client {
 	for _, a := range c.Agents {
-		if a.API == api && a.Socket != "" {
+		if a.API == addr && a.Socket != "" {
 			if conn, err := net.Dial("unix", a.Socket); err == nil {
 				conn.Close()
-				return node.NewUnixClient(a.Socket)
+				return api.NewUnixClient(a.Socket)
 			}
 		}
 	}
@@ -210,15 +215,15 @@ func (c *Cluster) ClientFor(api string) *node.Client {
 		others = append(others, a.API)
 	}
 	if k, err := clusterkey.Load(KeyFile(c.dir)); err == nil {
-		return node.NewKeyClient(k, api, others...)
+		return api.NewKeyClient(k, addr, others...)
 	}
-	return node.NewClient(api, others...)
+	return api.NewClient(addr, others...)
 }
 
-// Has reports whether api is one of the cluster's agents' API addresses.
-func (c *Cluster) Has(api string) bool {
+// Has reports whether addr is one of the cluster's agents' API addresses.
+func (c *Cluster) Has(addr string) bool {
 	for _, a := range c.Agents {
-		if a.API == api {
+		if a.API == addr {
 			return true
 		}
 	}
@@ -226,7 +231,7 @@ func (c *Cluster) Has(api string) bool {
 }
 
 // Client is ClientFor the controller agent's API.
-func (c *Cluster) Client() *node.Client { return c.ClientFor(c.API) }
+func (c *Cluster) Client() *api.Client { return c.ClientFor(c.API) }
 
 // Dir is the cluster's state directory.
 func (c *Cluster) Dir() string { return c.dir }
@@ -286,11 +291,12 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), dir: o.StateDir, firstJobID: first}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), Exe: o.Exe, dir: o.StateDir, firstJobID: first}
 	ok := false
 	defer func() {
 		if !ok {
-			stop(c.Agents, 5*time.Second)
+			_, killed := stop(c.Agents, 5*time.Second)
+			c.cleanup(killed)
 		}
 	}()
 	deadline := time.Now().Add(o.Timeout)
@@ -503,9 +509,9 @@ func (c *Cluster) controllerArgs(o Options) []string {
 // waitJoined waits until the controller has the processors of every agent
 // that offers some.
 func (c *Cluster) waitJoined(ctx context.Context, agents int, timeout time.Duration, deadline time.Time) error {
-	api := c.Client()
+	client := c.Client()
 	for {
-		rep, err := api.Nodes(ctx, false)
+		rep, err := client.Nodes(ctx, false)
 		up := 0
 		for _, n := range rep.Nodes {
 			if n.State == "up" && n.CPUs > 0 {
@@ -653,11 +659,38 @@ func alive(pid int) bool {
 // kills those still there after grace. The record stays in the state
 // directory (with the logs, as the evidence of a run). The error names
 // agents that survived even SIGKILL.
+//
+// An agent that died without stopping (before Stop, or killed by it) may
+// have left processes in its job cgroups (a rank's children that escaped
+// its process group): Stop runs `cosched agent --cleanup` for it, which
+// kills and removes them.
 func (c *Cluster) Stop(grace time.Duration) error {
-	if left := stop(c.Agents, grace); len(left) > 0 {
+	crashed := c.Dead()
+	left, killed := stop(c.Agents, grace)
+	if len(left) > 0 {
 		return fmt.Errorf("agents still running after SIGKILL: %s", strings.Join(left, ", "))
 	}
-	return nil
+	return c.cleanup(append(crashed, killed...))
+}
+
+// cleanup runs `cosched agent --cleanup` for the named agents.
+func (c *Cluster) cleanup(names []string) error {
+	if c.Exe == "" || len(names) == 0 {
+		return nil // a record of an older cosched: nothing to run
+	}
+	var errs []error
+	for _, a := range c.Agents {
+		if !slices.Contains(names, a.Name) || len(a.Args) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, c.Exe, append(slices.Clone(a.Args), "--cleanup")...).CombinedOutput()
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cleaning up after agent %s: %w: %s", a.Name, err, bytes.TrimSpace(out)))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Down stops the cluster (Stop) and removes its record. It first notes
@@ -734,8 +767,9 @@ func freshJournals(dir string) (int64, error) {
 	return last + 1, nil
 }
 
-// stop ends the agents and returns those that survived.
-func stop(agents []Agent, grace time.Duration) []string {
+// stop ends the agents and returns those that survived even SIGKILL and
+// those it had to kill.
+func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 	for _, a := range agents {
 		if alive(a.PID) {
 			syscall.Kill(a.PID, syscall.SIGTERM)
@@ -745,21 +779,21 @@ func stop(agents []Agent, grace time.Duration) []string {
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
 		if !c.Alive() {
-			return nil
+			return nil, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, a := range agents {
 		if alive(a.PID) {
 			syscall.Kill(a.PID, syscall.SIGKILL) // its ranks die with it (parent-death signal)
+			killed = append(killed, a.Name)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	var left []string
 	for _, a := range agents {
 		if alive(a.PID) {
 			left = append(left, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
 		}
 	}
-	return left
+	return left, killed
 }

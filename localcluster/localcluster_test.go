@@ -3,7 +3,9 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/sharing"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/internal/fielderr"
-	"github.com/cosched/cosched/node"
 )
 
 // Validate names every bad field, and accepts the defaults.
@@ -24,7 +25,7 @@ func TestValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	o.Agents, o.Slice, o.MPL, o.Mode, o.Bandwidth, o.Processors = 0, time.Nanosecond, 3, node.Space, -1, MaxProcessors+1
+	o.Agents, o.Slice, o.MPL, o.Mode, o.Bandwidth, o.Processors = 0, time.Nanosecond, 3, sharing.Space, -1, MaxProcessors+1
 	var fields []string
 	for _, e := range fielderr.All(o.Validate()) {
 		fields = append(fields, e.Field)
@@ -67,7 +68,7 @@ func TestUpRestartsTheAgentsThatDied(t *testing.T) {
 	}
 	exe := buildCosched(t)
 	o := DefaultOptions()
-	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, node.Space, 1, 0
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, sharing.Space, 1, 0
 	c, err := Up(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	}
 	exe := buildCosched(t)
 	o := DefaultOptions()
-	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, node.Space, 1, 0
+	o.Exe, o.StateDir, o.Agents, o.Controllers, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 2, 3, sharing.Space, 1, 0
 	c, err := Up(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := node.NewKeyClient(key, apis[3], apis...) // a compute agent first
+	client := api.NewKeyClient(key, apis[3], apis...) // a compute agent first
 	leader := func() string {
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
@@ -165,7 +166,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 	first := leader()
 	var ids []int64
 	for _, secs := range []string{"3", "1"} {
-		id, err := client.Submit(context.Background(), node.JobSpec{Processors: 2, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
+		id, err := client.Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func TestUpWithStandbyControllers(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			j, err := client.Job(context.Background(), id)
-			if err == nil && j.State == node.Completed {
+			if err == nil && j.State == api.Completed {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -211,9 +212,9 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 	}
 	exe := buildCosched(t)
 	o := DefaultOptions()
-	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, node.Space, 1, 0
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority = exe, t.TempDir(), 1, sharing.Space, 1, 0
 	submit := func(c *Cluster) int64 {
-		id, err := c.Client().Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
+		id, err := c.Client().Submit(context.Background(), api.JobSpec{Processors: 1, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"true"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@
 package member
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,8 +55,9 @@ type Membership struct {
 // trying every address for cfg.JoinAttempts rounds with doubling pauses.
 // With no Join addresses it starts a new cluster. If no peer answers, it
 // shuts down and returns an error naming the peers (a wrong SecretKey
-// looks the same from here: the peers cannot read us).
-func Join(cfg Config) (*Membership, error) {
+// looks the same from here: the peers cannot read us). Cancelling ctx
+// stops the retries: Join shuts down and returns ctx's error.
+func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	cfg, host, port, err := cfg.check()
 	if err != nil {
 		return nil, err
@@ -123,7 +125,12 @@ func Join(cfg Config) (*Membership, error) {
 				strings.Join(cfg.Join, ", "), attempt, flatten(err))
 		}
 		log.Info("member: join failed; retrying", zap.Strings("peers", cfg.Join), zap.Duration("in", backoff), zap.Error(err))
-		time.Sleep(backoff)
+		select {
+		case <-ctx.Done():
+			_ = m.Shutdown()
+			return nil, fmt.Errorf("member: join %s: %w", strings.Join(cfg.Join, ", "), ctx.Err())
+		case <-time.After(backoff):
+		}
 		backoff *= 2
 	}
 }

@@ -2,6 +2,7 @@ package member
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -32,7 +33,7 @@ func member(t *testing.T, name string, join []string, key []byte) (*Membership, 
 		CPUs:        2,
 		Controller:  name == "m1",
 	}
-	return Join(cfg)
+	return Join(context.Background(), cfg)
 }
 
 func mustMember(t *testing.T, name string, join []string, key []byte) *Membership {
@@ -139,7 +140,7 @@ func TestMembershipWrongKey(t *testing.T) {
 	cfg := DefaultLocalConfig()
 	cfg.Name, cfg.Join, cfg.SecretKey = "m9", []string{m1.Addr()}, bytes.Repeat([]byte{2}, 16)
 	cfg.JoinAttempts, cfg.JoinBackoff = 2, 10*time.Millisecond
-	m9, err := Join(cfg)
+	m9, err := Join(context.Background(), cfg)
 	if err == nil {
 		m9.Shutdown()
 		t.Fatal("a member with the wrong key joined")
@@ -155,7 +156,7 @@ func TestMembershipWrongKey(t *testing.T) {
 	}
 	// Without a key at all, likewise.
 	cfg.SecretKey = nil
-	if m9, err = Join(cfg); err == nil {
+	if m9, err = Join(context.Background(), cfg); err == nil {
 		m9.Shutdown()
 		t.Fatal("a member without the key joined")
 	}
@@ -168,7 +169,7 @@ func TestConfigErrors(t *testing.T) {
 		SecretKey: []byte("short"),
 		Meta:      Meta{Name: "other"},
 	}
-	_, err := Join(cfg)
+	_, err := Join(context.Background(), cfg)
 	for _, want := range []string{"member: member config", "empty Name", "bad SecretKey length 5", "Bind", `bad Advertise "node1.example"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v does not mention %q", err, want)
@@ -177,7 +178,7 @@ func TestConfigErrors(t *testing.T) {
 	cfg = DefaultLocalConfig()
 	cfg.Name = "x"
 	cfg.Meta = Meta{Name: "y", StrobeAddr: strings.Repeat("h", 600)}
-	_, err = Join(cfg)
+	_, err = Join(context.Background(), cfg)
 	for _, want := range []string{"conflicting Meta.Name", "512-byte limit"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v does not mention %q", err, want)
@@ -190,7 +191,7 @@ func TestJoinNobodyThere(t *testing.T) {
 	cfg := DefaultLocalConfig()
 	cfg.Name, cfg.Join = "lonely", []string{"127.0.0.1:1"}
 	cfg.JoinAttempts, cfg.JoinBackoff = 2, time.Millisecond
-	if m, err := Join(cfg); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if m, err := Join(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		if m != nil {
 			m.Shutdown()
 		}
@@ -258,4 +259,33 @@ func TestEventQueueCoalesces(t *testing.T) {
 		t.Fatal("Events open after close")
 	}
 	q.push(ev(EventJoin, "late", "")) // after close: ignored, no panic
+}
+
+// TestJoinStopsWhenCancelled: a join retrying a peer that does not answer
+// returns the context's error once it is cancelled, not after its rounds
+// (an agent told to stop while it starts must not wait them out).
+func TestJoinStopsWhenCancelled(t *testing.T) {
+	checkLeaks(t)
+	cfg := DefaultLocalConfig()
+	cfg.Name, cfg.Join = "patient", []string{"127.0.0.1:1"}
+	cfg.JoinAttempts, cfg.JoinBackoff = 10, time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		m, err := Join(ctx, cfg)
+		if m != nil {
+			m.Shutdown()
+		}
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+			t.Fatalf("cancelled Join = %v, want context.Canceled naming the peer", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Join still retrying 30 s after its context was cancelled")
+	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/member"
+	"github.com/cosched/cosched/sharing"
 	"net"
 	"net/http"
 	"net/netip"
@@ -62,7 +64,7 @@ type Config struct {
 	// group of several needs a fixed one so a restarted controller is found
 	// at the same address).
 	RaftPort int
-	Mode     Mode // controller: how processors are shared
+	Mode     sharing.Mode // controller: how processors are shared
 	Slice    time.Duration
 	MPL      int
 	Policy   gang.Policy
@@ -128,12 +130,6 @@ type Config struct {
 	Log        *zap.Logger
 }
 
-// Suspension methods (Config.Suspend).
-const (
-	SuspendSignal  = "signal"
-	SuspendFreezer = "freezer"
-)
-
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -152,7 +148,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("encryption key: %d bytes, want 16, 24 or 32", l))
 	}
 	if c.Controller {
-		if _, err := ParseMode(string(c.Mode)); err != nil {
+		if _, err := sharing.Parse(string(c.Mode)); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Mode.TimeShared() && c.Slice <= 0 {
@@ -161,13 +157,13 @@ func (c *Config) Validate() error {
 		if c.MPL < 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: must be at least 1", c.MPL))
 		}
-		if c.Mode == Space && c.MPL != 1 {
+		if c.Mode == sharing.Space && c.MPL != 1 {
 			errs = append(errs, fmt.Errorf("mpl %d: space sharing has one row (mpl 1)", c.MPL))
 		}
 		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
 			errs = append(errs, err)
 		}
-		if _, err := ParseMPI(c.MPI); err != nil {
+		if _, err := api.ParseMPI(c.MPI); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Controllers < 0 || c.Controllers > 15 {
@@ -182,7 +178,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
 		}
 	}
-	if c.Suspend != "" && c.Suspend != SuspendSignal && c.Suspend != SuspendFreezer {
+	if c.Suspend != "" && c.Suspend != api.SuspendSignal && c.Suspend != api.SuspendFreezer {
 		errs = append(errs, fmt.Errorf("suspend %q: want signal or freezer", c.Suspend))
 	}
 	switch c.Cgroups {
@@ -217,6 +213,7 @@ type Agent struct {
 	log      *zap.Logger
 	ranks    *rank.Manager
 	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	dirLock  *os.File    // holds the state directory's lock while the agent runs
 	sw       *switcher
 	ml       *member.Membership
 	udp      strobe.Transport
@@ -280,7 +277,13 @@ type rankKey struct {
 
 // Start binds the agent's sockets, joins the cluster and starts serving.
 // Shutdown stops it.
-func Start(cfg Config) (*Agent, error) {
+func Start(cfg Config) (*Agent, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext is Start that gives up, releasing what it has opened, when
+// ctx ends while it waits (joining peers, electing the controllers' leader):
+// an agent told to stop while it starts stops at once. ctx bounds only the
+// start; Shutdown stops the agent.
+func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
@@ -341,6 +344,9 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	}()
 	var err error
+	if a.dirLock, err = lockStateDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if a.cg, err = openCgroups(cfg, a.log); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -376,7 +382,7 @@ func Start(cfg Config) (*Agent, error) {
 		OnBlocked: a.sw.blocked, OnStats: a.rankStats}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	run, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	if cfg.Controller {
 		// Check the controller's configuration now, not when it first leads.
@@ -384,7 +390,7 @@ func Start(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 		if cfg.Journal == nil {
-			if err := a.openGroup(host); err != nil {
+			if err := a.openGroup(ctx, host); err != nil {
 				return nil, err
 			}
 		}
@@ -438,10 +444,10 @@ func Start(cfg Config) (*Agent, error) {
 	a.meta = meta
 	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
-	a.goRun(func() { a.serveControl(ctx) })
-	a.goRun(func() { a.watchController(ctx) })
+	a.goRun(func() { a.serveControl(run) })
+	a.goRun(func() { a.watchController(run) })
 	a.goRun(a.forwardExits)
-	a.goRun(func() { a.sampleCgroups(ctx) })
+	a.goRun(func() { a.sampleCgroups(run) })
 	a.goRun(func() {
 		if err := a.api.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("API server", zap.Error(err))
@@ -453,11 +459,11 @@ func Start(cfg Config) (*Agent, error) {
 		}
 	})
 	a.goRun(func() {
-		if err := a.follower.Run(ctx); err != nil && ctx.Err() == nil {
+		if err := a.follower.Run(run); err != nil && run.Err() == nil {
 			a.log.Error("strobe follower", zap.Error(err))
 		}
 	})
-	ml, err := member.Join(member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
+	ml, err := member.Join(ctx, member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
 		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -465,12 +471,12 @@ func Start(cfg Config) (*Agent, error) {
 	a.mu.Lock()
 	a.ml = ml // the API may already be serving: leaderMeta reads it under mu
 	a.mu.Unlock()
-	a.goRun(func() { a.watchMembers(ctx) })
+	a.goRun(func() { a.watchMembers(run) })
 	if cfg.Controller {
 		a.leadDone = make(chan struct{})
 		a.goRun(func() {
 			defer close(a.leadDone)
-			a.lead(ctx)
+			a.lead(run)
 		})
 	}
 	ok = true
@@ -705,6 +711,9 @@ func (a *Agent) closeAll() error {
 		if err := a.ml.Shutdown(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if a.dirLock != nil {
+		a.dirLock.Close() // releases the lock: another life may start
 	}
 	return errors.Join(errs...)
 }

@@ -15,9 +15,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // maxPendingExits bounds the exit reports an agent keeps while no
@@ -92,9 +94,9 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 	}
 	conn.SetDeadline(time.Time{})
 	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode), zap.Int("exits reported", len(exits)))
-	mode := Mode(h.Mode)
+	mode := sharing.Mode(h.Mode)
 	a.sw.configure(mode, h.MPL)
-	if mode == BCS {
+	if mode == sharing.BCS {
 		a.relay.SetMode(relay.Buffered, time.Duration(h.Slice), h.Bandwidth)
 	} else {
 		a.relay.SetMode(relay.Immediate, 0, 0)
@@ -179,7 +181,7 @@ func (a *Agent) launch(l launch) {
 	}
 	cg := a.jobCgroup(l) // before the switcher may freeze it
 	a.sw.add(l.Job, slots)
-	if l.MPI == MPIPMI1 {
+	if l.MPI == api.MPIPMI1 {
 		a.pmi.AddJob(l.Job, l.Nodes, a.cfg.Name)
 	}
 	for _, r := range l.Ranks {

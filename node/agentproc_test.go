@@ -14,6 +14,7 @@ import (
 
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // agentProcArg makes this test binary a `cosched agent` process (the flags
@@ -46,7 +47,7 @@ func agentProcMain(args []string) int {
 	log, _ := zap.NewProduction()
 	a, err := node.Start(node.Config{Name: *name, Bind: *bind, Local: true, StateDir: *state, Join: join,
 		Controller: *controller, Controllers: *controllers, RaftPort: *raftPort, NoCompute: *noCompute, Processors: *processors,
-		Mode: node.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace,
+		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace,
 		Shim: []string{exe, "__rank-exec"}, Log: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)

@@ -6,37 +6,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // runJobs submits each job once the previous ones are queued (the first
 // once it runs) and waits for them all to complete.
-func (c *testCluster) runJobs(specs ...node.JobSpec) []node.Job {
+func (c *testCluster) runJobs(specs ...api.JobSpec) []api.Job {
 	c.t.Helper()
 	var ids []int64
 	for i, s := range specs {
 		ids = append(ids, c.submit(s))
 		if i == 0 {
-			c.waitState(ids[0], node.Running, 20*time.Second)
+			c.waitState(ids[0], api.Running, 20*time.Second)
 		}
 	}
-	var out []node.Job
+	var out []api.Job
 	for _, id := range ids {
-		out = append(out, c.waitState(id, node.Completed, 30*time.Second))
+		out = append(out, c.waitState(id, api.Completed, 30*time.Second))
 	}
 	return out
 }
 
-func sleepJob(name string, procs int, limit time.Duration, secs string) node.JobSpec {
-	return node.JobSpec{Name: name, Command: []string{"sleep", secs}, Processors: procs, TimeLimit: node.Duration{D: limit}}
+func sleepJob(name string, procs int, limit time.Duration, secs string) api.JobSpec {
+	return api.JobSpec{Name: name, Command: []string{"sleep", secs}, Processors: procs, TimeLimit: api.Duration{D: limit}}
 }
 
 // sjf-bf in the runtime orders the queue by time limit: on 2 processors,
 // with job 1 running on both, job 3 (limit 5 s) overtakes job 2 (limit
 // 30 s), which arrived first and which FCFS or EASY would start first.
 func TestRuntimeSJFBF(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space, policy: gang.SJFBF})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space, policy: gang.SJFBF})
 	j := c.runJobs(sleepJob("long", 2, 20*time.Second, "1"), sleepJob("late", 2, 30*time.Second, "0.1"), sleepJob("short", 2, 5*time.Second, "0.1"))
 	if j[2].Start.Before(*j[0].End) || !j[2].Start.Before(*j[1].Start) {
 		t.Errorf("short job 3 started at %v, want after job 1 ended (%v) and before job 2 (%v)", j[2].Start, j[0].End, j[1].Start)
@@ -70,7 +71,7 @@ func TestRuntimeReservationDepth(t *testing.T) {
 }
 
 func testReservationDepth(t *testing.T, n int, backfills bool) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 3, mode: node.Space, policy: gang.FCFSBF, backfill: gang.Backfill{Reservations: n}})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 3, mode: sharing.Space, policy: gang.FCFSBF, backfill: gang.Backfill{Reservations: n}})
 	j := c.runJobs(sleepJob("j1", 2, 10*time.Second, "1"), sleepJob("j2", 2, 10*time.Second, "0.1"),
 		sleepJob("j3", 3, 10*time.Second, "0.1"), sleepJob("j4", 1, 25*time.Second, "0.1"))
 	if backfills && !j[3].Start.Before(*j[0].End) {

@@ -13,8 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node/jobcg"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Integration tests of job containment by cgroups (node/jobcg) with real
@@ -54,8 +55,8 @@ var escaper = []string{"sh", "-c", `setsid sh -c 'sleep 300 & wait' & sleep 300`
 
 func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
-	id := c.submit(node.JobSpec{Command: escaper, Processors: 2})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Command: escaper, Processors: 2})
 	var pids []int // per rank: sh, setsid sh, two sleeps
 	eventually(t, 20*time.Second, func() error {
 		if pids = c.jobProcs(id); len(pids) != 8 {
@@ -77,7 +78,7 @@ func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitGone(id)
-	j := c.waitState(id, node.Cancelled, 10*time.Second)
+	j := c.waitState(id, api.Cancelled, 10*time.Second)
 	if j.Usage == nil || j.Usage.Processes < 8 {
 		t.Errorf("usage %+v: want the job's processes accounted (8 at once)", j.Usage)
 	}
@@ -90,21 +91,21 @@ func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 
 func TestOutOfMemoryFailsOnlyThatJob(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hog := c.submit(node.JobSpec{Name: "hog", Command: []string{self, allocArg, "256"}, Processors: 1, Memory: 48 << 20})
-	calm := c.submit(node.JobSpec{Name: "calm", Command: []string{"sh", "-c", "sleep 0.5"}, Processors: 1, Memory: 48 << 20})
-	j := c.waitState(hog, node.Failed, 20*time.Second)
+	hog := c.submit(api.JobSpec{Name: "hog", Command: []string{self, allocArg, "256"}, Processors: 1, Memory: 48 << 20})
+	calm := c.submit(api.JobSpec{Name: "calm", Command: []string{"sh", "-c", "sleep 0.5"}, Processors: 1, Memory: 48 << 20})
+	j := c.waitState(hog, api.Failed, 20*time.Second)
 	if !strings.Contains(j.Reason, "out of memory") || !strings.Contains(j.Reason, "peak") {
 		t.Errorf("hog failed with %q, want an out-of-memory reason with the peak", j.Reason)
 	}
 	if j.Usage == nil || j.Usage.OOMKills < 1 || j.Usage.MemoryLimit != 48<<20 || j.Usage.PeakMemory < 24<<20 {
 		t.Errorf("hog's usage %+v: want an OOM kill, the 48 MiB limit and a peak near it", j.Usage)
 	}
-	if k := c.waitState(calm, node.Completed, 20*time.Second); k.Usage == nil || k.Usage.OOMKills != 0 {
+	if k := c.waitState(calm, api.Completed, 20*time.Second); k.Usage == nil || k.Usage.OOMKills != 0 {
 		t.Errorf("calm: %+v", k.Usage)
 	}
 }
@@ -129,18 +130,18 @@ func schedRuntime(pid int) int64 {
 // process) never sees one of them stopped.
 func TestFreezerRowsAlternateUnseen(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: node.SuspendFreezer})
+	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: api.SuspendFreezer})
 	st, err := c.client.Nodes(context.Background(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range st.Nodes {
-		if n.Stats == nil || n.Stats.Suspend != node.SuspendFreezer {
+		if n.Stats == nil || n.Stats.Suspend != api.SuspendFreezer {
 			t.Fatalf("node %s does not suspend with the freezer: %+v", n.Name, n.Stats)
 		}
 	}
-	a := c.submit(node.JobSpec{Name: "a", Command: busy, Processors: 3})
-	b := c.submit(node.JobSpec{Name: "b", Command: busy, Processors: 3})
+	a := c.submit(api.JobSpec{Name: "a", Command: busy, Processors: 3})
+	b := c.submit(api.JobSpec{Name: "b", Command: busy, Processors: 3})
 	pa, pb := c.waitExec(a, 3, "sh"), c.waitExec(b, 3, "sh")
 	byNode := map[string][2]int{}
 	for i, ps := range [][]int{pa, pb} {
@@ -223,7 +224,7 @@ func TestFreezerRowsAlternateUnseen(t *testing.T) {
 // processes need more than a processor's share waits, explained, while a
 // smaller one runs.
 func TestAdmissionByAdvertisedMemory(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
 	rep, err := c.client.Nodes(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)
@@ -231,14 +232,14 @@ func TestAdmissionByAdvertisedMemory(t *testing.T) {
 	if len(rep.Nodes) != 1 || rep.Nodes[0].Memory <= 0 {
 		t.Fatalf("nodes: %+v, want the agent's memory advertised", rep.Nodes)
 	}
-	big := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1, Memory: rep.Nodes[0].Memory})
-	small := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1, Memory: 1 << 20})
-	c.waitState(small, node.Completed, 20*time.Second)
+	big := c.submit(api.JobSpec{Command: []string{"true"}, Processors: 1, Memory: rep.Nodes[0].Memory})
+	small := c.submit(api.JobSpec{Command: []string{"true"}, Processors: 1, Memory: 1 << 20})
+	c.waitState(small, api.Completed, 20*time.Second)
 	j, err := c.client.Job(context.Background(), big)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.State != node.Pending || !strings.Contains(j.Reason, "memory") {
+	if j.State != api.Pending || !strings.Contains(j.Reason, "memory") {
 		t.Errorf("a job needing all the node's memory per process: %s (%s), want pending for memory", j.State, j.Reason)
 	}
 }
@@ -246,8 +247,8 @@ func TestAdmissionByAdvertisedMemory(t *testing.T) {
 // A job that ends normally takes with it what it daemonized.
 func TestNormalEndLeavesNoDaemon(t *testing.T) {
 	needCgroups(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: node.Space})
-	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", "setsid sleep 300 & sleep 1"}, Processors: 1})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Command: []string{"sh", "-c", "setsid sleep 300 & sleep 1"}, Processors: 1})
 	var daemon []int
 	eventually(t, 10*time.Second, func() error {
 		if daemon = c.jobProcs(id); len(daemon) < 2 {
@@ -255,7 +256,7 @@ func TestNormalEndLeavesNoDaemon(t *testing.T) {
 		}
 		return nil
 	})
-	j := c.waitState(id, node.Completed, 20*time.Second)
+	j := c.waitState(id, api.Completed, 20*time.Second)
 	eventually(t, 10*time.Second, func() error {
 		if left := c.jobProcs(id); len(left) > 0 {
 			return fmt.Errorf("left after the job ended: %v", left)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/sharing"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +49,9 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
+	// The agents and ranks the tests start from this binary exit without
+	// the race detector's one-second sleep at exit.
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	os.Exit(m.Run())
 }
 
@@ -94,7 +99,7 @@ func benchRankMain(args []string) int {
 type testCluster struct {
 	t      testing.TB
 	agents []*node.Agent
-	client *node.Client
+	client *api.Client
 	dir    string
 	opts   clusterOpts
 	log    *zap.Logger
@@ -103,7 +108,7 @@ type testCluster struct {
 type clusterOpts struct {
 	agents     int
 	processors int // per agent
-	mode       node.Mode
+	mode       sharing.Mode
 	mpl        int
 	slice      time.Duration
 	policy     gang.Policy
@@ -153,9 +158,9 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		c.agents = append(c.agents, a)
 	}
 	t.Cleanup(c.stop)
-	c.client = node.NewClient(c.agents[0].APIAddr())
+	c.client = api.NewClient(c.agents[0].APIAddr())
 	if o.key != nil {
-		c.client = node.NewKeyClient(o.key, c.agents[0].APIAddr())
+		c.client = api.NewKeyClient(o.key, c.agents[0].APIAddr())
 	}
 	c.waitNodes(o.agents)
 	return c
@@ -225,10 +230,10 @@ func eventually(t testing.TB, timeout time.Duration, f func() error) {
 	}
 }
 
-func (c *testCluster) submit(spec node.JobSpec) int64 {
+func (c *testCluster) submit(spec api.JobSpec) int64 {
 	c.t.Helper()
 	if spec.TimeLimit.D == 0 {
-		spec.TimeLimit = node.Duration{D: time.Minute}
+		spec.TimeLimit = api.Duration{D: time.Minute}
 	}
 	id, err := c.client.Submit(context.Background(), spec)
 	if err != nil {
@@ -237,9 +242,9 @@ func (c *testCluster) submit(spec node.JobSpec) int64 {
 	return id
 }
 
-func (c *testCluster) waitState(id int64, want node.State, timeout time.Duration) node.Job {
+func (c *testCluster) waitState(id int64, want api.State, timeout time.Duration) api.Job {
 	c.t.Helper()
-	var j node.Job
+	var j api.Job
 	eventually(c.t, timeout, func() error {
 		var err error
 		if j, err = c.client.Job(context.Background(), id); err != nil {

@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // commScenarioArg makes the test binary run a comm program instead of the
@@ -177,10 +178,10 @@ func semantics(ctx context.Context, c *comm.Comm) error {
 // relays, with ranks on three nodes stopped and continued by the slice
 // switching (gang, bcs) or from outside at random (local).
 func TestCommSemanticsInEveryMode(t *testing.T) {
-	for _, mode := range []node.Mode{node.Space, node.Gang, node.BCS, node.Local} {
+	for _, mode := range []sharing.Mode{sharing.Space, sharing.Gang, sharing.BCS, sharing.Local} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := clusterOpts{agents: 3, mode: mode, mpl: 2, slice: 20 * time.Millisecond}
-			if mode == node.Space {
+			if mode == sharing.Space {
 				o.mpl = 1
 			}
 			c := startCluster(t, o)
@@ -189,13 +190,13 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 				c.waitHeartbeats()
 				// A second row, so the rows rotate and the ranks are
 				// stopped and continued mid-operation.
-				spin = c.submit(node.JobSpec{Name: "spin", Command: busy, Processors: 3})
-				c.waitState(spin, node.Running, 20*time.Second)
+				spin = c.submit(api.JobSpec{Name: "spin", Command: busy, Processors: 3})
+				c.waitState(spin, api.Running, 20*time.Second)
 			}
-			id := c.submit(node.JobSpec{Name: "semantics", Command: scenarioCommand("semantics"), Processors: 3})
+			id := c.submit(api.JobSpec{Name: "semantics", Command: scenarioCommand("semantics"), Processors: 3})
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
-			if mode == node.Local {
+			if mode == sharing.Local {
 				wg.Add(1)
 				go func() { // SIGSTOP/SIGCONT the ranks mid-operation
 					defer wg.Done()
@@ -218,7 +219,7 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 			j := waitDone(t, c, id, 90*time.Second)
 			close(stop)
 			wg.Wait()
-			if j.State != node.Completed {
+			if j.State != api.Completed {
 				t.Fatalf("job %s: %s; rank errors in %s", j.State, j.Reason, c.dir)
 			}
 			for _, r := range j.Ranks {
@@ -228,7 +229,7 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 			}
 			st := c.relayStats()
 			switch mode {
-			case node.BCS:
+			case sharing.BCS:
 				// Everything went through slice transfers, and what the
 				// heartbeats announced is what arrived.
 				if st.Announced == 0 || st.AnnouncedIn != st.ReceivedIn || st.AnnouncedInBytes != st.ReceivedInBytes || st.Transferred != st.Announced {
@@ -250,9 +251,9 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 }
 
 // waitDone waits for a job to end and returns it.
-func waitDone(t *testing.T, c *testCluster, id int64, timeout time.Duration) node.Job {
+func waitDone(t *testing.T, c *testCluster, id int64, timeout time.Duration) api.Job {
 	t.Helper()
-	var j node.Job
+	var j api.Job
 	deadline := time.Now().Add(timeout)
 	for {
 		var err error
@@ -271,7 +272,7 @@ func waitDone(t *testing.T, c *testCluster, id int64, timeout time.Duration) nod
 // diagnosed from the test's output alone.
 func (c *testCluster) dump() {
 	for _, a := range c.agents {
-		st, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		st, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 		if err != nil {
 			c.t.Logf("%s: stats: %v", a.Name(), err)
 			continue
@@ -290,10 +291,10 @@ func (c *testCluster) dump() {
 // A rank that leaves comm without Finalize fails its job at once, though
 // it exited 0, and no rank is left behind waiting for it.
 func TestRankExitingWithoutFinalizeFailsJob(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.Gang, mpl: 1})
-	id := c.submit(node.JobSpec{Command: scenarioCommand("exit-early"), Processors: 2})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Gang, mpl: 1})
+	id := c.submit(api.JobSpec{Command: scenarioCommand("exit-early"), Processors: 2})
 	j := waitDone(t, c, id, 30*time.Second)
-	if j.State != node.Failed || !strings.Contains(j.Reason, "without comm.Finalize") {
+	if j.State != api.Failed || !strings.Contains(j.Reason, "without comm.Finalize") {
 		t.Fatalf("job %s: %q", j.State, j.Reason)
 	}
 	c.waitGone(id)
@@ -304,7 +305,7 @@ func (c *testCluster) relayStats() relay.Stats {
 	c.t.Helper()
 	var sum relay.Stats
 	for _, a := range c.agents {
-		st, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		st, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -335,7 +336,7 @@ func (c *testCluster) waitHeartbeats() {
 	c.t.Helper()
 	eventually(c.t, 20*time.Second, func() error {
 		for i, a := range c.agents {
-			st, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+			st, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 			if err != nil {
 				return err
 			}
@@ -359,15 +360,15 @@ func (c *testCluster) waitHeartbeats() {
 func TestBCSBenchmarks(t *testing.T) {
 	const slice = 20 * time.Millisecond
 	hmax := 2 * 4096 // two benchmark messages per node per slice
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.BCS, mpl: 2, slice: slice, bandwidth: float64(hmax) / slice.Seconds()})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.BCS, mpl: 2, slice: slice, bandwidth: float64(hmax) / slice.Seconds()})
 	c.waitHeartbeats()
-	blocking := c.submit(node.JobSpec{Name: "exchange", Bench: "5ms,2ms,transpose,B", BenchIterations: 15, BenchWork: "wall",
-		Processors: 2, TimeLimit: node.Duration{D: time.Second}, Overrun: "extend"})
-	computing := c.submit(node.JobSpec{Name: "compute", Bench: "20ms,0ms,barrier,NB", BenchIterations: 20, BenchWork: "wall",
-		Processors: 2, TimeLimit: node.Duration{D: time.Second}, Overrun: "extend"})
+	blocking := c.submit(api.JobSpec{Name: "exchange", Bench: "5ms,2ms,transpose,B", BenchIterations: 15, BenchWork: "wall",
+		Processors: 2, TimeLimit: api.Duration{D: time.Second}, Overrun: "extend"})
+	computing := c.submit(api.JobSpec{Name: "compute", Bench: "20ms,0ms,barrier,NB", BenchIterations: 20, BenchWork: "wall",
+		Processors: 2, TimeLimit: api.Duration{D: time.Second}, Overrun: "extend"})
 	for id, iters := range map[int64]int{blocking: 15, computing: 20} {
 		j := waitDone(t, c, id, 90*time.Second)
-		if j.State != node.Completed {
+		if j.State != api.Completed {
 			t.Fatalf("job %d %s: %s", id, j.State, j.Reason)
 		}
 		for _, r := range j.Ranks {
@@ -385,7 +386,7 @@ func TestBCSBenchmarks(t *testing.T) {
 	}
 	var reuses uint64
 	for _, a := range c.agents {
-		s, err := node.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		s, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/cosched/cosched/node/ctl"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -30,15 +32,80 @@ import (
 // life finds and cleans the old one's jobs) and distinct for two
 // clusters on one host that reuse agent names (tests, cluster up).
 func openCgroups(cfg Config, log *zap.Logger) (*jobcg.Tree, error) {
-	sum := sha256.Sum256([]byte(cfg.StateDir))
-	t, err := jobcg.Open(jobcg.Config{Agent: cfg.Name + "-" + hex.EncodeToString(sum[:4]), Mode: cfg.Cgroups, Log: log})
+	t, err := jobcg.Open(jobcg.Config{Agent: cgroupSubtree(cfg), Mode: cfg.Cgroups, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	if cfg.Suspend == SuspendFreezer && t.Mode() == jobcg.ModeNone {
+	if cfg.Suspend == api.SuspendFreezer && t.Mode() == jobcg.ModeNone {
 		log.Warn("--suspend freezer needs cgroups; suspending with signals", zap.String("reason", t.Reason()))
 	}
 	return t, nil
+}
+
+// cgroupSubtree names an agent's cgroup subtree: its name and a digest of
+// its state directory, so that two agents of one name on a host (loopback
+// clusters of different tests) never share one, and a restarted agent finds
+// its previous life's.
+func cgroupSubtree(cfg Config) string {
+	sum := sha256.Sum256([]byte(cfg.StateDir))
+	return cfg.Name + "-" + hex.EncodeToString(sum[:4])
+}
+
+// lockFileName is the file in an agent's state directory whose lock the
+// running agent holds.
+const lockFileName = "agent.lock"
+
+// lockStateDir takes the state directory's lock (flock, released by the
+// kernel when the agent dies): two agents must never share a state
+// directory, and CleanupCgroups must never run beside its agent.
+func lockStateDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("state dir lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("state dir %s is in use by a running agent (%s is locked); give each agent its own --state-dir", dir, path)
+		}
+		return nil, fmt.Errorf("state dir lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// CleanupCgroups kills every process in the job cgroups that an agent of
+// cfg's Name and StateDir left and removes them: for an agent that died
+// without stopping (SIGKILL, a crash) and will not start again, whose
+// ranks' escaped children would otherwise live on (the next start of the
+// agent does the same). It returns how many job cgroups it cleaned, and
+// refuses while that agent runs (its state directory is locked).
+func CleanupCgroups(cfg Config) (int, error) {
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return 0, fmt.Errorf("node: state dir: %w", err)
+	}
+	cfg.StateDir = abs
+	if _, err := os.Stat(cfg.StateDir); err != nil {
+		return 0, fmt.Errorf("node: state dir: %w", err)
+	}
+	lock, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return 0, fmt.Errorf("node: %w", err)
+	}
+	defer lock.Close()
+	t, err := openCgroups(cfg, cfg.Log)
+	if err != nil {
+		return 0, fmt.Errorf("node: %w", err)
+	}
+	n := t.Cleaned()
+	if err := t.Close(); err != nil {
+		return n, fmt.Errorf("node: cgroups: %w", err)
+	}
+	return n, nil
 }
 
 // jobCgroup creates the cgroup of a job launched here: its memory limit
@@ -98,27 +165,6 @@ func (a *Agent) cgroupExit(m *rankExit, last bool) {
 		m.Usage = &nodeUsage{CPUTime: int64(st.CPUTime), PeakMemory: st.PeakMemory, MemoryLimit: st.MemoryLimit,
 			Processes: st.Processes, OOMKills: st.OOMKills}
 	}
-}
-
-// JobUsage is a job's accounting from its cgroups, summed over its nodes
-// (peak memory and limit: the largest node's).
-type JobUsage struct {
-	CPUTime     Duration `json:"cpu_time"`
-	PeakMemory  int64    `json:"peak_memory"`            // bytes, the largest node's
-	MemoryLimit int64    `json:"memory_limit,omitempty"` // bytes per node, the largest; 0 = none
-	Processes   int      `json:"processes"`              // the most seen at once, summed over nodes
-	OOMKills    uint64   `json:"oom_kills,omitempty"`
-	Nodes       int      `json:"nodes"` // nodes that reported
-}
-
-// add folds one node's report in.
-func (u *JobUsage) add(n ctl.NodeUsage) {
-	u.CPUTime.D += n.CPUTime.D
-	u.PeakMemory = max(u.PeakMemory, n.PeakMemory)
-	u.MemoryLimit = max(u.MemoryLimit, n.MemoryLimit)
-	u.Processes += n.Processes
-	u.OOMKills += n.OOMKills
-	u.Nodes++
 }
 
 // cgroupCollector exposes each local job's cgroup accounting on /metrics,

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/internal/frame"
 )
@@ -74,8 +75,8 @@ type launch struct {
 	Bench []string `msgpack:"bench"`
 	// Owner is who the ranks run as, Dir where (empty: the owner's home);
 	// both appended in this version, absent from older controllers.
-	Owner *Owner `msgpack:"owner,omitempty"`
-	Dir   string `msgpack:"dir,omitempty"`
+	Owner *api.Owner `msgpack:"owner,omitempty"`
+	Dir   string     `msgpack:"dir,omitempty"`
 	// MPI is the process-management interface the ranks get ("" or
 	// none: none; pmi1: PMI-1 over PMI_FD).
 	MPI string `msgpack:"mpi,omitempty"`

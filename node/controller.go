@@ -13,18 +13,20 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/member"
 	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/pmi"
+	"github.com/cosched/cosched/sharing"
 	"github.com/cosched/cosched/strobe"
 )
 
 // ControllerConfig configures the controller role.
 type ControllerConfig struct {
 	Name   string
-	Mode   Mode
+	Mode   sharing.Mode
 	Slice  time.Duration // gang, bcs: the time slice δ
 	MPL    int           // rows of the matrix (1 in space mode)
 	Policy gang.Policy
@@ -145,7 +147,7 @@ func NewController(cfg ControllerConfig, sender *strobe.Sender, epoch uint64) (*
 
 func machineConfig(cfg ControllerConfig) ctl.Config {
 	return ctl.Config{MaxColumns: cfg.MaxColumns, MPL: cfg.MPL, Policy: cfg.Policy, Backfill: cfg.Backfill,
-		Alternates: cfg.Mode == Gang, ReconnectGrace: cfg.ReconnectGrace, History: cfg.History}
+		Alternates: cfg.Mode == sharing.Gang, ReconnectGrace: cfg.ReconnectGrace, History: cfg.History}
 }
 
 // Run loads the journal, rebuilds the job table from it, and runs the
@@ -320,9 +322,9 @@ func (c *Controller) collect() batch {
 	}
 	for _, ch := range rd.Changes {
 		switch ch.State {
-		case Pending:
+		case api.Pending:
 			c.log.Info("job submitted", zap.Int64("job", ch.Job))
-		case Running:
+		case api.Running:
 			c.log.Info("job started", zap.Int64("job", ch.Job))
 		default:
 			delete(c.pmiGathers, ch.Job)
@@ -529,18 +531,18 @@ func exitOf(x rankExit) ctl.RankExit {
 	e := ctl.RankExit{Job: x.Job, Rank: x.Rank, Node: x.Node, PID: x.PID, Code: x.Code, Signal: x.Signal,
 		CPUTime: time.Duration(x.CPUTime), MaxRSS: x.MaxRSS, Err: x.Err, Failure: x.Failure}
 	if u := x.Usage; u != nil {
-		e.Usage = &ctl.NodeUsage{CPUTime: Duration{D: time.Duration(u.CPUTime)}, PeakMemory: u.PeakMemory, MemoryLimit: u.MemoryLimit,
+		e.Usage = &api.NodeUsage{CPUTime: api.Duration{D: time.Duration(u.CPUTime)}, PeakMemory: u.PeakMemory, MemoryLimit: u.MemoryLimit,
 			Processes: u.Processes, OOMKills: u.OOMKills}
 	}
 	if s := x.Stats; s != nil {
-		e.Stats = &BenchStats{Iterations: s.Iterations, Compute: Duration{D: time.Duration(s.Compute)},
-			CommWait: Duration{D: time.Duration(s.CommWait)}, Wall: Duration{D: time.Duration(s.Wall)}}
+		e.Stats = &api.BenchStats{Iterations: s.Iterations, Compute: api.Duration{D: time.Duration(s.Compute)},
+			CommWait: api.Duration{D: time.Duration(s.CommWait)}, Wall: api.Duration{D: time.Duration(s.Wall)}}
 	}
 	return e
 }
 
 // Submit queues a job and returns its id once the job is durable.
-func (c *Controller) Submit(ctx context.Context, spec JobSpec) (int64, error) {
+func (c *Controller) Submit(ctx context.Context, spec api.JobSpec) (int64, error) {
 	var id int64
 	var err error
 	if spec.MPI == "" && spec.Bench == "" {
@@ -566,8 +568,8 @@ func (c *Controller) Cancel(ctx context.Context, id int64) error {
 
 // Jobs lists jobs in submission order: the pending and running ones, or
 // all with all.
-func (c *Controller) Jobs(ctx context.Context, all bool) ([]Job, error) {
-	var out []Job
+func (c *Controller) Jobs(ctx context.Context, all bool) ([]api.Job, error) {
+	var out []api.Job
 	err := c.do(ctx, func(m *ctl.Machine) {
 		now := time.Now()
 		for _, j := range m.Jobs(all) {
@@ -578,8 +580,8 @@ func (c *Controller) Jobs(ctx context.Context, all bool) ([]Job, error) {
 }
 
 // Job returns one job.
-func (c *Controller) Job(ctx context.Context, id int64) (Job, error) {
-	var v Job
+func (c *Controller) Job(ctx context.Context, id int64) (api.Job, error) {
+	var v api.Job
 	var err error
 	derr := c.do(ctx, func(m *ctl.Machine) {
 		j, ok := m.Job(id)
@@ -593,8 +595,8 @@ func (c *Controller) Job(ctx context.Context, id int64) (Job, error) {
 }
 
 // Nodes lists the cluster's agents (without their stats).
-func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
-	var out []NodeInfo
+func (c *Controller) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
+	var out []api.NodeInfo
 	err := c.do(ctx, func(m *ctl.Machine) {
 		agents := map[string]ctl.Agent{}
 		for _, a := range m.Agents() {
@@ -610,7 +612,7 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
 		jobs := m.Jobs(false)
 		for _, name := range names {
 			meta, member := c.members[name]
-			n := NodeInfo{Name: name, State: "down", Columns: agents[name].Columns}
+			n := api.NodeInfo{Name: name, State: "down", Columns: agents[name].Columns}
 			if member {
 				n.Controller, n.APIAddr, n.CPUs, n.Memory = meta.Controller, meta.APIAddr, meta.CPUs, meta.Memory
 				if agents[name].Up {
@@ -618,7 +620,7 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeInfo, error) {
 				}
 			}
 			for _, j := range jobs {
-				if j.State == Running && slices.Contains(j.Agents, name) {
+				if j.State == api.Running && slices.Contains(j.Agents, name) {
 					n.Jobs = append(n.Jobs, j.ID)
 				}
 			}
@@ -638,31 +640,11 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// ClusterStats is what only the controller knows: its slice clock.
-type ClusterStats struct {
-	Mode   Mode        `json:"mode"`
-	Slice  Duration    `json:"slice"`
-	MPL    int         `json:"mpl"`
-	Policy gang.Policy `json:"policy"`
-	// The options of a priority-backfill policy (empty with any other):
-	// how many queued jobs hold a reservation ("inf": every one), whether
-	// reservations are dynamic or fixed, and the priority weights in use
-	// (the policy's preset unless replaced; none with sjf-bf).
-	Reservations    string               `json:"reservations,omitempty"`
-	ReservationMode gang.ReservationMode `json:"reservations_mode,omitempty"`
-	Weights         *gang.Weights        `json:"weights,omitempty"`
-	Online          int                  `json:"processors_online"`
-	// Ticks is the slice clock: strobes sent, deadlines skipped because the
-	// controller overran a whole slice, strobes sent late (overruns), and
-	// how late strobes went out after their deadline.
-	Ticks strobe.TickerStats `json:"ticks"`
-}
-
 // Stats returns the controller's counters.
-func (c *Controller) Stats(ctx context.Context) (ClusterStats, error) {
-	var s ClusterStats
+func (c *Controller) Stats(ctx context.Context) (api.ClusterStats, error) {
+	var s api.ClusterStats
 	err := c.do(ctx, func(m *ctl.Machine) {
-		s = ClusterStats{Mode: c.cfg.Mode, Slice: Duration{D: c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: m.Online()}
+		s = api.ClusterStats{Mode: c.cfg.Mode, Slice: api.Duration{D: c.cfg.Slice}, MPL: c.cfg.MPL, Policy: c.cfg.Policy, Online: m.Online()}
 		s.Reservations, s.ReservationMode, s.Weights = backfillStats(c.cfg.Policy, c.cfg.Backfill)
 		if c.ticker != nil {
 			s.Ticks = c.ticker.Stats()

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node/ctl"
+	"github.com/cosched/cosched/sharing"
 )
 
 // startController runs a space-mode controller with journal j and one
@@ -17,7 +19,7 @@ import (
 // to it go nowhere).
 func startController(t *testing.T, j Journal, compactAfter int) (*Controller, context.CancelFunc, <-chan error) {
 	t.Helper()
-	c, err := NewController(ControllerConfig{Name: "c", Mode: Space, MPL: 1, Policy: gang.FCFS, Journal: j, CompactAfter: compactAfter, History: 5}, nil, 1)
+	c, err := NewController(ControllerConfig{Name: "c", Mode: sharing.Space, MPL: 1, Policy: gang.FCFS, Journal: j, CompactAfter: compactAfter, History: 5}, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestControllerCompactsItsJournal(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	ctx := context.Background()
 	for i := range 60 {
-		id, err := c.Submit(ctx, JobSpec{Command: []string{"x"}, Processors: 4, TimeLimit: Duration{D: time.Hour}})
+		id, err := c.Submit(ctx, api.JobSpec{Command: []string{"x"}, Processors: 4, TimeLimit: api.Duration{D: time.Hour}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +96,7 @@ func TestControllerStopsWhenTheJournalFails(t *testing.T) {
 	c, cancel, done := startController(t, j, 0)
 	defer cancel()
 	ctx := context.Background()
-	if _, err := c.Submit(ctx, JobSpec{Command: []string{"x"}, Processors: 4, TimeLimit: Duration{D: time.Hour}}); !errors.Is(err, ErrStopped) {
+	if _, err := c.Submit(ctx, api.JobSpec{Command: []string{"x"}, Processors: 4, TimeLimit: api.Duration{D: time.Hour}}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("submission the journal refused: %v, want ErrStopped", err)
 	}
 	if err := <-done; err == nil || !containsAll(err.Error(), "journal", "disk full") {

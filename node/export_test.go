@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/sharing"
 )
 
 // ControlPeer is the address of the controller's end of the agent's
@@ -40,7 +41,7 @@ type (
 
 // Greet opens the agent's control port as a controller would, reads its
 // welcome, and closes the connection.
-func Greet(a *Agent, mode Mode, mpl int) ([]WelcomeRank, []ExitReport, error) {
+func Greet(a *Agent, mode sharing.Mode, mpl int) ([]WelcomeRank, []ExitReport, error) {
 	conn, err := net.Dial("tcp", a.ctlLn.Addr().String())
 	if err != nil {
 		return nil, nil, err

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
 )
 
 // strobeEpoch is the controller epoch of the last strobe an agent applied.
-func strobeEpoch(c *node.Client) uint64 {
+func strobeEpoch(c *api.Client) uint64 {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	st, err := c.LocalStats(ctx, 1<<62) // no per-slice records
@@ -22,7 +22,7 @@ func strobeEpoch(c *node.Client) uint64 {
 
 // waitNewEpoch waits until the agent applies a strobe of another epoch than
 // old (a new controller's first strobe) and returns when it saw it.
-func waitNewEpoch(b *testing.B, c *node.Client, old uint64) time.Time {
+func waitNewEpoch(b *testing.B, c *api.Client, old uint64) time.Time {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if e := strobeEpoch(c); e != 0 && e != old {
@@ -52,7 +52,7 @@ func BenchmarkControllerFailover(b *testing.B) {
 		ctls[i] = startAgentProc(b, dir, "c"+strconv.Itoa(i), args...)
 	}
 	w := startAgentProc(b, dir, "w1", "--processors", "1", "--join", ctls[0].ready.Gossip)
-	wc := node.NewClient(w.ready.API)
+	wc := api.NewClient(w.ready.API)
 	var total time.Duration
 	b.ResetTimer()
 	for range b.N {
@@ -102,7 +102,7 @@ func BenchmarkControllerRestart(b *testing.B) {
 	c0 := startAgentProc(b, dir, "c0", "--controller", "--no-compute", "--mode", "gang", "--slice", "20ms", "--mpl", "2")
 	w := startAgentProc(b, dir, "w1", "--processors", "1", "--join", c0.ready.Gossip)
 	c0.args = append(c0.args, "--join", w.ready.Gossip)
-	wc := node.NewClient(w.ready.API)
+	wc := api.NewClient(w.ready.API)
 	var total, ready time.Duration
 	b.ResetTimer()
 	for range b.N {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/proctest"
 	"net"
 	"os"
@@ -16,8 +17,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/cosched/cosched/node"
 )
 
 // agentProc is a `cosched agent` process.
@@ -134,9 +133,9 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
-func waitJob(t *testing.T, c *node.Client, id int64, timeout time.Duration, ok func(node.Job) error) node.Job {
+func waitJob(t *testing.T, c *api.Client, id int64, timeout time.Duration, ok func(api.Job) error) api.Job {
 	t.Helper()
-	var j node.Job
+	var j api.Job
 	eventually(t, timeout, func() error {
 		var err error
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -149,8 +148,8 @@ func waitJob(t *testing.T, c *node.Client, id int64, timeout time.Duration, ok f
 	return j
 }
 
-func inState(want node.State) func(node.Job) error {
-	return func(j node.Job) error {
+func inState(want api.State) func(api.Job) error {
+	return func(j api.Job) error {
 		if j.State != want {
 			return fmt.Errorf("job %d is %s (%s), want %s", j.ID, j.State, j.Reason, want)
 		}
@@ -158,7 +157,7 @@ func inState(want node.State) func(node.Job) error {
 	}
 }
 
-func rankPIDs(j node.Job) []int {
+func rankPIDs(j api.Job) []int {
 	var pids []int
 	for _, r := range j.Ranks {
 		pids = append(pids, r.PID)
@@ -211,7 +210,7 @@ func TestControllerKilledAndRestartedKeepsEveryJob(t *testing.T) {
 	c0 := startAgentProc(t, dir, "c0", ctlArgs...)
 	w1 := startAgentProc(t, dir, "w1", "--processors", "1", "--join", c0.ready.Gossip)
 	w2 := startAgentProc(t, dir, "w2", "--processors", "1", "--join", c0.ready.Gossip)
-	client := node.NewClient(w1.ready.API, w2.ready.API)
+	client := api.NewClient(w1.ready.API, w2.ready.API)
 	eventually(t, 20*time.Second, func() error {
 		rep, err := client.Nodes(context.Background(), false)
 		if err != nil {
@@ -229,7 +228,7 @@ func TestControllerKilledAndRestartedKeepsEveryJob(t *testing.T) {
 		return nil
 	})
 	submit := func(cmd ...string) int64 {
-		id, err := client.Submit(context.Background(), node.JobSpec{Processors: 2, TimeLimit: node.Duration{D: time.Minute}, Command: cmd})
+		id, err := client.Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: time.Minute}, Command: cmd})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,9 +239,9 @@ func TestControllerKilledAndRestartedKeepsEveryJob(t *testing.T) {
 	if running != 1 || queued != 2 {
 		t.Fatalf("ids %d, %d", running, queued)
 	}
-	waitJob(t, client, running, 20*time.Second, inState(node.Running))
+	waitJob(t, client, running, 20*time.Second, inState(api.Running))
 	before := waitPIDs(t, running, 2, w1, w2)
-	if j := waitJob(t, client, queued, 5*time.Second, func(node.Job) error { return nil }); j.State != node.Pending {
+	if j := waitJob(t, client, queued, 5*time.Second, func(api.Job) error { return nil }); j.State != api.Pending {
 		t.Fatalf("job %d is %s, want it queued", queued, j.State)
 	}
 
@@ -258,11 +257,11 @@ func TestControllerKilledAndRestartedKeepsEveryJob(t *testing.T) {
 	c0.args = append(c0.args, "--join", w1.ready.Gossip)
 	c0.start(t, dir)
 
-	after := waitJob(t, client, running, 30*time.Second, inState(node.Completed))
+	after := waitJob(t, client, running, 30*time.Second, inState(api.Completed))
 	if got := sorted(rankPIDs(after)); !slices.Equal(got, before) {
 		t.Fatalf("ranks of job %d: PIDs %v before the crash, %v after: restarted", running, before, got)
 	}
-	waitJob(t, client, queued, 30*time.Second, inState(node.Completed))
+	waitJob(t, client, queued, 30*time.Second, inState(api.Completed))
 	if id := submit("true"); id != 3 {
 		t.Fatalf("the next id after a restart is %d, want 3", id)
 	}
@@ -286,7 +285,7 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 	w1 := startAgentProc(t, dir, "w1", "--processors", "1", "--join", c0.ready.Gossip)
 	w2 := startAgentProc(t, dir, "w2", "--processors", "1", "--join", c0.ready.Gossip)
 	controllers := map[string]*agentProc{"c0": c0, "c1": c1, "c2": c2}
-	client := node.NewClient(w1.ready.API, w2.ready.API)
+	client := api.NewClient(w1.ready.API, w2.ready.API)
 	var leader string
 	var up int
 	eventually(t, 30*time.Second, func() error {
@@ -310,13 +309,13 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 	})
 	var ids []int64
 	for _, secs := range []string{"4", "4", "1"} {
-		id, err := client.Submit(context.Background(), node.JobSpec{Processors: 2, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
+		id, err := client.Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"sleep", secs}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	waitJob(t, client, ids[0], 20*time.Second, inState(node.Running))
+	waitJob(t, client, ids[0], 20*time.Second, inState(api.Running))
 	before := waitPIDs(t, ids[0], 2, w1, w2)
 
 	start := time.Now()
@@ -337,7 +336,7 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 	})
 	t.Logf("%s leads %v after %s was killed", next, time.Since(start).Round(time.Millisecond), leader)
 	for _, id := range ids {
-		waitJob(t, client, id, 60*time.Second, inState(node.Completed))
+		waitJob(t, client, id, 60*time.Second, inState(api.Completed))
 	}
 	after, err := client.Job(context.Background(), ids[0])
 	if err != nil {
@@ -347,7 +346,7 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 		t.Fatalf("ranks of job %d: PIDs %v before the failover, %v after", ids[0], before, got)
 	}
 	// The new leader goes on numbering.
-	id, err := client.Submit(context.Background(), node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Command: []string{"true"}})
+	id, err := client.Submit(context.Background(), api.JobSpec{Processors: 1, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"true"}})
 	if err != nil || id != ids[len(ids)-1]+1 {
 		t.Fatalf("submission after the failover: id %d, %v", id, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/node/ctl"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -91,7 +92,7 @@ func (a *Agent) withController(h func(*Controller, http.ResponseWriter, *http.Re
 		r = r.Clone(r.Context())
 		r.Header.Del("Authorization")
 		if t := a.token(caller(r)); t != "" {
-			r.Header.Set("Authorization", AuthScheme+" "+t)
+			r.Header.Set("Authorization", api.AuthScheme+" "+t)
 		}
 		r.Header.Set(forwardedHeader, a.cfg.Name)
 		a.proxyTo(target).ServeHTTP(w, r)
@@ -137,7 +138,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, APIError{Error: msg})
+	writeJSON(w, code, api.APIError{Error: msg})
 }
 
 // callCtx bounds a call into the controller's loop.
@@ -148,7 +149,7 @@ func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
 func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	var spec JobSpec
+	var spec api.JobSpec
 	if err := dec.Decode(&spec); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -181,10 +182,17 @@ func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request)
 			writeError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
+		if errors.Is(err, ctl.ErrNoAgents) {
+			// The agents re-register within a heartbeat or two of a start
+			// or failover; the client repeats it.
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusCreated, Submitted{ID: id})
+	writeJSON(w, http.StatusCreated, api.Submitted{ID: id})
 }
 
 func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
@@ -197,7 +205,7 @@ func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if jobs == nil {
-		jobs = []Job{}
+		jobs = []api.Job{}
 	}
 	// Everyone sees the queue; only owners and operators see what a job
 	// runs and where its output goes.
@@ -211,7 +219,7 @@ func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Agent) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
-	id, err := ParseJobID(r.PathValue("id"))
+	id, err := api.ParseJobID(r.PathValue("id"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return 0, false
@@ -234,7 +242,7 @@ func (a *Agent) apiJob(c *Controller, w http.ResponseWriter, r *http.Request) {
 
 // accessibleJob fetches job id if the caller may act on it; otherwise it
 // answers 404, 403 or 503 itself.
-func (a *Agent) accessibleJob(ctx context.Context, c *Controller, w http.ResponseWriter, r *http.Request, id int64, what string) (Job, bool) {
+func (a *Agent) accessibleJob(ctx context.Context, c *Controller, w http.ResponseWriter, r *http.Request, id int64, what string) (api.Job, bool) {
 	j, err := c.Job(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -268,16 +276,8 @@ func (a *Agent) apiCancel(c *Controller, w http.ResponseWriter, r *http.Request)
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	default:
-		writeJSON(w, http.StatusOK, Submitted{ID: id})
+		writeJSON(w, http.StatusOK, api.Submitted{ID: id})
 	}
-}
-
-// NodesReport is GET /v1/nodes: every agent, and with ?stats=1 each
-// agent's strobe statistics and the cluster's.
-type NodesReport struct {
-	Nodes   []NodeInfo        `json:"nodes"`
-	Cluster *ClusterStats     `json:"cluster,omitempty"`
-	Skew    *strobe.SkewStats `json:"skew,omitempty"`
 }
 
 func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) {
@@ -294,15 +294,15 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 	ml := a.ml
 	a.mu.Unlock()
 	for _, m := range ml.Members() {
-		if m.CPUs == 0 && !slices.ContainsFunc(nodes, func(n NodeInfo) bool { return n.Name == m.Name }) {
-			nodes = append(nodes, NodeInfo{Name: m.Name, State: "up", Controller: m.Controller, APIAddr: m.APIAddr})
+		if m.CPUs == 0 && !slices.ContainsFunc(nodes, func(n api.NodeInfo) bool { return n.Name == m.Name }) {
+			nodes = append(nodes, api.NodeInfo{Name: m.Name, State: "up", Controller: m.Controller, APIAddr: m.APIAddr})
 		}
 	}
-	slices.SortFunc(nodes, func(x, y NodeInfo) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(nodes, func(x, y api.NodeInfo) int { return strings.Compare(x.Name, y.Name) })
 	for i := range nodes {
 		nodes[i].Leader = nodes[i].Name == a.cfg.Name // this agent's controller answers: it leads
 	}
-	rep := NodesReport{Nodes: nodes}
+	rep := api.NodesReport{Nodes: nodes}
 	if want, _ := strconv.ParseBool(r.URL.Query().Get("stats")); want {
 		cs, err := c.Stats(ctx)
 		if err != nil {
@@ -316,7 +316,7 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 			if n.State != "up" || n.APIAddr == "" {
 				continue
 			}
-			cl := NewClient(n.APIAddr)
+			cl := api.NewClient(n.APIAddr)
 			cl.Token = func() (string, error) { return a.token(a.self()), nil }
 			st, err := cl.LocalStats(ctx, 0)
 			if err != nil {
@@ -333,23 +333,6 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, http.StatusOK, rep)
 }
 
-// NodeStats is one agent's view of the strobes.
-type NodeStats struct {
-	Strobe strobe.Stats `json:"strobe"`
-	// Realtime is the strobe thread's scheduling: "SCHED_FIFO <prio>",
-	// or "normal" with the reason real-time priority is not in effect.
-	Realtime string      `json:"realtime"`
-	Relay    relay.Stats `json:"relay"`
-	// SlotReuses counts the ranks this agent continued in another row's
-	// slice because that slice's rank was blocked (BCS).
-	SlotReuses uint64 `json:"slot_reuses"`
-	// Cgroups is how jobs are contained: "v1", "v2" or "none (why)".
-	Cgroups string `json:"cgroups"`
-	// Suspend is how ranks are suspended: "signal" or "freezer".
-	Suspend string               `json:"suspend"`
-	Records []strobe.SliceRecord `json:"records,omitempty"`
-}
-
 // apiLocalStats is GET /v1/local/stats[?since=SEQ]: this agent's strobe
 // statistics and its per-slice records (only those after slice SEQ).
 func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
@@ -361,7 +344,7 @@ func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st := NodeStats{Realtime: a.realtimeStatus(), Relay: a.relay.Stats(), SlotReuses: a.sw.slotReuses(),
+	st := api.NodeStats{Realtime: a.realtimeStatus(), Relay: api.RelayStats(a.relay.Stats()), SlotReuses: a.sw.slotReuses(),
 		Cgroups: a.cg.Status(), Suspend: a.suspendStatus()}
 	if a.follower != nil {
 		st.Strobe = a.follower.Stats()

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 )
 
@@ -28,10 +29,6 @@ type Caller struct {
 	// no cluster key and takes every caller for its own user).
 	Via string
 }
-
-// AuthScheme is the Authorization scheme of API tokens:
-// "Authorization: Cosched <token>".
-const AuthScheme = "Cosched"
 
 // APISocketName is the agent's API Unix socket, in its state directory.
 const APISocketName = "api.sock"
@@ -72,7 +69,7 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 		c, err := a.callerOf(r)
 		if err != nil {
 			a.authFailures.Inc()
-			w.Header().Set("WWW-Authenticate", AuthScheme)
+			w.Header().Set("WWW-Authenticate", api.AuthScheme)
 			writeError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
@@ -93,8 +90,8 @@ func (a *Agent) callerOf(r *http.Request) (Caller, error) {
 		return Caller{}, errors.New("no credential: " + help)
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, AuthScheme) {
-		return Caller{}, fmt.Errorf("credential: want \"Authorization: %s <token>\"; %s", AuthScheme, help)
+	if !ok || !strings.EqualFold(scheme, api.AuthScheme) {
+		return Caller{}, fmt.Errorf("credential: want \"Authorization: %s <token>\"; %s", api.AuthScheme, help)
 	}
 	t, err := a.cfg.Key.Verify(strings.TrimSpace(tok), time.Now())
 	switch {
@@ -134,8 +131,8 @@ func (a *Agent) self() Caller {
 }
 
 // ownerOf names the caller as a job's owner.
-func ownerOf(c Caller) Owner {
-	o := Owner{UID: c.UID, GID: c.GID, User: strconv.FormatUint(uint64(c.UID), 10)}
+func ownerOf(c Caller) api.Owner {
+	o := api.Owner{UID: c.UID, GID: c.GID, User: strconv.FormatUint(uint64(c.UID), 10)}
 	if u, err := user.LookupId(o.User); err == nil {
 		o.User = u.Username
 	}
@@ -164,12 +161,12 @@ func (a *Agent) isOperator(c Caller) bool {
 
 // mayAccess reports whether c may see the details of, and cancel, a job
 // owned by o.
-func (a *Agent) mayAccess(c Caller, o *Owner) bool {
+func (a *Agent) mayAccess(c Caller, o *api.Owner) bool {
 	return (o != nil && o.UID == c.UID) || a.isOperator(c)
 }
 
 // forbidden answers 403 for a job c may not touch.
-func (a *Agent) forbidden(w http.ResponseWriter, id int64, o *Owner, what string) {
+func (a *Agent) forbidden(w http.ResponseWriter, id int64, o *api.Owner, what string) {
 	who := "no recorded owner"
 	if o != nil {
 		who = o.User
@@ -191,7 +188,7 @@ func (a *Agent) adminGroupNote() string {
 
 // mayRunAs reports why this agent cannot run a job as o ("" if it can):
 // only root can start processes as another user.
-func mayRunAs(o Owner) string {
+func mayRunAs(o api.Owner) string {
 	euid := os.Geteuid()
 	if euid == 0 || uint32(euid) == o.UID {
 		return ""

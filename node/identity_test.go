@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 func newKey(t *testing.T) *clusterkey.Key {
@@ -25,15 +26,15 @@ func newKey(t *testing.T) *clusterkey.Key {
 }
 
 // tokenClient is a client whose requests carry the token tok.
-func tokenClient(addr, tok string) *node.Client {
-	c := node.NewClient(addr)
+func tokenClient(addr, tok string) *api.Client {
+	c := api.NewClient(addr)
 	c.Token = func() (string, error) { return tok, nil }
 	return c
 }
 
 func wantStatus(t *testing.T, what string, err error, status int, msg string) {
 	t.Helper()
-	var e *node.Error
+	var e *api.Error
 	if !errors.As(err, &e) || e.Status != status || !strings.Contains(e.Message, msg) {
 		t.Errorf("%s: %v, want HTTP %d saying %q", what, err, status, msg)
 	}
@@ -43,18 +44,25 @@ func wantStatus(t *testing.T, what string, err error, status int, msg string) {
 // socket needs none; the agent, not the client, names a job's owner.
 func TestAPIAuthentication(t *testing.T) {
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.Space, key: key})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Space, key: key})
 	ctx := context.Background()
 	ctl := c.agents[0].APIAddr()
 
-	_, err := node.NewClient(ctl).Jobs(ctx, true)
+	_, err := api.NewClient(ctl).Jobs(ctx, true)
 	wantStatus(t, "no credential", err, http.StatusUnauthorized, "no credential")
 	expired, _ := key.Mint(0, 0, time.Now().Add(-time.Hour), clusterkey.DefaultTTL, rand.Reader)
 	_, err = tokenClient(ctl, expired).Jobs(ctx, true)
 	wantStatus(t, "expired token", err, http.StatusUnauthorized, "expired")
 	good, _ := key.Mint(0, 0, time.Now(), clusterkey.DefaultTTL, rand.Reader)
+	// One character of the signature changed to another of the base64url
+	// alphabet (flipping a bit could leave the alphabet: malformed, not
+	// forged).
 	tampered := []byte(good)
-	tampered[len(tampered)-3] ^= 1
+	if i := len(tampered) - 3; tampered[i] == 'A' {
+		tampered[i] = 'B'
+	} else {
+		tampered[i] = 'A'
+	}
 	_, err = tokenClient(ctl, string(tampered)).Jobs(ctx, true)
 	wantStatus(t, "tampered token", err, http.StatusUnauthorized, "not signed")
 	other, _ := newKey(t).Mint(0, 0, time.Now(), clusterkey.DefaultTTL, rand.Reader)
@@ -76,9 +84,9 @@ func TestAPIAuthentication(t *testing.T) {
 
 	// Through the Unix socket of an agent that forwards to the
 	// controller: the kernel names the caller; a forged owner is ignored.
-	sock := node.NewUnixClient(c.agents[1].APISocket())
-	id, err := sock.Submit(ctx, node.JobSpec{Command: []string{"sleep", "100"}, Processors: 1,
-		TimeLimit: node.Duration{D: time.Minute}, Owner: &node.Owner{UID: 4242, User: "mallory"}})
+	sock := api.NewUnixClient(c.agents[1].APISocket())
+	id, err := sock.Submit(ctx, api.JobSpec{Command: []string{"sleep", "100"}, Processors: 1,
+		TimeLimit: api.Duration{D: time.Minute}, Owner: &api.Owner{UID: 4242, User: "mallory"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,23 +110,23 @@ func TestAPIAuthentication(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].ID != id || jobs[0].Spec.Command != nil {
 		t.Errorf("another user's queue: %+v %v, want job %d without its command", jobs, err, id)
 	}
-	c.waitState(id, node.Running, 10*time.Second)
+	c.waitState(id, api.Running, 10*time.Second)
 	if err := sock.Cancel(ctx, id); err != nil {
 		t.Errorf("the owner's cancel: %v", err)
 	}
-	c.waitState(id, node.Cancelled, 10*time.Second)
+	c.waitState(id, api.Cancelled, 10*time.Second)
 }
 
 // An operator (a member of the admin group) may cancel anyone's job.
 func TestAdminGroupCancels(t *testing.T) {
 	key := newKey(t)
 	admins := uint32(4300)
-	c := startCluster(t, clusterOpts{agents: 1, mode: node.Space, key: key, adminGID: &admins})
+	c := startCluster(t, clusterOpts{agents: 1, mode: sharing.Space, key: key, adminGID: &admins})
 	ctx := context.Background()
-	id := c.submit(node.JobSpec{Command: []string{"sleep", "100"}, Processors: 1})
+	id := c.submit(api.JobSpec{Command: []string{"sleep", "100"}, Processors: 1})
 	op, _ := key.Mint(4301, admins, time.Now(), clusterkey.DefaultTTL, rand.Reader)
 	if err := tokenClient(c.agents[0].APIAddr(), op).Cancel(ctx, id); err != nil {
 		t.Fatalf("operator's cancel: %v", err)
 	}
-	c.waitState(id, node.Cancelled, 10*time.Second)
+	c.waitState(id, api.Cancelled, 10*time.Second)
 }

@@ -13,10 +13,14 @@ import (
 	"time"
 	"unsafe"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Gang mode, two jobs that each fill the machine (so neither can also run
@@ -31,9 +35,9 @@ import (
 // Under --suspend freezer the same holds, a rank in a frozen cgroup
 // counting as not executing.
 func TestGangRowsAlternate(t *testing.T) {
-	for _, suspend := range []string{node.SuspendSignal, node.SuspendFreezer} {
+	for _, suspend := range []string{api.SuspendSignal, api.SuspendFreezer} {
 		t.Run(suspend, func(t *testing.T) {
-			if suspend == node.SuspendFreezer {
+			if suspend == api.SuspendFreezer {
 				needCgroups(t)
 			}
 			gangRowsAlternate(t, suspend)
@@ -42,11 +46,11 @@ func TestGangRowsAlternate(t *testing.T) {
 }
 
 func gangRowsAlternate(t *testing.T, suspend string) {
-	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: suspend})
-	a := c.submit(node.JobSpec{Name: "a", Command: busy, Processors: 3})
-	b := c.submit(node.JobSpec{Name: "b", Command: busy, Processors: 3})
-	c.waitState(a, node.Running, 20*time.Second)
-	c.waitState(b, node.Running, 20*time.Second)
+	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: suspend})
+	a := c.submit(api.JobSpec{Name: "a", Command: busy, Processors: 3})
+	b := c.submit(api.JobSpec{Name: "b", Command: busy, Processors: 3})
+	c.waitState(a, api.Running, 20*time.Second)
+	c.waitState(b, api.Running, 20*time.Second)
 	// Sample the programs, not their start-up: a rank's shim (the Go
 	// binary that stops itself before exec'ing the program) runs for a
 	// moment before it is stopped.
@@ -135,21 +139,21 @@ func gangRowsAlternate(t *testing.T, suspend string) {
 // beside job 1 and ends (by its limit) before job 1's limit, so it starts
 // before the queue head, job 2, which waits for job 1.
 func TestSpaceBackfillOrder(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space, policy: gang.EASY})
-	j1 := c.submit(node.JobSpec{Name: "long", Command: []string{"sleep", "1.5"}, Processors: 3, TimeLimit: node.Duration{D: 20 * time.Second}})
-	c.waitState(j1, node.Running, 20*time.Second)
-	j2 := c.submit(node.JobSpec{Name: "wide", Command: []string{"sleep", "0.1"}, Processors: 4, TimeLimit: node.Duration{D: 20 * time.Second}})
-	j3 := c.submit(node.JobSpec{Name: "short", Command: []string{"sleep", "0.1"}, Processors: 1, TimeLimit: node.Duration{D: 5 * time.Second}})
-	r1 := c.waitState(j1, node.Completed, 30*time.Second)
-	r2 := c.waitState(j2, node.Completed, 30*time.Second)
-	r3 := c.waitState(j3, node.Completed, 30*time.Second)
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space, policy: gang.EASY})
+	j1 := c.submit(api.JobSpec{Name: "long", Command: []string{"sleep", "1.5"}, Processors: 3, TimeLimit: api.Duration{D: 20 * time.Second}})
+	c.waitState(j1, api.Running, 20*time.Second)
+	j2 := c.submit(api.JobSpec{Name: "wide", Command: []string{"sleep", "0.1"}, Processors: 4, TimeLimit: api.Duration{D: 20 * time.Second}})
+	j3 := c.submit(api.JobSpec{Name: "short", Command: []string{"sleep", "0.1"}, Processors: 1, TimeLimit: api.Duration{D: 5 * time.Second}})
+	r1 := c.waitState(j1, api.Completed, 30*time.Second)
+	r2 := c.waitState(j2, api.Completed, 30*time.Second)
+	r3 := c.waitState(j3, api.Completed, 30*time.Second)
 	if !r3.Start.Before(*r2.Start) {
 		t.Errorf("job 3 started at %v, not before the head job 2 at %v (backfill)", r3.Start, r2.Start)
 	}
 	if r2.Start.Before(*r1.End) {
 		t.Errorf("job 2 started at %v, before job 1 ended at %v", r2.Start, r1.End)
 	}
-	for _, j := range []node.Job{r1, r2, r3} {
+	for _, j := range []api.Job{r1, r2, r3} {
 		for _, r := range j.Ranks {
 			if !r.Exited || r.Code != 0 || r.CPUTime.D < 0 {
 				t.Errorf("job %d rank %d: %+v", j.ID, r.Rank, r)
@@ -160,14 +164,14 @@ func TestSpaceBackfillOrder(t *testing.T) {
 
 // Cancel ends every rank, on every node, whether stopped or running.
 func TestCancelEndsEveryRank(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond})
-	id := c.submit(node.JobSpec{Command: busy, Processors: 3})
-	c.waitState(id, node.Running, 20*time.Second)
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
+	id := c.submit(api.JobSpec{Command: busy, Processors: 3})
+	c.waitState(id, api.Running, 20*time.Second)
 	c.waitPIDs(id, 3)
 	if err := c.client.Cancel(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	j := c.waitState(id, node.Cancelled, 20*time.Second)
+	j := c.waitState(id, api.Cancelled, 20*time.Second)
 	c.waitGone(id)
 	for _, r := range j.Ranks {
 		if !r.Exited || r.Signal == "" {
@@ -175,7 +179,7 @@ func TestCancelEndsEveryRank(t *testing.T) {
 		}
 	}
 	// Cancelling again is a conflict; an unknown job is not found.
-	var apiErr *node.Error
+	var apiErr *api.Error
 	if err := c.client.Cancel(context.Background(), id); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Errorf("second cancel: %v", err)
 	}
@@ -186,9 +190,9 @@ func TestCancelEndsEveryRank(t *testing.T) {
 
 // A rank that fails fails its job, and the job's other ranks are killed.
 func TestRankFailureFailsJob(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Space})
-	id := c.submit(node.JobSpec{Processors: 3, Command: []string{"sh", "-c", `if [ "$COSCHED_RANK" = 1 ]; then sleep 0.3; exit 3; fi; sleep 60`}})
-	j := c.waitState(id, node.Failed, 20*time.Second)
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Processors: 3, Command: []string{"sh", "-c", `if [ "$COSCHED_RANK" = 1 ]; then sleep 0.3; exit 3; fi; sleep 60`}})
+	j := c.waitState(id, api.Failed, 20*time.Second)
 	if !strings.Contains(j.Reason, "rank 1") || !strings.Contains(j.Reason, "exited with status 3") {
 		t.Errorf("reason %q", j.Reason)
 	}
@@ -197,9 +201,9 @@ func TestRankFailureFailsJob(t *testing.T) {
 
 // A job running past its time limit is killed: TIMEOUT.
 func TestTimeLimit(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: node.Space})
-	id := c.submit(node.JobSpec{Processors: 2, Command: []string{"sleep", "60"}, TimeLimit: node.Duration{D: 300 * time.Millisecond}})
-	j := c.waitState(id, node.Timeout, 20*time.Second)
+	c := startCluster(t, clusterOpts{agents: 1, processors: 2, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Processors: 2, Command: []string{"sleep", "60"}, TimeLimit: api.Duration{D: 300 * time.Millisecond}})
+	j := c.waitState(id, api.Timeout, 20*time.Second)
 	if !strings.Contains(j.Reason, "time limit") {
 		t.Errorf("reason %q", j.Reason)
 	}
@@ -208,9 +212,9 @@ func TestTimeLimit(t *testing.T) {
 
 // Local mode: no coordination, jobs in different rows run together.
 func TestLocalModeRunsEveryRank(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.Local, mpl: 2})
-	a := c.submit(node.JobSpec{Command: busy, Processors: 2})
-	b := c.submit(node.JobSpec{Command: busy, Processors: 2})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Local, mpl: 2})
+	a := c.submit(api.JobSpec{Command: busy, Processors: 2})
+	b := c.submit(api.JobSpec{Command: busy, Processors: 2})
 	pids := append(c.waitPIDs(a, 2), c.waitPIDs(b, 2)...)
 	eventually(t, 10*time.Second, func() error {
 		for _, p := range pids {
@@ -229,14 +233,14 @@ func TestLocalModeRunsEveryRank(t *testing.T) {
 // Bad requests get a 4xx with a message, through the controller and
 // through another agent (which forwards), and nothing breaks.
 func TestAPIBadRequests(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
 	post := func(addr, body string) (int, string) {
 		resp, err := http.Post("http://"+addr+"/v1/jobs", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var e node.APIError
+		var e api.APIError
 		json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e.Error
 	}
@@ -248,7 +252,7 @@ func TestAPIBadRequests(t *testing.T) {
 		}{
 			{`{"command":["true"],"processors":1,"time_limit":"1m"`, 400, "malformed job spec"},
 			{`{"command":["true"],"processors":1,"time_limit":"1m","gpus":2}`, 400, `unknown field "gpus"`},
-			{`{"command":["true"],"processors":5,"time_limit":"1m"}`, 400, "more than the cluster's 4 in service"},
+			{`{"command":["true"],"processors":5,"time_limit":"1m"}`, 400, "more than the cluster's 4 processors"},
 			{`{"command":[],"processors":0,"time_limit":"0s"}`, 400, "command: empty; processors: 0"},
 			{`{"command":["true"],"processors":1,"time_limit":"soon"}`, 400, "or a Go duration"},
 			{`{"command":["` + strings.Repeat("x", 2<<20) + `"],"processors":1,"time_limit":"1m"}`, 413, "larger than"},
@@ -306,4 +310,83 @@ func metric(t *testing.T, addr, name string) float64 {
 	}
 	t.Fatalf("/metrics of %s has no %s", addr, name)
 	return 0
+}
+
+// A controller that no agent has registered with yet (it has just started
+// or taken over) answers a submission 503 with Retry-After, not 400: the
+// client repeats it, and it is taken once an agent is in.
+func TestSubmitBeforeAnyAgentIsRetried(t *testing.T) {
+	c := &testCluster{t: t, dir: t.TempDir(), opts: clusterOpts{processors: 1, mode: sharing.Space, policy: gang.EASY, mpl: 1, slice: 20 * time.Millisecond}}
+	c.log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	cfg := c.agentConfig(0)
+	cfg.NoCompute, cfg.Processors = true, 0
+	ctlAgent, err := node.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.agents = append(c.agents, ctlAgent)
+	t.Cleanup(c.stop)
+
+	resp, err := http.Post("http://"+ctlAgent.APIAddr()+"/v1/jobs", "application/json",
+		strings.NewReader(`{"command":["true"],"processors":1,"time_limit":"1m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e api.APIError
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(e.Error, "no agent has registered") {
+		t.Fatalf("submit with no agent: %d (Retry-After %q) %q, want 503 with Retry-After saying no agent has registered",
+			resp.StatusCode, resp.Header.Get("Retry-After"), e.Error)
+	}
+
+	// The client repeats the 503 while a compute agent joins.
+	joined := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		wcfg := c.agentConfig(1)
+		wcfg.Join = []string{ctlAgent.GossipAddr()}
+		a, err := node.Start(wcfg)
+		if err == nil {
+			t.Cleanup(func() { a.Shutdown() })
+		}
+		joined <- err
+	}()
+	cl := api.NewClient(ctlAgent.APIAddr())
+	cl.RetryFor = time.Minute
+	id, err := cl.Submit(context.Background(), api.JobSpec{Command: []string{"true"}, Processors: 1, TimeLimit: api.Duration{D: time.Minute}})
+	if jerr := <-joined; jerr != nil {
+		t.Fatalf("compute agent: %v", jerr)
+	}
+	if err != nil {
+		t.Fatalf("submit while the agent joins: %v", err)
+	}
+	c.client = cl
+	c.waitState(id, api.Completed, 30*time.Second)
+}
+
+// Two agents never share a state directory: the second is refused at
+// start, naming the directory, and starts once the first has stopped.
+func TestStateDirIsLockedByItsAgent(t *testing.T) {
+	c := startCluster(t, clusterOpts{agents: 1, mode: sharing.Space})
+	cfg := c.agentConfig(0)
+	cfg.Name, cfg.Controller = "twin", false
+	cfg.Join = []string{c.agents[0].GossipAddr()}
+	if a, err := node.Start(cfg); err == nil {
+		a.Shutdown()
+		t.Fatal("a second agent started on the state directory of a running one")
+	} else if !strings.Contains(err.Error(), "in use by a running agent") || !strings.Contains(err.Error(), cfg.StateDir) {
+		t.Fatalf("second agent on one state dir: %v, want refused naming %s", err, cfg.StateDir)
+	}
+	if _, err := node.CleanupCgroups(cfg); err == nil || !strings.Contains(err.Error(), "in use by a running agent") {
+		t.Fatalf("CleanupCgroups beside the running agent: %v, want refused", err)
+	}
+	c.stop()
+	c.agents = nil
+	cfg.Join = nil
+	a, err := node.Start(cfg)
+	if err != nil {
+		t.Fatalf("after the first agent stopped: %v", err)
+	}
+	a.Shutdown()
 }

@@ -3,12 +3,13 @@ package node
 import (
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node/ctl"
 )
 
 // viewOf renders the machine's record of a job for the API.
-func viewOf(m *ctl.Machine, j ctl.Job, now time.Time) Job {
-	v := Job{
+func viewOf(m *ctl.Machine, j ctl.Job, now time.Time) api.Job {
+	v := api.Job{
 		ID:     j.ID,
 		Spec:   j.Spec,
 		State:  j.State,
@@ -20,12 +21,12 @@ func viewOf(m *ctl.Machine, j ctl.Job, now time.Time) Job {
 	for _, r := range j.Ranks {
 		if r.Usage != nil {
 			if v.Usage == nil {
-				v.Usage = &JobUsage{}
+				v.Usage = &api.JobUsage{}
 			}
-			v.Usage.add(*r.Usage)
+			v.Usage.Add(*r.Usage)
 		}
 	}
-	if j.State == Pending {
+	if j.State == api.Pending {
 		v.Reason = m.Explain(j.ID)
 	}
 	if !j.Start.IsZero() {
@@ -37,7 +38,7 @@ func viewOf(m *ctl.Machine, j ctl.Job, now time.Time) Job {
 			v.End = &e
 			end = e
 		}
-		v.Elapsed = Duration{D: end.Sub(start)}
+		v.Elapsed = api.Duration{D: end.Sub(start)}
 		for _, r := range j.Ranks {
 			v.Nodes = append(v.Nodes, r.Node)
 		}

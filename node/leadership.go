@@ -21,8 +21,8 @@ func journalDir(stateDir string) string { return filepath.Join(stateDir, "journa
 // openGroup opens the journal of a controller-eligible agent. A lone
 // controller (Controllers 1) returns once it leads with its records
 // restored; a controller of several waits for gossip to form the group.
-func (a *Agent) openGroup(host string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (a *Agent) openGroup(ctx context.Context, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(a.cfg.RaftPort)))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/node/journal"
 	"github.com/cosched/cosched/strobe"
@@ -110,7 +111,7 @@ func (a *Agent) registerMetrics() {
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_controller_failovers_total",
 		Help: "Leader changes this controller has seen since it started (the first leader is not one).", ConstLabels: labels},
 		journalStat(func(s journal.Stats) float64 { return float64(s.Failovers) })))
-	ctrlStat := func(f func(ClusterStats) float64) func() float64 {
+	ctrlStat := func(f func(api.ClusterStats) float64) func() float64 {
 		return func() float64 {
 			c := a.controller()
 			if c == nil {
@@ -126,11 +127,11 @@ func (a *Agent) registerMetrics() {
 		}
 	}
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_strobes_sent_total", Help: "Slices the controller started (strobes sent).", ConstLabels: labels},
-		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Ticks) })))
+		ctrlStat(func(s api.ClusterStats) float64 { return float64(s.Ticks.Ticks) })))
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slice_overruns_total", Help: "Slices whose strobe went out more than a tenth of a slice late.", ConstLabels: labels},
-		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Overruns) })))
+		ctrlStat(func(s api.ClusterStats) float64 { return float64(s.Ticks.Overruns) })))
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slices_skipped_total", Help: "Slice deadlines skipped because the controller overran a whole slice.", ConstLabels: labels},
-		ctrlStat(func(s ClusterStats) float64 { return float64(s.Ticks.Skipped) })))
+		ctrlStat(func(s api.ClusterStats) float64 { return float64(s.Ticks.Skipped) })))
 	skewStat := func(f func(strobe.SkewStats) time.Duration) func() float64 {
 		return func() float64 { return secs(f(a.skew.Stats())) }
 	}
@@ -142,7 +143,7 @@ func (a *Agent) registerMetrics() {
 		skewStat(func(s strobe.SkewStats) time.Duration { return s.Skew.P99 }))
 	gauge("switch_skew_max_seconds", "Largest switch skew across agents (recent slices).",
 		skewStat(func(s strobe.SkewStats) time.Duration { return s.Skew.Max }))
-	gauge("processors_online", "Processors of the agents in service.", ctrlStat(func(s ClusterStats) float64 { return float64(s.Online) }))
+	gauge("processors_online", "Processors of the agents in service.", ctrlStat(func(s api.ClusterStats) float64 { return float64(s.Online) }))
 }
 
 // leaderCollector exposes the leader's name as a label.

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/sharing"
 )
 
 // BenchmarkMPIGang measures what time sharing does to a real MPICH
@@ -27,7 +28,7 @@ func BenchmarkMPIGang(b *testing.B) {
 	const slice = 50 * time.Millisecond
 	const reps = 2
 	for _, kernel := range []struct{ name, steps string }{{"compute", "50"}, {"comm", "50000"}} {
-		for _, mode := range []node.Mode{node.Gang, node.BCS, node.Local} {
+		for _, mode := range []sharing.Mode{sharing.Gang, sharing.BCS, sharing.Local} {
 			b.Run(kernel.name+"/"+string(mode), func(b *testing.B) {
 				var dedicated, shared float64
 				for range b.N {
@@ -67,8 +68,8 @@ func (c *testCluster) runMPI(b *testing.B, prog string, copies int, args ...stri
 	ctx := context.Background()
 	var ids []int64
 	for range copies {
-		id, err := c.client.Submit(ctx, node.JobSpec{Command: append([]string{prog}, args...), Processors: 2,
-			TimeLimit: node.Duration{D: 5 * time.Minute}, MPI: node.MPIPMI1})
+		id, err := c.client.Submit(ctx, api.JobSpec{Command: append([]string{prog}, args...), Processors: 2,
+			TimeLimit: api.Duration{D: 5 * time.Minute}, MPI: api.MPIPMI1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func (c *testCluster) runMPI(b *testing.B, prog string, copies int, args ...stri
 				b.Fatal(err)
 			}
 			if j.State.Done() {
-				if j.State != node.Completed {
+				if j.State != api.Completed {
 					b.Fatalf("job %d ended %s: %s", id, j.State, j.Reason)
 				}
 				break

@@ -14,7 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // mpiProgram compiles ../pmi/testdata/<name>.c with MPICH's mpicc, or
@@ -48,15 +50,15 @@ func (c *testCluster) rankOutput(id int64, rank int) string {
 // rank.
 func TestMPIProgramInEveryMode(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	for _, mode := range node.Modes() {
+	for _, mode := range sharing.Modes() {
 		t.Run(string(mode), func(t *testing.T) {
 			mpl := 2
-			if mode == node.Space {
+			if mode == sharing.Space {
 				mpl = 1
 			}
 			c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: mode, mpl: mpl, slice: 30 * time.Millisecond})
-			id := c.submit(node.JobSpec{Command: []string{prog, "3"}, Processors: 4, MPI: node.MPIPMI1})
-			j := c.waitState(id, node.Completed, 60*time.Second)
+			id := c.submit(api.JobSpec{Command: []string{prog, "3"}, Processors: 4, MPI: api.MPIPMI1})
+			j := c.waitState(id, api.Completed, 60*time.Second)
 			for _, r := range j.Ranks {
 				out := c.rankOutput(id, r.Rank)
 				if want := fmt.Sprintf("rank %d of 4 ok local %d", r.Rank, r.Rank%2); r.Code != 0 || !strings.Contains(out, want) {
@@ -71,9 +73,9 @@ func TestMPIProgramInEveryMode(t *testing.T) {
 // message, and leaves no process.
 func TestMPIAbortFailsJob(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Space})
-	id := c.submit(node.JobSpec{Command: []string{prog, "abort"}, Processors: 3, MPI: node.MPIPMI1})
-	j := c.waitState(id, node.Failed, 60*time.Second)
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Command: []string{prog, "abort"}, Processors: 3, MPI: api.MPIPMI1})
+	j := c.waitState(id, api.Failed, 60*time.Second)
 	if !strings.Contains(j.Reason, "rank 2 called MPI_Abort") || !strings.Contains(j.Reason, "exit code 3") ||
 		!strings.Contains(j.Reason, "application called MPI_Abort(MPI_COMM_WORLD, 3)") {
 		t.Errorf("reason %q, want rank 2's abort, its code and MPICH's message", j.Reason)
@@ -85,14 +87,14 @@ func TestMPIAbortFailsJob(t *testing.T) {
 // A rank that speaks garbage on its PMI socket ends its job with the
 // reason; the agents carry on and run the next job.
 func TestPMIBadInputFailsJob(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Space})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Space})
 	for _, tc := range []struct{ script, reason string }{
 		{`echo "cmd=init pmi_version=1 pmi_subversion=1" >&3; echo "no equals sign" >&3; sleep 60`, "malformed PMI command"},
 		{`printf 'cmd=barrier_in\ncmd=barrier_in\n' >&3; sleep 60`, "entered PMI barrier 0 twice"},
 		{`head -c 5000 /dev/zero | tr '\0' x >&3; sleep 60`, "longer than"},
 	} {
-		id := c.submit(node.JobSpec{Command: []string{"sh", "-c", tc.script}, Processors: 2, MPI: node.MPIPMI1})
-		j := c.waitState(id, node.Failed, 30*time.Second)
+		id := c.submit(api.JobSpec{Command: []string{"sh", "-c", tc.script}, Processors: 2, MPI: api.MPIPMI1})
+		j := c.waitState(id, api.Failed, 30*time.Second)
 		if !strings.Contains(j.Reason, tc.reason) {
 			t.Errorf("%s: reason %q, want %q", tc.script, j.Reason, tc.reason)
 		}
@@ -105,15 +107,15 @@ func TestPMIBadInputFailsJob(t *testing.T) {
 // engine, stopped or running) leaves no process.
 func TestMPICancelMidRun(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond})
-	id := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
-	c.waitState(id, node.Running, 20*time.Second)
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
+	id := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
+	c.waitState(id, api.Running, 20*time.Second)
 	c.waitExec(id, 2, "ring")
 	time.Sleep(300 * time.Millisecond) // well into the run
 	if err := c.client.Cancel(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	c.waitState(id, node.Cancelled, 20*time.Second)
+	c.waitState(id, api.Cancelled, 20*time.Second)
 	c.waitGone(id)
 }
 
@@ -122,9 +124,9 @@ func TestMPICancelMidRun(t *testing.T) {
 // and both make progress.
 func TestMPIGangRowsNeverTogether(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
-	a := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
-	b := c.submit(node.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: node.MPIPMI1})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
+	a := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
+	b := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
 	pa, pb := c.waitExec(a, 2, "ring"), c.waitExec(b, 2, "ring")
 	byNode := map[string][2]int{}
 	for i, pids := range [][]int{pa, pb} {
@@ -197,11 +199,11 @@ func TestMPIGangRowsNeverTogether(t *testing.T) {
 // MPI_Init completes on every rank.
 func TestMPIBarrierAcrossControlBreak(t *testing.T) {
 	prog := mpiProgram(t, "ring")
-	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: node.Space, controllerGrace: time.Minute})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Space, controllerGrace: time.Minute})
 	// n1's rank enters MPI_Init (its barrier) a second after n0's.
 	script := `if [ "$COSCHED_NODE" = n1 ]; then sleep 1; fi; exec "$0" 1`
-	id := c.submit(node.JobSpec{Command: []string{"sh", "-c", script, prog}, Processors: 2, MPI: node.MPIPMI1})
-	c.waitState(id, node.Running, 20*time.Second)
+	id := c.submit(api.JobSpec{Command: []string{"sh", "-c", script, prog}, Processors: 2, MPI: api.MPIPMI1})
+	c.waitState(id, api.Running, 20*time.Second)
 	// Keep breaking n1's connection while its rank enters the barrier,
 	// so that its part goes out with no controller or is lost with a
 	// connection.
@@ -214,7 +216,7 @@ func TestMPIBarrierAcrossControlBreak(t *testing.T) {
 	if breaks == 0 {
 		t.Fatal("n1 never had a control connection to break")
 	}
-	j := c.waitState(id, node.Completed, 60*time.Second)
+	j := c.waitState(id, api.Completed, 60*time.Second)
 	t.Logf("%d breaks", breaks)
 	for _, r := range j.Ranks {
 		if out := c.rankOutput(id, r.Rank); !strings.Contains(out, fmt.Sprintf("rank %d of 2 ok", r.Rank)) {

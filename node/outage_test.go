@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // A control connection that breaks while gang jobs run does not end them:
@@ -15,14 +17,14 @@ import (
 // them again, adopts the ranks they report, and the jobs complete with the
 // processes they started with.
 func TestControlLinkBreakKeepsRanks(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
 	ids := []int64{
-		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
-		c.submit(node.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "3"}, Processors: 3}),
 	}
 	before := map[int64][]int{}
 	for _, id := range ids {
-		c.waitState(id, node.Running, 20*time.Second)
+		c.waitState(id, api.Running, 20*time.Second)
 		before[id] = c.waitPIDs(id, 3)
 		slices.Sort(before[id])
 	}
@@ -39,7 +41,7 @@ func TestControlLinkBreakKeepsRanks(t *testing.T) {
 		})
 	}
 	for _, id := range ids {
-		j := c.waitState(id, node.Completed, 30*time.Second)
+		j := c.waitState(id, api.Completed, 30*time.Second)
 		var pids []int
 		for _, r := range j.Ranks {
 			pids = append(pids, r.PID)
@@ -56,13 +58,13 @@ func TestControlLinkBreakKeepsRanks(t *testing.T) {
 // and none is left behind.
 func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 	const grace = 6 * time.Second
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: grace})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: grace})
 	ids := []int64{
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 3}),
 	}
 	for _, id := range ids {
-		c.waitState(id, node.Running, 20*time.Second)
+		c.waitState(id, api.Running, 20*time.Second)
 		c.waitPIDs(id, 3)
 	}
 	if err := c.agents[0].Shutdown(); err != nil { // the controller's agent: its own ranks die with it
@@ -98,17 +100,17 @@ func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 // with the controller's agent fails, and the queued job runs.
 func TestControllerRestartAdoptsRanks(t *testing.T) {
 	journal := &node.MemJournal{}
-	c := startCluster(t, clusterOpts{agents: 3, mode: node.Space, controllerGrace: time.Minute, journal: journal})
-	first := c.submit(node.JobSpec{Command: []string{"sleep", "60"}, Processors: 1})
-	j := c.waitState(first, node.Running, 20*time.Second)
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Space, controllerGrace: time.Minute, journal: journal})
+	first := c.submit(api.JobSpec{Command: []string{"sleep", "60"}, Processors: 1})
+	j := c.waitState(first, api.Running, 20*time.Second)
 	if j.Nodes[0] != "n0" {
 		t.Skipf("the first job went to %s: the controller's agent was not the first up", j.Nodes[0])
 	}
-	kept := c.submit(node.JobSpec{Command: []string{"sleep", "4"}, Processors: 2})
-	c.waitState(kept, node.Running, 20*time.Second)
+	kept := c.submit(api.JobSpec{Command: []string{"sleep", "4"}, Processors: 2})
+	c.waitState(kept, api.Running, 20*time.Second)
 	before := c.waitPIDs(kept, 2)
 	slices.Sort(before)
-	queued := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 3})
+	queued := c.submit(api.JobSpec{Command: []string{"true"}, Processors: 3})
 
 	// The controller's agent stops (its own rank dies) and starts again,
 	// with the same journal.
@@ -123,9 +125,9 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.agents[0] = restarted
-	c.client = node.NewClient(restarted.APIAddr())
+	c.client = api.NewClient(restarted.APIAddr())
 
-	j = c.waitState(kept, node.Completed, 30*time.Second)
+	j = c.waitState(kept, api.Completed, 30*time.Second)
 	var pids []int
 	for _, r := range j.Ranks {
 		pids = append(pids, r.PID)
@@ -134,9 +136,9 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 	if !slices.Equal(pids, before) {
 		t.Errorf("job %d: ranks ended as pids %v, started as %v: restarted", kept, pids, before)
 	}
-	c.waitState(first, node.Failed, 20*time.Second)
-	c.waitState(queued, node.Completed, 20*time.Second)
-	if next := c.submit(node.JobSpec{Command: []string{"true"}, Processors: 1}); next != queued+1 {
+	c.waitState(first, api.Failed, 20*time.Second)
+	c.waitState(queued, api.Completed, 20*time.Second)
+	if next := c.submit(api.JobSpec{Command: []string{"true"}, Processors: 1}); next != queued+1 {
 		t.Errorf("a submission after the restart got id %d, want %d", next, queued+1)
 	}
 }
@@ -146,14 +148,14 @@ func TestControllerRestartAdoptsRanks(t *testing.T) {
 // both (the live ranks with their pids and whether they are stopped, the
 // exits once).
 func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: node.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond, controllerGrace: time.Minute})
 	ids := []int64{
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
-		c.submit(node.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
+		c.submit(api.JobSpec{Command: []string{"sleep", "120"}, Processors: 4}),
 	}
 	pids := map[int]int64{} // n1's ranks: pid → job
 	for _, id := range ids {
-		c.waitState(id, node.Running, 20*time.Second)
+		c.waitState(id, api.Running, 20*time.Second)
 		for _, pid := range c.waitPIDs(id, 4) {
 			if rankNode(pid) == "n1" {
 				pids[pid] = id
@@ -181,7 +183,7 @@ func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
 	var exits []node.ExitReport
 	eventually(t, 10*time.Second, func() error {
 		var err error
-		if ranks, exits, err = node.Greet(n1, node.Gang, 2); err != nil {
+		if ranks, exits, err = node.Greet(n1, sharing.Gang, 2); err != nil {
 			return err
 		}
 		if len(exits) == 0 {
@@ -205,7 +207,7 @@ func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
 		t.Errorf("live ranks %+v (%d stopped), want the %d others, the other row's 2 stopped", ranks, stopped, len(pids)-1)
 	}
 	// The exit was handed over: the next greeting carries it no more.
-	if _, exits, err := node.Greet(n1, node.Gang, 2); err != nil || len(exits) != 0 {
+	if _, exits, err := node.Greet(n1, sharing.Gang, 2); err != nil || len(exits) != 0 {
 		t.Errorf("second greeting: exits %+v, %v; want none", exits, err)
 	}
 }

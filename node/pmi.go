@@ -9,27 +9,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/pmi"
 )
-
-// MPI process-management interfaces a job can ask for (JobSpec.MPI,
-// srun's --mpi).
-const (
-	MPINone = ctl.MPINone // the ranks get no PMI
-	MPIPMI1 = ctl.MPIPMI1 // MPICH's simple PMI-1 over a socketpair (PMI_FD)
-)
-
-// ParseMPI checks an --mpi value ("" means the cluster's default).
-func ParseMPI(s string) (string, error) {
-	switch s {
-	case "", MPINone, MPIPMI1:
-		return s, nil
-	}
-	return "", fmt.Errorf("mpi %q: want none or pmi1", s)
-}
 
 // pmiBarrier carries a PMI barrier between an agent and the controller:
 // agent → controller when all its ranks of the job are in it
@@ -52,7 +37,7 @@ func (a *Agent) rankLayout(l launch, spec *rank.Spec) (*os.File, error) {
 		local, per := pmi.LocalRanks(l.Nodes)
 		spec.Env = append(spec.Env, "COSCHED_LOCAL_RANK="+strconv.Itoa(local[spec.Rank]), "COSCHED_LOCAL_SIZE="+strconv.Itoa(per[spec.Rank]))
 	}
-	if l.MPI != MPIPMI1 {
+	if l.MPI != api.MPIPMI1 {
 		return nil, nil
 	}
 	if len(l.Nodes) != l.Size {
@@ -139,7 +124,7 @@ func (a *Agent) pmiFail(job int64, reason string) {
 // back as an error: the agents end the job's ranks with the reason.
 func (c *Controller) pmiBarrierIn(m *ctl.Machine, node string, b pmiBarrier) {
 	j, ok := m.Job(b.Job)
-	if !ok || j.State != Running || j.Ending != "" {
+	if !ok || j.State != api.Running || j.Ending != "" {
 		return
 	}
 	if c.pmiGathers == nil {

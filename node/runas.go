@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"os"
 	"os/user"
 	"strconv"
@@ -33,7 +34,7 @@ const cleanPath = "/usr/local/bin:/usr/bin:/bin"
 //     another user.
 //
 // An owner without an account on this node is refused, as Slurm does.
-func runAs(o *Owner, dir string) (rankUser, error) {
+func runAs(o *api.Owner, dir string) (rankUser, error) {
 	ru := rankUser{dir: dir}
 	if o == nil {
 		return ru, nil

@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // testUser is a user (and its own group) the test creates.
@@ -140,9 +141,9 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 	dir, shim := worldDir(t)
 	t.Setenv("I14_AGENT_ONLY", "secret") // the agent's environment must not reach the ranks
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: node.Gang, mpl: 2, key: key, shim: shim})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: sharing.Gang, mpl: 2, key: key, shim: shim})
 	ctx := context.Background()
-	as := func(u testUser) *node.Client {
+	as := func(u testUser) *api.Client {
 		tok, err := key.Mint(u.uid, u.gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)
 		if err != nil {
 			t.Fatal(err)
@@ -150,8 +151,8 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 		return tokenClient(c.agents[0].APIAddr(), tok)
 	}
 
-	id, err := as(alice).Submit(ctx, node.JobSpec{Command: []string{"sleep", "1000"}, Processors: 1,
-		TimeLimit: node.Duration{D: time.Minute}, Dir: dir})
+	id, err := as(alice).Submit(ctx, api.JobSpec{Command: []string{"sleep", "1000"}, Processors: 1,
+		TimeLimit: api.Duration{D: time.Minute}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 	_, err = as(bob).Job(ctx, id)
 	wantStatus(t, "bob reads alice's job", err, http.StatusForbidden, "belongs to "+alice.name)
 	time.Sleep(100 * time.Millisecond)
-	if j, err := as(alice).Job(ctx, id); err != nil || j.State != node.Running || j.Spec.Owner == nil || j.Spec.Owner.User != alice.name {
+	if j, err := as(alice).Job(ctx, id); err != nil || j.State != api.Running || j.Spec.Owner == nil || j.Spec.Owner.User != alice.name {
 		t.Errorf("after bob's cancel: %+v %v, want alice's job running", j, err)
 	}
 	if st := procStatus(t, pid, "State"); len(st["State"]) == 0 {
@@ -196,16 +197,16 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 	if err := as(alice).Cancel(ctx, id); err != nil {
 		t.Fatalf("alice's cancel: %v", err)
 	}
-	c.waitState(id, node.Cancelled, 10*time.Second)
+	c.waitState(id, api.Cancelled, 10*time.Second)
 	c.waitGone(id)
 
 	// A uid without an account on the node cannot run there.
-	id, err = as(testUser{name: "ghost", uid: 4_000_000, gid: 4_000_000}).Submit(ctx, node.JobSpec{Command: []string{"true"},
-		Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Dir: dir})
+	id, err = as(testUser{name: "ghost", uid: 4_000_000, gid: 4_000_000}).Submit(ctx, api.JobSpec{Command: []string{"true"},
+		Processors: 1, TimeLimit: api.Duration{D: time.Minute}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := c.waitState(id, node.Failed, 10*time.Second)
+	j := c.waitState(id, api.Failed, 10*time.Second)
 	if len(j.Ranks) != 1 || !strings.Contains(j.Ranks[0].Error, "no account on this node") {
 		t.Errorf("job of a uid without an account: %+v", j)
 	}

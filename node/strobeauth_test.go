@@ -16,8 +16,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -104,10 +106,10 @@ func TestForgedAndReplayedStrobes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, clusterOpts{agents: 2, mode: node.Gang, mpl: 2, key: key})
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Gang, mpl: 2, key: key})
 	ctx := context.Background()
 	n0, n1 := c.agents[0], c.agents[1]
-	n1Client := node.NewKeyClient(key, n1.APIAddr())
+	n1Client := api.NewKeyClient(key, n1.APIAddr())
 	stats := func() strobe.Stats {
 		t.Helper()
 		st, err := n1Client.LocalStats(ctx, ^uint64(0))

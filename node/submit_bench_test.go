@@ -9,8 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // BenchmarkSubmit: submissions per second through the HTTP API from
@@ -34,7 +36,7 @@ func BenchmarkSubmit(b *testing.B) {
 			}
 			shim := []string{exe, "__rank-exec"}
 			cfg := node.Config{Name: "n0", Bind: "127.0.0.1:0", Local: true, Processors: 1, StateDir: filepath.Join(dir, "n0"),
-				Shim: shim, Controller: true, Mode: node.Space, MPL: 1, Policy: gang.FCFS,
+				Shim: shim, Controller: true, Mode: sharing.Space, MPL: 1, Policy: gang.FCFS,
 				Log: zap.NewNop()}
 			if !durable {
 				cfg.Journal = &node.MemJournal{}
@@ -44,7 +46,7 @@ func BenchmarkSubmit(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer a.Shutdown()
-			c := node.NewClient(a.APIAddr())
+			c := api.NewClient(a.APIAddr())
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				rep, err := c.Nodes(context.Background(), false)
@@ -56,7 +58,7 @@ func BenchmarkSubmit(b *testing.B) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			spec := node.JobSpec{Processors: 1, TimeLimit: node.Duration{D: time.Hour}, Command: []string{"sleep", "3600"}}
+			spec := api.JobSpec{Processors: 1, TimeLimit: api.Duration{D: time.Hour}, Command: []string{"sleep", "3600"}}
 			b.SetParallelism(8) // 8 × GOMAXPROCS clients
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {

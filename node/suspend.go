@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -9,7 +10,7 @@ import (
 // manager's signals, or (--suspend freezer, with cgroups) the jobs'
 // cgroup freezers.
 func (a *Agent) suspender() signaller {
-	if a.cfg.Suspend == SuspendFreezer && a.cg.Mode() != jobcg.ModeNone {
+	if a.cfg.Suspend == api.SuspendFreezer && a.cg.Mode() != jobcg.ModeNone {
 		return &freezer{ranks: a.ranks, cg: a.cg}
 	}
 	return a.ranks
@@ -53,7 +54,7 @@ func (f *freezer) ContRank(job int64, rank int) error { return f.ranks.ContRank(
 // suspendStatus is the suspension in effect, for `nodes --stats`.
 func (a *Agent) suspendStatus() string {
 	if _, ok := a.sw.ranks.(*freezer); ok {
-		return SuspendFreezer
+		return api.SuspendFreezer
 	}
-	return SuspendSignal
+	return api.SuspendSignal
 }

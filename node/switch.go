@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosched/cosched/sharing"
 	"go.uber.org/zap"
 )
 
@@ -62,10 +63,10 @@ func newSwitcher(ranks signaller, shared bool, log *zap.Logger) *switcher {
 
 // configure sets the controller's mode (from its hello): whether rows
 // rotate, whether slots are reused, and the number of rows.
-func (s *switcher) configure(mode Mode, mpl int) {
+func (s *switcher) configure(mode sharing.Mode, mpl int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	shared, reuse := mode.TimeShared(), mode == BCS
+	shared, reuse := mode.TimeShared(), mode == sharing.BCS
 	if reuse != s.reuse {
 		// Change of granularity: stop everything, then let the new mode
 		// decide what runs.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cosched/cosched/sharing"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -60,7 +61,7 @@ func (f *fakeSignals) runningNow() []string {
 func TestSwitcherSlotReuse(t *testing.T) {
 	var sig fakeSignals
 	s := newSwitcher(&sig, false, zaptest.NewLogger(t))
-	s.configure(BCS, 3)
+	s.configure(sharing.BCS, 3)
 	for job, row := range map[int64]int{10: 0, 11: 1, 12: 2} {
 		s.add(job, map[int]int{0: 0})
 		s.setRow(job, row, true)
@@ -102,7 +103,7 @@ func TestSwitcherSlotReuse(t *testing.T) {
 func TestSwitcherGangJobs(t *testing.T) {
 	var sig fakeSignals
 	s := newSwitcher(&sig, false, zaptest.NewLogger(t))
-	s.configure(Gang, 2)
+	s.configure(sharing.Gang, 2)
 	s.add(1, map[int]int{0: 0, 1: 1})
 	s.setRow(1, 0, true)
 	s.add(2, map[int]int{0: 0, 1: 1})

@@ -13,11 +13,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Job is one job of a workload, as it is submitted.
@@ -74,7 +75,7 @@ func Workload(m sweep.Machine, p sweep.Point) ([]Job, error) {
 type Record struct {
 	Job
 	ID       int64         `json:"id"`
-	State    node.State    `json:"state"`
+	State    api.State     `json:"state"`
 	Reason   string        `json:"reason,omitempty"`
 	Start    time.Duration `json:"start_ns"`
 	End      time.Duration `json:"end_ns"`
@@ -84,7 +85,7 @@ type Record struct {
 }
 
 // Completed reports whether the job ran to its end.
-func (r Record) Completed() bool { return r.State == node.Completed }
+func (r Record) Completed() bool { return r.State == api.Completed }
 
 // Progress is the state of a run, for display.
 type Progress struct {
@@ -110,7 +111,7 @@ var ErrStalled = errors.New("experiment: stalled")
 // waits for every one to end, and returns their records in workload order.
 // If ctx ends first, the jobs not yet ended are cancelled and the records
 // of those that ended are returned with ctx's error.
-func Replay(ctx context.Context, c *node.Client, jobs []Job, o Options) ([]Record, error) {
+func Replay(ctx context.Context, c *api.Client, jobs []Job, o Options) ([]Record, error) {
 	if o.Poll <= 0 {
 		o.Poll = 200 * time.Millisecond
 	}
@@ -131,10 +132,10 @@ func Replay(ctx context.Context, c *node.Client, jobs []Job, o Options) ([]Recor
 	for done < len(jobs) {
 		for next < len(jobs) && time.Since(t0) >= jobs[next].Submit {
 			j := jobs[next]
-			spec := node.JobSpec{
+			spec := api.JobSpec{
 				Name: fmt.Sprintf("w%d", j.Seq), Bench: j.Template, BenchIterations: j.Iterations,
 				BenchSeed: j.Seed, BenchWork: o.Work, Processors: j.Processors,
-				TimeLimit: node.Duration{D: j.Estimate}, Overrun: "extend",
+				TimeLimit: api.Duration{D: j.Estimate}, Overrun: "extend",
 			}
 			id, err := c.Submit(ctx, spec)
 			if err != nil {
@@ -192,7 +193,7 @@ func Replay(ctx context.Context, c *node.Client, jobs []Job, o Options) ([]Recor
 
 // record fills r from the cluster's account of its job. Offsets are taken
 // from the controller's own submit time, so the two clocks need not agree.
-func record(r Record, j node.Job) Record {
+func record(r Record, j api.Job) Record {
 	r.State, r.Reason = j.State, j.Reason
 	if j.Start != nil {
 		r.Start = r.Submit + j.Start.Sub(j.Submit)
@@ -212,7 +213,7 @@ func record(r Record, j node.Job) Record {
 
 // finish cancels the jobs still running after a failed or interrupted
 // run and returns the records of the jobs that ended.
-func finish(recs []Record, running map[int64]int, c *node.Client, err error) ([]Record, error) {
+func finish(recs []Record, running map[int64]int, c *api.Client, err error) ([]Record, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
@@ -269,13 +270,13 @@ func Summarize(recs []Record, procs int, tau time.Duration) Summary {
 
 // SimMode is the simulator's model of a runtime mode: space sharing is
 // backfilling (BF), gang is backfilling gang scheduling (BGS).
-func SimMode(m node.Mode) (jss.Mode, error) {
+func SimMode(m sharing.Mode) (jss.Mode, error) {
 	switch m {
-	case node.Space:
+	case sharing.Space:
 		return jss.BF, nil
-	case node.Gang:
+	case sharing.Gang:
 		return jss.BGS, nil
-	case node.BCS:
+	case sharing.BCS:
 		return jss.BCS, nil
 	}
 	return "", fmt.Errorf("experiment: mode %s has no simulator model", m)
@@ -284,7 +285,7 @@ func SimMode(m node.Mode) (jss.Mode, error) {
 // Simulate predicts the run of point p's workload on machine m in mode:
 // the same jobs, the same scheduler core, the simulator's model of the
 // mode.
-func Simulate(ctx context.Context, m sweep.Machine, p sweep.Point, mode node.Mode) (sweep.Row, error) {
+func Simulate(ctx context.Context, m sweep.Machine, p sweep.Point, mode sharing.Mode) (sweep.Row, error) {
 	sm, err := SimMode(mode)
 	if err != nil {
 		return sweep.Row{}, err
@@ -307,7 +308,7 @@ type SimJob struct {
 
 // SimulateJobs is Simulate with every job's simulated start and end, for a
 // job-by-job comparison with the measured records.
-func SimulateJobs(ctx context.Context, m sweep.Machine, p sweep.Point, mode node.Mode) ([]SimJob, error) {
+func SimulateJobs(ctx context.Context, m sweep.Machine, p sweep.Point, mode sharing.Mode) ([]SimJob, error) {
 	sm, err := SimMode(mode)
 	if err != nil {
 		return nil, err

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 func machine() (sweep.Machine, sweep.Point) {
@@ -66,16 +67,16 @@ func TestWorkload(t *testing.T) {
 func TestRecordFromTheControllersAccount(t *testing.T) {
 	server := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) // far from this clock
 	start, end := server.Add(2*time.Second), server.Add(5*time.Second)
-	j := node.Job{State: node.Completed, Submit: server, Start: &start, End: &end, Ranks: []node.RankInfo{
-		{Bench: &node.BenchStats{Compute: node.Duration{D: 2 * time.Second}, CommWait: node.Duration{D: time.Second}}},
-		{Bench: &node.BenchStats{Compute: node.Duration{D: 3 * time.Second}}},
+	j := api.Job{State: api.Completed, Submit: server, Start: &start, End: &end, Ranks: []api.RankInfo{
+		{Bench: &api.BenchStats{Compute: api.Duration{D: 2 * time.Second}, CommWait: api.Duration{D: time.Second}}},
+		{Bench: &api.BenchStats{Compute: api.Duration{D: 3 * time.Second}}},
 		{}, // a rank that did not report
 	}}
 	r := record(Record{Job: Job{Submit: 10 * time.Second}, Start: -1, End: -1}, j)
 	if r.Start != 12*time.Second || r.End != 15*time.Second || r.Compute != 5*time.Second || r.CommWait != time.Second || r.Reports != 2 || !r.Completed() {
 		t.Fatalf("%+v", r)
 	}
-	pending := record(Record{Job: Job{Submit: time.Second}, Start: -1, End: -1}, node.Job{State: node.Cancelled, Submit: server})
+	pending := record(Record{Job: Job{Submit: time.Second}, Start: -1, End: -1}, api.Job{State: api.Cancelled, Submit: server})
 	if pending.Start != -1 || pending.End != -1 || pending.Completed() {
 		t.Fatalf("%+v", pending)
 	}
@@ -85,9 +86,9 @@ func TestRecordFromTheControllersAccount(t *testing.T) {
 // computation over processors × makespan.
 func TestSummarize(t *testing.T) {
 	recs := []Record{
-		{Job: Job{Submit: 0, Processors: 2, Runtime: 4 * time.Second}, State: node.Completed, Start: 0, End: 4 * time.Second, Compute: 6 * time.Second},
-		{Job: Job{Submit: 2 * time.Second, Processors: 1, Runtime: 2 * time.Second}, State: node.Completed, Start: 4 * time.Second, End: 10 * time.Second, Compute: 2 * time.Second},
-		{Job: Job{Submit: 3 * time.Second, Processors: 1}, State: node.Failed, Start: 4 * time.Second, End: 5 * time.Second, Compute: time.Second},
+		{Job: Job{Submit: 0, Processors: 2, Runtime: 4 * time.Second}, State: api.Completed, Start: 0, End: 4 * time.Second, Compute: 6 * time.Second},
+		{Job: Job{Submit: 2 * time.Second, Processors: 1, Runtime: 2 * time.Second}, State: api.Completed, Start: 4 * time.Second, End: 10 * time.Second, Compute: 2 * time.Second},
+		{Job: Job{Submit: 3 * time.Second, Processors: 1}, State: api.Failed, Start: 4 * time.Second, End: 5 * time.Second, Compute: time.Second},
 	}
 	s := Summarize(recs, 4, 10*time.Second)
 	if s.Jobs != 3 || s.Completed != 2 {
@@ -102,7 +103,7 @@ func TestSummarize(t *testing.T) {
 // Simulate runs the same point under each mode's model; local has none.
 func TestSimulate(t *testing.T) {
 	m, p := machine()
-	want := map[node.Mode]jss.Mode{node.Space: jss.BF, node.Gang: jss.BGS, node.BCS: jss.BCS}
+	want := map[sharing.Mode]jss.Mode{sharing.Space: jss.BF, sharing.Gang: jss.BGS, sharing.BCS: jss.BCS}
 	p.MPL, p.Slice, p.Policy = 3, 50*time.Millisecond, "easy"
 	for mode, sm := range want {
 		row, err := Simulate(context.Background(), m, p, mode)
@@ -113,7 +114,7 @@ func TestSimulate(t *testing.T) {
 			t.Fatalf("%s: %+v", mode, row)
 		}
 	}
-	if _, err := Simulate(context.Background(), m, p, node.Local); err == nil {
+	if _, err := Simulate(context.Background(), m, p, sharing.Local); err == nil {
 		t.Fatal("local mode simulated")
 	}
 }
@@ -146,7 +147,7 @@ func TestDedicatedIsTheSimulatorsRuntime(t *testing.T) {
 		if !ok || j.Dedicated != sim || j.Dedicated <= 0 {
 			t.Fatalf("job %d: dedicated %v, simulator %v (%v)", i, j.Dedicated, sim, ok)
 		}
-		recs = append(recs, Record{Job: j, State: node.Completed, Start: j.Submit, End: j.Submit + j.Dedicated})
+		recs = append(recs, Record{Job: j, State: api.Completed, Start: j.Submit, End: j.Submit + j.Dedicated})
 	}
 	if s := Summarize(recs, m.Processors, time.Second).Metrics.ExecSlowdown; math.Abs(s.Mean-1) > 1e-9 || math.Abs(s.Max-1) > 1e-9 {
 		t.Fatalf("execution slowdown of dedicated runs: %+v", s)

@@ -21,7 +21,7 @@ import (
 
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/plot"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Report files, in the run's directory.
@@ -238,7 +238,7 @@ func writeCompareFigure(path string, run *Run) error {
 
 // cdfSeries is one distribution of response times in the CDF figure.
 type cdfSeries struct {
-	Mode      node.Mode
+	Mode      sharing.Mode
 	Simulated bool
 	Response  []float64 // seconds, sorted
 }
@@ -310,7 +310,7 @@ func writeResponseCDF(path string, run *Run) error {
 	p.Y.Label.Text = "fraction of jobs"
 	p.Add(plotter.NewGrid())
 	xmax := cdfAxisMax(series)
-	colour := map[node.Mode]color.Color{}
+	colour := map[sharing.Mode]color.Color{}
 	for _, s := range series {
 		if colour[s.Mode] == nil {
 			colour[s.Mode] = modeColor(len(colour))

@@ -13,10 +13,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Run is a whole experiment: the workload, how it was run, and each
@@ -68,7 +69,7 @@ func CostsOf(m sweep.Machine) MachineCosts {
 // ModeResult is one mode's measured run and the simulator's prediction
 // for the same jobs.
 type ModeResult struct {
-	Mode      node.Mode     `json:"mode"`
+	Mode      sharing.Mode  `json:"mode"`
 	Summary   Summary       `json:"summary"`
 	Nodes     NodeTotals    `json:"nodes"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
@@ -91,7 +92,7 @@ type NodeTotals struct {
 
 // CollectNodeTotals sums the counters of every agent the controller
 // behind c knows (best effort: an agent that does not answer is left out).
-func CollectNodeTotals(ctx context.Context, c *node.Client) (NodeTotals, error) {
+func CollectNodeTotals(ctx context.Context, c *api.Client) (NodeTotals, error) {
 	var t NodeTotals
 	rep, err := c.Nodes(ctx, true)
 	if err != nil {

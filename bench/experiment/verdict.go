@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Verdict is a run's conclusion: on each headline metric (all lower is
@@ -17,7 +17,7 @@ type Verdict struct {
 	Metrics []MetricVerdict `json:"metrics"`
 	// Left out are the modes that did not complete every job: their
 	// figures would flatter them.
-	LeftOut []node.Mode `json:"left_out,omitempty"`
+	LeftOut []sharing.Mode `json:"left_out,omitempty"`
 }
 
 // MetricVerdict ranks the modes on one metric.
@@ -30,8 +30,8 @@ type MetricVerdict struct {
 
 // ModeValue is one mode's value of a metric.
 type ModeValue struct {
-	Mode  node.Mode `json:"mode"`
-	Value float64   `json:"value"`
+	Mode  sharing.Mode `json:"mode"`
+	Value float64      `json:"value"`
 }
 
 // Agreement says how the simulated ranking compares with the measured one.
@@ -163,8 +163,8 @@ func (v Verdict) Headline() string {
 	if len(v.Metrics[0].Measured) < 2 {
 		return fmt.Sprintf("only %s ran; nothing to compare", v.Metrics[0].Measured[0].Mode)
 	}
-	byMode := map[node.Mode][]string{}
-	var order []node.Mode
+	byMode := map[sharing.Mode][]string{}
+	var order []sharing.Mode
 	for _, mv := range v.Metrics {
 		w := mv.Measured[0].Mode
 		if byMode[w] == nil {
@@ -244,7 +244,7 @@ func andList(items []string) string {
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
-func modeList(ms []node.Mode) string {
+func modeList(ms []sharing.Mode) string {
 	s := make([]string, len(ms))
 	for i, m := range ms {
 		s[i] = string(m)

@@ -10,14 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // mode is a mode's result with the verdict's metrics set: measured
 // response, slowdown and makespan, and simulated ones unless sim is nil.
-func mode(m node.Mode, resp, slow, span float64, sim []float64) ModeResult {
+func mode(m sharing.Mode, resp, slow, span float64, sim []float64) ModeResult {
 	r := ModeResult{Mode: m, Summary: Summary{Jobs: 10, Completed: 10,
 		Metrics: metrics.Summary{Response: metrics.Stat{Mean: resp}, Slowdown: metrics.Stat{Mean: slow}, Makespan: span}}}
 	if sim != nil {
@@ -34,9 +35,9 @@ func TestDecide(t *testing.T) {
 	}{{
 		name: "the simulator ranks as measured",
 		modes: []ModeResult{
-			mode(node.BCS, 5.26, 1.89, 35.6, []float64{5.20, 1.84, 35.5}),
-			mode(node.Gang, 4.61, 1.78, 31.9, []float64{4.37, 1.63, 29.9}),
-			mode(node.Space, 4.94, 2.37, 29.3, []float64{4.70, 2.23, 27.5}),
+			mode(sharing.BCS, 5.26, 1.89, 35.6, []float64{5.20, 1.84, 35.5}),
+			mode(sharing.Gang, 4.61, 1.78, 31.9, []float64{4.37, 1.63, 29.9}),
+			mode(sharing.Space, 4.94, 2.37, 29.3, []float64{4.70, 2.23, 27.5}),
 		},
 		want: []string{
 			"verdict: gang wins mean response and mean slowdown, space wins makespan; simulated: the same winners",
@@ -47,9 +48,9 @@ func TestDecide(t *testing.T) {
 	}, {
 		name: "the simulator picks another winner, or another order",
 		modes: []ModeResult{
-			mode(node.BCS, 6, 2, 30, []float64{5, 2, 31}),
-			mode(node.Gang, 5, 3, 20, []float64{6, 2.5, 20}),
-			mode(node.Space, 7, 4, 25, []float64{7, 3, 22}),
+			mode(sharing.BCS, 6, 2, 30, []float64{5, 2, 31}),
+			mode(sharing.Gang, 5, 3, 20, []float64{6, 2.5, 20}),
+			mode(sharing.Space, 7, 4, 25, []float64{7, 3, 22}),
 		},
 		want: []string{
 			"verdict: gang wins mean response and makespan, bcs wins mean slowdown; simulated: the same winner on 2 of 3",
@@ -60,9 +61,9 @@ func TestDecide(t *testing.T) {
 	}, {
 		name: "a failed mode is left out, an unsimulated one has no simulated ranking",
 		modes: []ModeResult{
-			mode(node.BCS, 1, 1, 1, nil),
-			mode(node.Gang, 2, 2, 2, []float64{2, 2, 2}),
-			func() ModeResult { m := mode(node.Space, 0.5, 0.5, 0.5, nil); m.Summary.Completed = 9; return m }(),
+			mode(sharing.BCS, 1, 1, 1, nil),
+			mode(sharing.Gang, 2, 2, 2, []float64{2, 2, 2}),
+			func() ModeResult { m := mode(sharing.Space, 0.5, 0.5, 0.5, nil); m.Summary.Completed = 9; return m }(),
 		},
 		want: []string{
 			"verdict: bcs wins mean response, mean slowdown and makespan; not simulated",
@@ -74,8 +75,8 @@ func TestDecide(t *testing.T) {
 	}, {
 		name: "the simulator disagrees on every metric",
 		modes: []ModeResult{
-			mode(node.Gang, 1, 1, 1, []float64{2, 2, 2}),
-			mode(node.Space, 2, 2, 2, []float64{1, 1, 1}),
+			mode(sharing.Gang, 1, 1, 1, []float64{2, 2, 2}),
+			mode(sharing.Space, 2, 2, 2, []float64{1, 1, 1}),
 		},
 		want: []string{
 			"verdict: gang wins mean response, mean slowdown and makespan; simulated: another winner on every metric",
@@ -85,7 +86,7 @@ func TestDecide(t *testing.T) {
 		},
 	}, {
 		name:  "one mode",
-		modes: []ModeResult{mode(node.Gang, 2, 2, 2, []float64{2, 2, 2})},
+		modes: []ModeResult{mode(sharing.Gang, 2, 2, 2, []float64{2, 2, 2})},
 		want: []string{
 			"verdict: only gang ran; nothing to compare",
 			"  mean response  gang 2 s | simulated: gang 2 s",
@@ -94,7 +95,7 @@ func TestDecide(t *testing.T) {
 		},
 	}, {
 		name:  "no mode completed",
-		modes: []ModeResult{func() ModeResult { m := mode(node.Gang, 2, 2, 2, nil); m.Error = "stalled"; return m }()},
+		modes: []ModeResult{func() ModeResult { m := mode(sharing.Gang, 2, 2, 2, nil); m.Error = "stalled"; return m }()},
 		want:  []string{"verdict: none (no mode completed every job: gang)"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,7 +108,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestAgreement(t *testing.T) {
-	v := func(ms ...node.Mode) []ModeValue {
+	v := func(ms ...sharing.Mode) []ModeValue {
 		var out []ModeValue
 		for i, m := range ms {
 			out = append(out, ModeValue{m, float64(i)})
@@ -118,11 +119,11 @@ func TestAgreement(t *testing.T) {
 		meas, sim []ModeValue
 		want      Agreement
 	}{
-		{v(node.Gang, node.BCS, node.Space), v(node.Gang, node.BCS, node.Space), SameRanking},
-		{v(node.Gang, node.BCS, node.Space), v(node.Gang, node.Space, node.BCS), SameWinner},
-		{v(node.Gang, node.BCS, node.Space), v(node.BCS, node.Gang, node.Space), OtherWinner},
-		{v(node.Gang, node.BCS), nil, NotSimulated},
-		{v(node.Gang), v(node.Gang), OnlyOneMode},
+		{v(sharing.Gang, sharing.BCS, sharing.Space), v(sharing.Gang, sharing.BCS, sharing.Space), SameRanking},
+		{v(sharing.Gang, sharing.BCS, sharing.Space), v(sharing.Gang, sharing.Space, sharing.BCS), SameWinner},
+		{v(sharing.Gang, sharing.BCS, sharing.Space), v(sharing.BCS, sharing.Gang, sharing.Space), OtherWinner},
+		{v(sharing.Gang, sharing.BCS), nil, NotSimulated},
+		{v(sharing.Gang), v(sharing.Gang), OnlyOneMode},
 	} {
 		if got := (MetricVerdict{Measured: tc.meas, Simulated: tc.sim}).Agreement(); got != tc.want {
 			t.Errorf("%v against %v: %v, want %v", tc.meas, tc.sim, got, tc.want)
@@ -144,11 +145,11 @@ func TestMargin(t *testing.T) {
 func figureRun() *Run {
 	s := time.Second
 	run := &Run{Workload: "w3", Jobs: 3, WorkloadJobs: []Job{{Seq: 0, Submit: 0}, {Seq: 1, Submit: s}, {Seq: 2, Submit: 2 * s}}}
-	for i, m := range []node.Mode{node.Gang, node.Space} {
+	for i, m := range []sharing.Mode{sharing.Gang, sharing.Space} {
 		d := time.Duration(i+1) * s
 		res := mode(m, 3, 2, 10, []float64{3, 2, 10})
 		for k, j := range run.WorkloadJobs {
-			res.Jobs = append(res.Jobs, Record{Job: j, State: node.Completed, Start: j.Submit, End: j.Submit + d + time.Duration(k)*s})
+			res.Jobs = append(res.Jobs, Record{Job: j, State: api.Completed, Start: j.Submit, End: j.Submit + d + time.Duration(k)*s})
 			res.SimJobs = append(res.SimJobs, SimJob{Seq: k, Start: j.Submit, End: j.Submit + 2*d + time.Duration(k)*s})
 		}
 		run.Modes = append(run.Modes, res)

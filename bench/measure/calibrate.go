@@ -15,10 +15,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -144,14 +145,14 @@ type calibrator struct {
 }
 
 // cluster starts a local cluster, runs fn against it and stops it.
-func (c *calibrator) cluster(ctx context.Context, dir string, mode node.Mode, n int, fn func(*localcluster.Cluster) error) error {
+func (c *calibrator) cluster(ctx context.Context, dir string, mode sharing.Mode, n int, fn func(*localcluster.Cluster) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	fmt.Fprintf(c.progress, "calibrate: starting %d agents in %s mode...\n", n, mode)
 	o := localcluster.DefaultOptions()
 	o.Agents, o.Mode, o.Slice, o.MPL, o.StateDir, o.RealtimePriority = n, mode, c.o.Slice, c.o.MPL, dir, c.o.RealtimePriority
-	if mode == node.Space {
+	if mode == sharing.Space {
 		o.MPL = 1
 	}
 	o.Exe, o.Bandwidth = c.o.Exe, c.o.Bandwidth
@@ -173,11 +174,11 @@ func (c *calibrator) cluster(ctx context.Context, dir string, mode node.Mode, n 
 
 // space measures the relays, the launch and the compute scale.
 func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) error {
-	return c.cluster(ctx, dir, node.Space, 2, func(rec *localcluster.Cluster) error {
-		api := rec.Client()
+	return c.cluster(ctx, dir, sharing.Space, 2, func(rec *localcluster.Cluster) error {
+		client := rec.Client()
 		size := strconv.Itoa(p.Measured.MessageSize)
 		fmt.Fprintf(c.progress, "calibrate: relay ping-pong and stream...\n")
-		ping, err := c.probe(ctx, api, dir, 2, "--test", ProbePingPong, "--count", strconv.Itoa(c.o.Pings), "--size", size)
+		ping, err := c.probe(ctx, client, dir, 2, "--test", ProbePingPong, "--count", strconv.Itoa(c.o.Pings), "--size", size)
 		if err != nil {
 			return err
 		}
@@ -185,7 +186,7 @@ func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) 
 			return errors.New("ping-pong probe: no round trips")
 		}
 		p.Measured.RelayLatency = meanDur(ping[0].Samples) / 2
-		st, err := c.probe(ctx, api, dir, 2, "--test", ProbeStream, "--count", strconv.Itoa(c.o.Stream), "--size", size)
+		st, err := c.probe(ctx, client, dir, 2, "--test", ProbeStream, "--count", strconv.Itoa(c.o.Stream), "--size", size)
 		if err != nil {
 			return err
 		}
@@ -201,8 +202,8 @@ func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) 
 		const iters, grain = 10, 100 * time.Millisecond
 		var ids []int64
 		for range 2 {
-			id, err := api.Submit(ctx, node.JobSpec{Name: "calibrate-compute", Bench: "100ms,0,transpose,B", BenchIterations: iters,
-				BenchWork: c.o.Work, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
+			id, err := client.Submit(ctx, api.JobSpec{Name: "calibrate-compute", Bench: "100ms,0,transpose,B", BenchIterations: iters,
+				BenchWork: c.o.Work, Processors: 1, TimeLimit: api.Duration{D: time.Minute}})
 			if err != nil {
 				return fmt.Errorf("submit: %w", err)
 			}
@@ -211,7 +212,7 @@ func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) 
 		var launch []int64
 		var scale []float64
 		for _, id := range ids {
-			j, err := waitDone(ctx, api, id, time.Minute)
+			j, err := waitDone(ctx, client, id, time.Minute)
 			if err != nil {
 				return err
 			}
@@ -230,14 +231,14 @@ func (c *calibrator) space(ctx context.Context, dir string, p *profile.Profile) 
 
 // bcs measures the slice switching and the delivery delay.
 func (c *calibrator) bcs(ctx context.Context, dir string, p *profile.Profile) error {
-	return c.cluster(ctx, dir, node.BCS, c.o.Nodes, func(rec *localcluster.Cluster) error {
-		api := rec.Client()
+	return c.cluster(ctx, dir, sharing.BCS, c.o.Nodes, func(rec *localcluster.Cluster) error {
+		client := rec.Client()
 		fmt.Fprintf(c.progress, "calibrate: bcs delivery delay (%d barriers)...\n", c.o.Barriers)
-		two, err := c.probe(ctx, api, dir, 2, "--test", ProbeBarrier, "--count", strconv.Itoa(c.o.Barriers))
+		two, err := c.probe(ctx, client, dir, 2, "--test", ProbeBarrier, "--count", strconv.Itoa(c.o.Barriers))
 		if err != nil {
 			return err
 		}
-		solo, err := c.probe(ctx, api, dir, 1, "--test", ProbeBarrier, "--count", "20")
+		solo, err := c.probe(ctx, client, dir, 1, "--test", ProbeBarrier, "--count", "20")
 		if err != nil {
 			return err
 		}
@@ -301,17 +302,17 @@ func (c *calibrator) bcs(ctx context.Context, dir string, p *profile.Profile) er
 }
 
 // probe runs a bench-probe job of n ranks and returns every rank's result.
-func (c *calibrator) probe(ctx context.Context, api *node.Client, dir string, n int, args ...string) ([]ProbeResult, error) {
+func (c *calibrator) probe(ctx context.Context, client *api.Client, dir string, n int, args ...string) ([]ProbeResult, error) {
 	cmd := append([]string{c.o.Exe, "bench-probe"}, args...)
-	id, err := api.Submit(ctx, node.JobSpec{Name: "calibrate-probe", Command: cmd, Processors: n, TimeLimit: node.Duration{D: 2 * time.Minute}})
+	id, err := client.Submit(ctx, api.JobSpec{Name: "calibrate-probe", Command: cmd, Processors: n, TimeLimit: api.Duration{D: 2 * time.Minute}})
 	if err != nil {
 		return nil, fmt.Errorf("submit probe %v: %w", args, err)
 	}
-	j, err := waitDone(ctx, api, id, 2*time.Minute)
+	j, err := waitDone(ctx, client, id, 2*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	if j.State != node.Completed {
+	if j.State != api.Completed {
 		return nil, fmt.Errorf("probe %v (job %d) ended %s: %s (rank output under %s)", args, id, j.State, j.Reason, dir)
 	}
 	res := make([]ProbeResult, n)
@@ -332,7 +333,7 @@ func (c *calibrator) probe(ctx context.Context, api *node.Client, dir string, n 
 }
 
 // waitDone polls job id until it ends.
-func waitDone(ctx context.Context, c *node.Client, id int64, timeout time.Duration) (node.Job, error) {
+func waitDone(ctx context.Context, c *api.Client, id int64, timeout time.Duration) (api.Job, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		j, err := c.Job(ctx, id)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/experiment"
 	"github.com/cosched/cosched/gang"
@@ -22,12 +23,12 @@ import (
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // RunOptions say how RunModes runs a workload of benchmark jobs.
 type RunOptions struct {
-	Modes            []node.Mode
+	Modes            []sharing.Mode
 	Nodes            int // processors (local clusters: agents of one processor)
 	Slice            time.Duration
 	MPL              int
@@ -40,7 +41,7 @@ type RunOptions struct {
 	StallTimeout time.Duration
 	// Cluster is an existing cluster to run on; nil starts a local one per
 	// mode (its state under Dir/MODE/state).
-	Cluster  *node.Client
+	Cluster  *api.Client
 	Dir      string        // where each mode's records go (Dir/MODE/jobs.csv)
 	Machine  sweep.Machine // the simulated side's machine
 	Point    sweep.Point   // the simulated side's sweep point
@@ -55,12 +56,12 @@ func (o RunOptions) Validate() error {
 	bad := func(field string, v any, format string, args ...any) {
 		errs = append(errs, fielderr.New(field, v, format, args...))
 	}
-	seen := map[node.Mode]bool{}
+	seen := map[sharing.Mode]bool{}
 	for _, m := range o.Modes {
 		switch {
-		case !slices.Contains(node.Modes(), m):
+		case !slices.Contains(sharing.Modes(), m):
 			bad("Modes", nil, "unknown mode %q (valid: space, gang, bcs)", m)
-		case m == node.Local:
+		case m == sharing.Local:
 			bad("Modes", nil, "local is not a scheduling mode to compare (use space, gang, bcs)")
 		case seen[m]:
 			bad("Modes", nil, "%s twice", m)
@@ -161,7 +162,7 @@ func RunModes(ctx context.Context, o RunOptions, jobs []experiment.Job, run *exp
 
 // runMode runs the workload in one mode: on a fresh local cluster, or on
 // o.Cluster.
-func runMode(ctx context.Context, o RunOptions, mode node.Mode, jobs []experiment.Job, tag string) (res experiment.ModeResult, err error) {
+func runMode(ctx context.Context, o RunOptions, mode sharing.Mode, jobs []experiment.Job, tag string) (res experiment.ModeResult, err error) {
 	progress, dir, cl := o.Progress, o.Dir, o.Cluster
 	res.Mode = mode
 	start := time.Now()
@@ -183,7 +184,7 @@ func runMode(ctx context.Context, o RunOptions, mode node.Mode, jobs []experimen
 		up := localcluster.DefaultOptions()
 		up.Exe, up.Agents, up.Mode, up.Slice, up.MPL, up.Policy = o.Exe, o.Nodes, mode, o.Slice, o.MPL, o.Policy
 		up.StateDir, up.RealtimePriority, up.Bandwidth = state, o.RealtimePriority, o.Bandwidth
-		if mode == node.Space {
+		if mode == sharing.Space {
 			up.MPL = 1
 		}
 		up.Timeout = 30*time.Second + time.Duration(o.Nodes)*2*time.Second
@@ -240,7 +241,7 @@ func stallTimeout(o RunOptions, jobs []experiment.Job) time.Duration {
 }
 
 // dumpNodeStats writes the cluster's GET /v1/nodes?stats=1 to path.
-func dumpNodeStats(cl *node.Client, path string) error {
+func dumpNodeStats(cl *api.Client, path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	nodes, err := cl.Nodes(ctx, true)
@@ -257,7 +258,7 @@ func dumpNodeStats(cl *node.Client, path string) error {
 // Existing is the configuration of a running cluster, as its controller
 // reports it.
 type Existing struct {
-	Mode       node.Mode
+	Mode       sharing.Mode
 	Processors int // of the agents that are up
 	Slice      time.Duration
 	MPL        int
@@ -269,7 +270,7 @@ type Existing struct {
 }
 
 // Inspect asks the cluster behind cl for its configuration.
-func Inspect(ctx context.Context, cl *node.Client) (Existing, error) {
+func Inspect(ctx context.Context, cl *api.Client) (Existing, error) {
 	rep, err := cl.Nodes(ctx, true)
 	if err != nil {
 		return Existing{}, err

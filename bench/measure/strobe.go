@@ -14,10 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -56,7 +56,7 @@ func (o StrobeOptions) Validate() error {
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		errs = append(errs, fielderr.New("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99"))
 	}
-	if o.Suspend != "" && o.Suspend != node.SuspendSignal && o.Suspend != node.SuspendFreezer {
+	if o.Suspend != "" && o.Suspend != api.SuspendSignal && o.Suspend != api.SuspendFreezer {
 		errs = append(errs, fielderr.New("Suspend", o.Suspend, "want signal or freezer"))
 	}
 	if o.Fanout < 0 || o.Fanout > 255 {
@@ -126,7 +126,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	if progress == nil {
 		progress = io.Discard
 	}
-	suspend := cmp.Or(o.Suspend, node.SuspendSignal)
+	suspend := cmp.Or(o.Suspend, api.SuspendSignal)
 	fmt.Fprintf(progress, "starting %d agents (gang, slice %v, MPL %d, suspend %s)...\n", o.Agents, o.Slice, o.MPL, suspend)
 	up := localcluster.DefaultOptions()
 	up.Exe, up.Agents, up.Slice, up.MPL, up.Policy, up.StateDir, up.RealtimePriority = o.Exe, o.Agents, o.Slice, o.MPL, gang.FCFS, o.StateDir, o.RealtimePriority
@@ -192,7 +192,7 @@ func WriteAuthComparison(w io.Writer, reps []*StrobeReport) {
 		}
 		return "unsealed"
 	}
-	fmt.Fprintf(w, "authentication compared (suspend %s; ratio to %s):\n", cmp.Or(reps[0].Suspend, node.SuspendSignal), name(reps[0]))
+	fmt.Fprintf(w, "authentication compared (suspend %s; ratio to %s):\n", cmp.Or(reps[0].Suspend, api.SuspendSignal), name(reps[0]))
 	rows := [][]string{{"", "skew p50", "skew p99", "strobe-to-switch p50", "strobe-to-switch p99", "handling p50", "row start, last agent p50", "lost"}}
 	base := reps[0]
 	for _, r := range reps {
@@ -219,8 +219,8 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 	ctl := rec.Client()
 	var ids []int64
 	for i := range o.MPL {
-		id, err := ctl.Submit(ctx, node.JobSpec{Name: fmt.Sprintf("spin%d", i), Command: spin,
-			Processors: o.Agents, TimeLimit: node.Duration{D: o.Duration + 5*time.Minute}})
+		id, err := ctl.Submit(ctx, api.JobSpec{Name: fmt.Sprintf("spin%d", i), Command: spin,
+			Processors: o.Agents, TimeLimit: api.Duration{D: o.Duration + 5*time.Minute}})
 		if err != nil {
 			return nil, fmt.Errorf("submit: %w", err)
 		}
@@ -239,7 +239,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		return nil, err
 	}
 
-	agents := make(map[string]*node.Client, len(rec.Agents))
+	agents := make(map[string]*api.Client, len(rec.Agents))
 	for _, a := range rec.Agents {
 		agents[a.Name] = rec.ClientFor(a.API)
 	}
@@ -249,7 +249,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 	if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
 		return nil, err
 	}
-	base := map[string]node.NodeStats{}
+	base := map[string]api.NodeStats{}
 	since := map[string]uint64{}
 	records := map[string][]strobe.SliceRecord{}
 	rep := &StrobeReport{Agents: o.Agents, Slice: o.Slice, MPL: o.MPL, Duration: o.Duration, Priority: o.RealtimePriority, Fanout: o.Fanout, Realtime: map[string]string{}}
@@ -261,8 +261,8 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		base[name], since[name] = st, st.Strobe.LastSeq
 		rep.Realtime[name] = st.Realtime
 	}
-	poll := func() (map[string]node.NodeStats, error) {
-		last := map[string]node.NodeStats{}
+	poll := func() (map[string]api.NodeStats, error) {
+		last := map[string]api.NodeStats{}
 		for name, c := range agents {
 			st, err := c.LocalStats(ctx, since[name])
 			if err != nil {
@@ -370,7 +370,7 @@ func durationDist(ds []time.Duration) strobe.Dist {
 	return strobe.Dist{N: len(ds), Mean: sum / time.Duration(len(ds)), P50: at(50), P99: at(99), Max: ds[len(ds)-1]}
 }
 
-func waitRunning(ctx context.Context, c *node.Client, ids []int64, timeout time.Duration) error {
+func waitRunning(ctx context.Context, c *api.Client, ids []int64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		running := 0
@@ -382,7 +382,7 @@ func waitRunning(ctx context.Context, c *node.Client, ids []int64, timeout time.
 			if j.State.Done() {
 				return fmt.Errorf("benchmark job %d ended (%s %s) before the measurement", id, j.State, j.Reason)
 			}
-			if j.State == node.Running {
+			if j.State == api.Running {
 				running++
 			}
 		}
@@ -416,7 +416,7 @@ func WriteStrobeReport(w io.Writer, r *StrobeReport) {
 		auth = "unsealed (no authentication)"
 	}
 	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), suspend %s, strobes %s, %v measured\n\n",
-		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, node.SuspendSignal), auth, r.Duration)
+		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, api.SuspendSignal), auth, r.Duration)
 	rows := [][]string{{"", "p50", "p99", "max", "mean", "n"}}
 	add := func(name string, d strobe.Dist) {
 		rows = append(rows, []string{name, fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max), fmtDur(d.Mean), fmt.Sprint(d.N)})

@@ -19,12 +19,14 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/sharing"
 )
 
 // agentFlags are `cosched agent`'s settings; a --config file (TOML, the
@@ -67,6 +69,7 @@ type agentFlags struct {
 	// weights in the TOML file.
 	backfillFlags
 	readyFile string
+	cleanup   bool // kill and remove what a dead agent left, then exit
 	// firstJobID: cluster up carries job ids over to a new cluster.
 	firstJobID int64
 	// unsealedStrobes: bench strobe --auth off measures without sealing.
@@ -86,7 +89,7 @@ func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 // settings are read (tests inspect them instead of starting an agent).
 func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command {
 	f := agentFlags{Bind: "0.0.0.0:7946", Mode: "gang", Slice: "50ms", MPL: 3, Policy: "easy", Bandwidth: "100MB", Nice: -10, Priority: 50, Grace: "5m", LogLevel: "info", LogFormat: "console",
-		Cgroups: "auto", Suspend: node.SuspendSignal, MemReserve: defaultMemReserve}
+		Cgroups: "auto", Suspend: api.SuspendSignal, MemReserve: defaultMemReserve}
 	cmd := &cobra.Command{
 		Use:         "agent",
 		Annotations: map[string]string{stopAnnotation: stopClean},
@@ -186,6 +189,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.MemReserve, "mem-reserve", f.MemReserve, "memory kept for the system: the agent offers MemTotal less this to jobs (the controller admits jobs by --mem against it); \"none\" offers no memory limit")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
+	fl.BoolVar(&f.cleanup, "cleanup", false, "do not start: kill the processes left in the job cgroups of the agent of this --name and --state-dir, which died without stopping, remove its cgroups, and exit (refused while it runs; systemd's ExecStopPost, cluster down)")
 	fl.Int64Var(&f.firstJobID, "first-job-id", 0, "controller: the first job's id when the journal is empty (cluster up carries ids over)")
 	_ = fl.MarkHidden("first-job-id")
 	fl.BoolVar(&f.unsealedStrobes, "unsealed-strobes", false, "with --key-file, still send and accept strobes and heartbeats unsealed: insecure, only to measure what sealing costs (bench strobe --auth)")
@@ -300,7 +304,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		}
 		cfg.Name = host
 	}
-	mode, err := node.ParseMode(f.Mode)
+	mode, err := sharing.Parse(f.Mode)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--mode: %v", err))
 	}
@@ -329,7 +333,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
 	}
 	cfg.Policy = p
-	if cfg.MPI, err = node.ParseMPI(f.MPI); err != nil {
+	if cfg.MPI, err = api.ParseMPI(f.MPI); err != nil {
 		errs = append(errs, fmt.Errorf("--mpi: %v", err))
 	}
 	changed := f.changed
@@ -354,7 +358,7 @@ func agentConfig(f *agentFlags) (node.Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	if mode == node.Space && f.Controller {
+	if mode == sharing.Space && f.Controller {
 		if changed("mpl") && f.MPL != 1 {
 			errs = append(errs, fmt.Errorf("--mpl %d: space mode has one row (MPL 1)", f.MPL))
 		}
@@ -409,8 +413,8 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 		errs = append(errs, fmt.Errorf("--cgroups %q: want auto, v1, v2 or none", f.Cgroups))
 	}
 	switch f.Suspend {
-	case "", node.SuspendSignal, node.SuspendFreezer:
-		cfg.Suspend = cmp.Or(f.Suspend, node.SuspendSignal)
+	case "", api.SuspendSignal, api.SuspendFreezer:
+		cfg.Suspend = cmp.Or(f.Suspend, api.SuspendSignal)
 	default:
 		errs = append(errs, fmt.Errorf("--suspend %q: want signal or freezer", f.Suspend))
 	}
@@ -459,7 +463,14 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 	}
 	defer log.Sync()
 	cfg.Log = log
-	a, err := node.Start(cfg)
+	if f.cleanup {
+		n, err := node.CleanupCgroups(cfg)
+		if err == nil {
+			log.Info("cleaned up after the agent", zap.String("agent", cfg.Name), zap.Int("job cgroups", n))
+		}
+		return err
+	}
+	a, err := node.StartContext(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // agentSettings runs `cosched agent args` up to the point where it would
@@ -97,7 +99,7 @@ func TestBackfillArgs(t *testing.T) {
 
 func TestNodesStatsShowsBackfill(t *testing.T) {
 	var out strings.Builder
-	writeNodes(&out, node.NodesReport{Cluster: &node.ClusterStats{Mode: node.Space, MPL: 1, Policy: gang.PriorityBF,
+	writeNodes(&out, api.NodesReport{Cluster: &api.ClusterStats{Mode: sharing.Space, MPL: 1, Policy: gang.PriorityBF,
 		Reservations: "inf", ReservationMode: gang.Fixed, Weights: &gang.Weights{Wait: 1, Expansion: 5}, Online: 4}}, true)
 	if want := "space mode, MPL 1; policy priority-bf (reservations inf, fixed, weights ww=1,wx=5,wp=0,wm=0); 4 processors in service"; !strings.Contains(out.String(), want) {
 		t.Errorf("nodes --stats:\n%s\nwant the line %q", out.String(), want)
@@ -139,11 +141,11 @@ func TestAgentContainmentFlags(t *testing.T) {
 		cgroups, suspend string
 		reserve          int64
 	}{
-		{nil, "auto", node.SuspendSignal, 512 << 20},
-		{[]string{"--cgroups=", "--suspend=", "--mem-reserve="}, "", node.SuspendSignal, 512 << 20}, // the unit's empty variables
-		{[]string{"--cgroups", "v1", "--suspend", "freezer", "--mem-reserve", "none"}, "v1", node.SuspendFreezer, -1},
-		{[]string{"--config", conf}, "none", node.SuspendFreezer, 1 << 30},
-		{[]string{"--config", conf, "--suspend", "signal"}, "none", node.SuspendSignal, 1 << 30},
+		{nil, "auto", api.SuspendSignal, 512 << 20},
+		{[]string{"--cgroups=", "--suspend=", "--mem-reserve="}, "", api.SuspendSignal, 512 << 20}, // the unit's empty variables
+		{[]string{"--cgroups", "v1", "--suspend", "freezer", "--mem-reserve", "none"}, "v1", api.SuspendFreezer, -1},
+		{[]string{"--config", conf}, "none", api.SuspendFreezer, 1 << 30},
+		{[]string{"--config", conf, "--suspend", "signal"}, "none", api.SuspendSignal, 1 << 30},
 	} {
 		cfg, err := agentSettings(t, tc.args...)
 		if err != nil {
@@ -164,10 +166,10 @@ func TestAgentContainmentFlags(t *testing.T) {
 
 func TestQueueLongAndNodesShowContainment(t *testing.T) {
 	var q strings.Builder
-	writeQueue(&q, []node.Job{
-		{ID: 7, Spec: node.JobSpec{Name: "hog"}, State: node.Failed, Reason: "rank 0 on n0 out of memory",
-			Usage: &node.JobUsage{CPUTime: node.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
-		{ID: 8, Spec: node.JobSpec{Name: "plain"}, State: node.Completed},
+	writeQueue(&q, []api.Job{
+		{ID: 7, Spec: api.JobSpec{Name: "hog"}, State: api.Failed, Reason: "rank 0 on n0 out of memory",
+			Usage: &api.JobUsage{CPUTime: api.Duration{D: 1500 * time.Millisecond}, PeakMemory: 48 << 20, Processes: 3}},
+		{ID: 8, Spec: api.JobSpec{Name: "plain"}, State: api.Completed},
 	}, false, true)
 	for _, want := range []string{"CPU", "MAXMEM", "PROCS", "1.5s", "48 MiB", "(rank 0 on n0 out of memory)"} {
 		if !strings.Contains(q.String(), want) {
@@ -175,8 +177,8 @@ func TestQueueLongAndNodesShowContainment(t *testing.T) {
 		}
 	}
 	var n strings.Builder
-	writeNodes(&n, node.NodesReport{Nodes: []node.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
-		Stats: &node.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
+	writeNodes(&n, api.NodesReport{Nodes: []api.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
+		Stats: &api.NodeStats{Cgroups: "v1", Suspend: "freezer"}}}}, true)
 	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
 		if !strings.Contains(n.String(), want) {
 			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())

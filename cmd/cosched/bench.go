@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
 	"io"
 	"os"
 	"time"
@@ -39,7 +39,7 @@ var benchStrobeFlagNames = flagNames{"Agents": "-N", "Slice": "--slice", "Durati
 
 func newBenchStrobeCmd() *cobra.Command {
 	f := benchStrobeFlags{opts: measure.StrobeOptions{Agents: 8, Slice: 10 * time.Millisecond, Duration: 30 * time.Second, MPL: 2, RealtimePriority: 50},
-		suspend: []string{node.SuspendSignal}, auth: "on"}
+		suspend: []string{api.SuspendSignal}, auth: "on"}
 	cmd := &cobra.Command{
 		Use:   "strobe",
 		Short: "Measure slice switching on a local gang-mode cluster: skew, latency, overhead",
@@ -98,7 +98,7 @@ whether it did. The cluster is stopped at the end.`,
 
 func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFlags) error {
 	if len(f.suspend) == 0 {
-		f.suspend = []string{node.SuspendSignal}
+		f.suspend = []string{api.SuspendSignal}
 	}
 	var errs []error
 	for _, s := range f.suspend {

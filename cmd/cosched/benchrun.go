@@ -13,13 +13,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench/experiment"
 	"github.com/cosched/cosched/bench/measure"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 type benchRunFlags struct {
@@ -115,7 +116,7 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	o := measure.RunOptions{Nodes: f.nodes, Slice: f.slice, MPL: f.mpl, Policy: gang.Policy(f.policy), RealtimePriority: f.priority,
 		Work: cmp.Or(f.work, measure.DefaultWork(f.nodes)), StallTimeout: f.stallTimeout}
 	for _, s := range strings.Split(f.modes, ",") {
-		m, err := node.ParseMode(strings.TrimSpace(s))
+		m, err := sharing.Parse(strings.TrimSpace(s))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--modes: %v", err))
 			continue
@@ -152,7 +153,7 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 }
 
 func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, changed func(string) bool) error {
-	var cl *node.Client
+	var cl *api.Client
 	if f.addr != "" {
 		// An existing cluster fixes the mode, processors, slice and MPL:
 		// take them from it, and refuse flags that say otherwise.
@@ -215,7 +216,7 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 // naming it: the run would not be what was asked for. CPU-burning ranks
 // on more of this host's processors than it has cores are refused unless
 // --work cpu is given (then a warning): they would compete for the cores.
-func (f *benchRunFlags) adoptCluster(ctx context.Context, progress io.Writer, cl *node.Client, changed func(string) bool) error {
+func (f *benchRunFlags) adoptCluster(ctx context.Context, progress io.Writer, cl *api.Client, changed func(string) bool) error {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cs, err := measure.Inspect(qctx, cl)

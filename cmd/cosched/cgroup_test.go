@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node/jobcg"
 )
 
@@ -30,19 +34,30 @@ func needCgroups(t *testing.T) {
 // A rank whose children double-fork into a new session (setsid).
 var escaper = []string{"sh", "-c", `setsid sh -c 'sleep 300 & wait' & sleep 300`}
 
-// An agent SIGKILLed leaves what its ranks setsid'd (the parent-death
-// signal reaches only the ranks); restarted with the same name and state
-// directory it finds its previous life's job cgroups and kills them.
-func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
-	needCgroups(t)
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready.json")
-	start := func() (*os.Process, string) {
+// killedAgent is an agent SIGKILLed while a job of escaper ran on it.
+type killedAgent struct {
+	dir   string   // the test's directory: state, ready file
+	args  []string // the agent's command line
+	id    int64    // the job
+	start func()   // starts the agent again, as before
+}
+
+// killAgentUnderEscaper starts agent name with a job of escaper and
+// SIGKILLs it: the rank dies with its agent (parent-death signal); its
+// descendants (the child of its group, the setsid pair) do not, and only
+// the job's cgroup still holds them.
+func killAgentUnderEscaper(t *testing.T, name string) killedAgent {
+	k := killedAgent{dir: t.TempDir()}
+	ready := filepath.Join(k.dir, "ready.json")
+	k.args = []string{"agent", "--name", name, "--controller", "--mode", "space", "--bind", "127.0.0.1:0",
+		"--local", "--processors", "1", "--state-dir", filepath.Join(k.dir, "state"),
+		"--realtime-priority", "0", "--nice", "0", "--log-level", "warn"}
+	var proc *os.Process
+	var addr string
+	k.start = func() {
 		t.Helper()
 		os.Remove(ready)
-		cmd := coschedCmd("agent", "--name", "i15-restart", "--controller", "--mode", "space", "--bind", "127.0.0.1:0",
-			"--local", "--processors", "1", "--state-dir", filepath.Join(dir, "state"), "--ready-file", ready,
-			"--realtime-priority", "0", "--nice", "0", "--log-level", "warn")
+		cmd := coschedCmd(append(slices.Clone(k.args), "--ready-file", ready)...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -56,41 +71,133 @@ func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 			}
 			return json.Unmarshal(b, &info)
 		})
-		return cmd.Process, info.API
+		proc, addr = cmd.Process, info.API
 	}
-	agent, api := start()
-	client := node.NewClient(api)
-	var id int64
+	k.start()
+	client := api.NewClient(addr)
 	eventually(t, 20*time.Second, func() error {
 		var err error
-		id, err = client.Submit(context.Background(), node.JobSpec{Command: escaper, Processors: 1, TimeLimit: node.Duration{D: time.Minute}})
+		k.id, err = client.Submit(context.Background(), api.JobSpec{Command: escaper, Processors: 1, TimeLimit: api.Duration{D: time.Minute}})
 		return err
 	})
 	var pids []int
 	eventually(t, 20*time.Second, func() error {
-		if pids = jobPIDs(t, dir, id); len(pids) != 4 {
+		if pids = jobPIDs(t, k.dir, k.id); len(pids) != 4 {
 			return fmt.Errorf("%d of 4 processes", len(pids))
 		}
 		return nil
 	})
-	t.Logf("job %d: processes %v", id, pids)
-	if err := agent.Kill(); err != nil {
+	t.Logf("job %d: processes %v", k.id, pids)
+	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	// The rank died with its agent (parent-death signal); its
-	// descendants did not (the child of its group, the setsid pair):
-	// only the cgroup still holds them.
 	eventually(t, 10*time.Second, func() error {
-		if n := len(jobPIDs(t, dir, id)); n != 3 {
+		if n := len(jobPIDs(t, k.dir, k.id)); n != 3 {
 			return fmt.Errorf("%d processes of the job alive after the agent's death, want the rank's 3 descendants", n)
 		}
 		return nil
 	})
-	start()
+	return k
+}
+
+// waitJobGone waits until no process of the killed agent's job is left.
+func (k killedAgent) waitJobGone(t *testing.T, after string) {
+	t.Helper()
 	eventually(t, 20*time.Second, func() error {
-		if left := jobPIDs(t, dir, id); len(left) > 0 {
-			return fmt.Errorf("processes left after the agent's restart: %v", left)
+		if left := jobPIDs(t, k.dir, k.id); len(left) > 0 {
+			return fmt.Errorf("processes left after %s: %v", after, left)
 		}
 		return nil
 	})
+}
+
+// An agent SIGKILLed leaves what its ranks setsid'd; restarted with the
+// same name and state directory it finds its previous life's job cgroups
+// and kills them.
+func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
+	needCgroups(t)
+	k := killAgentUnderEscaper(t, "i15-restart")
+	k.start()
+	k.waitJobGone(t, "the agent's restart")
+}
+
+// An agent that died and will not start again is cleaned up after by
+// `cosched agent --cleanup` with its name and state directory (systemd's
+// ExecStopPost, cluster down), which a running agent refuses.
+func TestAgentCleanupKillsWhatADeadAgentLeft(t *testing.T) {
+	needCgroups(t)
+	k := killAgentUnderEscaper(t, "i15-cleanup")
+	cleanup := func() (string, error) {
+		out, err := coschedCmd(append(slices.Clone(k.args), "--cleanup")...).CombinedOutput()
+		return string(out), err
+	}
+	k.start() // a running agent: --cleanup must not touch it
+	if out, err := cleanup(); err == nil || !strings.Contains(out, "in use by a running agent") {
+		t.Fatalf("--cleanup beside a running agent: %v\n%s\nwant refused: state dir in use", err, out)
+	}
+	k.waitJobGone(t, "the agent's restart") // (the restart cleaned its own)
+
+	k = killAgentUnderEscaper(t, "i15-cleanup2")
+	out, err := cleanup()
+	if err != nil {
+		t.Fatalf("--cleanup: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `"jobs": 1`) {
+		t.Errorf("--cleanup says %q, want one job cgroup cleaned", out)
+	}
+	k.waitJobGone(t, "--cleanup")
+}
+
+// cluster down cleans up after an agent that was SIGKILLed and never
+// restarted: what its rank setsid'd lives on in the job's cgroup until
+// then, and is gone after.
+func TestClusterDownCleansUpAfterAKilledAgent(t *testing.T) {
+	needCgroups(t)
+	dir := t.TempDir()
+	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)
+	run := func(args ...string) {
+		t.Helper()
+		cmd := coschedCmd(args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cosched %v: %v\n%s", args, err, out)
+		}
+	}
+	run("cluster", "up", "-N", "1", "--mode", "space", "--realtime-priority", "0")
+	down := false
+	t.Cleanup(func() {
+		if !down {
+			cmd := coschedCmd("cluster", "down")
+			cmd.Env = env
+			cmd.Run()
+		}
+	})
+	lc, err := localcluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := lc.Client().Submit(context.Background(), api.JobSpec{Command: escaper, Processors: 1, TimeLimit: api.Duration{D: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if n := len(jobPIDs(t, dir, id)); n != 4 {
+			return fmt.Errorf("%d of 4 processes", n)
+		}
+		return nil
+	})
+	if err := syscall.Kill(lc.Agents[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if n := len(jobPIDs(t, dir, id)); n != 3 {
+			return fmt.Errorf("%d processes of the job alive after its agent's death, want the rank's 3 descendants", n)
+		}
+		return nil
+	})
+	run("cluster", "down")
+	down = true
+	if left := jobPIDs(t, dir, id); len(left) > 0 {
+		t.Fatalf("processes left after cluster down: %v", left)
+	}
 }

@@ -13,11 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // stateDirFor resolves the state directory: the flag, else
@@ -54,7 +55,7 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 // client resolves the API address (--addr, COSCHED_ADDR, the local
 // cluster) and the credential (see clientForAddr and
 // localcluster.Cluster.ClientFor).
-func (c *clientFlags) client() (*node.Client, error) {
+func (c *clientFlags) client() (*api.Client, error) {
 	addr := c.addr
 	if addr == "" {
 		addr = os.Getenv("COSCHED_ADDR")
@@ -84,7 +85,7 @@ const defaultKeyFile = "/etc/cosched/cluster.key"
 // socket, else its key); else a token signed with the key file
 // COSCHED_KEY_FILE, or /etc/cosched/cluster.key, when this process can
 // read it; else none (an agent with a key answers 401 saying what to do).
-func clientForAddr(addr, stateDir string) (*node.Client, error) {
+func clientForAddr(addr, stateDir string) (*api.Client, error) {
 	addrs := strings.Split(addr, ",")
 	for i, a := range addrs {
 		if addrs[i] = strings.TrimSpace(a); addrs[i] == "" {
@@ -92,7 +93,7 @@ func clientForAddr(addr, stateDir string) (*node.Client, error) {
 		}
 	}
 	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
-		return node.NewUnixClient(sock), nil
+		return api.NewUnixClient(sock), nil
 	}
 	if stateDir != "" {
 		if rec, err := localcluster.Load(stateDir); err == nil && rec.Has(addrs[0]) {
@@ -104,12 +105,12 @@ func clientForAddr(addr, stateDir string) (*node.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("COSCHED_KEY_FILE: %w", err)
 		}
-		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
+		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
 	}
 	if k, err := clusterkey.Load(defaultKeyFile); err == nil {
-		return node.NewKeyClient(k, addrs[0], addrs[1:]...), nil
+		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
 	}
-	return node.NewClient(addrs[0], addrs[1:]...), nil
+	return api.NewClient(addrs[0], addrs[1:]...), nil
 }
 
 func newClusterCmd() *cobra.Command {
@@ -180,7 +181,7 @@ the last cluster's.`,
 	fl.StringVar(&f.opts.StateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
 	fl.DurationVar(&f.opts.Timeout, "timeout", f.opts.Timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
-	fl.StringVar(&f.opts.Suspend, "suspend", node.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
+	fl.StringVar(&f.opts.Suspend, "suspend", api.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
 	return cmd
 }
 
@@ -190,7 +191,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	var errs []error
 	parsed := map[string]bool{} // flags whose text did not parse: Validate's word on them is noise
 	o := f.opts
-	mode, err := node.ParseMode(f.mode)
+	mode, err := sharing.Parse(f.mode)
 	if err != nil {
 		errs, parsed["--mode"] = append(errs, fmt.Errorf("--mode: %v", err)), true
 	}
@@ -217,7 +218,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	} else {
 		o.Bandwidth = float64(bw)
 	}
-	if mode == node.Space && !changed("mpl") {
+	if mode == sharing.Space && !changed("mpl") {
 		o.MPL = 1 // the default MPL is for the time-shared modes
 	}
 	if o.StateDir, err = stateDirFor(o.StateDir); err != nil {

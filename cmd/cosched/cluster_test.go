@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
 )
 
 // Killing an agent (SIGKILL) ends its ranks and fails its job; the other
@@ -60,7 +60,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := lc.Client()
-	id, err := client.Submit(context.Background(), node.JobSpec{Command: busy, Processors: 3, TimeLimit: node.Duration{D: time.Minute}})
+	id, err := client.Submit(context.Background(), api.JobSpec{Command: busy, Processors: 3, TimeLimit: api.Duration{D: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if j.State != node.Failed || !strings.Contains(j.Reason, victim.Name) {
+		if j.State != api.Failed || !strings.Contains(j.Reason, victim.Name) {
 			return fmt.Errorf("job %s (%s), want FAILED naming %s", j.State, j.Reason, victim.Name)
 		}
 		return nil
@@ -92,14 +92,14 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		return nil
 	})
 	// A new job still runs on the survivors.
-	id2, err := client.Submit(context.Background(), node.JobSpec{Command: []string{"true"}, Processors: 2, TimeLimit: node.Duration{D: time.Minute}})
+	id2, err := client.Submit(context.Background(), api.JobSpec{Command: []string{"true"}, Processors: 2, TimeLimit: api.Duration{D: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j, err := client.Wait(context.Background(), id2, 20*time.Millisecond); err != nil || j.State != node.Completed {
+	if j, err := client.Wait(context.Background(), id2, 20*time.Millisecond); err != nil || j.State != api.Completed {
 		t.Fatalf("job on the survivors: %+v %v", j, err)
 	}
-	id3, err := client.Submit(context.Background(), node.JobSpec{Command: busy, Processors: 2, TimeLimit: node.Duration{D: time.Minute}})
+	id3, err := client.Submit(context.Background(), api.JobSpec{Command: busy, Processors: 2, TimeLimit: api.Duration{D: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestSubmitBenchAndNodesStats(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("cosched submit --bench: exit %d\n%s", code, stderr)
 	}
-	id, err := node.ParseJobID(strings.TrimSpace(out))
+	id, err := api.ParseJobID(strings.TrimSpace(out))
 	if err != nil {
 		t.Fatalf("submit printed %q", out)
 	}
@@ -236,7 +236,7 @@ func TestSubmitBenchAndNodesStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, err := lc.Client().Wait(ctx, id, 20*time.Millisecond)
-	if err != nil || j.State != node.Completed {
+	if err != nil || j.State != api.Completed {
 		t.Fatalf("job %d: %+v %v", id, j, err)
 	}
 	for _, r := range j.Ranks {

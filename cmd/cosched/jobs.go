@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/jss"
 	"io"
 	"maps"
@@ -17,12 +18,11 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/internal/slurmtime"
-	"github.com/cosched/cosched/node"
 )
 
 func newSubmitCmd() *cobra.Command {
 	var cf clientFlags
-	var spec node.JobSpec
+	var spec api.JobSpec
 	var limit, mem string
 	var parsable bool
 	var benchRuntime time.Duration
@@ -89,7 +89,7 @@ collects them for whole workloads.`,
 					errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", spec.BenchWork))
 				}
 			}
-			if _, err := node.ParseMPI(spec.MPI); err != nil {
+			if _, err := api.ParseMPI(spec.MPI); err != nil {
 				errs = append(errs, fmt.Errorf("--mpi: %v", err))
 			}
 			if cmd.Flags().Changed("nodes") {
@@ -135,7 +135,7 @@ collects them for whole workloads.`,
 			if err != nil {
 				errs = append(errs, fmt.Errorf("-t %q: %v", limit, strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(limit)))))
 			}
-			spec.TimeLimit = node.Duration{D: d}
+			spec.TimeLimit = api.Duration{D: d}
 			if spec.Overrun != "" && spec.Overrun != "kill" && spec.Overrun != "extend" {
 				errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
 			}
@@ -227,7 +227,7 @@ processes seen at once.`,
 			if jobList != "" {
 				ids = map[int64]bool{}
 				for _, item := range strings.Split(jobList, ",") {
-					id, err := node.ParseJobID(strings.TrimSpace(item))
+					id, err := api.ParseJobID(strings.TrimSpace(item))
 					if err != nil {
 						errs = append(errs, fmt.Errorf("-j %q: %v", jobList, err))
 						break
@@ -235,7 +235,7 @@ processes seen at once.`,
 					ids[id] = true
 				}
 			}
-			var want map[node.State]bool
+			var want map[api.State]bool
 			if states != "" {
 				var err error
 				if want, err = parseStates(states); err != nil {
@@ -259,7 +259,7 @@ processes seen at once.`,
 			if err != nil {
 				return err
 			}
-			jobs = slices.DeleteFunc(jobs, func(j node.Job) bool {
+			jobs = slices.DeleteFunc(jobs, func(j api.Job) bool {
 				return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
 			})
 			if cols == nil {
@@ -281,7 +281,7 @@ processes seen at once.`,
 	return cmd
 }
 
-func writeQueue(w io.Writer, jobs []node.Job, noHeader, long bool) {
+func writeQueue(w io.Writer, jobs []api.Job, noHeader, long bool) {
 	var rows [][]string
 	if !noHeader {
 		head := []string{"JOBID", "NAME", "USER", "ST", "TIME", "NODES"}
@@ -357,7 +357,7 @@ cancel is reported on standard error and the exit status is 1.`,
 			var ids []int64
 			var errs []error
 			for _, a := range args {
-				id, err := node.ParseJobID(a)
+				id, err := api.ParseJobID(a)
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -415,7 +415,7 @@ whose strobe went out late (overruns).`,
 	return cmd
 }
 
-func writeNodes(w io.Writer, rep node.NodesReport, stats bool) {
+func writeNodes(w io.Writer, rep api.NodesReport, stats bool) {
 	head := []string{"NAME", "STATE", "CPUS", "MEMORY", "COLUMNS", "JOBS", "CONTROLLER"}
 	if stats {
 		head = append(head, "APPLIED", "LOST", "LATE", "LATENCY p50/p99", "SWITCH p50/p99", "REUSES", "MSGS IN/OUT", "CGROUPS", "SUSPEND")
@@ -547,7 +547,7 @@ func warnDeprecated(cmd *cobra.Command, replacements map[string]string) {
 }
 
 // usageColumns renders a job's cgroup accounting: CPU, MAXMEM, PROCS.
-func usageColumns(u *node.JobUsage) []string {
+func usageColumns(u *api.JobUsage) []string {
 	if u == nil {
 		return []string{"-", "-", "-"}
 	}

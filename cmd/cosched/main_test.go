@@ -20,8 +20,15 @@ func TestMain(m *testing.M) {
 	// Whatever this process starts from its own binary is cosched: the
 	// agents of an in-process `cluster up`, their ranks.
 	os.Setenv(asCosched, "1")
+	os.Setenv("GORACE", childRace)
 	os.Exit(m.Run())
 }
+
+// childRace is the race detector's setting for the processes the tests
+// start from this binary: without atexit_sleep_ms=0 every race-built
+// process sleeps a second as it exits, and a cluster's stop waits that
+// second per agent (CI's loaded 2-core machine ran a 5 s bound out).
+const childRace = "atexit_sleep_ms=0"
 
 // coschedCmd is `cosched args…` as a process (this binary, see TestMain).
 func coschedCmd(args ...string) *exec.Cmd {

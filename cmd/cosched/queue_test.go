@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/api"
 )
 
 func TestQueueFormat(t *testing.T) {
-	jobs := []node.Job{
-		{ID: 7, Spec: node.JobSpec{Name: "solver", User: "alice", Processors: 4, TimeLimit: node.Duration{D: 90 * time.Minute}},
-			State: node.Running, Nodes: []string{"a0", "a0", "a1", "a1"}, Elapsed: node.Duration{D: 123 * time.Second}},
-		{ID: 12, Spec: node.JobSpec{Bench: "50ms,25ms,news,NB", Processors: 2, TimeLimit: node.Duration{D: 26 * time.Hour}},
-			State: node.Pending, Reason: "no room in any row"},
+	jobs := []api.Job{
+		{ID: 7, Spec: api.JobSpec{Name: "solver", User: "alice", Processors: 4, TimeLimit: api.Duration{D: 90 * time.Minute}},
+			State: api.Running, Nodes: []string{"a0", "a0", "a1", "a1"}, Elapsed: api.Duration{D: 123 * time.Second}},
+		{ID: 12, Spec: api.JobSpec{Bench: "50ms,25ms,news,NB", Processors: 2, TimeLimit: api.Duration{D: 26 * time.Hour}},
+			State: api.Pending, Reason: "no room in any row"},
 	}
 	for _, tc := range []struct {
 		format   string
@@ -54,7 +54,7 @@ func TestQueueFormat(t *testing.T) {
 
 func TestQueueStates(t *testing.T) {
 	got, err := parseStates("pd,RUNNING,canceled")
-	if err != nil || len(got) != 3 || !got[node.Pending] || !got[node.Running] || !got[node.Cancelled] {
+	if err != nil || len(got) != 3 || !got[api.Pending] || !got[api.Running] || !got[api.Cancelled] {
 		t.Errorf("%v %v", got, err)
 	}
 	if all, err := parseStates("all"); err != nil || len(all) != 6 {

@@ -6,32 +6,32 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/slurmtime"
-	"github.com/cosched/cosched/node"
 )
 
 // queueField is one of squeue's % fields that cosched knows.
 type queueField struct {
 	header string
-	value  func(j node.Job) string
+	value  func(j api.Job) string
 }
 
 // queueFields returns the squeue % fields cosched supports (squeue(1)).
 func queueFields() map[byte]queueField {
 	return map[byte]queueField{
-		'i': {"JOBID", func(j node.Job) string { return strconv.FormatInt(j.ID, 10) }},
+		'i': {"JOBID", func(j api.Job) string { return strconv.FormatInt(j.ID, 10) }},
 		'j': {"NAME", jobName},
-		'u': {"USER", func(j node.Job) string { return orDash(j.Spec.User) }},
-		't': {"ST", func(j node.Job) string { return j.State.Code() }},
-		'T': {"STATE", func(j node.Job) string { return string(j.State) }},
-		'M': {"TIME", func(j node.Job) string { return slurmtime.Format(j.Elapsed.D) }},
-		'l': {"TIME_LIMIT", func(j node.Job) string { return slurmtime.Format(j.Spec.TimeLimit.D) }},
+		'u': {"USER", func(j api.Job) string { return orDash(j.Spec.User) }},
+		't': {"ST", func(j api.Job) string { return j.State.Code() }},
+		'T': {"STATE", func(j api.Job) string { return string(j.State) }},
+		'M': {"TIME", func(j api.Job) string { return slurmtime.Format(j.Elapsed.D) }},
+		'l': {"TIME_LIMIT", func(j api.Job) string { return slurmtime.Format(j.Spec.TimeLimit.D) }},
 		'D': {"NODES", nodeCount},
-		'C': {"CPUS", func(j node.Job) string { return strconv.Itoa(j.Spec.Processors) }},
+		'C': {"CPUS", func(j api.Job) string { return strconv.Itoa(j.Spec.Processors) }},
 		'R': {"NODELIST(REASON)", nodesOrReason},
-		'N': {"NODELIST", func(j node.Job) string { return strings.Join(distinct(j.Nodes), ",") }},
-		'r': {"REASON", func(j node.Job) string { return orDash(j.Reason) }},
-		'P': {"PARTITION", func(node.Job) string { return "-" }}, // one partition: the cluster
+		'N': {"NODELIST", func(j api.Job) string { return strings.Join(distinct(j.Nodes), ",") }},
+		'r': {"REASON", func(j api.Job) string { return orDash(j.Reason) }},
+		'P': {"PARTITION", func(api.Job) string { return "-" }}, // one partition: the cluster
 	}
 }
 
@@ -101,7 +101,7 @@ func parseQueueFormat(s string) ([]queueColumn, error) {
 
 // writeQueueFormat prints jobs with a parsed format, with a header line
 // unless noHeader.
-func writeQueueFormat(w io.Writer, cols []queueColumn, jobs []node.Job, noHeader bool) {
+func writeQueueFormat(w io.Writer, cols []queueColumn, jobs []api.Job, noHeader bool) {
 	line := func(value func(f *queueField) string) {
 		var b strings.Builder
 		for _, c := range cols {
@@ -140,7 +140,7 @@ func pad(s string, width int, right bool) string {
 
 // jobName is the job's name, else its program, else what a benchmark job
 // runs, so NAME is never empty.
-func jobName(j node.Job) string {
+func jobName(j api.Job) string {
 	switch {
 	case j.Spec.Name != "":
 		return j.Spec.Name
@@ -152,15 +152,15 @@ func jobName(j node.Job) string {
 	return "-"
 }
 
-func nodeCount(j node.Job) string {
-	if j.State == node.Pending {
+func nodeCount(j api.Job) string {
+	if j.State == api.Pending {
 		return "-"
 	}
 	return strconv.Itoa(len(distinct(j.Nodes)))
 }
 
-func nodesOrReason(j node.Job) string {
-	if j.State == node.Pending || j.Reason != "" && j.State.Done() {
+func nodesOrReason(j api.Job) string {
+	if j.State == api.Pending || j.Reason != "" && j.State.Done() {
 		return "(" + j.Reason + ")"
 	}
 	return strings.Join(distinct(j.Nodes), ",")
@@ -168,9 +168,9 @@ func nodesOrReason(j node.Job) string {
 
 // parseStates reads -t/--states: squeue's codes or names, comma-separated,
 // or "all".
-func parseStates(s string) (map[node.State]bool, error) {
-	all := []node.State{node.Pending, node.Running, node.Completed, node.Failed, node.Cancelled, node.Timeout}
-	want := map[node.State]bool{}
+func parseStates(s string) (map[api.State]bool, error) {
+	all := []api.State{api.Pending, api.Running, api.Completed, api.Failed, api.Cancelled, api.Timeout}
+	want := map[api.State]bool{}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.ToUpper(strings.TrimSpace(item))
 		if item == "ALL" {
@@ -181,7 +181,7 @@ func parseStates(s string) (map[node.State]bool, error) {
 		}
 		found := false
 		for _, st := range all {
-			if item == string(st) || item == st.Code() || st == node.Cancelled && item == "CANCELED" {
+			if item == string(st) || item == st.Code() || st == api.Cancelled && item == "CANCELED" {
 				want[st], found = true, true
 			}
 		}

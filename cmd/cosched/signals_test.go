@@ -236,6 +236,23 @@ func TestSignalStopsAgent(t *testing.T) {
 	}
 }
 
+// TestSignalStopsStartingAgent: an agent still trying to join peers that
+// do not answer stops at SIGTERM, without waiting out its join rounds
+// (cluster up and the systemd unit stop agents that are starting).
+func TestSignalStopsStartingAgent(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "agent")
+	c := startChild(t, dir, nil, "agent", "--name", "sig1", "--bind", "127.0.0.1:0", "--local", "--join", "127.0.0.1:1",
+		"--state-dir", state, "--realtime-priority", "0", "--nice", "0", "--log-format", "json")
+	c.waitFor(t, "a failed join round", func() bool { return strings.Contains(c.stderr.String(), "join failed; retrying") })
+	if code := c.stop(t, syscall.SIGTERM); code != 143 {
+		t.Errorf("exit status %d, want 143 (stopped before it started); stderr:\n%s", code, c.stderr.String())
+	}
+	if !strings.Contains(c.stderr.String(), "context canceled") {
+		t.Errorf("the agent does not say its start was cancelled; stderr:\n%s", c.stderr.String())
+	}
+}
+
 // TestSignalStopsBenchStrobe: a benchmark that started a cluster stops its
 // agents and exits non-zero. (It keeps the cluster's state directory, with
 // the agents' logs, whenever it fails; an interruption counts as a failure.)

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/localcluster"
-	"github.com/cosched/cosched/node"
 )
 
 // An agent that is not root runs jobs only for its own user: it refuses
@@ -104,17 +104,17 @@ func TestUnprivilegedAgentServesOnlyItsUser(t *testing.T) {
 		return json.Unmarshal(b, &info)
 	})
 	ctx := context.Background()
-	spec := node.JobSpec{Command: []string{"sleep", "100"}, Processors: 1, TimeLimit: node.Duration{D: time.Minute}, Dir: dir}
+	spec := api.JobSpec{Command: []string{"sleep", "100"}, Processors: 1, TimeLimit: api.Duration{D: time.Minute}, Dir: dir}
 
 	// Root (this test) is another user to this agent.
-	_, err = node.NewKeyClient(key, info.API).Submit(ctx, spec)
-	var e *node.Error
+	_, err = api.NewKeyClient(key, info.API).Submit(ctx, spec)
+	var e *api.Error
 	if !errors.As(err, &e) || e.Status != http.StatusForbidden || !strings.Contains(e.Message, "run as "+name+", not root") {
 		t.Errorf("root's submission to %s's agent: %v, want 403 saying the agents run as %s\nagent log:\n%s", name, err, name, agentLog())
 	}
 	// The agent's own user is served.
 	tok, _ := key.Mint(uid, gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)
-	cl := node.NewClient(info.API)
+	cl := api.NewClient(info.API)
 	cl.Token = func() (string, error) { return tok, nil }
 	id, err := cl.Submit(ctx, spec)
 	if err != nil {

@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"slices"
 	"time"
 )
@@ -110,7 +111,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		case j == nil:
 			m.send(r.Name, Message{Kill: &Kill{Job: id, Reason: "not a job of this controller"}})
 			continue
-		case j.State != Running:
+		case j.State != api.Running:
 			m.send(r.Name, Message{Kill: &Kill{Job: id, Reason: "job ended: " + string(j.State)}})
 			continue
 		case j.finishing():
@@ -131,7 +132,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 	// (it restarted, or a launch never reached it).
 	for _, id := range slices.Clone(m.order) {
 		j := m.jobs[id]
-		if j == nil || j.State != Running || !slices.Contains(j.Agents, r.Name) {
+		if j == nil || j.State != api.Running || !slices.Contains(j.Agents, r.Name) {
 			continue
 		}
 		for i := range j.Ranks {
@@ -142,7 +143,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 			rk.Exited, rk.Code, rk.Error = true, -1, "lost: node "+r.Name+" does not run it"
 			m.rankEnded(j, rk, true, fmt.Sprintf("rank %d lost on %s", i, r.Name))
 		}
-		if j.State == Running && !j.finishing() && m.cfg.MPL > 1 {
+		if j.State == api.Running && !j.finishing() && m.cfg.MPL > 1 {
 			// Rows may have changed while it was away: restate them all.
 			for row := range m.cfg.MPL {
 				m.send(r.Name, Message{Alternate: &Alternate{Job: id, Row: row, On: slices.Contains(j.Rows, row)}})
@@ -177,7 +178,7 @@ func (m *Machine) AgentGone(name, why string) {
 	a.downSince = time.Time{} // nothing to wait for
 	for _, id := range slices.Clone(m.order) {
 		j := m.jobs[id]
-		if j == nil || j.State != Running || !slices.Contains(j.Agents, name) {
+		if j == nil || j.State != api.Running || !slices.Contains(j.Agents, name) {
 			continue
 		}
 		for i := range j.Ranks {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node/ctl"
 )
@@ -28,7 +29,7 @@ func history(b *testing.B) (ctl.Config, []ctl.Record, *ctl.Machine) {
 			b.Fatal(err)
 		}
 	}
-	spec := ctl.JobSpec{Command: []string{"x"}, Processors: 1, TimeLimit: ctl.Duration{D: time.Hour}}
+	spec := api.JobSpec{Command: []string{"x"}, Processors: 1, TimeLimit: api.Duration{D: time.Hour}}
 	for i := range 2000 {
 		now = now.Add(time.Second)
 		m.Tick(now)
@@ -83,7 +84,7 @@ func BenchmarkSubmit(b *testing.B) {
 	if err := m.AgentUp(ctl.AgentReport{Name: "a", CPUs: 64}); err != nil {
 		b.Fatal(err)
 	}
-	spec := ctl.JobSpec{Command: []string{"x"}, Processors: 64, TimeLimit: ctl.Duration{D: time.Hour}}
+	spec := api.JobSpec{Command: []string{"x"}, Processors: 64, TimeLimit: api.Duration{D: time.Hour}}
 	now := origin
 	n := 0
 	for b.Loop() {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 )
 
@@ -31,24 +32,28 @@ type Config struct {
 var (
 	ErrNotFound = errors.New("no such job")
 	ErrEnded    = errors.New("job already ended")
+	// ErrNoAgents: no agent has registered its processors yet (the
+	// controller has just started or taken over): a submission may be
+	// repeated in a moment.
+	ErrNoAgents = errors.New("no agent has registered with the controller yet (it has just started or taken over); retry in a moment")
 )
 
 // Job is the machine's record of a job; the machine hands out copies.
 type Job struct {
 	ID      int64
-	Spec    JobSpec
-	State   State
+	Spec    api.JobSpec
+	State   api.State
 	Reason  string // why it failed (pending jobs: see Explain)
 	Submit  time.Time
 	Start   time.Time
 	End     time.Time
 	Row     int
-	Rows    []int      // the rows it runs in (own and alternates), sorted
-	Columns []int      // its matrix columns, by rank
-	Ranks   []RankInfo // by rank
-	Agents  []string   // agents hosting ranks, sorted
-	Ending  State      // the final state decided while ranks are being stopped ("" if none)
-	Exited  int        // ranks ended
+	Rows    []int          // the rows it runs in (own and alternates), sorted
+	Columns []int          // its matrix columns, by rank
+	Ranks   []api.RankInfo // by rank
+	Agents  []string       // agents hosting ranks, sorted
+	Ending  api.State      // the final state decided while ranks are being stopped ("" if none)
+	Exited  int            // ranks ended
 }
 
 type job struct{ Job }
@@ -56,17 +61,17 @@ type job struct{ Job }
 func (j *job) finishing() bool { return j.Ending != "" }
 
 func (j *job) place(at time.Time, row int, cols []int, nodes []string) {
-	j.State, j.Start, j.Row, j.Rows = Running, at, row, []int{row}
+	j.State, j.Start, j.Row, j.Rows = api.Running, at, row, []int{row}
 	j.Columns = slices.Clone(cols)
-	j.Ranks = make([]RankInfo, len(cols))
+	j.Ranks = make([]api.RankInfo, len(cols))
 	for r := range cols {
-		j.Ranks[r] = RankInfo{Rank: r, Node: nodes[r]}
+		j.Ranks[r] = api.RankInfo{Rank: r, Node: nodes[r]}
 	}
 	j.Agents = slices.Compact(slices.Sorted(slices.Values(slices.Clone(nodes))))
 }
 
 // setRank records a rank's pid or exit.
-func (j *job) setRank(r RankInfo) {
+func (j *job) setRank(r api.RankInfo) {
 	old := &j.Ranks[r.Rank]
 	if r.Exited && !old.Exited {
 		j.Exited++
@@ -213,7 +218,7 @@ func (m *Machine) pass() {
 		case gang.Start:
 			m.startJob(j, d)
 		case gang.Kill:
-			m.endJob(j, Timeout, fmt.Sprintf("time limit %v reached", j.Spec.TimeLimit.D))
+			m.endJob(j, api.Timeout, fmt.Sprintf("time limit %v reached", j.Spec.TimeLimit.D))
 		case gang.Alternate, gang.AlternateEnd:
 			m.setRow(j, d.Row, d.Kind == gang.Alternate)
 		}
@@ -221,7 +226,7 @@ func (m *Machine) pass() {
 	if m.resync {
 		m.resync = false
 		for _, id := range m.order {
-			if j := m.jobs[id]; j.State == Running {
+			if j := m.jobs[id]; j.State == api.Running {
 				want := slices.Sorted(slices.Values(append([]int{j.Row}, m.core.Alternates(gang.JobID(id))...)))
 				for _, r := range j.Rows {
 					if !slices.Contains(want, r) {
@@ -290,7 +295,7 @@ func (m *Machine) change(j *job, reason string) {
 
 // endJob decides a running job's final state and stops its ranks; the job
 // is finished once every rank has gone.
-func (m *Machine) endJob(j *job, st State, reason string) {
+func (m *Machine) endJob(j *job, st api.State, reason string) {
 	if j.finishing() || j.State.Done() {
 		return
 	}
@@ -307,7 +312,7 @@ func (m *Machine) maybeFinish(j *job) {
 	if j.Exited < len(j.Ranks) || j.State.Done() {
 		return
 	}
-	j.State = Completed
+	j.State = api.Completed
 	if j.Ending != "" {
 		j.State = j.Ending
 	}
@@ -341,15 +346,24 @@ func (m *Machine) addJob(j *job) {
 }
 
 // Submit queues a job and returns its id.
-func (m *Machine) Submit(spec JobSpec) (int64, error) {
-	if err := spec.Validate(m.core.Online()); err != nil {
+//
+// A job may be as wide as the processors of every agent the controller
+// knows, up or down (as Slurm queues a job whose nodes are down): one
+// wider than those in service waits aside until they are back. Before any
+// agent has registered, Submit returns ErrNoAgents.
+func (m *Machine) Submit(spec api.JobSpec) (int64, error) {
+	known := m.knownProcessors()
+	if known == 0 {
+		return 0, ErrNoAgents
+	}
+	if err := spec.Validate(known); err != nil {
 		return 0, err
 	}
 	id := m.nextID + 1
 	if spec.Bench != "" && spec.BenchSeed == 0 {
 		spec.BenchSeed = uint64(id) // distinct, reproducible draws per job
 	}
-	j := &job{Job{ID: id, Spec: spec, State: Pending, Submit: m.now}}
+	j := &job{Job{ID: id, Spec: spec, State: api.Pending, Submit: m.now}}
 	if err := m.core.Submit(m.gangJob(j), m.ct()); err != nil {
 		return 0, fmt.Errorf("ctl: %w", err)
 	}
@@ -369,8 +383,8 @@ func (m *Machine) Cancel(id int64) error {
 		return fmt.Errorf("job %d: %w", id, ErrNotFound)
 	case j.State.Done() || j.finishing():
 		return fmt.Errorf("job %d: %w (%s)", id, ErrEnded, j.State)
-	case j.State == Pending:
-		j.State, j.Reason, j.End = Cancelled, "cancelled before it started", m.now
+	case j.State == api.Pending:
+		j.State, j.Reason, j.End = api.Cancelled, "cancelled before it started", m.now
 		if err := m.core.Finished(gang.JobID(id), m.ct()); err != nil {
 			panic(fmt.Sprintf("ctl: job %d: the core does not know it: %v", id, err))
 		}
@@ -378,7 +392,7 @@ func (m *Machine) Cancel(id int64) error {
 		m.change(j, j.Reason)
 		m.finished(j)
 	default:
-		m.endJob(j, Cancelled, "cancelled")
+		m.endJob(j, api.Cancelled, "cancelled")
 	}
 	return nil
 }
@@ -391,8 +405,8 @@ func (m *Machine) RankExit(x RankExit) bool {
 	if j == nil || x.Rank < 0 || x.Rank >= len(j.Ranks) || j.Ranks[x.Rank].Exited || j.Ranks[x.Rank].Node != x.Node {
 		return false
 	}
-	r := RankInfo{Rank: x.Rank, Node: x.Node, Exited: true, PID: x.PID, Code: x.Code, Signal: x.Signal, Error: x.Err,
-		CPUTime: Duration{D: x.CPUTime}, MaxRSS: x.MaxRSS, Bench: x.Stats, Usage: x.Usage}
+	r := api.RankInfo{Rank: x.Rank, Node: x.Node, Exited: true, PID: x.PID, Code: x.Code, Signal: x.Signal, Error: x.Err,
+		CPUTime: api.Duration{D: x.CPUTime}, MaxRSS: x.MaxRSS, Bench: x.Stats, Usage: x.Usage}
 	if x.Failure != "" && r.Error == "" {
 		r.Error = x.Failure
 	}
@@ -400,11 +414,11 @@ func (m *Machine) RankExit(x RankExit) bool {
 	return true
 }
 
-func (m *Machine) rankEnded(j *job, r RankInfo, failed bool, why string) {
+func (m *Machine) rankEnded(j *job, r api.RankInfo, failed bool, why string) {
 	j.setRank(r)
 	m.persist(Record{Kind: RecRank, Job: j.ID, Rank: &r})
 	if failed && !j.finishing() {
-		m.endJob(j, Failed, why)
+		m.endJob(j, api.Failed, why)
 	}
 	m.maybeFinish(j)
 }
@@ -422,6 +436,16 @@ func (m *Machine) Advance() { m.ready = Ready{} }
 func (m *Machine) Slice(now time.Time) Strobe {
 	m.seq++
 	return Strobe{Seq: m.seq, Row: m.core.Slice(m.coreTime(now)), Epoch: m.memberEpoch}
+}
+
+// knownProcessors is the processors of every agent the machine knows, up
+// or down.
+func (m *Machine) knownProcessors() int {
+	n := 0
+	for _, a := range m.agents {
+		n += a.cpus
+	}
+	return n
 }
 
 // Online is the number of processors in service.

@@ -1,6 +1,9 @@
 package ctl
 
-import "time"
+import (
+	"github.com/cosched/cosched/api"
+	"time"
+)
 
 // Ready is one batch of effects, to carry out in the order of its fields
 // (see the package comment), then acknowledge with Advance.
@@ -62,7 +65,7 @@ type Alternate struct {
 // Change is a job's new state, and why.
 type Change struct {
 	Job    int64
-	State  State
+	State  api.State
 	Reason string
 }
 
@@ -104,8 +107,8 @@ type RankExit struct {
 	Err     string // it could not be started
 	// Failure is why the agent counts a rank that exited 0 as failed.
 	Failure string
-	Stats   *BenchStats
-	Usage   *NodeUsage // the job's accounting on the node, with its last rank there
+	Stats   *api.BenchStats
+	Usage   *api.NodeUsage // the job's accounting on the node, with its last rank there
 }
 
 func (x *RankExit) failed() bool {

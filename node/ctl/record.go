@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 )
 
@@ -37,20 +38,20 @@ func (k RecordKind) String() string {
 // Record is one change to persist. It is a flat, msgpack-serializable
 // union: Kind says which fields are set.
 type Record struct {
-	Kind    RecordKind `msgpack:"k"`
-	Job     int64      `msgpack:"j,omitempty"`
-	At      time.Time  `msgpack:"t,omitempty"`
-	Spec    *JobSpec   `msgpack:"spec,omitempty"`
-	Row     int        `msgpack:"row,omitempty"`
-	Rows    []int      `msgpack:"rows,omitempty"`
-	Columns []int      `msgpack:"cols,omitempty"`
-	Nodes   []string   `msgpack:"nodes,omitempty"`
-	Rank    *RankInfo  `msgpack:"rank,omitempty"`
-	State   State      `msgpack:"state,omitempty"`
-	Reason  string     `msgpack:"reason,omitempty"`
-	Agent   string     `msgpack:"agent,omitempty"`
-	Base    int        `msgpack:"base,omitempty"`
-	CPUs    int        `msgpack:"cpus,omitempty"`
+	Kind    RecordKind    `msgpack:"k"`
+	Job     int64         `msgpack:"j,omitempty"`
+	At      time.Time     `msgpack:"t,omitempty"`
+	Spec    *api.JobSpec  `msgpack:"spec,omitempty"`
+	Row     int           `msgpack:"row,omitempty"`
+	Rows    []int         `msgpack:"rows,omitempty"`
+	Columns []int         `msgpack:"cols,omitempty"`
+	Nodes   []string      `msgpack:"nodes,omitempty"`
+	Rank    *api.RankInfo `msgpack:"rank,omitempty"`
+	State   api.State     `msgpack:"state,omitempty"`
+	Reason  string        `msgpack:"reason,omitempty"`
+	Agent   string        `msgpack:"agent,omitempty"`
+	Base    int           `msgpack:"base,omitempty"`
+	CPUs    int           `msgpack:"cpus,omitempty"`
 }
 
 func (m *Machine) persist(r Record) { m.ready.Records = append(m.ready.Records, r) }
@@ -106,7 +107,7 @@ func (m *Machine) apply(r Record) error {
 			return fmt.Errorf("job %d: duplicate, or no spec", r.Job)
 		}
 		m.nextID = max(m.nextID, r.Job)
-		m.addJob(&job{Job: Job{ID: r.Job, Spec: *r.Spec, State: Pending, Submit: r.At}})
+		m.addJob(&job{Job: Job{ID: r.Job, Spec: *r.Spec, State: api.Pending, Submit: r.At}})
 		return nil
 	}
 	j := m.jobs[r.Job]
@@ -151,9 +152,9 @@ func (m *Machine) rebuildCore() error {
 		gj := m.gangJob(j)
 		gj.Submit = min(gj.Submit, t)
 		switch {
-		case j.State == Pending:
+		case j.State == api.Pending:
 			err = core.Submit(gj, t)
-		case j.State == Running:
+		case j.State == api.Running:
 			err = core.Resume(gj, j.Row, j.Columns, min(max(j.Start.Sub(m.origin), 0), t), t)
 		}
 		if err != nil {
@@ -175,7 +176,7 @@ func (m *Machine) Snapshot() []Record {
 		j := m.jobs[id]
 		spec := j.Spec
 		rs = append(rs, Record{Kind: RecSubmitted, Job: id, At: j.Submit, Spec: &spec})
-		if j.Start.IsZero() && j.State != Running {
+		if j.Start.IsZero() && j.State != api.Running {
 			continue
 		}
 		nodes := make([]string, len(j.Ranks))

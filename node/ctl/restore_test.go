@@ -8,6 +8,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node/ctl"
 )
@@ -55,7 +56,7 @@ func TestRestoreReproducesTheTable(t *testing.T) {
 			if want, got := table(m, true), table(r, true); want != got {
 				t.Fatalf("seed %d: table restored from the %s:\n%s\nwant\n%s", seed, name, got, want)
 			}
-			if _, err := r.Submit(ctl.JobSpec{Command: []string{"x"}, Processors: 1, TimeLimit: ctl.Duration{D: time.Second}}); err != nil && r.Online() > 0 {
+			if _, err := r.Submit(api.JobSpec{Command: []string{"x"}, Processors: 1, TimeLimit: api.Duration{D: time.Second}}); err != nil && r.Online() > 0 {
 				t.Fatalf("seed %d: the restored machine refuses a job: %v", seed, err)
 			}
 		}
@@ -93,7 +94,7 @@ func randomInput(rng *rand.Rand, m *ctl.Machine) {
 	name := agentNames[rng.IntN(len(agentNames))]
 	switch rng.IntN(10) {
 	case 0, 1, 2:
-		spec := ctl.JobSpec{Command: []string{"x"}, Processors: 1 + rng.IntN(6), TimeLimit: ctl.Duration{D: time.Duration(1+rng.IntN(20)) * time.Second}}
+		spec := api.JobSpec{Command: []string{"x"}, Processors: 1 + rng.IntN(6), TimeLimit: api.Duration{D: time.Duration(1+rng.IntN(20)) * time.Second}}
 		if rng.IntN(3) == 0 {
 			spec.Overrun = "extend"
 		}
@@ -149,7 +150,7 @@ func TestSnapshotKeepsTheHistoryOrder(t *testing.T) {
 	if err := m.AgentUp(ctl.AgentReport{Name: "a", CPUs: 4}); err != nil {
 		t.Fatal(err)
 	}
-	spec := ctl.JobSpec{Command: []string{"x"}, Processors: 1, TimeLimit: ctl.Duration{D: time.Hour}}
+	spec := api.JobSpec{Command: []string{"x"}, Processors: 1, TimeLimit: api.Duration{D: time.Hour}}
 	for range 4 {
 		if _, err := m.Submit(spec); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node/ctl"
 )
@@ -99,8 +100,8 @@ func TestScripts(t *testing.T) {
 			case "agent-gone":
 				return input(func() error { m.AgentGone(strArg(t, d, "name", ""), "left the cluster"); return nil })
 			case "submit":
-				spec := ctl.JobSpec{Command: []string{"true"}, Processors: intArg(t, d, "procs", 1),
-					TimeLimit: ctl.Duration{D: time.Duration(intArg(t, d, "limit", 60)) * time.Second}}
+				spec := api.JobSpec{Command: []string{"true"}, Processors: intArg(t, d, "procs", 1),
+					TimeLimit: api.Duration{D: time.Duration(intArg(t, d, "limit", 60)) * time.Second}}
 				if d.HasArg("extend") {
 					spec.Overrun = "extend"
 				}
@@ -209,7 +210,7 @@ func formatRecord(r ctl.Record) string {
 	return s
 }
 
-func formatRank(r ctl.RankInfo) string {
+func formatRank(r api.RankInfo) string {
 	s := fmt.Sprintf("rank %d on %s", r.Rank, r.Node)
 	if r.PID != 0 {
 		s += fmt.Sprintf(" pid %d", r.PID)

@@ -81,6 +81,8 @@ type Tree struct {
 	b      backend
 	log    *zap.Logger
 
+	cleaned int // job cgroups of a previous life killed and removed by Open
+
 	mu       sync.Mutex
 	jobs     map[int64]*Job
 	removing sync.WaitGroup // Removes in progress (Close waits for them)
@@ -144,7 +146,9 @@ func Open(cfg Config) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobcg: %s: %w", cfg.Mode, err)
 	}
-	if n, err := t.cleanLeftovers(); err != nil {
+	n, err := t.cleanLeftovers()
+	t.cleaned = n
+	if err != nil {
 		t.log.Error("cleaning the previous life's job cgroups", zap.Error(err))
 	} else if n > 0 {
 		t.log.Warn("killed and removed job cgroups a previous life of this agent left", zap.Int("jobs", n))
@@ -156,6 +160,10 @@ func Open(cfg Config) (*Tree, error) {
 	}
 	return t, nil
 }
+
+// Cleaned is how many job cgroups of a previous life of the agent Open
+// killed and removed.
+func (t *Tree) Cleaned() int { return t.cleaned }
 
 // Mode says how jobs are contained.
 func (t *Tree) Mode() Mode { return t.mode }

@@ -1,35 +1,10 @@
-package node
+package api
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cosched/cosched/node/ctl"
-)
-
-// The job model lives in node/ctl, the controller's state machine; the API
-// re-exports it under its historical names.
-type (
-	JobSpec    = ctl.JobSpec
-	State      = ctl.State
-	RankInfo   = ctl.RankInfo
-	BenchStats = ctl.BenchStats
-	Duration   = ctl.Duration
-	// Owner is the user a job belongs to and runs as. The agent sets it
-	// from the authenticated caller; a client cannot choose it.
-	Owner = ctl.Owner
-)
-
-// Job states.
-const (
-	Pending   = ctl.Pending
-	Running   = ctl.Running
-	Completed = ctl.Completed
-	Failed    = ctl.Failed
-	Cancelled = ctl.Cancelled
-	Timeout   = ctl.Timeout
 )
 
 // Job is a job as the API reports it.

@@ -1,4 +1,4 @@
-package node
+package api
 
 import (
 	"bytes"

@@ -1,7 +1,8 @@
-package node
+package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -171,4 +172,17 @@ func TestClientLocalStatsStayWithTheirAgent(t *testing.T) {
 	if _, err := c.LocalStats(context.Background(), 0); err == nil || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("local stats of a dead agent: %v", err)
 	}
+}
+
+// writeJSON and writeError answer as the agents do (node/httpapi.go).
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, APIError{Error: msg})
 }

@@ -1,4 +1,8 @@
-package node
+// Package sharing names how a cluster shares its processors among jobs:
+// space sharing, gang scheduling, buffered coscheduling, or no
+// coordination. The runtime, the API, the simulator and the CLI use its one
+// Mode type and its one spelling.
+package sharing
 
 import (
 	"fmt"
@@ -33,7 +37,7 @@ const (
 func Modes() []Mode { return []Mode{Space, Gang, BCS, Local} }
 
 // ParseMode resolves a mode name; the error lists the valid ones.
-func ParseMode(s string) (Mode, error) {
+func Parse(s string) (Mode, error) {
 	for _, m := range Modes() {
 		if strings.EqualFold(string(m), s) {
 			return m, nil

@@ -1,4 +1,4 @@
-package ctl
+package api
 
 import (
 	"encoding/json"
@@ -60,7 +60,8 @@ const (
 	MPIPMI1 = "pmi1" // MPICH's simple PMI-1 over a socketpair (PMI_FD)
 )
 
-// Validate reports every problem with a spec at once.
+// Validate reports every problem with a spec at once; maxProcs < 0 leaves
+// its width unchecked.
 func (s *JobSpec) Validate(maxProcs int) error {
 	var errs []string
 	switch {
@@ -95,7 +96,7 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	case s.Processors < 1:
 		errs = append(errs, fmt.Sprintf("processors: %d, must be at least 1", s.Processors))
 	case maxProcs >= 0 && s.Processors > maxProcs:
-		errs = append(errs, fmt.Sprintf("processors: %d, more than the cluster's %d in service", s.Processors, maxProcs))
+		errs = append(errs, fmt.Sprintf("processors: %d, more than the cluster's %d processors", s.Processors, maxProcs))
 	}
 	if s.TimeLimit.D <= 0 {
 		errs = append(errs, fmt.Sprintf("time_limit: %v, must be positive", s.TimeLimit.D))
