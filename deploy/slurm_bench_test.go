@@ -196,8 +196,18 @@ func TestSlurmBenchRunCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	reaped := make(chan struct{})
+	go func() { done <- cmd.Wait(); close(reaped) }()
+	t.Cleanup(func() {
+		select {
+		case <-reaped:
+			// Its group id is free, and pids are reused (within seconds on
+			// a busy machine with pid_max 32768): killing it now could hit
+			// another test's rank, which leads a group of its own.
+		default:
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := os.Stat(hang); err == nil {

@@ -157,6 +157,21 @@ type Agent struct {
 	// aside), so Restart starts it again the same way, over the same
 	// state directory (its journal, if it is a controller).
 	Args []string `json:"args,omitempty"`
+	// StartTicks is when its process started (clock ticks since boot,
+	// /proc/PID/stat): with PID, who it is. A pid is reused once its
+	// process is gone (within seconds on a busy host); signalling a
+	// recorded pid must not reach another cluster's agent.
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+}
+
+// running reports whether the agent's process still runs: its pid is a
+// live cosched agent started when it was (records without StartTicks,
+// from an older cosched, trust the pid).
+func (a Agent) running() bool {
+	if !alive(a.PID) {
+		return false
+	}
+	return a.StartTicks == 0 || startTicks(a.PID) == a.StartTicks
 }
 
 // Ready is what an agent started with --ready-file writes there once it
@@ -418,7 +433,7 @@ func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent
 	if err != nil {
 		return fmt.Errorf("start agent %s: %w", a.Name, err)
 	}
-	a.PID = p.pid
+	a.PID, a.StartTicks = p.pid, startTicks(p.pid)
 	info, err := waitReady(ctx, ready, p.exited, deadline)
 	if err != nil {
 		if line := lastError(a.Log, p.logFrom); line != "" {
@@ -434,7 +449,7 @@ func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent
 func (c *Cluster) Dead() []string {
 	var dead []string
 	for _, a := range c.Agents {
-		if !alive(a.PID) {
+		if !a.running() {
 			dead = append(dead, a.Name)
 		}
 	}
@@ -449,7 +464,7 @@ func (c *Cluster) Dead() []string {
 func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration) ([]string, error) {
 	var live []string
 	for _, a := range c.Agents {
-		if alive(a.PID) {
+		if a.running() {
 			live = append(live, a.Gossip)
 		}
 	}
@@ -463,7 +478,7 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 	var restarted []string
 	for i := range c.Agents {
 		a := &c.Agents[i]
-		if alive(a.PID) {
+		if a.running() {
 			continue
 		}
 		if len(a.Args) == 0 {
@@ -631,11 +646,30 @@ func lastError(logPath string, from int64) string {
 // Alive reports whether any agent of the cluster still runs.
 func (c *Cluster) Alive() bool {
 	for _, a := range c.Agents {
-		if alive(a.PID) {
+		if a.running() {
 			return true
 		}
 	}
 	return false
+}
+
+// startTicks is a process's start time in clock ticks since boot (field 22
+// of /proc/PID/stat), 0 if it is gone.
+func startTicks(pid int) uint64 {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat[i+1:])) // fields 3 on
+	if len(fields) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(fields[19], 10, 64)
+	return n
 }
 
 // alive reports whether pid is a live cosched agent (not a zombie, not a
@@ -771,7 +805,7 @@ func freshJournals(dir string) (int64, error) {
 // those it had to kill.
 func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			syscall.Kill(a.PID, syscall.SIGTERM)
 		}
 	}
@@ -784,14 +818,14 @@ func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			syscall.Kill(a.PID, syscall.SIGKILL) // its ranks die with it (parent-death signal)
 			killed = append(killed, a.Name)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
 	for _, a := range agents {
-		if alive(a.PID) {
+		if a.running() {
 			left = append(left, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
 		}
 	}

@@ -3,6 +3,8 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/cosched/cosched/api"
@@ -209,24 +211,28 @@ func (c *Config) Validate() error {
 
 // Agent is a node's daemon.
 type Agent struct {
-	cfg      Config
-	log      *zap.Logger
-	ranks    *rank.Manager
-	cg       *jobcg.Tree // the jobs' cgroups (ModeNone: none)
-	dirLock  *os.File    // holds the state directory's lock while the agent runs
-	sw       *switcher
-	ml       *member.Membership
-	udp      strobe.Transport
-	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
-	skew     *strobe.SkewTracker // the controller's agent only
-	follower *strobe.Follower
-	relay    *relay.Relay
-	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
-	leadDone chan struct{} // closed when lead has returned (its controller stopped)
-	ctlLn    net.Listener
-	apiLn    net.Listener
-	api      *http.Server
-	metrics  *prometheus.Registry
+	cfg     Config
+	log     *zap.Logger
+	ranks   *rank.Manager
+	cg      *jobcg.Tree // the jobs' cgroups (ModeNone: none)
+	dirLock *os.File    // holds the state directory's lock while the agent runs
+	// incarnation names this life of the agent (random at Start);
+	// launched, under mu, the jobs it got a launch for (see welcome).
+	incarnation uint64
+	launched    launchedJobs
+	sw          *switcher
+	ml          *member.Membership
+	udp         strobe.Transport
+	hbUDP       strobe.Transport    // heartbeat exchange, normal priority
+	skew        *strobe.SkewTracker // the controller's agent only
+	follower    *strobe.Follower
+	relay       *relay.Relay
+	group       *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
+	leadDone    chan struct{} // closed when lead has returned (its controller stopped)
+	ctlLn       net.Listener
+	apiLn       net.Listener
+	api         *http.Server
+	metrics     *prometheus.Registry
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
 	unixLn                    net.Listener
@@ -328,7 +334,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
-		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1)}
+		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))
@@ -637,6 +643,19 @@ func (a *Agent) Shutdown() error {
 		close(a.done)
 	})
 	return a.stopErr
+}
+
+// newIncarnation is a random, non-zero name for an agent's life.
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("node: no randomness for the agent's incarnation: %v", err)) // crypto/rand does not fail on Linux
+		}
+		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
 }
 
 // leaveTimeout bounds how long Shutdown waits for the gossip "leaving"

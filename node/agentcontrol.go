@@ -121,6 +121,9 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 				log.Warn("malformed launch; dropped", zap.Error(err))
 				continue
 			}
+			a.mu.Lock()
+			a.launched.add(l.Job)
+			a.mu.Unlock()
 			a.launch(l)
 		case msgKill:
 			var k kill
@@ -271,6 +274,8 @@ func (a *Agent) welcome() (welcome, []rankExit) {
 		w.Ranks = append(w.Ranks, liveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: processStopped(r.PID)})
 	}
 	a.mu.Lock()
+	w.Incarnation = a.incarnation
+	w.Launched, w.LaunchedFloor = a.launched.list()
 	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
 	handed := slices.Clone(a.pending[:n])
 	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits (setController)
@@ -278,6 +283,30 @@ func (a *Agent) welcome() (welcome, []rankExit) {
 	a.mu.Unlock()
 	return w, handed
 }
+
+// launchedJobs remembers the jobs an agent's life got a launch for: the
+// latest maxLaunched of them, and the highest it forgot (ids below it may
+// be missing from the list).
+type launchedJobs struct {
+	ids   []int64
+	floor int64
+}
+
+// maxLaunched bounds launchedJobs: 8 KiB in a welcome.
+const maxLaunched = 1024
+
+func (l *launchedJobs) add(id int64) {
+	if slices.Contains(l.ids, id) {
+		return
+	}
+	if len(l.ids) == maxLaunched {
+		l.floor = max(l.floor, l.ids[0])
+		l.ids = slices.Delete(l.ids, 0, 1)
+	}
+	l.ids = append(l.ids, id)
+}
+
+func (l *launchedJobs) list() ([]int64, int64) { return slices.Clone(l.ids), l.floor }
 
 // requeueExits puts back exits a controller did not get, ahead of newer
 // ones, within the bound.

@@ -50,6 +50,14 @@ type welcome struct {
 	// repeats are ignored) and the ranks that ended while it had none
 	// (at most maxWelcomeExits in all; the rest follow as rank exits).
 	Exits []rankExit `msgpack:"exits,omitempty"`
+	// Incarnation is the agent process's life (random at its start);
+	// Launched the jobs this life got a launch for (newest last), complete
+	// above LaunchedFloor. A controller that journaled a job's start but
+	// died before its launch went out is followed by one that sends it
+	// again (ctl.AgentReport).
+	Incarnation   uint64  `msgpack:"inc,omitempty"`
+	Launched      []int64 `msgpack:"launched,omitempty"`
+	LaunchedFloor int64   `msgpack:"launched_floor,omitempty"`
 }
 
 // liveRank is a rank an agent runs.

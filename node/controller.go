@@ -492,7 +492,8 @@ func (c *Controller) linkUp(m *ctl.Machine, meta member.Meta, l *link, w welcome
 		old.close()
 	}
 	c.links[meta.Name] = l
-	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs, Memory: meta.Memory}
+	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs, Memory: meta.Memory,
+		Incarnation: w.Incarnation, Launched: w.Launched, LaunchedFloor: w.LaunchedFloor}
 	for _, r := range w.Ranks {
 		report.Ranks = append(report.Ranks, ctl.LiveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: r.Stopped})
 	}

@@ -78,6 +78,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		m.persist(Record{Kind: RecAgent, Agent: r.Name, Base: m.agents[r.Name].base, CPUs: r.CPUs})
 		a = m.agents[r.Name]
 	}
+	a.incarnation = r.Incarnation
 	if !a.up {
 		a.up, a.downSince = true, time.Time{}
 		m.membersChanged()
@@ -135,6 +136,14 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		if j == nil || j.State != api.Running || !slices.Contains(j.Agents, r.Name) {
 			continue
 		}
+		if neverLaunched(j, r) {
+			// The controller that started the job died before its launch
+			// went out (its records are journaled first): the same life of
+			// the agent that was chosen never heard of the job. Nothing
+			// of it ran there; launch it now.
+			m.send(r.Name, Message{Launch: m.launchFor(j, r.Name)})
+			continue
+		}
 		for i := range j.Ranks {
 			rk := j.Ranks[i]
 			if rk.Node != r.Name || rk.Exited || slices.ContainsFunc(live[id], func(lr LiveRank) bool { return lr.Rank == i }) {
@@ -151,6 +160,23 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		}
 	}
 	return nil
+}
+
+// neverLaunched reports whether the agent of report r provably never got
+// running job j's launch: the same life of it that the job started on says
+// it has had no launch of the job, and it would remember one (its
+// Launched list is complete above LaunchedFloor), and it runs none of it.
+func neverLaunched(j *job, r AgentReport) bool {
+	inc := j.incarnations[r.Name]
+	if inc == 0 || inc != r.Incarnation || j.ID <= r.LaunchedFloor || slices.Contains(r.Launched, j.ID) || j.finishing() {
+		return false
+	}
+	for _, rk := range j.Ranks {
+		if rk.Node == r.Name && (rk.Exited || rk.PID != 0) {
+			return false // something of it ran there after all
+		}
+	}
+	return !slices.ContainsFunc(r.Ranks, func(lr LiveRank) bool { return lr.Job == j.ID })
 }
 
 // AgentDown takes an agent's processors out of service: its connection is

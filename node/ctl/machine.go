@@ -3,6 +3,7 @@ package ctl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -56,7 +57,14 @@ type Job struct {
 	Exited  int            // ranks ended
 }
 
-type job struct{ Job }
+type job struct {
+	Job
+	// incarnations are, for each agent of the job, the incarnation it
+	// had when the job started there: if that same life of the agent
+	// later says it never got the launch, the launch was lost (the
+	// controller that sent it died first) and is sent again.
+	incarnations map[string]uint64
+}
 
 func (j *job) finishing() bool { return j.Ending != "" }
 
@@ -80,9 +88,10 @@ func (j *job) setRank(r api.RankInfo) {
 }
 
 type agent struct {
-	base, cpus int
-	up         bool
-	downSince  time.Time // while !up
+	base, cpus  int
+	incarnation uint64 // the agent process's life, as it last reported (0: unknown)
+	up          bool
+	downSince   time.Time // while !up
 }
 
 type owner struct {
@@ -271,12 +280,31 @@ func (m *Machine) startJob(j *job, d gang.Decision) {
 		per[o.agent] = append(per[o.agent], LaunchRank{Rank: r, Slot: o.slot})
 	}
 	j.place(m.now, d.Row, d.Columns, nodes)
-	m.persist(Record{Kind: RecStarted, Job: j.ID, At: m.now, Row: d.Row, Columns: slices.Clone(d.Columns), Nodes: slices.Clone(nodes)})
+	j.incarnations = map[string]uint64{}
+	for _, a := range j.Agents {
+		if inc := m.agents[a].incarnation; inc != 0 {
+			j.incarnations[a] = inc
+		}
+	}
+	m.persist(Record{Kind: RecStarted, Job: j.ID, At: m.now, Row: d.Row, Columns: slices.Clone(d.Columns), Nodes: slices.Clone(nodes),
+		Incarnations: maps.Clone(j.incarnations)})
 	m.change(j, "")
 	for _, a := range j.Agents {
 		// An agent's columns are online only while it is up: it is.
-		m.send(a, Message{Launch: &Launch{Job: j.ID, Size: len(nodes), Row: d.Row, Rows: slices.Clone(j.Rows), Ranks: per[a], Nodes: nodes}})
+		m.send(a, Message{Launch: m.launchFor(j, a)})
 	}
+}
+
+// launchFor is the launch of a running job's ranks on agent a.
+func (m *Machine) launchFor(j *job, a string) *Launch {
+	l := &Launch{Job: j.ID, Size: len(j.Ranks), Row: j.Row, Rows: slices.Clone(j.Rows), Nodes: make([]string, len(j.Ranks))}
+	for r, rk := range j.Ranks {
+		l.Nodes[r] = rk.Node
+		if rk.Node == a {
+			l.Ranks = append(l.Ranks, LaunchRank{Rank: r, Slot: m.owners[j.Columns[r]].slot})
+		}
+	}
+	return l
 }
 
 // send queues a message for an agent, unless it is down: what it missed
@@ -363,7 +391,7 @@ func (m *Machine) Submit(spec api.JobSpec) (int64, error) {
 	if spec.Bench != "" && spec.BenchSeed == 0 {
 		spec.BenchSeed = uint64(id) // distinct, reproducible draws per job
 	}
-	j := &job{Job{ID: id, Spec: spec, State: api.Pending, Submit: m.now}}
+	j := &job{Job: Job{ID: id, Spec: spec, State: api.Pending, Submit: m.now}}
 	if err := m.core.Submit(m.gangJob(j), m.ct()); err != nil {
 		return 0, fmt.Errorf("ctl: %w", err)
 	}

@@ -84,6 +84,14 @@ type AgentReport struct {
 	Memory int64      // bytes it offers jobs; 0: not advertised (no admission by memory)
 	Ranks  []LiveRank // the ranks it runs
 	Exits  []RankExit // exits it recorded while it had no controller
+	// Incarnation identifies the agent process's life (random at its
+	// start; 0: an agent that does not say). Launched are the jobs that
+	// life received a launch for, newest last, all of those above
+	// LaunchedFloor (it forgot older ones): with them a controller tells
+	// a launch that never arrived (sent again) from ranks that died.
+	Incarnation   uint64
+	Launched      []int64
+	LaunchedFloor int64
 }
 
 // LiveRank is a rank an agent runs.

@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -52,6 +53,9 @@ type Record struct {
 	Agent   string        `msgpack:"agent,omitempty"`
 	Base    int           `msgpack:"base,omitempty"`
 	CPUs    int           `msgpack:"cpus,omitempty"`
+	// Incarnations (RecStarted): each agent's life when the job started
+	// there (see AgentReport.Incarnation).
+	Incarnations map[string]uint64 `msgpack:"inc,omitempty"`
 }
 
 func (m *Machine) persist(r Record) { m.ready.Records = append(m.ready.Records, r) }
@@ -120,6 +124,7 @@ func (m *Machine) apply(r Record) error {
 			return fmt.Errorf("job %d: %d nodes for %d columns", r.Job, len(r.Nodes), len(r.Columns))
 		}
 		j.place(r.At, r.Row, r.Columns, r.Nodes)
+		j.incarnations = maps.Clone(r.Incarnations)
 	case RecRows:
 		j.Rows = slices.Clone(r.Rows)
 	case RecRank:
@@ -183,7 +188,8 @@ func (m *Machine) Snapshot() []Record {
 		for i, r := range j.Ranks {
 			nodes[i] = r.Node
 		}
-		rs = append(rs, Record{Kind: RecStarted, Job: id, At: j.Start, Row: j.Row, Columns: slices.Clone(j.Columns), Nodes: nodes})
+		rs = append(rs, Record{Kind: RecStarted, Job: id, At: j.Start, Row: j.Row, Columns: slices.Clone(j.Columns), Nodes: nodes,
+			Incarnations: maps.Clone(j.incarnations)})
 		if !slices.Equal(j.Rows, []int{j.Row}) { // started: its own row only
 			rs = append(rs, Record{Kind: RecRows, Job: id, Rows: slices.Clone(j.Rows)})
 		}

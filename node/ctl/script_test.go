@@ -21,9 +21,10 @@ var origin = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // TestScripts runs the interaction scripts under testdata/. Directives:
 //
 //	config [procs=16] [mpl=2] [policy=fcfs] [alt] [history=N] [grace=S]   a new machine
-//	agent-up name=a cpus=2 [live=(1/0/100,1/1/101/stopped)] [exits=(1/0/0,…)]
-//	                                 an agent connects, with its ranks (job/rank/pid[/stopped])
-//	                                 and the exits it saw meanwhile (job/rank/code[/signal])
+//	agent-up name=a cpus=2 [live=(1/0/100,1/1/101/stopped)] [exits=(1/0/0,…)] [inc=7 launched=(1,2) floor=0]
+//	                                 an agent connects, with its ranks (job/rank/pid[/stopped]),
+//	                                 the exits it saw meanwhile (job/rank/code[/signal]), its
+//	                                 life (inc) and the jobs that life got launches for
 //	agent-down name=a                its connection broke (it may come back)
 //	agent-gone name=a                it left the cluster
 //	submit procs=2 limit=10 [extend] a job arrives
@@ -94,6 +95,11 @@ func TestScripts(t *testing.T) {
 					}
 					r.Exits = append(r.Exits, x)
 				}
+				r.Incarnation = uint64(intArg(t, d, "inc", 0))
+				for _, v := range listArg(d, "launched") {
+					r.Launched = append(r.Launched, int64(atoi(t, v)))
+				}
+				r.LaunchedFloor = int64(intArg(t, d, "floor", 0))
 				return input(func() error { return m.AgentUp(r) })
 			case "agent-down":
 				return input(func() error { m.AgentDown(strArg(t, d, "name", "")); return nil })
@@ -200,6 +206,9 @@ func formatRecord(r ctl.Record) string {
 		s += fmt.Sprintf(" job %d at %v procs %d", r.Job, r.At.Sub(origin), r.Spec.Processors)
 	case ctl.RecStarted:
 		s += fmt.Sprintf(" job %d at %v row %d cols %v nodes %v", r.Job, r.At.Sub(origin), r.Row, r.Columns, r.Nodes)
+		if len(r.Incarnations) > 0 {
+			s += fmt.Sprintf(" lives %v", r.Incarnations) // fmt sorts map keys
+		}
 	case ctl.RecRows:
 		s += fmt.Sprintf(" job %d %v", r.Job, r.Rows)
 	case ctl.RecRank:
