@@ -137,7 +137,7 @@ func TestSlurmBenchRun(t *testing.T) {
 		if !strings.HasPrefix(info.API, "127.0.0.1:") || !strings.HasPrefix(info.Gossip, "127.0.0.1:") {
 			t.Errorf("%s: controller at %+v, want 127.0.0.1", mode, info)
 		}
-		want := "bench run --addr " + info.API + " --modes " + mode + " --nodes 3 --out " + filepath.Join(f.out, mode) + " --jobs 3 --mean-runtime 1s --work wall"
+		want := "bench run --addr " + info.API + " --mode " + mode + " --nodes 3 --out " + filepath.Join(f.out, mode) + " --jobs 3 --mean-runtime 1s --work wall"
 		if !strings.Contains(calls, want+"\n") {
 			t.Errorf("%s: no call %q in:\n%s", mode, want, calls)
 		}

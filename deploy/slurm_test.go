@@ -21,7 +21,7 @@ func runScript(t *testing.T, env []string, script string, args ...string) string
 	return out.String()
 }
 
-var tinySweep = []string{"--mode", "bf,bgs,bcs", "--mpl", "1,2", "--load", "0.4,0.8", "--jobs", "12"}
+var tinySweep = []string{"--mode", "space,gang,bcs", "--mpl", "1,2", "--load", "0.4,0.8", "--jobs", "12"}
 
 // Running the array script as Slurm would (task IDs 0..2 of a 3-task
 // array), then the merge script, gives exactly an unsharded sweep's files,

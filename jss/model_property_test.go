@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 func randomTemplated(rng *rand.Rand, procs int, mem int64) []jss.Job {
@@ -75,13 +76,13 @@ func TestModelProperties(t *testing.T) {
 				switch {
 				case r.Start < r.Submit || exec <= 0:
 					t.Fatalf("seed %d %s: job %d ran [%v, %v] after submit %v", seed, mode, r.Number, r.Start, r.End, r.Submit)
-				case mode == jss.BF && exec != r.Runtime:
-					t.Fatalf("seed %d bf: job %d executed %v, dedicated %v", seed, r.Number, exec, r.Runtime)
-				case mode == jss.BGS && exec < r.Runtime:
-					t.Fatalf("seed %d bgs: job %d executed %v, faster than dedicated %v", seed, r.Number, exec, r.Runtime)
+				case mode == sharing.Space && exec != r.Runtime:
+					t.Fatalf("seed %d space: job %d executed %v, dedicated %v", seed, r.Number, exec, r.Runtime)
+				case mode == sharing.Gang && exec < r.Runtime:
+					t.Fatalf("seed %d gang: job %d executed %v, faster than dedicated %v", seed, r.Number, exec, r.Runtime)
 				}
 			}
-			if mode == jss.BCS && st.Executed != st.Compute {
+			if mode == sharing.BCS && st.Executed != st.Compute {
 				t.Fatalf("seed %d bcs: executed %v of %v compute", seed, st.Executed, st.Compute)
 			}
 			if again, st2 := run(); !reflect.DeepEqual(again, res) || st2 != st {

@@ -9,6 +9,7 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 const ms = time.Millisecond
@@ -104,7 +105,7 @@ func job(n int64, submit time.Duration, procs int, runtime time.Duration, tpl st
 	return jss.Job{Job: gang.Job{Submit: submit, Processors: procs, Estimate: runtime, Template: tpl}, Number: n, Runtime: runtime}
 }
 
-func smallMachine(mode jss.Mode, procs, mpl int) jss.ModelConfig {
+func smallMachine(mode sharing.Mode, procs, mpl int) jss.ModelConfig {
 	cfg := jss.DefaultModelConfig(mode)
 	cfg.Scheduler.Machine = gang.Machine{Processors: procs}
 	cfg.Scheduler.MPL = mpl
@@ -122,7 +123,7 @@ func smallMachine(mode jss.Mode, procs, mpl int) jss.ModelConfig {
 //	slice  0-10  A 9   | 10-20 B 9 | 20-30 A 18 | 30-40 B 18
 //	40-50  A needs 2: ends at 40+1+2 = 43 | 50-60 B ends at 53
 func TestBGSAlternatesRows(t *testing.T) {
-	cfg := smallMachine(jss.BGS, 4, 2)
+	cfg := smallMachine(sharing.Gang, 4, 2)
 	res, st := modelRun(t, cfg, []jss.Job{
 		job(1, 0, 4, 20*ms, "10ms,0,barrier,NB"),
 		job(2, 0, 4, 20*ms, "10ms,0,barrier,NB"),
@@ -142,7 +143,7 @@ func TestBGSAlternatesRows(t *testing.T) {
 // Alone in a matrix of MPL 2, a job also runs in the empty row's slices
 // (alternative scheduling): it runs every slice and switches in once.
 func TestBGSAlternativeScheduling(t *testing.T) {
-	cfg := smallMachine(jss.BGS, 4, 2)
+	cfg := smallMachine(sharing.Gang, 4, 2)
 	res, st := modelRun(t, cfg, []jss.Job{job(1, 0, 2, 20*ms, "10ms,0,barrier,NB")})
 	if res[1][1] != 21*ms {
 		t.Fatalf("job ended at %v, want 21ms (1 ms switch, then 20 ms of work)", res[1][1])
@@ -159,7 +160,7 @@ func TestBGSAlternativeScheduling(t *testing.T) {
 //	0-10 compute, send, block | strobe 50: received; 50-60 compute, send,
 //	block | strobe 100: received, 2nd iteration done → ends at 100 ms.
 func TestBCSOneSliceDelivery(t *testing.T) {
-	cfg := smallMachine(jss.BCS, 2, 1)
+	cfg := smallMachine(sharing.BCS, 2, 1)
 	cfg.Slice = 50 * ms
 	res, st := modelRun(t, cfg, []jss.Job{job(1, 0, 2, 20*ms, "10ms,0,transpose,B")})
 	if res[1] != [2]time.Duration{0, 100 * ms} {
@@ -178,7 +179,7 @@ func TestBCSOneSliceDelivery(t *testing.T) {
 // B (switch, reuse); next slice B is already running (no switch), then A
 // (switch, reuse): 3 switches and 2 reuses a node.
 func TestBCSSlotReuse(t *testing.T) {
-	cfg := smallMachine(jss.BCS, 2, 2)
+	cfg := smallMachine(sharing.BCS, 2, 2)
 	cfg.Slice = 50 * ms
 	res, st := modelRun(t, cfg, []jss.Job{
 		job(1, 0, 2, 20*ms, "10ms,0,transpose,B"),
@@ -203,7 +204,7 @@ func TestBCSSlotReuse(t *testing.T) {
 // transpose send 3 messages each: delivering them takes the strobes at 10,
 // 20 and 30 ms, so the single iteration ends at 30 ms.
 func TestBCSBandwidthLimit(t *testing.T) {
-	cfg := smallMachine(jss.BCS, 4, 1)
+	cfg := smallMachine(sharing.BCS, 4, 1)
 	cfg.Network.Bandwidth = 409600
 	res, _ := modelRun(t, cfg, []jss.Job{job(1, 0, 4, 40*ms, "10ms,0,transpose,NB")})
 	if res[1][1] != 30*ms {
@@ -221,7 +222,7 @@ func TestBCSBandwidthLimit(t *testing.T) {
 // BF runs every job for exactly its dedicated runtime: execution-time
 // slowdown 1.
 func TestBFRunsDedicated(t *testing.T) {
-	cfg := smallMachine(jss.BF, 8, 3)
+	cfg := smallMachine(sharing.Space, 8, 3)
 	var results []jss.Result
 	_, err := jss.RunModel(context.Background(), cfg, jss.SliceSource([]jss.Job{
 		job(1, 0, 8, 100*ms, "20ms,10ms,news,B"),
@@ -238,13 +239,13 @@ func TestBFRunsDedicated(t *testing.T) {
 }
 
 func TestModelConfigRejectsSlicesNoLongerThanASwitch(t *testing.T) {
-	cfg := jss.DefaultModelConfig(jss.BGS)
+	cfg := jss.DefaultModelConfig(sharing.Gang)
 	cfg.Slice = cfg.JobSwitch
 	_, err := jss.RunModel(context.Background(), cfg, jss.SliceSource(nil), func(jss.Result) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "must exceed the job context switch") {
 		t.Fatalf("err = %v", err)
 	}
-	cfg = jss.DefaultModelConfig(jss.BCS)
+	cfg = jss.DefaultModelConfig(sharing.BCS)
 	cfg.Slice = 50 * time.Microsecond
 	_, err = jss.RunModel(context.Background(), cfg, jss.SliceSource(nil), func(jss.Result) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "must exceed the process context switch") {
@@ -265,7 +266,7 @@ func TestBCSMessageCounts(t *testing.T) {
 		{"5ms,2ms,transpose,B", 6, 5}, {"5ms,2ms,transpose,NB", 6, 5},
 		{"5ms,2ms,barrier,NB", 6, 0}, {"5ms,2ms,transpose,B", 1, 0},
 	} {
-		cfg := smallMachine(jss.BCS, 9, 2)
+		cfg := smallMachine(sharing.BCS, 9, 2)
 		jobs := []jss.Job{job(1, 0, c.procs, 100*ms, c.tpl), job(2, 3*ms, c.procs, 60*ms, c.tpl)}
 		var iters int64
 		for _, j := range jobs {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 // The zero Overheads are the ideal model: the same results as a config
@@ -23,7 +24,7 @@ func TestOverheadsZeroIsIdeal(t *testing.T) {
 //	0-10 compute, send, block | strobe 50: delivered, ready at 55;
 //	55-65 compute, send, block | strobe 100: delivered at 105 → ends at 105.
 func TestBCSDeliveryDelay(t *testing.T) {
-	cfg := smallMachine(jss.BCS, 2, 1)
+	cfg := smallMachine(sharing.BCS, 2, 1)
 	cfg.Slice = 50 * ms
 	cfg.Overheads.Delivery = 5 * ms
 	res, st := modelRun(t, cfg, []jss.Job{job(1, 0, 2, 20*ms, "10ms,0,transpose,B")})
@@ -53,7 +54,7 @@ func TestBCSDeliveryDelay(t *testing.T) {
 //	strobe 150: both released, ready at 170 → A's 2nd iteration ends at
 //	  170 (its barrier is its last receive), B ends at 170 too.
 func TestBCSDeliveryDelayLendsTheProcessor(t *testing.T) {
-	cfg := smallMachine(jss.BCS, 1, 2)
+	cfg := smallMachine(sharing.BCS, 1, 2)
 	cfg.Slice = 50 * ms
 	cfg.ProcessSwitch = ms
 	cfg.Overheads.Delivery = 20 * ms
@@ -75,7 +76,7 @@ func TestBCSDeliveryDelayLendsTheProcessor(t *testing.T) {
 // SoloSync: a one-process barrier job waits for the strobe each
 // iteration, as in the runtime; without it, it just computes.
 func TestBCSSoloSync(t *testing.T) {
-	cfg := smallMachine(jss.BCS, 1, 1)
+	cfg := smallMachine(sharing.BCS, 1, 1)
 	cfg.Slice = 50 * ms
 	res, _ := modelRun(t, cfg, []jss.Job{job(1, 0, 1, 30*ms, "10ms,0,news,NB")})
 	if res[1][1] != 30*ms {
@@ -110,10 +111,10 @@ func TestBCSSoloSync(t *testing.T) {
 func TestOverheadsLaunchAndComputeScale(t *testing.T) {
 	o := jss.Overheads{Launch: 4 * ms, ComputeScale: 1.5}
 	for _, c := range []struct {
-		mode  jss.Mode
+		mode  sharing.Mode
 		slice time.Duration
 		end   time.Duration
-	}{{jss.BF, 10 * ms, 49 * ms}, {jss.BGS, 10 * ms, 50 * ms}, {jss.BCS, 50 * ms, 150 * ms}} {
+	}{{sharing.Space, 10 * ms, 49 * ms}, {sharing.Gang, 10 * ms, 50 * ms}, {sharing.BCS, 50 * ms, 150 * ms}} {
 		cfg := smallMachine(c.mode, 2, 2)
 		cfg.Slice = c.slice
 		cfg.Overheads = o
@@ -135,7 +136,7 @@ func TestOverheadsLaunchAndComputeScale(t *testing.T) {
 }
 
 func TestOverheadsValidate(t *testing.T) {
-	cfg := smallMachine(jss.BCS, 2, 1)
+	cfg := smallMachine(sharing.BCS, 2, 1)
 	cfg.Overheads = jss.Overheads{Launch: -1, Delivery: 10 * ms, ComputeScale: -2}
 	err := cfg.Validate()
 	for _, want := range []string{"launch -1ns", "compute scale -2", "delivery delay 10ms must be less than the slice 10ms"} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/pfcfs"
+	"github.com/cosched/cosched/sharing"
 )
 
 // PFCFSConfig configures RunPFCFS.
@@ -174,8 +175,8 @@ func (c *ModelConfig) pfcfsConfig() PFCFSConfig {
 
 func (c *ModelConfig) validatePFCFS() []error {
 	var errs []error
-	if c.Mode != BF {
-		errs = append(errs, fmt.Errorf("policy pfcfs is space sharing: it runs in mode bf, not %s", c.Mode))
+	if c.Mode != sharing.Space {
+		errs = append(errs, fmt.Errorf("policy pfcfs is space sharing: it runs in mode space, not %s", c.Mode))
 	}
 	p := c.pfcfsConfig()
 	if err := p.Scheduler.Validate(); err != nil {
@@ -187,7 +188,7 @@ func (c *ModelConfig) validatePFCFS() []error {
 	return errs
 }
 
-// runPFCFS runs benchmark jobs (BF) under pfcfs. SlotTime counts the
+// runPFCFS runs benchmark jobs (space sharing, BF) under pfcfs. SlotTime counts the
 // processors jobs run on, not those a preempted job holds; Switches
 // counts preemptions.
 func (c *ModelConfig) runPFCFS(ctx context.Context, src Source, emit func(Result) error) (ModelStats, error) {

@@ -19,8 +19,8 @@ type Engine string
 
 // The engines.
 const (
-	// EngineMatrix is gang.Scheduler: the event loop in mode bf, the
-	// slice-stepped engine in bgs and bcs.
+	// EngineMatrix is gang.Scheduler: the event loop in mode space, the
+	// slice-stepped engine in gang and bcs.
 	EngineMatrix Engine = "matrix"
 	// EnginePFCFS is gang/pfcfs on the same event loop (RunPFCFS).
 	EnginePFCFS Engine = "pfcfs"
@@ -33,7 +33,7 @@ const (
 type PolicyInfo struct {
 	Policy gang.Policy
 	Engine Engine
-	// SpaceSharing policies run in mode bf only.
+	// SpaceSharing policies run in mode space only.
 	SpaceSharing bool
 	// HostsOnly policies need a machine of hosts (a machine file).
 	HostsOnly bool

@@ -11,47 +11,41 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/verify"
+	"github.com/cosched/cosched/sharing"
 )
 
-// Mode selects an execution model.
-type Mode string
+// Modes lists the sharing modes the simulator models, each with its
+// execution model:
+//   - sharing.Space: BF, space sharing with backfilling. Jobs run dedicated
+//     (MPL 1) for their dedicated runtime; processes blocked in
+//     communication leave their processors idle.
+//   - sharing.Gang: BGS, backfilling gang scheduling. Rows rotate every
+//     slice; a job's processes advance only in the slices of its rows (its
+//     own and, with alternative scheduling, others'), with immediate
+//     messages; each time a job is switched in costs JobSwitch.
+//   - sharing.BCS: BCS, buffered coscheduling. Rows rotate every slice;
+//     messages sent in slice k are buffered and delivered at the strobe that
+//     ends it (at most h_max = slice × bandwidth bytes per node per slice,
+//     the rest deferred); barriers complete at strobes; a processor whose
+//     scheduled process is blocked (or which has none) runs another ready
+//     local process (process-level slot reuse); each process switch costs
+//     ProcessSwitch.
+//
+// sharing.Local (no coordination) has no model.
+func Modes() []sharing.Mode { return []sharing.Mode{sharing.Space, sharing.Gang, sharing.BCS} }
 
-// The execution models.
-const (
-	// BF: space sharing with backfilling. Jobs run dedicated (MPL 1) for
-	// their dedicated runtime; processes blocked in communication leave their
-	// processors idle.
-	BF Mode = "bf"
-	// BGS: backfilling gang scheduling. Rows rotate every slice; a job's
-	// processes advance only in the slices of its rows (its own and, with
-	// alternative scheduling, others'), with immediate messages; each time a
-	// job is switched in costs JobSwitch.
-	BGS Mode = "bgs"
-	// BCS: buffered coscheduling. Rows rotate every slice; messages sent in
-	// slice k are buffered and delivered at the strobe that ends it (at most
-	// h_max = slice × bandwidth bytes per node per slice, the rest deferred);
-	// barriers complete at strobes; a processor whose scheduled process is
-	// blocked (or which has none) runs another ready local process
-	// (process-level slot reuse); each process switch costs ProcessSwitch.
-	BCS Mode = "bcs"
-)
-
-// Modes lists the execution models.
-func Modes() []Mode { return []Mode{BF, BGS, BCS} }
-
-// ParseMode resolves a mode name; the error lists the valid ones.
-func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes() {
-		if string(m) == s {
-			return m, nil
-		}
+// CheckMode reports whether the simulator models mode m; the error lists
+// the modes it does.
+func CheckMode(m sharing.Mode) error {
+	if !slices.Contains(Modes(), m) {
+		return fmt.Errorf("jss: mode %q has no simulator model (valid: space, gang, bcs)", m)
 	}
-	return "", fmt.Errorf("jss: unknown mode %q (valid: bf, bgs, bcs)", s)
+	return nil
 }
 
 // ModelConfig configures a run of benchmark jobs under an execution model.
 type ModelConfig struct {
-	Mode Mode
+	Mode sharing.Mode
 	// Scheduler configures the core. BF forces MPL 1; BGS turns on
 	// alternative scheduling; BCS leaves slot reuse to the process level.
 	Scheduler gang.Config
@@ -112,7 +106,7 @@ func (o Overheads) IsZero() bool { return o == Overheads{} }
 // DefaultModelConfig returns the BCS study's machine: 32 processors with
 // 512 MB each, MPL 3, 50 ms slices, 1 ms job and 100 µs process context
 // switches, 4 KB messages at 100 MB/s, EASY queue order.
-func DefaultModelConfig(mode Mode) ModelConfig {
+func DefaultModelConfig(mode sharing.Mode) ModelConfig {
 	return ModelConfig{
 		Mode: mode,
 		Scheduler: gang.Config{
@@ -131,12 +125,12 @@ func DefaultModelConfig(mode Mode) ModelConfig {
 // normalize applies the mode's fixed choices.
 func (c ModelConfig) normalize() ModelConfig {
 	switch c.Mode {
-	case BF:
+	case sharing.Space:
 		c.Scheduler.MPL = 1
 		c.Scheduler.AlternativeScheduling = false
-	case BGS:
+	case sharing.Gang:
 		c.Scheduler.AlternativeScheduling = true
-	case BCS:
+	case sharing.BCS:
 		c.Scheduler.AlternativeScheduling = false
 	}
 	return c
@@ -145,7 +139,7 @@ func (c ModelConfig) normalize() ModelConfig {
 // Validate reports every problem at once.
 func (c ModelConfig) Validate() error {
 	var errs []error
-	if _, err := ParseMode(string(c.Mode)); err != nil {
+	if err := CheckMode(c.Mode); err != nil {
 		errs = append(errs, err)
 	}
 	if c.isPFCFS() {
@@ -154,12 +148,12 @@ func (c ModelConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	switch {
-	case c.Mode != BF && c.Slice <= 0:
+	case c.Mode != sharing.Space && c.Slice <= 0:
 		errs = append(errs, fmt.Errorf("slice %v must be positive", c.Slice))
-	case c.Mode == BGS && c.Slice <= c.JobSwitch:
+	case c.Mode == sharing.Gang && c.Slice <= c.JobSwitch:
 		// A job switched in every slice would spend it all switching.
 		errs = append(errs, fmt.Errorf("slice %v must exceed the job context switch (%v), or gang-scheduled jobs make no progress", c.Slice, c.JobSwitch))
-	case c.Mode == BCS && c.Slice <= c.ProcessSwitch:
+	case c.Mode == sharing.BCS && c.Slice <= c.ProcessSwitch:
 		errs = append(errs, fmt.Errorf("slice %v must exceed the process context switch (%v), or processes make no progress", c.Slice, c.ProcessSwitch))
 	}
 	if c.JobSwitch < 0 || c.ProcessSwitch < 0 {
@@ -174,7 +168,7 @@ func (c ModelConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("overheads: relay: %w", err))
 		}
 	}
-	if c.Mode == BCS && c.Slice > 0 && c.Overheads.Delivery >= c.Slice {
+	if c.Mode == sharing.BCS && c.Slice > 0 && c.Overheads.Delivery >= c.Slice {
 		errs = append(errs, fmt.Errorf("delivery delay %v must be less than the slice %v", c.Overheads.Delivery, c.Slice))
 	}
 	if err := c.Network.Validate(); err != nil {
@@ -264,7 +258,7 @@ func (m *ModelSource) Next() (Job, error) {
 	}
 	ded := prog.RunDedicated(net)
 	j.Runtime, j.Estimate, j.Compute = ded.Runtime, ded.Runtime, ded.Compute
-	if m.cfg.Mode == BF {
+	if m.cfg.Mode == sharing.Space {
 		// The event engine runs a job for its Runtime; RunModel reports
 		// the dedicated runtime again.
 		j.Runtime += m.cfg.Overheads.Launch
@@ -283,7 +277,7 @@ func RunModel(ctx context.Context, cfg ModelConfig, src Source, emit func(Result
 		return ModelStats{}, err
 	}
 	msrc := NewModelSource(src, cfg)
-	if cfg.Mode == BF {
+	if cfg.Mode == sharing.Space {
 		var compute time.Duration
 		var slotTime float64
 		procs := float64(cfg.Scheduler.Machine.Processors)
@@ -307,7 +301,7 @@ func RunModel(ctx context.Context, cfg ModelConfig, src Source, emit func(Result
 	if cfg.Check {
 		e.check = verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)
 	}
-	if cfg.Mode == BGS {
+	if cfg.Mode == sharing.Gang {
 		e.model = newBGSModel(&cfg)
 	} else {
 		e.model = newBCSModel(&cfg)

@@ -97,9 +97,9 @@ func (a *Agent) handleControl(ctx context.Context, conn net.Conn) {
 	mode := sharing.Mode(h.Mode)
 	a.sw.configure(mode, h.MPL)
 	if mode == sharing.BCS {
-		a.relay.SetMode(relay.Buffered, time.Duration(h.Slice), h.Bandwidth)
+		a.relay.SetDelivery(relay.Buffered, time.Duration(h.Slice), h.Bandwidth)
 	} else {
-		a.relay.SetMode(relay.Immediate, 0, 0)
+		a.relay.SetDelivery(relay.Immediate, 0, 0)
 	}
 	a.mu.Lock()
 	a.ctlName = h.Controller // the controller agent it serves: its leaving ends the link

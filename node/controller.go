@@ -190,13 +190,26 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case ev := <-c.events:
-			// done is closed only for effects carried out: a caller whose
-			// records could not be persisted hears ErrStopped instead.
-			if err = c.handle(ctx, ev.f); err == nil && ev.done != nil {
-				close(ev.done)
+			// The events queued meanwhile join it: their records go to the
+			// journal in one append (group commit: under a stream of
+			// submissions the journal's round trip is paid once per batch,
+			// not once per job). done is closed only for effects carried
+			// out: a caller whose records could not be persisted hears
+			// ErrStopped instead.
+			evs := c.drain(ev)
+			fs := make([]func(*ctl.Machine), len(evs))
+			for i, e := range evs {
+				fs[i] = e.f
+			}
+			if err = c.handle(ctx, fs...); err == nil {
+				for _, e := range evs {
+					if e.done != nil {
+						close(e.done)
+					}
+				}
 			}
 		case <-wake.C:
-			err = c.handle(ctx, nil)
+			err = c.handle(ctx)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -229,7 +242,7 @@ func (c *Controller) load(ctx context.Context) error {
 	c.mu.Lock()
 	c.m = m
 	c.mu.Unlock()
-	return c.handle(ctx, nil)
+	return c.handle(ctx)
 }
 
 // stop marks the controller as gone. Idempotent.
@@ -268,15 +281,34 @@ func (c *Controller) post(f func(m *ctl.Machine)) {
 	}
 }
 
-// handle feeds one input to the machine (none: a timer) at the current
-// time and carries out the effects.
-func (c *Controller) handle(ctx context.Context, f func(m *ctl.Machine)) error {
+// maxBatch bounds the events handled, and journaled, together.
+const maxBatch = 256
+
+// drain returns first and the events queued behind it, at most maxBatch.
+func (c *Controller) drain(first event) []event {
+	evs := []event{first}
+	for len(evs) < maxBatch {
+		select {
+		case ev := <-c.events:
+			evs = append(evs, ev)
+		default:
+			return evs
+		}
+	}
+	return evs
+}
+
+// handle feeds inputs to the machine (none: a timer) at the current time,
+// in order, and carries out their effects together.
+func (c *Controller) handle(ctx context.Context, fs ...func(m *ctl.Machine)) error {
 	now := time.Now()
 	c.mu.Lock()
 	c.m.Tick(now)
-	if f != nil {
-		f(c.m)
-		c.m.Tick(now)
+	for _, f := range fs {
+		if f != nil {
+			f(c.m)
+			c.m.Tick(now)
+		}
 	}
 	b := c.collect()
 	c.mu.Unlock()

@@ -36,7 +36,8 @@ const (
 // Modes lists the modes.
 func Modes() []Mode { return []Mode{Space, Gang, BCS, Local} }
 
-// ParseMode resolves a mode name; the error lists the valid ones.
+// Parse resolves a mode's name, in any case; the error lists the valid
+// ones.
 func Parse(s string) (Mode, error) {
 	for _, m := range Modes() {
 		if strings.EqualFold(string(m), s) {
@@ -44,6 +45,29 @@ func Parse(s string) (Mode, error) {
 		}
 	}
 	return "", fmt.Errorf("unknown mode %q (valid: space, gang, bcs, local)", s)
+}
+
+// ParseFormer is Parse that also reads the simulator's former names, bf
+// (space sharing with backfilling: Space) and bgs (backfilling gang
+// scheduling: Gang), as flags and results files written before may hold
+// them. wasFormer tells the caller to warn that the name is going away.
+func ParseFormer(s string) (m Mode, wasFormer bool, err error) {
+	// The simulator's names from before the runtime and the simulator
+	// shared one spelling.
+	switch strings.ToLower(s) {
+	case "bf":
+		return Space, true, nil
+	case "bgs":
+		return Gang, true, nil
+	}
+	m, err = Parse(s)
+	return m, false, err
+}
+
+// FormerWarning is the warning for a former name that ParseFormer read as
+// m.
+func FormerWarning(name string, m Mode) string {
+	return fmt.Sprintf("mode %q is the former name of %s; write %s (the former names bf and bgs will stop working)", name, m, m)
 }
 
 // TimeShared reports whether rows rotate on strobes.

@@ -268,30 +268,15 @@ func Summarize(recs []Record, procs int, tau time.Duration) Summary {
 	return s
 }
 
-// SimMode is the simulator's model of a runtime mode: space sharing is
-// backfilling (BF), gang is backfilling gang scheduling (BGS).
-func SimMode(m sharing.Mode) (jss.Mode, error) {
-	switch m {
-	case sharing.Space:
-		return jss.BF, nil
-	case sharing.Gang:
-		return jss.BGS, nil
-	case sharing.BCS:
-		return jss.BCS, nil
-	}
-	return "", fmt.Errorf("experiment: mode %s has no simulator model", m)
-}
-
 // Simulate predicts the run of point p's workload on machine m in mode:
 // the same jobs, the same scheduler core, the simulator's model of the
 // mode.
 func Simulate(ctx context.Context, m sweep.Machine, p sweep.Point, mode sharing.Mode) (sweep.Row, error) {
-	sm, err := SimMode(mode)
-	if err != nil {
-		return sweep.Row{}, err
+	if err := jss.CheckMode(mode); err != nil {
+		return sweep.Row{}, fmt.Errorf("experiment: %w", err)
 	}
-	p.Mode = sm
-	if sm == jss.BF {
+	p.Mode = mode
+	if mode == sharing.Space {
 		p.MPL, p.Slice = 1, 0
 	}
 	return sweep.RunPoint(ctx, m, p)
@@ -309,12 +294,11 @@ type SimJob struct {
 // SimulateJobs is Simulate with every job's simulated start and end, for a
 // job-by-job comparison with the measured records.
 func SimulateJobs(ctx context.Context, m sweep.Machine, p sweep.Point, mode sharing.Mode) ([]SimJob, error) {
-	sm, err := SimMode(mode)
-	if err != nil {
-		return nil, err
+	if err := jss.CheckMode(mode); err != nil {
+		return nil, fmt.Errorf("experiment: %w", err)
 	}
-	p.Mode = sm
-	if sm == jss.BF {
+	p.Mode = mode
+	if mode == sharing.Space {
 		p.MPL, p.Slice = 1, 0
 	}
 	gen, err := m.Generator(p)

@@ -103,14 +103,14 @@ func TestSummarize(t *testing.T) {
 // Simulate runs the same point under each mode's model; local has none.
 func TestSimulate(t *testing.T) {
 	m, p := machine()
-	want := map[sharing.Mode]jss.Mode{sharing.Space: jss.BF, sharing.Gang: jss.BGS, sharing.BCS: jss.BCS}
+	want := map[sharing.Mode]sharing.Mode{sharing.Space: sharing.Space, sharing.Gang: sharing.Gang, sharing.BCS: sharing.BCS}
 	p.MPL, p.Slice, p.Policy = 3, 50*time.Millisecond, "easy"
 	for mode, sm := range want {
 		row, err := Simulate(context.Background(), m, p, mode)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if row.Mode != sm || row.Simulated != p.Jobs || !(row.MeanResponse > 0) || (sm == jss.BF && row.MPL != 1) {
+		if row.Mode != sm || row.Simulated != p.Jobs || !(row.MeanResponse > 0) || (sm == sharing.Space && row.MPL != 1) {
 			t.Fatalf("%s: %+v", mode, row)
 		}
 	}
@@ -133,7 +133,7 @@ func TestDedicatedIsTheSimulatorsRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Mode, p.MPL, p.Policy = jss.BF, 1, "easy"
+	p.Mode, p.MPL, p.Policy = sharing.Space, 1, "easy"
 	got := map[int64]time.Duration{}
 	if _, err := jss.RunModel(context.Background(), m.Config(p), gen, func(r jss.Result) error {
 		got[r.Number] = r.Runtime

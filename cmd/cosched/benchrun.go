@@ -52,7 +52,7 @@ func newBenchRunCmd() *cobra.Command {
 		Short: "Run a benchmark workload on a local cluster under each mode and compare",
 		Long: `Generate a workload of benchmark jobs (the simulator's generator: arrivals,
 sizes and runtimes from the built-in model, templates from --workload), then,
-for each of --modes in turn, start a local cluster of --nodes agents (one
+for each mode of --mode in turn, start a local cluster of --nodes agents (one
 processor each), replay the arrivals in real time, wait for every job, and
 stop the cluster. Every job's submit, start and end, and its ranks' compute
 and communication-wait reports, are written to DIR/MODE/jobs.csv; the
@@ -70,17 +70,26 @@ the run: the cluster is stopped and the jobs finished so far are kept.
 
 Processor utilization is the computation the ranks report over the
 processors' time from the first submission to the last end.`,
-		Example: "  cosched bench run\n  cosched bench run --workload w3 --jobs 40 --load 0.8 --modes bcs,gang,space --nodes 4 --slice 50ms --mpl 3",
+		Example: "  cosched bench run\n  cosched bench run --workload w3 --jobs 40 --load 0.8 --mode bcs,gang,space --nodes 4 --slice 50ms --mpl 3",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchRun(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, cmd.Flags().Changed)
+			// --modes is the former name of --mode.
+			changed := func(name string) bool {
+				return cmd.Flags().Changed(name) || name == "mode" && cmd.Flags().Changed("modes")
+			}
+			if cmd.Flags().Changed("modes") {
+				printWarnings(cmd.ErrOrStderr(), []string{"--modes is the former name of --mode; write --mode (--modes will stop working)"})
+			}
+			return benchRun(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, changed)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.workload, "workload", f.workload, "named workload (template mix): w0 … w4")
 	fl.IntVar(&f.jobs, "jobs", f.jobs, "jobs in the workload")
 	fl.Float64Var(&f.load, "load", f.load, "offered load")
-	fl.StringVar(&f.modes, "modes", f.modes, "comma-separated modes to run: space, gang, bcs")
+	fl.StringVar(&f.modes, "mode", f.modes, "comma-separated modes to run: space, gang, bcs")
+	fl.StringVar(&f.modes, "modes", f.modes, "former name of --mode")
+	_ = fl.MarkHidden("modes") // still read, with a warning
 	fl.IntVar(&f.nodes, "nodes", f.nodes, "agents (nodes of one processor)")
 	fl.DurationVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
 	fl.IntVar(&f.mpl, "mpl", f.mpl, "multiprogramming level (gang, bcs)")
@@ -105,7 +114,7 @@ type benchRunConfig struct {
 	profile *profile.Profile
 }
 
-var benchRunFlagNames = flagNames{"Modes": "--modes", "Nodes": "--nodes", "Slice": "--slice", "MPL": "--mpl", "Policy": "--policy",
+var benchRunFlagNames = flagNames{"Modes": "--mode", "Nodes": "--nodes", "Slice": "--slice", "MPL": "--mpl", "Policy": "--policy",
 	"Bandwidth": "--bandwidth", "Work": "--work", "StallTimeout": "--stall-timeout", "RealtimePriority": "--realtime-priority",
 	"Point.Workload": "--workload", "Point.Jobs": "--jobs", "Point.Load": "--load", "Machine.MeanRuntime": "--mean-runtime"}
 
@@ -118,7 +127,7 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	for _, s := range strings.Split(f.modes, ",") {
 		m, err := sharing.Parse(strings.TrimSpace(s))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--modes: %v", err))
+			errs = append(errs, fmt.Errorf("--mode: %v", err))
 			continue
 		}
 		o.Modes = append(o.Modes, m)
@@ -229,7 +238,7 @@ func (f *benchRunFlags) adoptCluster(ctx context.Context, progress io.Writer, cl
 			errs = append(errs, fmt.Errorf("--%s %v: the cluster at --addr runs %v", flag, mine, theirs))
 		}
 	}
-	conflict("modes", f.modes, cs.Mode)
+	conflict("mode", f.modes, cs.Mode)
 	conflict("nodes", f.nodes, cs.Processors)
 	if cs.Mode.TimeShared() {
 		conflict("slice", f.slice, cs.Slice)

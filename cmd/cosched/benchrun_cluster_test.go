@@ -89,7 +89,7 @@ func TestBenchRunEndToEnd(t *testing.T) {
 	// working directories, must still find their relays.
 	cwd := t.TempDir()
 	out := filepath.Join(cwd, "results")
-	cmd := coschedCmd("bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--modes", "bcs,space",
+	cmd := coschedCmd("bench", "run", "--jobs", "4", "--mean-runtime", "400ms", "--mode", "bcs,space",
 		"--nodes", "2", "--slice", "20ms", "--mpl", "2", "--work", "wall", "--realtime-priority", "0", "--out", "results")
 	cmd.Dir = cwd
 	b, err := cmd.CombinedOutput()
@@ -118,7 +118,7 @@ func TestBenchRunEndToEnd(t *testing.T) {
 			t.Fatalf("%s: %+v (error %q)", m.Mode, s, m.Error)
 		}
 		// The same four jobs were simulated under the mode's model.
-		wantSim := map[string]string{"bcs": "bcs", "space": "bf"}[m.Mode]
+		wantSim := map[string]string{"bcs": "bcs", "space": "space"}[m.Mode]
 		if sim := m.Simulated; sim == nil || sim.Mode != wantSim || sim.Simulated != 4 || !(sim.MeanResponse > 0) {
 			t.Fatalf("%s: simulated %+v", m.Mode, sim)
 		}
@@ -189,8 +189,8 @@ func TestBenchRunOnAnExistingCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	json.Unmarshal(b, &rec)
-	out, err := cosched("bench", "run", "--addr", rec.API, "--modes", "bcs", "--slice", "10ms", "--out", t.TempDir())
-	if err == nil || !strings.Contains(out, "--modes bcs: the cluster at --addr runs gang") || !strings.Contains(out, "--slice 10ms: the cluster at --addr runs 20ms") {
+	out, err := cosched("bench", "run", "--addr", rec.API, "--mode", "bcs", "--slice", "10ms", "--out", t.TempDir())
+	if err == nil || !strings.Contains(out, "--mode bcs: the cluster at --addr runs gang") || !strings.Contains(out, "--slice 10ms: the cluster at --addr runs 20ms") {
 		t.Fatalf("contradicting flags: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
@@ -214,7 +214,7 @@ func TestBenchRunOnAnExistingCluster(t *testing.T) {
 // exits non-zero.
 func TestBenchRunInterrupted(t *testing.T) {
 	out := t.TempDir()
-	cmd := coschedCmd("bench", "run", "--jobs", "30", "--mean-runtime", "1s", "--modes", "gang,space",
+	cmd := coschedCmd("bench", "run", "--jobs", "30", "--mean-runtime", "1s", "--mode", "gang,space",
 		"--nodes", "2", "--slice", "20ms", "--work", "wall", "--realtime-priority", "0", "--out", out)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

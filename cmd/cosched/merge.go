@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -27,14 +28,14 @@ and the files involved.`,
   cosched sim merge --out results runs/shard-1-of-2.json runs/shard-2-of-2.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMerge(cmd.OutOrStdout(), out, args)
+			return runMerge(cmd.OutOrStdout(), cmd.ErrOrStderr(), out, args)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for results.json and results.csv (created if needed; required)")
 	return cmd
 }
 
-func runMerge(stdout io.Writer, out string, inputs []string) error {
+func runMerge(stdout, stderr io.Writer, out string, inputs []string) error {
 	if out == "" {
 		return usageError{errors.New("--out: required: the directory for the merged results")}
 	}
@@ -46,5 +47,14 @@ func runMerge(stdout io.Writer, out string, inputs []string) error {
 	if err != nil {
 		return err
 	}
+	printWarnings(stderr, res.Warnings)
 	return writeSweepResults(stdout, res, out)
+}
+
+// printWarnings prints what a library noticed but read anyway (a results
+// file's former mode names).
+func printWarnings(stderr io.Writer, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 }

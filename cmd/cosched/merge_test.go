@@ -11,7 +11,7 @@ import (
 
 func TestSimMergeShardsGiveTheUnshardedFiles(t *testing.T) {
 	whole, shards, merged := t.TempDir(), t.TempDir(), t.TempDir()
-	args := []string{"--mode", "bf,bgs,bcs", "--mpl", "1,2", "--slice", "10ms,50ms", "--load", "0.4,0.8"}
+	args := []string{"--mode", "space,gang,bcs", "--mpl", "1,2", "--slice", "10ms,50ms", "--load", "0.4,0.8"}
 	if code, _, errOut := sim(t, tiny(whole, args...)...); code != 0 {
 		t.Fatalf("unsharded: exit %d: %s", code, errOut)
 	}

@@ -30,13 +30,13 @@ func newPlotCmd() *cobra.Command {
 		Long: `Draw the figures of a cosched sim sweep as PNG and/or SVG files:
 
   response_vs_slice_W_loadL         mean response time against the time slice,
-                                    one line per (mode, MPL) of bgs and bcs, bf
-                                    as a dashed reference line
+                                    one line per (mode, MPL) of gang and bcs,
+                                    space as a dashed reference line
   response_vs_load_W_mplN           mean response time against the load
   wait_vs_load_W_mplN               mean wait time against the load
   exec_slowdown_vs_load_W_mplN      execution-time slowdown against the load
   processor_util_vs_load_W_mplN     processor utilization against the load
-                                    (lines bf, bgs and bcs)
+                                    (lines space, gang and bcs)
 
 Names gain _memM for a memory mean (e.g. _mem128MB) and, when the sweep has
 several slices, the load figures gain _sliceSms. Points run with several
@@ -90,6 +90,7 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, f *plotFlags) error 
 	if err != nil {
 		return err
 	}
+	printWarnings(stderr, res.Warnings)
 	if res.Shard != "" {
 		fmt.Fprintf(stderr, "plot: %s holds shard %s only: %d of %d points\n", f.in, res.Shard, len(res.Rows), res.Total)
 	}

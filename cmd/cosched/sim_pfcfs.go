@@ -11,6 +11,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/pfcfs"
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 // pfcfsFlags are the --pfcfs-* parameters of `cosched sim`.
@@ -136,10 +137,10 @@ func isPFCFS(name string) bool {
 
 // pfcfsSweepModes rejects the time-sharing modes for --policy pfcfs, a
 // space-sharing policy.
-func pfcfsSweepModes(modes []jss.Mode) []error {
+func pfcfsSweepModes(modes []sharing.Mode) []error {
 	for _, m := range modes {
-		if m != jss.BF {
-			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode bf only (got --mode %s)", m)}
+		if m != sharing.Space {
+			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode space only (got --mode %s)", m)}
 		}
 	}
 	return nil

@@ -102,7 +102,7 @@ func TestSimPFCFSBadFlags(t *testing.T) {
 func TestSweepPFCFS(t *testing.T) {
 	dir := t.TempDir()
 	var errb bytes.Buffer
-	code, _ := sweepCLI(context.Background(), &errb, "sim", "sweep", "--mode", "bf", "--policy", "pfcfs",
+	code, _ := sweepCLI(context.Background(), &errb, "sim", "sweep", "--mode", "space", "--policy", "pfcfs",
 		"--load", "0.9", "--jobs", "60", "--pfcfs-switch", "1m", "--pfcfs-switches", "2", "--check", "--parallel", "1", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -129,9 +129,9 @@ func TestSweepPFCFSBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--policy", "pfcfs"}, "--policy pfcfs: space sharing, runs with --mode bf only (got --mode bgs)"},
-		{[]string{"--mode", "bf", "--policy", "pfcfs", "--pfcfs-switches", "0"}, "--pfcfs-switches 0: must be at least 1"},
-		{[]string{"--mode", "bf", "--pfcfs-delay", "1m"}, "--pfcfs-delay: applies only with --policy pfcfs"},
+		{[]string{"--policy", "pfcfs"}, "--policy pfcfs: space sharing, runs with --mode space only (got --mode gang)"},
+		{[]string{"--mode", "space", "--policy", "pfcfs", "--pfcfs-switches", "0"}, "--pfcfs-switches 0: must be at least 1"},
+		{[]string{"--mode", "space", "--pfcfs-delay", "1m"}, "--pfcfs-delay: applies only with --policy pfcfs"},
 	} {
 		var errb bytes.Buffer
 		code, _ := sweepCLI(context.Background(), &errb, append([]string{"sim", "sweep", "--jobs", "5"}, tc.args...)...)

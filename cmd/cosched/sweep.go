@@ -24,6 +24,7 @@ import (
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/jss/workload"
+	"github.com/cosched/cosched/sharing"
 )
 
 // sweepTableMax is the most rows printed as a table after a sweep or merge.
@@ -54,15 +55,17 @@ type sweepFlags struct {
 	procSwitch  time.Duration
 	pfcfs       pfcfsFlags
 	profile     string
+	// warnings are validate's: former mode names read, printed before running.
+	warnings []string
 }
 
 func newSweepCmd() *cobra.Command {
 	var f sweepFlags
 	cmd := &cobra.Command{
 		Use:   "sweep",
-		Short: "Run bf, bgs and bcs over a design space of MPLs, slices, loads, workloads and memory",
-		Long: `Simulate backfilling (bf), backfilling gang scheduling (bgs) and buffered
-coscheduling (bcs) at every point of a design space, each point a synthetic
+		Short: "Run space, gang and bcs over a design space of MPLs, slices, loads, workloads and memory",
+		Long: `Simulate space sharing with backfilling (space), backfilling gang scheduling
+(gang) and buffered coscheduling (bcs) at every point of a design space, each point a synthetic
 workload (cosched sim gen) run under one configuration, and write one row of
 metrics per point.
 
@@ -71,7 +74,7 @@ Points are the Cartesian product of the lists, in this order, outermost first
 
   workload, mem-mean, load, seed, mode, mpl, slice
 
-bf is space sharing: it ignores --mpl and --slice, so it gets one point per
+space sharing ignores --mpl and --slice, so it gets one point per
 (workload, mem-mean, load, seed), with MPL 1 and slice 0; tables and plots show
 it as the baseline. A point's position in this order is its index.
 
@@ -88,11 +91,11 @@ the flags, never on --parallel or timing.
 
 Output: the JSON holds the spec, the machine, the shard, the total number of
 points and one row per point; the CSV one line per point (times in seconds,
-the slice as a Go duration, 0s for bf). Files are written only when the sweep
+the slice as a Go duration, 0s for space). Files are written only when the sweep
 succeeds. Standard output lists the files and, for at most 60 points, a table;
 progress goes to standard error.`,
 		Example: `  cosched sim sweep --load 0.1:1.6:0.1 --mpl 1,2,3,4 --out w3
-  cosched sim sweep --mode bf,bgs,bcs --mpl 1,2,3,4 --slice 5ms,10ms,50ms,100ms \
+  cosched sim sweep --mode space,gang,bcs --mpl 1,2,3,4 --slice 5ms,10ms,50ms,100ms \
       --load 0.1:1.6:0.1 --workload w0,w1,w2,w3,w4 --mem-mean 0,128MB,256MB \
       --out full --shard 3/8
   cosched sim merge --out full full`,
@@ -102,9 +105,9 @@ progress goes to standard error.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.modes, "mode", "bf,bgs,bcs", "execution modes: bf (space sharing with backfilling), bgs (backfilling gang scheduling), bcs (buffered coscheduling)")
-	fl.StringVar(&f.mpls, "mpl", "3", "multiprogramming levels (bgs, bcs)")
-	fl.StringVar(&f.slices, "slice", "50ms", "time slices (bgs, bcs), as Go durations")
+	fl.StringVar(&f.modes, "mode", "space,gang,bcs", "sharing modes: space (space sharing with backfilling), gang (backfilling gang scheduling), bcs (buffered coscheduling)")
+	fl.StringVar(&f.mpls, "mpl", "3", "multiprogramming levels (gang, bcs)")
+	fl.StringVar(&f.slices, "slice", "50ms", "time slices (gang, bcs), as Go durations")
 	fl.StringVar(&f.loads, "load", "0.8", "offered loads: a list (0.2,0.8) and/or inclusive ranges lo:hi:step (0.1:1.6:0.1)")
 	fl.StringVar(&f.workloads, "workload", "w3", "benchmark workloads: "+sweepWorkloadNames())
 	fl.StringVar(&f.memMeans, "mem-mean", "0", "mean memory per process (e.g. 0,128MB,256MB); 0 for no memory constraint")
@@ -112,7 +115,7 @@ progress goes to standard error.`,
 	fl.StringVar(&f.seeds, "seed", "1", "random seeds (a list runs each point once per seed)")
 	fl.StringVar(&f.out, "out", "", "directory for the results (created if needed); without it the table is printed and no file written")
 	fl.StringVar(&f.shard, "shard", "", "run only shard k of n (k/n, 1 ≤ k ≤ n): the points whose index % n == k-1")
-	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames()+", or pfcfs (with --mode bf only)")
+	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames()+", or pfcfs (with --mode space only)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "points simulated at once")
 	fl.IntVar(&f.procs, "procs", 32, "machine size in processors")
 	fl.StringVar(&f.memPerProc, "mem-per-proc", "512MiB", "memory of one processor; no process needs more")
@@ -123,7 +126,7 @@ progress goes to standard error.`,
 	fl.StringVar(&f.msgSize, "msg-size", "4KiB", "size of one benchmark message")
 	fl.StringVar(&f.bandwidth, "bandwidth", "100MB", "network bandwidth per node, per second")
 	fl.DurationVar(&f.latency, "latency", def.Network.Latency, "network latency per message and per barrier level")
-	fl.DurationVar(&f.jobSwitch, "job-switch", def.JobSwitch, "cost of switching a job in (bgs)")
+	fl.DurationVar(&f.jobSwitch, "job-switch", def.JobSwitch, "cost of switching a job in (gang)")
 	fl.DurationVar(&f.procSwitch, "process-switch", def.ProcessSwitch, "cost of a process context switch (bcs)")
 	fl.StringVar(&f.profile, "profile", "", "machine profile from cosched bench calibrate: its switch costs, relay network and overheads replace --job-switch, --process-switch and the defaults (--latency and --bandwidth still set iterations and h_max)")
 	addPFCFSFlags(fl, &f.pfcfs)
@@ -194,10 +197,14 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	var spec sweep.Spec
 	var e []error
 
-	spec.Modes, e = parseList("--mode", f.modes, func(s string) (jss.Mode, error) {
-		m, err := jss.ParseMode(strings.ToLower(s))
-		if err != nil {
-			return "", errors.New("unknown mode (valid: bf, bgs, bcs)")
+	f.warnings = nil
+	spec.Modes, e = parseList("--mode", f.modes, func(s string) (sharing.Mode, error) {
+		m, former, err := sharing.ParseFormer(s)
+		if err != nil || jss.CheckMode(m) != nil {
+			return "", errors.New("unknown mode (valid: space, gang, bcs)")
+		}
+		if former {
+			f.warnings = append(f.warnings, "--mode: "+sharing.FormerWarning(s, m))
 		}
 		return m, nil
 	})
@@ -310,10 +317,10 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 		}
 	}
 	for _, sl := range spec.Slices {
-		if slices.Contains(spec.Modes, jss.BGS) && sl <= f.jobSwitch {
+		if slices.Contains(spec.Modes, sharing.Gang) && sl <= f.jobSwitch {
 			errs = append(errs, fmt.Errorf("--slice %v: must exceed --job-switch %v, or gang-scheduled jobs make no progress", sl, f.jobSwitch))
 		}
-		if slices.Contains(spec.Modes, jss.BCS) && sl <= f.procSwitch {
+		if slices.Contains(spec.Modes, sharing.BCS) && sl <= f.procSwitch {
 			errs = append(errs, fmt.Errorf("--slice %v: must exceed --process-switch %v, or processes make no progress", sl, f.procSwitch))
 		}
 	}
@@ -354,9 +361,9 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 func profileFits(m sweep.Machine, spec sweep.Spec) error {
 	for _, sl := range spec.Slices {
 		switch {
-		case slices.Contains(spec.Modes, jss.BGS) && sl <= m.JobSwitch:
+		case slices.Contains(spec.Modes, sharing.Gang) && sl <= m.JobSwitch:
 			return fmt.Errorf("slice %v does not exceed the profile's job switch %v", sl, m.JobSwitch)
-		case slices.Contains(spec.Modes, jss.BCS) && sl <= max(m.ProcessSwitch, m.Overheads.Delivery):
+		case slices.Contains(spec.Modes, sharing.BCS) && sl <= max(m.ProcessSwitch, m.Overheads.Delivery):
 			return fmt.Errorf("slice %v does not exceed the profile's process switch %v and delivery delay %v", sl, m.ProcessSwitch, m.Overheads.Delivery)
 		}
 	}
@@ -365,6 +372,7 @@ func profileFits(m sweep.Machine, spec sweep.Spec) error {
 
 func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f *sweepFlags) error {
 	spec, shard, m, err := f.validate()
+	printWarnings(stderr, f.warnings)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func sim(t *testing.T, args ...string) (int, string, string) {
 	return code, out, errb.String()
 }
 
-// tiny is a 6-point sweep: loads 0.4 and 0.8, each bf, bgs and bcs at
+// tiny is a 6-point sweep: loads 0.4 and 0.8, each space, gang and bcs at
 // MPL 2, 50 ms, 10 jobs.
 func tiny(out string, extra ...string) []string {
 	return append([]string{"sweep", "--jobs", "10", "--load", "0.4,0.8", "--mpl", "2", "--check", "--out", out}, extra...)
@@ -94,7 +94,7 @@ func TestSimSweepWritesFilesAndTable(t *testing.T) {
 			modes = append(modes, f[0]+" "+f[1]+" "+f[2]+" "+f[3])
 		}
 	}
-	if got := strings.Join(modes, ", "); got != "bf 1 - 0.4, bgs 2 50ms 0.4, bcs 2 50ms 0.4, bf 1 - 0.8, bgs 2 50ms 0.8, bcs 2 50ms 0.8" {
+	if got := strings.Join(modes, ", "); got != "space 1 - 0.4, gang 2 50ms 0.4, bcs 2 50ms 0.4, space 1 - 0.8, gang 2 50ms 0.8, bcs 2 50ms 0.8" {
 		t.Errorf("table rows: %s\n%s", got, out)
 	}
 	if strings.Contains(out, "points (") {
@@ -113,7 +113,7 @@ func TestSimSweepWritesFilesAndTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 7 || strings.Join(recs[0], ",") != strings.Join(sweep.CSVHeader(), ",") || recs[1][1] != "bf" || recs[1][3] != "0s" || recs[3][3] != "50ms" || recs[6][4] != "0.8" {
+	if len(recs) != 7 || strings.Join(recs[0], ",") != strings.Join(sweep.CSVHeader(), ",") || recs[1][1] != "space" || recs[1][3] != "0s" || recs[3][3] != "50ms" || recs[6][4] != "0.8" {
 		t.Errorf("CSV:\n%v", recs)
 	}
 	res, err := sweep.ReadFile(js)
@@ -130,7 +130,7 @@ func TestSimSweepWritesFilesAndTable(t *testing.T) {
 }
 
 func TestSimSweepBadFlagsListEveryProblem(t *testing.T) {
-	code, out, errOut := sim(t, "sweep", "--mode", "bf,gang", "--mpl", "0,x", "--slice", "fast,-5ms", "--load", "0.1:1.6",
+	code, out, errOut := sim(t, "sweep", "--mode", "space,local", "--mpl", "0,x", "--slice", "fast,-5ms", "--load", "0.1:1.6",
 		"--workload", "w3,w7", "--mem-mean", "1GB,lots", "--jobs", "0", "--seed", "-1", "--policy", "lifo",
 		"--shard", "5/4", "--parallel", "0", "--procs", "0", "--mean-runtime", "-1s")
 	if code != 2 || out != "" {
@@ -138,7 +138,7 @@ func TestSimSweepBadFlagsListEveryProblem(t *testing.T) {
 	}
 	for _, want := range []string{
 		"16 problems with the command line",
-		`--mode "gang": unknown mode`,
+		`--mode "local": unknown mode`,
 		`--mpl "0": must be from 1 to 64`,
 		`--mpl "x": not an integer`,
 		`--slice "fast": not a duration`,
@@ -228,7 +228,7 @@ func TestSimSweepMachineFlags(t *testing.T) {
 	if m.MessageSize != 8192 || m.Bandwidth != 50e6 || m.Latency != 5*time.Microsecond || m.JobSwitch != 2*time.Millisecond || m.ProcessSwitch != 200*time.Microsecond {
 		t.Errorf("machine %+v", m)
 	}
-	code, _, errOut = cli(t, "", "sim", "sweep", "--mode", "bgs,bcs", "--slice", "1ms", "--out", t.TempDir(),
+	code, _, errOut = cli(t, "", "sim", "sweep", "--mode", "gang,bcs", "--slice", "1ms", "--out", t.TempDir(),
 		"--msg-size", "0", "--bandwidth", "fast", "--latency", "-1us", "--job-switch", "1ms")
 	if code != 2 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -245,7 +245,7 @@ func TestSimSweepMachineFlags(t *testing.T) {
 func TestSimSweepWithoutOut(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	code, out, errOut := cli(t, "", "sim", "sweep", "--mode", "bf,bcs", "--jobs", "10")
+	code, out, errOut := cli(t, "", "sim", "sweep", "--mode", "space,bcs", "--jobs", "10")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -273,7 +273,7 @@ func TestSimSweepProfile(t *testing.T) {
     "slices": 80, "relay_latency_ns": 200000, "relay_bandwidth_bps": 30000000, "message_size": 4096, "launch_ns": 10000000,
     "compute_scale": 1.03, "bcs_delivery_ns": 2000000, "bcs_delivery_p90_ns": 4000000, "bcs_solo_sync": true, "bcs_solo_period_ns": 50000000}}`), 0o644)
 	out := filepath.Join(dir, "out")
-	code, _, errOut := cli(t, "", "sim", "sweep", "--mode", "bgs,bcs", "--jobs", "8", "--out", out, "--profile", path)
+	code, _, errOut := cli(t, "", "sim", "sweep", "--mode", "gang,bcs", "--jobs", "8", "--out", out, "--profile", path)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -296,5 +296,22 @@ func TestSimSweepProfile(t *testing.T) {
 	code, _, errOut = cli(t, "", "sim", "sweep", "--jobs", "8", "--profile", bad)
 	if code != 2 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, `unknown field "colour"`) {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// The simulator's former mode names (bf, bgs) are still read, with a
+// warning, and the results use today's.
+func TestSimSweepReadsFormerModeNames(t *testing.T) {
+	code, out, errOut := sim(t, "sweep", "--mode", "bf,bgs", "--jobs", "10")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{`warning: --mode: mode "bf" is the former name of space`, `warning: --mode: mode "bgs" is the former name of gang`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if lines := strings.Split(out, "\n"); len(lines) < 3 || strings.Fields(lines[1])[0] != "space" || strings.Fields(lines[2])[0] != "gang" {
+		t.Errorf("table:\n%s", out)
 	}
 }

@@ -15,16 +15,17 @@ import (
 	"github.com/cosched/cosched/comm"
 )
 
-// Mode is how a relay forwards messages.
-type Mode int
+// Delivery is how a relay forwards messages: the sharing mode's need
+// (sharing.BCS buffers, every other mode forwards at once), not the mode.
+type Delivery int
 
-// The modes.
+// The deliveries.
 const (
-	Immediate Mode = iota // forward at once (space, gang, local)
-	Buffered              // buffer per slice, deliver after the strobe (bcs)
+	Immediate Delivery = iota // forward at once (space, gang, local)
+	Buffered                  // buffer per slice, deliver after the strobe (bcs)
 )
 
-func (m Mode) String() string {
+func (m Delivery) String() string {
 	if m == Buffered {
 		return "bcs"
 	}
@@ -93,7 +94,7 @@ type Relay struct {
 
 	mu         sync.Mutex
 	closed     bool
-	mode       Mode
+	mode       Delivery
 	hmax       int64         // bytes per node per slice in Buffered mode; 0 = no limit
 	hbTimeout  time.Duration // how long a transfer waits for the peers' heartbeats
 	jobs       map[int64]*job
@@ -226,11 +227,11 @@ func (r *Relay) Close() error {
 	return nil
 }
 
-// SetMode switches between immediate and buffered forwarding. slice and
+// SetDelivery switches between immediate and buffered forwarding. slice and
 // bandwidth (bytes per second per node; 0 = unlimited) set the buffered
 // mode's budget h_max = bandwidth × slice. Leaving buffered mode sends
 // whatever is still buffered at once.
-func (r *Relay) SetMode(mode Mode, slice time.Duration, bandwidth float64) {
+func (r *Relay) SetDelivery(mode Delivery, slice time.Duration, bandwidth float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.hmax = 0

@@ -347,7 +347,7 @@ func TestBufferedSlices(t *testing.T) {
 	link(r0, r1)
 	const slice = 50 * time.Millisecond
 	for _, r := range []*Relay{r0, r1} {
-		r.SetMode(Buffered, slice, 3*4096/slice.Seconds()) // h_max: three 4 KB messages
+		r.SetDelivery(Buffered, slice, 3*4096/slice.Seconds()) // h_max: three 4 KB messages
 	}
 	nodes := []string{"n0", "n1"}
 	r0.AddJob(5, nodes)
@@ -403,8 +403,8 @@ func TestBufferedSlices(t *testing.T) {
 func TestBufferedHeartbeatTimeout(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	link(r0, r1)
-	r0.SetMode(Buffered, 40*time.Millisecond, 0) // timeout 10 ms
-	r1.SetMode(Buffered, 40*time.Millisecond, 0)
+	r0.SetDelivery(Buffered, 40*time.Millisecond, 0) // timeout 10 ms
+	r1.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	nodes := []string{"n0", "n1"}
 	r0.AddJob(5, nodes)
 	r1.AddJob(5, nodes)
@@ -453,7 +453,7 @@ func TestBufferedMessagesOutliveTheirSender(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	link(r0, r1)
 	for _, r := range []*Relay{r0, r1} {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	}
 	nodes := []string{"n0", "n1"}
 	for _, job := range []int64{5, 6} {
@@ -490,7 +490,7 @@ func TestBarrierReleaseReachesAPeerThatMissedTheArrivals(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	link(r0, r1)
 	for _, r := range []*Relay{r0, r1} {
-		r.SetMode(Buffered, 40*time.Millisecond, 0)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 	}
 	nodes := []string{"n0", "n1"}
 	r0.AddJob(5, nodes)
@@ -566,7 +566,7 @@ func TestBufferedWaitsOnlyForNodesSharingAJob(t *testing.T) {
 	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
 	link(r0, r1, r2)
 	for _, r := range []*Relay{r0, r1, r2} {
-		r.SetMode(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms: waiting for n2 would count a wait
+		r.SetDelivery(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms: waiting for n2 would count a wait
 	}
 	if got := r0.SharedNodes(); len(got) != 0 {
 		t.Fatalf("shared before any job: %v", got)

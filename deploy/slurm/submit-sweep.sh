@@ -3,7 +3,7 @@
 #
 #   deploy/slurm/submit-sweep.sh OUT_DIR SHARDS [cosched sim sweep flags...]
 #
-# e.g. deploy/slurm/submit-sweep.sh full 16 --mode bf,bgs,bcs --mpl 1,2,3,4 \
+# e.g. deploy/slurm/submit-sweep.sh full 16 --mode space,gang,bcs --mpl 1,2,3,4 \
 #        --slice 5ms,10ms,50ms,100ms --load 0.1:1.6:0.1 --workload w0,w1,w2,w3,w4
 # Extra sbatch options (partition, account) go in SBATCH_* environment
 # variables, which sbatch reads itself.

@@ -1,12 +1,13 @@
 package nowsim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/internal/ctxslices"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -143,7 +144,12 @@ func Generate(ctx context.Context, c GenConfig) ([]Job, error) {
 			classes = append(classes, Class(cl))
 		}
 	}
-	rng.Shuffle(len(classes), func(i, j int) { classes[i], classes[j] = classes[j], classes[i] })
+	// Millions of jobs take seconds to shuffle and sort under load: each
+	// step stops when ctx ends (the same draws as rng.Shuffle and the same
+	// order as slices.Sort, so the same jobs).
+	if err := ctxslices.Shuffle(ctx, rng, len(classes), func(i, j int) { classes[i], classes[j] = classes[j], classes[i] }); err != nil {
+		return nil, fmt.Errorf("nowsim: generate: %w", context.Cause(ctx))
+	}
 
 	var parallel []int
 	for i, cl := range classes {
@@ -151,7 +157,9 @@ func Generate(ctx context.Context, c GenConfig) ([]Job, error) {
 			parallel = append(parallel, i)
 		}
 	}
-	rng.Shuffle(len(parallel), func(i, j int) { parallel[i], parallel[j] = parallel[j], parallel[i] })
+	if err := ctxslices.Shuffle(ctx, rng, len(parallel), func(i, j int) { parallel[i], parallel[j] = parallel[j], parallel[i] }); err != nil {
+		return nil, fmt.Errorf("nowsim: generate: %w", context.Cause(ctx))
+	}
 	balanced := make([]bool, c.Jobs)
 	for _, i := range parallel[:int(math.Round(float64(len(parallel))*c.BalancedShare))] {
 		balanced[i] = true
@@ -162,7 +170,9 @@ func Generate(ctx context.Context, c GenConfig) ([]Job, error) {
 		for i := range submits {
 			submits[i] = uniform(rng, Range{0, c.Span}, time.Millisecond)
 		}
-		slices.Sort(submits)
+		if err := ctxslices.SortFunc(ctx, submits, cmp.Compare[time.Duration]); err != nil {
+			return nil, fmt.Errorf("nowsim: generate: %w", context.Cause(ctx))
+		}
 	}
 
 	var bases [3][]time.Duration

@@ -12,8 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/internal/ctxslices"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/cosched/cosched/gang/now"
@@ -103,7 +103,9 @@ func Run(ctx context.Context, cfg Config, jobs []Job, emit func(Record) error) (
 		byID[j.ID] = j
 		order[i] = j
 	}
-	slices.SortFunc(order, func(a, b *Job) int { return cmp.Or(cmp.Compare(a.Submit, b.Submit), cmp.Compare(a.ID, b.ID)) })
+	if err := ctxslices.SortFunc(ctx, order, func(a, b *Job) int { return cmp.Or(cmp.Compare(a.Submit, b.Submit), cmp.Compare(a.ID, b.ID)) }); err != nil {
+		return Result{}, fmt.Errorf("nowsim: run stopped: %w", context.Cause(ctx))
+	}
 
 	col := metrics.NewCollector(len(cfg.Speeds), 0)
 	estimates := make(map[int64]time.Duration)

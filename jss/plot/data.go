@@ -7,12 +7,13 @@ import (
 
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/sharing"
 )
 
 // cell is one point of a sweep less its seed, with its metrics averaged
 // over the seeds run.
 type cell struct {
-	mode     jss.Mode
+	mode     sharing.Mode
 	mpl      int
 	slice    time.Duration
 	load     float64
@@ -24,7 +25,7 @@ type cell struct {
 }
 
 type cellKey struct {
-	mode     jss.Mode
+	mode     sharing.Mode
 	mpl      int
 	slice    time.Duration
 	load     float64
@@ -38,7 +39,7 @@ func average(rows []sweep.Row) ([]cell, int) {
 	byKey := map[cellKey]*cell{}
 	for _, r := range rows {
 		k := cellKey{r.Mode, r.MPL, r.Slice, r.Load, r.Workload, r.MemMean}
-		if r.Mode == jss.BF {
+		if r.Mode == sharing.Space {
 			k.mpl, k.slice = 1, 0
 		}
 		c := byKey[k]
@@ -76,8 +77,8 @@ func average(rows []sweep.Row) ([]cell, int) {
 	return cells, most
 }
 
-// modeRank orders modes as jss.Modes does: bf, bgs, bcs.
-func modeRank(m jss.Mode) int {
+// modeRank orders modes as jss.Modes does: space, gang, bcs.
+func modeRank(m sharing.Mode) int {
 	if i := slices.Index(jss.Modes(), m); i >= 0 {
 		return i
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Figure is one chart of a sweep, ready to render.
@@ -50,11 +51,11 @@ func loadMetrics() []metric {
 //
 //   - response_vs_slice_W[_memM]_loadL: mean response time against the time
 //     slice (ms; log scale when the slices span more than 10×), one line per
-//     (mode, MPL) of bgs and bcs, bf as a dashed horizontal reference line;
+//     (mode, MPL) of gang and bcs, space as a dashed horizontal reference line;
 //     one figure per workload, memory mean and load.
 //   - response_vs_load, wait_vs_load, exec_slowdown_vs_load and
 //     processor_util_vs_load, each _W[_memM]_mplN[_sliceSms]: the metric
-//     against the offered load, lines bf (its MPL-1 runs), bgs and bcs; one
+//     against the offered load, lines space (its MPL-1 runs), gang and bcs; one
 //     figure per workload, memory mean, MPL and, when the rows have several
 //     slices, slice.
 //
@@ -70,7 +71,7 @@ func Figures(rows []sweep.Row) ([]Figure, []Skip) {
 	if seeds > 1 {
 		note = fmt.Sprintf(" (mean of %d seeds)", seeds)
 	}
-	timeShared := filter(cells, func(c cell) bool { return c.mode != jss.BF })
+	timeShared := filter(cells, func(c cell) bool { return c.mode != sharing.Space })
 	manySlices := len(distinct(timeShared, func(c cell) time.Duration { return c.slice })) > 1
 	for _, w := range distinct(cells, func(c cell) string { return c.workload }) {
 		for _, mem := range distinct(cells, func(c cell) int64 { return c.mem }) {
@@ -86,10 +87,10 @@ func Figures(rows []sweep.Row) ([]Figure, []Skip) {
 					figs = append(figs, f)
 				}
 			}
-			ts := filter(here, func(c cell) bool { return c.mode != jss.BF })
+			ts := filter(here, func(c cell) bool { return c.mode != sharing.Space })
 			mpls := distinct(ts, func(c cell) int { return c.mpl })
 			if len(mpls) == 0 {
-				mpls = []int{1} // bf only
+				mpls = []int{1} // space only
 			}
 			sliceList := distinct(ts, func(c cell) time.Duration { return c.slice })
 			if len(sliceList) == 0 {
@@ -133,11 +134,11 @@ func sliceFigure(cells []cell, w string, mem int64, load float64, note string) (
 	name := "response_vs_slice_" + w + memPart(mem) + "_load" + fmtFloat(load)
 	f := Figure{Name: name}
 	at := filter(cells, func(c cell) bool { return c.load == load })
-	ts := filter(at, func(c cell) bool { return c.mode != jss.BF })
+	ts := filter(at, func(c cell) bool { return c.mode != sharing.Space })
 	xs := distinct(ts, func(c cell) time.Duration { return c.slice })
 	switch {
 	case len(ts) == 0:
-		return f, "no bgs or bcs runs (bf has no time slice)"
+		return f, "no gang or bcs runs (space has no time slice)"
 	case len(xs) < 2:
 		return f, fmt.Sprintf("one time slice (%v); a line needs at least 2", xs[0])
 	}
@@ -148,7 +149,7 @@ func sliceFigure(cells []cell, w string, mem int64, load float64, note string) (
 	}
 	ch.logX = ms(xs[len(xs)-1]) > 10*ms(xs[0])
 	type line struct {
-		mode jss.Mode
+		mode sharing.Mode
 		mpl  int
 	}
 	var order []line
@@ -160,18 +161,18 @@ func sliceFigure(cells []cell, w string, mem int64, load float64, note string) (
 		}
 		pts[l] = append(pts[l], xy{ms(c.slice), c.response})
 	}
-	// Colour by MPL; bgs dotted with open squares, bcs solid with dots.
+	// Colour by MPL; gang dotted with open squares, bcs solid with dots.
 	mpls := distinct(ts, func(c cell) int { return c.mpl })
 	for _, l := range order {
 		s := series{label: fmt.Sprintf("%s MPL %d", l.mode, l.mpl), pts: pts[l], color: slices.Index(mpls, l.mpl), glyph: glyphDot}
-		if l.mode == jss.BGS {
+		if l.mode == sharing.Gang {
 			s.glyph, s.dotted = glyphOpenSquare, true
 		}
 		ch.series = append(ch.series, s)
 	}
 	for _, c := range at {
-		if c.mode == jss.BF {
-			ch.series = append(ch.series, series{label: "bf (space sharing)", ref: c.response, isRef: true, color: -1})
+		if c.mode == sharing.Space {
+			ch.series = append(ch.series, series{label: "space (backfilling)", ref: c.response, isRef: true, color: -1})
 		}
 	}
 	f.chart = ch
@@ -179,7 +180,7 @@ func sliceFigure(cells []cell, w string, mem int64, load float64, note string) (
 }
 
 // loadFigure draws metric m against load for one workload, memory mean,
-// MPL and slice: bf, bgs and bcs.
+// MPL and slice: space, gang and bcs.
 func loadFigure(cells []cell, m metric, w string, mem int64, mpl int, slice time.Duration, sliceInName bool, note string) (Figure, string) {
 	name := m.name + "_vs_load_" + w + memPart(mem) + "_mpl" + strconv.Itoa(mpl)
 	if sliceInName && slice > 0 {
@@ -187,7 +188,7 @@ func loadFigure(cells []cell, m metric, w string, mem int64, mpl int, slice time
 	}
 	f := Figure{Name: name}
 	in := filter(cells, func(c cell) bool {
-		return c.mode == jss.BF || c.mpl == mpl && c.slice == slice
+		return c.mode == sharing.Space || c.mpl == mpl && c.slice == slice
 	})
 	xs := distinct(in, func(c cell) float64 { return c.load })
 	if len(xs) < 2 {
@@ -209,13 +210,13 @@ func loadFigure(cells []cell, m metric, w string, mem int64, mpl int, slice time
 		if len(pts) == 0 {
 			continue
 		}
-		// The styles of the slice figures: bf dashed black, bgs dotted
+		// The styles of the slice figures: space dashed black, gang dotted
 		// with open squares, bcs solid with dots.
 		s := series{label: string(mode), pts: pts, color: i - 1, glyph: glyphDot}
 		switch mode {
-		case jss.BF:
-			s.label, s.color, s.glyph, s.dashed = "bf (space sharing)", -1, glyphRing, true
-		case jss.BGS:
+		case sharing.Space:
+			s.label, s.color, s.glyph, s.dashed = "space (backfilling)", -1, glyphRing, true
+		case sharing.Gang:
 			s.glyph, s.dotted = glyphOpenSquare, true
 		}
 		ch.series = append(ch.series, s)

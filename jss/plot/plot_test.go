@@ -17,11 +17,12 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/sharing"
 )
 
 // rows makes a synthetic sweep: every combination, metrics made up from
 // the point so the tests can predict the plotted values.
-func rows(modes []jss.Mode, mpls []int, slicesMS []int, loads []float64, mems []int64, seeds []uint64) []sweep.Row {
+func rows(modes []sharing.Mode, mpls []int, slicesMS []int, loads []float64, mems []int64, seeds []uint64) []sweep.Row {
 	var out []sweep.Row
 	spec := sweep.Spec{Modes: modes, MPLs: mpls, Loads: loads, Workloads: []string{"w3"}, MemMeans: mems, Jobs: 10, Seeds: seeds, Policy: gang.EASY}
 	for _, s := range slicesMS {
@@ -79,22 +80,22 @@ func TestSliceFigureLinesAndBaseline(t *testing.T) {
 	for _, s := range f.chart.series {
 		labels = append(labels, s.label)
 	}
-	if want := []string{"bgs MPL 1", "bgs MPL 3", "bcs MPL 1", "bcs MPL 3", "bf (space sharing)"}; !slices.Equal(labels, want) {
+	if want := []string{"gang MPL 1", "gang MPL 3", "bcs MPL 1", "bcs MPL 3", "space (backfilling)"}; !slices.Equal(labels, want) {
 		t.Errorf("lines %v, want %v", labels, want)
 	}
 	bcs3 := f.chart.series[3]
 	if want := []xy{{5, 50 + 3 + 0.005 + 1}, {10, 50 + 3 + 0.01 + 1}, {100, 50 + 3 + 0.1 + 1}}; !slices.Equal(bcs3.pts, want) {
 		t.Errorf("bcs MPL 3 points %v, want %v", bcs3.pts, want)
 	}
-	bf := f.chart.series[4]
-	if !bf.isRef || bf.ref != 50+1+1 || bf.color != -1 {
-		t.Errorf("bf baseline %+v", bf)
+	space := f.chart.series[4]
+	if !space.isRef || space.ref != 50+1+1 || space.color != -1 {
+		t.Errorf("space baseline %+v", space)
 	}
 	if !slices.Equal(f.chart.xTicks, []float64{5, 10, 100}) {
 		t.Errorf("ticks %v", f.chart.xTicks)
 	}
 	// Within 10×: a linear axis.
-	figs, _ = Figures(rows([]jss.Mode{jss.BGS}, []int{2}, []int{10, 50}, []float64{0.5}, []int64{0}, []uint64{1}))
+	figs, _ = Figures(rows([]sharing.Mode{sharing.Gang}, []int{2}, []int{10, 50}, []float64{0.5}, []int64{0}, []uint64{1}))
 	if figs[0].chart.logX {
 		t.Error("10-50 ms on a log scale")
 	}
@@ -114,12 +115,12 @@ func TestLoadFigureLinesAndSeedMeans(t *testing.T) {
 	for _, s := range f.chart.series {
 		labels = append(labels, s.label)
 	}
-	if !slices.Equal(labels, []string{"bf (space sharing)", "bgs", "bcs"}) || !f.chart.series[0].dashed {
+	if !slices.Equal(labels, []string{"space (backfilling)", "gang", "bcs"}) || !f.chart.series[0].dashed {
 		t.Fatalf("lines %v", labels)
 	}
-	// bf: MPL 1, no slice; seeds 1 and 2 average to 1.5.
+	// space: MPL 1, no slice; seeds 1 and 2 average to 1.5.
 	if want := []xy{{0.4, 40 + 1 + 1.5}, {0.8, 80 + 1 + 1.5}, {1.2, 120 + 1 + 1.5}}; !slices.Equal(f.chart.series[0].pts, want) {
-		t.Errorf("bf points %v, want %v", f.chart.series[0].pts, want)
+		t.Errorf("space points %v, want %v", f.chart.series[0].pts, want)
 	}
 	if got := figs[3].chart.series[2].pts[1]; got != (xy{0.8, 40}) {
 		t.Errorf("bcs utilization at 0.8: %v, want 40%%", got)
@@ -147,13 +148,13 @@ func TestFiguresSkipDegenerateAxes(t *testing.T) {
 		}
 	}
 
-	// bf alone: no slice figure; load figures with the bf line only.
-	figs, skips = Figures(rows([]jss.Mode{jss.BF}, nil, nil, []float64{0.4, 0.8}, []int64{256 << 20}, []uint64{1}))
+	// space alone: no slice figure; load figures with the space line only.
+	figs, skips = Figures(rows([]sharing.Mode{sharing.Space}, nil, nil, []float64{0.4, 0.8}, []int64{256 << 20}, []uint64{1}))
 	if got := names(figs); !slices.Equal(got, []string{"response_vs_load_w3_mem256MiB_mpl1", "wait_vs_load_w3_mem256MiB_mpl1", "exec_slowdown_vs_load_w3_mem256MiB_mpl1", "processor_util_vs_load_w3_mem256MiB_mpl1"}) {
-		t.Errorf("bf only: %v", got)
+		t.Errorf("space only: %v", got)
 	}
-	if len(skips) != 1 || skips[0].Reason != "no bgs or bcs runs (bf has no time slice)" || len(skips[0].Names) != 2 || skips[0].Names[1] != "response_vs_slice_w3_mem256MiB_load0.8" {
-		t.Errorf("bf only skips %+v", skips)
+	if len(skips) != 1 || skips[0].Reason != "no gang or bcs runs (space has no time slice)" || len(skips[0].Names) != 2 || skips[0].Names[1] != "response_vs_slice_w3_mem256MiB_load0.8" {
+		t.Errorf("space only skips %+v", skips)
 	}
 	if !strings.Contains(figs[0].Title, "memory mean 256MiB") {
 		t.Errorf("title %q", figs[0].Title)
@@ -191,7 +192,7 @@ func TestRenderPNGAndSVG(t *testing.T) {
 		t.Errorf("PNG %v", b)
 	}
 	texts := svgTexts(t, s1.Bytes())
-	for _, want := range []string{f.Title, "time slice δ (ms)", "mean response time (s)", "bgs MPL 1", "bcs MPL 2", "bf (space sharing)", "5", "100"} {
+	for _, want := range []string{f.Title, "time slice δ (ms)", "mean response time (s)", "gang MPL 1", "bcs MPL 2", "space (backfilling)", "5", "100"} {
 		if !slices.Contains(texts, want) {
 			t.Errorf("SVG lacks the text %q; has %q", want, texts)
 		}
@@ -237,7 +238,7 @@ func svgTexts(t *testing.T, data []byte) []string {
 }
 
 func TestWriteFiles(t *testing.T) {
-	figs, _ := Figures(rows([]jss.Mode{jss.BF, jss.BCS}, []int{2}, []int{50}, []float64{0.4, 0.8}, []int64{0}, []uint64{1}))
+	figs, _ := Figures(rows([]sharing.Mode{sharing.Space, sharing.BCS}, []int{2}, []int{50}, []float64{0.4, 0.8}, []int64{0}, []uint64{1}))
 	dir := t.TempDir()
 	paths, err := WriteFiles(context.Background(), dir, figs[:1], []string{"svg", "png"})
 	if err != nil {
@@ -259,7 +260,7 @@ func TestWriteFiles(t *testing.T) {
 // A cancelled context stops the writing between files: nothing more is
 // written, and no temporary file is left.
 func TestWriteFilesStopsWhenCancelled(t *testing.T) {
-	figs, _ := Figures(rows([]jss.Mode{jss.BF, jss.BCS}, []int{2}, []int{50}, []float64{0.4, 0.8}, []int64{0}, []uint64{1}))
+	figs, _ := Figures(rows([]sharing.Mode{sharing.Space, sharing.BCS}, []int{2}, []int{50}, []float64{0.4, 0.8}, []int64{0}, []uint64{1}))
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stop := errors.New("SIGINT received")
@@ -300,7 +301,7 @@ func TestNiceTicks(t *testing.T) {
 // markers and tick labels are drawn whole.
 func TestXAxisMargin(t *testing.T) {
 	for _, sl := range [][]int{{5, 10, 100}, {10, 50}} {
-		figs, _ := Figures(rows([]jss.Mode{jss.BGS}, []int{2}, sl, []float64{0.5}, []int64{0}, []uint64{1}))
+		figs, _ := Figures(rows([]sharing.Mode{sharing.Gang}, []int{2}, sl, []float64{0.5}, []int64{0}, []uint64{1}))
 		ch := figs[0].chart
 		p, err := ch.build()
 		if err != nil {

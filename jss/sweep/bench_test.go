@@ -10,13 +10,14 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 // benchPoint is the BCS study's reference point: w3, MPL 3, 50 ms slices,
 // load 0.8, 1000 jobs on DefaultMachine's 32 processors.
-func benchPoint(mode jss.Mode) Point {
+func benchPoint(mode sharing.Mode) Point {
 	p := Point{Mode: mode, MPL: 3, Slice: 50 * time.Millisecond, Load: 0.8, Workload: "w3", Jobs: 1000, Seed: 1, Policy: gang.EASY}
-	if mode == jss.BF {
+	if mode == sharing.Space {
 		p.MPL, p.Slice = 1, 0
 	}
 	return p
@@ -25,7 +26,7 @@ func benchPoint(mode jss.Mode) Point {
 // BenchmarkBCSModel reports the BCS model's speed in model steps (process
 // run segments and strobe checks) per second on one core.
 func BenchmarkBCSModel(b *testing.B) {
-	m, p := DefaultMachine(), benchPoint(jss.BCS)
+	m, p := DefaultMachine(), benchPoint(sharing.BCS)
 	var steps int64
 	for b.Loop() {
 		row, err := RunPoint(context.Background(), m, p)
@@ -38,11 +39,11 @@ func BenchmarkBCSModel(b *testing.B) {
 }
 
 // BenchmarkPoint times the reference point end to end (workload generation,
-// simulation, metrics) under each mode; bf is the baseline the time-shared
+// simulation, metrics) under each mode; space is the baseline the time-shared
 // modes are reported against.
 func BenchmarkPoint(b *testing.B) {
 	m := DefaultMachine()
-	for _, mode := range []jss.Mode{jss.BF, jss.BGS, jss.BCS} {
+	for _, mode := range []sharing.Mode{sharing.Space, sharing.Gang, sharing.BCS} {
 		b.Run(string(mode), func(b *testing.B) {
 			p := benchPoint(mode)
 			for b.Loop() {
@@ -54,7 +55,7 @@ func BenchmarkPoint(b *testing.B) {
 	}
 }
 
-// BenchmarkSweepW3 runs the whole w3 sweep of the study: bf, bgs and bcs ×
+// BenchmarkSweepW3 runs the whole w3 sweep of the study: space, gang and bcs ×
 // MPL 1-4 × loads 0.1:1.6:0.1 at 50 ms, 1000 jobs per point (144 points),
 // GOMAXPROCS points at once. It takes a while, so it runs only when -bench
 // names it or COSCHED_FULL_SWEEP=1.

@@ -112,7 +112,11 @@ func Merge(parts []Part) (*Results, error) {
 		return nil, mergeError(errs)
 	}
 	slices.SortFunc(rows, func(a, b Row) int { return a.Index - b.Index })
-	return &Results{Spec: first.Results.Spec, Machine: first.Results.Machine, Total: total, Rows: rows}, nil
+	var warnings []string
+	for _, p := range parts {
+		warnings = append(warnings, p.Results.Warnings...)
+	}
+	return &Results{Spec: first.Results.Spec, Machine: first.Results.Machine, Total: total, Rows: rows, Warnings: warnings}, nil
 }
 
 func mergeError(errs []error) error {

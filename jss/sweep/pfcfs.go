@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 // PFCFSInfo records policy pfcfs's parameters in results files.
@@ -31,11 +31,11 @@ func (m Machine) pfcfsInfo() *PFCFSInfo {
 	}
 }
 
-func pfcfsModes(modes []jss.Mode) []error {
+func pfcfsModes(modes []sharing.Mode) []error {
 	var errs []error
 	for _, m := range modes {
-		if m != jss.BF {
-			errs = append(errs, fmt.Errorf("policy pfcfs is space sharing: it runs in mode bf, not %s", m))
+		if m != sharing.Space {
+			errs = append(errs, fmt.Errorf("policy pfcfs is space sharing: it runs in mode space, not %s", m))
 		}
 	}
 	return errs

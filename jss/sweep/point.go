@@ -16,11 +16,12 @@ import (
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/workload"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Point is one configuration of a sweep.
 type Point struct {
-	Mode     jss.Mode      `json:"mode"`
+	Mode     sharing.Mode  `json:"mode"`
 	MPL      int           `json:"mpl"`
 	Slice    time.Duration `json:"slice_ns"`
 	Load     float64       `json:"load"`
@@ -56,7 +57,7 @@ type Machine struct {
 // job and 100 µs process switches, 4 KB messages at 100 MB/s) with the
 // built-in workload model and a 30 s mean runtime at load 1.
 func DefaultMachine() Machine {
-	d := jss.DefaultModelConfig(jss.BCS)
+	d := jss.DefaultModelConfig(sharing.BCS)
 	return Machine{
 		Processors:    d.Scheduler.Machine.Processors,
 		MemoryPerProc: d.Scheduler.Machine.MemoryPerProcessor,

@@ -9,12 +9,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Results is the content of a results file: a whole sweep or one shard.
@@ -24,6 +27,9 @@ type Results struct {
 	Shard   string      `json:"shard"` // "k/n", or "" for the whole sweep
 	Total   int         `json:"total"` // points in the whole sweep
 	Rows    []Row       `json:"rows"`  // sorted by Index
+	// Warnings name what a file read held in a former form (the mode names
+	// bf and bgs), read as today's; never written.
+	Warnings []string `json:"-"`
 }
 
 // MachineInfo records the parts of a Machine that shape the results, so
@@ -93,7 +99,7 @@ func CSVHeader() []string {
 }
 
 // csvRecord renders a row in CSVHeader's columns: the slice as a Go
-// duration ("0s" for bf), times in seconds, floats in their shortest exact
+// duration ("0s" for space), times in seconds, floats in their shortest exact
 // form.
 func csvRecord(r Row) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -181,6 +187,7 @@ func Decode(rd io.Reader) (*Results, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("sweep: not a results file: %w", err)
 	}
+	r.Warnings = r.renameFormerModes()
 	if _, err := ParseShard(r.Shard); err != nil {
 		return nil, err
 	}
@@ -209,7 +216,34 @@ func ReadFile(path string) (*Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	for i, w := range r.Warnings {
+		r.Warnings[i] = path + ": " + w
+	}
 	return r, nil
+}
+
+// renameFormerModes reads the modes' former names (bf, bgs), which files
+// written before the runtime and the simulator shared one spelling hold,
+// as today's, and returns a warning for each name found.
+func (r *Results) renameFormerModes() []string {
+	found := map[string]sharing.Mode{}
+	rename := func(m *sharing.Mode) {
+		if now, former, err := sharing.ParseFormer(string(*m)); err == nil && former {
+			found[string(*m)] = now
+			*m = now
+		}
+	}
+	for i := range r.Spec.Modes {
+		rename(&r.Spec.Modes[i])
+	}
+	for i := range r.Rows {
+		rename(&r.Rows[i].Mode)
+	}
+	var warnings []string
+	for _, name := range slices.Sorted(maps.Keys(found)) {
+		warnings = append(warnings, sharing.FormerWarning(name, found[name]))
+	}
+	return warnings
 }
 
 // WriteFiles writes DIR/BASE.json and DIR/BASE.csv, BASE being the shard's

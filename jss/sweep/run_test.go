@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
-// smallSpec is 18 points of 20 jobs: per load, bf once and bgs, bcs at
+// smallSpec is 18 points of 20 jobs: per load, space once and gang, bcs at
 // MPL 1, 2 with slices 10 and 50 ms.
 func smallSpec() Spec {
 	return Spec{
-		Modes:     []jss.Mode{jss.BF, jss.BGS, jss.BCS},
+		Modes:     []sharing.Mode{sharing.Space, sharing.Gang, sharing.BCS},
 		MPLs:      []int{1, 2},
 		Slices:    []time.Duration{10 * ms, 50 * ms},
 		Loads:     []float64{0.4, 0.8},
@@ -152,14 +152,14 @@ func TestSweepIsDeterministic(t *testing.T) {
 
 func TestCSVColumns(t *testing.T) {
 	s := smallSpec()
-	s.Modes, s.Loads = []jss.Mode{jss.BF, jss.BCS}, []float64{0.8}
+	s.Modes, s.Loads = []sharing.Mode{sharing.Space, sharing.BCS}, []float64{0.8}
 	s.MPLs, s.Slices = []int{2}, []time.Duration{50 * ms}
 	_, cs := files(t, execute(t, s, Shard{}, 2))
 	lines := strings.Split(strings.TrimSpace(string(cs)), "\n")
 	if lines[0] != "index,mode,mpl,slice,load,workload,mem_mean,jobs,seed,policy,simulated,mean_response,mean_wait,mean_execution,mean_exec_slowdown,mean_slowdown,mean_bounded_slowdown,p95_response,p95_wait,makespan,system_util,processor_util,context_switches,slot_reuses" {
 		t.Errorf("header %s", lines[0])
 	}
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "0,bf,1,0s,0.8,w3,0,20,1,easy,20,") || !strings.HasPrefix(lines[2], "1,bcs,2,50ms,0.8,w3,0,20,1,easy,20,") {
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "0,space,1,0s,0.8,w3,0,20,1,easy,20,") || !strings.HasPrefix(lines[2], "1,bcs,2,50ms,0.8,w3,0,20,1,easy,20,") {
 		t.Errorf("rows:\n%s", cs)
 	}
 	for _, l := range lines {
@@ -264,7 +264,7 @@ func TestRunNamesTheFailingPoint(t *testing.T) {
 	pts := Expand(smallSpec())[:4]
 	pts[2].Workload = "w9"
 	_, err := Run(context.Background(), testMachine(), pts, 1, nil)
-	if err == nil || !strings.HasPrefix(err.Error(), "sweep: point 2 (bgs mpl=1 slice=50ms load=0.4 w9 ") || !strings.Contains(err.Error(), `unknown workload "w9"`) {
+	if err == nil || !strings.HasPrefix(err.Error(), "sweep: point 2 (gang mpl=1 slice=50ms load=0.4 w9 ") || !strings.Contains(err.Error(), `unknown workload "w9"`) {
 		t.Errorf("error %v", err)
 	}
 	// In a shard, the index is the one in the whole sweep: points 9-17 ask
@@ -272,7 +272,7 @@ func TestRunNamesTheFailingPoint(t *testing.T) {
 	s := smallSpec()
 	s.Loads, s.MemMeans = []float64{0.8}, []int64{0, 600 << 20}
 	_, err = Execute(context.Background(), testMachine(), s, Shard{2, 2}, 1, nil)
-	if err == nil || !strings.HasPrefix(err.Error(), "sweep: point 9 (bf mpl=1 slice=0s load=0.8 w3 mem=629145600 ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "sweep: point 9 (space mpl=1 slice=0s load=0.8 w3 mem=629145600 ") {
 		t.Errorf("error %v", err)
 	}
 	s.Policy = "lifo"
@@ -283,7 +283,7 @@ func TestRunNamesTheFailingPoint(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	s := smallSpec()
-	s.Modes, s.Loads, s.MPLs, s.Slices = []jss.Mode{jss.BF, jss.BCS}, []float64{0.8}, []int{3}, []time.Duration{50 * ms}
+	s.Modes, s.Loads, s.MPLs, s.Slices = []sharing.Mode{sharing.Space, sharing.BCS}, []float64{0.8}, []int{3}, []time.Duration{50 * ms}
 	s.MemMeans = []int64{128e6}
 	r := execute(t, s, Shard{}, 2)
 	var b bytes.Buffer
@@ -296,7 +296,7 @@ func TestWriteTable(t *testing.T) {
 	}
 	for i, want := range [][]string{
 		{"mode", "mpl", "slice", "load", "workload", "mem", "mean_response", "mean_wait", "mean_exec_slowdown", "system_util", "processor_util"},
-		{"bf", "1", "-", "0.8", "w3", "128MB"},
+		{"space", "1", "-", "0.8", "w3", "128MB"},
 		{"bcs", "3", "50ms", "0.8", "w3", "128MB"},
 	} {
 		f := strings.Fields(lines[i])
@@ -311,7 +311,7 @@ func TestWriteTable(t *testing.T) {
 
 func TestExecuteRecordsTheSpecWithoutRepeats(t *testing.T) {
 	s := smallSpec()
-	s.Modes, s.Loads, s.Seeds = []jss.Mode{jss.BF, jss.BF}, []float64{0.8, 0.4, 0.8}, []uint64{3, 3}
+	s.Modes, s.Loads, s.Seeds = []sharing.Mode{sharing.Space, sharing.Space}, []float64{0.8, 0.4, 0.8}, []uint64{3, 3}
 	r := execute(t, s, Shard{}, 2)
 	if len(r.Rows) != 2 || len(r.Spec.Modes) != 1 || len(r.Spec.Loads) != 2 || r.Spec.Loads[0] != 0.8 || len(r.Spec.Seeds) != 1 {
 		t.Errorf("spec %+v, %d rows", r.Spec, len(r.Rows))

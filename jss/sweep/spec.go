@@ -9,12 +9,13 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 // Spec is a sweep: lists of values for each dimension of the design space,
 // and the settings every point shares.
 type Spec struct {
-	Modes     []jss.Mode      `json:"modes"`
+	Modes     []sharing.Mode  `json:"modes"`
 	MPLs      []int           `json:"mpls"`
 	Slices    []time.Duration `json:"slices_ns"`
 	Loads     []float64       `json:"loads"`
@@ -34,14 +35,14 @@ func (s Spec) Validate() error {
 		add("no mode")
 	}
 	for _, m := range s.Modes {
-		if _, err := jss.ParseMode(string(m)); err != nil {
-			add("unknown mode %q (valid: bf, bgs, bcs)", m)
-		} else if m != jss.BF {
+		if jss.CheckMode(m) != nil {
+			add("unknown mode %q (valid: space, gang, bcs)", m)
+		} else if m != sharing.Space {
 			timeShared = true
 		}
 	}
 	if timeShared && len(s.MPLs) == 0 {
-		add("no MPL (bgs and bcs need at least one)")
+		add("no MPL (gang and bcs need at least one)")
 	}
 	for _, n := range s.MPLs {
 		if n < 1 {
@@ -49,7 +50,7 @@ func (s Spec) Validate() error {
 		}
 	}
 	if timeShared && len(s.Slices) == 0 {
-		add("no time slice (bgs and bcs need at least one)")
+		add("no time slice (gang and bcs need at least one)")
 	}
 	for _, d := range s.Slices {
 		if d <= 0 {
@@ -88,7 +89,7 @@ func (s Spec) Validate() error {
 	}
 	// The registry says which engine runs the policy; a sweep point is a
 	// homogeneous machine, so the matrix core's policies and pfcfs (space
-	// sharing: mode bf only) run, not those of hosts.
+	// sharing: mode space only) run, not those of hosts.
 	switch info, err := jss.LookupPolicy(string(s.Policy)); {
 	case err == nil && info.Engine == jss.EnginePFCFS:
 		errs = append(errs, pfcfsModes(s.Modes)...)
@@ -112,7 +113,7 @@ func (s Spec) Validate() error {
 // so the points of one workload are contiguous, and within one
 // (workload, memory, load, seed) the modes follow one another.
 //
-// bf is space sharing: it ignores MPL and slice, so it contributes one point
+// space sharing ignores MPL and slice, so it contributes one point
 // per (workload, memory, load, seed), with MPL 1 and Slice 0, in its place in
 // the mode order. Plots and tables show it as the baseline of every MPL and
 // slice. A point's index in the returned slice identifies it in results
@@ -130,7 +131,7 @@ func Expand(s Spec) []Point {
 					for _, mode := range s.Modes {
 						p := base
 						p.Mode = mode
-						if mode == jss.BF {
+						if mode == sharing.Space {
 							p.MPL = 1
 							pts = append(pts, p)
 							continue

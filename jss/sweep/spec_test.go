@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 const ms = time.Millisecond
@@ -18,7 +18,7 @@ func fullSpec() Spec {
 		panic(err)
 	}
 	return Spec{
-		Modes:     []jss.Mode{jss.BF, jss.BGS, jss.BCS},
+		Modes:     []sharing.Mode{sharing.Space, sharing.Gang, sharing.BCS},
 		MPLs:      []int{1, 2, 3, 4},
 		Slices:    []time.Duration{5 * ms, 10 * ms, 50 * ms, 100 * ms},
 		Loads:     loads,
@@ -36,22 +36,22 @@ func TestExpandFullExampleCountsBFOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts := Expand(s)
-	// Per (workload, mem, load, seed): 1 bf + 2 modes × 4 MPLs × 4 slices = 33.
+	// Per (workload, mem, load, seed): 1 space + 2 modes × 4 MPLs × 4 slices = 33.
 	if want := 5 * 3 * 16 * 1 * 33; len(pts) != want {
 		t.Fatalf("%d points, want %d", len(pts), want)
 	}
-	perMode := map[jss.Mode]int{}
+	perMode := map[sharing.Mode]int{}
 	for _, p := range pts {
 		perMode[p.Mode]++
-		if p.Mode == jss.BF && (p.MPL != 1 || p.Slice != 0) {
-			t.Fatalf("bf point %v: want MPL 1, slice 0", p)
+		if p.Mode == sharing.Space && (p.MPL != 1 || p.Slice != 0) {
+			t.Fatalf("space point %v: want MPL 1, slice 0", p)
 		}
 		if p.Jobs != 1000 || p.Policy != gang.EASY {
 			t.Fatalf("point %v lacks the shared settings", p)
 		}
 	}
-	if perMode[jss.BF] != 240 || perMode[jss.BGS] != 3840 || perMode[jss.BCS] != 3840 {
-		t.Errorf("points per mode %v, want bf 240, bgs 3840, bcs 3840", perMode)
+	if perMode[sharing.Space] != 240 || perMode[sharing.Gang] != 3840 || perMode[sharing.BCS] != 3840 {
+		t.Errorf("points per mode %v, want space 240, gang 3840, bcs 3840", perMode)
 	}
 	seen := map[Point]bool{}
 	for _, p := range pts {
@@ -64,7 +64,7 @@ func TestExpandFullExampleCountsBFOnce(t *testing.T) {
 
 func TestExpandOrder(t *testing.T) {
 	s := Spec{
-		Modes:     []jss.Mode{jss.BCS, jss.BF},
+		Modes:     []sharing.Mode{sharing.BCS, sharing.Space},
 		MPLs:      []int{2, 1},
 		Slices:    []time.Duration{50 * ms, 10 * ms},
 		Loads:     []float64{0.8, 0.4},
@@ -87,7 +87,7 @@ func TestExpandOrder(t *testing.T) {
 						want = append(want, w+" bcs mpl="+mpl+" slice="+d+" load="+load+" "+w+" mem=0 jobs=5 seed="+seed+" easy")
 					}
 				}
-				want = append(want, w+" bf mpl=1 slice=0s load="+load+" "+w+" mem=0 jobs=5 seed="+seed+" easy")
+				want = append(want, w+" space mpl=1 slice=0s load="+load+" "+w+" mem=0 jobs=5 seed="+seed+" easy")
 			}
 		}
 	}
@@ -98,7 +98,7 @@ func TestExpandOrder(t *testing.T) {
 
 func TestExpandDropsDuplicates(t *testing.T) {
 	s := Spec{
-		Modes:     []jss.Mode{jss.BGS, jss.BF, jss.BGS, jss.BF},
+		Modes:     []sharing.Mode{sharing.Gang, sharing.Space, sharing.Gang, sharing.Space},
 		MPLs:      []int{3, 3, 1},
 		Slices:    []time.Duration{50 * ms, 50 * ms},
 		Loads:     []float64{0.8, 0.8},
@@ -114,9 +114,9 @@ func TestExpandDropsDuplicates(t *testing.T) {
 		got = append(got, p.String())
 	}
 	want := []string{
-		"bgs mpl=3 slice=50ms load=0.8 w3 mem=0 jobs=5 seed=1 easy",
-		"bgs mpl=1 slice=50ms load=0.8 w3 mem=0 jobs=5 seed=1 easy",
-		"bf mpl=1 slice=0s load=0.8 w3 mem=0 jobs=5 seed=1 easy",
+		"gang mpl=3 slice=50ms load=0.8 w3 mem=0 jobs=5 seed=1 easy",
+		"gang mpl=1 slice=50ms load=0.8 w3 mem=0 jobs=5 seed=1 easy",
+		"space mpl=1 slice=0s load=0.8 w3 mem=0 jobs=5 seed=1 easy",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -124,7 +124,7 @@ func TestExpandDropsDuplicates(t *testing.T) {
 }
 
 func TestExpandBFOnlyNeedsNoMPLOrSlice(t *testing.T) {
-	s := Spec{Modes: []jss.Mode{jss.BF}, Loads: []float64{0.5}, Workloads: []string{"w1"}, MemMeans: []int64{0}, Jobs: 1, Seeds: []uint64{1}, Policy: gang.FCFS}
+	s := Spec{Modes: []sharing.Mode{sharing.Space}, Loads: []float64{0.5}, Workloads: []string{"w1"}, MemMeans: []int64{0}, Jobs: 1, Seeds: []uint64{1}, Policy: gang.FCFS}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestExpandBFOnlyNeedsNoMPLOrSlice(t *testing.T) {
 
 func TestSpecValidateListsEveryProblem(t *testing.T) {
 	s := Spec{
-		Modes:     []jss.Mode{"gang", jss.BCS},
+		Modes:     []sharing.Mode{"local", sharing.BCS},
 		MPLs:      []int{0, 2},
 		Slices:    []time.Duration{-ms},
 		Loads:     []float64{0, 0.5},
@@ -150,7 +150,7 @@ func TestSpecValidateListsEveryProblem(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		`sweep: invalid spec`, `unknown mode "gang"`, "MPL 0", "slice -1ms", "load 0:", `unknown workload "w9"`,
+		`sweep: invalid spec`, `unknown mode "local"`, "MPL 0", "slice -1ms", "load 0:", `unknown workload "w9"`,
 		"memory mean -1", "jobs 0", "no seed", `unknown policy "lifo"`,
 	} {
 		if !strings.Contains(msg, want) {
@@ -163,21 +163,21 @@ func TestSpecValidateListsEveryProblem(t *testing.T) {
 	if err := (Spec{}).Validate(); err == nil || !strings.Contains(err.Error(), "no mode") || !strings.Contains(err.Error(), "no load") {
 		t.Errorf("empty spec: %v", err)
 	}
-	if err := (Spec{Modes: []jss.Mode{jss.BGS}, Loads: []float64{1}, Workloads: []string{"w0"}, MemMeans: []int64{0}, Jobs: 1, Seeds: []uint64{1}, Policy: gang.EASY}).Validate(); err == nil ||
+	if err := (Spec{Modes: []sharing.Mode{sharing.Gang}, Loads: []float64{1}, Workloads: []string{"w0"}, MemMeans: []int64{0}, Jobs: 1, Seeds: []uint64{1}, Policy: gang.EASY}).Validate(); err == nil ||
 		!strings.Contains(err.Error(), "no MPL") || !strings.Contains(err.Error(), "no time slice") {
-		t.Errorf("bgs without MPL or slice: %v", err)
+		t.Errorf("gang without MPL or slice: %v", err)
 	}
 }
 
 func TestSpecPFCFSOnlyInModeBF(t *testing.T) {
 	s := fullSpec()
 	s.Policy = "pfcfs"
-	s.Modes = []jss.Mode{jss.BF}
+	s.Modes = []sharing.Mode{sharing.Space}
 	if err := s.Validate(); err != nil {
-		t.Errorf("bf with pfcfs: %v", err)
+		t.Errorf("space with pfcfs: %v", err)
 	}
-	s.Modes = []jss.Mode{jss.BF, jss.BGS}
-	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "policy pfcfs is space sharing: it runs in mode bf, not bgs") {
-		t.Errorf("bgs with pfcfs: %v", err)
+	s.Modes = []sharing.Mode{sharing.Space, sharing.Gang}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "policy pfcfs is space sharing: it runs in mode space, not gang") {
+		t.Errorf("gang with pfcfs: %v", err)
 	}
 }

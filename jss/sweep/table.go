@@ -7,13 +7,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/sharing"
 )
 
 // WriteTable prints the key columns of rows as an aligned table: mode, MPL,
 // slice, load, workload, memory mean (and the seed when rows have several),
 // mean response and wait in seconds, mean execution-time slowdown, system
-// and processor utilization. bf rows show "-" for the slice: space sharing
+// and processor utilization. space rows show "-" for the slice: space sharing
 // has none.
 func WriteTable(w io.Writer, rows []Row) error {
 	seeds := map[uint64]bool{}
@@ -30,7 +30,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range rows {
 		slice := r.Slice.String()
-		if r.Mode == jss.BF {
+		if r.Mode == sharing.Space {
 			slice = "-"
 		}
 		mem := "-"
