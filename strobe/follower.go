@@ -51,8 +51,12 @@ type FollowerConfig struct {
 	// (epoch, seq) carries (Heartbeat.Data). It is called after Applied,
 	// off the strobe path when Heartbeats is set.
 	HeartbeatData func(epoch, seq uint64) []byte
-	Log           *zap.Logger // nil: no logging
-	History       int         // per-slice records kept for Records and Stats; 0 = 4096
+	// Auth, if set, seals every heartbeat and forwarded strobe, and every
+	// packet received must be sealed with its key (auth.go). Give the
+	// node's Sender the same Auth. Nil: nothing is sealed or checked.
+	Auth    *Auth
+	Log     *zap.Logger // nil: no logging
+	History int         // per-slice records kept for Records and Stats; 0 = 4096
 }
 
 // SliceRecord is what one agent saw of one slice.
@@ -98,6 +102,14 @@ type Follower struct {
 	parts       reassembly          // split heartbeats being put together
 	pendingHB   []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
 	lastDropLog int64               // mono time of the last dropped-packet warning
+
+	// rejectLogs limit the log lines about forged and replayed packets,
+	// one limiter per reason and kind.
+	rejectLogs map[rejectKind]*logLimiter
+
+	// The sockets as the receive loops see them, each with the replay
+	// windows only its loop touches: no lock on the strobe path.
+	strobeSock, hbSock socket
 }
 
 // outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
@@ -112,6 +124,8 @@ type counters struct {
 	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
 	hbDropped                                      uint64
 	forwarded, forwardErrors, hbPartsDropped       uint64
+	strobesForged, hbForged                        uint64
+	strobesReplayed, hbReplayed                    uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -143,11 +157,21 @@ func NewFollower(cfg FollowerConfig) *Follower {
 		cfg.Log = zap.NewNop()
 	}
 	f := &Follower{
-		cfg:     cfg,
-		log:     cfg.Log.With(zap.String("node", cfg.Name)),
-		records: newRing[SliceRecord](cfg.History),
-		seen:    make(map[string]PeerHeartbeat),
-		hbWake:  make(chan struct{}, 1),
+		cfg:        cfg,
+		log:        cfg.Log.With(zap.String("node", cfg.Name)),
+		records:    newRing[SliceRecord](cfg.History),
+		seen:       make(map[string]PeerHeartbeat),
+		hbWake:     make(chan struct{}, 1),
+		rejectLogs: make(map[rejectKind]*logLimiter),
+		strobeSock: socket{name: "strobe socket", kind: TypeStrobe, windows: make(replayWindows)},
+		hbSock:     socket{name: "heartbeat socket", kind: TypeHeartbeat, only: TypeHeartbeat, windows: make(replayWindows)},
+	}
+	if cfg.Heartbeats != nil && cfg.Auth != nil {
+		// Heartbeats have their own socket and every keyed agent is of a
+		// build that uses it: the strobe socket takes strobes only, so the
+		// two loops never share a window. (Without a key, agents of older
+		// builds may still send heartbeats to strobe sockets.)
+		f.strobeSock.only = TypeStrobe
 	}
 	switch {
 	case len(errs) > 0:
@@ -221,9 +245,8 @@ func (f *Follower) SetPeers(heartbeatTargets []string) {
 }
 
 func (f *Follower) handle(p Packet) {
-	msg, err := Unmarshal(p.Data)
+	msg, err := f.open(p, &f.strobeSock)
 	if err != nil {
-		f.drop(p, "strobe socket", err)
 		return
 	}
 	switch m := msg.(type) {
@@ -354,7 +377,7 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 func (f *Follower) forward(s Strobe) {
 	k, list := int(s.Fanout), s.Forward
 	s.Fanout, s.Forward = 0, nil
-	plain, err := Marshal(&s)
+	plain, err := f.cfg.Auth.encode(&s)
 	if err != nil { // cannot happen: it decoded
 		f.log.Error("strobe: encode forwarded strobe", zap.Error(err))
 		return
@@ -370,7 +393,7 @@ func (f *Follower) forward(s Strobe) {
 			return
 		}
 		sent++
-	}, f.log)
+	}, f.cfg.Auth, f.log)
 	f.mu.Lock()
 	f.c.forwarded += sent
 	f.c.forwardErrors += failed
@@ -420,16 +443,11 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 			if !ok {
 				return
 			}
-			msg, err := Unmarshal(p.Data)
-			hb, isHB := msg.(*Heartbeat)
-			if err == nil && !isHB {
-				err = fmt.Errorf("%w for this socket: %v", ErrUnknownType, msg.MsgType())
-			}
+			msg, err := f.open(p, &f.hbSock)
 			if err != nil {
-				f.drop(p, "heartbeat socket", err)
 				continue
 			}
-			f.onHeartbeat(p, hb)
+			f.onHeartbeat(p, msg.(*Heartbeat))
 		}
 	}
 }
@@ -439,12 +457,12 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 // sending to each address once; a heartbeat too large for one packet is
 // split (split.go). sent and failed count datagrams.
 func (f *Follower) sendHeartbeat(tr Transport, hb *Heartbeat, controller string, peers []string) (sent, failed uint64) {
-	parts, err := encodeHeartbeat(*hb)
+	parts, err := encodeHeartbeat(*hb, f.cfg.Auth)
 	if err != nil { // data beyond MaxHeartbeatParts: liveness still goes out
 		f.log.Error("strobe: encode heartbeat; sending it without its data", zap.Int("data_bytes", len(hb.Data)), zap.Error(err))
 		bare := *hb
 		bare.Data = nil
-		if parts, err = encodeHeartbeat(bare); err != nil {
+		if parts, err = encodeHeartbeat(bare, f.cfg.Auth); err != nil {
 			return 0, 1
 		}
 	}

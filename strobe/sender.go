@@ -23,7 +23,12 @@ type Sender struct {
 	epoch  uint64
 	log    *zap.Logger
 	fanout atomic.Int32 // 0: direct; k: a k-ary tree (fanout.go)
+	auth   atomic.Pointer[Auth]
 }
+
+// SetAuth seals every strobe sent from now on with a (nil: unsealed). Give
+// it the node's one Auth, the one its Follower has (auth.go).
+func (s *Sender) SetAuth(a *Auth) { s.auth.Store(a) }
 
 // SetFanout chooses how strobes reach the targets: k = 0 sends one
 // datagram to each (direct); k ≥ 1 sends to k agents, which forward along
@@ -63,7 +68,8 @@ func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint6
 	}
 	sentMono = mono.Now()
 	st := Strobe{Epoch: s.epoch, Seq: seq, Row: row, MemberEpoch: memberEpoch, SentMono: sentMono, DueMono: due}
-	data, err := Marshal(&st)
+	auth := s.auth.Load()
+	data, err := auth.encode(&st)
 	if err != nil {
 		return sentMono, err
 	}
@@ -80,7 +86,7 @@ func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint6
 		}
 	}
 	if k := int(s.fanout.Load()); k > 0 && n > k {
-		forwardStrobe(st, k, treeOrder(targets, k, seq), data, send, s.log)
+		forwardStrobe(st, k, treeOrder(targets, k, seq), data, send, auth, s.log)
 	} else {
 		first := int(seq % uint64(n))
 		for i := range n {
