@@ -172,15 +172,7 @@ func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, unsea
 	if len(unsealed) == 0 {
 		unsealed = []bool{o.Unsealed}
 	}
-	var errs []error
-	for _, m := range methods {
-		om := o
-		om.Suspend = m
-		if err := om.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := ValidateStrobeMethods(o, methods); err != nil {
 		return nil, err
 	}
 	progress := cmp.Or[io.Writer](o.Progress, io.Discard)
@@ -197,6 +189,23 @@ func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, unsea
 		}
 	}
 	return reps, nil
+}
+
+// ValidateStrobeMethods checks o for each suspension method, all problems
+// at once, keyed by field.
+func ValidateStrobeMethods(o StrobeOptions, methods []string) error {
+	if len(methods) == 0 {
+		methods = []string{api.SuspendSignal}
+	}
+	var errs []error
+	for _, m := range methods {
+		om := o
+		om.Suspend = m
+		if err := om.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // strobeOnce measures one suspension method on a cluster of its own.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -105,7 +106,9 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 	case "both":
 		unsealed = []bool{true, false}
 	default:
-		return benchStrobeFlagNames.errors(fielderr.New("Auth", f.auth, "want on, off or both"))
+		// Reported with whatever else is wrong, before anything starts.
+		bad := fielderr.New("Auth", f.auth, "want on, off or both")
+		return benchStrobeFlagNames.errors(errors.Join(bad, measure.ValidateStrobeMethods(f.opts, f.suspend)))
 	}
 	o := f.opts
 	o.Progress = progress
