@@ -2,27 +2,31 @@ package clusterkey
 
 import (
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 )
 
 // A sealed packet is, in order:
 //
 //	magic    2 bytes  "cK"
-//	version  1 byte   1
-//	sender   4 bytes  the sender's id (big endian)
+//	version  1 byte   2
+//	sender   8 bytes  the sender's id (big endian)
 //	seq      8 bytes  the sender's sequence number, increasing per packet
 //	payload  the rest up to the MAC
 //	mac      16 bytes HMAC-SHA256 of everything before it, truncated
 //
 // The MAC covers the header, so a packet cannot be replayed under another
 // sender or sequence. Confidentiality is not a goal: strobes and
-// heartbeats carry no secrets, only the right to change state.
+// heartbeats carry no secrets, only the right to change state. Version 1
+// (a 4-byte sender) was never sent: receivers key their replay windows by
+// sender, and 32-bit ids hashed from node names collide in large clusters.
 const (
 	envelopeMagic   = "cK"
-	envelopeVersion = 1
-	envelopeHeader  = 2 + 1 + 4 + 8
+	envelopeVersion = 2
+	envelopeHeader  = 2 + 1 + 8 + 8
 	envelopeMACSize = 16
 	// Overhead is how many bytes Seal adds to a payload.
 	Overhead = envelopeHeader + envelopeMACSize
@@ -34,8 +38,17 @@ var envelopeLabel = []byte("cosched envelope v1")
 
 // Envelope is an opened packet's header.
 type Envelope struct {
-	Sender uint32
-	Seq    uint64
+	Sender uint64 // who sealed it (e.g. SenderID of the node's name)
+	Seq    uint64 // the sender's sequence number
+}
+
+// SenderID is the conventional sender id of a named sender (a node): the
+// 64-bit FNV-1a hash of its name, so that ids need no coordination and two
+// of a cluster's names collide with negligible probability.
+func SenderID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
 }
 
 // Seal appends to dst the packet carrying payload from sender with
@@ -49,10 +62,11 @@ func (k *Key) Seal(dst []byte, e Envelope, payload []byte) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, envelopeMagic...)
 	dst = append(dst, envelopeVersion)
-	dst = binary.BigEndian.AppendUint32(dst, e.Sender)
+	dst = binary.BigEndian.AppendUint64(dst, e.Sender)
 	dst = binary.BigEndian.AppendUint64(dst, e.Seq)
 	dst = append(dst, payload...)
-	return append(dst, k.mac(envelopeLabel, dst[start:])[:envelopeMACSize]...), nil
+	var sum [sha256.Size]byte
+	return append(dst, k.pooledMAC(sum[:0], envelopeLabel, dst[start:])[:envelopeMACSize]...), nil
 }
 
 // ErrNotSealed reports a packet that is not a sealed packet at all
@@ -74,11 +88,12 @@ func (k *Key) Open(pkt []byte) (Envelope, []byte, error) {
 		return e, nil, fmt.Errorf("%w: version %d, want %d", ErrNotSealed, pkt[2], envelopeVersion)
 	}
 	body, sum := pkt[:len(pkt)-envelopeMACSize], pkt[len(pkt)-envelopeMACSize:]
-	if !hmac.Equal(k.mac(envelopeLabel, body)[:envelopeMACSize], sum) {
+	var want [sha256.Size]byte
+	if !hmac.Equal(k.pooledMAC(want[:0], envelopeLabel, body)[:envelopeMACSize], sum) {
 		return e, nil, ErrForged
 	}
-	e.Sender = binary.BigEndian.Uint32(pkt[3:])
-	e.Seq = binary.BigEndian.Uint64(pkt[7:])
+	e.Sender = binary.BigEndian.Uint64(pkt[3:])
+	e.Seq = binary.BigEndian.Uint64(pkt[11:])
 	return e, body[envelopeHeader:], nil
 }
 

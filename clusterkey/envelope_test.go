@@ -131,3 +131,17 @@ func BenchmarkVerifyToken(b *testing.B) {
 		}
 	}
 }
+
+func TestSenderID(t *testing.T) {
+	if a, b := SenderID("n1"), SenderID("n1"); a != b {
+		t.Errorf("SenderID(n1) = %x, then %x", a, b)
+	}
+	if SenderID("n1") == SenderID("n2") {
+		t.Error("SenderID does not tell n1 from n2")
+	}
+	k := testKey(1)
+	pkt, _ := k.Seal(nil, Envelope{Sender: 1 << 60, Seq: 1 << 62}, nil)
+	if e, _, err := k.Open(pkt); err != nil || e.Sender != 1<<60 || e.Seq != 1<<62 {
+		t.Errorf("64-bit sender and seq: %+v %v", e, err)
+	}
+}

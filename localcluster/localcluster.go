@@ -96,7 +96,11 @@ type Options struct {
 	// StrobeFanout is the controller's strobe tree arity
 	// (--strobe-fanout; 0: direct).
 	StrobeFanout int
-	StateDir     string
+	// UnsealedStrobes leaves strobes and heartbeats unsealed despite the
+	// cluster key (--unsealed-strobes): insecure, only for bench strobe
+	// --auth to measure what sealing costs.
+	UnsealedStrobes bool
+	StateDir        string
 	// Timeout bounds how long Up waits for the agents to come up and join.
 	Timeout time.Duration
 }
@@ -370,6 +374,9 @@ func (c *Cluster) startControllers(ctx context.Context, o Options, deadline time
 		args := []string{"agent", "--name", name, "--bind", "127.0.0.1:0", "--local", "--state-dir", adir, "--no-compute",
 			"--log-format", "json", "--key-file", KeyFile(o.StateDir), "--realtime-priority", strconv.Itoa(o.RealtimePriority),
 			"--controllers", strconv.Itoa(o.Controllers), "--raft-port", strconv.Itoa(port)}
+		if o.UnsealedStrobes {
+			args = append(args, "--unsealed-strobes")
+		}
 		args = append(args, c.controllerArgs(o)...)
 		var join []string
 		if i > 0 {
@@ -417,6 +424,9 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
 	if o.Suspend != "" {
 		args = append(args, "--suspend", o.Suspend)
+	}
+	if o.UnsealedStrobes {
+		args = append(args, "--unsealed-strobes")
 	}
 	var join []string
 	switch {

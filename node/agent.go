@@ -42,8 +42,13 @@ type Config struct {
 	SecretKey []byte   // gossip encryption key (16, 24 or 32 bytes), optional
 	// Key is the cluster key: API requests over TCP must carry a token
 	// signed with it. Nil: every caller is trusted as the agent's own
-	// user (insecure; the agent warns).
+	// user (insecure; the agent warns). With it, strobes and heartbeats
+	// are sealed and unsealed ones dropped (strobe.Auth).
 	Key *clusterkey.Key
+	// UnsealedStrobes, with a Key, leaves strobes and heartbeats unsealed
+	// and accepts unsealed ones: only to measure what sealing costs
+	// (bench strobe --auth off). Insecure.
+	UnsealedStrobes bool
 	// AdminGID, when set, names the operators' group: its members may
 	// cancel and inspect every user's jobs (root always may).
 	AdminGID *uint32
@@ -251,6 +256,12 @@ type Agent struct {
 	unixLn                    net.Listener
 	proxies                   proxies
 	pmi                       *pmi.Server // MPI jobs' PMI connections
+
+	// strobeAuth seals and opens strobes and heartbeats (nil: no key):
+	// the node's one sequence, its Follower's and, while it leads, its
+	// Sender's.
+	strobeAuth *strobe.Auth
+
 	// pmiPending holds each job's PMI barrier sent to (or waiting for) a
 	// controller and not yet ended; a new controller gets them again.
 	// Guarded by mu.
@@ -351,7 +362,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	if cfg.Key == nil {
-		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user, and control and relay connections are not authenticated; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
+		a.log.Warn("NO CLUSTER KEY (--key-file): the API trusts every caller that can reach it as this agent's user, control and relay connections are not authenticated, and anyone can forge strobes and heartbeats; anyone on the network can run commands here. Give every agent the same key file (cluster up makes one) — see docs/security.md")
 	}
 	ok := false
 	defer func() {
@@ -436,8 +447,13 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	// data in the heartbeats (BCS). The controller's agent hears every
 	// heartbeat: the switch times they carry give the cluster's skew for
 	// /metrics.
+	if !cfg.UnsealedStrobes {
+		a.strobeAuth = strobe.NewAuth(cfg.Key, cfg.Name)
+	} else if cfg.Key != nil {
+		a.log.Warn("strobes and heartbeats UNSEALED despite the cluster key (measuring only): anyone on the network can switch this node's rows")
+	}
 	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Multicast: a.mcUDP, Switch: a.sw.Switch, Log: a.log,
-		HeartbeatData: a.relay.HeartbeatData}
+		HeartbeatData: a.relay.HeartbeatData, Auth: a.strobeAuth}
 	if cfg.Controller {
 		a.skew = strobe.NewSkewTracker(0)
 	}

@@ -113,3 +113,8 @@ func RelaySocket(a *Agent) string { return a.relay.SocketPath() }
 
 // Unsearchable is unsearchable, for tests.
 var Unsearchable = unsearchable
+
+// StrobeAddrs are the agent's strobe and heartbeat sockets' addresses.
+func StrobeAddrs(a *Agent) (strobeAddr, heartbeatAddr string) {
+	return a.udp.LocalAddr(), a.hbUDP.LocalAddr()
+}

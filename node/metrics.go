@@ -50,6 +50,21 @@ func (a *Agent) registerMetrics() {
 	counter("strobes_lost_total", "Strobes never received (gaps in the slice sequence).", func(s strobe.Stats) uint64 { return s.Lost })
 	counter("strobes_late_total", "Strobes received out of order or twice, dropped.", func(s strobe.Stats) uint64 { return s.Late })
 	counter("packets_malformed_total", "Strobe or heartbeat packets that did not decode, dropped.", func(s strobe.Stats) uint64 { return s.Malformed + s.Unknown })
+	for _, kind := range []string{"strobe", "heartbeat"} {
+		kindLabels := prometheus.Labels{"node": a.cfg.Name, "kind": kind}
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_packets_forged_total", ConstLabels: kindLabels,
+			Help: "Strobe or heartbeat packets not sealed with the cluster key (forged, tampered with, or from an agent without the key), dropped; kind is the socket they came to."},
+			func() float64 {
+				s := a.follower.Stats()
+				return float64(map[string]uint64{"strobe": s.StrobesForged, "heartbeat": s.HeartbeatsForged}[kind])
+			}))
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_packets_replayed_total", ConstLabels: kindLabels,
+			Help: "Strobes or heartbeats sealed with the cluster key but replayed (a sequence number seen before or too old), dropped."},
+			func() float64 {
+				s := a.follower.Stats()
+				return float64(map[string]uint64{"strobe": s.StrobesReplayed, "heartbeat": s.HeartbeatsReplayed}[kind])
+			}))
+	}
 	counter("heartbeats_sent_total", "Heartbeats sent to other agents.", func(s strobe.Stats) uint64 { return s.HeartbeatsSent })
 	counter("heartbeats_received_total", "Heartbeats received from other agents.", func(s strobe.Stats) uint64 { return s.HeartbeatsReceived })
 	secs := func(d time.Duration) float64 { return d.Seconds() }

@@ -55,15 +55,17 @@ func inMulticastNetns(t *testing.T, name string) bool {
 
 // Agents started with a strobe multicast group: the controller sends each
 // strobe once, to the group, and never to an agent's own address, so
-// every agent that applies slices has them from the group.
+// every agent that applies slices has them from the group. With the
+// cluster key, strobes are sealed, and opened from the group as from
+// unicast.
 func TestAgentsStrobeMulticast(t *testing.T) {
 	if !inMulticastNetns(t, "TestAgentsStrobeMulticast") {
 		return
 	}
-	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 20 * time.Millisecond, multicast: "239.77.1.1:17951"})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 20 * time.Millisecond, multicast: "239.77.1.1:17951", key: newKey(t)})
 	eventually(t, 20*time.Second, func() error {
 		for _, a := range c.agents {
-			st, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+			st, err := api.NewKeyClient(c.opts.key, a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 			if err != nil {
 				return err
 			}
@@ -77,7 +79,7 @@ func TestAgentsStrobeMulticast(t *testing.T) {
 		return nil
 	})
 	for _, a := range c.agents {
-		st, _ := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		st, _ := api.NewKeyClient(c.opts.key, a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 		t.Logf("%s: applied %d, lost %d, late %d, from the group %d", a.Name(), st.Strobe.Applied, st.Strobe.Lost, st.Strobe.Late, st.Strobe.Multicast)
 	}
 }

@@ -27,7 +27,8 @@
 // # Wire format
 //
 // Every message is msgpack: an envelope array [version, type, body], where
-// body is a map keyed by short field names. Decoders skip envelope
+// body is a map keyed by short field names; with a cluster key the whole
+// message is sealed (version 2, below). Decoders skip envelope
 // elements beyond the third (reserved for additions) and unknown body
 // keys, so adding an optional field needs no new version; changing a
 // field's meaning does. A packet of another version or an unknown type is
@@ -40,7 +41,7 @@
 // --strobe-fanout needs every agent to have this build) nor reassembles
 // (it sees each part's liveness and a piece of data it cannot decode).
 //
-//	version 1 (ProtocolVersion; accepted: ProtocolVersionMin..ProtocolVersion)
+//	version 1 (unsealed: no cluster key)
 //
 //	type  message    keys (field)
 //	0     invalid    never sent
@@ -53,6 +54,16 @@
 //	                 same envelope; never on the strobe socket: counted Unknown)
 //
 // Type numbers and keys are append-only: never renumber or reuse one.
+//
+//	version 2 (ProtocolVersion: sealed with the cluster key, auth.go)
+//
+//	"cK" 2 | sender id (8 bytes) | sequence (8 bytes) | a version-1
+//	message stamped version 2 | HMAC-SHA256, first 16 bytes
+//
+// A node with a key (FollowerConfig.Auth, Sender.SetAuth) sends only
+// version 2 and accepts only version 2; without a key only version 1. A
+// version-1-only build counts sealed packets Malformed (and never
+// switches); a keyless build of this one counts them Unknown.
 //
 // # Sequence rules (Follower)
 //
@@ -111,6 +122,8 @@
 //     concurrently; they must not block for long (nothing is read or sent
 //     meanwhile). SetPeers, Stats and Records are safe from any goroutine.
 //   - Sender: safe for concurrent use; it owns no goroutine.
+//   - Auth: safe for concurrent use; one per node, shared by its Sender
+//     and Follower (their packets share one sequence).
 //   - Ticker: Next and Run for one goroutine; Run locks it to its OS thread
 //     and returns when ctx is done. Stats from anywhere.
 //   - MockNetwork: one pump goroutine per transport, ended by its Close.

@@ -92,16 +92,17 @@ func rotate(targets []string, first int) []string {
 
 // forwardStrobe sends st to the children of a fan-out root whose subtree
 // is list: plain (st encoded without a forward list) to a leaf, st with
-// its subtree to an inner child. A subtree whose packet would exceed
-// MaxPacketSize is strobed directly, plain to each of its agents.
-func forwardStrobe(st Strobe, k int, list []string, plain []byte, send func(to string, data []byte), log *zap.Logger) {
+// its subtree, encoded by auth, to an inner child. A subtree whose packet
+// would exceed MaxPacketSize is strobed directly, plain to each of its
+// agents.
+func forwardStrobe(st Strobe, k int, list []string, plain []byte, send func(to string, data []byte), auth *Auth, log *zap.Logger) {
 	for _, h := range fanoutChildren(list, k) {
 		if len(h.forward) == 0 {
 			send(h.to, plain)
 			continue
 		}
 		st.Fanout, st.Forward = uint8(k), h.forward
-		data, err := Marshal(&st)
+		data, err := auth.encode(&st)
 		if err != nil {
 			log.Debug("strobe: subtree too large to forward, strobing it directly",
 				zap.String("root", h.to), zap.Int("agents", len(h.forward)+1), zap.Error(err))

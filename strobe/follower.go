@@ -56,8 +56,12 @@ type FollowerConfig struct {
 	// (epoch, seq) carries (Heartbeat.Data). It is called after Applied,
 	// off the strobe path when Heartbeats is set.
 	HeartbeatData func(epoch, seq uint64) []byte
-	Log           *zap.Logger // nil: no logging
-	History       int         // per-slice records kept for Records and Stats; 0 = 4096
+	// Auth, if set, seals every heartbeat and forwarded strobe, and every
+	// packet received must be sealed with its key (auth.go). Give the
+	// node's Sender the same Auth. Nil: nothing is sealed or checked.
+	Auth    *Auth
+	Log     *zap.Logger // nil: no logging
+	History int         // per-slice records kept for Records and Stats; 0 = 4096
 }
 
 // SliceRecord is what one agent saw of one slice.
@@ -115,6 +119,14 @@ type Follower struct {
 	parts          reassembly          // split heartbeats being put together
 	pendingHB      []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
 	lastDropLog    int64               // mono time of the last dropped-packet warning
+
+	// rejectLogs limit the log lines about forged and replayed packets,
+	// one limiter per reason and kind.
+	rejectLogs map[rejectKind]*logLimiter
+
+	// The sockets as the receive loops see them, each with the replay
+	// windows only its loop touches: no lock on the strobe path.
+	strobeSock, hbSock, mcSock socket
 }
 
 // outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
@@ -130,6 +142,8 @@ type counters struct {
 	hbDropped                                      uint64
 	forwarded, forwardErrors, hbPartsDropped       uint64
 	multicast                                      uint64
+	strobesForged, hbForged                        uint64
+	strobesReplayed, hbReplayed                    uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -161,11 +175,22 @@ func NewFollower(cfg FollowerConfig) *Follower {
 		cfg.Log = zap.NewNop()
 	}
 	f := &Follower{
-		cfg:     cfg,
-		log:     cfg.Log.With(zap.String("node", cfg.Name)),
-		records: newRing[SliceRecord](cfg.History),
-		seen:    make(map[string]PeerHeartbeat),
-		hbWake:  make(chan struct{}, 1),
+		cfg:        cfg,
+		log:        cfg.Log.With(zap.String("node", cfg.Name)),
+		records:    newRing[SliceRecord](cfg.History),
+		seen:       make(map[string]PeerHeartbeat),
+		hbWake:     make(chan struct{}, 1),
+		rejectLogs: make(map[rejectKind]*logLimiter),
+		strobeSock: socket{name: "strobe socket", kind: TypeStrobe, windows: make(replayWindows)},
+		hbSock:     socket{name: "heartbeat socket", kind: TypeHeartbeat, only: TypeHeartbeat, windows: make(replayWindows)},
+		mcSock:     socket{name: "multicast socket", kind: TypeStrobe, only: TypeStrobe, windows: make(replayWindows)},
+	}
+	if cfg.Heartbeats != nil && cfg.Auth != nil {
+		// Heartbeats have their own socket and every keyed agent is of a
+		// build that uses it: the strobe socket takes strobes only, so the
+		// two loops never share a window. (Without a key, agents of older
+		// builds may still send heartbeats to strobe sockets.)
+		f.strobeSock.only = TypeStrobe
 	}
 	switch {
 	case len(errs) > 0:
@@ -299,15 +324,11 @@ func (f *Follower) receiveMulticast(ctx context.Context) {
 			if !ok {
 				return
 			}
-			msg, err := Unmarshal(p.Data)
-			s, isStrobe := msg.(*Strobe)
-			if err == nil && !isStrobe {
-				err = fmt.Errorf("%w for this socket: %v", ErrUnknownType, msg.MsgType())
-			}
+			msg, err := f.open(p, &f.mcSock) // strobes only, authenticated as on the strobe socket
 			if err != nil {
-				f.drop(p, "multicast socket", err)
 				continue
 			}
+			s := msg.(*Strobe)
 			f.mu.Lock()
 			f.c.multicast++
 			f.mu.Unlock()
@@ -321,9 +342,8 @@ func (f *Follower) receiveMulticast(ctx context.Context) {
 func (f *Follower) handle(p Packet) {
 	f.handleMu.Lock()
 	defer f.handleMu.Unlock()
-	msg, err := Unmarshal(p.Data)
+	msg, err := f.open(p, &f.strobeSock)
 	if err != nil {
-		f.drop(p, "strobe socket", err)
 		return
 	}
 	switch m := msg.(type) {
@@ -458,7 +478,7 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 func (f *Follower) forward(s Strobe) {
 	k, list := int(s.Fanout), s.Forward
 	s.Fanout, s.Forward = 0, nil
-	plain, err := Marshal(&s)
+	plain, err := f.cfg.Auth.encode(&s)
 	if err != nil { // cannot happen: it decoded
 		f.log.Error("strobe: encode forwarded strobe", zap.Error(err))
 		return
@@ -474,7 +494,7 @@ func (f *Follower) forward(s Strobe) {
 			return
 		}
 		sent++
-	}, f.log)
+	}, f.cfg.Auth, f.log)
 	f.mu.Lock()
 	f.c.forwarded += sent
 	f.c.forwardErrors += failed
@@ -524,16 +544,11 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 			if !ok {
 				return
 			}
-			msg, err := Unmarshal(p.Data)
-			hb, isHB := msg.(*Heartbeat)
-			if err == nil && !isHB {
-				err = fmt.Errorf("%w for this socket: %v", ErrUnknownType, msg.MsgType())
-			}
+			msg, err := f.open(p, &f.hbSock)
 			if err != nil {
-				f.drop(p, "heartbeat socket", err)
 				continue
 			}
-			f.onHeartbeat(p, hb)
+			f.onHeartbeat(p, msg.(*Heartbeat))
 		}
 	}
 }
@@ -543,12 +558,12 @@ func (f *Follower) receiveHeartbeats(ctx context.Context) {
 // sending to each address once; a heartbeat too large for one packet is
 // split (split.go). sent and failed count datagrams.
 func (f *Follower) sendHeartbeat(tr Transport, hb *Heartbeat, controller string, peers []string) (sent, failed uint64) {
-	parts, err := encodeHeartbeat(*hb)
+	parts, err := encodeHeartbeat(*hb, f.cfg.Auth)
 	if err != nil { // data beyond MaxHeartbeatParts: liveness still goes out
 		f.log.Error("strobe: encode heartbeat; sending it without its data", zap.Int("data_bytes", len(hb.Data)), zap.Error(err))
 		bare := *hb
 		bare.Data = nil
-		if parts, err = encodeHeartbeat(bare); err != nil {
+		if parts, err = encodeHeartbeat(bare, f.cfg.Auth); err != nil {
 			return 0, 1
 		}
 	}

@@ -23,6 +23,7 @@ type Sender struct {
 	epoch  uint64
 	log    *zap.Logger
 	fanout atomic.Int32 // 0: direct; k: a k-ary tree (fanout.go)
+	auth   atomic.Pointer[Auth]
 	group  atomic.Pointer[string]
 }
 
@@ -40,6 +41,10 @@ func (s *Sender) SetMulticast(group string) {
 	}
 	s.group.Store(&group)
 }
+
+// SetAuth seals every strobe sent from now on with a (nil: unsealed). Give
+// it the node's one Auth, the one its Follower has (auth.go).
+func (s *Sender) SetAuth(a *Auth) { s.auth.Store(a) }
 
 // SetFanout chooses how strobes reach the targets: k = 0 sends one
 // datagram to each (direct); k ≥ 1 sends to k agents, which forward along
@@ -79,7 +84,8 @@ func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint6
 	}
 	sentMono = mono.Now()
 	st := Strobe{Epoch: s.epoch, Seq: seq, Row: row, MemberEpoch: memberEpoch, SentMono: sentMono, DueMono: due}
-	data, err := Marshal(&st)
+	auth := s.auth.Load()
+	data, err := auth.encode(&st)
 	if err != nil {
 		return sentMono, err
 	}
@@ -98,7 +104,7 @@ func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint6
 	if g := s.group.Load(); g != nil {
 		send(*g, data)
 	} else if k := int(s.fanout.Load()); k > 0 && n > k {
-		forwardStrobe(st, k, treeOrder(targets, k, seq), data, send, s.log)
+		forwardStrobe(st, k, treeOrder(targets, k, seq), data, send, auth, s.log)
 	} else {
 		first := int(seq % uint64(n))
 		for i := range n {

@@ -24,11 +24,11 @@ const heartbeatOverhead = MaxNameLen + 160
 const heartbeatPiece = MaxPacketSize - heartbeatOverhead
 
 // encodeHeartbeat returns hb as one packet, or as several when its Data
-// does not fit in one. It fails only for data beyond MaxHeartbeatParts
-// pieces (or an invalid heartbeat).
-func encodeHeartbeat(hb Heartbeat) ([][]byte, error) {
+// does not fit in one, each encoded (sealed) by auth. It fails only for
+// data beyond MaxHeartbeatParts pieces (or an invalid heartbeat).
+func encodeHeartbeat(hb Heartbeat, auth *Auth) ([][]byte, error) {
 	hb.Part, hb.Parts = 0, 0
-	whole, err := Marshal(&hb)
+	whole, err := auth.encode(&hb)
 	if err == nil {
 		return [][]byte{whole}, nil
 	}
@@ -44,7 +44,7 @@ func encodeHeartbeat(hb Heartbeat) ([][]byte, error) {
 	for i := range n {
 		hb.Part, hb.Parts = uint16(i), uint16(n)
 		hb.Data = data[i*heartbeatPiece : min((i+1)*heartbeatPiece, len(data))]
-		b, err := Marshal(&hb)
+		b, err := auth.encode(&hb)
 		if err != nil {
 			return nil, err
 		}

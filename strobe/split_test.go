@@ -23,7 +23,7 @@ func randomData(n int) []byte {
 func TestSplitHeartbeatRoundTrip(t *testing.T) {
 	data := randomData(100_000)
 	hb := Heartbeat{From: "node-17", Epoch: 3, Seq: 9, Lost: 1, Data: data}
-	parts, err := encodeHeartbeat(hb)
+	parts, err := encodeHeartbeat(hb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +52,10 @@ func TestSplitHeartbeatRoundTrip(t *testing.T) {
 		t.Fatalf("reassembly holds %d bytes of %d heartbeats after completing", r.bytes, len(r.pending))
 	}
 	// Small heartbeats stay one packet without part numbers.
-	if parts, err := encodeHeartbeat(Heartbeat{From: "a", Seq: 1, Data: []byte("x")}); err != nil || len(parts) != 1 {
+	if parts, err := encodeHeartbeat(Heartbeat{From: "a", Seq: 1, Data: []byte("x")}, nil); err != nil || len(parts) != 1 {
 		t.Fatalf("small heartbeat: %d parts, %v", len(parts), err)
 	}
-	if _, err := encodeHeartbeat(Heartbeat{From: "a", Seq: 1, Data: make([]byte, MaxHeartbeatParts*MaxPacketSize)}); !errors.Is(err, ErrTooLarge) {
+	if _, err := encodeHeartbeat(Heartbeat{From: "a", Seq: 1, Data: make([]byte, MaxHeartbeatParts*MaxPacketSize)}, nil); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("oversized data: %v", err)
 	}
 }

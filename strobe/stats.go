@@ -21,6 +21,15 @@ type Stats struct {
 	Unknown   uint64 `json:"unknown"`   // packets of an unknown version or type (or a type not meant for this socket), dropped
 	Epochs    uint64 `json:"epochs"`    // controller epoch changes seen after the first
 
+	// With a key (FollowerConfig.Auth): packets dropped as not sealed
+	// with it (forged, by the socket they came to: the heartbeat socket's
+	// are heartbeats, the strobe socket's strobes) or as replayed (by
+	// their type). Never applied, never counted elsewhere.
+	StrobesForged      uint64 `json:"strobes_forged"`
+	HeartbeatsForged   uint64 `json:"heartbeats_forged"`
+	StrobesReplayed    uint64 `json:"strobes_replayed"`
+	HeartbeatsReplayed uint64 `json:"heartbeats_replayed"`
+
 	EpochApplied uint64 `json:"epoch_applied"` // Applied within the current epoch
 	EpochLost    uint64 `json:"epoch_lost"`    // Lost within the current epoch
 
@@ -64,6 +73,8 @@ func (f *Follower) Stats() Stats {
 		Epoch: f.epoch, FirstSeq: f.first, LastSeq: f.last, Row: f.row, MemberEpoch: f.memberEpoch,
 		Applied: f.c.applied, Lost: f.c.lost, Late: f.c.late, Stale: f.c.stale,
 		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
+		StrobesForged: f.c.strobesForged, HeartbeatsForged: f.c.hbForged,
+		StrobesReplayed: f.c.strobesReplayed, HeartbeatsReplayed: f.c.hbReplayed,
 		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
 		Multicast: f.c.multicast, Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
 		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,

@@ -10,14 +10,19 @@ import (
 	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
-// Protocol versions this build speaks. A packet carries the version of its
-// sender; one outside [ProtocolVersionMin, ProtocolVersion] is dropped and
-// counted. Adding an optional field to a message does not need a new
-// version (decoders ignore unknown keys and leave missing ones zero);
-// changing the meaning or the encoding of an existing field does.
+// Protocol versions this build speaks. A message carries its version; one
+// outside [ProtocolVersionMin, ProtocolVersion] is dropped and counted.
+// Adding an optional field to a message does not need a new version
+// (decoders ignore unknown keys and leave missing ones zero); changing the
+// meaning or the encoding of an existing field does. Version 2 is a
+// version-1 message sealed with the cluster key (auth.go): Marshal writes
+// and Unmarshal reads version 1 (unsealed), a node with a key seals and
+// opens version 2 and nothing else.
 const (
 	ProtocolVersionMin uint8 = 1
-	ProtocolVersion    uint8 = 1
+	ProtocolVersion    uint8 = ProtocolVersionSealed
+	// protocolVersionPlain is the version of an unsealed message.
+	protocolVersionPlain uint8 = 1
 )
 
 // MsgType numbers the message kinds. The numbers are part of the protocol:
@@ -150,9 +155,11 @@ func (h *Heartbeat) validate() error {
 	return nil
 }
 
-// Marshal encodes m in the envelope [version, type, body]. The body is a
-// msgpack map keyed by the struct tags.
-func Marshal(m Message) ([]byte, error) {
+// Marshal encodes m, unsealed, in the envelope [version, type, body]. The
+// body is a msgpack map keyed by the struct tags.
+func Marshal(m Message) ([]byte, error) { return marshal(m, protocolVersionPlain) }
+
+func marshal(m Message, version uint8) ([]byte, error) {
 	if m == nil {
 		return nil, errors.New("strobe: marshal nil message")
 	}
@@ -167,7 +174,7 @@ func Marshal(m Message) ([]byte, error) {
 	enc.UseCompactInts(true)
 	err := enc.EncodeArrayLen(3)
 	if err == nil {
-		err = enc.EncodeUint(uint64(ProtocolVersion))
+		err = enc.EncodeUint(uint64(version))
 	}
 	if err == nil {
 		err = enc.EncodeUint(uint64(m.MsgType()))
@@ -184,11 +191,15 @@ func Marshal(m Message) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Unmarshal decodes one packet. It never panics on arbitrary input; errors
+// Unmarshal decodes one unsealed packet (version 1). It never panics on arbitrary input; errors
 // wrap ErrMalformed, ErrVersion, ErrUnknownType or ErrTooLarge. The
 // envelope may carry more than three elements (reserved for additions);
 // they are skipped.
-func Unmarshal(b []byte) (Message, error) {
+func Unmarshal(b []byte) (Message, error) { return unmarshal(b, protocolVersionPlain) }
+
+// unmarshal is Unmarshal of a message of the given version: 1 unsealed,
+// 2 inside a seal (auth.go).
+func unmarshal(b []byte, version uint8) (Message, error) {
 	if len(b) > MaxPacketSize {
 		return nil, fmt.Errorf("strobe: unmarshal: %w: %d bytes (max %d)", ErrTooLarge, len(b), MaxPacketSize)
 	}
@@ -211,8 +222,11 @@ func Unmarshal(b []byte) (Message, error) {
 	if err != nil {
 		return nil, malformed("version", err)
 	}
-	if v < uint(ProtocolVersionMin) || v > uint(ProtocolVersion) {
-		return nil, fmt.Errorf("strobe: unmarshal: %w: %d (this build speaks %d–%d)", ErrVersion, v, ProtocolVersionMin, ProtocolVersion)
+	if v != uint(version) {
+		if version == protocolVersionPlain && v == uint(ProtocolVersionSealed) {
+			return nil, fmt.Errorf("strobe: unmarshal: %w: %d outside a seal (this build speaks %d unsealed, %d sealed)", ErrVersion, v, protocolVersionPlain, ProtocolVersionSealed)
+		}
+		return nil, fmt.Errorf("strobe: unmarshal: %w: %d (this build speaks %d unsealed, %d sealed)", ErrVersion, v, protocolVersionPlain, ProtocolVersionSealed)
 	}
 	t, err := dec.DecodeUint()
 	if err != nil {

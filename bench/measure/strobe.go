@@ -30,9 +30,12 @@ type StrobeOptions struct {
 	RealtimePriority int           // the agents' SCHED_FIFO priority (0: off)
 	Suspend          string        // how the agents suspend ranks: api.SuspendSignal ("" too) or api.SuspendFreezer
 	Fanout           int           // the controller's strobe tree arity (0: direct)
-	StateDir         string        // the cluster's state (agent logs)
-	Exe              string        // the cosched binary (default: this process's)
-	Progress         io.Writer     // progress lines (nil: none)
+	// Unsealed measures without authentication: the agents have the
+	// cluster key but neither seal nor check strobes and heartbeats.
+	Unsealed bool
+	StateDir string    // the cluster's state (agent logs)
+	Exe      string    // the cosched binary (default: this process's)
+	Progress io.Writer // progress lines (nil: none)
 }
 
 // Validate checks every field (errors keyed by field, fielderr).
@@ -71,6 +74,7 @@ type StrobeReport struct {
 	Priority int           `json:"realtime_priority"` // asked for; 0: off
 	Suspend  string        `json:"suspend"`           // how ranks were suspended: signal or freezer
 	Fanout   int           `json:"strobe_fanout"`     // the strobe tree's arity; 0: direct
+	Sealed   bool          `json:"sealed"`            // strobes and heartbeats sealed with the cluster key (authenticated)
 	// Realtime is each agent's strobe-thread scheduling, by agent.
 	Realtime map[string]string `json:"realtime"`
 	// ControllerRealtime is "" when the slice clock ran at SCHED_FIFO.
@@ -84,11 +88,17 @@ type StrobeReport struct {
 	Skew       strobe.Dist `json:"skew"`
 	Latency    strobe.Dist `json:"latency"`
 	SwitchCost strobe.Dist `json:"switch_cost"`
-	SendLate   strobe.Dist `json:"send_late"` // the controller's last few thousand strobes
-	Overruns   uint64      `json:"overruns"`
-	Skipped    uint64      `json:"skipped"`
-	Idle       strobe.Dist `json:"idle"`     // per slice: boundary to the first agent's switch
-	Overhead   strobe.Dist `json:"overhead"` // per slice: boundary to the last agent's switch
+	// Delivery and Handling split strobe-to-switch before the switch:
+	// from the controller's send to the agent's socket read (network and
+	// wake-up), and from that read to the switch's start (opening the
+	// seal, decoding, the sequence rules, forwarding).
+	Delivery strobe.Dist `json:"delivery"`
+	Handling strobe.Dist `json:"handling"`
+	SendLate strobe.Dist `json:"send_late"` // the controller's last few thousand strobes
+	Overruns uint64      `json:"overruns"`
+	Skipped  uint64      `json:"skipped"`
+	Idle     strobe.Dist `json:"idle"`     // per slice: boundary to the first agent's switch
+	Overhead strobe.Dist `json:"overhead"` // per slice: boundary to the last agent's switch
 	// IdleFraction and OverheadFraction are the means over the slice.
 	IdleFraction     float64 `json:"idle_fraction"`
 	OverheadFraction float64 `json:"overhead_fraction"`
@@ -122,6 +132,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	up.Exe, up.Agents, up.Slice, up.MPL, up.Policy, up.StateDir, up.RealtimePriority = o.Exe, o.Agents, o.Slice, o.MPL, gang.FCFS, o.StateDir, o.RealtimePriority
 	up.Suspend = suspend
 	up.StrobeFanout = o.Fanout
+	up.UnsealedStrobes = o.Unsealed
 	up.Timeout = 30*time.Second + time.Duration(o.Agents)*2*time.Second
 	cl, err := localcluster.Up(ctx, up)
 	if err != nil {
@@ -135,7 +146,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	if rep, err = measureStrobes(ctx, progress, cl, o); err != nil {
 		return nil, err
 	}
-	rep.Suspend = suspend
+	rep.Suspend, rep.Sealed = suspend, !o.Unsealed
 	// Report what the agents did, not what was asked: an agent without
 	// cgroups suspends with signals.
 	if nodes, err := cl.Client().Nodes(ctx, true); err == nil {
@@ -149,11 +160,40 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 }
 
 // StrobeMethods runs Strobe once per suspension method (o.Suspend is
-// ignored; none: signal), each on a fresh cluster whose state goes to a
+// ignored; none: signal) and, for each, once per authentication setting
+// in unsealed (o.Unsealed when empty), each on a fresh cluster whose state goes to a
 // temporary directory: removed after a good measurement unless keep, kept
 // (and named on o.Progress) after a failed one. Every method's options are
 // checked before anything starts; the errors are keyed by field.
-func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, keep bool) ([]*StrobeReport, error) {
+func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, unsealed []bool, keep bool) ([]*StrobeReport, error) {
+	if len(methods) == 0 {
+		methods = []string{api.SuspendSignal}
+	}
+	if len(unsealed) == 0 {
+		unsealed = []bool{o.Unsealed}
+	}
+	if err := ValidateStrobeMethods(o, methods); err != nil {
+		return nil, err
+	}
+	progress := cmp.Or[io.Writer](o.Progress, io.Discard)
+	var reps []*StrobeReport
+	for _, m := range methods {
+		for _, u := range unsealed {
+			ou := o
+			ou.Unsealed = u
+			rep, err := strobeOnce(ctx, ou, m, keep, progress)
+			if err != nil {
+				return nil, err
+			}
+			reps = append(reps, rep)
+		}
+	}
+	return reps, nil
+}
+
+// ValidateStrobeMethods checks o for each suspension method, all problems
+// at once, keyed by field.
+func ValidateStrobeMethods(o StrobeOptions, methods []string) error {
 	if len(methods) == 0 {
 		methods = []string{api.SuspendSignal}
 	}
@@ -165,19 +205,7 @@ func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, keep 
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	progress := cmp.Or[io.Writer](o.Progress, io.Discard)
-	var reps []*StrobeReport
-	for _, m := range methods {
-		rep, err := strobeOnce(ctx, o, m, keep, progress)
-		if err != nil {
-			return nil, err
-		}
-		reps = append(reps, rep)
-	}
-	return reps, nil
+	return errors.Join(errs...)
 }
 
 // strobeOnce measures one suspension method on a cluster of its own.
@@ -209,12 +237,6 @@ func WriteSuspendComparison(w io.Writer, reps []*StrobeReport) {
 	fmt.Fprintln(w, "suspension methods compared (ratio to "+reps[0].Suspend+"):")
 	rows := [][]string{{"", "switch cost p50", "switch cost p99", "skew p50", "skew p99", "row start, last agent p50"}}
 	base := reps[0]
-	ratio := func(a, b time.Duration) string {
-		if b == 0 {
-			return fmtDur(a)
-		}
-		return fmt.Sprintf("%s (×%.2f)", fmtDur(a), float64(a)/float64(b))
-	}
 	for _, r := range reps {
 		rows = append(rows, []string{r.Suspend, ratio(r.SwitchCost.P50, base.SwitchCost.P50), ratio(r.SwitchCost.P99, base.SwitchCost.P99),
 			ratio(r.Skew.P50, base.Skew.P50), ratio(r.Skew.P99, base.Skew.P99), ratio(r.Overhead.P50, base.Overhead.P50)})
@@ -224,6 +246,42 @@ func WriteSuspendComparison(w io.Writer, reps []*StrobeReport) {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+}
+
+// WriteAuthComparison sets the figures of unsealed and sealed runs (the
+// cost of authenticating strobes and heartbeats) side by side, as ratios
+// to the first report.
+func WriteAuthComparison(w io.Writer, reps []*StrobeReport) {
+	if len(reps) == 0 {
+		return
+	}
+	name := func(r *StrobeReport) string {
+		if r.Sealed {
+			return "sealed"
+		}
+		return "unsealed"
+	}
+	fmt.Fprintf(w, "authentication compared (suspend %s; ratio to %s):\n", cmp.Or(reps[0].Suspend, api.SuspendSignal), name(reps[0]))
+	rows := [][]string{{"", "skew p50", "skew p99", "strobe-to-switch p50", "strobe-to-switch p99", "handling p50", "row start, last agent p50", "lost"}}
+	base := reps[0]
+	for _, r := range reps {
+		rows = append(rows, []string{name(r), ratio(r.Skew.P50, base.Skew.P50), ratio(r.Skew.P99, base.Skew.P99),
+			ratio(r.Latency.P50, base.Latency.P50), ratio(r.Latency.P99, base.Latency.P99), ratio(r.Handling.P50, base.Handling.P50),
+			ratio(r.Overhead.P50, base.Overhead.P50), fmt.Sprint(r.Lost)})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+// ratio is a with its ratio to the baseline b.
+func ratio(a, b time.Duration) string {
+	if b == 0 {
+		return fmtDur(a)
+	}
+	return fmt.Sprintf("%s (×%.2f)", fmtDur(a), float64(a)/float64(b))
 }
 
 func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, o StrobeOptions) (*StrobeReport, error) {
@@ -317,7 +375,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		t := nodes.Cluster.Ticks
 		rep.SendLate, rep.Overruns, rep.Skipped, rep.ControllerRealtime = t.SendLate, t.Overruns, t.Skipped, t.RealtimeError
 	}
-	var costs []time.Duration
+	var costs, delivery, handling []time.Duration
 	rep.PerAgent = map[string]strobe.Dist{}
 	for name, st := range last {
 		var lat []time.Duration
@@ -331,11 +389,14 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		rep.Late += st.Strobe.Late - b.Late
 		for _, r := range records[name] {
 			costs = append(costs, r.SwitchCost)
+			delivery = append(delivery, time.Duration(r.RecvMono-r.SentMono))
+			handling = append(handling, time.Duration(r.SwitchedMono-r.RecvMono)-r.SwitchCost)
 		}
 	}
 	sk := strobe.Skew(records)
 	rep.Slices, rep.Skew, rep.Latency, rep.Idle, rep.Overhead = sk.Slices, sk.Skew, sk.Latency, sk.Idle, sk.Overhead
 	rep.SwitchCost = durationDist(costs)
+	rep.Delivery, rep.Handling = durationDist(delivery), durationDist(handling)
 	rep.IdleFraction = float64(sk.Idle.Mean) / float64(o.Slice)
 	rep.OverheadFraction = float64(sk.Overhead.Mean) / float64(o.Slice)
 	if rep.Slices == 0 {
@@ -419,14 +480,20 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // WriteStrobeReport prints r as a table and a few lines of conclusions.
 func WriteStrobeReport(w io.Writer, r *StrobeReport) {
-	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), suspend %s, %v measured\n\n",
-		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, api.SuspendSignal), r.Duration)
+	auth := "sealed (authenticated)"
+	if !r.Sealed {
+		auth = "unsealed (no authentication)"
+	}
+	fmt.Fprintf(w, "strobe benchmark: %d agents on this host, gang mode, slice %v, MPL %d (every row a job of %d busy ranks), suspend %s, strobes %s, %v measured\n\n",
+		r.Agents, r.Slice, r.MPL, r.Agents, cmp.Or(r.Suspend, api.SuspendSignal), auth, r.Duration)
 	rows := [][]string{{"", "p50", "p99", "max", "mean", "n"}}
 	add := func(name string, d strobe.Dist) {
 		rows = append(rows, []string{name, fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max), fmtDur(d.Mean), fmt.Sprint(d.N)})
 	}
 	add("switch skew", r.Skew)
 	add("strobe-to-switch", r.Latency)
+	add("  delivery (send to read)", r.Delivery)
+	add("  handling (read to switch)", r.Handling)
 	add("switch cost", r.SwitchCost)
 	add("send lateness", r.SendLate)
 	add("row start, first agent", r.Idle)

@@ -75,7 +75,9 @@ type agentFlags struct {
 	cleanup   bool // kill and remove what a dead agent left, then exit
 	// firstJobID: cluster up carries job ids over to a new cluster.
 	firstJobID int64
-	config     string
+	// unsealedStrobes: bench strobe --auth off measures without sealing.
+	unsealedStrobes bool
+	config          string
 	// changed tells whether a setting was given, by its flag's name: on
 	// the command line or in the --config file.
 	changed func(name string) bool
@@ -177,7 +179,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.StateDir, "state-dir", "", "directory for rank output and agent files (default: <state dir>/agents/<name>)")
 	fl.IntVar(&f.APIPort, "api-port", 0, "port of the HTTP API (0 picks one; the cluster learns it by gossip)")
 	fl.StringVar(&f.Key, "encrypt-key", "", "gossip encryption key, hex (32, 48 or 64 digits); every agent needs the same")
-	fl.StringVar(&f.KeyFile, "key-file", "", "the cluster key (32 random bytes, raw or hex, mode 0600; cluster up makes one): authenticates API requests and, without --encrypt-key, encrypts gossip; every agent needs the same. Without it the API trusts every caller (the agent warns)")
+	fl.StringVar(&f.KeyFile, "key-file", "", "the cluster key (32 random bytes, raw or hex, mode 0600; cluster up makes one): authenticates API requests, seals strobes and heartbeats (unsealed ones are dropped) and, without --encrypt-key, encrypts gossip; every agent needs the same. Without it the API trusts every caller (the agent warns)")
 	fl.StringVar(&f.AdminGroup, "admin-group", "", "members of this group are operators: they may cancel and inspect every user's jobs (root always may)")
 	fl.StringVar(&f.MetricsAddr, "metrics-listen", "", "serve /metrics on this host:port of its own, unauthenticated, for Prometheus on a trusted network; /metrics on the API port then needs a credential. Default: /metrics on the API port, unauthenticated (docs/security.md)")
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
@@ -198,6 +200,8 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.cleanup, "cleanup", false, "do not start: kill the processes left in the job cgroups of the agent of this --name and --state-dir, which died without stopping, remove its cgroups, and exit (refused while it runs; systemd's ExecStopPost, cluster down)")
 	fl.Int64Var(&f.firstJobID, "first-job-id", 0, "controller: the first job's id when the journal is empty (cluster up carries ids over)")
 	_ = fl.MarkHidden("first-job-id")
+	fl.BoolVar(&f.unsealedStrobes, "unsealed-strobes", false, "with --key-file, still send and accept strobes and heartbeats unsealed: insecure, only to measure what sealing costs (bench strobe --auth)")
+	_ = fl.MarkHidden("unsealed-strobes")
 }
 
 // loadAgentConfig reads the TOML file into f, then re-applies the flags the
@@ -240,7 +244,7 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 // agentConfig checks every flag and builds the agent's configuration.
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
-	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, Controllers: f.Controllers, RaftPort: f.RaftPort, FirstJobID: f.firstJobID, MPL: f.MPL,
+	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, Controllers: f.Controllers, RaftPort: f.RaftPort, FirstJobID: f.firstJobID, UnsealedStrobes: f.unsealedStrobes, MPL: f.MPL,
 		Processors: f.Processors, NoCompute: f.NoCompute, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout, StrobeMulticast: f.Multicast}
 	if f.Fanout < 0 || f.Fanout > 255 {
 		errs = append(errs, fmt.Errorf("--strobe-fanout %d: want 0 (direct) to 255", f.Fanout))

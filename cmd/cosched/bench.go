@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench/measure"
+	"github.com/cosched/cosched/internal/fielderr"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -28,15 +30,16 @@ type benchStrobeFlags struct {
 	json    bool
 	keep    bool
 	suspend []string // measured one after the other, each on a cluster of its own
+	auth    string   // on, off or both (off first: the baseline)
 }
 
 var benchStrobeFlagNames = flagNames{"Agents": "-N", "Slice": "--slice", "Duration": "--duration", "MPL": "--mpl",
 	"RealtimePriority": "--realtime-priority", "Suspend": "--suspend",
-	"Fanout": "--strobe-fanout"}
+	"Fanout": "--strobe-fanout", "Auth": "--auth"}
 
 func newBenchStrobeCmd() *cobra.Command {
 	f := benchStrobeFlags{opts: measure.StrobeOptions{Agents: 8, Slice: 10 * time.Millisecond, Duration: 30 * time.Second, MPL: 2, RealtimePriority: 50},
-		suspend: []string{api.SuspendSignal}}
+		suspend: []string{api.SuspendSignal}, auth: "on"}
 	cmd := &cobra.Command{
 		Use:   "strobe",
 		Short: "Measure slice switching on a local gang-mode cluster: skew, latency, overhead",
@@ -60,12 +63,17 @@ each on a fresh cluster, and a comparison of the two follows: SIGSTOP and
 SIGCONT to every rank's process group, or one write to the job's cgroup
 freezer (docs/cgroups.md).
 
+Strobes and heartbeats are sealed with the cluster key, as on any cluster
+with a key (docs/security.md). --auth off measures them unsealed; --auth
+both measures unsealed then sealed, each on a fresh cluster, and compares
+the two: the cost of authentication on the strobe path.
+
 The agents share this host's monotonic clock, so skew is exact. Switches
 are timed when the signals have been sent; the kernel still has to run the
 continued ranks, which depends on how many cores the host has. With root
 (or CAP_SYS_NICE) the strobe path runs at SCHED_FIFO; the report says
 whether it did. The cluster is stopped at the end.`,
-		Example: "  cosched bench strobe -N 8 --slice 10ms --duration 30s\n  cosched bench strobe -N 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -N 4 --suspend signal,freezer",
+		Example: "  cosched bench strobe -N 8 --slice 10ms --duration 30s\n  cosched bench strobe -N 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -N 4 --suspend signal,freezer\n  cosched bench strobe -N 8 --slice 1ms --auth both",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			warnDeprecated(cmd, map[string]string{"agents": "-N/--nodes"})
@@ -83,14 +91,28 @@ whether it did. The cluster is stopped at the end.`,
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path; 0 measures without real-time scheduling")
 	fl.StringSliceVar(&f.suspend, "suspend", f.suspend, "suspension methods to measure, in turn: signal, freezer or both (signal,freezer)")
 	fl.IntVar(&f.opts.Fanout, "strobe-fanout", 0, "strobe the agents along a tree of this arity (0: directly), as cosched agent --strobe-fanout")
+	fl.StringVar(&f.auth, "auth", f.auth, "seal strobes and heartbeats with the cluster key: on, off, or both (measured in turn, unsealed first, and compared)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the cluster's state directory (agent logs) and print where it is")
 	return cmd
 }
 
 func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFlags) error {
+	var unsealed []bool // the authentication settings measured, in turn
+	switch f.auth {
+	case "on":
+		unsealed = []bool{false}
+	case "off":
+		unsealed = []bool{true}
+	case "both":
+		unsealed = []bool{true, false}
+	default:
+		// Reported with whatever else is wrong, before anything starts.
+		bad := fielderr.New("Auth", f.auth, "want on, off or both")
+		return benchStrobeFlagNames.errors(errors.Join(bad, measure.ValidateStrobeMethods(f.opts, f.suspend)))
+	}
 	o := f.opts
 	o.Progress = progress
-	reps, err := measure.StrobeMethods(ctx, o, f.suspend, f.keep)
+	reps, err := measure.StrobeMethods(ctx, o, f.suspend, unsealed, f.keep)
 	if err != nil {
 		return benchStrobeFlagNames.errors(err)
 	}
@@ -108,9 +130,19 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 		}
 		measure.WriteStrobeReport(out, rep)
 	}
-	if len(reps) > 1 {
+	if len(unsealed) > 1 {
+		for i := 0; i < len(reps); i += len(unsealed) {
+			fmt.Fprintln(out)
+			measure.WriteAuthComparison(out, reps[i:i+len(unsealed)])
+		}
+	}
+	if len(f.suspend) > 1 {
+		var sealed []*measure.StrobeReport // one report per suspension method
+		for i := len(unsealed) - 1; i < len(reps); i += len(unsealed) {
+			sealed = append(sealed, reps[i])
+		}
 		fmt.Fprintln(out)
-		measure.WriteSuspendComparison(out, reps)
+		measure.WriteSuspendComparison(out, sealed)
 	}
 	return nil
 }
