@@ -110,9 +110,9 @@ type Machine struct {
 	nextID  int64
 
 	jobs    map[int64]*job
-	byKey      map[string]int64 // jobs by their submit key (JobSpec.SubmitKey), while in the table
-	order   []int64 // submission order
-	history []int64 // finished jobs, in the order they ended
+	byKey   map[string]int64 // jobs by their submit key (JobSpec.SubmitKey), while in the table
+	order   []int64          // submission order
+	history []int64          // finished jobs, in the order they ended
 
 	agents     map[string]*agent
 	agentOrder []string // in the order they were given columns
