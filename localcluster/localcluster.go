@@ -212,6 +212,16 @@ type Ready struct {
 	Socket string `json:"socket,omitempty"` // the API's Unix socket
 }
 
+// WriteReady writes an agent's Ready record to path (its --ready-file),
+// atomically: Up reads it to learn the agent is up.
+func WriteReady(path string, r Ready) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b)
+}
+
 // Cluster is a running local cluster, as recorded in its state directory's
 // cluster.json.
 type Cluster struct {
