@@ -64,19 +64,6 @@ type FollowerConfig struct {
 	History int         // per-slice records kept for Records and Stats; 0 = 4096
 }
 
-// SliceRecord is what one agent saw of one slice.
-type SliceRecord struct {
-	Epoch        uint64        `json:"epoch"` // controller incarnation
-	Seq          uint64        `json:"seq"`   // slice number
-	Row          int           `json:"row"`
-	MemberEpoch  uint64        `json:"member_epoch"`
-	SentMono     int64         `json:"sent_mono"`     // from the strobe: when the controller sent it
-	DueMono      int64         `json:"due_mono"`      // from the strobe: the slice boundary it starts (0: unknown)
-	RecvMono     int64         `json:"recv_mono"`     // when this agent's transport received it
-	SwitchedMono int64         `json:"switched_mono"` // when Switch returned
-	SwitchCost   time.Duration `json:"switch_cost"`
-}
-
 // Follower is an agent's side of the slice clock: it applies strobes in
 // order, calls Switch, and sends a heartbeat to every peer and to the
 // controller after each applied strobe. All its work happens in Run; the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/telemetry"
 	"net"
 	"os"
 	"slices"
@@ -35,6 +36,10 @@ func (m Delivery) String() string {
 	return "immediate"
 }
 
+// Stats counts what a relay has done: plain data of package telemetry,
+// which the API carries without importing this package.
+type Stats = telemetry.RelayStats
+
 // Config configures a Relay.
 type Config struct {
 	Node       string // this agent's name, as the other agents know it
@@ -59,46 +64,6 @@ type Config struct {
 	// frame is read, and the links are encrypted. Every relay of a
 	// cluster needs the same key, or none.
 	Key *clusterkey.Key
-}
-
-// Stats counts what a relay has done.
-type Stats struct {
-	Mode  string `json:"mode"`
-	Peers int    `json:"peers"` // other relays known by address (SetPeers)
-
-	Sent      uint64 `json:"sent"`       // messages handed over by local ranks
-	SentBytes uint64 `json:"sent_bytes"` // their payload bytes
-	Delivered uint64 `json:"delivered"`  // messages delivered to local ranks
-	Forwarded uint64 `json:"forwarded"`  // messages sent to other relays
-	Received  uint64 `json:"received"`   // messages received from other relays
-	Held      uint64 `json:"held"`       // messages held for a job not registered yet
-	Dropped   uint64 `json:"dropped"`    // messages for ended jobs, unknown ranks, or beyond the hold limit
-
-	// Buffered mode.
-	Slices           uint64 `json:"slices"`             // strobes cut
-	Transferred      uint64 `json:"transferred"`        // messages sent in slice transfers
-	TransferredBytes uint64 `json:"transferred_bytes"`  // their bytes
-	Deferred         uint64 `json:"deferred"`           // slice transfers that left messages for later (h_max)
-	Announced        uint64 `json:"announced"`          // messages this relay's heartbeats announced (the plans)
-	AnnouncedBytes   uint64 `json:"announced_bytes"`    // their bytes
-	AnnouncedIn      uint64 `json:"announced_in"`       // messages other relays' heartbeats announced for this node
-	AnnouncedInBytes uint64 `json:"announced_in_bytes"` //
-	ReceivedIn       uint64 `json:"received_in"`        // messages received in slice transfers from other relays
-	ReceivedInBytes  uint64 `json:"received_in_bytes"`  //
-	MaxSliceBytes    uint64 `json:"max_slice_bytes"`    // largest transfer of one slice
-	Outbox           int    `json:"outbox"`             // messages waiting for a slice now
-	HeartbeatWaits   uint64 `json:"heartbeat_timeouts"` // transfers started without every peer's heartbeat
-
-	// Refused counts relay links whose handshake failed: the peer did
-	// not prove it holds the cluster key (Config.Key), or it went away
-	// during the handshake.
-	Refused uint64 `json:"refused"`
-	// RanksRefused counts rank connections refused because the process
-	// runs as another user than the job's ranks (SO_PEERCRED).
-	RanksRefused uint64 `json:"ranks_refused"`
-
-	Barriers uint64 `json:"barriers"` // barriers released here
-	Blocked  int    `json:"blocked"`  // local ranks blocked now
 }
 
 // Relay is one node's message relay.
