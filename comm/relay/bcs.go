@@ -277,10 +277,22 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 	}
 	for _, f := range ld.Flows {
 		// Flows of the jobs this node is the root of (the others come
-		// with their root's sliceReady), or from an older build.
-		if j := r.jobs[f.Job]; f.Node == r.cfg.Node && (f.Job == 0 || j != nil && r.rootLocked(j) == r.cfg.Node) {
+		// with their root's sliceReady), or from an older build; flows of
+		// a job not registered here yet wait for it (AddJobAs).
+		j := r.jobs[f.Job]
+		switch {
+		case f.Node != r.cfg.Node:
+		case f.Job == 0 || j != nil && r.rootLocked(j) == r.cfg.Node:
 			r.st.AnnouncedIn += uint64(f.Msgs)
 			r.st.AnnouncedInBytes += uint64(f.Bytes)
+		case j == nil && r.ended[f.Job].IsZero() && (len(r.earlyFlows) < maxEarlyFlows || r.earlyFlows[f.Job] != (flowCount{})):
+			if r.earlyFlows == nil {
+				r.earlyFlows = map[int64]flowCount{}
+			}
+			fc := r.earlyFlows[f.Job]
+			fc.msgs += uint64(f.Msgs)
+			fc.bytes += uint64(f.Bytes)
+			r.earlyFlows[f.Job] = fc
 		}
 	}
 	for _, lb := range ld.Barriers {

@@ -89,6 +89,11 @@ type Relay struct {
 	ended      map[int64]time.Time // recently ended jobs: late messages are dropped, not held
 	early      map[int64][]inbound
 	earlyBytes int
+	// earlyFlows are flows to this node that heartbeats announced for jobs
+	// not registered here yet: counted as announced (Stats.AnnouncedIn) at
+	// registration if this node is the job's root (a root counts its
+	// nodes' flows itself), so that what is announced is what arrives.
+	earlyFlows map[int64]flowCount
 	peers      map[string]string // other nodes → their relay address
 	out        map[string]*peerConn
 	rankConns  map[*rankConn]struct{}
@@ -294,6 +299,13 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 	j.hosts = slices.Compact(slices.Sorted(slices.Values(nodes)))
 	r.jobs[id] = j
 	delete(r.ended, id)
+	if fc, ok := r.earlyFlows[id]; ok {
+		if r.rootLocked(j) == r.cfg.Node {
+			r.st.AnnouncedIn += fc.msgs
+			r.st.AnnouncedInBytes += fc.bytes
+		}
+		delete(r.earlyFlows, id)
+	}
 	held := r.early[id]
 	delete(r.early, id)
 	for _, in := range held {
@@ -302,6 +314,12 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 	}
 	return nil
 }
+
+// flowCount is messages and bytes announced.
+type flowCount struct{ msgs, bytes uint64 }
+
+// maxEarlyFlows bounds Relay.earlyFlows (jobs).
+const maxEarlyFlows = 1024
 
 // SharedNodes returns the other nodes that host ranks of a job registered
 // here and have not left it, sorted: the only nodes this one has BCS

@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"fmt"
+	"github.com/vmihailenco/msgpack/v5"
 	"net"
 	"os"
 	"path/filepath"
@@ -848,5 +849,39 @@ func TestSliceReadyCarriesTheRelease(t *testing.T) {
 	}
 	if s := r1.Stats(); s.AnnouncedIn != 2 || s.AnnouncedInBytes != 10 || s.Barriers != 1 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A heartbeat that announces flows to this node for a job not registered
+// here yet (its launch is still on the way) counts them once the job is
+// registered, if this node is the job's root; another root announces them
+// itself, in its sliceReady. (Seen in node's TestBCSBenchmarks: one
+// message arrived unannounced.)
+func TestEarlyFlowsCountAtRegistration(t *testing.T) {
+	for _, tc := range []struct {
+		node  string
+		nodes []string
+		want  uint64
+	}{
+		{"n0", []string{"n0", "n1"}, 3}, // n0 is the root
+		{"n2", []string{"n1", "n2"}, 0}, // n1 is
+	} {
+		r := newRelay(t, tc.node, nil)
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
+		r.Cut(1, 1)
+		data, err := msgpack.Marshal(load{Node: "n1", Flows: []loadFlow{{Node: tc.node, Msgs: 3, Bytes: 300, Job: 7}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.PeerHeartbeat("n1", 1, 1, data)
+		if st := r.Stats(); st.AnnouncedIn != 0 {
+			t.Fatalf("%s: %d announced before the job is registered", tc.node, st.AnnouncedIn)
+		}
+		if err := r.AddJob(7, tc.nodes); err != nil {
+			t.Fatal(err)
+		}
+		if st := r.Stats(); st.AnnouncedIn != tc.want || st.AnnouncedInBytes != 100*tc.want {
+			t.Errorf("%s (job on %v): announced %d messages, %d bytes; want %d, %d", tc.node, tc.nodes, st.AnnouncedIn, st.AnnouncedInBytes, tc.want, 100*tc.want)
+		}
 	}
 }
