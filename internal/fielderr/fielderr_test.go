@@ -10,7 +10,7 @@ func TestRenderNamesEveryField(t *testing.T) {
 	flags := map[string]string{"Slice": "--slice", "JobSwitch": "--job-switch", "SeqShare": "--seq-share", "LargeShare": "--large-share"}
 	name := func(f string) string { return flags[f] }
 	for _, c := range []struct {
-		e          *Error
+		e           *Error
 		want, plain string
 	}{
 		{New("Slice", nil, "must be positive"), "--slice: must be positive", "Slice: must be positive"},
