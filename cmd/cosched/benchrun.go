@@ -19,6 +19,7 @@ import (
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/sharing"
@@ -133,7 +134,7 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 		}
 		o.Modes = append(o.Modes, m)
 	}
-	if bw, err := parseSize(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
+	if bw, err := textvalue.Size(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
 		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
 	} else {
 		o.Bandwidth = float64(bw)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/plot"
 	"github.com/cosched/cosched/jss/sweep"
 )
@@ -67,7 +68,7 @@ func (f *plotFlags) validate() ([]string, error) {
 	if f.out == "" {
 		errs = append(errs, errors.New("--out: required: the directory for the figures"))
 	}
-	formats, e := parseList("--format", f.formats, func(s string) (string, error) {
+	formats, e := textvalue.List("--format", f.formats, func(s string) (string, error) {
 		s = strings.ToLower(s)
 		if !slices.Contains(plot.Formats(), s) {
 			return "", fmt.Errorf("unknown format (valid: %s)", strings.Join(plot.Formats(), ", "))

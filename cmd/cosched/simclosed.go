@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/closed"
 )
 
@@ -136,7 +137,7 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		Warmup: f.warmup, Completions: f.completions, Replications: f.replications, Seed: f.seed,
 	}
 	unparsed := map[string]bool{} // fields whose flag did not parse: Validate's word on them is noise
-	jobs, errs := parseList("--jobs", f.jobs, func(s string) (int, error) {
+	jobs, errs := textvalue.List("--jobs", f.jobs, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > closed.MaxJobs {
 			return 0, fmt.Errorf("want a whole number of jobs in 1..%d", closed.MaxJobs)
@@ -144,7 +145,7 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		return n, nil
 	})
 	e.Jobs, unparsed["Jobs"] = jobs, len(errs) > 0
-	policies, ee := parseList("--policy", f.policies, func(s string) (closed.Policy, error) {
+	policies, ee := textvalue.List("--policy", f.policies, func(s string) (closed.Policy, error) {
 		p, err := closed.ParsePolicy(s)
 		if err != nil {
 			return "", fmt.Errorf("unknown policy (valid: %s)", closed.PolicyNames())

@@ -16,6 +16,7 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/ctxio"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/jss/workload"
 )
@@ -95,7 +96,7 @@ func benchWorkloadNames() string {
 // parseMemoryFlag reads a memory size with units, as humanize.ParseBytes does,
 // and checks it fits an int64.
 func parseMemoryFlag(flag, s string) (int64, error) {
-	n, err := parseSize(s)
+	n, err := textvalue.Size(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: %v", flag, s, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -21,6 +19,7 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/jss/workload"
@@ -146,67 +145,19 @@ func sweepWorkloadNames() string {
 	return strings.Join(names, ", ")
 }
 
-// listItems splits a comma-separated flag value, trimming blanks.
-func listItems(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
-
-// parseList parses every item of a comma-separated flag with parse, drops
-// repeats (keeping the order) and reports each bad item. An empty list is
-// an error.
-func parseList[T comparable](flag, s string, parse func(string) (T, error)) ([]T, []error) {
-	var out []T
-	var errs []error
-	seen := map[T]bool{}
-	items := listItems(s)
-	if len(items) == 0 {
-		return nil, []error{fmt.Errorf("%s: no value given", flag)}
-	}
-	for _, item := range items {
-		v, err := parse(item)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %v", flag, item, err))
-			continue
-		}
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	return out, errs
-}
-
-// parseSize reads a memory size with units (humanize.ParseBytes).
-func parseSize(s string) (int64, error) {
-	n, err := humanize.ParseBytes(s)
-	if err != nil {
-		return 0, errors.New("not a memory size (e.g. 256MB, 1GiB, 0)")
-	}
-	if n > math.MaxInt64 {
-		return 0, errors.New("too large")
-	}
-	return int64(n), nil
-}
-
 // validate checks every flag, reports all problems at once, and returns
 // the sweep, the shard and the machine.
 func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) {
 	spec, errs := f.grid()
-	memPerProc, memErr := parseSize(f.memPerProc)
+	memPerProc, memErr := textvalue.Size(f.memPerProc)
 	if memErr != nil {
 		errs = append(errs, fmt.Errorf("--mem-per-proc %q: %v", f.memPerProc, memErr))
 	} else if memPerProc < 1 {
 		errs = append(errs, fmt.Errorf("--mem-per-proc %q: must be positive", f.memPerProc))
 	}
 	var e []error
-	spec.MemMeans, e = parseList("--mem-mean", f.memMeans, func(s string) (int64, error) {
-		n, err := parseSize(s)
+	spec.MemMeans, e = textvalue.List("--mem-mean", f.memMeans, func(s string) (int64, error) {
+		n, err := textvalue.Size(s)
 		if err == nil && memErr == nil && n > memPerProc {
 			err = fmt.Errorf("no room: more than --mem-per-proc %s, a processor's memory", f.memPerProc)
 		}
@@ -217,7 +168,7 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	if err := checkInt("--jobs", int64(f.jobs), 1, workload.MaxJobs); err != nil {
 		errs = append(errs, err)
 	}
-	spec.Seeds, e = parseList("--seed", f.seeds, func(s string) (uint64, error) {
+	spec.Seeds, e = textvalue.List("--seed", f.seeds, func(s string) (uint64, error) {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			return 0, errors.New("not a non-negative integer")
@@ -257,7 +208,7 @@ func (f *sweepFlags) grid() (sweep.Spec, []error) {
 	var spec sweep.Spec
 	var e []error
 	f.warnings = nil
-	spec.Modes, e = parseList("--mode", f.modes, func(s string) (sharing.Mode, error) {
+	spec.Modes, e = textvalue.List("--mode", f.modes, func(s string) (sharing.Mode, error) {
 		m, former, err := sharing.ParseFormer(s)
 		if err != nil || jss.CheckMode(m) != nil {
 			return "", errors.New("unknown mode (valid: space, gang, bcs)")
@@ -268,7 +219,7 @@ func (f *sweepFlags) grid() (sweep.Spec, []error) {
 		return m, nil
 	})
 	errs = append(errs, e...)
-	spec.MPLs, e = parseList("--mpl", f.mpls, func(s string) (int, error) {
+	spec.MPLs, e = textvalue.List("--mpl", f.mpls, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return 0, errors.New("not an integer")
@@ -279,7 +230,7 @@ func (f *sweepFlags) grid() (sweep.Spec, []error) {
 		return n, nil
 	})
 	errs = append(errs, e...)
-	spec.Slices, e = parseList("--slice", f.slices, func(s string) (time.Duration, error) {
+	spec.Slices, e = textvalue.List("--slice", f.slices, func(s string) (time.Duration, error) {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return 0, errors.New("not a duration (e.g. 50ms)")
@@ -295,7 +246,7 @@ func (f *sweepFlags) grid() (sweep.Spec, []error) {
 		errs = append(errs, fmt.Errorf("--load: %s", strings.TrimPrefix(err.Error(), "sweep: ")))
 	}
 	spec.Loads = loads
-	spec.Workloads, e = parseList("--workload", f.workloads, func(s string) (string, error) {
+	spec.Workloads, e = textvalue.List("--workload", f.workloads, func(s string) (string, error) {
 		w, err := bench.LookupWorkload(s)
 		if err != nil {
 			return "", fmt.Errorf("unknown workload (valid: %s)", sweepWorkloadNames())
@@ -330,11 +281,11 @@ func (f *sweepFlags) machine(spec sweep.Spec, memPerProc int64) (sweep.Machine, 
 	if err := checkDuration("--mean-runtime", f.meanRuntime, 0, maxSimDuration); err != nil {
 		errs = append(errs, err)
 	}
-	msgSize, err := parseSize(f.msgSize)
+	msgSize, err := textvalue.Size(f.msgSize)
 	if err != nil || msgSize < 1 {
 		errs = append(errs, fmt.Errorf("--msg-size %q: want a positive size (e.g. 4KiB)", f.msgSize))
 	}
-	bandwidth, err := parseSize(f.bandwidth)
+	bandwidth, err := textvalue.Size(f.bandwidth)
 	if err != nil || bandwidth < 1 {
 		errs = append(errs, fmt.Errorf("--bandwidth %q: want a positive size per second (e.g. 100MB)", f.bandwidth))
 	}
