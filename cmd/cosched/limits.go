@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss/sweep"
 )
 
 // Ranges of numeric flags. Every numeric flag is checked against its range
@@ -51,12 +52,8 @@ func checkProcs(flag string, n int) error {
 	return checkInt(flag, int64(n), 1, gang.MaxProcessors)
 }
 
-// maxParallel bounds --parallel: workers beyond a few per core only hold memory.
-const maxParallel = 1024
-
-// maxSimDuration bounds durations that are simulated times or spans (a
-// century): beyond it, sums of them overflow time.Duration.
-const maxSimDuration = 100 * 365 * 24 * time.Hour
+// maxSimDuration bounds durations that are simulated times or spans.
+const maxSimDuration = sweep.MaxDuration
 
 // maxPFCFSSwitches bounds pfcfs's context switches per wide job.
 const maxPFCFSSwitches = 1_000_000

@@ -14,6 +14,7 @@ import (
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/closed"
+	"github.com/cosched/cosched/jss/sweep"
 )
 
 type simClosedFlags struct {
@@ -163,7 +164,7 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 	if !slices.Contains(closed.Formats(), f.format) {
 		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(closed.Formats(), ", ")))
 	}
-	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
+	if err := checkInt("--parallel", int64(f.parallel), 1, sweep.MaxParallel); err != nil {
 		errs = append(errs, err)
 	}
 	for _, fe := range fielderr.All(e.Validate()) {
