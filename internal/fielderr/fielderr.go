@@ -47,8 +47,13 @@ func (e *Error) Render(name func(field string) string) string {
 	for _, t := range e.Terms {
 		head += " " + e.Op + " " + term(name(t.Field), t.Value)
 	}
-	reason := fieldRef.ReplaceAllStringFunc(e.Reason, func(ref string) string { return name(ref[1 : len(ref)-1]) })
-	return head + ": " + reason
+	return head + ": " + Expand(e.Reason, name)
+}
+
+// Expand is text with every field written {Field} in it named by name: a
+// warning's text, which names fields as a reason does.
+func Expand(text string, name func(field string) string) string {
+	return fieldRef.ReplaceAllStringFunc(text, func(ref string) string { return name(ref[1 : len(ref)-1]) })
 }
 
 func term(name string, value any) string {

@@ -26,6 +26,9 @@ func TestRenderNamesEveryField(t *testing.T) {
 			t.Errorf("Error = %q, want %q", got, c.plain)
 		}
 	}
+	if got := Expand("pass {SeqShare} {JobSwitch} and {Other", name); got != "pass --seq-share --job-switch and {Other" {
+		t.Errorf("Expand = %q", got)
+	}
 	if got := Format("--s", New("Slice", 1, "over {JobSwitch}")); got != "--s 1: over JobSwitch" {
 		t.Errorf("Format = %q", got)
 	}
