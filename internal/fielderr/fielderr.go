@@ -17,8 +17,8 @@ import (
 // it held (nil: the reason says it), Reason why it is refused ("must be at
 // least 1ms"). A Reason may name another field as {Field}: "must exceed
 // {JobSwitch} 1ms". Terms are further fields the problem is about, written
-// after Field with Op between them: "SeqShare 0.8 + LargeShare 0.5: must
-// not exceed 1".
+// after Field with Op between them (Op " + ": "SeqShare 0.8 + LargeShare
+// 0.5: must not exceed 1"; Op "/": "SeqShare/LargeShare: …").
 type Error struct {
 	Field  string
 	Value  any
@@ -45,7 +45,7 @@ var fieldRef = regexp.MustCompile(`\{([A-Za-z0-9_.\[\]]+)\}`)
 func (e *Error) Render(name func(field string) string) string {
 	head := term(name(e.Field), e.Value)
 	for _, t := range e.Terms {
-		head += " " + e.Op + " " + term(name(t.Field), t.Value)
+		head += e.Op + term(name(t.Field), t.Value)
 	}
 	return head + ": " + Expand(e.Reason, name)
 }
@@ -80,7 +80,7 @@ func New(field string, value any, format string, args ...any) *Error {
 }
 
 // Several returns an *Error about several fields at once, written joined
-// by op ("+", "×"): the first is the Error's Field.
+// by op (" + ", " × ", "/"): the first is the Error's Field.
 func Several(op string, terms []Term, format string, args ...any) *Error {
 	return &Error{Field: terms[0].Field, Value: terms[0].Value, Terms: terms[1:], Op: op, Reason: fmt.Sprintf(format, args...)}
 }

@@ -15,9 +15,9 @@ func TestRenderNamesEveryField(t *testing.T) {
 	}{
 		{New("Slice", nil, "must be positive"), "--slice: must be positive", "Slice: must be positive"},
 		{New("Slice", "1ms", "must exceed {JobSwitch} %v", "2ms"), "--slice 1ms: must exceed --job-switch 2ms", "Slice 1ms: must exceed JobSwitch 2ms"},
-		{Several("+", []Term{{"SeqShare", 0.8}, {"LargeShare", 0.5}}, "must not exceed 1"),
+		{Several(" + ", []Term{{"SeqShare", 0.8}, {"LargeShare", 0.5}}, "must not exceed 1"),
 			"--seq-share 0.8 + --large-share 0.5: must not exceed 1", "SeqShare 0.8 + LargeShare 0.5: must not exceed 1"},
-		{Several("×", []Term{{"SeqShare", nil}, {"LargeShare", nil}}, "too many"), "--seq-share × --large-share: too many", "SeqShare × LargeShare: too many"},
+		{Several("/", []Term{{"SeqShare", nil}, {"LargeShare", nil}}, "too many"), "--seq-share/--large-share: too many", "SeqShare/LargeShare: too many"},
 	} {
 		if got := c.e.Render(name); got != c.want {
 			t.Errorf("Render = %q, want %q", got, c.want)

@@ -82,7 +82,7 @@ func (t Text) Parse() (Spec, Shard, Machine, []*fielderr.Error, error) {
 		errs = append(errs, fielderr.New("Out", nil, "required with {Shard}: shards are written to be merged"))
 	}
 	if spec.Bound() > MaxPoints {
-		errs = append(errs, fielderr.Several("×", []fielderr.Term{{Field: "Workloads"}, {Field: "MemMeans"}, {Field: "Loads"},
+		errs = append(errs, fielderr.Several(" × ", []fielderr.Term{{Field: "Workloads"}, {Field: "MemMeans"}, {Field: "Loads"},
 			{Field: "Seeds"}, {Field: "Modes"}, {Field: "MPLs"}, {Field: "Slices"}}, "more than %d points", MaxPoints))
 	}
 	errs = appendRange(errs, "Parallel", int64(t.Parallel), 1, MaxParallel)
