@@ -9,7 +9,6 @@ import (
 
 	"github.com/cosched/cosched/gang/pfcfs"
 	"github.com/cosched/cosched/jss"
-	"github.com/cosched/cosched/sharing"
 )
 
 // pfcfsFlags are the --pfcfs-* parameters of `cosched sim`.
@@ -79,15 +78,4 @@ func simPolicyNames() string { return jss.PolicyNames() }
 func isPFCFS(name string) bool {
 	info, err := jss.LookupPolicy(name)
 	return err == nil && info.Engine == jss.EnginePFCFS
-}
-
-// pfcfsSweepModes rejects the time-sharing modes for --policy pfcfs, a
-// space-sharing policy.
-func pfcfsSweepModes(modes []sharing.Mode) []error {
-	for _, m := range modes {
-		if m != sharing.Space {
-			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode space only (got --mode %s)", m)}
-		}
-	}
-	return nil
 }
