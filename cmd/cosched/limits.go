@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/jss"
 )
 
 // Ranges of numeric flags. Every numeric flag is checked against its range
@@ -53,7 +53,7 @@ func checkProcs(flag string, n int) error {
 }
 
 // maxSimDuration bounds durations that are simulated times or spans.
-const maxSimDuration = sweep.MaxDuration
+const maxSimDuration = jss.MaxDuration
 
 // maxPFCFSSwitches bounds pfcfs's context switches per wide job.
 const maxPFCFSSwitches = 1_000_000
@@ -68,10 +68,6 @@ func tooLong(byFlag map[string]time.Duration) []error {
 	}
 	return errs
 }
-
-// maxLoad bounds an offered load: beyond it every generated job arrives at
-// once and runtimes overflow.
-const maxLoad = 1000.0
 
 // maxIterations bounds a benchmark job's iterations.
 const maxIterations = 1_000_000_000

@@ -8,7 +8,6 @@
 package fielderr
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 )
@@ -85,24 +84,22 @@ func Several(op string, terms []Term, format string, args ...any) *Error {
 	return &Error{Field: terms[0].Field, Value: terms[0].Value, Terms: terms[1:], Op: op, Reason: fmt.Sprintf(format, args...)}
 }
 
-// All returns every *Error in err (a single one or an errors.Join of them).
+// All returns every *Error in err: a single one, an errors.Join of them,
+// and those wrapped (%w) inside either.
 func All(err error) []*Error {
-	if err == nil {
+	switch e := err.(type) {
+	case nil:
 		return nil
-	}
-	if e, ok := err.(*Error); ok {
+	case *Error:
 		return []*Error{e}
-	}
-	var out []*Error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
+	case interface{ Unwrap() []error }:
+		var out []*Error
+		for _, e := range e.Unwrap() {
 			out = append(out, All(e)...)
 		}
 		return out
+	case interface{ Unwrap() error }:
+		return All(e.Unwrap())
 	}
-	var e *Error
-	if errors.As(err, &e) {
-		out = append(out, e)
-	}
-	return out
+	return nil
 }

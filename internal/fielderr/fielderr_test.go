@@ -39,6 +39,9 @@ func TestAllFindsJoinedAndWrapped(t *testing.T) {
 	if got := All(errors.Join(a, fmt.Errorf("ctx: %w", b))); len(got) != 2 || got[0] != a || got[1] != b {
 		t.Errorf("All = %v, want both", got)
 	}
+	if got := All(fmt.Errorf("pkg: %w", errors.Join(a, errors.New("plain"), b))); len(got) != 2 || got[0] != a || got[1] != b {
+		t.Errorf("All of a wrapped join = %v, want both", got)
+	}
 	if All(nil) != nil || len(All(errors.New("x"))) != 0 {
 		t.Error("All of nil or a plain error is not empty")
 	}

@@ -21,10 +21,6 @@ import (
 // per core only hold memory.
 const MaxParallel = 1024
 
-// MaxDuration bounds durations that are simulated times or spans (a
-// century): beyond it, sums of them overflow time.Duration.
-const MaxDuration = 100 * 365 * 24 * time.Hour
-
 // Text is a sweep as a command line or a job script writes it: every list
 // comma-separated (loads also as ranges, ParseLoads), sizes with units.
 type Text struct {
@@ -180,8 +176,8 @@ func (t Text) policyOf(spec *Spec) []error {
 // machine checks the machine's settings and returns the machine.
 func (t Text) machine(spec Spec, memPerProc int64) (Machine, []error) {
 	errs := appendRange(nil, "Procs", int64(t.Procs), 1, gang.MaxProcessors)
-	if t.MeanRuntime < 0 || t.MeanRuntime > MaxDuration {
-		errs = append(errs, fielderr.New("MeanRuntime", t.MeanRuntime, "must be from 0s to %s", shortDuration(MaxDuration)))
+	if t.MeanRuntime < 0 || t.MeanRuntime > jss.MaxDuration {
+		errs = append(errs, fielderr.New("MeanRuntime", t.MeanRuntime, "must be from 0s to %dh", jss.MaxDuration/time.Hour))
 	}
 	msgSize, err := textvalue.Size(t.MsgSize)
 	if err != nil || msgSize < 1 {
@@ -220,17 +216,4 @@ func appendRange(errs []error, field string, v, lo, hi int64) []error {
 		return append(errs, fielderr.New(field, v, "must be from %d to %d", lo, hi))
 	}
 	return errs
-}
-
-// shortDuration prints d without trailing zero units: 876000h, not
-// 876000h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
