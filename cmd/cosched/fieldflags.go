@@ -40,3 +40,12 @@ func (names flagNames) flag(field string) string {
 	}
 	return field
 }
+
+// list is every bad field of a library Validate error, named by its flag.
+func (names flagNames) list(err error) []error {
+	var errs []error
+	for _, e := range fielderr.All(err) {
+		errs = append(errs, names.error(e))
+	}
+	return errs
+}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -54,20 +52,6 @@ func checkProcs(flag string, n int) error {
 
 // maxSimDuration bounds durations that are simulated times or spans.
 const maxSimDuration = jss.MaxDuration
-
-// maxPFCFSSwitches bounds pfcfs's context switches per wide job.
-const maxPFCFSSwitches = 1_000_000
-
-// tooLong reports the durations, by flag, above maxSimDuration, in flag order.
-func tooLong(byFlag map[string]time.Duration) []error {
-	var errs []error
-	for _, flag := range slices.Sorted(maps.Keys(byFlag)) {
-		if d := byFlag[flag]; d > maxSimDuration {
-			errs = append(errs, fmt.Errorf("%s %v: must be at most %s", flag, d, shortDuration(maxSimDuration)))
-		}
-	}
-	return errs
-}
 
 // maxIterations bounds a benchmark job's iterations.
 const maxIterations = 1_000_000_000
