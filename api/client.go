@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,6 +144,19 @@ func (e *unreachableError) Error() string {
 func (e *unreachableError) Unwrap() error { return e.err }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.send(ctx, method, path, in, out, false)
+}
+
+// repeatPause is how long a repeatable request waits before it is sent
+// again after an ambiguous failure.
+const repeatPause = 250 * time.Millisecond
+
+// send sends a request, repeating "retry later" answers for up to
+// RetryFor. A repeatable request (one the cluster takes at most once, e.g.
+// a submission with a SubmitKey) is also repeated, on any agent, after the
+// failures that leave its fate unknown: a connection that broke after it
+// was sent, a forwarding agent's 502.
+func (c *Client) send(ctx context.Context, method, path string, in, out any, repeatable bool) error {
 	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -156,22 +170,38 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		deadline = time.Now().Add(c.RetryFor)
 	}
 	for {
-		err := c.tryAgents(ctx, method, path, body, out)
-		var apiErr *Error
-		if !errors.As(err, &apiErr) || apiErr.retryAfter <= 0 || time.Now().Add(apiErr.retryAfter).After(deadline) {
+		err := c.tryAgents(ctx, method, path, body, out, repeatable)
+		wait := retryWait(err, repeatable)
+		if wait <= 0 || time.Now().Add(wait).After(deadline) {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(apiErr.retryAfter):
+		case <-time.After(wait):
 		}
 	}
 }
 
+// retryWait is how long to wait before sending a request again after err,
+// 0 if it must not be sent again.
+func retryWait(err error, repeatable bool) time.Duration {
+	var apiErr *Error
+	var un *unreachableError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.retryAfter > 0:
+		return apiErr.retryAfter
+	case !repeatable:
+		return 0
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusBadGateway, errors.As(err, &un):
+		return repeatPause
+	}
+	return 0
+}
+
 // tryAgents sends the request to the preferred agent, then to the others
 // while they do not answer.
-func (c *Client) tryAgents(ctx context.Context, method, path string, body []byte, out any) error {
+func (c *Client) tryAgents(ctx context.Context, method, path string, body []byte, out any, repeatable bool) error {
 	addrs := c.Addrs()
 	if len(addrs) == 0 {
 		return errors.New("no agent address to talk to")
@@ -191,7 +221,7 @@ func (c *Client) tryAgents(ctx context.Context, method, path string, body []byte
 		if first == nil {
 			first = err
 		}
-		if ctx.Err() != nil || (method == http.MethodPost && un.dialed) {
+		if ctx.Err() != nil || (method == http.MethodPost && un.dialed && !repeatable) {
 			break
 		}
 	}
@@ -288,9 +318,21 @@ func (c *Client) doAt(ctx context.Context, addr, method, path string, body []byt
 }
 
 // Submit submits a job and returns its id.
+//
+// It gives the spec a fresh SubmitKey unless it has one, so that a POST
+// whose answer was lost (the connection broke after it was sent, a
+// forwarding agent answered 502 because the leader died) is sent again,
+// for up to RetryFor, without risking a second job.
 func (c *Client) Submit(ctx context.Context, spec JobSpec) (int64, error) {
+	if spec.SubmitKey == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, fmt.Errorf("a submit key: %w", err)
+		}
+		spec.SubmitKey = hex.EncodeToString(b[:])
+	}
 	var s Submitted
-	err := c.do(ctx, http.MethodPost, "/v1/jobs", spec, &s)
+	err := c.send(ctx, http.MethodPost, "/v1/jobs", spec, &s, true)
 	return s.ID, err
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,12 +23,25 @@ type fakeAgent struct {
 	// times before answering.
 	unavailable atomic.Int64
 	retryLater  bool
+	// badGateway answers 502 (a forwarding agent whose leader died) this
+	// many times before answering.
+	badGateway atomic.Int64
+	keys       chan string // the submit keys received, when not nil
 }
 
 func newFakeAgent(t *testing.T) *fakeAgent {
 	f := &fakeAgent{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+		var spec JobSpec
+		json.NewDecoder(r.Body).Decode(&spec)
+		if f.keys != nil {
+			f.keys <- spec.SubmitKey
+		}
+		if f.badGateway.Add(-1) >= 0 {
+			writeError(w, http.StatusBadGateway, "controller at 127.0.0.1:1 unreachable: connection reset")
+			return
+		}
 		if f.unavailable.Add(-1) >= 0 {
 			if f.retryLater {
 				w.Header().Set("Retry-After", "1")
@@ -105,35 +119,80 @@ func TestClientLearnsTheClusterFromTheNodeList(t *testing.T) {
 }
 
 // A submission an agent received but did not answer may have been taken:
-// sending it to another agent could make two jobs of one.
-func TestClientDoesNotResendASubmissionAnAgentMayHaveTaken(t *testing.T) {
+// the client sends it again, to another agent, with the same submit key,
+// which the controller takes at most once (node/ctl's submitkey script).
+func TestClientResendsASubmissionAnAgentMayHaveTakenWithItsKey(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	silentKeys := make(chan string, 16)
 	go func() {
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			buf := make([]byte, 4096)
-			_, _ = conn.Read(buf) // take the request, answer nothing
+			req, err := http.ReadRequest(bufio.NewReader(conn)) // take the request, answer nothing
+			if err == nil {
+				var spec JobSpec
+				json.NewDecoder(req.Body).Decode(&spec)
+				silentKeys <- spec.SubmitKey
+			}
 			conn.Close()
 		}
 	}()
 	other := newFakeAgent(t)
+	other.keys = make(chan string, 16)
 	c := NewClient(ln.Addr().String(), other.addr())
-	if _, err := c.Submit(context.Background(), JobSpec{Processors: 1}); err == nil {
-		t.Fatal("a submission with no answer succeeded")
+	id, err := c.Submit(context.Background(), JobSpec{Processors: 1})
+	if err != nil || id != 1 {
+		t.Fatalf("submission after a silent agent: id %d, %v", id, err)
 	}
-	if n := other.submits.Load(); n != 0 {
-		t.Fatalf("the submission was sent to another agent too (%d)", n)
+	first, again := <-silentKeys, <-other.keys
+	if first == "" || first != again {
+		t.Fatalf("submit keys %q then %q: want the same, non-empty", first, again)
 	}
-	// A read is safe to repeat elsewhere.
-	if _, err := c.Jobs(context.Background(), false); err != nil {
-		t.Fatalf("a read after a silent agent: %v", err)
+	// A write without a key (cancel) answered 502 is not sent again.
+	var cancels atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("DELETE /v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		cancels.Add(1)
+		writeError(w, http.StatusBadGateway, "controller unreachable")
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c = NewClient(strings.TrimPrefix(srv.URL, "http://"))
+	c.RetryFor = 2 * time.Second
+	if err := c.Cancel(context.Background(), 1); err == nil {
+		t.Fatal("a cancel answered 502 succeeded")
+	}
+	if n := cancels.Load(); n != 1 {
+		t.Fatalf("a cancel answered 502 was sent %d times, want once", n)
+	}
+}
+
+// A forwarding agent's 502 (its leader died with the request) is repeated,
+// with the same key, until the cluster answers.
+func TestClientRepeatsASubmissionAnswered502(t *testing.T) {
+	f := newFakeAgent(t)
+	f.badGateway.Store(2)
+	f.keys = make(chan string, 16)
+	c := NewClient(f.addr())
+	id, err := c.Submit(context.Background(), JobSpec{Processors: 1})
+	if err != nil || id != 1 {
+		t.Fatalf("submit after two 502s: id %d, %v", id, err)
+	}
+	k1, k2, k3 := <-f.keys, <-f.keys, <-f.keys
+	if k1 == "" || k1 != k2 || k2 != k3 {
+		t.Fatalf("keys %q %q %q: want one key, repeated", k1, k2, k3)
+	}
+	// Without time to repeat, the 502 is the answer.
+	f.badGateway.Store(1)
+	c.RetryFor = 0
+	if _, err := c.Submit(context.Background(), JobSpec{Processors: 1}); err == nil || !strings.Contains(err.Error(), "502") && !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("a 502 with no time to repeat: %v", err)
 	}
 }
 

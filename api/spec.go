@@ -51,7 +51,16 @@ type JobSpec struct {
 	// the same name; the COSCHED_* variables the agent sets win over it.
 	// Only the owner and operators see it.
 	Env []string `json:"env,omitempty"`
+	// SubmitKey makes a submission safe to repeat: a second submission
+	// with the key of a job the controller still knows returns that job's
+	// id instead of queuing another. Client.Submit sets a fresh one per
+	// call, so it can repeat a POST whose answer was lost (a forwarding
+	// agent's 502 after the leader died, a connection cut).
+	SubmitKey string `json:"submit_key,omitempty"`
 }
+
+// MaxSubmitKey bounds JobSpec.SubmitKey.
+const MaxSubmitKey = 64
 
 // Bounds on JobSpec.Env: it travels in every launch order (a control
 // frame) and stays in the journal.
@@ -122,6 +131,9 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	}
 	if err := validEnv(s.Env); err != "" {
 		errs = append(errs, "env: "+err)
+	}
+	if len(s.SubmitKey) > MaxSubmitKey || strings.ContainsFunc(s.SubmitKey, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+		errs = append(errs, fmt.Sprintf("submit_key: want at most %d printable ASCII characters", MaxSubmitKey))
 	}
 	if len(s.Name) > 256 {
 		errs = append(errs, "name: longer than 256 bytes")

@@ -96,6 +96,10 @@ type Options struct {
 	// StrobeFanout is the controller's strobe tree arity
 	// (--strobe-fanout; 0: direct).
 	StrobeFanout int
+	// MPI is the process-management interface of jobs that do not name
+	// one (agent --mpi: api.MPIPMI1 or api.MPINone; "": the agent's
+	// default, none).
+	MPI string
 	// UnsealedStrobes leaves strobes and heartbeats unsealed despite the
 	// cluster key (--unsealed-strobes): insecure, only for bench strobe
 	// --auth to measure what sealing costs.
@@ -157,6 +161,9 @@ func (o Options) Validate() error {
 	if o.Suspend != "" && o.Suspend != api.SuspendSignal && o.Suspend != api.SuspendFreezer {
 		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
+	if _, err := api.ParseMPI(o.MPI); err != nil {
+		bad("MPI", o.MPI, "want none or pmi1")
+	}
 	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
 		bad("StrobeFanout", o.StrobeFanout, "must be 0 (direct) to 255")
 	}
@@ -203,6 +210,16 @@ type Ready struct {
 	Gossip string `json:"gossip"`
 	API    string `json:"api"`
 	Socket string `json:"socket,omitempty"` // the API's Unix socket
+}
+
+// WriteReady writes an agent's Ready record to path (its --ready-file),
+// atomically: Up reads it to learn the agent is up.
+func WriteReady(path string, r Ready) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b)
 }
 
 // Cluster is a running local cluster, as recorded in its state directory's
@@ -525,6 +542,9 @@ func (c *Cluster) controllerArgs(o Options) []string {
 		"--policy", string(o.Policy), "--bandwidth", strconv.FormatInt(int64(o.Bandwidth), 10)}
 	if o.StrobeFanout > 0 {
 		args = append(args, "--strobe-fanout", strconv.Itoa(o.StrobeFanout))
+	}
+	if o.MPI != "" {
+		args = append(args, "--mpi", o.MPI)
 	}
 	bf := o.Backfill
 	switch {

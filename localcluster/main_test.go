@@ -1,7 +1,7 @@
 package localcluster
 
 import (
-	"encoding/json"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -16,7 +16,6 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/sharing"
@@ -63,24 +62,12 @@ func agentMain(args []string) int {
 		}
 		return 0
 	}
-	a, err := node.Start(cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err = node.Run(ctx, cfg, func(a *node.Agent) error {
+		return WriteReady(ready, Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
+	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		return 1
-	}
-	b, _ := json.Marshal(Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
-	if err := atomicfile.WriteFile(ready, b); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		a.Shutdown()
-		return 1
-	}
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case <-stop:
-	case <-a.Done():
-	}
-	if err := a.Shutdown(); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		return 1
 	}

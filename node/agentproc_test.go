@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -45,26 +46,16 @@ func agentProcMain(args []string) int {
 	}
 	exe, _ := os.Executable()
 	log, _ := zap.NewProduction()
-	a, err := node.Start(node.Config{Name: *name, Bind: *bind, Local: true, StateDir: *state, Join: join,
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err := node.Run(ctx, node.Config{Name: *name, Bind: *bind, Local: true, StateDir: *state, Join: join,
 		Controller: *controller, Controllers: *controllers, RaftPort: *raftPort, NoCompute: *noCompute, Processors: *processors,
 		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace,
-		Shim: []string{exe, "__rank-exec"}, Log: log})
+		Shim: []string{exe, "__rank-exec"}, Log: log}, func(a *node.Agent) error {
+		b, _ := json.Marshal(map[string]any{"name": *name, "pid": os.Getpid(), "gossip": a.GossipAddr(), "api": a.APIAddr()})
+		return atomicfile.WriteFile(*ready, b)
+	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		return 1
-	}
-	b, _ := json.Marshal(map[string]any{"name": *name, "pid": os.Getpid(), "gossip": a.GossipAddr(), "api": a.APIAddr()})
-	if err := atomicfile.WriteFile(*ready, b); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		return 1
-	}
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case <-stop:
-	case <-a.Done():
-	}
-	if err := a.Shutdown(); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		return 1
 	}

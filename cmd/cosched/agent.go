@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
@@ -418,23 +416,13 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		}
 		return err
 	}
-	a, err := node.StartContext(ctx, cfg)
-	if err != nil {
-		return err
-	}
+	var ready func(*node.Agent) error
 	if f.readyFile != "" {
-		b, _ := json.Marshal(localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
-		if err := atomicfile.WriteFile(f.readyFile, b); err != nil {
-			a.Shutdown()
-			return err
+		ready = func(a *node.Agent) error {
+			return localcluster.WriteReady(f.readyFile, localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
 		}
 	}
-	select {
-	case <-ctx.Done():
-		log.Info("signal received: leaving the cluster and stopping ranks")
-	case <-a.Done():
-	}
-	return a.Shutdown()
+	return node.Run(ctx, cfg, ready)
 }
 
 // newRankExecCmd is the hidden shim agents start ranks through: it stops

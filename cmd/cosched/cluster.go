@@ -88,7 +88,7 @@ type clusterUpFlags struct {
 var clusterUpFlagNames = flagNames{"Agents": "-N", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
 	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations",
 	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout",
-	"Suspend": "--suspend", "Controllers": "--controllers"}
+	"Suspend": "--suspend", "Controllers": "--controllers", "MPI": "--mpi"}
 
 func newClusterUpCmd() *cobra.Command {
 	f := clusterUpFlags{opts: localcluster.DefaultOptions(), mode: "gang", slice: "50ms", policy: "easy", bandwidth: "100MB"}
@@ -134,6 +134,7 @@ the last cluster's.`,
 	fl.DurationVar(&f.opts.Timeout, "timeout", f.opts.Timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
 	fl.StringVar(&f.opts.Suspend, "suspend", api.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
+	fl.StringVar(&f.opts.MPI, "mpi", "", "process-management interface of jobs that name none (submit --mpi): pmi1 (MPICH programs, docs/mpi.md) or none (the default)")
 	return cmd
 }
 

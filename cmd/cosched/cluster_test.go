@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -253,5 +254,53 @@ func TestSubmitBenchAndNodesStats(t *testing.T) {
 	code, out, stderr = cli(t, "", "nodes", "--stats", "--addr", c.Agents[0].API, "--state-dir", state)
 	if code != 0 || !strings.Contains(out, "REUSES") || !strings.Contains(out, "bcs mode, MPL 2, slice 20ms") {
 		t.Fatalf("cosched nodes --stats: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// cluster up --mpi pmi1 makes PMI-1 the default of the cluster's jobs: an
+// MPICH program submitted without --mpi runs, every rank knowing its rank
+// and the job's size.
+func TestClusterUpMPIDefault(t *testing.T) {
+	cc, err := exec.LookPath("mpicc")
+	if err != nil {
+		t.Skip("mpicc not found: install Debian's mpich and libmpich-dev (.ci/run does)")
+	}
+	prog := filepath.Join(t.TempDir(), "ring")
+	if b, err := exec.Command(cc, "-O2", "-o", prog, filepath.Join("..", "..", "pmi", "testdata", "ring.c")).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc: %v\n%s", err, b)
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := coschedCmd(args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("cosched %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("cluster", "up", "-N", "2", "--mode", "space", "--mpi", "pmi1", "--realtime-priority", "0")
+	t.Cleanup(func() {
+		cmd := coschedCmd("cluster", "down")
+		cmd.Env = env
+		cmd.Run()
+	})
+	id := strings.TrimSpace(run("submit", "-n", "2", "-t", "1m", "--parsable", "--", prog, "2"))
+	lc, err := localcluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jid, _ := api.ParseJobID(id)
+	j, err := lc.Client().Wait(context.Background(), jid, 50*time.Millisecond)
+	if err != nil || j.State != api.Completed {
+		t.Fatalf("MPI job without --mpi on a --mpi pmi1 cluster: %+v %v", j, err)
+	}
+	out := run("output", "--label", id)
+	for r := range 2 {
+		if want := fmt.Sprintf("%d: rank %d of 2 ok", r, r); !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

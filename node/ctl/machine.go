@@ -110,8 +110,9 @@ type Machine struct {
 	nextID  int64
 
 	jobs    map[int64]*job
-	order   []int64 // submission order
-	history []int64 // finished jobs, in the order they ended
+	byKey   map[string]int64 // jobs by their submit key (JobSpec.SubmitKey), while in the table
+	order   []int64          // submission order
+	history []int64          // finished jobs, in the order they ended
 
 	agents     map[string]*agent
 	agentOrder []string // in the order they were given columns
@@ -148,7 +149,7 @@ func newMachine(cfg Config, now time.Time) (*Machine, error) {
 		cfg.ReconnectGrace = 5 * time.Minute
 	}
 	now = now.Round(0) // no monotonic reading: records carry wall time
-	return &Machine{cfg: cfg, origin: now, now: now, jobs: map[int64]*job{}, agents: map[string]*agent{},
+	return &Machine{cfg: cfg, origin: now, now: now, jobs: map[int64]*job{}, byKey: map[string]int64{}, agents: map[string]*agent{},
 		owners: make([]owner, cfg.MaxColumns)}, nil
 }
 
@@ -362,6 +363,9 @@ func (m *Machine) finished(j *job) {
 	}
 	old := m.history[0]
 	m.history = m.history[1:]
+	if j := m.jobs[old]; j != nil && j.Spec.SubmitKey != "" {
+		delete(m.byKey, j.Spec.SubmitKey)
+	}
 	delete(m.jobs, old)
 	if i := slices.Index(m.order, old); i >= 0 {
 		m.order = slices.Delete(m.order, i, i+1)
@@ -371,6 +375,9 @@ func (m *Machine) finished(j *job) {
 func (m *Machine) addJob(j *job) {
 	m.jobs[j.ID] = j
 	m.order = append(m.order, j.ID)
+	if k := j.Spec.SubmitKey; k != "" {
+		m.byKey[k] = j.ID
+	}
 }
 
 // Submit queues a job and returns its id.
@@ -379,7 +386,17 @@ func (m *Machine) addJob(j *job) {
 // knows, up or down (as Slurm queues a job whose nodes are down): one
 // wider than those in service waits aside until they are back. Before any
 // agent has registered, Submit returns ErrNoAgents.
+//
+// A spec with the SubmitKey of a job in the table is that job submitted
+// again (its answer was lost: the client repeats it): Submit returns its
+// id and changes nothing.
 func (m *Machine) Submit(spec api.JobSpec) (int64, error) {
+	if id, ok := m.byKey[spec.SubmitKey]; ok && spec.SubmitKey != "" {
+		if o := m.jobs[id].Spec.Owner; o != nil && spec.Owner != nil && o.UID != spec.Owner.UID {
+			return 0, fmt.Errorf("invalid job: submit_key: the key of another user's job")
+		}
+		return id, nil
+	}
 	known := m.knownProcessors()
 	if known == 0 {
 		return 0, ErrNoAgents

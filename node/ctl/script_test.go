@@ -27,7 +27,7 @@ var origin = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	                                 life (inc) and the jobs that life got launches for
 //	agent-down name=a                its connection broke (it may come back)
 //	agent-gone name=a                it left the cluster
-//	submit procs=2 limit=10 [extend] a job arrives
+//	submit procs=2 limit=10 [extend] [key=K]  a job arrives (with a submit key)
 //	cancel id=1
 //	exit job=1 rank=0 node=a [code=1] [signal=SIGKILL] [err=text]
 //	tick                             a pass (every directive takes at=S: the clock, kept otherwise)
@@ -111,6 +111,7 @@ func TestScripts(t *testing.T) {
 				if d.HasArg("extend") {
 					spec.Overrun = "extend"
 				}
+				spec.SubmitKey = strArg(t, d, "key", "")
 				return input(func() error {
 					id, err := m.Submit(spec)
 					if err == nil {
