@@ -94,37 +94,6 @@ fcfs among the policies, the gains over fcfs at the same N:
 	return cmd
 }
 
-// service resolves --dist and --cv.
-func (f *simClosedFlags) service() (closed.Service, error) {
-	svc := closed.Service{Mean: f.serviceMean}
-	if f.dist == "" {
-		d, err := closed.DistForCV(f.cv)
-		if err != nil {
-			return svc, fmt.Errorf("--cv %g: no service distribution (want 0.707 for erlang2, 1 for exp, or above 1 for branching-erlang)", f.cv)
-		}
-		svc.Dist = d
-	} else {
-		d, err := closed.ParseDist(f.dist)
-		if err != nil {
-			return svc, fmt.Errorf("--dist %q: unknown (valid: %s)", f.dist, closed.DistNames())
-		}
-		svc.Dist = d
-		switch {
-		case d == closed.BranchingErlang && !f.cvGiven:
-			return svc, fmt.Errorf("--dist %s needs --cv above 1", d)
-		case f.cvGiven:
-			if byCV, err := closed.DistForCV(f.cv); err != nil || byCV != d {
-				return svc, fmt.Errorf("--cv %g: does not match --dist %s (C = %.3g)", f.cv, d, closed.Service{Dist: d, CV: f.cv}.C())
-			}
-		}
-	}
-	svc.CV = f.cv
-	if svc.Dist != closed.BranchingErlang {
-		svc.CV = svc.C()
-	}
-	return svc, nil
-}
-
 // simClosedFlagNames maps closed.Experiment's fields to sim closed's flags.
 var simClosedFlagNames = flagNames{"Procs": "--procs", "Jobs": "--jobs", "Policies": "--policy", "Service.Dist": "--dist",
 	"Service.Mean": "--service-mean", "Service.CV": "--cv", "IOMean": "--io-mean", "Warmup": "--warmup",
@@ -155,9 +124,9 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 	})
 	e.Policies, unparsed["Policies"] = policies, len(ee) > 0
 	errs = append(errs, ee...)
-	svc, err := f.service()
+	svc, err := closed.ServiceFor(f.dist, f.cv, f.cvGiven, f.serviceMean)
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, simClosedFlagNames.list(err)...)
 		unparsed["Service.Dist"], unparsed["Service.CV"] = true, true
 	}
 	e.Service = svc
