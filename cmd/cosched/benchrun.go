@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench/experiment"
@@ -84,7 +85,12 @@ processors' time from the first submission to the last end.`,
 			return benchRun(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, changed)
 		},
 	}
-	fl := cmd.Flags()
+	f.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags defines the command's flags on fl, with f's values as defaults.
+func (f *benchRunFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.workload, "workload", f.workload, "named workload (template mix): w0 … w4")
 	fl.IntVar(&f.jobs, "jobs", f.jobs, "jobs in the workload")
 	fl.Float64Var(&f.load, "load", f.load, "offered load")
@@ -105,7 +111,6 @@ processors' time from the first submission to the last end.`,
 	fl.StringVar(&f.profile, "profile", "", "simulate with this machine profile (from cosched bench calibrate) instead of the default machine costs")
 	fl.BoolVar(&f.wide, "wide", false, "print a column per measured and simulated value, with slowdown, makespan and slot reuses (the default table pairs them)")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
-	return cmd
 }
 
 // benchRunConfig is a validated bench run.
