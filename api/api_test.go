@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/strobe"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // An address that reaches another HTTP server is reported as such, not as
@@ -36,11 +36,11 @@ func TestClientNotAnAgent(t *testing.T) {
 func TestAPIKeysAreSnakeCase(t *testing.T) {
 	rep := NodesReport{
 		Nodes: []NodeInfo{{Jobs: []int64{1}, Stats: &NodeStats{
-			Strobe:  strobe.Stats{Peers: map[string]strobe.PeerHeartbeat{"a0": {}}, Targets: []string{"a1"}},
-			Records: []strobe.SliceRecord{{}},
+			Strobe:  telemetry.FollowerStats{Peers: map[string]telemetry.PeerHeartbeat{"a0": {}}, Targets: []string{"a1"}},
+			Records: []telemetry.SliceRecord{{}},
 		}}},
 		Cluster: &ClusterStats{Weights: &gang.Weights{}, Reservations: "1", ReservationMode: gang.Fixed},
-		Skew:    &strobe.SkewStats{},
+		Skew:    &telemetry.SkewStats{},
 	}
 	b, err := json.Marshal(rep)
 	if err != nil {

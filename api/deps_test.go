@@ -7,7 +7,8 @@ import (
 )
 
 // The API and the programs that only need a client link nothing of the
-// agent: no gossip, no relay, no metrics exposition. An import that brings
+// agent: no gossip, no relay, no slice clock, no logging library, no
+// metrics exposition. An import that brings
 // one of them back fails here, naming the path it came by.
 func TestClientSideLinksNoAgent(t *testing.T) {
 	goTool, err := exec.LookPath("go")
@@ -20,6 +21,8 @@ func TestClientSideLinksNoAgent(t *testing.T) {
 		mod + "member",
 		mod + "comm/relay",
 		mod + "node",
+		mod + "strobe",
+		"go.uber.org/zap",
 		"github.com/prometheus/client_golang/prometheus",
 	}
 	for _, pkg := range []string{mod + "api", mod + "bench/experiment", mod + "localcluster"} {

@@ -5,20 +5,20 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/sharing"
-	"github.com/cosched/cosched/strobe"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // NodesReport is GET /v1/nodes: every agent, and with ?stats=1 each
 // agent's strobe statistics and the cluster's.
 type NodesReport struct {
-	Nodes   []NodeInfo        `json:"nodes"`
-	Cluster *ClusterStats     `json:"cluster,omitempty"`
-	Skew    *strobe.SkewStats `json:"skew,omitempty"`
+	Nodes   []NodeInfo           `json:"nodes"`
+	Cluster *ClusterStats        `json:"cluster,omitempty"`
+	Skew    *telemetry.SkewStats `json:"skew,omitempty"`
 }
 
 // NodeStats is one agent's view of the strobes.
 type NodeStats struct {
-	Strobe strobe.Stats `json:"strobe"`
+	Strobe telemetry.FollowerStats `json:"strobe"`
 	// Realtime is the strobe thread's scheduling: "SCHED_FIFO <prio>",
 	// or "normal" with the reason real-time priority is not in effect.
 	Realtime string     `json:"realtime"`
@@ -29,8 +29,8 @@ type NodeStats struct {
 	// Cgroups is how jobs are contained: "v1", "v2" or "none (why)".
 	Cgroups string `json:"cgroups"`
 	// Suspend is how ranks are suspended: "signal" or "freezer".
-	Suspend string               `json:"suspend"`
-	Records []strobe.SliceRecord `json:"records,omitempty"`
+	Suspend string                  `json:"suspend"`
+	Records []telemetry.SliceRecord `json:"records,omitempty"`
 }
 
 // ClusterStats is what only the controller knows: its slice clock.
@@ -50,7 +50,7 @@ type ClusterStats struct {
 	// Ticks is the slice clock: strobes sent, deadlines skipped because the
 	// controller overran a whole slice, strobes sent late (overruns), and
 	// how late strobes went out after their deadline.
-	Ticks strobe.TickerStats `json:"ticks"`
+	Ticks telemetry.TickerStats `json:"ticks"`
 }
 
 // JobUsage is a job's accounting from its cgroups, summed over its nodes
@@ -93,38 +93,5 @@ func ParseMPI(s string) (string, error) {
 	return "", fmt.Errorf("mpi %q: want none or pmi1", s)
 }
 
-// RelayStats is an agent's message relay's counters (comm/relay's Stats,
-// which converts to it: the two keep the same fields).
-type RelayStats struct {
-	Mode  string `json:"mode"`
-	Peers int    `json:"peers"` // other relays known by address (SetPeers)
-
-	Sent      uint64 `json:"sent"`       // messages handed over by local ranks
-	SentBytes uint64 `json:"sent_bytes"` // their payload bytes
-	Delivered uint64 `json:"delivered"`  // messages delivered to local ranks
-	Forwarded uint64 `json:"forwarded"`  // messages sent to other relays
-	Received  uint64 `json:"received"`   // messages received from other relays
-	Held      uint64 `json:"held"`       // messages held for a job not registered yet
-	Dropped   uint64 `json:"dropped"`    // messages for ended jobs, unknown ranks, or beyond the hold limit
-
-	// Buffered mode.
-	Slices           uint64 `json:"slices"`             // strobes cut
-	Transferred      uint64 `json:"transferred"`        // messages sent in slice transfers
-	TransferredBytes uint64 `json:"transferred_bytes"`  // their bytes
-	Deferred         uint64 `json:"deferred"`           // slice transfers that left messages for later (h_max)
-	Announced        uint64 `json:"announced"`          // messages this relay's heartbeats announced (the plans)
-	AnnouncedBytes   uint64 `json:"announced_bytes"`    // their bytes
-	AnnouncedIn      uint64 `json:"announced_in"`       // messages other relays' heartbeats announced for this node
-	AnnouncedInBytes uint64 `json:"announced_in_bytes"` //
-	ReceivedIn       uint64 `json:"received_in"`        // messages received in slice transfers from other relays
-	ReceivedInBytes  uint64 `json:"received_in_bytes"`  //
-	MaxSliceBytes    uint64 `json:"max_slice_bytes"`    // largest transfer of one slice
-	Outbox           int    `json:"outbox"`             // messages waiting for a slice now
-	HeartbeatWaits   uint64 `json:"heartbeat_timeouts"` // transfers started without every peer's heartbeat
-
-	Refused      uint64 `json:"refused"`       // relay links refused: the peer did not prove it holds the cluster key
-	RanksRefused uint64 `json:"ranks_refused"` // rank connections refused: the process runs as another user than the job's ranks
-
-	Barriers uint64 `json:"barriers"` // barriers released here
-	Blocked  int    `json:"blocked"`  // local ranks blocked now
-}
+// RelayStats is an agent's message relay's counters.
+type RelayStats = telemetry.RelayStats

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,9 +101,14 @@ type Config struct {
 	// StrobeFanout (controller) strobes the agents along a tree of this
 	// arity (strobe.Sender.SetFanout); 0 sends to each directly.
 	StrobeFanout int
-	APIPort      int  // 0 picks one
-	Local        bool // loopback cluster: fast membership timings
-	Shim         []string
+	// StrobeMulticast, "ADDR:PORT" of an IPv4 multicast group: every
+	// agent joins it on the interface of its address, and the controller
+	// sends each strobe once, to the group (strobe.Sender.SetMulticast).
+	// Every agent of the cluster must be given the same group.
+	StrobeMulticast string
+	APIPort         int  // 0 picks one
+	Local           bool // loopback cluster: fast membership timings
+	Shim            []string
 	// ControllerGrace is how long the agent keeps its ranks (running or
 	// stopped, as they were) after it lost its controller: a controller
 	// that reaches it within the grace (the same one restarted, or one
@@ -229,6 +235,7 @@ type Agent struct {
 	ml          *member.Membership
 	udp         strobe.Transport
 	hbUDP       strobe.Transport    // heartbeat exchange, normal priority
+	mcUDP       strobe.Transport    // the strobes' multicast group (StrobeMulticast), or nil
 	skew        *strobe.SkewTracker // the controller's agent only
 	follower    *strobe.Follower
 	relay       *relay.Relay
@@ -284,7 +291,10 @@ type Agent struct {
 	// the controller-eligible agents' (setHeartbeatPeers).
 	hbAddrs map[string]string
 	ctrlHBs []string
-	stats   map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
+	// liveEvery is the liveness period in slices (guarded by mu): a controller hears
+	// each agent's heartbeat on one slice in liveEvery (livenessEvery).
+	liveEvery int
+	stats     map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
 }
 
 type rankKey struct {
@@ -401,8 +411,17 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.hbUDP, err = strobe.ListenUDP(net.JoinHostPort(host, "0"), a.log); err != nil {
 		return nil, fmt.Errorf("node: heartbeat socket: %w", err)
 	}
+	if cfg.StrobeMulticast != "" {
+		ifname, err := interfaceOf(host)
+		if err != nil {
+			return nil, fmt.Errorf("node: strobe multicast: %w", err)
+		}
+		if a.mcUDP, err = strobe.ListenMulticastUDP(cfg.StrobeMulticast, ifname, a.log); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
-		OnBlocked: a.sw.blocked, OnStats: a.rankStats, Key: cfg.Key}); err != nil {
+		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnHeartbeatNodes: a.setHeartbeatPeers, Key: cfg.Key}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if d := unsearchable(a.relay.SocketPath()); d != "" && os.Geteuid() == 0 {
@@ -433,7 +452,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	} else if cfg.Key != nil {
 		a.log.Warn("strobes and heartbeats UNSEALED despite the cluster key (measuring only): anyone on the network can switch this node's rows")
 	}
-	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Switch: a.sw.Switch, Log: a.log,
+	fcfg := strobe.FollowerConfig{Name: cfg.Name, Transport: a.udp, Heartbeats: a.hbUDP, Multicast: a.mcUDP, Switch: a.sw.Switch, Log: a.log,
 		HeartbeatData: a.relay.HeartbeatData, Auth: a.strobeAuth}
 	if cfg.Controller {
 		a.skew = strobe.NewSkewTracker(0)
@@ -547,23 +566,38 @@ func (a *Agent) goRun(f func()) {
 
 // setHeartbeatPeers points this agent's heartbeats at the
 // controller-eligible agents (liveness, skew: whichever leads, or takes
-// over, hears it; a constant number) and at the nodes that share a job with it (BCS's
-// control data: transfers announced, barrier arrivals), and at no one
-// else: heartbeats per slice are bounded by what a node shares, not by
-// the cluster's size. Called at membership changes and whenever the
-// relay's jobs change; it takes effect at the next strobe.
+// over, hears it; a constant number, and at more than
+// maxLivenessPerSlice agents on one slice in livenessEvery) and at the roots of its jobs
+// (relay.HeartbeatNodes: BCS's control data, transfers announced and
+// barrier arrivals, which each root answers with a frame to every node of
+// its job), and at no one else: heartbeats per slice are bounded by the
+// jobs a node runs, not by the cluster's or the jobs' size. Called at
+// membership changes and whenever the relay's jobs or their roots change;
+// it takes effect at the next strobe.
 func (a *Agent) setHeartbeatPeers() {
-	shared := a.relay.SharedNodes()
+	roots := a.relay.HeartbeatNodes()
 	a.mu.Lock()
-	peers := make([]string, 0, len(shared)+1)
-	peers = append(peers, a.ctrlHBs...)
-	for _, n := range shared {
+	peers := make([]string, 0, len(roots))
+	for _, n := range roots {
 		if addr, ok := a.hbAddrs[n]; ok {
 			peers = append(peers, addr)
 		}
 	}
+	live, every := a.ctrlHBs, a.liveEvery
 	a.mu.Unlock()
 	a.follower.SetPeers(peers) // drops this agent's own address and duplicates
+	a.follower.SetLivenessPeers(live, every)
+}
+
+// maxLivenessPerSlice is how many agents' liveness heartbeats a
+// controller-eligible agent hears a slice, at most on average: beyond it
+// each agent heartbeats the controllers on one slice in livenessEvery.
+const maxLivenessPerSlice = 128
+
+// livenessEvery is the liveness period, in slices, for a cluster of
+// members agents: 1 up to maxLivenessPerSlice agents, 8 at 1,024.
+func livenessEvery(members int) int {
+	return max(1, (members+maxLivenessPerSlice-1)/maxLivenessPerSlice)
 }
 
 // watchMembers feeds membership changes to the controller (if this agent
@@ -585,6 +619,7 @@ func (a *Agent) watchMembers(ctx context.Context) {
 		}
 		a.mu.Lock()
 		a.hbAddrs, a.ctrlHBs = hbAddrs, ctrlHBs
+		a.liveEvery = livenessEvery(len(hbAddrs) + 1)
 		a.mu.Unlock()
 		a.setHeartbeatPeers()
 		a.relay.SetPeers(relays)
@@ -739,6 +774,9 @@ func (a *Agent) closeAll() error {
 	if a.hbUDP != nil {
 		a.hbUDP.Close()
 	}
+	if a.mcUDP != nil {
+		a.mcUDP.Close()
+	}
 	if a.relay != nil {
 		a.relay.Close()
 	}
@@ -838,4 +876,29 @@ func (a *Agent) rankStats(job int64, rank int, s comm.Stats) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.stats[rankKey{job, rank}] = s
+}
+
+// interfaceOf names the network interface that has address host (an IP
+// or a name that resolves to one): the one to join a multicast group on.
+func interfaceOf(host string) (string, error) {
+	ips, err := net.LookupIP(host)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", host, err)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifi := range ifs {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && slices.ContainsFunc(ips, ipn.IP.Equal) {
+				return ifi.Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface has address %s (bind the agent to an interface's address to use multicast)", host)
 }

@@ -115,6 +115,7 @@ type clusterOpts struct {
 	// soon as the controller leaves).
 	controllerGrace time.Duration
 	journal         node.Journal // the controller's (default: its own, in memory)
+	multicast       string       // every agent's StrobeMulticast
 	// stateDir holds the agents' state directories (default: a test
 	// temporary directory, which only its owner may enter).
 	stateDir string
@@ -177,7 +178,7 @@ func (c *testCluster) agentConfig(i int) node.Config {
 		Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
 		Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
 		Shim: o.shim, Priority: o.priority, ControllerGrace: o.controllerGrace, Log: c.log, Key: o.key, AdminGID: o.adminGID,
-		Suspend: o.suspend,
+		Suspend: o.suspend, StrobeMulticast: o.multicast,
 	}
 	if cfg.Shim == nil {
 		cfg.Shim = testShim(c.t)

@@ -178,6 +178,7 @@ func (a *Agent) newSender() *strobe.Sender {
 	}
 	s := strobe.NewSender(a.udp, uint64(time.Now().UnixNano()), a.log)
 	s.SetFanout(a.cfg.StrobeFanout)
+	s.SetMulticast(a.cfg.StrobeMulticast)
 	s.SetAuth(a.strobeAuth)
 	return s
 }

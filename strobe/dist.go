@@ -5,15 +5,6 @@ import (
 	"time"
 )
 
-// Dist summarises a sample of durations.
-type Dist struct {
-	N    int           `json:"n"` // sample size
-	Mean time.Duration `json:"mean"`
-	P50  time.Duration `json:"p50"` // nearest-rank percentiles
-	P99  time.Duration `json:"p99"`
-	Max  time.Duration `json:"max"`
-}
-
 // distOf summarises xs (nanoseconds), reordering it.
 func distOf(xs []int64) Dist {
 	if len(xs) == 0 {

@@ -10,9 +10,11 @@
 // STROBE{epoch, slice k, row, member epoch, sent time} to every agent. Each
 // agent's Follower applies the strobe (calls its SwitchFunc: stop the old
 // row's processes, continue the new row's), stamps the switch, and sends a
-// HEARTBEAT to its peers (SetPeers: agents give the controller's agent
-// and the nodes that share a job with them) and, on a single socket, to
-// the strobe's source. Whoever collects the
+// HEARTBEAT to its peers (SetPeers: agents give the roots of their
+// jobs, where BCS's control data is gathered), on one slice in a
+// liveness period to the liveness peers (SetLivenessPeers: the
+// controller-eligible agents), and, on a single socket, to the strobe's
+// source. Whoever collects the
 // agents' Records computes the cluster's switch skew with Skew.
 //
 // Membership (package member) is for discovery and liveness only:

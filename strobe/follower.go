@@ -42,8 +42,13 @@ type FollowerConfig struct {
 	// Without it, heartbeats share Transport and are sent on the strobe
 	// path, to the peers and to the strobe's source.
 	Heartbeats Transport
-	Switch     SwitchFunc    // performs the switch; required
-	Heartbeat  HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
+	// Multicast, if set, is a socket joined to the controller's multicast
+	// group (ListenMulticastUDP, Sender.SetMulticast): strobes arriving
+	// there are applied as those on Transport are (one at a time, by the
+	// same sequence rules), on an ordinary goroutine.
+	Multicast Transport
+	Switch    SwitchFunc    // performs the switch; required
+	Heartbeat HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
 	// Applied, optional, sees this node's record of every slice it
 	// applied, on the strobe path (after the switch): it must be quick.
 	Applied func(SliceRecord)
@@ -59,19 +64,6 @@ type FollowerConfig struct {
 	History int         // per-slice records kept for Records and Stats; 0 = 4096
 }
 
-// SliceRecord is what one agent saw of one slice.
-type SliceRecord struct {
-	Epoch        uint64        `json:"epoch"` // controller incarnation
-	Seq          uint64        `json:"seq"`   // slice number
-	Row          int           `json:"row"`
-	MemberEpoch  uint64        `json:"member_epoch"`
-	SentMono     int64         `json:"sent_mono"`     // from the strobe: when the controller sent it
-	DueMono      int64         `json:"due_mono"`      // from the strobe: the slice boundary it starts (0: unknown)
-	RecvMono     int64         `json:"recv_mono"`     // when this agent's transport received it
-	SwitchedMono int64         `json:"switched_mono"` // when Switch returned
-	SwitchCost   time.Duration `json:"switch_cost"`
-}
-
 // Follower is an agent's side of the slice clock: it applies strobes in
 // order, calls Switch, and sends a heartbeat to every peer and to the
 // controller after each applied strobe. All its work happens in Run; the
@@ -84,6 +76,10 @@ type Follower struct {
 	log    *zap.Logger
 	active atomic.Bool
 
+	// handleMu serialises handle: strobes may come from Transport and
+	// Multicast, and Switch is never called concurrently.
+	handleMu sync.Mutex
+
 	mu sync.Mutex // guards everything below: Run writes, Stats and Records read
 	// Sequence state of the current epoch.
 	have        bool
@@ -93,15 +89,23 @@ type Follower struct {
 	memberEpoch uint64
 	// Peers: the set in use for the current slice, and the one SetPeers
 	// queued for the next boundary.
-	peers       []string
-	next        []string
-	nextQueued  bool
-	c           counters
-	records     ring[SliceRecord]
-	seen        map[string]PeerHeartbeat
-	parts       reassembly          // split heartbeats being put together
-	pendingHB   []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
-	lastDropLog int64               // mono time of the last dropped-packet warning
+	peers      []string
+	next       []string
+	nextQueued bool
+	// Liveness peers (the controllers): heartbeated on one slice in
+	// every liveEvery, this node's slices being those ≡ livePhase.
+	liveness       []string
+	liveEvery      uint64
+	livePhase      uint64
+	nextLive       []string
+	nextEvery      uint64
+	nextLiveQueued bool
+	c              counters
+	records        ring[SliceRecord]
+	seen           map[string]PeerHeartbeat
+	parts          reassembly          // split heartbeats being put together
+	pendingHB      []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
+	lastDropLog    int64               // mono time of the last dropped-packet warning
 
 	// rejectLogs limit the log lines about forged and replayed packets,
 	// one limiter per reason and kind.
@@ -109,7 +113,7 @@ type Follower struct {
 
 	// The sockets as the receive loops see them, each with the replay
 	// windows only its loop touches: no lock on the strobe path.
-	strobeSock, hbSock socket
+	strobeSock, hbSock, mcSock socket
 }
 
 // outgoingHeartbeat is a heartbeat queued for the heartbeat sender.
@@ -124,6 +128,7 @@ type counters struct {
 	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
 	hbDropped                                      uint64
 	forwarded, forwardErrors, hbPartsDropped       uint64
+	multicast                                      uint64
 	strobesForged, hbForged                        uint64
 	strobesReplayed, hbReplayed                    uint64
 }
@@ -165,6 +170,7 @@ func NewFollower(cfg FollowerConfig) *Follower {
 		rejectLogs: make(map[rejectKind]*logLimiter),
 		strobeSock: socket{name: "strobe socket", kind: TypeStrobe, windows: make(replayWindows)},
 		hbSock:     socket{name: "heartbeat socket", kind: TypeHeartbeat, only: TypeHeartbeat, windows: make(replayWindows)},
+		mcSock:     socket{name: "multicast socket", kind: TypeStrobe, only: TypeStrobe, windows: make(replayWindows)},
 	}
 	if cfg.Heartbeats != nil && cfg.Auth != nil {
 		// Heartbeats have their own socket and every keyed agent is of a
@@ -202,6 +208,12 @@ func (f *Follower) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); f.sendHeartbeats(hbCtx) }()
 		go func() { defer wg.Done(); f.receiveHeartbeats(hbCtx) }()
 		defer func() { cancel(); wg.Wait() }()
+	}
+	if f.cfg.Multicast != nil {
+		mcCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.receiveMulticast(mcCtx) }()
+		defer func() { cancel(); <-done }()
 	}
 	if s, ok := f.cfg.Transport.(syncServer); ok {
 		// The transport calls handle on its own (real-time) thread: the
@@ -244,7 +256,79 @@ func (f *Follower) SetPeers(heartbeatTargets []string) {
 	f.mu.Unlock()
 }
 
+// SetLivenessPeers sets the addresses that hear this node's heartbeat
+// on one slice in every (the controller-eligible agents: liveness and
+// skew); every ≤ 1 means every slice. Each node picks its slices by its
+// name, so a controller hears about N/every nodes a slice rather than
+// all N at once. A liveness peer that is also a peer (SetPeers) hears
+// every heartbeat. It takes effect at the next strobe applied, as
+// SetPeers does.
+func (f *Follower) SetLivenessPeers(addrs []string, every int) {
+	live := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if a != f.self && !slices.Contains(live, a) {
+			live = append(live, a)
+		}
+	}
+	f.mu.Lock()
+	f.nextLive, f.nextEvery, f.nextLiveQueued = live, uint64(max(every, 1)), true
+	f.mu.Unlock()
+}
+
+// livenessPhase spreads the nodes' liveness slices: FNV-1a of the name.
+func livenessPhase(name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := range len(name) {
+		h = (h ^ uint64(name[i])) * 1099511628211
+	}
+	return h
+}
+
+// slicePeersLocked is where the heartbeat of slice seq goes besides the
+// controller: the peers, and on this node's liveness slices the liveness
+// peers that are not peers already.
+func (f *Follower) slicePeersLocked(seq uint64) []string {
+	if len(f.liveness) == 0 || (seq+f.livePhase)%f.liveEvery != 0 {
+		return f.peers
+	}
+	peers := slices.Clone(f.peers)
+	for _, a := range f.liveness {
+		if !slices.Contains(f.peers, a) {
+			peers = append(peers, a)
+		}
+	}
+	return peers
+}
+
+// receiveMulticast reads the multicast socket: strobes only.
+func (f *Follower) receiveMulticast(ctx context.Context) {
+	packets := f.cfg.Multicast.Packets()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p, ok := <-packets:
+			if !ok {
+				return
+			}
+			msg, err := f.open(p, &f.mcSock) // strobes only, authenticated as on the strobe socket
+			if err != nil {
+				continue
+			}
+			s := msg.(*Strobe)
+			f.mu.Lock()
+			f.c.multicast++
+			f.mu.Unlock()
+			f.handleMu.Lock()
+			f.onStrobe(p, s)
+			f.handleMu.Unlock()
+		}
+	}
+}
+
 func (f *Follower) handle(p Packet) {
+	f.handleMu.Lock()
+	defer f.handleMu.Unlock()
 	msg, err := f.open(p, &f.strobeSock)
 	if err != nil {
 		return
@@ -316,7 +400,11 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	if f.nextQueued {
 		f.peers, f.next, f.nextQueued = f.next, nil, false
 	}
-	peers := f.peers // never mutated in place: SetPeers installs a new slice
+	if f.nextLiveQueued {
+		f.liveness, f.liveEvery, f.nextLive, f.nextLiveQueued = f.nextLive, f.nextEvery, nil, false
+		f.livePhase = livenessPhase(f.cfg.Name) % f.liveEvery
+	}
+	peers := f.slicePeersLocked(s.Seq) // never mutated in place: SetPeers installs a new slice
 	lost, late := f.c.lost, f.c.late
 	f.mu.Unlock()
 

@@ -29,7 +29,7 @@ type simCluster struct {
 // simSetup builds a cluster of n agents whose heartbeats go all-to-all
 // (today's design), strobed directly (fanout 0) or along a k-ary tree.
 func simSetup(n, fanout int, loss float64, seed uint64) *simCluster {
-	return simSetupData(n, fanout, loss, seed, 0, 0)
+	return simSetupData(n, fanout, loss, seed, 0, 0, false)
 }
 
 // simBCSBytesPerPeer is the size of BCS's per-slice control data per
@@ -40,8 +40,10 @@ const simBCSBytesPerPeer = 30
 // (BCS's control data), split across packets when it does not fit. With
 // jobSize > 0 the agents run jobs of jobSize agents each (consecutive
 // agents) and heartbeat as the agents do now: to the agents of their job
-// and to the controller (the strobe's source), not to everyone.
-func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes, jobSize int) *simCluster {
+// and to the controller (the strobe's source), not to everyone; rooted,
+// only to their job's first agent (the rooted exchange: the root answers
+// with relay frames, not modelled here).
+func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes, jobSize int, rooted bool) *simCluster {
 	c := &simCluster{net: newSimNetwork(seed, simLatency, simSendCost, loss),
 		switched: make([]int64, n), lastSeq: make([]uint64, n)}
 	ctl := c.net.node("ctl")
@@ -60,10 +62,12 @@ func simSetupData(n, fanout int, loss float64, seed uint64, dataBytes, jobSize i
 			data := randomData(dataBytes)
 			nd.follower.cfg.HeartbeatData = func(uint64, uint64) []byte { return data }
 		}
-		if jobSize > 0 {
-			first := i / jobSize * jobSize
+		switch first := i / max(jobSize, 1) * jobSize; {
+		case jobSize > 0 && rooted:
+			nd.follower.SetPeers(c.targets[first : first+1]) // the root: SetPeers drops the node itself
+		case jobSize > 0:
 			nd.follower.SetPeers(c.targets[first:min(first+jobSize, n)]) // SetPeers drops the node itself
-		} else {
+		default:
 			nd.follower.SetPeers(c.targets) // all-to-all heartbeats
 		}
 		c.nodes = append(c.nodes, nd)
@@ -104,7 +108,13 @@ func (c *simCluster) slice(seq uint64) (fanout time.Duration, missed int) {
 // adds 30 bytes of control data per destination to every heartbeat, split
 // into parts above a packet: bcs-all heartbeats every agent (the design
 // before issue 17), bcs-jobs16 only the 15 others of a 16-agent job and
-// the controller (the agents' design now).
+// the controller (the design before the rooted exchange), bcs-rooted16
+// only the job's root and the controller (the agents' design now: the
+// root's 15 sliceReady frames a slice are not counted here, see
+// barrier-root); barrier-all and barrier-root
+// time one BCS barrier of a job with a rank on every agent
+// (scale_barrier_test.go: barrier-all counts at every node, the design
+// before, barrier-root at the job's root, the relays' design now).
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{64, 256, 1024} {
 		for _, k := range []int{0, 8, 16} {
@@ -120,17 +130,30 @@ func BenchmarkScale(b *testing.B) {
 				if loss > 0 {
 					sub += "/loss=1%"
 				}
-				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss, 0, 0) })
+				b.Run(sub, func(b *testing.B) { benchScale(b, n, k, loss, 0, 0, false) })
 			}
 		}
-		b.Run(fmt.Sprintf("n=%d/direct/bcs-all", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n, 0) })
-		b.Run(fmt.Sprintf("n=%d/direct/bcs-jobs16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-all", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*n, 0, false) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-jobs16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16, false) })
+		b.Run(fmt.Sprintf("n=%d/direct/bcs-rooted16", n), func(b *testing.B) { benchScale(b, n, 0, 0, simBCSBytesPerPeer*16, 16, true) })
+		for _, d := range []barrierDesign{barrierAll, barrierRoot} {
+			for _, loss := range []float64{0, 0.01} {
+				if loss > 0 && n != 1024 {
+					continue
+				}
+				sub := fmt.Sprintf("n=%d/tree-k8/%v", n, d)
+				if loss > 0 {
+					sub += "/loss=1%"
+				}
+				b.Run(sub, func(b *testing.B) { benchBarrier(b, n, 8, d, loss) })
+			}
+		}
 	}
 }
 
 // benchScale runs b.N slices of a simulated cluster of n agents.
-func benchScale(b *testing.B, n, k int, loss float64, dataBytes, jobSize int) {
-	c := simSetupData(n, k, loss, 1, dataBytes, jobSize)
+func benchScale(b *testing.B, n, k int, loss float64, dataBytes, jobSize int, rooted bool) {
+	c := simSetupData(n, k, loss, 1, dataBytes, jobSize, rooted)
 	var worst time.Duration
 	var sum int64
 	var missed int
@@ -245,8 +268,14 @@ func TestSimTreeDeadInnerNode(t *testing.T) {
 // the heartbeat no longer fits a packet at 512 agents and goes in parts.
 func TestSimHeartbeatsSizedByJobs(t *testing.T) {
 	const n = 512
-	scoped := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*16, 16)
-	all := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*n, 0)
+	scoped := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*16, 16, false)
+	all := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*n, 0, false)
+	rooted := simSetupData(n, 0, 0, 1, simBCSBytesPerPeer*16, 16, true)
+	rooted.slice(1)
+	// 15 of 16 agents heartbeat their root and the controller, roots the controller.
+	if got, want := rooted.net.counts[TypeHeartbeat].packets, uint64(n/16*(15*2+1)); got != want {
+		t.Fatalf("rooted: %d heartbeat datagrams in a slice, want %d", got, want)
+	}
 	if _, missed := scoped.slice(1); missed != 0 {
 		t.Fatalf("scoped: %d missed", missed)
 	}
@@ -258,4 +287,34 @@ func TestSimHeartbeatsSizedByJobs(t *testing.T) {
 	if got := all.net.counts[TypeHeartbeat].packets; parts < 2 || got != uint64(n*n*parts) {
 		t.Fatalf("all-to-all: %d heartbeat datagrams in a slice, want %d (%d parts to each of %d)", got, n*n*parts, parts, n)
 	}
+}
+
+// TestSimLivenessPeriod: with a liveness period of 8 slices, the
+// controller's agent hears each agent on one slice in 8, spread over the
+// slices by the agents' names, instead of every agent every slice; a
+// liveness peer that is also a job peer hears every heartbeat.
+func TestSimLivenessPeriod(t *testing.T) {
+	const n, every, slicesRun = 256, 8, 80
+	c := simSetup(n, 0, 0, 1)
+	ctl := c.targets[0] // the controller's agent
+	for i, nd := range c.nodes {
+		nd.follower.SetPeers(nil)
+		if i == 1 {
+			nd.follower.SetPeers([]string{ctl}) // shares a job rooted at the controller's agent
+		}
+		nd.follower.SetLivenessPeers([]string{ctl}, every)
+	}
+	perSlice := make([]uint64, 0, slicesRun)
+	for seq := uint64(1); seq <= slicesRun; seq++ {
+		before := c.net.hbTo[ctl]
+		c.slice(seq)
+		perSlice = append(perSlice, c.net.hbTo[ctl]-before)
+	}
+	if got, want := c.net.hbTo[ctl], uint64((n-2)*slicesRun/every+slicesRun); got != want {
+		t.Fatalf("the controller's agent heard %d heartbeats in %d slices, want %d ((n−2)/%d a slice and node 1's every one)", got, slicesRun, want, every)
+	}
+	if m := slices.Max(perSlice); m > (n-2)/every*2+1 {
+		t.Fatalf("liveness bunched: %d heartbeats in one slice (%v)", m, perSlice[:every])
+	}
+	t.Logf("heartbeats a slice at the controller's agent, first period: %v", perSlice[:every])
 }

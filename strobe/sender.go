@@ -24,6 +24,22 @@ type Sender struct {
 	log    *zap.Logger
 	fanout atomic.Int32 // 0: direct; k: a k-ary tree (fanout.go)
 	auth   atomic.Pointer[Auth]
+	group  atomic.Pointer[string]
+}
+
+// SetMulticast makes every strobe one datagram to group (an IPv4
+// multicast address and port that every agent's Follower listens to:
+// FollowerConfig.Multicast) instead of one per target or a tree; "" goes
+// back to unicast. The network delivers it to every member at once, as
+// Quadrics' hardware multicast did for STORM; a lost copy is a gap at
+// that agent, as a lost unicast strobe is. It takes effect at the next
+// Strobe; every agent must have joined the group.
+func (s *Sender) SetMulticast(group string) {
+	if group == "" {
+		s.group.Store(nil)
+		return
+	}
+	s.group.Store(&group)
 }
 
 // SetAuth seals every strobe sent from now on with a (nil: unsealed). Give
@@ -85,7 +101,9 @@ func (s *Sender) Strobe(targets []string, seq uint64, row int, memberEpoch uint6
 			errs = append(errs, err)
 		}
 	}
-	if k := int(s.fanout.Load()); k > 0 && n > k {
+	if g := s.group.Load(); g != nil {
+		send(*g, data)
+	} else if k := int(s.fanout.Load()); k > 0 && n > k {
 		forwardStrobe(st, k, treeOrder(targets, k, seq), data, send, auth, s.log)
 	} else {
 		first := int(seq % uint64(n))

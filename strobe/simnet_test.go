@@ -21,9 +21,12 @@ import (
 // previous one (one CPU and NIC per node: back-to-back sends serialise),
 // and arrives latency later unless Faults.Loss drops it (per-link
 // generators seeded from the network's seed, as MockNetwork). Receive
-// processing is free. Heartbeats are counted but not delivered: they do
-// not take part in the strobe fan-out, and delivering N² of them per
-// slice would only slow the simulation.
+// processing is free. Heartbeats are counted but not delivered unless
+// deliverHeartbeats is set (the barrier simulation): they do not take
+// part in the strobe fan-out, and delivering N² of them per slice would
+// only slow the simulation. frame models a frame on an established TCP
+// connection between relays: it costs a send and the latency like a
+// datagram, is never lost, and runs a callback at the receiver.
 type simNetwork struct {
 	now      int64 // virtual ns
 	latency  int64
@@ -34,7 +37,12 @@ type simNetwork struct {
 	nodes    map[string]*simNode
 	events   simQueue
 	seq      uint64
-	counts   [256]simCount // by MsgType
+	counts   [256]simCount     // by MsgType
+	frames   uint64            // relay frames sent (frame)
+	hbTo     map[string]uint64 // heartbeat datagrams by destination
+	// deliverHeartbeats: heartbeats reach their receivers (subject to
+	// loss) instead of only being counted.
+	deliverHeartbeats bool
 }
 
 // simCount counts the datagrams of one type.
@@ -55,6 +63,7 @@ type simEvent struct {
 	from string
 	to   string
 	data []byte
+	fn   func() // a relay frame's effect at the receiver (frame), instead of data
 }
 
 type simQueue []simEvent
@@ -78,7 +87,7 @@ func (q *simQueue) Pop() any {
 func newSimNetwork(seed uint64, latency, sendCost time.Duration, loss float64) *simNetwork {
 	return &simNetwork{
 		latency: int64(latency), sendCost: int64(sendCost), loss: loss, seed: seed,
-		rngs: map[mockLink]*rand.Rand{}, nodes: map[string]*simNode{},
+		rngs: map[mockLink]*rand.Rand{}, nodes: map[string]*simNode{}, hbTo: map[string]uint64{},
 	}
 }
 
@@ -108,6 +117,10 @@ func (n *simNetwork) run(until int64) {
 	for len(n.events) > 0 && n.events[0].at <= until {
 		e := heap.Pop(&n.events).(simEvent)
 		n.now = e.at
+		if e.fn != nil {
+			e.fn()
+			continue
+		}
 		to := n.nodes[e.to]
 		if to == nil || to.dead || to.follower == nil {
 			continue
@@ -130,12 +143,39 @@ func (s *simNode) Send(to string, data []byte) error {
 	}
 	n.counts[typ].packets++
 	n.counts[typ].bytes += uint64(len(data))
-	if typ == TypeHeartbeat || n.rng(mockLink{s.addr, to}).Float64() < n.loss {
+	if typ == TypeHeartbeat {
+		n.hbTo[to]++
+	}
+	if typ == TypeHeartbeat && !n.deliverHeartbeats || n.rng(mockLink{s.addr, to}).Float64() < n.loss {
 		return nil
 	}
 	n.seq++
 	heap.Push(&n.events, simEvent{at: s.busy + n.latency, seq: n.seq, from: s.addr, to: to, data: slices.Clone(data)})
 	return nil
+}
+
+// frame sends a relay frame to node to over TCP: it leaves after the
+// node's previous send, arrives latency later, is never lost, and then
+// runs effect.
+func (s *simNode) frame(to string, effect func()) {
+	n := s.net
+	if s.dead {
+		return
+	}
+	s.busy = max(n.now, s.busy) + n.sendCost
+	n.frames++
+	n.seq++
+	heap.Push(&n.events, simEvent{at: s.busy + n.latency, seq: n.seq, from: s.addr, to: to, fn: func() {
+		if d := n.nodes[to]; d != nil && !d.dead {
+			effect()
+		}
+	}})
+}
+
+// after runs effect at virtual time at (a timer).
+func (n *simNetwork) after(at int64, effect func()) {
+	n.seq++
+	heap.Push(&n.events, simEvent{at: at, seq: n.seq, fn: effect})
 }
 
 func (s *simNode) Packets() <-chan Packet { return nil }

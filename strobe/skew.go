@@ -1,20 +1,5 @@
 package strobe
 
-// SkewStats summarises how far apart the agents switched.
-type SkewStats struct {
-	Slices  int  `json:"slices"`  // slices seen by at least two agents
-	Skew    Dist `json:"skew"`    // per slice: latest − earliest SwitchedMono among the agents that applied it
-	Latency Dist `json:"latency"` // SwitchedMono − SentMono over every record of those slices
-	// Per slice whose strobe carried its boundary (DueMono), how long after
-	// the boundary the new row started: Idle until the first agent
-	// switched (no rank of the row ran before), Overhead until the last
-	// did. A gang job whose ranks communicate progresses only once all of
-	// them run, so Overhead is the slice's lost time for such a job, and
-	// Idle the part that no job at all can use.
-	Idle     Dist `json:"idle"`
-	Overhead Dist `json:"overhead"`
-}
-
 // Skew computes the cluster-wide switch skew from the Records of several
 // agents (keyed by node name), as the controller does after collecting
 // them. A slice is identified by (Epoch, Seq); one seen by a single agent

@@ -39,18 +39,6 @@ type TickerConfig struct {
 	SpinAhead time.Duration
 }
 
-// TickerStats summarises a Ticker.
-type TickerStats struct {
-	Ticks    uint64 `json:"ticks"`     // ticks delivered
-	Skipped  uint64 `json:"skipped"`   // deadlines passed over because the loop overran a whole period
-	Overruns uint64 `json:"overruns"`  // ticks whose strobe went out more than OverrunAfter late (see Sent)
-	WakeLate Dist   `json:"wake_late"` // Woke − Deadline, over the last History ticks
-	SendLate Dist   `json:"send_late"` // sentMono − Deadline, over the last History calls of Sent
-	// RealtimeError says why Run's thread is not at real-time priority
-	// ("" when it is, or none was asked for).
-	RealtimeError string `json:"realtime_error"`
-}
-
 // Ticker is a deadline-based slice clock on CLOCK_MONOTONIC (the clock of
 // mono.Now and of strobe timestamps). Deadlines are Start + k·Period, so
 // lateness never accumulates into drift; when the loop overruns a whole

@@ -49,6 +49,39 @@ func ListenUDP(addr string, log *zap.Logger) (Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("strobe: listen udp %s: %w", addr, err)
 	}
+	return newUDPTransport(conn, log), nil
+}
+
+// ListenMulticastUDP opens a transport that receives the datagrams sent
+// to group (an IPv4 multicast address and a port, as the controller's
+// Sender.SetMulticast sends to) on the interface named ifname ("": the
+// kernel's choice). Several agents on one host may listen to one group.
+// It is for receiving: a Follower's Multicast.
+func ListenMulticastUDP(group, ifname string, log *zap.Logger) (Transport, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ua, err := net.ResolveUDPAddr("udp4", group)
+	if err != nil {
+		return nil, fmt.Errorf("strobe: multicast group %s: %w", group, err)
+	}
+	if !ua.IP.IsMulticast() || ua.Port == 0 {
+		return nil, fmt.Errorf("strobe: multicast group %s: want an IPv4 multicast address and a port (239.0.0.0/8 is for a site's own use)", group)
+	}
+	var ifi *net.Interface
+	if ifname != "" {
+		if ifi, err = net.InterfaceByName(ifname); err != nil {
+			return nil, fmt.Errorf("strobe: multicast group %s: interface %s: %w", group, ifname, err)
+		}
+	}
+	conn, err := net.ListenMulticastUDP("udp4", ifi, ua)
+	if err != nil {
+		return nil, fmt.Errorf("strobe: join multicast group %s: %w", group, err)
+	}
+	return newUDPTransport(conn, log), nil
+}
+
+func newUDPTransport(conn *net.UDPConn, log *zap.Logger) *udpTransport {
 	t := &udpTransport{
 		conn:    conn,
 		local:   conn.LocalAddr().String(),
@@ -59,7 +92,7 @@ func ListenUDP(addr string, log *zap.Logger) (Transport, error) {
 	t.setRecvBuffer()
 	t.wg.Add(1)
 	go t.receive()
-	return t, nil
+	return t
 }
 
 // setRecvBuffer asks for udpRecvBuffer, beyond net.core.rmem_max when the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -56,6 +57,7 @@ type agentFlags struct {
 	Local       bool   `toml:"local"`
 	Priority    int    `toml:"realtime_priority"`
 	Fanout      int    `toml:"strobe_fanout"`
+	Multicast   string `toml:"strobe_multicast"`
 	Nice        int    `toml:"nice"`
 	RankNice    int    `toml:"rank_nice"`
 	Grace       string `toml:"controller_grace"`
@@ -182,6 +184,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.Local, "local", false, "fast failure detection for agents on one machine (loopback clusters)")
 	fl.IntVar(&f.Priority, "realtime-priority", f.Priority, "SCHED_FIFO priority (1-99) of the strobe path: the agent's receive-and-switch thread and the controller's slice clock; 0 turns it off (needs root or CAP_SYS_NICE; without, the agent warns and runs normally)")
 	fl.IntVar(&f.Fanout, "strobe-fanout", 0, "controller: strobe agents along a tree of this arity (each agent forwards to up to K others; the last agent hears after ~log_K N hops instead of N sends); 0 sends to every agent directly. Needs every agent to be of a build that forwards (docs/scaling.md)")
+	fl.StringVar(&f.Multicast, "strobe-multicast", "", "every agent: IPv4 multicast group ADDR:PORT (e.g. 239.1.2.3:7950) that strobes are sent to, once a slice; each agent joins it on the interface of its --bind address. Give every agent the same group; the network must carry multicast between them (docs/scaling.md)")
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
 	fl.StringVar(&f.Grace, "controller-grace", f.Grace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
@@ -241,9 +244,14 @@ func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
 func agentConfig(f *agentFlags) (node.Config, error) {
 	var errs []error
 	cfg := node.Config{Name: f.Name, Bind: f.Bind, Advertise: f.Advertise, Join: f.Join, Controller: f.Controller, Controllers: f.Controllers, RaftPort: f.RaftPort, FirstJobID: f.firstJobID, UnsealedStrobes: f.unsealedStrobes, MPL: f.MPL,
-		Processors: f.Processors, NoCompute: f.NoCompute, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout}
+		Processors: f.Processors, NoCompute: f.NoCompute, APIPort: f.APIPort, Local: f.Local, Nice: f.Nice, RankNice: f.RankNice, Priority: f.Priority, StrobeFanout: f.Fanout, StrobeMulticast: f.Multicast}
 	if f.Fanout < 0 || f.Fanout > 255 {
 		errs = append(errs, fmt.Errorf("--strobe-fanout %d: want 0 (direct) to 255", f.Fanout))
+	}
+	if f.Multicast != "" {
+		if ap, err := netip.ParseAddrPort(f.Multicast); err != nil || !ap.Addr().Is4() || !ap.Addr().IsMulticast() || ap.Port() == 0 {
+			errs = append(errs, fmt.Errorf("--strobe-multicast %q: want an IPv4 multicast address and a port, e.g. 239.1.2.3:7950", f.Multicast))
+		}
 	}
 	if cfg.Name == "" {
 		host, err := os.Hostname()

@@ -154,6 +154,31 @@ func TestAgentContainmentFlags(t *testing.T) {
 	}
 }
 
+// --strobe-multicast (or strobe_multicast) reaches the agent's
+// configuration; anything but an IPv4 multicast group and port is refused
+// by name.
+func TestAgentStrobeMulticast(t *testing.T) {
+	conf := writeFile(t, "agent.toml", "strobe_multicast = \"239.1.2.3:7950\"\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--strobe-multicast", "239.9.9.9:1"}, "239.9.9.9:1"},
+		{[]string{"--config", conf}, "239.1.2.3:7950"},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil || cfg.StrobeMulticast != tc.want {
+			t.Errorf("%v: multicast %q (%v), want %q", tc.args, cfg.StrobeMulticast, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"10.0.0.1:7950", "239.1.2.3", "239.1.2.3:0", "[ff02::1]:7950", "group"} {
+		if _, err := agentSettings(t, "--strobe-multicast", bad); err == nil || !strings.Contains(err.Error(), "--strobe-multicast") {
+			t.Errorf("--strobe-multicast %s: %v", bad, err)
+		}
+	}
+}
+
 // --strobe-fanout (or strobe_fanout in the config file) reaches the
 // agent's configuration; out of range it is refused by name.
 func TestAgentStrobeFanout(t *testing.T) {

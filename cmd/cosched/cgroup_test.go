@@ -153,25 +153,7 @@ func TestAgentCleanupKillsWhatADeadAgentLeft(t *testing.T) {
 // then, and is gone after.
 func TestClusterDownCleansUpAfterAKilledAgent(t *testing.T) {
 	needCgroups(t)
-	dir := t.TempDir()
-	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)
-	run := func(args ...string) {
-		t.Helper()
-		cmd := coschedCmd(args...)
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("cosched %v: %v\n%s", args, err, out)
-		}
-	}
-	run("cluster", "up", "-N", "1", "--mode", "space", "--realtime-priority", "0")
-	down := false
-	t.Cleanup(func() {
-		if !down {
-			cmd := coschedCmd("cluster", "down")
-			cmd.Env = env
-			cmd.Run()
-		}
-	})
+	dir, run := clusterCLI(t, "-N", "1", "--mode", "space", "--realtime-priority", "0")
 	lc, err := localcluster.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +178,6 @@ func TestClusterDownCleansUpAfterAKilledAgent(t *testing.T) {
 		return nil
 	})
 	run("cluster", "down")
-	down = true
 	if left := jobPIDs(t, dir, id); len(left) > 0 {
 		t.Fatalf("processes left after cluster down: %v", left)
 	}

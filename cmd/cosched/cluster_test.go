@@ -17,10 +17,13 @@ import (
 	"github.com/cosched/cosched/localcluster"
 )
 
-// Killing an agent (SIGKILL) ends its ranks and fails its job; the other
-// agents kill their ranks of it; cluster down then leaves no process. Run
-// with real agent processes started by `cosched cluster up`.
-func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
+// clusterCLI starts `cosched cluster up upArgs…` in a state directory of
+// its own and returns it, with a function that runs cosched commands on
+// that cluster (failing the test if one fails). The cluster is brought
+// down when the test ends (a second down, after the test's own, is a
+// no-op).
+func clusterCLI(t *testing.T, upArgs ...string) (string, func(args ...string) string) {
+	t.Helper()
 	dir := t.TempDir()
 	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)
 	run := func(args ...string) string {
@@ -33,15 +36,20 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("cluster", "up", "-N", "3", "--mode", "gang", "--slice", "20ms", "--mpl", "2")
-	stopped := false
-	defer func() {
-		if !stopped {
-			cmd := coschedCmd("cluster", "down")
-			cmd.Env = env
-			cmd.Run()
-		}
-	}()
+	run(append([]string{"cluster", "up"}, upArgs...)...)
+	t.Cleanup(func() {
+		cmd := coschedCmd("cluster", "down")
+		cmd.Env = env
+		cmd.Run()
+	})
+	return dir, run
+}
+
+// Killing an agent (SIGKILL) ends its ranks and fails its job; the other
+// agents kill their ranks of it; cluster down then leaves no process. Run
+// with real agent processes started by `cosched cluster up`.
+func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
+	dir, run := clusterCLI(t, "-N", "3", "--mode", "gang", "--slice", "20ms", "--mpl", "2")
 	var rec struct {
 		API    string `json:"api"`
 		Agents []struct {
@@ -111,7 +119,6 @@ func TestAgentKilledFailsJobAndClusterDownLeavesNothing(t *testing.T) {
 		return nil
 	})
 	out := run("cluster", "down")
-	stopped = true
 	if !strings.Contains(out, "stopped") {
 		t.Errorf("cluster down: %s", out)
 	}
@@ -269,24 +276,7 @@ func TestClusterUpMPIDefault(t *testing.T) {
 	if b, err := exec.Command(cc, "-O2", "-o", prog, filepath.Join("..", "..", "pmi", "testdata", "ring.c")).CombinedOutput(); err != nil {
 		t.Fatalf("mpicc: %v\n%s", err, b)
 	}
-	dir := t.TempDir()
-	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := coschedCmd(args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("cosched %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	run("cluster", "up", "-N", "2", "--mode", "space", "--mpi", "pmi1", "--realtime-priority", "0")
-	t.Cleanup(func() {
-		cmd := coschedCmd("cluster", "down")
-		cmd.Env = env
-		cmd.Run()
-	})
+	dir, run := clusterCLI(t, "-N", "2", "--mode", "space", "--mpi", "pmi1", "--realtime-priority", "0")
 	id := strings.TrimSpace(run("submit", "-n", "2", "-t", "1m", "--parsable", "--", prog, "2"))
 	lc, err := localcluster.Load(dir)
 	if err != nil {

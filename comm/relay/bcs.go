@@ -1,13 +1,16 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/comm/relay/barrier"
 	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
@@ -19,8 +22,12 @@ type bcsState struct {
 	plans  map[uint64]*slicePlan
 	order  []uint64                    // cut slices not yet transferred, in order
 	done   uint64                      // the last slice transferred
-	loads  map[uint64]map[string]*load // peers' heartbeat contents by slice
-	wake   chan struct{}               // the transfer loop has something to look at
+	loads  map[uint64]map[string]*load // peers' heartbeat contents by slice (at a root: its jobs' nodes')
+	// The rooted exchange: a job's root (barrier.Root) hears the job's
+	// nodes' heartbeats and sends each of them the job's sliceReady.
+	ready     map[uint64]map[int64]bool // slices whose sliceReady came from the root, by job
+	readySent map[uint64]map[int64]bool // at a root: slices whose sliceReady went out, by job
+	wake      chan struct{}             // the transfer loop has something to look at
 }
 
 type outMsg struct {
@@ -40,6 +47,7 @@ type slicePlan struct {
 	planned  bool
 	msgs     []outMsg
 	payload  []byte
+	load     load // what payload encodes
 }
 
 // load is a heartbeat's content in buffered mode: what its node transfers
@@ -62,10 +70,14 @@ type loadRelease struct {
 	Seq uint64 `msgpack:"s"`
 }
 
+// loadFlow is what a node transfers to one node for one job in a slice.
+// Job was added with the rooted exchange: a root adds up its own job's
+// flows only (loads of older builds have none and are not added up).
 type loadFlow struct {
 	Node  string `msgpack:"n"`
 	Msgs  int    `msgpack:"m"`
 	Bytes int64  `msgpack:"b"`
+	Job   int64  `msgpack:"j,omitempty"`
 }
 
 type loadBarrier struct {
@@ -86,6 +98,8 @@ const keepPlans = 8
 func (b *bcsState) init() {
 	b.plans = map[uint64]*slicePlan{}
 	b.loads = map[uint64]map[string]*load{}
+	b.ready = map[uint64]map[int64]bool{}
+	b.readySent = map[uint64]map[int64]bool{}
 	b.wake = make(chan struct{}, 1)
 }
 
@@ -129,6 +143,8 @@ func (r *Relay) Cut(epoch, seq uint64) {
 		r.transferDueLocked(true)
 		b.epoch, b.done = epoch, 0
 		clear(b.loads)
+		clear(b.ready)
+		clear(b.readySent)
 	}
 	if _, dup := b.plans[seq]; dup {
 		return
@@ -186,25 +202,36 @@ func (r *Relay) planLocked(p *slicePlan) {
 	if len(b.outbox) > 0 && b.outbox[0].n < p.upTo {
 		r.st.Deferred++
 	}
-	flows := map[string]*loadFlow{}
+	type flowKey struct {
+		node string
+		job  int64
+	}
+	flows := map[flowKey]*loadFlow{}
 	for _, o := range p.msgs {
-		f := flows[o.node]
+		k := flowKey{o.node, o.m.Job}
+		f := flows[k]
 		if f == nil {
-			f = &loadFlow{Node: o.node}
-			flows[o.node] = f
+			f = &loadFlow{Node: o.node, Job: o.m.Job}
+			flows[k] = f
 		}
 		f.Msgs++
 		f.Bytes += int64(len(o.m.Data))
 	}
 	ld := load{Node: r.cfg.Node, Barriers: p.barriers, Blocked: p.blocked, Waiting: len(b.outbox), Released: p.released}
-	for _, node := range sortStrings(mapKeys(flows)) {
-		ld.Flows = append(ld.Flows, *flows[node])
+	for _, f := range flows {
+		ld.Flows = append(ld.Flows, *f)
 	}
+	slices.SortFunc(ld.Flows, func(a, b loadFlow) int {
+		if a.Node != b.Node {
+			return strings.Compare(a.Node, b.Node)
+		}
+		return cmp.Compare(a.Job, b.Job)
+	})
 	payload, err := msgpack.Marshal(&ld)
 	if err != nil {
 		r.log.Error("encode heartbeat load", zap.Error(err))
 	}
-	p.payload, p.planned = payload, true
+	p.payload, p.load, p.planned = payload, ld, true
 	r.st.Announced += uint64(len(p.msgs))
 	r.st.AnnouncedBytes += uint64(bytes)
 	r.st.MaxSliceBytes = max(r.st.MaxSliceBytes, uint64(bytes))
@@ -249,7 +276,9 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 		return
 	}
 	for _, f := range ld.Flows {
-		if f.Node == r.cfg.Node {
+		// Flows of the jobs this node is the root of (the others come
+		// with their root's sliceReady), or from an older build.
+		if j := r.jobs[f.Job]; f.Node == r.cfg.Node && (f.Job == 0 || j != nil && r.rootLocked(j) == r.cfg.Node) {
 			r.st.AnnouncedIn += uint64(f.Msgs)
 			r.st.AnnouncedInBytes += uint64(f.Bytes)
 		}
@@ -262,6 +291,7 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 			r.releaseLocked(j, rel.Seq)
 		}
 	}
+	r.lateFlowsLocked(from, epoch, seq, &ld)
 	// A peer may switch before this node does: keep its load for a slice
 	// not cut here yet, but not for one already transferred.
 	if seq > b.done && len(b.loads) < 64 {
@@ -273,26 +303,32 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 	}
 }
 
-// barrierReportLocked records node's arrivals at a barrier (reports only
-// grow) and releases the barrier when every rank of the job is in.
+// barrierReportLocked, at the job's root (barrier.Root), records node's
+// arrivals at a barrier (reports only grow); when every rank of the job
+// is in, it releases the barrier here and sends the release to the job's
+// other nodes at once (frameBarrierDone over the relays' connections), so
+// the barrier completes in the slice after its last arrival. Elsewhere
+// reports are not counted: a node learns the release from the root (and,
+// should that frame be lost, from the root's next heartbeat, Released).
 func (r *Relay) barrierReportLocked(lb loadBarrier, node string) {
 	j := r.jobs[lb.Job]
-	if j == nil || lb.Seq <= j.released {
+	if j == nil || lb.Seq <= j.released || r.rootLocked(j) != r.cfg.Node {
 		return
 	}
-	rep := j.reports[lb.Seq]
-	if rep == nil {
-		rep = map[string]int{}
-		j.reports[lb.Seq] = rep
+	if !j.count.Report(node, lb.Seq, lb.Arrived) {
+		return
 	}
-	rep[node] = max(rep[node], lb.Arrived)
-	total := 0
-	for _, n := range rep {
-		total += n
+	for _, h := range j.hosts {
+		if h != r.cfg.Node && !j.left[h] {
+			r.sendPeerLocked(h, frameBarrierDone, &barrierDone{Job: j.id, Seq: lb.Seq})
+		}
 	}
-	if total >= j.size {
-		r.releaseLocked(j, lb.Seq)
-	}
+	r.releaseLocked(j, lb.Seq)
+}
+
+// rootLocked is the node that counts j's barriers in buffered mode.
+func (r *Relay) rootLocked(j *job) string {
+	return barrier.Root(j.hosts, func(n string) bool { return j.left[n] })
 }
 
 // transferLoop sends each cut slice's transfer once the heartbeat for it
@@ -319,21 +355,19 @@ func (r *Relay) transferLoop(ctx context.Context) {
 
 // transferDueLocked transfers, in order, the cut slices that are due (all
 // of them with force) and returns how long until the first one left
-// times out (0: none left).
+// times out (0: none left). A slice is due once it is exchanged
+// (exchangedLocked), or its timeout has passed, or a later slice has
+// been cut; at a job's root the job's sliceReady goes out first.
 func (r *Relay) transferDueLocked(force bool) time.Duration {
 	b := &r.bcs
 	for len(b.order) > 0 {
 		seq := b.order[0]
 		p := b.plans[seq]
 		waited := time.Since(p.at)
-		complete := true
-		for n := range r.sharedLocked() { // only a node sharing a job can send here or hold a barrier
-			if _, known := r.peers[n]; known && b.loads[seq][n] == nil {
-				complete = false
-				break
-			}
-		}
-		if !force && !complete && len(b.order) == 1 && waited < r.hbTimeout {
+		timedOut := force || len(b.order) > 1 || waited >= r.hbTimeout
+		r.rootReadyLocked(p, timedOut)
+		complete := r.exchangedLocked(seq)
+		if !complete && !timedOut {
 			return r.hbTimeout - waited
 		}
 		if !complete {
@@ -353,12 +387,159 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 		b.order = b.order[1:]
 		b.done = seq
 		for s := range b.loads {
+			if s < seq {
+				r.unreadiedFlowsLocked(s)
+			}
+		}
+		for _, m := range []map[uint64]map[int64]bool{b.ready, b.readySent} {
+			for s := range m {
+				if s <= seq {
+					delete(m, s)
+				}
+			}
+		}
+		for s := range b.loads {
 			if s <= seq {
 				delete(b.loads, s)
 			}
 		}
 	}
 	return 0
+}
+
+// exchangedLocked says whether slice seq's control data is complete here:
+// for every job, at its root, every other node's heartbeat is in; at its
+// other nodes, the root's sliceReady is. Nodes not known by address yet,
+// and nodes that left a job, are not waited for.
+func (r *Relay) exchangedLocked(seq uint64) bool {
+	for _, j := range r.jobs {
+		root := r.rootLocked(j)
+		switch {
+		case root == r.cfg.Node:
+			if !r.allReportedLocked(j, seq) {
+				return false
+			}
+		case r.peers[root] != "" && !r.bcs.ready[seq][j.id]:
+			return false
+		}
+	}
+	return true
+}
+
+// allReportedLocked: every other node of j (known by address, not left)
+// has sent its heartbeat for seq.
+func (r *Relay) allReportedLocked(j *job, seq uint64) bool {
+	for _, h := range j.hosts {
+		if h != r.cfg.Node && !j.left[h] && r.peers[h] != "" && r.bcs.loads[seq][h] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// rootReadyLocked, at the root of a job, sends each of the job's other
+// nodes the job's sliceReady for p's slice once every one of them has
+// sent its heartbeat for it (or now, with force): the barrier the root
+// has released, and what the job's nodes announced for the receiver.
+// This is the exchange that heartbeats to every node of the job did
+// before: a node sends one heartbeat per job root, and a root one frame
+// per node of its job, instead of every node one to every other.
+func (r *Relay) rootReadyLocked(p *slicePlan, force bool) {
+	b := &r.bcs
+	for _, j := range r.jobs {
+		if r.rootLocked(j) != r.cfg.Node || b.readySent[p.seq][j.id] {
+			continue
+		}
+		if !force && !r.allReportedLocked(j, p.seq) {
+			continue
+		}
+		r.planLocked(p)
+		if b.readySent[p.seq] == nil {
+			b.readySent[p.seq] = map[int64]bool{}
+		}
+		b.readySent[p.seq][j.id] = true
+		out := map[string]*sliceReady{}
+		for _, h := range j.hosts {
+			if h != r.cfg.Node && !j.left[h] {
+				out[h] = &sliceReady{Job: j.id, Epoch: b.epoch, Seq: p.seq}
+			}
+		}
+		add := func(ld *load, from string) {
+			for _, f := range ld.Flows {
+				if sr := out[f.Node]; sr != nil && f.Job == j.id && f.Node != from {
+					sr.Msgs += f.Msgs
+					sr.Bytes += f.Bytes
+				}
+			}
+		}
+		add(&p.load, r.cfg.Node)
+		for from, ld := range b.loads[p.seq] {
+			add(ld, from)
+		}
+		for _, h := range j.hosts {
+			if sr := out[h]; sr != nil {
+				sr.Released = j.released
+				r.sendPeerLocked(h, frameSliceReady, sr)
+			}
+		}
+	}
+}
+
+// lateFlowsLocked, at a job's root: a heartbeat that comes after the
+// job's sliceReady for its slice went out (the root's timeout passed)
+// still announces its flows, in a sliceReady of its own to each
+// destination, so that what is announced is what arrives.
+func (r *Relay) lateFlowsLocked(from string, epoch, seq uint64, ld *load) {
+	b := &r.bcs
+	if epoch != b.epoch {
+		return
+	}
+	for _, f := range ld.Flows {
+		j := r.jobs[f.Job]
+		if j == nil || f.Node == r.cfg.Node || f.Node == from || r.rootLocked(j) != r.cfg.Node ||
+			!b.readySent[seq][j.id] && seq > b.done {
+			continue
+		}
+		r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: j.id, Epoch: epoch, Seq: seq, Released: j.released, Msgs: f.Msgs, Bytes: f.Bytes})
+	}
+}
+
+// unreadiedFlowsLocked, at a job's root: heartbeats of a slice this
+// node never cut (it missed that strobe), so never sent the sliceReady
+// of, announce their flows in sliceReady frames of their own before they
+// are forgotten.
+func (r *Relay) unreadiedFlowsLocked(seq uint64) {
+	b := &r.bcs
+	for from, ld := range b.loads[seq] {
+		for _, f := range ld.Flows {
+			j := r.jobs[f.Job]
+			if j == nil || f.Node == r.cfg.Node || f.Node == from || r.rootLocked(j) != r.cfg.Node || b.readySent[seq][j.id] {
+				continue
+			}
+			r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: j.id, Epoch: b.epoch, Seq: seq, Released: j.released, Msgs: f.Msgs, Bytes: f.Bytes})
+		}
+	}
+}
+
+// readyLocked takes a job root's sliceReady (or a late one's flows).
+func (r *Relay) readyLocked(j *job, sr *sliceReady) {
+	b := &r.bcs
+	r.releaseLocked(j, sr.Released)
+	if r.mode != Buffered || sr.Epoch != b.epoch {
+		return
+	}
+	// Each sliceReady carries flows no other one did (the root sends one
+	// per node and slice, then one per late heartbeat's flow).
+	r.st.AnnouncedIn += uint64(sr.Msgs)
+	r.st.AnnouncedInBytes += uint64(sr.Bytes)
+	if sr.Seq <= b.done || len(b.ready) >= 64 && b.ready[sr.Seq] == nil {
+		return
+	}
+	if b.ready[sr.Seq] == nil {
+		b.ready[sr.Seq] = map[int64]bool{}
+	}
+	b.ready[sr.Seq][j.id] = true
+	b.wakeUp()
 }
 
 // sendPlanLocked sends a slice's transfer in rounds: round j goes to the
@@ -396,6 +577,8 @@ func (r *Relay) flushBufferedLocked() {
 	}
 	r.bcs.outbox = nil
 	clear(r.bcs.loads)
+	clear(r.bcs.ready)
+	clear(r.bcs.readySent)
 }
 
 func mapKeys[V any](m map[string]V) []string {

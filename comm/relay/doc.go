@@ -13,19 +13,26 @@
 //     takes, oldest first, at most h_max = bandwidth × slice bytes of them
 //     (at least one message) as that slice's transfer, and announces it in
 //     its heartbeat with the barrier arrivals and the blocked ranks it saw
-//     at the cut (HeartbeatData). Once the heartbeat of the slice of every
-//     peer that shares a job with it is in (SharedNodes: the agent sends
-//     heartbeats only to those and to the controller), or a timeout passes, it sends the transfer destination by
-//     destination in rounds: in round j node i sends to node (i+j) mod N
-//     (nodes sorted by name), so no node receives from everyone at once.
-//     The rest waits for later slices, so a message sent in slice k is
-//     received in slice k+1 at the earliest. A barrier completes at the
-//     strobe after its last arrival: each node reports how many of its
-//     ranks have arrived (cumulatively, so a lost heartbeat only delays),
-//     and every relay releases its own ranks when the reports add up to
-//     the job's size. Heartbeats also carry each job's highest barrier
-//     released, so a relay that missed some arrival reports (a heartbeat
-//     lost, or a peer it does not yet know) still releases.
+//     at the cut (HeartbeatData). The exchange is rooted: each job's root
+//     (its first node by name that has not left it, package barrier)
+//     hears the heartbeats of the job's nodes, which send theirs to their
+//     jobs' roots only (HeartbeatNodes), and once every one of them has
+//     reported the slice, or a timeout passes, sends each a sliceReady
+//     frame: the barrier released, and what the job's nodes announced for
+//     it. A node sends its transfer once the sliceReady of every job it
+//     runs is in (as root: every node's heartbeat), or a timeout passes,
+//     destination by destination in rounds: in round j node i sends to
+//     node (i+j) mod N (nodes sorted by name), so no node receives from
+//     everyone at once. The rest waits for later slices, so a message sent
+//     in slice k is received in slice k+1 at the earliest. A barrier
+//     completes in the slice after its last arrival: each node reports how
+//     many of its ranks have arrived (cumulatively, so a lost heartbeat
+//     only delays), the root counts the reports and, when they add up to
+//     the job's size, releases its ranks and sends the release to the
+//     job's other nodes at once; its sliceReady frames repeat it. A node
+//     whose ranks of a job have all ended (FinishJob) tells the job's
+//     other nodes, which stop waiting for it (and heartbeat the next root
+//     if it was the root: OnHeartbeatNodes).
 //
 // # Matching and blocking
 //

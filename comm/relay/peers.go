@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -24,8 +25,14 @@ const (
 	framePeerHello    frame.Type = 1 // peerHello
 	framePeerMsg      frame.Type = 2 // peerMsg
 	frameBarrierCount frame.Type = 3 // barrierCount: a node's arrivals, to the job's root (immediate mode)
-	frameBarrierDone  frame.Type = 4 // barrierDone: the root's release, to every node of the job
+	frameBarrierDone  frame.Type = 4 // barrierDone: the root's release, to every node of the job (both modes)
+	frameJobLeft      frame.Type = 5 // jobLeft: a node's ranks of a job have all ended (buffered mode)
+	frameSliceReady   frame.Type = 6 // sliceReady: a job's root to its nodes, once per slice (buffered mode)
 )
+
+// A relay skips a frame of a type it does not know (a later build's),
+// logging it, and reads on. Relays of builds before frameJobLeft close
+// the connection instead: see docs/scaling.md.
 
 // handshakeTimeout bounds a link's TLS handshake (Config.Key).
 const handshakeTimeout = 5 * time.Second
@@ -48,8 +55,19 @@ func (r *Relay) warnRefused(msg string, fields ...zap.Field) {
 // maxPeerFrame bounds a frame between relays: a message and its header.
 const maxPeerFrame = comm.MaxFrame + 1024
 
+// ProtocolVersion is the relay ↔ relay protocol this build speaks, sent
+// in every hello. 2: the rooted exchange (frameJobLeft, frameSliceReady,
+// loadFlow.Job); a hello without a version is from a build before it.
+// Such a relay closes the connection on a frame of type 5 or 6 (and the
+// frames queued behind it are lost), waits for every job peer's
+// heartbeat (which this build no longer sends it), and is not waited for
+// by this build except at the heartbeat timeout: run one build in bcs
+// mode.
+const ProtocolVersion = 2
+
 type peerHello struct {
-	Node string `msgpack:"n"`
+	Node    string `msgpack:"n"`
+	Version uint8  `msgpack:"v,omitempty"`
 }
 
 // peerMsg is a message between ranks, as relays forward it. Slice is the
@@ -146,6 +164,28 @@ type barrierDone struct {
 	Seq uint64 `msgpack:"s"`
 }
 
+// jobLeft tells a job's other nodes that Node's ranks of it have all
+// ended: they stop waiting for its heartbeats and, if it was the job's
+// root, count barriers at the next one.
+type jobLeft struct {
+	Job  int64  `msgpack:"j"`
+	Node string `msgpack:"n"`
+}
+
+// sliceReady is a job's root telling one of the job's nodes that slice
+// Seq's control data is in (every node of the job reported, or the root's
+// timeout passed): its transfer may go. It carries what the heartbeats
+// no longer bring from every node: the barrier released, and what the
+// job's nodes announced for the receiver in the slice.
+type sliceReady struct {
+	Job      int64  `msgpack:"j"`
+	Epoch    uint64 `msgpack:"e"`
+	Seq      uint64 `msgpack:"s"`
+	Released uint64 `msgpack:"r"` // the job's highest barrier released
+	Msgs     int    `msgpack:"m"` // messages announced for the receiver
+	Bytes    int64  `msgpack:"b"` // their bytes
+}
+
 // inbound is something a peer sent for a job: held while the job is not
 // registered here.
 type inbound struct {
@@ -153,6 +193,8 @@ type inbound struct {
 	msg   *peerMsg
 	count *barrierCount
 	done  *barrierDone
+	left  *jobLeft
+	ready *sliceReady
 }
 
 func (in inbound) size() int {
@@ -168,6 +210,10 @@ func (in inbound) job() int64 {
 		return in.msg.Job
 	case in.count != nil:
 		return in.count.Job
+	case in.left != nil:
+		return in.left.Job
+	case in.ready != nil:
+		return in.ready.Job
 	}
 	return in.done.Job
 }
@@ -249,7 +295,7 @@ func (r *Relay) writePeer(pc *peerConn) {
 			}
 			conn = sealedWriter(tc)
 		}
-		err = frame.Write(conn, framePeerHello, &peerHello{Node: r.cfg.Node})
+		err = frame.Write(conn, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
 		if err == nil {
 			err = drain(pc.q, conn)
 		}
@@ -371,6 +417,11 @@ func (r *Relay) servePeer(c net.Conn) {
 		return
 	}
 	log = log.With(zap.String("peer", h.Node))
+	if h.Version < ProtocolVersion {
+		log.Warn("relay of an older build (relay protocol below this one's): in bcs mode its slices transfer at the heartbeat timeout, and it drops connections on this build's frames; run one build",
+			zap.Uint8("peer_version", h.Version), zap.Uint8("version", ProtocolVersion))
+	}
+	warnedUnknown := false
 	for {
 		t, body, err := fr.Read()
 		if err != nil {
@@ -396,8 +447,18 @@ func (r *Relay) servePeer(c net.Conn) {
 		case frameBarrierDone:
 			in.done = new(barrierDone)
 			err = frame.Decode(body, in.done)
+		case frameJobLeft:
+			in.left = new(jobLeft)
+			err = frame.Decode(body, in.left)
+		case frameSliceReady:
+			in.ready = new(sliceReady)
+			err = frame.Decode(body, in.ready)
 		default:
-			err = fmt.Errorf("unknown frame type %d", t)
+			if !warnedUnknown {
+				log.Warn("relay frame of an unknown type (a later build's?) skipped", zap.Int("type", int(t)))
+				warnedUnknown = true
+			}
+			continue
 		}
 		if err != nil {
 			log.Warn("bad frame from relay; connection closed", zap.Error(err))
@@ -446,6 +507,17 @@ func (r *Relay) inboundLocked(in inbound) {
 		r.rootCountLocked(j, in.count.Seq, in.count.Count)
 	case in.done != nil:
 		r.releaseLocked(j, in.done.Seq)
+	case in.left != nil:
+		if in.left.Node != r.cfg.Node && slices.Contains(j.hosts, in.left.Node) {
+			root := r.rootLocked(j)
+			j.left[in.left.Node] = true
+			if r.rootLocked(j) != root { // heartbeats go to the next root
+				r.notes.push(blockEvent{targets: true})
+			}
+			r.bcs.wakeUp() // a transfer may have been waiting for its heartbeat
+		}
+	case in.ready != nil:
+		r.readyLocked(j, in.ready)
 	}
 }
 

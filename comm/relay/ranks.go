@@ -344,31 +344,35 @@ func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
 	return nil
 }
 
-// blockEvent is a change of a rank's blocked state.
+// blockEvent is a change of a rank's blocked state, or (targets) of the
+// nodes this node's heartbeats must reach.
 type blockEvent struct {
 	job     int64
 	rank    int
 	blocked bool
+	targets bool
 }
 
-// notifier calls OnBlocked from one goroutine, in the order the changes
-// happened, so the relay never calls out while holding its lock.
+// notifier calls OnBlocked and OnHeartbeatNodes from one goroutine, in
+// the order the changes happened, so the relay never calls out while
+// holding its lock.
 type notifier struct {
-	fn     func(job int64, rank int, blocked bool)
-	mu     sync.Mutex
-	cond   *sync.Cond
-	events []blockEvent
-	done   bool
+	fn      func(job int64, rank int, blocked bool)
+	targets func()
+	mu      sync.Mutex
+	cond    *sync.Cond
+	events  []blockEvent
+	done    bool
 }
 
-func newNotifier(fn func(int64, int, bool)) *notifier {
-	n := &notifier{fn: fn}
+func newNotifier(fn func(int64, int, bool), targets func()) *notifier {
+	n := &notifier{fn: fn, targets: targets}
 	n.cond = sync.NewCond(&n.mu)
 	return n
 }
 
 func (n *notifier) push(e blockEvent) {
-	if n.fn == nil {
+	if e.targets && n.targets == nil || !e.targets && n.fn == nil {
 		return
 	}
 	n.mu.Lock()
@@ -398,7 +402,11 @@ func (n *notifier) run(ctx context.Context) {
 		n.events = nil
 		n.mu.Unlock()
 		for _, e := range evs {
-			n.fn(e.job, e.rank, e.blocked)
+			if e.targets {
+				n.targets()
+			} else {
+				n.fn(e.job, e.rank, e.blocked)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cosched/cosched/telemetry"
 	"net"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/comm/relay/barrier"
 	"github.com/cosched/cosched/internal/ratelog"
 )
 
@@ -34,6 +36,10 @@ func (m Delivery) String() string {
 	return "immediate"
 }
 
+// Stats counts what a relay has done: plain data of package telemetry,
+// which the API carries without importing this package.
+type Stats = telemetry.RelayStats
+
 // Config configures a Relay.
 type Config struct {
 	Node       string // this agent's name, as the other agents know it
@@ -45,6 +51,10 @@ type Config struct {
 	// when it can proceed again. Called from one goroutine; it may block
 	// briefly but must not call back into the Relay.
 	OnBlocked func(job int64, rank int, blocked bool)
+	// OnHeartbeatNodes, optional, learns that HeartbeatNodes may have
+	// changed for a reason other than AddJob, RemoveJob or FinishJob (a
+	// job's root left it). Called from the goroutine that calls OnBlocked.
+	OnHeartbeatNodes func()
 	// OnStats receives a rank's benchmark statistics (comm.Stats).
 	OnStats func(job int64, rank int, s comm.Stats)
 	// MaxEarly bounds the bytes held for jobs not registered yet; 0 = 64 MiB.
@@ -54,46 +64,6 @@ type Config struct {
 	// frame is read, and the links are encrypted. Every relay of a
 	// cluster needs the same key, or none.
 	Key *clusterkey.Key
-}
-
-// Stats counts what a relay has done.
-type Stats struct {
-	Mode  string `json:"mode"`
-	Peers int    `json:"peers"` // other relays known by address (SetPeers)
-
-	Sent      uint64 `json:"sent"`       // messages handed over by local ranks
-	SentBytes uint64 `json:"sent_bytes"` // their payload bytes
-	Delivered uint64 `json:"delivered"`  // messages delivered to local ranks
-	Forwarded uint64 `json:"forwarded"`  // messages sent to other relays
-	Received  uint64 `json:"received"`   // messages received from other relays
-	Held      uint64 `json:"held"`       // messages held for a job not registered yet
-	Dropped   uint64 `json:"dropped"`    // messages for ended jobs, unknown ranks, or beyond the hold limit
-
-	// Buffered mode.
-	Slices           uint64 `json:"slices"`             // strobes cut
-	Transferred      uint64 `json:"transferred"`        // messages sent in slice transfers
-	TransferredBytes uint64 `json:"transferred_bytes"`  // their bytes
-	Deferred         uint64 `json:"deferred"`           // slice transfers that left messages for later (h_max)
-	Announced        uint64 `json:"announced"`          // messages this relay's heartbeats announced (the plans)
-	AnnouncedBytes   uint64 `json:"announced_bytes"`    // their bytes
-	AnnouncedIn      uint64 `json:"announced_in"`       // messages other relays' heartbeats announced for this node
-	AnnouncedInBytes uint64 `json:"announced_in_bytes"` //
-	ReceivedIn       uint64 `json:"received_in"`        // messages received in slice transfers from other relays
-	ReceivedInBytes  uint64 `json:"received_in_bytes"`  //
-	MaxSliceBytes    uint64 `json:"max_slice_bytes"`    // largest transfer of one slice
-	Outbox           int    `json:"outbox"`             // messages waiting for a slice now
-	HeartbeatWaits   uint64 `json:"heartbeat_timeouts"` // transfers started without every peer's heartbeat
-
-	// Refused counts relay links whose handshake failed: the peer did
-	// not prove it holds the cluster key (Config.Key), or it went away
-	// during the handshake.
-	Refused uint64 `json:"refused"`
-	// RanksRefused counts rank connections refused because the process
-	// runs as another user than the job's ranks (SO_PEERCRED).
-	RanksRefused uint64 `json:"ranks_refused"`
-
-	Barriers uint64 `json:"barriers"` // barriers released here
-	Blocked  int    `json:"blocked"`  // local ranks blocked now
 }
 
 // Relay is one node's message relay.
@@ -135,10 +105,14 @@ type job struct {
 	hosts []string // distinct nodes with ranks of the job, sorted
 	local map[int]*rankState
 	// Barriers, by sequence number.
-	arrived  map[uint64]int            // local ranks arrived
-	root     map[uint64]int            // immediate, at rank 0's node: arrivals reported by nodes
-	reports  map[uint64]map[string]int // buffered: arrivals each node reported at a cut
-	released uint64                    // highest barrier released
+	arrived  map[uint64]int   // local ranks arrived
+	root     map[uint64]int   // immediate, at rank 0's node: arrivals reported by nodes
+	count    *barrier.Counter // buffered, at the job's root (barrier.Root): arrivals each node reported at a cut
+	released uint64           // highest barrier released
+	// left is the job's other nodes whose ranks have all ended (their
+	// relay said so, buffered mode): no heartbeat of theirs is waited for,
+	// and they no longer count barriers.
+	left map[string]bool
 }
 
 type rankState struct {
@@ -205,7 +179,7 @@ func New(cfg Config) (*Relay, error) {
 		hbTimeout: 5 * time.Millisecond,
 	}
 	r.bcs.init()
-	r.notes = newNotifier(cfg.OnBlocked)
+	r.notes = newNotifier(cfg.OnBlocked, cfg.OnHeartbeatNodes)
 	r.goRun(func() { r.notes.run(ctx) })
 	r.goRun(r.acceptRanks)
 	r.goRun(r.acceptPeers)
@@ -311,7 +285,7 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 		return fmt.Errorf("relay: job %d registered twice", id)
 	}
 	j := &job{id: id, uid: uid, size: len(nodes), nodes: slices.Clone(nodes), local: map[int]*rankState{},
-		arrived: map[uint64]int{}, root: map[uint64]int{}, reports: map[uint64]map[string]int{}}
+		arrived: map[uint64]int{}, root: map[uint64]int{}, count: barrier.NewCounter(len(nodes)), left: map[string]bool{}}
 	for rk, n := range nodes {
 		if n == r.cfg.Node {
 			j.local[rk] = &rankState{job: j, rank: rk, pending: map[uint64]struct{}{}, waiting: map[uint64]struct{}{}}
@@ -330,12 +304,28 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 }
 
 // SharedNodes returns the other nodes that host ranks of a job registered
-// here, sorted: the only nodes this one has BCS business with (its
-// heartbeat data is for them, and its transfers wait for theirs).
+// here and have not left it, sorted: the only nodes this one has BCS
+// business with.
 func (r *Relay) SharedNodes() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return sortStrings(mapKeys(r.sharedLocked()))
+}
+
+// HeartbeatNodes returns the nodes this node's heartbeats must reach in
+// buffered mode, sorted: the roots (barrier.Root) of the jobs registered
+// here, other than itself. A root hears its job's nodes and answers each
+// with a sliceReady frame; it heartbeats none of them.
+func (r *Relay) HeartbeatNodes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	roots := map[string]bool{}
+	for _, j := range r.jobs {
+		if root := r.rootLocked(j); root != r.cfg.Node && root != "" {
+			roots[root] = true
+		}
+	}
+	return sortStrings(mapKeys(roots))
 }
 
 // sharedLocked is SharedNodes as a set.
@@ -343,7 +333,7 @@ func (r *Relay) sharedLocked() map[string]bool {
 	shared := map[string]bool{}
 	for _, j := range r.jobs {
 		for _, h := range j.hosts {
-			if h != r.cfg.Node {
+			if h != r.cfg.Node && !j.left[h] {
 				shared[h] = true
 			}
 		}
@@ -363,10 +353,19 @@ func (r *Relay) RemoveJob(id int64) {
 // FinishJob forgets a job whose local ranks have all ended, as RemoveJob
 // does, but what they sent and is still buffered for a later slice goes
 // out: a send completed when the rank handed it over, and its receiver
-// may still be waiting for it.
+// may still be waiting for it. In buffered mode the job's other nodes
+// are told (jobLeft), so that their transfers stop waiting for this
+// node's heartbeats, which no longer come.
 func (r *Relay) FinishJob(id int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil && r.mode == Buffered {
+		for _, h := range j.hosts {
+			if h != r.cfg.Node && !j.left[h] {
+				r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
+			}
+		}
+	}
 	r.forgetJobLocked(id)
 }
 
@@ -501,10 +500,6 @@ func (r *Relay) releaseLocked(j *job, seq uint64) {
 			}
 		}
 	}
-	for s := range j.reports {
-		if s <= seq {
-			delete(j.reports, s)
-		}
-	}
+	j.count.Release(seq)
 	r.st.Barriers++
 }

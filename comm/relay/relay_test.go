@@ -480,13 +480,53 @@ func TestBufferedMessagesOutliveTheirSender(t *testing.T) {
 	b6.expectNothing(100 * time.Millisecond)
 }
 
-// A node whose heartbeats do not reach a peer for a while (membership not
-// yet converged, datagrams lost) must not leave that peer's ranks in a
-// barrier forever: the node that saw every arrival releases it, and its
-// later heartbeats carry the release to the peer that missed the
-// arrivals. (Before releases rode on heartbeats, n1 waited forever: n0
-// stopped reporting the barrier once it had released it.)
-func TestBarrierReleaseReachesAPeerThatMissedTheArrivals(t *testing.T) {
+// Buffered barriers are counted at the job's root (its first node by
+// name): the root releases every node of the job as soon as the reports
+// add up, over the relays' connections, so a node that heard no
+// heartbeat at all is released in the same slice.
+func TestBarrierRootReleasesEveryNode(t *testing.T) {
+	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
+	link(r0, r1, r2)
+	rs := []*Relay{r0, r1, r2}
+	nodes := []string{"n2", "n1", "n0", "n1"} // the root is n0, not rank 0's node
+	var cls []*client
+	for _, r := range rs {
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
+		r.AddJob(5, nodes)
+	}
+	for rank, n := range nodes {
+		cls = append(cls, dialRank(t, rs[n[1]-'0'], 5, rank, len(nodes)))
+	}
+	for _, cl := range cls {
+		cl.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	}
+	eventually(t, "every rank in the barrier", func() bool {
+		return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 2 && r2.Stats().Blocked == 1
+	})
+	// Slice 1: n1 and n2 report to the root; no heartbeat reaches n1 or n2.
+	for _, r := range rs {
+		r.Cut(1, 1)
+	}
+	r0.PeerHeartbeat("n1", 1, 1, r1.HeartbeatData(1, 1))
+	cls[2].expectNothing(20 * time.Millisecond) // n2's report not in yet
+	r0.PeerHeartbeat("n2", 1, 1, r2.HeartbeatData(1, 1))
+	_ = r0.HeartbeatData(1, 1) // lost on its way to n1 and n2
+	for rank, cl := range cls {
+		if cl.release() != 1 {
+			t.Fatalf("rank %d not released", rank)
+		}
+	}
+	for i, r := range rs {
+		if s := r.Stats(); s.Blocked != 0 || s.Barriers != 1 {
+			t.Fatalf("n%d stats %+v", i, s)
+		}
+	}
+}
+
+// Only the root counts: reports that reach the other nodes release
+// nothing there, and a report the root missed counts when the next
+// heartbeat repeats it (reports are cumulative).
+func TestBarrierCountedAtTheRootOnly(t *testing.T) {
 	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
 	link(r0, r1)
 	for _, r := range []*Relay{r0, r1} {
@@ -499,24 +539,85 @@ func TestBarrierReleaseReachesAPeerThatMissedTheArrivals(t *testing.T) {
 	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
 	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
 	eventually(t, "both ranks in the barrier", func() bool { return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 1 })
-	// Slice 1: only n1's heartbeat gets through, to n0.
+	// Slice 1: n0's report reaches n1, which has every report but is not the root.
+	r0.Cut(1, 1)
+	r1.Cut(1, 1)
+	r1.PeerHeartbeat("n0", 1, 1, r0.HeartbeatData(1, 1))
+	_ = r1.HeartbeatData(1, 1) // lost on its way to n0
+	a.expectNothing(30 * time.Millisecond)
+	b.expectNothing(0)
+	// Slice 2: n1's repeated report reaches the root.
+	r0.Cut(1, 2)
+	r1.Cut(1, 2)
+	r0.PeerHeartbeat("n1", 1, 2, r1.HeartbeatData(1, 2))
+	if a.release() != 1 || b.release() != 1 {
+		t.Fatal("not released")
+	}
+}
+
+// Should the root's release not reach a node (here: the root does not
+// know its address yet, so the frame waits), a heartbeat from the root
+// (a build before the rooted exchange still sends them) carries it
+// (Released), and the node releases from that.
+func TestBarrierReleaseReachesAPeerThatMissedTheRootsFrame(t *testing.T) {
+	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
+	r1.SetPeers(map[string]string{"n0": r0.Addr()}) // n0 does not know n1's address
+	for _, r := range []*Relay{r0, r1} {
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
+	}
+	nodes := []string{"n0", "n1"}
+	r0.AddJob(5, nodes)
+	r1.AddJob(5, nodes)
+	a, b := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	eventually(t, "both ranks in the barrier", func() bool { return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 1 })
 	r0.Cut(1, 1)
 	r1.Cut(1, 1)
 	r0.PeerHeartbeat("n1", 1, 1, r1.HeartbeatData(1, 1))
-	_ = r0.HeartbeatData(1, 1) // lost on its way to n1
 	if a.release() != 1 {
-		t.Fatal("n0 saw every arrival but did not release")
+		t.Fatal("the root saw every arrival but did not release")
 	}
 	b.expectNothing(30 * time.Millisecond)
-	// Slice 2: n0's heartbeat reaches n1 again.
 	r0.Cut(1, 2)
 	r1.Cut(1, 2)
 	r1.PeerHeartbeat("n0", 1, 2, r0.HeartbeatData(1, 2))
 	if b.release() != 1 {
-		t.Fatal("n1 not released")
+		t.Fatal("n1 not released by the root's heartbeat")
 	}
 	if s := r1.Stats(); s.Blocked != 0 || s.Barriers != 1 {
 		t.Fatalf("n1 stats %+v", s)
+	}
+}
+
+// A node whose ranks of a job have all ended (FinishJob) tells the job's
+// other nodes, whose transfers then stop waiting for its heartbeats: no
+// heartbeat timeout in the slices that follow, and it is no longer among
+// their shared nodes.
+func TestBufferedStopsWaitingForANodeThatLeftTheJob(t *testing.T) {
+	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
+	link(r0, r1, r2)
+	nodes := []string{"n0", "n1", "n2"}
+	for _, r := range []*Relay{r0, r1, r2} {
+		r.SetDelivery(Buffered, 400*time.Millisecond, 0) // a heartbeat timeout of 100 ms
+		r.AddJob(5, nodes)
+	}
+	b, c := dialRank(t, r1, 5, 1, 3), dialRank(t, r2, 5, 2, 3)
+	r0.FinishJob(5)
+	eventually(t, "n1 and n2 know n0 left", func() bool {
+		return slices.Equal(r1.SharedNodes(), []string{"n2"}) && slices.Equal(r2.SharedNodes(), []string{"n1"})
+	})
+	r1.Cut(1, 1)
+	r1.PeerHeartbeat("n2", 1, 1, r2.heartbeatFor(t, 1, 1))
+	b.msg(2, 0, "x")
+	eventually(t, "outbox", func() bool { return r1.Stats().Outbox == 1 })
+	r1.Cut(1, 2)
+	r1.PeerHeartbeat("n2", 1, 2, r2.heartbeatFor(t, 1, 2)) // n2's heartbeat; none from n0, which left
+	if d := c.recv(1, 0); string(d.Data) != "x" {
+		t.Fatalf("%+v", d)
+	}
+	if s := r1.Stats(); s.HeartbeatWaits != 0 {
+		t.Fatalf("n1 waited for a heartbeat: %+v", s)
 	}
 }
 
@@ -597,4 +698,155 @@ func (r *Relay) heartbeatFor(t *testing.T, epoch, seq uint64) []byte {
 	t.Helper()
 	r.Cut(epoch, seq)
 	return r.HeartbeatData(epoch, seq)
+}
+
+// A frame of a type this build does not know (a later build's) is skipped
+// and the connection read on: what follows it arrives.
+func TestUnknownPeerFrameSkipped(t *testing.T) {
+	r := newRelay(t, "n0", nil)
+	r.AddJob(3, []string{"n1", "n0"})
+	b := dialRank(t, r, 3, 1, 2)
+	c, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, f := range []struct {
+		t frame.Type
+		v any
+	}{
+		{framePeerHello, &peerHello{Node: "n1"}},
+		{frame.Type(200), &peerHello{Node: "from the future"}},
+		{framePeerMsg, &peerMsg{Job: 3, Src: 0, Dst: 1, Data: []byte("after")}},
+	} {
+		if err := frame.Write(c, f.t, f.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := b.recv(0, 0); string(d.Data) != "after" {
+		t.Fatalf("%+v", d)
+	}
+}
+
+// The rooted exchange: a job's nodes heartbeat its root only
+// (HeartbeatNodes), and the root answers each with the job's sliceReady
+// once all of them have reported; a node's transfer waits for that, not
+// for heartbeats from the other nodes, and learns from it what the
+// slice's transfers bring it (AnnouncedIn).
+func TestBufferedRootedExchange(t *testing.T) {
+	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
+	rs := []*Relay{r0, r1, r2}
+	link(rs...)
+	nodes := []string{"n1", "n2", "n0"}
+	for _, r := range rs {
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
+		r.mu.Lock()
+		r.hbTimeout = time.Minute // a transfer goes when the exchange is done, never at a timeout
+		r.mu.Unlock()
+		r.AddJob(5, nodes)
+	}
+	for i, want := range [][]string{{}, {"n0"}, {"n0"}} {
+		if got := rs[i].HeartbeatNodes(); !slices.Equal(got, want) {
+			t.Fatalf("n%d heartbeats %v, want %v", i, got, want)
+		}
+	}
+	a, b := dialRank(t, r1, 5, 0, 3), dialRank(t, r2, 5, 1, 3)
+	for _, r := range rs {
+		r.Cut(1, 1)
+	}
+	r0.PeerHeartbeat("n1", 1, 1, r1.HeartbeatData(1, 1))
+	r0.PeerHeartbeat("n2", 1, 1, r2.HeartbeatData(1, 1))
+	eventually(t, "slice 1 transferred everywhere (sliceReady in)", func() bool {
+		return r0.transferred() == 1 && r1.transferred() == 1 && r2.transferred() == 1
+	})
+	a.msg(1, 0, "x")
+	eventually(t, "outbox", func() bool { return r1.Stats().Outbox == 1 })
+	for _, r := range rs {
+		r.Cut(1, 2)
+	}
+	r0.PeerHeartbeat("n1", 1, 2, r1.HeartbeatData(1, 2))
+	b.post(0, 0)
+	b.expectNothing(30 * time.Millisecond) // n2 has not reported: no sliceReady yet
+	r0.PeerHeartbeat("n2", 1, 2, r2.HeartbeatData(1, 2))
+	if d := b.deliver(); string(d.Data) != "x" {
+		t.Fatalf("%+v", d)
+	}
+	for i, r := range rs {
+		if s := r.Stats(); s.HeartbeatWaits != 0 {
+			t.Fatalf("n%d timed out waiting: %+v", i, s)
+		}
+	}
+	if s := r2.Stats(); s.AnnouncedIn != 1 || s.AnnouncedInBytes != 1 || s.ReceivedIn != 1 {
+		t.Fatalf("n2 stats %+v", s)
+	}
+	// The root leaves the job: its nodes heartbeat the next root.
+	r0.FinishJob(5)
+	eventually(t, "n2 heartbeats n1, the next root", func() bool {
+		return slices.Equal(r2.HeartbeatNodes(), []string{"n1"}) && len(r1.HeartbeatNodes()) == 0
+	})
+}
+
+// transferred is the last slice this relay transferred.
+func (r *Relay) transferred() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bcs.done
+}
+
+// A heartbeat that reaches the root after the slice's sliceReady went out
+// (the root's timeout passed) still announces its flows, so that what was
+// announced is what arrived.
+func TestBufferedLateHeartbeatStillAnnounced(t *testing.T) {
+	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
+	rs := []*Relay{r0, r1, r2}
+	link(rs...)
+	nodes := []string{"n1", "n2", "n0"}
+	for _, r := range rs {
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
+		r.AddJob(5, nodes)
+	}
+	a, b := dialRank(t, r1, 5, 0, 3), dialRank(t, r2, 5, 1, 3)
+	for _, r := range rs {
+		r.Cut(1, 1)
+	}
+	a.msg(1, 0, "late")
+	eventually(t, "outbox", func() bool { return r1.Stats().Outbox == 1 })
+	for _, r := range rs {
+		r.Cut(1, 2)
+	}
+	h1 := r1.HeartbeatData(1, 2)                         // announces the message; held back
+	r0.PeerHeartbeat("n2", 1, 2, r2.HeartbeatData(1, 2)) // n1's is missing: the root times out
+	if d := b.recv(0, 0); string(d.Data) != "late" {     // n1 transferred at its own timeout
+		t.Fatalf("%+v", d)
+	}
+	eventually(t, "the root's timeout", func() bool { return r0.transferred() == 2 })
+	if s := r2.Stats(); s.AnnouncedIn != 0 || s.ReceivedIn != 1 {
+		t.Fatalf("n2 before the late heartbeat: %+v", s)
+	}
+	r0.PeerHeartbeat("n1", 1, 2, h1)
+	eventually(t, "the late flow announced to n2", func() bool {
+		s := r2.Stats()
+		return s.AnnouncedIn == 1 && s.AnnouncedInBytes == 4
+	})
+}
+
+// A root's sliceReady repeats the job's highest released barrier: a node
+// whose release frame was lost releases from the next one.
+func TestSliceReadyCarriesTheRelease(t *testing.T) {
+	r1 := newRelay(t, "n1", nil)
+	r1.SetDelivery(Buffered, 40*time.Millisecond, 0)
+	r1.AddJob(5, []string{"n0", "n1"})
+	b := dialRank(t, r1, 5, 1, 2)
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	eventually(t, "the rank in the barrier", func() bool { return r1.Stats().Blocked == 1 })
+	r1.Cut(1, 1)
+	r1.mu.Lock()
+	r1.inboundLocked(inbound{from: "n0", ready: &sliceReady{Job: 5, Epoch: 1, Seq: 1, Released: 1, Msgs: 2, Bytes: 10}})
+	r1.mu.Unlock()
+	if b.release() != 1 {
+		t.Fatal("not released")
+	}
+	if s := r1.Stats(); s.AnnouncedIn != 2 || s.AnnouncedInBytes != 10 || s.Barriers != 1 {
+		t.Fatalf("stats %+v", s)
+	}
 }
