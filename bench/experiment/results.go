@@ -309,3 +309,18 @@ func writeWideRows(tw io.Writer, run *Run) {
 			c[3].Measured, simOr(c[3].Simulated, "%.1f%%"), m.Nodes.SlotReuses)
 	}
 }
+
+// WriteAll writes the run's files into dir (WriteResults, WriteReport),
+// then prints its table (WriteTable) and where the files are to out.
+func WriteAll(out io.Writer, dir string, run *Run, wide bool) error {
+	if err := WriteResults(dir, run); err != nil {
+		return err
+	}
+	report, err := WriteReport(dir, run)
+	if err != nil {
+		return err
+	}
+	WriteTable(out, run, wide)
+	_, err = fmt.Fprintf(out, "\nreport: %s; per-job records: %s/MODE/jobs.csv; metrics: %s/results.csv, %s/results.json\n", report, dir, dir, dir)
+	return err
+}

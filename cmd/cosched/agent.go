@@ -22,6 +22,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
@@ -277,7 +278,7 @@ func (f *agentFlags) controllerSettings(cfg *node.Config) []error {
 	}
 	cfg.Mode = mode
 	if f.Bandwidth != "0" {
-		if bw, err := parseSize(f.Bandwidth); err != nil || bw < 1 {
+		if bw, err := textvalue.Size(f.Bandwidth); err != nil || bw < 1 {
 			errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.Bandwidth))
 		} else {
 			cfg.Bandwidth = float64(bw)
@@ -391,7 +392,7 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 	}
 	if f.MemReserve == "none" {
 		cfg.MemReserve = -1
-	} else if cfg.MemReserve, err = parseSize(cmp.Or(f.MemReserve, defaultMemReserve)); err != nil || cfg.MemReserve < 0 {
+	} else if cfg.MemReserve, err = textvalue.Size(cmp.Or(f.MemReserve, defaultMemReserve)); err != nil || cfg.MemReserve < 0 {
 		errs = append(errs, fmt.Errorf("--mem-reserve %q: want a size (e.g. 512MiB) or none", f.MemReserve))
 	}
 	cfg.StateDir = f.StateDir

@@ -12,6 +12,7 @@ import (
 	"github.com/cosched/cosched/bench/measure"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
 )
 
 type benchCalibrateFlags struct {
@@ -74,7 +75,7 @@ the date. Takes about half a minute.`,
 func (f *benchCalibrateFlags) options() (measure.CalibrateOptions, error) {
 	var errs []error
 	o := f.opts
-	if bw, err := parseSize(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
+	if bw, err := textvalue.Size(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
 		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
 	} else {
 		o.Bandwidth = float64(bw)

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench/measure"
+	"github.com/cosched/cosched/internal/textvalue"
 )
 
 func newBenchProbeCmd() *cobra.Command {
@@ -15,7 +16,7 @@ func newBenchProbeCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			n, err := parseSize(size)
+			n, err := textvalue.Size(size)
 			if err != nil {
 				n = -1 // refused by Validate, naming --size
 			}

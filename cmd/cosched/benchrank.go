@@ -14,6 +14,7 @@ import (
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
 	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/internal/textvalue"
 )
 
 // envBench is the variable agents set to a benchmark job's template.
@@ -124,7 +125,7 @@ func (f *benchRankFlags) validate(changed func(string) bool) (benchRankConfig, e
 		errs = append(errs, fmt.Errorf("--work %q: want cpu or wall", f.work))
 	}
 	c.cfg.Work = w
-	size, err := parseSize(f.msgSize)
+	size, err := textvalue.Size(f.msgSize)
 	if err != nil || size < benchrank.HeaderSize || size > comm.MaxMessage {
 		errs = append(errs, fmt.Errorf("--msg-size %q: want a size from %d to %d bytes (e.g. 4KiB)", f.msgSize, benchrank.HeaderSize, comm.MaxMessage))
 	}

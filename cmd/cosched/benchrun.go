@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench/experiment"
@@ -19,6 +19,7 @@ import (
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/sharing"
@@ -84,7 +85,12 @@ processors' time from the first submission to the last end.`,
 			return benchRun(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, changed)
 		},
 	}
-	fl := cmd.Flags()
+	f.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags defines the command's flags on fl, with f's values as defaults.
+func (f *benchRunFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.workload, "workload", f.workload, "named workload (template mix): w0 … w4")
 	fl.IntVar(&f.jobs, "jobs", f.jobs, "jobs in the workload")
 	fl.Float64Var(&f.load, "load", f.load, "offered load")
@@ -105,7 +111,6 @@ processors' time from the first submission to the last end.`,
 	fl.StringVar(&f.profile, "profile", "", "simulate with this machine profile (from cosched bench calibrate) instead of the default machine costs")
 	fl.BoolVar(&f.wide, "wide", false, "print a column per measured and simulated value, with slowdown, makespan and slot reuses (the default table pairs them)")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
-	return cmd
 }
 
 // benchRunConfig is a validated bench run.
@@ -117,14 +122,15 @@ type benchRunConfig struct {
 
 var benchRunFlagNames = flagNames{"Modes": "--mode", "Nodes": "--nodes", "Slice": "--slice", "MPL": "--mpl", "Policy": "--policy",
 	"Bandwidth": "--bandwidth", "Work": "--work", "StallTimeout": "--stall-timeout", "RealtimePriority": "--realtime-priority",
-	"Point.Workload": "--workload", "Point.Jobs": "--jobs", "Point.Load": "--load", "Machine.MeanRuntime": "--mean-runtime"}
+	"Point.Workload": "--workload", "Point.Jobs": "--jobs", "Point.Load": "--load", "Machine.MeanRuntime": "--mean-runtime", "Addr": "--addr"}
 
-// validate parses the flags into the run's options and checks them all
+// validate parses the flags into the run's options, on the cluster behind
+// cl when there is one (measure.Existing.Adopt), and checks them all
 // (measure.RunOptions.Validate), every problem named by its flag.
-func (f *benchRunFlags) validate() (benchRunConfig, error) {
+func (f *benchRunFlags) validate(ctx context.Context, progress io.Writer, cl *api.Client, changed func(string) bool) (benchRunConfig, error) {
 	var errs []error
 	o := measure.RunOptions{Nodes: f.nodes, Slice: f.slice, MPL: f.mpl, Policy: gang.Policy(f.policy), RealtimePriority: f.priority,
-		Work: cmp.Or(f.work, measure.DefaultWork(f.nodes)), StallTimeout: f.stallTimeout}
+		Work: f.work, StallTimeout: f.stallTimeout}
 	for _, s := range strings.Split(f.modes, ",") {
 		m, err := sharing.Parse(strings.TrimSpace(s))
 		if err != nil {
@@ -133,15 +139,21 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 		}
 		o.Modes = append(o.Modes, m)
 	}
-	if bw, err := parseSize(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
+	if bw, err := textvalue.Size(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
 		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
 	} else {
 		o.Bandwidth = float64(bw)
 	}
+	if cl != nil {
+		if err := f.adopt(ctx, progress, cl, &o, changed); err != nil {
+			return benchRunConfig{}, err
+		}
+	}
+	o.Work = cmp.Or(o.Work, measure.DefaultWork(o.Nodes))
 	c := benchRunConfig{machine: sweep.DefaultMachine()}
-	c.machine.Processors, c.machine.MemoryPerProc, c.machine.MeanRuntime = f.nodes, 0, f.meanRuntime
+	c.machine.Processors, c.machine.MemoryPerProc, c.machine.MeanRuntime = o.Nodes, 0, f.meanRuntime
 	o.Machine = c.machine
-	o.Point = sweep.Point{MPL: f.mpl, Slice: f.slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: gang.Policy(f.policy)}
+	o.Point = sweep.Point{MPL: o.MPL, Slice: o.Slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: o.Policy}
 	unparsed := len(errs) > 0 && len(o.Modes) == 0 // then "no mode" says nothing new
 	for _, e := range fielderr.All(o.Validate()) {
 		if e.Field != "Modes" || !unparsed {
@@ -162,21 +174,40 @@ func (f *benchRunFlags) validate() (benchRunConfig, error) {
 	return c, nil
 }
 
+// adopt takes the mode, processors, slice and MPL of the cluster behind cl
+// into o (measure.Existing.Adopt): a flag set to something else is an
+// error naming it.
+func (f *benchRunFlags) adopt(ctx context.Context, progress io.Writer, cl *api.Client, o *measure.RunOptions, changed func(string) bool) error {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cs, err := measure.Inspect(qctx, cl)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", f.addr, err)
+	}
+	given := func(field string) bool { return changed(strings.TrimPrefix(benchRunFlagNames[field], "--")) }
+	warning, err := cs.Adopt(o, given, runtime.NumCPU())
+	if fields := fielderr.All(err); len(fields) > 0 {
+		return benchRunFlagNames.errors(err)
+	} else if err != nil {
+		return fmt.Errorf("--addr %s: %w", f.addr, err)
+	}
+	if warning != "" {
+		fmt.Fprintf(progress, "warning: %s\n", fielderr.Expand(warning, benchRunFlagNames.flag))
+	}
+	f.modes, f.nodes, f.slice, f.mpl, f.policy = string(cs.Mode), o.Nodes, o.Slice, o.MPL, string(o.Policy)
+	return nil
+}
+
 func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, changed func(string) bool) error {
 	var cl *api.Client
 	if f.addr != "" {
-		// An existing cluster fixes the mode, processors, slice and MPL:
-		// take them from it, and refuse flags that say otherwise.
 		var err error
 		dir, _ := localcluster.StateDir("")
 		if cl, err = clientForAddr(f.addr, dir); err != nil {
 			return err
 		}
-		if err := f.adoptCluster(ctx, progress, cl, changed); err != nil {
-			return err
-		}
 	}
-	c, err := f.validate()
+	c, err := f.validate(ctx, progress, cl, changed)
 	if err != nil {
 		return err
 	}
@@ -191,92 +222,21 @@ func benchRun(ctx context.Context, out, progress io.Writer, f *benchRunFlags, ch
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	where := fmt.Sprintf("a local cluster of %d agents per mode", f.nodes)
+	where, cluster := fmt.Sprintf("a local cluster of %d agents per mode", f.nodes), "local"
 	if cl != nil {
-		where = "the cluster at " + f.addr
+		where, cluster = "the cluster at "+f.addr, f.addr
 	}
 	fmt.Fprintf(progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
 		len(jobs), f.workload, f.nodes, where, f.load, jobs[len(jobs)-1].Submit.Round(time.Second), f.modes, c.opts.Work, dir)
-	run := experiment.Run{Workload: f.workload, Jobs: f.jobs, Load: f.load, Nodes: f.nodes, Slice: f.slice, MPL: f.mpl,
-		Policy: f.policy, MeanRuntime: f.meanRuntime, Work: c.opts.Work, Seed: f.seed, Cluster: "local", Machine: experiment.CostsOf(c.opts.Machine),
-		Started: time.Now(), WorkloadJobs: jobs}
+	run := c.opts.Record(jobs, cluster)
 	if c.profile != nil {
 		run.Profile = &experiment.ProfileRef{Path: f.profile, Profile: c.profile}
-	}
-	if cl != nil {
-		run.Cluster = f.addr
 	}
 	o := c.opts
 	o.Cluster, o.Dir, o.Progress = cl, dir, progress
 	runErr := measure.RunModes(ctx, o, jobs, &run)
-	if err := experiment.WriteResults(dir, &run); err != nil {
+	if err := experiment.WriteAll(out, dir, &run, f.wide); err != nil {
 		return err
 	}
-	report, err := experiment.WriteReport(dir, &run)
-	if err != nil {
-		return err
-	}
-	experiment.WriteTable(out, &run, f.wide)
-	fmt.Fprintf(out, "\nreport: %s; per-job records: %s/MODE/jobs.csv; metrics: %s/results.csv, %s/results.json\n", report, dir, dir, dir)
 	return runErr
-}
-
-// adoptCluster takes the mode, processors, slice and MPL of the cluster
-// behind cl into f. A flag the user set to something else is an error
-// naming it: the run would not be what was asked for. CPU-burning ranks
-// on more of this host's processors than it has cores are refused unless
-// --work cpu is given (then a warning): they would compete for the cores.
-func (f *benchRunFlags) adoptCluster(ctx context.Context, progress io.Writer, cl *api.Client, changed func(string) bool) error {
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cs, err := measure.Inspect(qctx, cl)
-	if err != nil {
-		return fmt.Errorf("--addr %s: %w", f.addr, err)
-	}
-	var errs []error
-	conflict := func(flag string, mine, theirs any) {
-		if changed(flag) && fmt.Sprint(mine) != fmt.Sprint(theirs) {
-			errs = append(errs, fmt.Errorf("--%s %v: the cluster at --addr runs %v", flag, mine, theirs))
-		}
-	}
-	conflict("mode", f.modes, cs.Mode)
-	conflict("nodes", f.nodes, cs.Processors)
-	if cs.Mode.TimeShared() {
-		conflict("slice", f.slice, cs.Slice)
-		conflict("mpl", f.mpl, cs.MPL)
-	}
-	if cs.Policy != "" {
-		conflict("policy", f.policy, cs.Policy)
-		f.policy = string(cs.Policy)
-	}
-	for _, flag := range []string{"bandwidth", "realtime-priority"} {
-		if changed(flag) {
-			errs = append(errs, fmt.Errorf("--%s: set on the cluster's agents, not by bench run, when --addr is given", flag))
-		}
-	}
-	if cores := runtime.NumCPU(); cs.LocalProcessors > cores && f.work != "wall" {
-		msg := fmt.Sprintf("the cluster at --addr has %d processors on this host, which has %d cores: ranks burning CPU would compete for them and the measurement would not be the simulated machine's; pass --work wall",
-			cs.LocalProcessors, cores)
-		if f.work == "cpu" {
-			fmt.Fprintf(progress, "warning: %s (--work cpu given: running anyway)\n", msg)
-		} else {
-			errs = append(errs, errors.New("--work: "+msg+" (or --work cpu to run anyway)"))
-		}
-	}
-	if len(errs) > 0 {
-		return flagErrors(errs)
-	}
-	if cs.Processors == 0 {
-		return fmt.Errorf("--addr %s: no processor of the cluster is up", f.addr)
-	}
-	f.modes, f.nodes = string(cs.Mode), cs.Processors
-	if cs.Mode.TimeShared() {
-		f.slice, f.mpl = cs.Slice, cs.MPL
-	} else {
-		f.mpl = 1
-	}
-	if f.work == "" {
-		f.work = "cpu" // agents on their own hosts: burn CPU
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/sharing"
 )
@@ -165,7 +166,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 		errs, parsed["--reservations"] = append(errs, bfErrs...), true
 	}
 	o.Backfill = bf
-	if bw, err := parseSize(cmp.Or(f.bandwidth, "100MB")); err != nil {
+	if bw, err := textvalue.Size(cmp.Or(f.bandwidth, "100MB")); err != nil {
 		errs, parsed["--bandwidth"] = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth)), true
 	} else {
 		o.Bandwidth = float64(bw)

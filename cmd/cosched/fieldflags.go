@@ -24,11 +24,28 @@ func (names flagNames) errors(err error) error {
 	return flagErrors(errs)
 }
 
-// error names one bad field by its flag.
+// error names one bad field, and the others its message involves, by
+// their flags.
 func (names flagNames) error(e *fielderr.Error) error {
-	name, ok := names[e.Field]
-	if !ok {
+	if _, ok := names[e.Field]; !ok {
 		return e
 	}
-	return errors.New(fielderr.Format(name, e))
+	return errors.New(e.Render(names.flag))
+}
+
+// flag is field's flag, or field itself if it has none.
+func (names flagNames) flag(field string) string {
+	if name, ok := names[field]; ok {
+		return name
+	}
+	return field
+}
+
+// list is every bad field of a library Validate error, named by its flag.
+func (names flagNames) list(err error) []error {
+	var errs []error
+	for _, e := range fielderr.All(err) {
+		errs = append(errs, names.error(e))
+	}
+	return errs
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/internal/jobtable"
 	"github.com/cosched/cosched/internal/slurmtime"
+	"github.com/cosched/cosched/internal/textvalue"
 )
 
 // submitFlags are submit's settings; spec is filled from them.
@@ -242,7 +243,7 @@ func (f *submitFlags) limits() []error {
 		errs = append(errs, fmt.Errorf("--overrun %q: want kill or extend", spec.Overrun))
 	}
 	if f.mem != "" {
-		if spec.Memory, err = parseSize(f.mem); err != nil {
+		if spec.Memory, err = textvalue.Size(f.mem); err != nil {
 			errs = append(errs, fmt.Errorf("--mem %q: %v", f.mem, err))
 		}
 	}

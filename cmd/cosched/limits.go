@@ -2,15 +2,14 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss"
 )
 
 // Ranges of numeric flags. Every numeric flag is checked against its range
@@ -51,30 +50,8 @@ func checkProcs(flag string, n int) error {
 	return checkInt(flag, int64(n), 1, gang.MaxProcessors)
 }
 
-// maxParallel bounds --parallel: workers beyond a few per core only hold memory.
-const maxParallel = 1024
-
-// maxSimDuration bounds durations that are simulated times or spans (a
-// century): beyond it, sums of them overflow time.Duration.
-const maxSimDuration = 100 * 365 * 24 * time.Hour
-
-// maxPFCFSSwitches bounds pfcfs's context switches per wide job.
-const maxPFCFSSwitches = 1_000_000
-
-// tooLong reports the durations, by flag, above maxSimDuration, in flag order.
-func tooLong(byFlag map[string]time.Duration) []error {
-	var errs []error
-	for _, flag := range slices.Sorted(maps.Keys(byFlag)) {
-		if d := byFlag[flag]; d > maxSimDuration {
-			errs = append(errs, fmt.Errorf("%s %v: must be at most %s", flag, d, shortDuration(maxSimDuration)))
-		}
-	}
-	return errs
-}
-
-// maxLoad bounds an offered load: beyond it every generated job arrives at
-// once and runtimes overflow.
-const maxLoad = 1000.0
+// maxSimDuration bounds durations that are simulated times or spans.
+const maxSimDuration = jss.MaxDuration
 
 // maxIterations bounds a benchmark job's iterations.
 const maxIterations = 1_000_000_000

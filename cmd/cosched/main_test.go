@@ -1,11 +1,12 @@
 package main
 
 import (
-	"github.com/cosched/cosched/internal/proctest"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/internal/proctest"
 )
 
 // asCosched makes this test binary run as cosched (main) instead of the

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/plot"
 	"github.com/cosched/cosched/jss/sweep"
 )
@@ -67,7 +67,7 @@ func (f *plotFlags) validate() ([]string, error) {
 	if f.out == "" {
 		errs = append(errs, errors.New("--out: required: the directory for the figures"))
 	}
-	formats, e := parseList("--format", f.formats, func(s string) (string, error) {
+	formats, e := textvalue.List("--format", f.formats, func(s string) (string, error) {
 		s = strings.ToLower(s)
 		if !slices.Contains(plot.Formats(), s) {
 			return "", fmt.Errorf("unknown format (valid: %s)", strings.Join(plot.Formats(), ", "))
@@ -86,9 +86,9 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, f *plotFlags) error 
 	if err != nil {
 		return err
 	}
-	res, err := readPlotInput(f.in)
+	res, err := sweep.ReadResults(f.in)
 	if err != nil {
-		return err
+		return fmt.Errorf("--in: %w", err)
 	}
 	printWarnings(stderr, res.Warnings)
 	if res.Shard != "" {
@@ -116,25 +116,4 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, f *plotFlags) error 
 		fmt.Fprintln(stdout, "no figure drawn: every x axis would have fewer than 2 values")
 	}
 	return nil
-}
-
-// readPlotInput reads a results file, or DIR/results.json, or else the
-// shard files in DIR merged (they must make the whole sweep).
-func readPlotInput(in string) (*sweep.Results, error) {
-	st, err := os.Stat(in)
-	if err != nil {
-		return nil, fmt.Errorf("--in: %w", err)
-	}
-	if !st.IsDir() {
-		return sweep.ReadFile(in)
-	}
-	path := filepath.Join(in, "results.json")
-	if _, err := os.Stat(path); err == nil {
-		return sweep.ReadFile(path)
-	}
-	parts, err := sweep.ReadParts([]string{in})
-	if err != nil {
-		return nil, fmt.Errorf("--in %s: no results.json, and %w", in, err)
-	}
-	return sweep.Merge(parts)
 }

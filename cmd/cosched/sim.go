@@ -23,6 +23,7 @@ import (
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/report"
 	"github.com/cosched/cosched/jss/sample"
+	"github.com/cosched/cosched/jss/sweep"
 	"github.com/cosched/cosched/jss/swf"
 )
 
@@ -178,7 +179,7 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if err := checkDuration("--tau", f.tau, time.Nanosecond, maxSimDuration); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
+	if err := checkInt("--parallel", int64(f.parallel), 1, sweep.MaxParallel); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, f.pfcfs.validate(slices.ContainsFunc(strings.Split(f.policies, ","), isPFCFS))...)

@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/cosched/cosched/gang/pfcfs"
 	"github.com/cosched/cosched/jss"
-	"github.com/cosched/cosched/sharing"
 )
 
 // pfcfsFlags are the --pfcfs-* parameters of `cosched sim`.
@@ -32,36 +30,21 @@ func addPFCFSFlags(fl *pflag.FlagSet, f *pfcfsFlags) {
 	f.changed = fl.Changed
 }
 
-// validate checks the --pfcfs-* flags; selected reports whether --policy
-// names pfcfs (the flags are an error without it).
+var pfcfsFlagNames = flagNames{"Scheduler.WidePercent": "--pfcfs-wide", "Scheduler.Delay": "--pfcfs-delay", "Scheduler.Switch": "--pfcfs-switch",
+	"Scheduler.Switches": "--pfcfs-switches", "Penalty": "--pfcfs-penalty"}
+
+// validate checks the --pfcfs-* flags (jss.PFCFSConfig.Validate); selected
+// reports whether --policy names pfcfs (the flags are an error without it).
 func (f *pfcfsFlags) validate(selected bool) []error {
+	if selected {
+		return pfcfsFlagNames.list(f.config().Validate())
+	}
 	var errs []error
-	if !selected {
-		for _, name := range []string{"pfcfs-wide", "pfcfs-delay", "pfcfs-switch", "pfcfs-switches", "pfcfs-penalty"} {
-			if f.changed != nil && f.changed(name) {
-				errs = append(errs, fmt.Errorf("--%s: applies only with --policy %s", name, pfcfs.Name))
-			}
+	for _, name := range []string{"pfcfs-wide", "pfcfs-delay", "pfcfs-switch", "pfcfs-switches", "pfcfs-penalty"} {
+		if f.changed != nil && f.changed(name) {
+			errs = append(errs, fmt.Errorf("--%s: applies only with --policy %s", name, pfcfs.Name))
 		}
-		return errs
 	}
-	if !(f.wide > 0 && f.wide <= 100) || math.IsNaN(f.wide) {
-		errs = append(errs, fmt.Errorf("--pfcfs-wide %g: must be a percentage in (0, 100]", f.wide))
-	}
-	if f.delay < 0 {
-		errs = append(errs, fmt.Errorf("--pfcfs-delay %v: must not be negative", f.delay))
-	}
-	if f.every <= 0 {
-		errs = append(errs, fmt.Errorf("--pfcfs-switch %v: must be positive", f.every))
-	}
-	if f.switches < 1 {
-		errs = append(errs, fmt.Errorf("--pfcfs-switches %d: must be at least 1", f.switches))
-	} else if f.switches > maxPFCFSSwitches {
-		errs = append(errs, fmt.Errorf("--pfcfs-switches %d: must be at most %d", f.switches, maxPFCFSSwitches))
-	}
-	if f.penalty < 0 {
-		errs = append(errs, fmt.Errorf("--pfcfs-penalty %v: must not be negative", f.penalty))
-	}
-	errs = append(errs, tooLong(map[string]time.Duration{"--pfcfs-delay": f.delay, "--pfcfs-switch": f.every, "--pfcfs-penalty": f.penalty})...)
 	return errs
 }
 
@@ -79,15 +62,4 @@ func simPolicyNames() string { return jss.PolicyNames() }
 func isPFCFS(name string) bool {
 	info, err := jss.LookupPolicy(name)
 	return err == nil && info.Engine == jss.EnginePFCFS
-}
-
-// pfcfsSweepModes rejects the time-sharing modes for --policy pfcfs, a
-// space-sharing policy.
-func pfcfsSweepModes(modes []sharing.Mode) []error {
-	for _, m := range modes {
-		if m != sharing.Space {
-			return []error{fmt.Errorf("--policy pfcfs: space sharing, runs with --mode space only (got --mode %s)", m)}
-		}
-	}
-	return nil
 }

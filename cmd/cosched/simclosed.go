@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/closed"
+	"github.com/cosched/cosched/jss/sweep"
 )
 
 type simClosedFlags struct {
@@ -92,37 +94,6 @@ fcfs among the policies, the gains over fcfs at the same N:
 	return cmd
 }
 
-// service resolves --dist and --cv.
-func (f *simClosedFlags) service() (closed.Service, error) {
-	svc := closed.Service{Mean: f.serviceMean}
-	if f.dist == "" {
-		d, err := closed.DistForCV(f.cv)
-		if err != nil {
-			return svc, fmt.Errorf("--cv %g: no service distribution (want 0.707 for erlang2, 1 for exp, or above 1 for branching-erlang)", f.cv)
-		}
-		svc.Dist = d
-	} else {
-		d, err := closed.ParseDist(f.dist)
-		if err != nil {
-			return svc, fmt.Errorf("--dist %q: unknown (valid: %s)", f.dist, closed.DistNames())
-		}
-		svc.Dist = d
-		switch {
-		case d == closed.BranchingErlang && !f.cvGiven:
-			return svc, fmt.Errorf("--dist %s needs --cv above 1", d)
-		case f.cvGiven:
-			if byCV, err := closed.DistForCV(f.cv); err != nil || byCV != d {
-				return svc, fmt.Errorf("--cv %g: does not match --dist %s (C = %.3g)", f.cv, d, closed.Service{Dist: d, CV: f.cv}.C())
-			}
-		}
-	}
-	svc.CV = f.cv
-	if svc.Dist != closed.BranchingErlang {
-		svc.CV = svc.C()
-	}
-	return svc, nil
-}
-
 // simClosedFlagNames maps closed.Experiment's fields to sim closed's flags.
 var simClosedFlagNames = flagNames{"Procs": "--procs", "Jobs": "--jobs", "Policies": "--policy", "Service.Dist": "--dist",
 	"Service.Mean": "--service-mean", "Service.CV": "--cv", "IOMean": "--io-mean", "Warmup": "--warmup",
@@ -136,7 +107,7 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		Warmup: f.warmup, Completions: f.completions, Replications: f.replications, Seed: f.seed,
 	}
 	unparsed := map[string]bool{} // fields whose flag did not parse: Validate's word on them is noise
-	jobs, errs := parseList("--jobs", f.jobs, func(s string) (int, error) {
+	jobs, errs := textvalue.List("--jobs", f.jobs, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > closed.MaxJobs {
 			return 0, fmt.Errorf("want a whole number of jobs in 1..%d", closed.MaxJobs)
@@ -144,7 +115,7 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		return n, nil
 	})
 	e.Jobs, unparsed["Jobs"] = jobs, len(errs) > 0
-	policies, ee := parseList("--policy", f.policies, func(s string) (closed.Policy, error) {
+	policies, ee := textvalue.List("--policy", f.policies, func(s string) (closed.Policy, error) {
 		p, err := closed.ParsePolicy(s)
 		if err != nil {
 			return "", fmt.Errorf("unknown policy (valid: %s)", closed.PolicyNames())
@@ -153,16 +124,16 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 	})
 	e.Policies, unparsed["Policies"] = policies, len(ee) > 0
 	errs = append(errs, ee...)
-	svc, err := f.service()
+	svc, err := closed.ServiceFor(f.dist, f.cv, f.cvGiven, f.serviceMean)
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, simClosedFlagNames.list(err)...)
 		unparsed["Service.Dist"], unparsed["Service.CV"] = true, true
 	}
 	e.Service = svc
 	if !slices.Contains(closed.Formats(), f.format) {
 		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(closed.Formats(), ", ")))
 	}
-	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
+	if err := checkInt("--parallel", int64(f.parallel), 1, sweep.MaxParallel); err != nil {
 		errs = append(errs, err)
 	}
 	for _, fe := range fielderr.All(e.Validate()) {

@@ -71,7 +71,7 @@ func TestSimClosedBadFlags(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--cv", "0.5"}, []string{"--cv 0.5"}},
-		{[]string{"--dist", "branching-erlang"}, []string{"--dist branching-erlang needs --cv above 1"}},
+		{[]string{"--dist", "branching-erlang"}, []string{"--dist branching-erlang: needs --cv above 1"}},
 		{[]string{"--dist", "exp", "--cv", "2"}, []string{"--cv 2: does not match --dist exp"}},
 		{[]string{"--dist", "gamma"}, []string{`--dist "gamma"`}},
 		{[]string{"--replications", "1"}, []string{"--replications 1"}},

@@ -16,6 +16,8 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/ctxio"
+	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/jss/workload"
 )
@@ -95,7 +97,7 @@ func benchWorkloadNames() string {
 // parseMemoryFlag reads a memory size with units, as humanize.ParseBytes does,
 // and checks it fits an int64.
 func parseMemoryFlag(flag, s string) (int64, error) {
-	n, err := parseSize(s)
+	n, err := textvalue.Size(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: %v", flag, s, err)
 	}
@@ -104,9 +106,11 @@ func parseMemoryFlag(flag, s string) (int64, error) {
 
 // validate checks every flag, reports all problems at once, and returns the
 // generator's configuration less its model.
+var simGenFlagNames = flagNames{"Processors": "--procs", "Jobs": "--jobs", "Load": "--load", "MeanRuntime": "--mean-runtime"}
+
 func (f *simGenFlags) validate() (workload.Config, error) {
 	var errs []error
-	c := workload.Config{Processors: f.procs, Jobs: f.jobs, Load: f.load, MeanRuntime: f.meanRuntime, Seed: f.seed}
+	c := workload.Config{Model: workload.Builtin(), Processors: f.procs, Jobs: f.jobs, Load: f.load, MeanRuntime: f.meanRuntime, Seed: f.seed}
 	if !strings.EqualFold(f.workload, genNoTemplates) {
 		w, err := bench.LookupWorkload(f.workload)
 		if err != nil {
@@ -114,17 +118,10 @@ func (f *simGenFlags) validate() (workload.Config, error) {
 		}
 		c.Templates = w.Templates
 	}
-	if f.jobs < 1 || f.jobs > workload.MaxJobs {
-		errs = append(errs, fmt.Errorf("--jobs %d: must be from 1 to %d", f.jobs, workload.MaxJobs))
-	}
-	if !(f.load > 0) || f.load > maxLoad {
-		errs = append(errs, fmt.Errorf("--load %v: must be in (0, %v]", f.load, maxLoad))
-	}
-	if err := checkProcs("--procs", f.procs); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkDuration("--mean-runtime", f.meanRuntime, 0, maxSimDuration); err != nil {
-		errs = append(errs, err)
+	for _, e := range fielderr.All(c.Validate()) { // the memory sizes are checked below, as written
+		if e.Field != "MemoryMean" && e.Field != "MemoryMax" {
+			errs = append(errs, simGenFlagNames.error(e))
+		}
 	}
 	var memErr bool
 	var err error

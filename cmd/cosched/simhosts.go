@@ -86,25 +86,14 @@ func (h *hostsFlags) validate(policies []gang.Policy, procs int, changed func(st
 			errs = append(errs, fmt.Errorf("--%s: applies only with --policy %s", name, jss.PolicyEQSpatial))
 		}
 	}
-	if h.isQuantum <= 0 {
-		errs = append(errs, fmt.Errorf("--is-quantum %v: must be positive", h.isQuantum))
-	}
-	if h.isMinRun < 0 {
-		errs = append(errs, fmt.Errorf("--is-min-run %v: must not be negative", h.isMinRun))
-	}
 	mem, err := hosts.ParseMemory(h.isMemory)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--is-memory %q: %w", h.isMemory, err))
 	}
 	h.isCfg = jss.ImmediateService{Quantum: h.isQuantum, Memory: mem, MinRun: h.isMinRun}
-	if h.eqInterval < 0 {
-		errs = append(errs, fmt.Errorf("--eq-interval %v: must not be negative", h.eqInterval))
-	}
-	if h.eqFullAfter < 0 {
-		errs = append(errs, fmt.Errorf("--eq-full-after %v: must not be negative", h.eqFullAfter))
-	}
-	errs = append(errs, tooLong(map[string]time.Duration{"--is-quantum": h.isQuantum, "--is-min-run": h.isMinRun,
-		"--eq-interval": h.eqInterval, "--eq-full-after": h.eqFullAfter})...)
+	errs = append(errs, flagNames{"Quantum": "--is-quantum", "MinRun": "--is-min-run", "Memory": "--is-memory"}.list(h.isCfg.Validate())...)
+	eq := jss.EQSpatial{Interval: h.eqInterval, FullAfter: h.eqFullAfter}
+	errs = append(errs, flagNames{"Interval": "--eq-interval", "FullAfter": "--eq-full-after"}.list(eq.Validate())...)
 	return errs
 }
 

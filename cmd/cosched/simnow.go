@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/gang/now"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/nowsim"
 )
 
@@ -187,36 +188,16 @@ func (f *simNowFlags) speedsInto(p *simNowPlan, speedsGiven bool) []error {
 	return nil
 }
 
-// generator checks the generator's flags, each named in its own message;
-// sizes are checked against the nodes when everything else is right
-// (valid).
+var simNowFlagNames = flagNames{"Jobs": "--jobs", "SeqShare": "--seq-share", "LargeShare": "--large-share", "BalancedShare": "--balanced-share",
+	"Span": "--span", "Programs": "--programs", "ProgramVar": "--program-var", "PTime": "--ptime"}
+
+// generator checks the generator's flags (nowsim.GenConfig.Validate), each
+// named in its own message; sizes are checked against the nodes when
+// everything else is right (valid).
 func (f *simNowFlags) generator(speeds []float64, valid bool) (nowsim.GenConfig, []error) {
 	var errs []error
 	g := nowsim.GenConfig{Nodes: len(speeds), Jobs: f.jobs, SeqShare: f.seqShare, LargeShare: f.largeShare,
 		BalancedShare: f.balancedShare, Span: f.span, Programs: f.programs, ProgramVar: f.programVar}
-	if err := checkInt("--jobs", int64(f.jobs), 1, nowsim.MaxJobs); err != nil {
-		errs = append(errs, err)
-	}
-	for _, sh := range []struct {
-		name string
-		v    float64
-	}{{"--seq-share", f.seqShare}, {"--large-share", f.largeShare}, {"--balanced-share", f.balancedShare}} {
-		if !(sh.v >= 0 && sh.v <= 1) {
-			errs = append(errs, fmt.Errorf("%s %v: must be in [0, 1]", sh.name, sh.v))
-		}
-	}
-	if f.seqShare+f.largeShare > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("--seq-share %v + --large-share %v: more than 1", f.seqShare, f.largeShare))
-	}
-	if err := checkDuration("--span", f.span, 0, maxSimDuration); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkInt("--programs", int64(f.programs), 0, int64(max(f.jobs, 0))); err != nil {
-		errs = append(errs, err)
-	}
-	if !(f.programVar >= 0 && f.programVar < 1) {
-		errs = append(errs, fmt.Errorf("--program-var %v: must be in [0, 1)", f.programVar))
-	}
 	all, err := nowsim.ParseRange(f.ptime)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--ptime %q: %w", f.ptime, err))
@@ -230,16 +211,17 @@ func (f *simNowFlags) generator(speeds []float64, valid bool) (nowsim.GenConfig,
 			errs = append(errs, fmt.Errorf("--ptime-%s %q: %w", nowsim.Class(cl), s, err))
 		}
 	}
-	if valid && len(errs) == 0 && len(speeds) > 0 {
-		counts := g.Counts()
-		for cl, n := range counts {
-			if lo, hi := nowsim.SizeRange(nowsim.Class(cl), len(speeds)); n > 0 && lo > hi {
-				flag := map[nowsim.Class]string{nowsim.SmallParallel: "--seq-share/--large-share", nowsim.LargeParallel: "--large-share"}[nowsim.Class(cl)]
-				errs = append(errs, fmt.Errorf("%s: %d %s parallel jobs, but %d nodes have no %s parallel size (small: 2…⌈n/2⌉−1 tasks, large: ⌈n/2⌉…n)", flag, n, nowsim.Class(cl), len(speeds), nowsim.Class(cl)))
-			}
+	check := g
+	if !valid || len(errs) > 0 {
+		check.Nodes = 0 // no sizes checked (the speeds, checked by their flag, give the nodes)
+	}
+	var fieldErrs []error
+	for _, e := range fielderr.All(check.Validate()) {
+		if e.Field != "Nodes" {
+			fieldErrs = append(fieldErrs, simNowFlagNames.error(e))
 		}
 	}
-	return g, errs
+	return g, append(fieldErrs, errs...)
 }
 
 func nowFlagErrors(errs []error) error {

@@ -2,29 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/sweep"
-	"github.com/cosched/cosched/jss/workload"
-	"github.com/cosched/cosched/sharing"
 )
 
 // sweepTableMax is the most rows printed as a table after a sweep or merge.
@@ -115,7 +106,7 @@ func (f *sweepFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.mpls, "mpl", "3", "multiprogramming levels (gang, bcs)")
 	fl.StringVar(&f.slices, "slice", "50ms", "time slices (gang, bcs), as Go durations")
 	fl.StringVar(&f.loads, "load", "0.8", "offered loads: a list (0.2,0.8) and/or inclusive ranges lo:hi:step (0.1:1.6:0.1)")
-	fl.StringVar(&f.workloads, "workload", "w3", "benchmark workloads: "+sweepWorkloadNames())
+	fl.StringVar(&f.workloads, "workload", "w3", "benchmark workloads: "+sweep.WorkloadNames())
 	fl.StringVar(&f.memMeans, "mem-mean", "0", "mean memory per process (e.g. 0,128MB,256MB); 0 for no memory constraint")
 	fl.IntVar(&f.jobs, "jobs", 1000, "jobs per point")
 	fl.StringVar(&f.seeds, "seed", "1", "random seeds (a list runs each point once per seed)")
@@ -138,230 +129,36 @@ func (f *sweepFlags) addFlags(cmd *cobra.Command) {
 	addPFCFSFlags(fl, &f.pfcfs)
 }
 
-func sweepWorkloadNames() string {
-	var names []string
-	for _, w := range bench.Workloads() {
-		names = append(names, w.Name)
-	}
-	return strings.Join(names, ", ")
-}
+var sweepFlagNames = flagNames{"Modes": "--mode", "MPLs": "--mpl", "Slices": "--slice", "Loads": "--load", "Workloads": "--workload",
+	"MemMeans": "--mem-mean", "Jobs": "--jobs", "Seeds": "--seed", "Policy": "--policy", "Shard": "--shard", "Out": "--out",
+	"Parallel": "--parallel", "Procs": "--procs", "MemPerProc": "--mem-per-proc", "MeanRuntime": "--mean-runtime",
+	"MsgSize": "--msg-size", "Bandwidth": "--bandwidth", "Latency": "--latency", "JobSwitch": "--job-switch", "ProcessSwitch": "--process-switch"}
 
-// listItems splits a comma-separated flag value, trimming blanks.
-func listItems(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
-
-// parseList parses every item of a comma-separated flag with parse, drops
-// repeats (keeping the order) and reports each bad item. An empty list is
-// an error.
-func parseList[T comparable](flag, s string, parse func(string) (T, error)) ([]T, []error) {
-	var out []T
-	var errs []error
-	seen := map[T]bool{}
-	items := listItems(s)
-	if len(items) == 0 {
-		return nil, []error{fmt.Errorf("%s: no value given", flag)}
-	}
-	for _, item := range items {
-		v, err := parse(item)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %v", flag, item, err))
-			continue
-		}
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	return out, errs
-}
-
-// parseSize reads a memory size with units (humanize.ParseBytes).
-func parseSize(s string) (int64, error) {
-	n, err := humanize.ParseBytes(s)
-	if err != nil {
-		return 0, errors.New("not a memory size (e.g. 256MB, 1GiB, 0)")
-	}
-	if n > math.MaxInt64 {
-		return 0, errors.New("too large")
-	}
-	return int64(n), nil
-}
-
-// validate checks every flag, reports all problems at once, and returns
-// the sweep, the shard and the machine.
+// validate checks every flag (sweep.Text.Parse, and the --pfcfs-* flags),
+// reports all problems at once, and returns the sweep, the shard and the
+// machine.
 func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) {
-	spec, errs := f.grid()
-	memPerProc, memErr := parseSize(f.memPerProc)
-	if memErr != nil {
-		errs = append(errs, fmt.Errorf("--mem-per-proc %q: %v", f.memPerProc, memErr))
-	} else if memPerProc < 1 {
-		errs = append(errs, fmt.Errorf("--mem-per-proc %q: must be positive", f.memPerProc))
+	t := sweep.Text{Modes: f.modes, MPLs: f.mpls, Slices: f.slices, Loads: f.loads, Workloads: f.workloads, MemMeans: f.memMeans,
+		Seeds: f.seeds, Jobs: f.jobs, Policy: f.policy, Shard: f.shard, Out: f.out, Parallel: f.parallel, Procs: f.procs,
+		MemPerProc: f.memPerProc, MeanRuntime: f.meanRuntime, Check: f.check, MsgSize: f.msgSize, Bandwidth: f.bandwidth,
+		Latency: f.latency, JobSwitch: f.jobSwitch, ProcessSwitch: f.procSwitch, PFCFS: f.pfcfs.config()}
+	spec, shard, m, warnings, err := t.Parse()
+	f.warnings = nil
+	for _, w := range warnings {
+		f.warnings = append(f.warnings, w.Render(sweepFlagNames.flag))
 	}
-	var e []error
-	spec.MemMeans, e = parseList("--mem-mean", f.memMeans, func(s string) (int64, error) {
-		n, err := parseSize(s)
-		if err == nil && memErr == nil && n > memPerProc {
-			err = fmt.Errorf("no room: more than --mem-per-proc %s, a processor's memory", f.memPerProc)
-		}
-		return n, err
-	})
-	errs = append(errs, e...)
-	spec.Jobs = f.jobs
-	if err := checkInt("--jobs", int64(f.jobs), 1, workload.MaxJobs); err != nil {
-		errs = append(errs, err)
+	var errs []error
+	for _, e := range fielderr.All(err) {
+		errs = append(errs, sweepFlagNames.error(e))
 	}
-	spec.Seeds, e = parseList("--seed", f.seeds, func(s string) (uint64, error) {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return 0, errors.New("not a non-negative integer")
-		}
-		return n, nil
-	})
-	errs = append(errs, e...)
-	errs = append(errs, f.policyOf(&spec)...)
-	shard, err := sweep.ParseShard(f.shard)
+	if errs = append(errs, f.pfcfs.validate(isPFCFS(f.policy))...); len(errs) > 0 {
+		return spec, shard, m, flagErrors(errs)
+	}
 	if err != nil {
-		errs = append(errs, fmt.Errorf("--shard %q: want k/n with 1 ≤ k ≤ n, e.g. 2/4", f.shard))
-	}
-	if f.out == "" && err == nil && !shard.Whole() {
-		errs = append(errs, errors.New("--out: required with --shard: shards are written to be merged"))
-	}
-	if spec.Bound() > sweep.MaxPoints {
-		errs = append(errs, fmt.Errorf("--workload × --mem-mean × --load × --seed × --mode × --mpl × --slice: more than %d points", sweep.MaxPoints))
-	}
-	if err := checkInt("--parallel", int64(f.parallel), 1, maxParallel); err != nil {
-		errs = append(errs, err)
-	}
-	m, mErrs := f.machine(spec, memPerProc)
-	errs = append(errs, mErrs...)
-	if len(errs) > 0 {
-		return spec, shard, sweep.Machine{}, flagErrors(errs)
-	}
-	if err := spec.Validate(); err != nil { // a backstop: the flags were checked above
-		return spec, shard, sweep.Machine{}, usageError{err}
+		return spec, shard, m, usageError{err}
 	}
 	m, err = f.applyProfile(m, spec)
 	return spec, shard, m, err
-}
-
-// grid parses the lists of modes, MPLs, slices, loads and workloads.
-func (f *sweepFlags) grid() (sweep.Spec, []error) {
-	var errs []error
-	var spec sweep.Spec
-	var e []error
-	f.warnings = nil
-	spec.Modes, e = parseList("--mode", f.modes, func(s string) (sharing.Mode, error) {
-		m, former, err := sharing.ParseFormer(s)
-		if err != nil || jss.CheckMode(m) != nil {
-			return "", errors.New("unknown mode (valid: space, gang, bcs)")
-		}
-		if former {
-			f.warnings = append(f.warnings, "--mode: "+sharing.FormerWarning(s, m))
-		}
-		return m, nil
-	})
-	errs = append(errs, e...)
-	spec.MPLs, e = parseList("--mpl", f.mpls, func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return 0, errors.New("not an integer")
-		}
-		if n < 1 || n > gang.MaxMPL {
-			return 0, fmt.Errorf("must be from 1 to %d", gang.MaxMPL)
-		}
-		return n, nil
-	})
-	errs = append(errs, e...)
-	spec.Slices, e = parseList("--slice", f.slices, func(s string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, errors.New("not a duration (e.g. 50ms)")
-		}
-		if d <= 0 {
-			return 0, errors.New("must be positive")
-		}
-		return d, nil
-	})
-	errs = append(errs, e...)
-	loads, err := sweep.ParseLoads(f.loads)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--load: %s", strings.TrimPrefix(err.Error(), "sweep: ")))
-	}
-	spec.Loads = loads
-	spec.Workloads, e = parseList("--workload", f.workloads, func(s string) (string, error) {
-		w, err := bench.LookupWorkload(s)
-		if err != nil {
-			return "", fmt.Errorf("unknown workload (valid: %s)", sweepWorkloadNames())
-		}
-		return w.Name, nil
-	})
-	return spec, append(errs, e...)
-}
-
-// policyOf resolves --policy into spec (and checks the --pfcfs-* flags).
-func (f *sweepFlags) policyOf(spec *sweep.Spec) []error {
-	var errs []error
-	if p, err := gang.ParsePolicy(f.policy); err == nil {
-		spec.Policy = p
-	} else if isPFCFS(f.policy) {
-		spec.Policy = jss.PolicyPFCFS
-		errs = append(errs, pfcfsSweepModes(spec.Modes)...)
-	} else if isEQSpatial(f.policy) {
-		errs = append(errs, fmt.Errorf("--policy %s: runs on hosts of a machine file in cosched sim only; sweep points are homogeneous-matrix modes", jss.PolicyEQSpatial))
-	} else {
-		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, simPolicyNames()))
-	}
-	return append(errs, f.pfcfs.validate(isPFCFS(f.policy))...)
-}
-
-// machine checks the machine's flags and returns the machine.
-func (f *sweepFlags) machine(spec sweep.Spec, memPerProc int64) (sweep.Machine, []error) {
-	var errs []error
-	if err := checkProcs("--procs", f.procs); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkDuration("--mean-runtime", f.meanRuntime, 0, maxSimDuration); err != nil {
-		errs = append(errs, err)
-	}
-	msgSize, err := parseSize(f.msgSize)
-	if err != nil || msgSize < 1 {
-		errs = append(errs, fmt.Errorf("--msg-size %q: want a positive size (e.g. 4KiB)", f.msgSize))
-	}
-	bandwidth, err := parseSize(f.bandwidth)
-	if err != nil || bandwidth < 1 {
-		errs = append(errs, fmt.Errorf("--bandwidth %q: want a positive size per second (e.g. 100MB)", f.bandwidth))
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"--latency", f.latency}, {"--job-switch", f.jobSwitch}, {"--process-switch", f.procSwitch}} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("%s %v: must not be negative", d.name, d.v))
-		}
-	}
-	for _, sl := range spec.Slices {
-		if slices.Contains(spec.Modes, sharing.Gang) && sl <= f.jobSwitch {
-			errs = append(errs, fmt.Errorf("--slice %v: must exceed --job-switch %v, or gang-scheduled jobs make no progress", sl, f.jobSwitch))
-		}
-		if slices.Contains(spec.Modes, sharing.BCS) && sl <= f.procSwitch {
-			errs = append(errs, fmt.Errorf("--slice %v: must exceed --process-switch %v, or processes make no progress", sl, f.procSwitch))
-		}
-	}
-	m := sweep.DefaultMachine()
-	m.Processors, m.MemoryPerProc, m.MeanRuntime, m.Check = f.procs, memPerProc, f.meanRuntime, f.check
-	m.Network = bench.Network{MessageSize: int(msgSize), Bandwidth: float64(bandwidth), Latency: f.latency}
-	m.JobSwitch, m.ProcessSwitch = f.jobSwitch, f.procSwitch
-	if spec.Policy == jss.PolicyPFCFS {
-		m.PFCFS = f.pfcfs.config()
-	}
-	return m, errs
 }
 
 // applyProfile applies --profile's machine profile to m.

@@ -138,3 +138,37 @@ func (s Service) Draw(r *rand.Rand) float64 {
 func (s Service) String() string {
 	return fmt.Sprintf("%s (m=%g, C=%.3g)", s.Dist, s.Mean, s.C())
 }
+
+// ServiceFor resolves a service distribution as a command line gives it:
+// dist by name, or, when empty, the one cv calls for (DistForCV); a cv
+// given with a dist must be that dist's, and the branching Erlang needs
+// one. Errors are keyed by field (fielderr: Service.Dist, Service.CV).
+func ServiceFor(dist string, cv float64, cvGiven bool, mean float64) (Service, error) {
+	svc := Service{Mean: mean}
+	if dist == "" {
+		d, err := DistForCV(cv)
+		if err != nil {
+			return svc, fielderr.New("Service.CV", cv, "no service distribution (want 0.707 for erlang2, 1 for exp, or above 1 for branching-erlang)")
+		}
+		svc.Dist = d
+	} else {
+		d, err := ParseDist(dist)
+		if err != nil {
+			return svc, fielderr.New("Service.Dist", strconv.Quote(dist), "unknown (valid: %s)", DistNames())
+		}
+		svc.Dist = d
+		switch {
+		case d == BranchingErlang && !cvGiven:
+			return svc, fielderr.New("Service.Dist", d, "needs {Service.CV} above 1")
+		case cvGiven:
+			if byCV, err := DistForCV(cv); err != nil || byCV != d {
+				return svc, fielderr.New("Service.CV", cv, "does not match {Service.Dist} %s (C = %.3g)", d, Service{Dist: d, CV: cv}.C())
+			}
+		}
+	}
+	svc.CV = cv
+	if svc.Dist != BranchingErlang {
+		svc.CV = svc.C()
+	}
+	return svc, nil
+}

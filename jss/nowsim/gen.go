@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cosched/cosched/internal/ctxslices"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/cosched/cosched/internal/ctxslices"
+	"github.com/cosched/cosched/internal/fielderr"
 )
 
 // Class is a job's size class.
@@ -81,50 +83,66 @@ func (c GenConfig) Counts() [3]int {
 	return [3]int{seq, c.Jobs - seq - large, large}
 }
 
-// Validate reports every problem at once.
+// MaxSpan bounds the creation span (a century): beyond it, sums of times
+// overflow time.Duration.
+const MaxSpan = 100 * 365 * 24 * time.Hour
+
+// Validate reports every problem at once, keyed by field (fielderr; the
+// sizes of a class with no size on the nodes: SeqShare/LargeShare for the
+// small jobs, LargeShare for the large). The sizes are checked only when
+// everything else is right.
 func (c GenConfig) Validate() error {
 	var errs []error
-	share := func(name string, v float64) {
-		if !(v >= 0 && v <= 1) {
-			errs = append(errs, fmt.Errorf("%s %v: must be in [0, 1]", name, v))
+	if c.Jobs < 1 || c.Jobs > MaxJobs {
+		errs = append(errs, fielderr.New("Jobs", c.Jobs, "must be from 1 to %d", MaxJobs))
+	}
+	for _, sh := range []fielderr.Term{{Field: "SeqShare", Value: c.SeqShare}, {Field: "LargeShare", Value: c.LargeShare}, {Field: "BalancedShare", Value: c.BalancedShare}} {
+		if v := sh.Value.(float64); !(v >= 0 && v <= 1) {
+			errs = append(errs, fielderr.New(sh.Field, v, "must be in [0, 1]"))
 		}
 	}
-	share("sequential share", c.SeqShare)
-	share("large share", c.LargeShare)
-	share("balanced share", c.BalancedShare)
 	if c.SeqShare+c.LargeShare > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("sequential share %v + large share %v: more than 1", c.SeqShare, c.LargeShare))
+		errs = append(errs, fielderr.Several(" + ", []fielderr.Term{{Field: "SeqShare", Value: c.SeqShare}, {Field: "LargeShare", Value: c.LargeShare}}, "more than 1"))
 	}
 	if c.Nodes < 1 {
-		errs = append(errs, fmt.Errorf("%d nodes: need at least 1", c.Nodes))
+		errs = append(errs, fielderr.New("Nodes", c.Nodes, "need at least 1"))
 	}
-	if c.Jobs < 1 || c.Jobs > MaxJobs {
-		errs = append(errs, fmt.Errorf("%d jobs: need 1 to %d", c.Jobs, MaxJobs))
+	if c.Span < 0 || c.Span > MaxSpan {
+		errs = append(errs, fielderr.New("Span", c.Span, "must be from 0s to %dh", MaxSpan/time.Hour))
 	}
-	if c.Span < 0 {
-		errs = append(errs, fmt.Errorf("span %v: must not be negative", c.Span))
-	}
-	if c.Programs < 0 {
-		errs = append(errs, fmt.Errorf("%d programs: must not be negative", c.Programs))
+	if c.Programs < 0 || c.Programs > max(c.Jobs, 0) {
+		errs = append(errs, fielderr.New("Programs", c.Programs, "must be from 0 to %d", max(c.Jobs, 0)))
 	}
 	if !(c.ProgramVar >= 0 && c.ProgramVar < 1) {
-		errs = append(errs, fmt.Errorf("program variation %v: must be in [0, 1)", c.ProgramVar))
+		errs = append(errs, fielderr.New("ProgramVar", c.ProgramVar, "must be in [0, 1)"))
 	}
-	if len(errs) == 0 && c.Nodes >= 1 {
-		for cl, n := range c.Counts() {
-			lo, hi := SizeRange(Class(cl), c.Nodes)
-			if n > 0 && lo > hi {
-				errs = append(errs, fmt.Errorf("%d %s jobs: no such size on %d nodes", n, Class(cl), c.Nodes))
-			}
-			if r := c.PTime[cl]; n > 0 && (r.Lo < 0 || r.Hi < r.Lo) {
-				errs = append(errs, fmt.Errorf("%s processing time %v: want 0 ≤ lo ≤ hi", Class(cl), r))
-			}
-		}
+	if len(errs) == 0 {
+		errs = c.sizeErrors()
 	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("nowsim: invalid workload: %w", errors.Join(errs...))
+}
+
+// sizeErrors reports the classes with jobs but no size on the nodes, and
+// bad processing-time ranges.
+func (c GenConfig) sizeErrors() []error {
+	var errs []error
+	for cl, n := range c.Counts() {
+		if lo, hi := SizeRange(Class(cl), c.Nodes); n > 0 && lo > hi {
+			shares := []fielderr.Term{{Field: "LargeShare"}}
+			if Class(cl) == SmallParallel {
+				shares = []fielderr.Term{{Field: "SeqShare"}, {Field: "LargeShare"}}
+			}
+			errs = append(errs, fielderr.Several("/", shares, "%d %s parallel jobs, but %d nodes have no %s parallel size (small: 2…⌈n/2⌉−1 tasks, large: ⌈n/2⌉…n)",
+				n, Class(cl), c.Nodes, Class(cl)))
+		}
+		if r := c.PTime[cl]; n > 0 && (r.Lo < 0 || r.Hi < r.Lo) {
+			errs = append(errs, fielderr.New("PTime", nil, "%s processing time %v: want 0 ≤ lo ≤ hi", Class(cl), r))
+		}
+	}
+	return errs
 }
 
 // Generate returns a workload, IDs 1… in submit order. The same config

@@ -93,13 +93,13 @@ func TestGeneratorErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, want := range []string{"more than 1", "balanced share 2"} {
+	for _, want := range []string{"more than 1", "BalancedShare 2"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: does not mention %q", err, want)
 		}
 	}
 	// 4 nodes have no small parallel size (2 is already half).
-	if _, err := Generate(context.Background(), GenConfig{Nodes: 4, Jobs: 10, SeqShare: 0.5, PTime: [3]Range{r, r, r}}); err == nil || !strings.Contains(err.Error(), "5 small jobs: no such size on 4 nodes") {
+	if _, err := Generate(context.Background(), GenConfig{Nodes: 4, Jobs: 10, SeqShare: 0.5, PTime: [3]Range{r, r, r}}); err == nil || !strings.Contains(err.Error(), "5 small parallel jobs, but 4 nodes have no small parallel size") {
 		t.Errorf("small jobs on 4 nodes: %v", err)
 	}
 }

@@ -223,3 +223,25 @@ func orNone(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+// ReadResults reads a sweep's results from path: a results file, a
+// directory's results.json, or else the directory's shard files merged
+// (they must make the whole sweep).
+func ReadResults(path string) (*Results, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	if !st.IsDir() {
+		return ReadFile(path)
+	}
+	file := filepath.Join(path, "results.json")
+	if _, err := os.Stat(file); err == nil {
+		return ReadFile(file)
+	}
+	parts, err := ReadParts([]string{path})
+	if err != nil {
+		return nil, fmt.Errorf("%s: no results.json, and %w", path, err)
+	}
+	return Merge(parts)
+}

@@ -137,6 +137,19 @@ func TestShardsMergeIntoTheUnshardedFiles(t *testing.T) {
 	if js, _ := files(t, back); !bytes.Equal(js, wantJSON) {
 		t.Error("results.json does not round-trip")
 	}
+	// ReadResults takes a file, a directory's results.json, or its shards.
+	for _, in := range []string{paths[0], out, dir} {
+		r, err := ReadResults(in)
+		if err != nil {
+			t.Fatalf("ReadResults(%s): %v", in, err)
+		}
+		if js, _ := files(t, r); !bytes.Equal(js, wantJSON) {
+			t.Errorf("ReadResults(%s) differs from the unsharded run", in)
+		}
+	}
+	if _, err := ReadResults(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no results.json, and") {
+		t.Errorf("ReadResults of an empty directory: %v", err)
+	}
 }
 
 func TestSweepIsDeterministic(t *testing.T) {

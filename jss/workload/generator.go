@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss"
 )
 
@@ -45,54 +46,52 @@ type Config struct {
 	Seed uint64
 }
 
-// Validate reports every problem with the configuration at once, naming
-// the fields.
+// MaxLoad bounds an offered load: beyond it every generated job arrives at
+// once and runtimes overflow.
+const MaxLoad = 1000.0
+
+// Validate reports every problem with the configuration at once, keyed by
+// field (fielderr).
 func (c Config) Validate() error {
 	var errs []error
-	if err := c.Model.Validate(); err != nil {
-		errs = append(errs, fieldError("Model", nil, err))
+	bad := func(field string, value any, format string, args ...any) {
+		errs = append(errs, fielderr.New(field, value, format, args...))
 	}
-	if c.Processors < 1 {
-		errs = append(errs, fieldError("Processors", c.Processors, errors.New("must be at least 1")))
-	} else if len(c.Model.Classes) > 0 && len(c.Model.onMachine(c.Processors).Classes) == 0 {
-		errs = append(errs, fieldError("Processors", c.Processors, errors.New("no job size of the model fits the machine")))
+	if err := c.Model.Validate(); err != nil {
+		bad("Model", nil, "%v", err)
 	}
 	if c.Jobs < 1 || c.Jobs > MaxJobs {
-		errs = append(errs, fieldError("Jobs", c.Jobs, fmt.Errorf("must be from 1 to %d", MaxJobs)))
+		bad("Jobs", c.Jobs, "must be from 1 to %d", MaxJobs)
 	}
-	if !(c.Load > 0) || math.IsInf(c.Load, 0) {
-		errs = append(errs, fieldError("Load", c.Load, errors.New("must be positive and finite")))
+	if !(c.Load > 0) || c.Load > MaxLoad {
+		bad("Load", c.Load, "must be in (0, %v]", MaxLoad)
 	}
-	if c.MeanRuntime < 0 {
-		errs = append(errs, fieldError("MeanRuntime", c.MeanRuntime, errors.New("must not be negative (0 keeps the model's time scale)")))
+	if c.Processors < 1 || c.Processors > gang.MaxProcessors {
+		bad("Processors", c.Processors, "must be from 1 to %d", gang.MaxProcessors)
+	} else if len(c.Model.Classes) > 0 && len(c.Model.onMachine(c.Processors).Classes) == 0 {
+		bad("Processors", c.Processors, "no job size of the model fits the machine")
+	}
+	if c.MeanRuntime < 0 || c.MeanRuntime > jss.MaxDuration {
+		bad("MeanRuntime", c.MeanRuntime, "must be from 0s to %dh", jss.MaxDuration/time.Hour)
 	}
 	for i, t := range c.Templates {
 		if err := t.Validate(); err != nil {
-			errs = append(errs, fieldError(fmt.Sprintf("Templates[%d]", i), nil, err))
+			bad(fmt.Sprintf("Templates[%d]", i), nil, "%v", err)
 		}
 	}
 	if c.MemoryMean < 0 {
-		errs = append(errs, fieldError("MemoryMean", c.MemoryMean, errors.New("must not be negative (0 for no memory requirement)")))
+		bad("MemoryMean", c.MemoryMean, "must not be negative (0 for no memory requirement)")
 	}
 	if c.MemoryMax < 0 {
-		errs = append(errs, fieldError("MemoryMax", c.MemoryMax, errors.New("must not be negative")))
+		bad("MemoryMax", c.MemoryMax, "must not be negative")
 	}
 	if c.MemoryMean > 0 && c.MemoryMax < c.MemoryMean {
-		errs = append(errs, fieldError("MemoryMax", c.MemoryMax, fmt.Errorf("must be at least MemoryMean (%d) when MemoryMean is set: a column must have room for a typical process", c.MemoryMean)))
+		bad("MemoryMax", c.MemoryMax, "must be at least MemoryMean (%d) when MemoryMean is set: a column must have room for a typical process", c.MemoryMean)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("workload: config: %w", err)
 	}
 	return nil
-}
-
-// fieldError names a Config field, and its value when given, before the
-// problem: "Processors 0: must be at least 1".
-func fieldError(field string, value any, problem error) error {
-	if value == nil {
-		return fmt.Errorf("%s: %w", field, problem)
-	}
-	return fmt.Errorf("%s %v: %w", field, value, problem)
 }
 
 // stream is one class's renewal process of arrivals.

@@ -1,0 +1,65 @@
+// Package textvalue reads settings as command lines and job scripts write
+// them: comma-separated lists and memory sizes with units. A bad item is a
+// fielderr.Error naming its field, so that a command names its flag.
+package textvalue
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/cosched/cosched/internal/fielderr"
+)
+
+// Items splits a comma-separated value, trimming blanks and dropping empty
+// items.
+func Items(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// List parses every item of a comma-separated value of field with parse,
+// drops repeats (keeping the order) and reports each bad item (`field
+// "item": reason`). An empty list is an error.
+func List[T comparable](field, s string, parse func(string) (T, error)) ([]T, []error) {
+	var out []T
+	var errs []error
+	seen := map[T]bool{}
+	items := Items(s)
+	if len(items) == 0 {
+		return nil, []error{fielderr.New(field, nil, "no value given")}
+	}
+	for _, item := range items {
+		v, err := parse(item)
+		if err != nil {
+			errs = append(errs, fielderr.New(field, strconv.Quote(item), "%v", err))
+			continue
+		}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out, errs
+}
+
+// Size reads a memory size with units (humanize.ParseBytes): 256MB is
+// 256×10^6 bytes, 256MiB 256×2^20.
+func Size(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, errors.New("not a memory size (e.g. 256MB, 1GiB, 0)")
+	}
+	if n > math.MaxInt64 {
+		return 0, errors.New("too large")
+	}
+	return int64(n), nil
+}

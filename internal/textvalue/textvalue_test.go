@@ -1,0 +1,34 @@
+package textvalue
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+func TestListParsesDropsRepeatsAndNamesBadItems(t *testing.T) {
+	got, errs := List("MPLs", " 2, 1,2,,x ", strconv.Atoi)
+	if !slices.Equal(got, []int{2, 1}) {
+		t.Errorf("List = %v, want [2 1]", got)
+	}
+	if len(errs) != 1 || errs[0].Error() != `MPLs "x": strconv.Atoi: parsing "x": invalid syntax` {
+		t.Errorf("errors = %v", errs)
+	}
+	if _, errs := List("MPLs", " , ", strconv.Atoi); len(errs) != 1 || errs[0].Error() != "MPLs: no value given" {
+		t.Errorf("empty list: %v", errs)
+	}
+}
+
+func TestSize(t *testing.T) {
+	for s, want := range map[string]int64{"0": 0, "256MB": 256e6, "1MiB": 1 << 20} {
+		if n, err := Size(s); err != nil || n != want {
+			t.Errorf("Size(%q) = %d, %v; want %d", s, n, err, want)
+		}
+	}
+	for _, s := range []string{"lots", "-1MB", fmt.Sprint(uint64(1) << 63)} {
+		if _, err := Size(s); err == nil {
+			t.Errorf("Size(%q) accepted", s)
+		}
+	}
+}
