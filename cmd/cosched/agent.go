@@ -85,47 +85,6 @@ type agentFlags struct {
 // defaultMemReserve is the memory an agent keeps for the system.
 const defaultMemReserve = "512MiB"
 
-// agentLong is the agent's help.
-const agentLong = `Run cosched's per-node daemon. Agents find each other with gossip
-(hashicorp/memberlist): start the controller agent first, then the others with
---join pointing at any running agent. Every agent serves the job API (the
-others forward to the controller) and launches, stops and continues the ranks
-placed on its processors.
-
-Modes (controller): space (MPL 1, jobs run to completion with backfilling),
-gang (rows of the matrix rotate every --slice on the controller's strobes),
-bcs (buffered coscheduling: rows rotate; the relays buffer the ranks'
-messages per slice and deliver them after the strobe, at most --bandwidth ×
---slice bytes per node per slice; a processor whose rank is blocked in
-communication runs another of its ranks), local (no coordination: every
-placed rank runs).
-
-Every agent runs a relay for its ranks' messages (the comm library): ranks
-find it through COSCHED_RELAY, a Unix socket in the state directory.
-
-A --config file (TOML) may hold any of: name, bind, advertise, join, controller, mode,
-slice, mpl, policy, reservations, reservations_mode, weights, bandwidth, cpus, processors,
-state_dir, api_port, encrypt_key, key_file, admin_group, metrics_listen, local, nice, rank_nice, realtime_priority, controller_grace,
-strobe_fanout, log_level, log_format, cgroups, suspend, mem_reserve. Flags override it.
-
-Jobs are contained by cgroups where the host allows (--cgroups auto): one
-cgroup per job, under a subtree the agent owns, so nothing a rank forks
-outlives its job, --mem is a limit the kernel enforces, and CPU time, peak
-memory and processes are accounted (docs/cgroups.md). --suspend freezer
-suspends jobs between their slices with the cgroup freezer instead of
-SIGSTOP/SIGCONT: invisible to the programs.
-
-The priority-backfill policies (fcfs-bf, sjf-bf, priority-bf, lxfw-bf) take
---reservations, --reservations-mode and --weights, as in cosched sim (see
-docs/POLICIES.md); they are refused with any other policy.
-
-The agent stops on SIGINT or SIGTERM: it leaves the cluster and kills its
-ranks. If it is killed outright, its ranks die with it (parent-death signal).
-When it loses its controller it keeps its ranks as they are (running or
-stopped) for --controller-grace, reports them to the controller that reaches
-it again, and kills them (continuing stopped ones so they die) if none does
-in time; 0 kills them as soon as the controller leaves the cluster.`
-
 func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 
 // newAgentCmdRun builds the command with run as what it does once the
@@ -137,11 +96,7 @@ func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command
 		Use:         "agent",
 		Annotations: map[string]string{stopAnnotation: stopClean},
 		Short:       "Run a node agent (one per node; one of them with --controller)",
-		Long:        agentLong,
-		Example: `  cosched agent --name n0 --bind 10.0.0.1:7946 --controller --mode gang --slice 10ms
-  cosched agent --name n1 --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --cpus 0-7
-  cosched agent --name n0 --controller --mode space --policy sjf-bf --reservations 2 --reservations-mode fixed`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = cmd.Flags().Changed
 			if f.config != "" {

@@ -43,38 +43,7 @@ func newBenchStrobeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "strobe",
 		Short: "Measure slice switching on a local gang-mode cluster: skew, latency, overhead",
-		Long: `Start a local cluster of -N agents (one processor each) in gang mode, fill
-every row of the matrix with a job of CPU-bound ranks (one per processor),
-and measure the strobes for --duration:
-
-  switch skew        per slice, latest minus earliest agent's switch
-  strobe-to-switch   from the controller's send to an agent's switch
-  switch cost        an agent's stop-old-row plus continue-new-row
-  send lateness      the controller's strobe after its slice boundary
-  row start          per slice, from the boundary until the first agent
-                     runs the new row (before it, no rank of the row runs)
-                     and until the last does (a gang job whose ranks
-                     communicate progresses only then); their means over
-                     the slice are the overhead
-  lost, late         strobes an agent never saw, or saw out of order
-
-With --suspend signal,freezer the whole measurement runs once per method,
-each on a fresh cluster, and a comparison of the two follows: SIGSTOP and
-SIGCONT to every rank's process group, or one write to the job's cgroup
-freezer (docs/cgroups.md).
-
-Strobes and heartbeats are sealed with the cluster key, as on any cluster
-with a key (docs/security.md). --auth off measures them unsealed; --auth
-both measures unsealed then sealed, each on a fresh cluster, and compares
-the two: the cost of authentication on the strobe path.
-
-The agents share this host's monotonic clock, so skew is exact. Switches
-are timed when the signals have been sent; the kernel still has to run the
-continued ranks, which depends on how many cores the host has. With root
-(or CAP_SYS_NICE) the strobe path runs at SCHED_FIFO; the report says
-whether it did. The cluster is stopped at the end.`,
-		Example: "  cosched bench strobe -N 8 --slice 10ms --duration 30s\n  cosched bench strobe -N 8 --slice 1ms --duration 10s --json\n  cosched bench strobe -N 4 --suspend signal,freezer\n  cosched bench strobe -N 8 --slice 1ms --auth both",
-		Args:    cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			warnDeprecated(cmd, map[string]string{"agents": "-N/--nodes"})
 			return benchStrobe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)

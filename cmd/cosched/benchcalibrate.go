@@ -30,28 +30,7 @@ func newBenchCalibrateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Measure this machine's runtime costs and write a machine profile for the simulator",
-		Long: `Start local clusters of agents (as bench run does) and measure what the
-simulator needs to model them, then write a machine profile (JSON) that
-bench run --profile and sim sweep --profile apply:
-
-  on 2 agents in space mode:
-    relay latency     half the round trip of a message between ranks on two
-                      agents (ping-pong, --pings round trips)
-    relay bandwidth   a stream of --stream messages between two agents
-    launch            a one-rank job's start to end, minus its own run time
-    compute scale     a rank's wall time over its drawn compute time
-  on --nodes agents in bcs mode (--slice, --mpl, --bandwidth):
-    switch cost       an agent's stop+continue of ranks at a strobe
-    strobe overhead   per slice, boundary until the last agent switched
-    delivery delay    per slice, boundary until a rank blocked in a barrier
-                      of two agents runs again (--barriers barriers)
-    solo sync         whether a one-rank job's barrier waits for a strobe
-
-The agents share this host's monotonic clock, so the delivery delay is
-exact. The profile also records the host (name, cores, Go version) and
-the date. Takes about half a minute.`,
-		Example: "  cosched bench calibrate --out profile.json\n  cosched bench run --profile profile.json",
-		Args:    cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return benchCalibrate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},

@@ -34,36 +34,7 @@ func newBenchRankCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench-rank",
 		Short: "Run one rank of a benchmark job (what agents run for submit --bench)",
-		Long: `Run one rank of a synthetic benchmark job with a ⟨g,v,comm,sync⟩ template: the
-same iterations the simulator models (docs/MODELS.md). Each iteration
-computes for the rank's drawn time — the simulator's draw for the same
-seed — then communicates through the agent's relay (package comm):
-barrier: a barrier; B: send and receive step by step; NB: post every receive
-and send, a barrier, then wait for every message. Every received message is
-checked (sender, iteration, size).
-
-The rank learns who it is from COSCHED_JOB, COSCHED_RANK, COSCHED_SIZE and
-COSCHED_RELAY, which agents set. It reports its statistics to its agent and
-prints one line: rank, iterations, compute, communication wait, wall time.
-
-Given no flag, it runs the rank of the benchmark job its agent hands it in
-$COSCHED_BENCH_JOB (submit --bench).
-
-  --template   defaults to $COSCHED_BENCH (agents set it for submit --bench)
-  --runtime D  runs round(D / E[iteration]) iterations (at least 1), with the
-               simulator's estimate of one dedicated iteration for the job's
-               size and the default network at --msg-size: a job of
-               runtime D in the simulator has the same number
-  --seed       defaults to the job id (COSCHED_JOB) as an unsigned number:
-               the simulator's per-job seed for job number COSCHED_JOB in a
-               workload of seed 0
-  --work cpu   burns the compute time as CPU time of the rank's thread
-  --work wall  sleeps it instead, excluding time the rank is stopped (for
-               clusters with more agents than cores); the credited time is
-               within 1.2ms per stop of the truth`,
-		Example: `  cosched submit -n 8 -t 5m -- cosched bench-rank --template 50ms,25ms,news,NB --runtime 2m
-  cosched submit -n 4 -t 1m -- cosched bench-rank --template 10,5,transpose,B --iterations 1000 --work wall`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return benchRank(cmd.Context(), cmd.OutOrStdout(), &f, cmd.Flags().Changed)
 		},

@@ -52,28 +52,7 @@ func newBenchRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a benchmark workload on a local cluster under each mode and compare",
-		Long: `Generate a workload of benchmark jobs (the simulator's generator: arrivals,
-sizes and runtimes from the built-in model, templates from --workload), then,
-for each mode of --mode in turn, start a local cluster of --nodes agents (one
-processor each), replay the arrivals in real time, wait for every job, and
-stop the cluster. Every job's submit, start and end, and its ranks' compute
-and communication-wait reports, are written to DIR/MODE/jobs.csv; the
-per-mode metrics to DIR/results.csv and DIR/results.json; a table is printed
-(each cell measured/simulated; --wide for a column per value), then a
-verdict: on mean response, mean slowdown and makespan, which mode did best
-and by how much, measured and simulated, and whether the simulator ranked
-the modes as measured. DIR/report.md opens with the same verdict.
-
---mean-runtime sets the time scale (the mean dedicated runtime at load 1), so
-a run takes minutes rather than the model's hours. The ranks burn CPU
-(--work cpu) unless agents outnumber this machine's cores, where they wait
-in wall time instead (--work wall; stopped time does not count). Ctrl-C stops
-the run: the cluster is stopped and the jobs finished so far are kept.
-
-Processor utilization is the computation the ranks report over the
-processors' time from the first submission to the last end.`,
-		Example: "  cosched bench run\n  cosched bench run --workload w3 --jobs 40 --load 0.8 --mode bcs,gang,space --nodes 4 --slice 50ms --mpl 3",
-		Args:    cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --modes is the former name of --mode.
 			changed := func(name string) bool {

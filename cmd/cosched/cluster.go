@@ -95,23 +95,7 @@ func newClusterUpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start -N agents (nodes) on this machine (the first is the controller) and record how to reach them",
-		Long: `Start a cluster of agents on loopback, in the background: agent a0 runs the
-controller, the others join it. Each agent offers --processors processors
-(1 by default, so -N agents are N nodes of one processor). The cluster's
-address is recorded in the state directory, where cosched submit, queue,
-cancel and nodes find it; cosched cluster down stops it. Agent logs and rank
-output go under the state directory. (-n/--agents is the old spelling of
--N/--nodes: -n means tasks, as in sbatch, everywhere else.)
-
-On a state directory whose cluster lost agents (killed, crashed, even all
-of them), cluster up restarts the missing ones with the flags and state they
-had — a controller with its journal, so its jobs come back — and the other
-flags are ignored. After cluster down, a new cluster starts with empty
-journals (the old ones are kept as journal.prev) and its job ids go on from
-the last cluster's.`,
-		Example: `  cosched cluster up -N 4 --mode gang --slice 10ms --mpl 2
-  cosched cluster up -N 2 --processors 2 --mode space --policy sjf-bf --reservations 2`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = cmd.Flags().Changed
 			warnDeprecated(cmd, map[string]string{"agents": "-N/--nodes"})

@@ -35,45 +35,6 @@ func newSubmitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit -n TASKS -t LIMIT [flags] -- COMMAND [ARGS...]  |  submit -n TASKS --bench G,V,COMM,SYNC --runtime D",
 		Short: "Submit a job: COMMAND runs once per rank, one rank per processor",
-		Long: `Submit a parallel job. COMMAND runs once per rank with COSCHED_JOB, COSCHED_RANK,
-COSCHED_SIZE and COSCHED_NODE in its environment; its output goes to
-<state dir>/agents/<agent>/jobs/<id>/rank-<rank>.{out,err} on the agent that
-ran it. The time limit is the job's runtime estimate (backfilling uses it); a
-job still running at its limit is killed (TIMEOUT; --overrun extend lets it
-run on) — under gang scheduling the limit counts wall time dilated by the MPL.
-Limits take Slurm's forms (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS;
-a bare number is minutes) or Go durations (90s, 1h30m).
-
---export chooses what environment the ranks get on top of their base one
-(the agent's own when it runs as you, else HOME, USER, LOGNAME and PATH):
-NONE, the default, adds nothing; ALL adds this shell's whole environment;
-NAME adds that variable's value here, NAME=VALUE that value. Unlike
-sbatch, whose default is ALL, nothing is sent unless asked for: the
-environment is kept with the job and travels to every node.
-
--n is the number of tasks (ranks), one per processor, as in sbatch. -N asks
-for nodes: without -n a job gets one task per node (sbatch's default); with
--n it must be at least -N. Ranks are placed on processors: on agents with one
-processor each (cluster up's default) a task is a node; a node count for
-agents of several processors is not enforced yet.
-
-An MPI program built with MPICH runs with --mpi pmi1: the agents serve its
-ranks the PMI-1 protocol (docs/mpi.md); "cosched output --label JOB" prints
-every rank's output, labelled with its rank.
-
-A benchmark job (--bench) runs the agents' own "cosched bench-rank" with a
-⟨g,v,comm,sync⟩ template: each rank computes for g ± v/2, then communicates
-(barrier, news or transpose; blocking B or non-blocking NB) through the
-relays, for --iterations, or as many as make --runtime of dedicated run
-time. Without -t its limit is that runtime estimate, used for backfilling
-only (--overrun extend). Each rank reports its compute time, communication
-wait and wall time in the job's record (GET /v1/jobs/ID); cosched bench run
-collects them for whole workloads.`,
-		Example: `  cosched submit -n 8 -t 10 -- ./solver input.dat
-  cosched submit -n 4 -t 0:30 -J spin --parsable -- sh -c 'while :; do :; done'
-  cosched submit -n 8 -t 5m --mpi pmi1 -- ./a.out
-  cosched submit -n 8 --bench 50ms,25ms,news,NB --runtime 20s
-  cosched submit -n 4 --bench 100,50,transpose,B --iterations 200 --work wall`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnDeprecated(cmd, map[string]string{"procs": "-n/--ntasks", "name": "-J/--job-name"})
 			return submit(cmd, args, &f)
@@ -265,24 +226,8 @@ func newQueueCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "List jobs (squeue-like): JOBID NAME USER ST TIME NODES NODELIST(REASON)",
-		Long: `List pending and running jobs (--all, or -t with finished states: finished
-ones too). ST is the state: PD pending, R running, CD completed, F failed, CA
-cancelled, TO timeout. TIME is the time the job has run. For a pending job the
-last column says why it waits; for a failed one why it failed. USER is the
-job's owner as the agent authenticated it (docs/security.md).
-
--o/--format takes squeue's % fields (` + jobtable.FieldLetters + `),
-each as %[.][WIDTH]FIELD: WIDTH cuts or pads the value, "." right-justifies
-it; other text is printed as is.
-
---long adds the accounting the agents read from the jobs' cgroups once a
-job's ranks end: CPU time, peak memory (the largest node's) and the most
-processes seen at once.`,
-		Example: `  cosched queue
-  cosched queue -t PD,R -j 3,4 --noheader
-  cosched queue --all -o "%.6i %-12j %8u %.2t %.10M %.10l %R"`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return queue(cmd, &f) },
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return queue(cmd, &f) },
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.all, "all", false, "include finished jobs")
@@ -356,10 +301,7 @@ func newCancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel JOBID...",
 		Short: "Cancel jobs: pending ones leave the queue, running ones' ranks are killed everywhere",
-		Long: `Cancel jobs: pending ones leave the queue, running ones' ranks are killed
-everywhere. Like scancel, it prints nothing on success; a job it could not
-cancel is reported on standard error and the exit status is 1.`,
-		Args: cobra.MinimumNArgs(1),
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ids []int64
 			var errs []error
@@ -395,15 +337,7 @@ func newNodesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "nodes",
 		Short: "List the cluster's agents (--stats: strobe and switch statistics)",
-		Long: `List the agents: name, state, processors, the matrix columns they host and
-their running jobs. With --stats, per agent: strobes applied, lost and late,
-strobe-to-switch latency and switch cost (p50/p99 over recent slices), slot
-reuses (bcs: a blocked rank's processor lent to another rank) and the relay's
-messages delivered to and sent by local ranks; and for
-the cluster: the switch skew across agents per slice (p50/p99/max; exact on
-one host, where agents share the monotonic clock), strobes sent and slices
-whose strobe went out late (overruns).`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.client()
 			if err != nil {

@@ -118,11 +118,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "cosched",
-		Short: "Buffered coscheduling, gang scheduling and backfilling: runtime and simulator",
-		Long: `cosched schedules parallel jobs on a cluster with buffered coscheduling (BCS),
-gang scheduling or space sharing with backfilling, and simulates the same
-scheduler core on workload traces.`,
+		Use:           "cosched",
+		Short:         "Buffered coscheduling, gang scheduling and backfilling: runtime and simulator",
 		SilenceUsage:  true, // errors are printed once, by run
 		SilenceErrors: true,
 		Version:       version(),
@@ -130,6 +127,7 @@ scheduler core on workload traces.`,
 	root.SetVersionTemplate("cosched {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newNodesCmd(), newOutputCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd())
+	addHelp(root)
 	return root
 }
 

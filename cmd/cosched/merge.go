@@ -15,18 +15,7 @@ func newMergeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "merge --out DIR INPUT...",
 		Short: "Combine the shards of a sweep into its results",
-		Long: `Combine the shard files of a cosched sim sweep (run with --shard k/n) into
-DIR/results.json and DIR/results.csv, byte for byte what the sweep would have
-written unsharded.
-
-Each INPUT is a shard's JSON file, or a directory standing for the
-shard-*.json files in it. The inputs must come from the same sweep (the same
-spec and machine) and together hold every point exactly once; otherwise
-nothing is written and the error names the missing or repeated point indices
-and the files involved.`,
-		Example: `  cosched sim merge --out results runs
-  cosched sim merge --out results runs/shard-1-of-2.json runs/shard-2-of-2.json`,
-		Args: cobra.MinimumNArgs(1),
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMerge(cmd.OutOrStdout(), cmd.ErrOrStderr(), out, args)
 		},

@@ -15,15 +15,7 @@ func newOutputCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "output [--label] [--err] JOB",
 		Short: "Print a job's output: every rank's, in rank order, optionally labelled with its rank",
-		Long: `Print a job's output, read from the ranks' files
-(<state dir>/agents/<agent>/jobs/<id>/rank-<rank>.out, or .err with --err)
-of every agent whose state directory is under this machine's state
-directory: a cluster started with "cosched cluster up", or agents sharing a
-file system. Ranks are printed in rank order; with --label every line starts
-with its rank and a colon, as srun --label prints it.`,
-		Example: `  cosched output --label 12
-  cosched output --err 12`,
-		Args: cobra.ExactArgs(1),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || id < 1 {

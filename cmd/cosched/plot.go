@@ -27,27 +27,7 @@ func newPlotCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plot",
 		Short: "Draw the figures of a sweep: response, wait, slowdown and utilization",
-		Long: `Draw the figures of a cosched sim sweep as PNG and/or SVG files:
-
-  response_vs_slice_W_loadL         mean response time against the time slice,
-                                    one line per (mode, MPL) of gang and bcs,
-                                    space as a dashed reference line
-  response_vs_load_W_mplN           mean response time against the load
-  wait_vs_load_W_mplN               mean wait time against the load
-  exec_slowdown_vs_load_W_mplN      execution-time slowdown against the load
-  processor_util_vs_load_W_mplN     processor utilization against the load
-                                    (lines space, gang and bcs)
-
-Names gain _memM for a memory mean (e.g. _mem128MB) and, when the sweep has
-several slices, the load figures gain _sliceSms. Points run with several
-seeds are averaged. A figure whose x axis would have fewer than 2 values is
-not drawn; the command says which and why.
-
---in is a results JSON file or a directory holding results.json (or shard
-files that together make the whole sweep).`,
-		Example: `  cosched sim plot --in w3 --out w3/figures
-  cosched sim plot --in w3/results.json --out figs --format svg`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPlot(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},

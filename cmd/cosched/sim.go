@@ -54,29 +54,7 @@ func newSimCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate scheduling policies on a workload trace and report the standard metrics",
-		Long: `Simulate scheduling policies on a Standard Workload Format (SWF) trace with the
-same scheduler core the runtime uses, and report wait, response, slowdown,
-bounded slowdown, utilization, makespan and flow times.
-
-With no --trace, cosched sim runs its built-in sample: the first 5,000 jobs of
-the KTH-SP2 log (100 processors), under every policy.
-
-Trace conventions (each a flag):
-  size       field 8 (requested processors), else field 5     --procs-from
-  estimate   field 9 (requested time), else the runtime        --estimate
-  overrun    a job running past its estimate: raise the
-             estimate to the runtime (extend), or cut the
-             runtime at the estimate (kill)                    --overrun
-  machine    --procs, else the header's MaxProcs, else MaxNodes
-Jobs with no processor count, no runtime or no submit time, and jobs wider
-than the machine, are dropped and counted in the report.`,
-		Example: `  cosched sim
-  cosched sim --trace KTH-SP2-1996-2.swf --policy easy,conservative
-  cosched sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --format json
-  cosched sim --trace log.swf --policy easy --out-swf easy.swf --jobs-csv easy.csv
-  cosched sim --policy pfcfs --pfcfs-wide 50 --pfcfs-switch 10m --pfcfs-switches 3
-  cosched sim --trace o2k.swf --machine-file hosts.txt --policy fcfs-bf,priority-bf,eqspatial --immediate-service`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = func(name string) bool { return cmd.Flags().Changed(name) }
 			return runSim(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)

@@ -39,39 +39,7 @@ func newSimClosedCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "closed",
 		Short: "Simulate gang policies (fcfs, afcfs, ljfs) in Karatza's closed network of processors and an I/O unit",
-		Long: `Simulate gang scheduling in a closed queueing network (Karatza): P processors,
-each with its own queue, and one FCFS I/O unit with exponential service of
-mean k (--io-mean). N jobs (--jobs) circulate for ever, processors → I/O →
-processors. Each time a job returns from I/O it draws a size uniform in 1..P
-and sends one task to each of the size shortest processor queues (ties in
-random order); all its tasks start together and run for the same service
-time (mean m, --service-mean).
-
-Policies (--policy):
-  fcfs   a job starts only when each of its tasks is first in its queue
-         and all its processors are idle
-  afcfs  any job whose processors are all idle starts, oldest first, even
-         behind a blocked earlier job
-  ljfs   queues ordered by job size, largest first; then as afcfs
-
-Service times (--cv, or --dist): C = 0.707 is Erlang-2 (erlang2), C = 1 is
-exponential (exp), C > 1 is the two-stage branching Erlang
-(branching-erlang: rate 2/m, then with probability 1/(2C²) a stage of rate
-1/(m·C²)). --dist alone takes its own C; given both, they must agree.
-
-Each (policy, N) point runs --replications independent replications (seeds
-derived from --seed, shared by every point); each discards --warmup
-processor completions and measures the next --completions. One row per
-point: mean response time (queueing + service at the processors), mean cycle
-time (between two successive processor requests of a job), throughput,
-processor and I/O utilization, each ± its 95% confidence half-width; with
-fcfs among the policies, the gains over fcfs at the same N:
-  D_RT = (RT_fcfs − RT)/RT_fcfs   D_K = (K_fcfs − K)/K_fcfs   D_R = (R − R_fcfs)/R_fcfs`,
-		Example: `  cosched sim closed
-  cosched sim closed --procs 8 --jobs 2,4,6,8,10 --cv 1 --io-mean 0.563 --policy fcfs,afcfs,ljfs
-  cosched sim closed --cv 4 --format csv > c4.csv
-  cosched sim closed --dist erlang2 --jobs 10 --replications 30 --format json`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.cvGiven = cmd.Flags().Changed("cv")
 			return runSimClosed(cmd.Context(), cmd.OutOrStdout(), &f)

@@ -43,31 +43,7 @@ func newSimGenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gen",
 		Short: "Generate a synthetic workload (Jann et al. 1997) as an SWF file",
-		Long: `Generate a synthetic workload after Jann et al., "Modeling of workload in MPPs"
-(1997), and write it as a Standard Workload Format (SWF) file.
-
-Jobs fall into size classes 1 | 2 | 3-4 | 5-8 | ...; each class is an independent
-stream of arrivals with hyper-Erlang interarrival times, hyper-Erlang runtimes
-and its own sizes. The model is built in (fitted by cosched to the KTH-SP2 log),
-or fitted to another trace with --fit-trace. Sizes above --procs are left out.
-
-Scaling: all times are first scaled so that the mean runtime at load 1 is
---mean-runtime (0 keeps the model's time scale); runtimes are then scaled so
-that the offered load (work over machine capacity) is --load, which leaves the
-arrivals alone. The mean runtime is therefore mean-runtime × load.
-
-Each job draws one of the --workload's benchmark templates uniformly; the
-header lists them as "; Template: <k> <g,v,comm,sync>" and field 14 of a job
-line holds its k. With --mem-mean each process needs memory drawn from an
-exponential of that mean, redrawn while above --mem-per-proc; field 10 holds it
-in KB. Estimates (field 9) are exact. The same flags give the same file.
-
-Memory sizes take units: 256MB is 256×10^6 bytes, 256MiB is 256×2^20.`,
-		Example: `  cosched sim gen --jobs 1000 --load 0.8 > w3.swf
-  cosched sim gen --workload w0 --procs 64 --load 1.2 --seed 7 --out w0.swf
-  cosched sim gen --mem-mean 256MiB --mem-per-proc 512MiB --out mem.swf
-  cosched sim gen --fit-trace LANL-CM5.swf --mean-runtime 0`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimGen(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
@@ -238,21 +214,7 @@ func newSimFitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fit",
 		Short: "Fit the synthetic-workload model (Jann et al. 1997) to an SWF trace",
-		Long: `Fit the workload model of Jann et al., "Modeling of workload in MPPs" (1997), to
-a Standard Workload Format (SWF) trace and print it.
-
-Jobs are grouped into size classes 1 | 2 | 3-4 | 5-8 | ...; for each class the
-times between its arrivals and its runtimes are fitted with hyper-Erlang
-distributions of common order by matching three moments (lowest order that
-fits), and its sizes are kept as an empirical distribution. Sizes come from
-field 8, else field 5; runtimes from field 4; jobs wider than the machine are
-left out.
-
-The JSON output is what cosched sim gen --fit-trace uses, and the form of the
-built-in parameters (jss/workload/builtin.json, fitted to KTH-SP2-1996-2.swf).`,
-		Example: `  cosched sim fit --trace KTH-SP2-1996-2.swf --format table
-  cosched sim fit --trace KTH-SP2-1996-2.swf > jss/workload/builtin.json`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimFit(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), &f)
 		},

@@ -46,32 +46,7 @@ func newSimNowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "now",
 		Short: "Simulate online policies on a network of workstations with nodes of different speeds (Arndt et al.)",
-		Long: `Simulate the online, non-preemptive policies of Arndt, Freisleben, Kielmann and
-Thilo on a network of workstations whose nodes have relative speeds, and report
-makespan, mean flow time and maximum wait: one row per policy and seed.
-
-A job of k tasks with processing time t (one task's time at speed 1) gets the k
-fastest idle nodes and runs t / min(s_i), or k·t / Σ s_i if it is load-balanced.
-Policies (rules in docs/POLICIES.md):
-  fifo      arrival order; the first job that does not fit blocks
-  firstfit  every waiting job that fits, in arrival order
-  random    a job drawn uniformly among those that fit, until none fits
-  lpt, spt  longest / shortest estimated processing time first; blocks when
-            the chosen job does not fit
-  fifo-bf   fifo with EASY backfilling: the head's reservation comes from
-            the running jobs' estimated ends
-
-The workload is generated (--jobs, shares, --span, --ptime ranges) or read
-from an SWF trace (--trace: tasks = field 8, else 5; processing time = field
-4; program = field 14). Estimates: exact, fuzzy:P (t·f or t/f, f = 1 + U·P)
-or learned:W[:PRIOR] (per-program EWMA of normalized run times with weight W;
-PRIOR defaults to the workload's mean processing time).`,
-		Example: `  cosched sim now
-  cosched sim now --speeds 1,1,2,2,4 --jobs 200 --seq-share 0.3 --large-share 0.2 --ptime 10m-2h
-  cosched sim now --speeds 16x1,8x2,4x4 --span 8h --estimate fuzzy:0.5 --seed 1,2,3 --format csv
-  cosched sim now --programs 5 --estimate learned:0.3 --policy spt,fifo-bf
-  cosched sim now --trace KTH-SP2-1996-2.swf --speeds 100x1 --policy fifo,fifo-bf`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimNow(cmd.Context(), cmd, cmd.InOrStdin(), cmd.OutOrStdout(), &f)
 		},

@@ -55,42 +55,7 @@ func newSweepCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run space, gang and bcs over a design space of MPLs, slices, loads, workloads and memory",
-		Long: `Simulate space sharing with backfilling (space), backfilling gang scheduling
-(gang) and buffered coscheduling (bcs) at every point of a design space, each point a synthetic
-workload (cosched sim gen) run under one configuration, and write one row of
-metrics per point.
-
-Points are the Cartesian product of the lists, in this order, outermost first
-(each list in the order given, repeats dropped):
-
-  workload, mem-mean, load, seed, mode, mpl, slice
-
-space sharing ignores --mpl and --slice, so it gets one point per
-(workload, mem-mean, load, seed), with MPL 1 and slice 0; tables and plots show
-it as the baseline. A point's position in this order is its index.
-
---load takes a list (0.2,0.8) or an inclusive range lo:hi:step (0.1:1.6:0.1 is
-the 16 loads 0.1 … 1.6), or both (0.1:0.5:0.1,0.8). Memory sizes take units:
-256MB is 256×10^6 bytes, 256MiB is 256×2^20; a mem-mean of 0 means no memory
-constraint.
-
-Sharding: --shard k/n runs only the points whose index % n == k-1 and writes
-DIR/shard-k-of-n.json and .csv; run every k from 1 to n (say as a job array)
-and combine them with cosched sim merge, which gives exactly the files of an
-unsharded run: DIR/results.json and DIR/results.csv. Results depend only on
-the flags, never on --parallel or timing.
-
-Output: the JSON holds the spec, the machine, the shard, the total number of
-points and one row per point; the CSV one line per point (times in seconds,
-the slice as a Go duration, 0s for space). Files are written only when the sweep
-succeeds. Standard output lists the files and, for at most 60 points, a table;
-progress goes to standard error.`,
-		Example: `  cosched sim sweep --load 0.1:1.6:0.1 --mpl 1,2,3,4 --out w3
-  cosched sim sweep --mode space,gang,bcs --mpl 1,2,3,4 --slice 5ms,10ms,50ms,100ms \
-      --load 0.1:1.6:0.1 --workload w0,w1,w2,w3,w4 --mem-mean 0,128MB,256MB \
-      --out full --shard 3/8
-  cosched sim merge --out full full`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSweep(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
