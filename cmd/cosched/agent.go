@@ -307,18 +307,7 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 			errs = append(errs, fmt.Errorf("--cpus: %v", err))
 		}
 	}
-	if f.Key != "" {
-		if cfg.SecretKey, err = node.ParseSecretKey(f.Key); err != nil {
-			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
-		}
-	}
-	if f.KeyFile != "" {
-		if cfg.Key, err = clusterkey.Load(f.KeyFile); err != nil {
-			errs = append(errs, fmt.Errorf("--key-file: %v", err))
-		} else if f.Key == "" {
-			cfg.SecretKey = cfg.Key.Derive("gossip")
-		}
-	}
+	errs = append(errs, f.keySettings(cfg)...)
 	cfg.MetricsListen = f.MetricsAddr
 	if f.AdminGroup != "" {
 		g, err := user.LookupGroup(f.AdminGroup)
@@ -357,6 +346,25 @@ func (f *agentFlags) hostSettings(cfg *node.Config) []error {
 			errs = append(errs, err)
 		}
 		cfg.StateDir = filepath.Join(base, "agents", cfg.Name)
+	}
+	return errs
+}
+
+// keySettings reads the gossip key and the cluster key.
+func (f *agentFlags) keySettings(cfg *node.Config) []error {
+	var errs []error
+	var err error
+	if f.Key != "" {
+		if cfg.SecretKey, err = node.ParseSecretKey(f.Key); err != nil {
+			errs = append(errs, fmt.Errorf("--encrypt-key: %v", err))
+		}
+	}
+	if f.KeyFile != "" {
+		if cfg.Key, err = clusterkey.Load(f.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--key-file: %v", err))
+		} else if f.Key == "" {
+			cfg.SecretKey = cfg.Key.Derive("gossip")
+		}
 	}
 	return errs
 }
