@@ -232,12 +232,10 @@ func (f *agentFlags) controllerSettings(cfg *node.Config) []error {
 		errs = append(errs, fmt.Errorf("--mode: %v", err))
 	}
 	cfg.Mode = mode
-	if f.Bandwidth != "0" {
-		if bw, err := textvalue.Size(f.Bandwidth); err != nil || bw < 1 {
-			errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.Bandwidth))
-		} else {
-			cfg.Bandwidth = float64(bw)
-		}
+	if bw, err := textvalue.Bandwidth(f.Bandwidth); err != nil {
+		errs = append(errs, fmt.Errorf("--bandwidth %q: %v", f.Bandwidth, err))
+	} else {
+		cfg.Bandwidth = bw
 	}
 	if cfg.Slice, err = time.ParseDuration(f.Slice); err != nil {
 		errs = append(errs, fmt.Errorf("--slice %q: not a duration (e.g. 10ms)", f.Slice))

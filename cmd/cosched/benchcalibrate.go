@@ -54,10 +54,10 @@ func newBenchCalibrateCmd() *cobra.Command {
 func (f *benchCalibrateFlags) options() (measure.CalibrateOptions, error) {
 	var errs []error
 	o := f.opts
-	if bw, err := textvalue.Size(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
-		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
+	if bw, err := textvalue.Bandwidth(f.bandwidth); err != nil {
+		errs = append(errs, fmt.Errorf("--bandwidth %q: %v", f.bandwidth, err))
 	} else {
-		o.Bandwidth = float64(bw)
+		o.Bandwidth = bw
 	}
 	if f.out == "" {
 		errs = append(errs, errors.New("--out: empty"))

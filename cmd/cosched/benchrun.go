@@ -118,10 +118,10 @@ func (f *benchRunFlags) validate(ctx context.Context, progress io.Writer, cl *ap
 		}
 		o.Modes = append(o.Modes, m)
 	}
-	if bw, err := textvalue.Size(f.bandwidth); f.bandwidth != "0" && (err != nil || bw < 1) {
-		errs = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth))
+	if bw, err := textvalue.Bandwidth(f.bandwidth); err != nil {
+		errs = append(errs, fmt.Errorf("--bandwidth %q: %v", f.bandwidth, err))
 	} else {
-		o.Bandwidth = float64(bw)
+		o.Bandwidth = bw
 	}
 	if cl != nil {
 		if err := f.adopt(ctx, progress, cl, &o, changed); err != nil {

@@ -150,10 +150,10 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 		errs, parsed["--reservations"] = append(errs, bfErrs...), true
 	}
 	o.Backfill = bf
-	if bw, err := textvalue.Size(cmp.Or(f.bandwidth, "100MB")); err != nil {
-		errs, parsed["--bandwidth"] = append(errs, fmt.Errorf("--bandwidth %q: want a size per second (e.g. 100MB) or 0", f.bandwidth)), true
+	if bw, err := textvalue.Bandwidth(cmp.Or(f.bandwidth, "100MB")); err != nil {
+		errs, parsed["--bandwidth"] = append(errs, fmt.Errorf("--bandwidth %q: %v", f.bandwidth, err)), true
 	} else {
-		o.Bandwidth = float64(bw)
+		o.Bandwidth = bw
 	}
 	if mode == sharing.Space && !changed("mpl") {
 		o.MPL = 1 // the default MPL is for the time-shared modes

@@ -63,3 +63,16 @@ func Size(s string) (int64, error) {
 	}
 	return int64(n), nil
 }
+
+// Bandwidth reads a network bandwidth in bytes per second as a size with
+// units (Size); "0" is unlimited, and any other value is at least 1 byte.
+func Bandwidth(s string) (float64, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	bw, err := Size(s)
+	if err != nil || bw < 1 {
+		return 0, errors.New("want a size per second (e.g. 100MB) or 0")
+	}
+	return float64(bw), nil
+}

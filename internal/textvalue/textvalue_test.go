@@ -32,3 +32,16 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+func TestBandwidth(t *testing.T) {
+	for s, want := range map[string]float64{"0": 0, "100MB": 100e6, "1KiB": 1024, "1": 1} {
+		if got, err := Bandwidth(s); err != nil || got != want {
+			t.Errorf("Bandwidth(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "0B", "fast", "-1MB"} {
+		if _, err := Bandwidth(s); err == nil || err.Error() != "want a size per second (e.g. 100MB) or 0" {
+			t.Errorf("Bandwidth(%q): error %v, want the size-per-second message", s, err)
+		}
+	}
+}
