@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,27 +181,11 @@ func openSWF(ctx context.Context, flag, path string, stdin io.Reader) (*swf.Read
 	} else if st.IsDir() {
 		return nil, nil, fmt.Errorf("%s %s: is a directory, not an SWF file", flag, path)
 	}
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", flag, err)
+	rd, closer, err := swf.OpenContext(ctx, path)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Op == "open" {
+		return nil, nil, fmt.Errorf("%s: %w", flag, pe)
 	}
-	rd, closer, err := swf.OpenReader(ctxio.Reader(ctx, file), path)
-	if err != nil {
-		file.Close()
-		return nil, nil, err
-	}
-	return rd, closers{closer, file}, nil
-}
-
-// closers closes each in turn.
-type closers []io.Closer
-
-func (cs closers) Close() error {
-	var errs []error
-	for _, c := range cs {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
+	return rd, closer, err
 }
 
 type simFitFlags struct {

@@ -3,11 +3,14 @@ package swf
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/cosched/cosched/internal/ctxio"
 )
 
 // Open opens the SWF file at path, transparently decompressing gzip. The
@@ -15,11 +18,17 @@ import (
 // renamed. The returned closer closes the decompressor and the file; close
 // it when done with the Reader, also after an error from Next.
 func Open(path string, opts ...Option) (*Reader, io.Closer, error) {
+	return OpenContext(context.Background(), path, opts...)
+}
+
+// OpenContext is Open whose reads fail with ctx's cause once ctx is done,
+// so that a command reading a large trace stops when it is interrupted.
+func OpenContext(ctx context.Context, path string, opts ...Option) (*Reader, io.Closer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("swf: %w", err)
 	}
-	r, c, err := OpenReader(f, path, opts...)
+	r, c, err := OpenReader(ctxio.Reader(ctx, f), path, opts...)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
