@@ -208,7 +208,7 @@ func (f *submitFlags) limits() []error {
 			errs = append(errs, fmt.Errorf("--mem %q: %v", f.mem, err))
 		}
 	}
-	if spec.Env, err = submitEnv(f.export); err != nil {
+	if spec.Env, err = api.ExportEnv(f.export, os.Environ()); err != nil {
 		errs = append(errs, fmt.Errorf("--export: %v", err))
 	}
 	return errs

@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"slices"
@@ -23,7 +23,7 @@ func TestExportEnv(t *testing.T) {
 		{spec: "EDITOR,ALL", err: "ALL: give it first"},
 		{spec: "", err: `"": want ALL`},
 	} {
-		env, err := exportEnv(tc.spec, environ)
+		env, err := ExportEnv(tc.spec, environ)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("--export=%s: %v %v, want error %q", tc.spec, env, err, tc.err)
@@ -35,7 +35,7 @@ func TestExportEnv(t *testing.T) {
 		}
 	}
 	big := slices.Repeat([]string{"X=" + strings.Repeat("x", 1000)}, 200)
-	if _, err := exportEnv("ALL", big); err == nil || !strings.Contains(err.Error(), "more than a job may carry") {
+	if _, err := ExportEnv("ALL", big); err == nil || !strings.Contains(err.Error(), "more than a job may carry") {
 		t.Errorf("200 KB of environment: %v", err)
 	}
 }
