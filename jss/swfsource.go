@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/swf"
 )
 
@@ -61,17 +62,18 @@ func DefaultConventions() Conventions {
 	return Conventions{Processors: ProcsRequested, Estimate: EstimateRequested, Overrun: OverrunExtend}
 }
 
-// Validate reports every unknown convention at once.
+// Validate reports every unknown convention at once, keyed by field
+// (fielderr).
 func (c Conventions) Validate() error {
 	var errs []error
 	if c.Processors != ProcsRequested && c.Processors != ProcsAllocated {
-		errs = append(errs, fmt.Errorf("processors convention %q: want %q or %q", c.Processors, ProcsRequested, ProcsAllocated))
+		errs = append(errs, fielderr.New("Processors", strconv.Quote(string(c.Processors)), "want %s or %s", ProcsRequested, ProcsAllocated))
 	}
 	if _, err := c.Estimate.rule(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fielderr.New("Estimate", strconv.Quote(string(c.Estimate)), "want requested, exact (or actual), actual+K%% (e.g. actual+20%%) or abort"))
 	}
 	if c.Overrun != OverrunExtend && c.Overrun != OverrunKill {
-		errs = append(errs, fmt.Errorf("overrun convention %q: want %q or %q", c.Overrun, OverrunExtend, OverrunKill))
+		errs = append(errs, fielderr.New("Overrun", strconv.Quote(string(c.Overrun)), "want %s or %s", OverrunExtend, OverrunKill))
 	}
 	return errors.Join(errs...)
 }

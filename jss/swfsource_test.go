@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/swf"
 )
@@ -184,10 +185,13 @@ func TestMachineSize(t *testing.T) {
 
 func TestConventionsValidate(t *testing.T) {
 	err := jss.Conventions{Processors: "x", Estimate: "y", Overrun: "z"}.Validate()
-	for _, s := range []string{`processors convention "x"`, `estimate convention "y"`, `overrun convention "z"`} {
+	for _, s := range []string{`Processors "x": want requested or allocated`, `Estimate "y": want requested`, `Overrun "z": want extend or kill`} {
 		if err == nil || !strings.Contains(err.Error(), s) {
 			t.Errorf("err = %v, want it to mention %s", err, s)
 		}
+	}
+	if n := len(fielderr.All(err)); n != 3 {
+		t.Errorf("%d errors keyed by field, want 3: %v", n, err)
 	}
 	if err := jss.DefaultConventions().Validate(); err != nil {
 		t.Error(err)

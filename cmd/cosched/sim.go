@@ -120,6 +120,8 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 	return out, nil
 }
 
+var conventionFlags = flagNames{"Processors": "--procs-from", "Estimate": "--estimate", "Overrun": "--overrun"}
+
 // validate checks every flag and reports all problems at once.
 func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	var errs []error
@@ -127,22 +129,11 @@ func (f *simFlags) validate() ([]gang.Policy, jss.Conventions, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	conv := jss.Conventions{
-		Processors: jss.ProcessorsFrom(f.procsFrom),
-		Estimate:   jss.EstimateFrom(f.estimate),
-		Overrun:    jss.Overrun(f.overrun),
+	conv := jss.Conventions{Processors: jss.ProcessorsFrom(f.procsFrom), Estimate: jss.EstimateFrom(f.estimate), Overrun: jss.Overrun(f.overrun)}
+	if e, err := jss.ParseEstimate(f.estimate); err == nil {
+		conv.Estimate = e // case and blanks do not matter
 	}
-	if conv.Processors != jss.ProcsRequested && conv.Processors != jss.ProcsAllocated {
-		errs = append(errs, fmt.Errorf("--procs-from %q: want requested or allocated", f.procsFrom))
-	}
-	if e, err := jss.ParseEstimate(f.estimate); err != nil {
-		errs = append(errs, fmt.Errorf("--estimate %q: want requested, exact (or actual), actual+K%% (e.g. actual+20%%) or abort", f.estimate))
-	} else {
-		conv.Estimate = e
-	}
-	if conv.Overrun != jss.OverrunExtend && conv.Overrun != jss.OverrunKill {
-		errs = append(errs, fmt.Errorf("--overrun %q: want extend or kill", f.overrun))
-	}
+	errs = append(errs, conventionFlags.list(conv.Validate())...)
 	if !slices.Contains(report.Formats(), f.format) {
 		errs = append(errs, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(report.Formats(), ", ")))
 	}
