@@ -11,7 +11,6 @@ import (
 
 	"github.com/cosched/cosched/bench/measure"
 	"github.com/cosched/cosched/internal/atomicfile"
-	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
 )
 
@@ -65,9 +64,7 @@ func (f *benchCalibrateFlags) options() (measure.CalibrateOptions, error) {
 	if o.StateDir == "" {
 		o.StateDir = "-" // a temporary directory, made once every flag is right
 	}
-	for _, e := range fielderr.All(o.Validate()) {
-		errs = append(errs, benchCalibrateFlagNames.error(e))
-	}
+	errs = append(errs, benchCalibrateFlagNames.list(o.Validate())...)
 	if len(errs) > 0 {
 		return o, flagErrors(errs)
 	}

@@ -133,12 +133,11 @@ func (f *benchRunFlags) validate(ctx context.Context, progress io.Writer, cl *ap
 	c.machine.Processors, c.machine.MemoryPerProc, c.machine.MeanRuntime = o.Nodes, 0, f.meanRuntime
 	o.Machine = c.machine
 	o.Point = sweep.Point{MPL: o.MPL, Slice: o.Slice, Load: f.load, Workload: f.workload, Jobs: f.jobs, Seed: f.seed, Policy: o.Policy}
-	unparsed := len(errs) > 0 && len(o.Modes) == 0 // then "no mode" says nothing new
-	for _, e := range fielderr.All(o.Validate()) {
-		if e.Field != "Modes" || !unparsed {
-			errs = append(errs, benchRunFlagNames.error(e))
-		}
+	var skip []string
+	if len(errs) > 0 && len(o.Modes) == 0 {
+		skip = []string{"Modes"} // "no mode" says nothing new
 	}
+	errs = append(errs, benchRunFlagNames.list(o.Validate(), skip...)...)
 	if len(errs) > 0 {
 		return c, flagErrors(errs)
 	}

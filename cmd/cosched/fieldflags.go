@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/cosched/cosched/internal/fielderr"
 )
@@ -41,11 +42,15 @@ func (names flagNames) flag(field string) string {
 	return field
 }
 
-// list is every bad field of a library Validate error, named by its flag.
-func (names flagNames) list(err error) []error {
+// list is every bad field of a library Validate error, named by its flag,
+// but the skipped ones (fields whose flag did not parse: Validate's word
+// on them is noise).
+func (names flagNames) list(err error, skip ...string) []error {
 	var errs []error
 	for _, e := range fielderr.All(err) {
-		errs = append(errs, names.error(e))
+		if !slices.Contains(skip, e.Field) {
+			errs = append(errs, names.error(e))
+		}
 	}
 	return errs
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/closed"
 	"github.com/cosched/cosched/jss/sweep"
@@ -74,7 +73,7 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		Procs: f.procs, IOMean: f.ioMean,
 		Warmup: f.warmup, Completions: f.completions, Replications: f.replications, Seed: f.seed,
 	}
-	unparsed := map[string]bool{} // fields whose flag did not parse: Validate's word on them is noise
+	var unparsed []string // fields whose flag did not parse
 	jobs, errs := textvalue.List("--jobs", f.jobs, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > closed.MaxJobs {
@@ -82,7 +81,9 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		}
 		return n, nil
 	})
-	e.Jobs, unparsed["Jobs"] = jobs, len(errs) > 0
+	if e.Jobs = jobs; len(errs) > 0 {
+		unparsed = append(unparsed, "Jobs")
+	}
 	policies, ee := textvalue.List("--policy", f.policies, func(s string) (closed.Policy, error) {
 		p, err := closed.ParsePolicy(s)
 		if err != nil {
@@ -90,12 +91,14 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 		}
 		return p, nil
 	})
-	e.Policies, unparsed["Policies"] = policies, len(ee) > 0
+	if e.Policies = policies; len(ee) > 0 {
+		unparsed = append(unparsed, "Policies")
+	}
 	errs = append(errs, ee...)
 	svc, err := closed.ServiceFor(f.dist, f.cv, f.cvGiven, f.serviceMean)
 	if err != nil {
 		errs = append(errs, simClosedFlagNames.list(err)...)
-		unparsed["Service.Dist"], unparsed["Service.CV"] = true, true
+		unparsed = append(unparsed, "Service.Dist", "Service.CV")
 	}
 	e.Service = svc
 	if !slices.Contains(closed.Formats(), f.format) {
@@ -104,11 +107,7 @@ func (f *simClosedFlags) validate() (*closed.Experiment, error) {
 	if err := checkInt("--parallel", int64(f.parallel), 1, sweep.MaxParallel); err != nil {
 		errs = append(errs, err)
 	}
-	for _, fe := range fielderr.All(e.Validate()) {
-		if !unparsed[fe.Field] {
-			errs = append(errs, simClosedFlagNames.error(fe))
-		}
-	}
+	errs = append(errs, simClosedFlagNames.list(e.Validate(), unparsed...)...)
 	if len(errs) > 0 {
 		return nil, flagErrors(errs)
 	}

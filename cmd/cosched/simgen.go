@@ -17,7 +17,6 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/ctxio"
-	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/jss/workload"
@@ -95,11 +94,8 @@ func (f *simGenFlags) validate() (workload.Config, error) {
 		}
 		c.Templates = w.Templates
 	}
-	for _, e := range fielderr.All(c.Validate()) { // the memory sizes are checked below, as written
-		if e.Field != "MemoryMean" && e.Field != "MemoryMax" {
-			errs = append(errs, simGenFlagNames.error(e))
-		}
-	}
+	// The memory sizes are checked below, as written.
+	errs = append(errs, simGenFlagNames.list(c.Validate(), "MemoryMean", "MemoryMax")...)
 	var memErr bool
 	var err error
 	if c.MemoryMean, err = parseMemoryFlag("--mem-mean", f.memMean); err != nil {

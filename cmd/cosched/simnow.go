@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/gang/now"
-	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/nowsim"
 )
 
@@ -190,13 +189,7 @@ func (f *simNowFlags) generator(speeds []float64, valid bool) (nowsim.GenConfig,
 	if !valid || len(errs) > 0 {
 		check.Nodes = 0 // no sizes checked (the speeds, checked by their flag, give the nodes)
 	}
-	var fieldErrs []error
-	for _, e := range fielderr.All(check.Validate()) {
-		if e.Field != "Nodes" {
-			fieldErrs = append(fieldErrs, simNowFlagNames.error(e))
-		}
-	}
-	return g, append(fieldErrs, errs...)
+	return g, append(simNowFlagNames.list(check.Validate(), "Nodes"), errs...)
 }
 
 func nowFlagErrors(errs []error) error {

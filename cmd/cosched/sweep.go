@@ -14,7 +14,6 @@ import (
 
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/jss/sweep"
 )
 
@@ -112,10 +111,7 @@ func (f *sweepFlags) validate() (sweep.Spec, sweep.Shard, sweep.Machine, error) 
 	for _, w := range warnings {
 		f.warnings = append(f.warnings, w.Render(sweepFlagNames.flag))
 	}
-	var errs []error
-	for _, e := range fielderr.All(err) {
-		errs = append(errs, sweepFlagNames.error(e))
-	}
+	errs := sweepFlagNames.list(err)
 	if errs = append(errs, f.pfcfs.validate(isPFCFS(f.policy))...); len(errs) > 0 {
 		return spec, shard, m, flagErrors(errs)
 	}
