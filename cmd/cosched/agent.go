@@ -9,12 +9,9 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -22,6 +19,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/flagfile"
 	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
@@ -100,9 +98,11 @@ func newAgentCmdRun(run func(context.Context, *agentFlags) error) *cobra.Command
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = cmd.Flags().Changed
 			if f.config != "" {
-				if err := loadAgentConfig(cmd, &f); err != nil {
-					return err
+				changed, err := flagfile.Load(cmd.Flags(), "--config", f.config, &f)
+				if err != nil {
+					return usageError{err}
 				}
+				f.changed = changed
 			}
 			return run(cmd.Context(), &f)
 		},
@@ -156,43 +156,6 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	_ = fl.MarkHidden("first-job-id")
 	fl.BoolVar(&f.unsealedStrobes, "unsealed-strobes", false, "with --key-file, still send and accept strobes and heartbeats unsealed: insecure, only to measure what sealing costs (bench strobe --auth)")
 	_ = fl.MarkHidden("unsealed-strobes")
-}
-
-// loadAgentConfig reads the TOML file into f, then re-applies the flags the
-// user set on the command line.
-func loadAgentConfig(cmd *cobra.Command, f *agentFlags) error {
-	// The command line's values, as text (lists as lists), to set again
-	// over the file's.
-	given := map[string][]string{}
-	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if sv, ok := fl.Value.(pflag.SliceValue); ok {
-			given[fl.Name] = slices.Clone(sv.GetSlice()) // the file may write into the slice
-		} else {
-			given[fl.Name] = []string{fl.Value.String()}
-		}
-	})
-	md, err := toml.DecodeFile(f.config, f)
-	if err != nil {
-		return usageError{fmt.Errorf("--config %s: %w", f.config, err)}
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return usageError{fmt.Errorf("--config %s: unknown keys: %v", f.config, und)}
-	}
-	for name, v := range given {
-		fl := cmd.Flags().Lookup(name)
-		if sv, ok := fl.Value.(pflag.SliceValue); ok {
-			err = sv.Replace(v)
-		} else {
-			err = fl.Value.Set(v[0])
-		}
-		if err != nil {
-			return usageError{fmt.Errorf("--%s: %w", name, err)}
-		}
-	}
-	f.changed = func(name string) bool {
-		return given[name] != nil || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
-	}
-	return nil
 }
 
 // agentConfig checks every flag and builds the agent's configuration.
