@@ -243,28 +243,20 @@ func newQueueCmd() *cobra.Command {
 func queue(cmd *cobra.Command, f *queueFlags) error {
 	var errs []error
 	var cols []jobtable.Column
+	var sel jobtable.Filter
+	var err error
 	if f.format != "" {
-		var err error
 		if cols, err = jobtable.ParseFormat(f.format); err != nil {
 			errs = append(errs, fmt.Errorf("-o %q: %v", f.format, err))
 		}
 	}
-	var ids map[int64]bool
 	if f.jobList != "" {
-		ids = map[int64]bool{}
-		for _, item := range strings.Split(f.jobList, ",") {
-			id, err := api.ParseJobID(strings.TrimSpace(item))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("-j %q: %v", f.jobList, err))
-				break
-			}
-			ids[id] = true
+		if sel.IDs, err = jobtable.ParseJobList(f.jobList); err != nil {
+			errs = append(errs, fmt.Errorf("-j %q: %v", f.jobList, err))
 		}
 	}
-	var want map[api.State]bool
 	if f.states != "" {
-		var err error
-		if want, err = jobtable.ParseStates(f.states); err != nil {
+		if sel.States, err = jobtable.ParseStates(f.states); err != nil {
 			errs = append(errs, fmt.Errorf("-t %q: %v", f.states, err))
 		}
 	}
@@ -275,19 +267,11 @@ func queue(cmd *cobra.Command, f *queueFlags) error {
 	if err != nil {
 		return err
 	}
-	// Finished jobs are asked for when shown: --all, a job list
-	// (squeue -j shows a job whatever its state) or finished states.
-	finished := f.all || ids != nil
-	for st := range want {
-		finished = finished || st.Done()
-	}
-	jobs, err := c.Jobs(cmd.Context(), finished)
+	jobs, err := c.Jobs(cmd.Context(), sel.Finished(f.all))
 	if err != nil {
 		return err
 	}
-	jobs = slices.DeleteFunc(jobs, func(j api.Job) bool {
-		return ids != nil && !ids[j.ID] || want != nil && !want[j.State]
-	})
+	jobs = slices.DeleteFunc(jobs, func(j api.Job) bool { return !sel.Keep(j) })
 	if cols == nil {
 		jobtable.Queue(cmd.OutOrStdout(), jobs, f.noHeader, f.long)
 	} else {

@@ -394,3 +394,39 @@ func ParseStates(s string) (map[api.State]bool, error) {
 	}
 	return want, nil
 }
+
+// Filter selects jobs as squeue's -j and -t do; a nil set selects every
+// job.
+type Filter struct {
+	IDs    map[int64]bool
+	States map[api.State]bool
+}
+
+// ParseJobList reads -j/--jobs: job ids, comma-separated.
+func ParseJobList(s string) (map[int64]bool, error) {
+	ids := map[int64]bool{}
+	for _, item := range strings.Split(s, ",") {
+		id, err := api.ParseJobID(strings.TrimSpace(item))
+		if err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, nil
+}
+
+// Finished reports whether the filter selects finished jobs, so that they
+// must be asked for besides those of all (--all): a job list (squeue -j
+// shows a job whatever its state) or a finished state.
+func (f Filter) Finished(all bool) bool {
+	finished := all || f.IDs != nil
+	for st := range f.States {
+		finished = finished || st.Done()
+	}
+	return finished
+}
+
+// Keep reports whether j is selected.
+func (f Filter) Keep(j api.Job) bool {
+	return (f.IDs == nil || f.IDs[j.ID]) && (f.States == nil || f.States[j.State])
+}

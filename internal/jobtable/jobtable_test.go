@@ -1,6 +1,7 @@
 package jobtable
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,45 @@ func TestQueueLongAndNodesShowContainment(t *testing.T) {
 	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer"} {
 		if !strings.Contains(n.String(), want) {
 			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
+		}
+	}
+}
+
+// -j and -t select jobs, and ask for finished jobs when they may show one.
+func TestFilter(t *testing.T) {
+	ids, err := ParseJobList("3, 4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseJobList("3,x"); err == nil {
+		t.Error(`ParseJobList("3,x"): no error`)
+	}
+	running, err := ParseStates("R")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, _ := ParseStates("CD")
+	for _, tc := range []struct {
+		f        Filter
+		all      bool
+		finished bool
+		kept     string
+	}{
+		{Filter{}, false, false, "2 3 4"},
+		{Filter{}, true, true, "2 3 4"},
+		{Filter{IDs: ids}, false, true, "3 4"},
+		{Filter{States: running}, false, false, "2 4"},
+		{Filter{States: done}, false, true, "3"},
+		{Filter{IDs: ids, States: running}, false, true, "4"},
+	} {
+		var kept []string
+		for _, j := range []api.Job{{ID: 2, State: api.Running}, {ID: 3, State: api.Completed}, {ID: 4, State: api.Running}} {
+			if tc.f.Keep(j) {
+				kept = append(kept, strconv.FormatInt(j.ID, 10))
+			}
+		}
+		if got := strings.Join(kept, " "); got != tc.kept || tc.f.Finished(tc.all) != tc.finished {
+			t.Errorf("%+v (all %v): kept %q, finished %v; want %q, %v", tc.f, tc.all, got, tc.f.Finished(tc.all), tc.kept, tc.finished)
 		}
 	}
 }
