@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
@@ -59,18 +56,3 @@ const maxIterations = 1_000_000_000
 // genBytesPerJob is a generous size of one generated SWF job line, for the
 // free-space check before writing (measured: 110 bytes with memory).
 const genBytesPerJob = 128
-
-// checkFreeSpace refuses to start writing an estimated need bytes to path
-// when its file system has less free space: a file that cannot fit would
-// fill the disk before failing.
-func checkFreeSpace(flag, path string, need int64) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
-		return nil // the create that follows reports a bad directory
-	}
-	free := int64(st.Bavail) * int64(st.Bsize)
-	if need > free {
-		return fmt.Errorf("%s %s: the output needs about %d MB, only %d MB are free there", flag, path, need>>20, free>>20)
-	}
-	return nil
-}

@@ -132,8 +132,8 @@ func runSimGen(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f
 		_, err := workload.WriteSWF(ctxio.Writer(ctx, stdout), gen, c)
 		return err
 	}
-	if err := checkFreeSpace("--out", f.out, int64(c.Jobs)*genBytesPerJob); err != nil {
-		return err
+	if err := atomicfile.CheckSpace(f.out, int64(c.Jobs)*genBytesPerJob); err != nil {
+		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
 	o, err := atomicfile.Create(f.out)
 	if err != nil {

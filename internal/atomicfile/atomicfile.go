@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // File is a file being written. Commit publishes it; Abort discards it.
@@ -68,4 +70,20 @@ func WriteFile(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Commit()
+}
+
+// CheckSpace refuses to start writing an estimated need bytes to path
+// when its file system has less free space: a file that cannot fit would
+// fill the disk before failing. A directory it cannot examine passes (the
+// Create that follows reports it).
+func CheckSpace(path string, need int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return nil
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if need > free {
+		return fmt.Errorf("the output needs about %d MB, only %d MB are free there", need>>20, free>>20)
+	}
+	return nil
 }

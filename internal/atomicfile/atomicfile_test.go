@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,17 @@ func TestCommitAndAbort(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "missing", "x"), nil); err == nil {
 		t.Error("writing into a missing directory succeeded")
+	}
+}
+
+// A file that cannot fit is refused before anything is written; one that
+// fits passes.
+func TestCheckSpace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.swf")
+	if err := CheckSpace(path, 1); err != nil {
+		t.Errorf("1 byte: %v", err)
+	}
+	if err := CheckSpace(path, 1<<62); err == nil || !strings.Contains(err.Error(), "the output needs about") {
+		t.Errorf("4 EiB: %v, want the output refused", err)
 	}
 }
