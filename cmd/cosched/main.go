@@ -9,13 +9,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/internal/version"
 	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/node"
 )
@@ -122,7 +122,7 @@ func newRootCmd() *cobra.Command {
 		Short:         "Buffered coscheduling, gang scheduling and backfilling: runtime and simulator",
 		SilenceUsage:  true, // errors are printed once, by run
 		SilenceErrors: true,
-		Version:       version(),
+		Version:       version.String(buildVersion),
 	}
 	root.SetVersionTemplate("cosched {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -134,36 +134,6 @@ func newRootCmd() *cobra.Command {
 // buildVersion is set at link time by release builds:
 // go build -ldflags "-X main.buildVersion=v1.2.3" ./cmd/cosched
 var buildVersion string
-
-// version is the release set at link time, else the module version and the
-// VCS revision the Go toolchain recorded (with "+dirty" for uncommitted
-// changes), else "devel".
-func version() string {
-	if buildVersion != "" {
-		return buildVersion
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	v := info.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
-	}
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch {
-		case s.Key == "vcs.revision" && len(s.Value) >= 12:
-			rev = s.Value[:12]
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "+dirty"
-		}
-	}
-	if rev != "" && !strings.Contains(v, rev) {
-		v += " (" + rev + dirty + ")"
-	}
-	return v + " " + info.GoVersion
-}
 
 // A command annotated stopAnnotation: stopClean (a daemon) ends normally on
 // SIGINT or SIGTERM; any other command stopped by a signal fails.
