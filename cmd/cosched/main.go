@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/internal/sigrun"
 	"github.com/cosched/cosched/internal/version"
 	"github.com/cosched/cosched/jss/swf"
 	"github.com/cosched/cosched/node"
@@ -27,7 +26,9 @@ func main() {
 	if _, err := node.DropRealtime(); err != nil {
 		fmt.Fprintf(os.Stderr, "cosched: warning: running at an inherited real-time priority: %v\n", err)
 	}
-	os.Exit(runWithSignals(os.Args[1:]))
+	os.Exit(sigrun.Run("cosched", stopGrace, os.Stderr, func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	}))
 }
 
 // stopGrace is how long a command has, after SIGINT or SIGTERM, to stop by
@@ -37,59 +38,6 @@ func main() {
 // such as stopping a benchmark's cluster and writing what it measured. It
 // is a safety net for a clean-up that hangs. A second signal exits at once.
 const stopGrace = 10 * time.Second
-
-// runWithSignals runs the command line with a context that the first
-// SIGINT or SIGTERM cancels, and returns the exit status: a command that
-// was stopped by a signal exits 128+signal (130 for SIGINT, 143 for
-// SIGTERM) as shells report it, unless it completed cleanly (an agent's
-// orderly stop exits 0).
-func runWithSignals(args []string) int {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, args, os.Stdin, os.Stdout, os.Stderr) }()
-	var got os.Signal
-	var grace <-chan time.Time
-	for {
-		select {
-		case code := <-done:
-			if got != nil && code != 0 {
-				return signalStatus(got)
-			}
-			return code
-		case s := <-sigs:
-			if got != nil {
-				fmt.Fprintf(os.Stderr, "cosched: second %s: exiting now\n", signalName(s))
-				return signalStatus(s)
-			}
-			got = s
-			cancel(fmt.Errorf("%s received", signalName(s)))
-			grace = time.After(stopGrace)
-		case <-grace:
-			fmt.Fprintf(os.Stderr, "cosched: did not stop within %v of %s: exiting now\n", stopGrace, signalName(got))
-			return signalStatus(got)
-		}
-	}
-}
-
-func signalName(s os.Signal) string {
-	if s == syscall.SIGTERM {
-		return "SIGTERM"
-	}
-	return "SIGINT"
-}
-
-// signalStatus is the exit status a shell shows for a process a signal
-// stopped: 128 + the signal's number.
-func signalStatus(s os.Signal) int {
-	if n, ok := s.(syscall.Signal); ok {
-		return 128 + int(n)
-	}
-	return 130
-}
 
 // run executes the command line args and returns the process exit status:
 // 0 on success, 1 on failure, 2 on a usage error.
