@@ -228,6 +228,34 @@ func strobeOnce(ctx context.Context, o StrobeOptions, suspend string, keep bool,
 	return Strobe(ctx, o)
 }
 
+// WriteStrobeMethods prints the reports of StrobeMethods, run with
+// methods suspension methods and auths authentication settings (reps in
+// its order: by method, then by setting): each report, then the settings
+// compared per method when there are several, then the methods compared
+// (their last, sealed, reports) when there are several.
+func WriteStrobeMethods(w io.Writer, reps []*StrobeReport, methods, auths int) {
+	for i, rep := range reps {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		WriteStrobeReport(w, rep)
+	}
+	if auths > 1 {
+		for i := 0; i < len(reps); i += auths {
+			fmt.Fprintln(w)
+			WriteAuthComparison(w, reps[i:i+auths])
+		}
+	}
+	if methods > 1 {
+		var sealed []*StrobeReport // one report per suspension method
+		for i := auths - 1; i < len(reps); i += auths {
+			sealed = append(sealed, reps[i])
+		}
+		fmt.Fprintln(w)
+		WriteSuspendComparison(w, sealed)
+	}
+}
+
 // WriteSuspendComparison sets the suspension methods' switch figures side
 // by side, each with its ratio to the first's.
 func WriteSuspendComparison(w io.Writer, reps []*StrobeReport) {

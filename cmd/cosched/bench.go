@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -93,25 +92,6 @@ func benchStrobe(ctx context.Context, out, progress io.Writer, f *benchStrobeFla
 		}
 		return enc.Encode(reps)
 	}
-	for i, rep := range reps {
-		if i > 0 {
-			fmt.Fprintln(out)
-		}
-		measure.WriteStrobeReport(out, rep)
-	}
-	if len(unsealed) > 1 {
-		for i := 0; i < len(reps); i += len(unsealed) {
-			fmt.Fprintln(out)
-			measure.WriteAuthComparison(out, reps[i:i+len(unsealed)])
-		}
-	}
-	if len(f.suspend) > 1 {
-		var sealed []*measure.StrobeReport // one report per suspension method
-		for i := len(unsealed) - 1; i < len(reps); i += len(unsealed) {
-			sealed = append(sealed, reps[i])
-		}
-		fmt.Fprintln(out)
-		measure.WriteSuspendComparison(out, sealed)
-	}
+	measure.WriteStrobeMethods(out, reps, len(f.suspend), len(unsealed))
 	return nil
 }
