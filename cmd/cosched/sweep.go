@@ -8,12 +8,11 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/progress"
 	"github.com/cosched/cosched/jss/sweep"
 )
 
@@ -162,9 +161,9 @@ func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 	} else {
 		fmt.Fprintf(stderr, "sweep: shard %v: %d of %d points, %d at a time\n", shard, n, total, f.parallel)
 	}
-	pr := newSweepProgress(stderr, n)
-	res, err := sweep.Execute(ctx, m, spec, shard, f.parallel, pr.update)
-	pr.finish(err == nil)
+	pr := progress.New(stderr, "sweep", "points", n)
+	res, err := sweep.Execute(ctx, m, spec, shard, f.parallel, pr.Update)
+	pr.Finish(err == nil)
 	if err != nil {
 		return err
 	}
@@ -202,62 +201,4 @@ func writeSweepResults(stdout io.Writer, res *sweep.Results, dir string) error {
 		return sweep.WriteTable(stdout, res.Rows)
 	}
 	return nil
-}
-
-// sweepProgress reports points done on stderr: a progress bar on a
-// terminal, otherwise a line at about every 10% of the points.
-type sweepProgress struct {
-	w     io.Writer
-	total int
-	bar   *progressbar.ProgressBar
-	start time.Time
-	next  int // (no bar) the tenth to report next
-}
-
-func newSweepProgress(w io.Writer, total int) *sweepProgress {
-	p := &sweepProgress{w: w, total: total, start: time.Now(), next: 1}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && total > 0 {
-		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription("sweep"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("points"),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetRenderBlankState(true),
-			progressbar.OptionSetWidth(30),
-		)
-	}
-	return p
-}
-
-// update is sweep.Run's progress callback (never called concurrently).
-func (p *sweepProgress) update(done, total int) {
-	if p.bar != nil {
-		_ = p.bar.Set(done)
-		return
-	}
-	if total == 0 || done*10 < p.next*total {
-		return
-	}
-	for done*10 >= p.next*total {
-		p.next++
-	}
-	elapsed := time.Since(p.start).Round(100 * time.Millisecond)
-	fmt.Fprintf(p.w, "sweep: %d/%d points (%d%%), %v\n", done, total, done*100/total, elapsed)
-}
-
-// finish closes the bar: completed, or left where it stopped.
-func (p *sweepProgress) finish(ok bool) {
-	if p.bar == nil {
-		return
-	}
-	if ok {
-		_ = p.bar.Finish()
-	} else {
-		_ = p.bar.Exit()
-	}
-	fmt.Fprintln(p.w)
 }
