@@ -257,22 +257,13 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 		Backfill:     f.bf,
 		ByRuntimeBin: f.byBin,
 	}
-	var outs []*atomicfile.File
-	defer func() {
-		for _, o := range outs {
-			o.Abort()
-		}
-	}()
+	var outs atomicfile.Group
+	defer outs.Abort()
 	open := func(path string) (io.Writer, error) {
 		if several {
 			path = withPolicy(path, p)
 		}
-		o, err := atomicfile.Create(path)
-		if err != nil {
-			return nil, err
-		}
-		outs = append(outs, o)
-		return o, nil
+		return outs.Create(path)
 	}
 	var err error
 	if f.outSWF != "" {
@@ -291,12 +282,7 @@ func simulateOne(ctx context.Context, f *simFlags, input jss.TraceInput, conv js
 	if err != nil {
 		return res, err
 	}
-	for _, o := range outs {
-		if err := o.Commit(); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	return res, outs.Commit()
 }
 
 // withPolicy inserts the policy name before a path's extension:

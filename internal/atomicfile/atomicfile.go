@@ -59,6 +59,37 @@ func (a *File) Abort() {
 	}
 }
 
+// Group is files written together: a run's outputs, all published once it
+// succeeded, none otherwise. The zero value is an empty group.
+type Group struct{ files []*File }
+
+// Create starts writing path as a file of the group.
+func (g *Group) Create(path string) (*File, error) {
+	f, err := Create(path)
+	if err == nil {
+		g.files = append(g.files, f)
+	}
+	return f, err
+}
+
+// Commit publishes the files in turn, stopping at the first that fails
+// (Abort discards the others).
+func (g *Group) Commit() error {
+	for _, f := range g.files {
+		if err := f.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort discards every file not committed; it may be deferred.
+func (g *Group) Abort() {
+	for _, f := range g.files {
+		f.Abort()
+	}
+}
+
 // WriteFile writes data to path atomically.
 func WriteFile(path string, data []byte) error {
 	f, err := Create(path)

@@ -54,3 +54,33 @@ func TestCheckSpace(t *testing.T) {
 		t.Errorf("4 EiB: %v, want the output refused", err)
 	}
 }
+
+// A group publishes every file on Commit, and none when aborted.
+func TestGroup(t *testing.T) {
+	dir := t.TempDir()
+	for _, commit := range []bool{false, true} {
+		var g Group
+		for _, name := range []string{"a.swf", "b.csv"} {
+			f, err := g.Create(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write([]byte(name))
+		}
+		if commit {
+			if err := g.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.Abort()
+		entries, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		want := map[bool]string{false: "", true: "a.swf b.csv"}[commit]
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("commit %v: directory holds %q, want %q", commit, got, want)
+		}
+	}
+}
