@@ -37,12 +37,20 @@ func Workloads() []Workload {
 
 // LookupWorkload returns the named workload; the error lists the valid names.
 func LookupWorkload(name string) (Workload, error) {
-	var names []string
 	for _, w := range Workloads() {
 		if strings.EqualFold(w.Name, name) {
 			return w, nil
 		}
+	}
+	return Workload{}, fmt.Errorf("bench: unknown workload %q (valid: %s)", name, WorkloadNames())
+}
+
+// WorkloadNames lists the named workloads, comma-separated, for help and
+// errors.
+func WorkloadNames() string {
+	var names []string
+	for _, w := range Workloads() {
 		names = append(names, w.Name)
 	}
-	return Workload{}, fmt.Errorf("bench: unknown workload %q (valid: %s)", name, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }

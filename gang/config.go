@@ -36,10 +36,12 @@ func ParsePolicy(name string) (Policy, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("gang: unknown policy %q (valid: %s)", name, policyList())
+	return "", fmt.Errorf("gang: unknown policy %q (valid: %s)", name, PolicyNames())
 }
 
-func policyList() string {
+// PolicyNames lists the policies' names, comma-separated, for help and
+// errors.
+func PolicyNames() string {
 	names := make([]string, 0, len(Policies()))
 	for _, p := range Policies() {
 		names = append(names, string(p))
@@ -100,7 +102,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("MPL must be from 1 to %d, got %d", MaxMPL, c.MPL))
 	}
 	if _, err := ParsePolicy(string(c.Policy)); err != nil {
-		errs = append(errs, fmt.Errorf("unknown policy %q (valid: %s)", c.Policy, policyList()))
+		errs = append(errs, fmt.Errorf("unknown policy %q (valid: %s)", c.Policy, PolicyNames()))
 	}
 	errs = append(errs, c.Backfill.validate(c.Policy)...)
 	if len(errs) == 0 {

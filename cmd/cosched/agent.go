@@ -125,7 +125,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Bandwidth, "bandwidth", f.Bandwidth, "controller, bcs: network bandwidth per node, per second; h_max = bandwidth × slice (0: unlimited)")
 	fl.StringVar(&f.Slice, "slice", f.Slice, "controller: time slice in gang and bcs modes (down to 1ms)")
 	fl.IntVar(&f.MPL, "mpl", f.MPL, "controller: multiprogramming level, rows of the matrix (1 in space mode)")
-	fl.StringVar(&f.Policy, "policy", f.Policy, "controller: queue policy: "+policyNames())
+	fl.StringVar(&f.Policy, "policy", f.Policy, "controller: queue policy: "+gang.PolicyNames())
 	f.backfillFlags.add(fl, "controller, ")
 	fl.StringVar(&f.CPUs, "cpus", "", "CPUs to pin ranks to, as a list (0-3,8,10-11); default: every CPU, unpinned")
 	fl.IntVar(&f.Processors, "processors", 0, "processors to offer when --cpus is not given (default: the machine's CPUs)")
@@ -214,7 +214,7 @@ func (f *agentFlags) controllerSettings(cfg *node.Config) []error {
 	}
 	p, policyErr := gang.ParsePolicy(f.Policy)
 	if policyErr != nil {
-		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, policyNames()))
+		errs = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.Policy, gang.PolicyNames()))
 	}
 	cfg.Policy = p
 	if cfg.MPI, err = api.ParseMPI(f.MPI); err != nil {

@@ -79,7 +79,7 @@ func (f *benchRunFlags) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.nodes, "nodes", f.nodes, "agents (nodes of one processor)")
 	fl.DurationVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
 	fl.IntVar(&f.mpl, "mpl", f.mpl, "multiprogramming level (gang, bcs)")
-	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+policyNames())
+	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+gang.PolicyNames())
 	fl.DurationVar(&f.meanRuntime, "mean-runtime", f.meanRuntime, "mean dedicated runtime at load 1 (the run's time scale)")
 	fl.StringVar(&f.work, "work", "", "ranks' work: cpu or wall (default: wall when --nodes exceeds the cores, else cpu)")
 	fl.Uint64Var(&f.seed, "seed", f.seed, "workload seed")

@@ -111,7 +111,7 @@ func newClusterUpCmd() *cobra.Command {
 	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
 	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
 	fl.IntVar(&f.opts.MPL, "mpl", f.opts.MPL, "multiprogramming level (1 in space mode)")
-	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+policyNames())
+	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+gang.PolicyNames())
 	f.backfill.add(fl, "")
 	fl.IntVar(&f.opts.Processors, "processors", f.opts.Processors, "processors each agent offers")
 	fl.StringVar(&f.opts.StateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
@@ -138,7 +138,7 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	}
 	policy, err := gang.ParsePolicy(f.policy)
 	if err != nil {
-		errs, parsed["--policy"] = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, policyNames())), true
+		errs, parsed["--policy"] = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, gang.PolicyNames())), true
 	}
 	o.Policy = policy
 	changed := f.changed

@@ -62,7 +62,7 @@ func newSimCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", "", "SWF trace to simulate, plain or gzip-compressed; - reads standard input (default: the embedded KTH-SP2 sample)")
-	fl.StringVar(&f.policies, "policy", "fcfs,easy,easy-sjbf,conservative", "comma-separated policies to compare: "+simPolicyNames())
+	fl.StringVar(&f.policies, "policy", "fcfs,easy,easy-sjbf,conservative", "comma-separated policies to compare: "+jss.PolicyNames())
 	fl.IntVar(&f.procs, "procs", 0, "machine size in processors (default: the trace header's MaxProcs, else MaxNodes)")
 	fl.StringVar(&f.format, "format", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fl.StringVar(&f.outSWF, "out-swf", "", "write the simulated schedule as an SWF file (field 3 = simulated wait); with several policies the policy name is inserted before the extension")
@@ -82,14 +82,6 @@ func newSimCmd() *cobra.Command {
 	return cmd
 }
 
-func policyNames() string {
-	var names []string
-	for _, p := range gang.Policies() {
-		names = append(names, string(p))
-	}
-	return strings.Join(names, ", ")
-}
-
 // parsePolicies resolves a comma-separated list, keeping order, dropping
 // repeats.
 func parsePolicies(list string) ([]gang.Policy, error) {
@@ -107,7 +99,7 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 			p, err = jss.PolicyEQSpatial, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), simPolicyNames())
+			return nil, fmt.Errorf("--policy: unknown policy %q (valid: %s)", strings.TrimSpace(name), jss.PolicyNames())
 		}
 		if !seen[p] {
 			seen[p] = true
@@ -115,7 +107,7 @@ func parsePolicies(list string) ([]gang.Policy, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--policy: no policy given (valid: %s)", simPolicyNames())
+		return nil, fmt.Errorf("--policy: no policy given (valid: %s)", jss.PolicyNames())
 	}
 	return out, nil
 }

@@ -55,9 +55,6 @@ func (f *pfcfsFlags) config() jss.PFCFSConfig {
 	}
 }
 
-// simPolicyNames lists the policies `cosched sim` runs: the registry's.
-func simPolicyNames() string { return jss.PolicyNames() }
-
 // isPFCFS reports whether a --policy entry names pfcfs.
 func isPFCFS(name string) bool {
 	info, err := jss.LookupPolicy(name)

@@ -49,7 +49,7 @@ func newSimGenCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.workload, "workload", "w3", "benchmark templates the jobs draw from: "+benchWorkloadNames()+", or "+genNoTemplates)
+	fl.StringVar(&f.workload, "workload", "w3", "benchmark templates the jobs draw from: "+bench.WorkloadNames()+", or "+genNoTemplates)
 	fl.IntVar(&f.jobs, "jobs", 1000, fmt.Sprintf("number of jobs (at most %d)", workload.MaxJobs))
 	fl.Float64Var(&f.load, "load", 1.0, "offered load: Σ size × runtime over processors × time (above 1 needs time sharing)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
@@ -60,14 +60,6 @@ func newSimGenCmd() *cobra.Command {
 	fl.StringVar(&f.memPerProc, "mem-per-proc", "512MiB", "memory of one processor (column): no process needs more; must be at least --mem-mean")
 	fl.StringVar(&f.out, "out", "", "write the SWF here instead of standard output (- is standard output)")
 	return cmd
-}
-
-func benchWorkloadNames() string {
-	var names []string
-	for _, w := range bench.Workloads() {
-		names = append(names, w.Name)
-	}
-	return strings.Join(names, ", ")
 }
 
 // parseMemoryFlag reads a memory size with units, as humanize.ParseBytes does,
@@ -90,7 +82,7 @@ func (f *simGenFlags) validate() (workload.Config, error) {
 	if !strings.EqualFold(f.workload, genNoTemplates) {
 		w, err := bench.LookupWorkload(f.workload)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--workload %q: unknown workload (valid: %s, %s)", f.workload, benchWorkloadNames(), genNoTemplates))
+			errs = append(errs, fmt.Errorf("--workload %q: unknown workload (valid: %s, %s)", f.workload, bench.WorkloadNames(), genNoTemplates))
 		}
 		c.Templates = w.Templates
 	}

@@ -75,7 +75,7 @@ func (f *sweepFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.seeds, "seed", "1", "random seeds (a list runs each point once per seed)")
 	fl.StringVar(&f.out, "out", "", "directory for the results (created if needed); without it the table is printed and no file written")
 	fl.StringVar(&f.shard, "shard", "", "run only shard k of n (k/n, 1 ≤ k ≤ n): the points whose index % n == k-1")
-	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+policyNames()+", or pfcfs (with --mode space only)")
+	fl.StringVar(&f.policy, "policy", string(gang.EASY), "queue policy: "+gang.PolicyNames()+", or pfcfs (with --mode space only)")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "points simulated at once")
 	fl.IntVar(&f.procs, "procs", 32, "machine size in processors")
 	fl.StringVar(&f.memPerProc, "mem-per-proc", "512MiB", "memory of one processor; no process needs more")
