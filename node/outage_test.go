@@ -206,8 +206,11 @@ func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
 	if len(ranks) != len(pids)-1 || stopped != 2 {
 		t.Errorf("live ranks %+v (%d stopped), want the %d others, the other row's 2 stopped", ranks, stopped, len(pids)-1)
 	}
-	// The exit was handed over: the next greeting carries it no more.
-	if _, exits, err := node.Greet(n1, sharing.Gang, 2); err != nil || len(exits) != 0 {
-		t.Errorf("second greeting: exits %+v, %v; want none", exits, err)
+	// The exit was handed over: the next greeting carries nothing new. It
+	// may carry the same exit again: one that reached a controller's
+	// connection is repeated to the next controller (a leader may die
+	// before journaling it), and the greetings above are controllers.
+	if _, again, err := node.Greet(n1, sharing.Gang, 2); err != nil || len(again) > 1 || len(again) == 1 && again[0].PID != victim {
+		t.Errorf("second greeting: exits %+v, %v; want none, or the same one repeated", again, err)
 	}
 }
