@@ -39,23 +39,23 @@ func newFakeAgent(t *testing.T) *fakeAgent {
 			f.keys <- spec.SubmitKey
 		}
 		if f.badGateway.Add(-1) >= 0 {
-			writeError(w, http.StatusBadGateway, "controller at 127.0.0.1:1 unreachable: connection reset")
+			WriteError(w, http.StatusBadGateway, "controller at 127.0.0.1:1 unreachable: connection reset")
 			return
 		}
 		if f.unavailable.Add(-1) >= 0 {
 			if f.retryLater {
 				w.Header().Set("Retry-After", "1")
 			}
-			writeError(w, http.StatusServiceUnavailable, "no controller in the cluster yet")
+			WriteError(w, http.StatusServiceUnavailable, "no controller in the cluster yet")
 			return
 		}
-		writeJSON(w, http.StatusCreated, Submitted{ID: f.submits.Add(1)})
+		WriteJSON(w, http.StatusCreated, Submitted{ID: f.submits.Add(1)})
 	})
 	mux.HandleFunc("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, []Job{})
+		WriteJSON(w, http.StatusOK, []Job{})
 	})
 	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, NodesReport{Nodes: f.nodes})
+		WriteJSON(w, http.StatusOK, NodesReport{Nodes: f.nodes})
 	})
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
@@ -159,7 +159,7 @@ func TestClientResendsASubmissionAnAgentMayHaveTakenWithItsKey(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("DELETE /v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
 		cancels.Add(1)
-		writeError(w, http.StatusBadGateway, "controller unreachable")
+		WriteError(w, http.StatusBadGateway, "controller unreachable")
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -231,17 +231,4 @@ func TestClientLocalStatsStayWithTheirAgent(t *testing.T) {
 	if _, err := c.LocalStats(context.Background(), 0); err == nil || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("local stats of a dead agent: %v", err)
 	}
-}
-
-// writeJSON and writeError answer as the agents do (node/httpapi.go).
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, APIError{Error: msg})
 }

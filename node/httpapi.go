@@ -42,10 +42,10 @@ func (a *Agent) routes() http.Handler {
 		// takes (RFC 9110), not an unknown endpoint.
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			api.WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 			return
 		}
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+		api.WriteError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	return mux
 }
@@ -84,7 +84,7 @@ func (a *Agent) withController(h func(*Controller, http.ResponseWriter, *http.Re
 			// Not acted on: a client may repeat it (Retry-After), e.g.
 			// once an election is over.
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "no controller leads yet (an election may be in progress)")
+			api.WriteError(w, http.StatusServiceUnavailable, "no controller leads yet (an election may be in progress)")
 			return
 		}
 		// The controller trusts this agent's word (it holds the key) on
@@ -117,10 +117,10 @@ func (a *Agent) proxyTo(addr string) *httputil.ReverseProxy {
 			// The request never reached the controller: it may be repeated
 			// (e.g. once another controller leads).
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "controller at "+addr+" unreachable: "+err.Error())
+			api.WriteError(w, http.StatusServiceUnavailable, "controller at "+addr+" unreachable: "+err.Error())
 			return
 		}
-		writeError(w, http.StatusBadGateway, "controller at "+addr+" unreachable: "+err.Error())
+		api.WriteError(w, http.StatusBadGateway, "controller at "+addr+" unreachable: "+err.Error())
 	}
 	if a.proxies.by == nil {
 		a.proxies.by = map[string]*httputil.ReverseProxy{}
@@ -129,17 +129,6 @@ func (a *Agent) proxyTo(addr string) *httputil.ReverseProxy {
 	return p
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, api.APIError{Error: msg})
-}
 
 // callCtx bounds a call into the controller's loop.
 func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
@@ -153,20 +142,20 @@ func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request)
 	if err := dec.Decode(&spec); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+			api.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
 			return
 		}
-		writeError(w, http.StatusBadRequest, "malformed job spec: "+err.Error())
+		api.WriteError(w, http.StatusBadRequest, "malformed job spec: "+err.Error())
 		return
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, "malformed job spec: more than one JSON value")
+		api.WriteError(w, http.StatusBadRequest, "malformed job spec: more than one JSON value")
 		return
 	}
 	owner := ownerOf(caller(r))
 	if why := mayRunAs(owner); why != "" {
 		a.authDenials.Inc()
-		writeError(w, http.StatusForbidden, fmt.Sprintf("user %s: %s", owner.User, why))
+		api.WriteError(w, http.StatusForbidden, fmt.Sprintf("user %s: %s", owner.User, why))
 		return
 	}
 	spec.Owner, spec.User = &owner, owner.User // never the client's word
@@ -175,24 +164,24 @@ func (a *Agent) apiSubmit(c *Controller, w http.ResponseWriter, r *http.Request)
 	id, err := c.Submit(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {
-			writeError(w, http.StatusServiceUnavailable, "controller busy: "+err.Error())
+			api.WriteError(w, http.StatusServiceUnavailable, "controller busy: "+err.Error())
 			return
 		}
 		if errors.Is(err, ErrStopped) {
-			writeError(w, http.StatusServiceUnavailable, err.Error())
+			api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
 		if errors.Is(err, ctl.ErrNoAgents) {
 			// The agents re-register within a heartbeat or two of a start
 			// or failover; the client repeats it.
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, err.Error())
+			api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
-		writeError(w, http.StatusBadRequest, err.Error())
+		api.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusCreated, api.Submitted{ID: id})
+	api.WriteJSON(w, http.StatusCreated, api.Submitted{ID: id})
 }
 
 func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
@@ -201,7 +190,7 @@ func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	jobs, err := c.Jobs(ctx, all)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	if jobs == nil {
@@ -217,13 +206,13 @@ func (a *Agent) apiJobs(c *Controller, w http.ResponseWriter, r *http.Request) {
 		// Large, and may hold secrets: only GET /v1/jobs/ID shows it.
 		jobs[i].Spec.Env = nil
 	}
-	writeJSON(w, http.StatusOK, jobs)
+	api.WriteJSON(w, http.StatusOK, jobs)
 }
 
 func (a *Agent) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := api.ParseJobID(r.PathValue("id"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		api.WriteError(w, http.StatusBadRequest, err.Error())
 		return 0, false
 	}
 	return id, true
@@ -238,7 +227,7 @@ func (a *Agent) apiJob(c *Controller, w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	j, ok := a.accessibleJob(ctx, c, w, r, id, "see")
 	if ok {
-		writeJSON(w, http.StatusOK, j)
+		api.WriteJSON(w, http.StatusOK, j)
 	}
 }
 
@@ -248,9 +237,9 @@ func (a *Agent) accessibleJob(ctx context.Context, c *Controller, w http.Respons
 	j, err := c.Job(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
+		api.WriteError(w, http.StatusNotFound, err.Error())
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 	case !a.mayAccess(caller(r), j.Spec.Owner):
 		a.forbidden(w, id, j.Spec.Owner, what)
 	default:
@@ -272,13 +261,13 @@ func (a *Agent) apiCancel(c *Controller, w http.ResponseWriter, r *http.Request)
 	err := c.Cancel(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
+		api.WriteError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, ErrEnded):
-		writeError(w, http.StatusConflict, err.Error())
+		api.WriteError(w, http.StatusConflict, err.Error())
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 	default:
-		writeJSON(w, http.StatusOK, api.Submitted{ID: id})
+		api.WriteJSON(w, http.StatusOK, api.Submitted{ID: id})
 	}
 }
 
@@ -287,7 +276,7 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 	defer cancel()
 	nodes, err := c.Nodes(ctx)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	// Agents without processors (controller-only ones) are not the
@@ -308,7 +297,7 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 	if want, _ := strconv.ParseBool(r.URL.Query().Get("stats")); want {
 		cs, err := c.Stats(ctx)
 		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, err.Error())
+			api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
 		rep.Cluster = &cs
@@ -332,7 +321,7 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 		skew := strobe.Skew(records)
 		rep.Skew = &skew
 	}
-	writeJSON(w, http.StatusOK, rep)
+	api.WriteJSON(w, http.StatusOK, rep)
 }
 
 // apiLocalStats is GET /v1/local/stats[?since=SEQ]: this agent's strobe
@@ -342,7 +331,7 @@ func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("since"); s != "" {
 		var err error
 		if since, err = strconv.ParseUint(s, 10, 64); err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("since=%q: not a slice number", s))
+			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("since=%q: not a slice number", s))
 			return
 		}
 	}
@@ -356,7 +345,7 @@ func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, st)
+	api.WriteJSON(w, http.StatusOK, st)
 }
 
 func (a *Agent) realtimeStatus() string {

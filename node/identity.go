@@ -71,7 +71,7 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 		if err != nil {
 			a.authFailures.Inc()
 			w.Header().Set("WWW-Authenticate", api.AuthScheme)
-			writeError(w, http.StatusUnauthorized, err.Error())
+			api.WriteError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
@@ -173,7 +173,7 @@ func (a *Agent) forbidden(w http.ResponseWriter, id int64, o *api.Owner, what st
 		who = o.User
 	}
 	a.authDenials.Inc()
-	writeError(w, http.StatusForbidden, fmt.Sprintf("job %d belongs to %s: only its owner or an operator (root%s) may %s it", id, who, a.adminGroupNote(), what))
+	api.WriteError(w, http.StatusForbidden, fmt.Sprintf("job %d belongs to %s: only its owner or an operator (root%s) may %s it", id, who, a.adminGroupNote(), what))
 }
 
 func (a *Agent) adminGroupNote() string {
