@@ -175,6 +175,12 @@ func (c *Controller) dial(m member.Meta) {
 				}
 			case <-l.done:
 				return
+			case <-c.stopped:
+				// The controller stopped before its loop took this link
+				// (linkUp never ran): nobody else will close it, and
+				// Run waits for this goroutine and the reader below.
+				l.close()
+				return
 			}
 		}
 	}()
