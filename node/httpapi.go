@@ -129,7 +129,6 @@ func (a *Agent) proxyTo(addr string) *httputil.ReverseProxy {
 	return p
 }
 
-
 // callCtx bounds a call into the controller's loop.
 func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), 10*time.Second)
