@@ -21,13 +21,8 @@ import (
 // needCgroups skips a test where this host's cgroups cannot be used.
 func needCgroups(t *testing.T) {
 	t.Helper()
-	tr, err := jobcg.Open(jobcg.Config{Agent: "i15-probe-" + strconv.Itoa(os.Getpid())})
-	if err != nil {
-		t.Skipf("cgroups: %v", err)
-	}
-	defer tr.Close()
-	if tr.Mode() == jobcg.ModeNone {
-		t.Skipf("cgroups unavailable here: %s", tr.Reason())
+	if why := jobcg.Usable("i15-probe-" + strconv.Itoa(os.Getpid())); why != "" {
+		t.Skipf("cgroups unavailable here: %s", why)
 	}
 }
 

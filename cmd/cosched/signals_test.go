@@ -285,16 +285,7 @@ func TestSignalStopsBenchStrobe(t *testing.T) {
 		t.Errorf("exit status %d, want 130; stderr:\n%s", code, c.stderr.String())
 	}
 	// The agents run in their own sessions: they must be gone too.
-	deadline := time.Now().Add(signalBound)
-	for _, a := range rec.Agents {
-		for agentAlive(a.PID) {
-			if time.Now().After(deadline) {
-				syscall.Kill(a.PID, syscall.SIGKILL)
-				t.Fatalf("agent %s (pid %d) still running after the benchmark stopped", a.Name, a.PID)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	waitAgentsGone(t, readies(rec.Agents), "the benchmark stopped")
 }
 
 // TestSignalStopsBenchCalibrate: calibration interrupted while its
@@ -322,16 +313,7 @@ func TestSignalStopsBenchCalibrate(t *testing.T) {
 	if code := c.stop(t, syscall.SIGINT); code != 130 {
 		t.Errorf("exit status %d, want 130; stderr:\n%s", code, c.stderr.String())
 	}
-	deadline := time.Now().Add(signalBound)
-	for _, a := range rec.Agents {
-		for agentAlive(a.PID) {
-			if time.Now().After(deadline) {
-				syscall.Kill(a.PID, syscall.SIGKILL)
-				t.Fatalf("agent %s (pid %d) still running after calibration stopped", a.Name, a.PID)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	waitAgentsGone(t, readies(rec.Agents), "calibration stopped")
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		var names []string
 		for _, e := range entries {
@@ -354,21 +336,40 @@ func TestSignalStopsClusterUp(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "cluster.json")); err == nil {
 		t.Error("an interrupted cluster up recorded a cluster")
 	}
-	ready, _ := filepath.Glob(filepath.Join(state, "agents", "*", "ready.json"))
-	deadline := time.Now().Add(signalBound)
-	for _, p := range ready {
+	files, _ := filepath.Glob(filepath.Join(state, "agents", "*", "ready.json"))
+	var started []localcluster.Ready
+	for _, p := range files {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // removed with its agent
 		}
 		var info localcluster.Ready
-		if json.Unmarshal(b, &info) != nil {
-			continue
+		if json.Unmarshal(b, &info) == nil {
+			started = append(started, info)
 		}
-		for agentAlive(info.PID) {
+	}
+	waitAgentsGone(t, started, "cluster up was interrupted")
+}
+
+// readies are the agents' Ready records.
+func readies(agents []localcluster.Agent) []localcluster.Ready {
+	out := make([]localcluster.Ready, len(agents))
+	for i, a := range agents {
+		out[i] = a.Ready
+	}
+	return out
+}
+
+// waitAgentsGone waits up to signalBound for every agent to be gone after
+// what happened; one still running fails the test (and is killed).
+func waitAgentsGone(t *testing.T, agents []localcluster.Ready, after string) {
+	t.Helper()
+	deadline := time.Now().Add(signalBound)
+	for _, a := range agents {
+		for agentAlive(a.PID) {
 			if time.Now().After(deadline) {
-				syscall.Kill(info.PID, syscall.SIGKILL)
-				t.Fatalf("agent %s (pid %d) still running after cluster up was interrupted", info.Name, info.PID)
+				syscall.Kill(a.PID, syscall.SIGKILL)
+				t.Fatalf("agent %s (pid %d) still running after %s", a.Name, a.PID, after)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

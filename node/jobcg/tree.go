@@ -165,6 +165,21 @@ func Open(cfg Config) (*Tree, error) {
 // killed and removed.
 func (t *Tree) Cleaned() int { return t.cleaned }
 
+// Usable says why jobs cannot be contained by cgroups on this host (""
+// when they can): it opens and closes a subtree named probe, in auto
+// mode, as an agent would. Tests that need cgroups skip with the reason.
+func Usable(probe string) string {
+	t, err := Open(Config{Agent: probe})
+	if err != nil {
+		return err.Error()
+	}
+	defer t.Close()
+	if t.Mode() == ModeNone {
+		return t.Reason()
+	}
+	return ""
+}
+
 // Mode says how jobs are contained.
 func (t *Tree) Mode() Mode { return t.mode }
 
