@@ -3,8 +3,8 @@ package pmi
 import (
 	"fmt"
 	"maps"
-	"strings"
 	"strconv"
+	"strings"
 )
 
 // Bounds on what a job may store, so no rank can make its agent or the
