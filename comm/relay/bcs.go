@@ -27,6 +27,7 @@ type bcsState struct {
 	// nodes' heartbeats and sends each of them the job's sliceReady.
 	ready     map[uint64]map[int64]bool // slices whose sliceReady came from the root, by job
 	readySent map[uint64]map[int64]bool // at a root: slices whose sliceReady went out, by job
+	timedOut  bool                      // the last transfer went at its timeout, not exchanged
 	wake      chan struct{}             // the transfer loop has something to look at
 }
 
@@ -372,6 +373,12 @@ func (r *Relay) transferLoop(ctx context.Context) {
 // been cut; at a job's root the job's sliceReady goes out first.
 func (r *Relay) transferDueLocked(force bool) time.Duration {
 	b := &r.bcs
+	transferred := false
+	defer func() {
+		if transferred {
+			r.leaveFinishedLocked(false)
+		}
+	}()
 	for len(b.order) > 0 {
 		seq := b.order[0]
 		p := b.plans[seq]
@@ -387,6 +394,7 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 		}
 		r.planLocked(p)
 		r.sendPlanLocked(p)
+		transferred, b.timedOut = true, !complete
 		// The plan stays a few slices: this node's heartbeat for the slice
 		// may be composed after the transfer (the peers' heartbeats came
 		// first) and must still carry it.
@@ -419,16 +427,52 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 	return 0
 }
 
+// leaveFinishedLocked leaves the jobs this node finished (FinishJob) and
+// owes nothing any more: no slice cut here waits for its transfer (each
+// needs this node's heartbeat, and as a job's root its sliceReady), and
+// none of the job's messages wait in the outbox. When the last transfer
+// went at its timeout, a job's root may still hear a late heartbeat for
+// that slice (lateFlowsLocked announces its flows): the job stays until
+// the next transfer. With force (leaving buffered mode) every finishing
+// job leaves. Leaving tells the job's other nodes (jobLeft), after
+// everything this node sent them for it, on the same connections.
+func (r *Relay) leaveFinishedLocked(force bool) {
+	b := &r.bcs
+	for id, j := range r.jobs {
+		if !j.finishing {
+			continue
+		}
+		if !force {
+			if len(b.order) > 0 || slices.ContainsFunc(b.outbox, func(o outMsg) bool { return o.m.Job == id }) {
+				continue
+			}
+			if b.timedOut && !j.overdue {
+				j.overdue = true
+				continue
+			}
+		}
+		for _, h := range j.hosts {
+			if h != r.cfg.Node && !j.left[h] {
+				r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
+			}
+		}
+		r.forgetJobLocked(id)
+		r.notes.push(blockEvent{targets: true}) // this node no longer heartbeats the job's root
+	}
+}
+
 // exchangedLocked says whether slice seq's control data is complete here:
 // for every job, at its root, every other node's heartbeat is in; at its
 // other nodes, the root's sliceReady is. Nodes not known by address yet,
-// and nodes that left a job, are not waited for.
+// and nodes that left a job, are not waited for; nor are the heartbeats
+// of a slice the job's previous root answered (this node became the root
+// when that one left: the heartbeats went there).
 func (r *Relay) exchangedLocked(seq uint64) bool {
 	for _, j := range r.jobs {
 		root := r.rootLocked(j)
 		switch {
 		case root == r.cfg.Node:
-			if !r.allReportedLocked(j, seq) {
+			if !r.bcs.ready[seq][j.id] && !r.allReportedLocked(j, seq) {
 				return false
 			}
 		case r.peers[root] != "" && !r.bcs.ready[seq][j.id]:
@@ -455,11 +499,14 @@ func (r *Relay) allReportedLocked(j *job, seq uint64) bool {
 // has released, and what the job's nodes announced for the receiver.
 // This is the exchange that heartbeats to every node of the job did
 // before: a node sends one heartbeat per job root, and a root one frame
-// per node of its job, instead of every node one to every other.
+// per node of its job, instead of every node one to every other. A slice
+// whose sliceReady came from the job's previous root (it left the job
+// since, and this node is the root now) is answered already: the
+// heartbeats of it, this node's included, went there.
 func (r *Relay) rootReadyLocked(p *slicePlan, force bool) {
 	b := &r.bcs
 	for _, j := range r.jobs {
-		if r.rootLocked(j) != r.cfg.Node || b.readySent[p.seq][j.id] {
+		if r.rootLocked(j) != r.cfg.Node || b.readySent[p.seq][j.id] || b.ready[p.seq][j.id] {
 			continue
 		}
 		if !force && !r.allReportedLocked(j, p.seq) {
@@ -588,6 +635,7 @@ func (r *Relay) flushBufferedLocked() {
 		r.forwardLocked(o.node, o.m, 0)
 	}
 	r.bcs.outbox = nil
+	r.leaveFinishedLocked(true)
 	clear(r.bcs.loads)
 	clear(r.bcs.ready)
 	clear(r.bcs.readySent)
