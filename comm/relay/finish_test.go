@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,9 @@ func TestBufferedRootFinishingFirstAnnouncesItsLastSlice(t *testing.T) {
 	eventually(t, "outbox", func() bool { return rs[0].Stats().Outbox == 1 })
 	a.send(comm.FrameFinalize, &comm.Finalize{})
 	rs[0].FinishJob(5) // n0's ranks ended before the strobe that sends "last"
+	if _, why := tryRank(t, rs[0], 5, 0, 2); !strings.Contains(why, "job 5 has ended on node n0") {
+		t.Fatalf("a rank of the finishing job connected: %q", why)
+	}
 	rs.strobe(t, 2)
 	if d := b.recv(0, 0); string(d.Data) != "last" {
 		t.Fatalf("%+v", d)
@@ -187,4 +191,39 @@ func TestBufferedRootFinishingMidSliceAnswersIt(t *testing.T) {
 			t.Fatalf("%s waited for a heartbeat: %+v", r.cfg.Node, s)
 		}
 	}
+}
+
+// A finishing root whose last slice went at its heartbeat timeout stays
+// in the job one slice more: a heartbeat of that slice that comes late
+// still has its flows announced (lateFlowsLocked), then the root leaves.
+func TestBufferedFinishingRootWaitsASliceAfterATimeout(t *testing.T) {
+	rs := newBCSNodes(t, "n0", "n1", "n2")
+	rs[0].mu.Lock()
+	rs[0].hbTimeout = 20 * time.Millisecond // the root alone times out
+	rs[0].mu.Unlock()
+	nodes := []string{"n0", "n1", "n2"}
+	rs.addJob(t, 5, nodes)
+	b, c := dialRank(t, rs[1], 5, 1, 3), dialRank(t, rs[2], 5, 2, 3)
+	rs.strobe(t, 1)
+	c.msg(1, 0, "late")
+	eventually(t, "outbox", func() bool { return rs[2].Stats().Outbox == 1 })
+	targets := rs.cut(2)
+	rs.heartbeat("n1", 2, targets["n1"])
+	rs[0].FinishJob(5)
+	late := rs[2].HeartbeatData(1, 2) // n2's heartbeat is held back: the root times out
+	if d := b.recv(2, 0); string(d.Data) != "late" {
+		t.Fatalf("%+v", d)
+	}
+	eventually(t, "the root's slice 2 transferred", func() bool { return rs[0].transferred() == 2 })
+	if s := rs[1].Stats(); s.AnnouncedIn != 0 || !slices.Equal(rs[1].SharedNodes(), []string{"n0", "n2"}) {
+		t.Fatalf("before the late heartbeat: n1 shares the job with %v, stats %+v", rs[1].SharedNodes(), s)
+	}
+	for _, to := range targets["n2"] {
+		rs.node(to).PeerHeartbeat("n2", 1, 2, late)
+	}
+	announcedAll(t, rs[1], 1, 4)
+	rs.strobe(t, 3)
+	eventually(t, "n0 left the job after the next slice", func() bool {
+		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && len(rs[0].SharedNodes()) == 0
+	})
 }
