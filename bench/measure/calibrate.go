@@ -53,8 +53,8 @@ type CalibrateOptions struct {
 	// StateDir is where the clusters' state (agent logs, rank output)
 	// goes; "": a temporary directory, removed at the end.
 	StateDir string
-	Exe              string    // the cosched binary (default: this process's)
-	Progress         io.Writer // progress lines (nil: none)
+	Exe      string    // the cosched binary (default: this process's)
+	Progress io.Writer // progress lines (nil: none)
 }
 
 // DefaultCalibrateOptions are bench calibrate's defaults.
