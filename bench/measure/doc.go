@@ -4,7 +4,6 @@
 // profile for the simulator (Calibrate, and Probe, the probe jobs' rank
 // program), and the per-mode runs of a benchmark workload compared with
 // the simulator, on local clusters or an existing one (Run, RunModes,
-// OnCluster). `cosched bench strobe`,
-// `bench calibrate`, `bench run` and the hidden `bench-probe` are thin
-// layers over it.
+// OnCluster). `cosched bench strobe`, `bench calibrate`, `bench run` and
+// the hidden `bench-probe` are thin layers over it.
 package measure
