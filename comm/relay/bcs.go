@@ -3,6 +3,7 @@ package relay
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -28,8 +29,30 @@ type bcsState struct {
 	ready     map[uint64]map[int64]bool // slices whose sliceReady came from the root, by job
 	readySent map[uint64]map[int64]bool // at a root: slices whose sliceReady went out, by job
 	timedOut  bool                      // the last transfer went at its timeout, not exchanged
-	wake      chan struct{}             // the transfer loop has something to look at
+	// left is the jobs this node finished and left lately (leftFlowsLocked).
+	left map[int64]*leftJob
+	wake chan struct{} // the transfer loop has something to look at
 }
+
+// leftJob is what a node keeps of a job it finished and left, for the
+// heartbeats that still come to it as the job's root: nodes that cut a
+// slice before they learnt it left send it theirs.
+type leftJob struct {
+	hosts     []string
+	left      map[string]bool // the job's nodes that had left it, this one included
+	successor string          // the job's root after this node, as this node knew it
+	epoch     uint64
+	leftAt    uint64 // the last slice transferred here before leaving
+	released  uint64
+	at        time.Time
+}
+
+// Bounds on bcsState.left: a heartbeat is late by a slice or two, not a
+// minute, and a node leaves a job at most once.
+const (
+	keepLeftJobs = time.Minute
+	maxLeftJobs  = 1024
+)
 
 type outMsg struct {
 	n    uint64 // handed-over order
@@ -101,6 +124,7 @@ func (b *bcsState) init() {
 	b.loads = map[uint64]map[string]*load{}
 	b.ready = map[uint64]map[int64]bool{}
 	b.readySent = map[uint64]map[int64]bool{}
+	b.left = map[int64]*leftJob{}
 	b.wake = make(chan struct{}, 1)
 }
 
@@ -305,6 +329,7 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 		}
 	}
 	r.lateFlowsLocked(from, epoch, seq, &ld)
+	r.leftFlowsLocked(from, seq, &ld)
 	// A peer may switch before this node does: keep its load for a slice
 	// not cut here yet, but not for one already transferred.
 	if seq > b.done && len(b.loads) < 64 {
@@ -456,8 +481,55 @@ func (r *Relay) leaveFinishedLocked(force bool) {
 				r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
 			}
 		}
+		if !force {
+			r.keepLeftLocked(j)
+		}
 		r.forgetJobLocked(id)
 		r.notes.push(blockEvent{targets: true}) // this node no longer heartbeats the job's root
+	}
+}
+
+// keepLeftLocked records j, which this node is leaving, for the
+// heartbeats of its nodes still to come (leftFlowsLocked), and answers
+// those already in for slices not cut here yet.
+func (r *Relay) keepLeftLocked(j *job) {
+	b := &r.bcs
+	now := time.Now()
+	for id, lj := range b.left {
+		if now.Sub(lj.at) > keepLeftJobs {
+			delete(b.left, id)
+		}
+	}
+	if len(b.left) >= maxLeftJobs {
+		return
+	}
+	left := maps.Clone(j.left)
+	left[r.cfg.Node] = true
+	b.left[j.id] = &leftJob{hosts: j.hosts, left: left, successor: barrier.Root(j.hosts, func(n string) bool { return left[n] }),
+		epoch: b.epoch, leftAt: b.done, released: j.released, at: now}
+	for seq, loads := range b.loads {
+		for from, ld := range loads {
+			r.leftFlowsLocked(from, seq, ld)
+		}
+	}
+}
+
+// leftFlowsLocked: a heartbeat for slice seq that announces flows of a
+// job this node left (it was the job's root, and the sender did not know
+// yet that it left) has them announced to their destinations, in
+// sliceReady frames of their own, as lateFlowsLocked does: the job's new
+// root never hears it. For a slice after those this node answered, the
+// new root's own flows are not: it announces them itself (it answers the
+// slice, at its heartbeat timeout if its nodes' heartbeats came here).
+func (r *Relay) leftFlowsLocked(from string, seq uint64, ld *load) {
+	b := &r.bcs
+	for _, f := range ld.Flows {
+		lj := b.left[f.Job]
+		if lj == nil || lj.epoch != b.epoch || f.Node == r.cfg.Node || f.Node == from || !slices.Contains(lj.hosts, f.Node) ||
+			seq > lj.leftAt && from == lj.successor {
+			continue
+		}
+		r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: f.Job, Epoch: b.epoch, Seq: seq, Released: lj.released, Msgs: f.Msgs, Bytes: f.Bytes})
 	}
 }
 
@@ -580,8 +652,11 @@ func (r *Relay) unreadiedFlowsLocked(seq uint64) {
 	}
 }
 
-// readyLocked takes a job root's sliceReady (or a late one's flows).
-func (r *Relay) readyLocked(j *job, sr *sliceReady) {
+// readyLocked takes a job root's sliceReady (or a late one's flows) from
+// node from. One from a node that left the job (leftFlowsLocked; it came
+// after that node's jobLeft, on the same connection) announces flows
+// only: the slice is the job's new root's to answer.
+func (r *Relay) readyLocked(j *job, sr *sliceReady, from string) {
 	b := &r.bcs
 	r.releaseLocked(j, sr.Released)
 	if r.mode != Buffered || sr.Epoch != b.epoch {
@@ -591,7 +666,7 @@ func (r *Relay) readyLocked(j *job, sr *sliceReady) {
 	// per node and slice, then one per late heartbeat's flow).
 	r.st.AnnouncedIn += uint64(sr.Msgs)
 	r.st.AnnouncedInBytes += uint64(sr.Bytes)
-	if sr.Seq <= b.done || len(b.ready) >= 64 && b.ready[sr.Seq] == nil {
+	if j.left[from] || sr.Seq <= b.done || len(b.ready) >= 64 && b.ready[sr.Seq] == nil {
 		return
 	}
 	if b.ready[sr.Seq] == nil {

@@ -227,3 +227,45 @@ func TestBufferedFinishingRootWaitsASliceAfterATimeout(t *testing.T) {
 		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && len(rs[0].SharedNodes()) == 0
 	})
 }
+
+// A root that finished and left before it cut a slice its nodes had
+// already cut (strobe skew) still hears their heartbeats of that slice,
+// sent before they learnt it left: it announces their flows, but the new
+// root's, which the new root announces itself when it answers the slice
+// (at its heartbeat timeout: the other heartbeats went to the old root).
+func TestBufferedLeftRootAnnouncesHeartbeatsSentBeforeItsLeaveWasKnown(t *testing.T) {
+	rs := newBCSNodes(t, "n0", "n1", "n2")
+	rs[1].mu.Lock()
+	rs[1].hbTimeout = 20 * time.Millisecond // the new root answers slice 2 at its timeout
+	rs[1].mu.Unlock()
+	nodes := []string{"n0", "n1", "n2"}
+	rs.addJob(t, 5, nodes)
+	b, c := dialRank(t, rs[1], 5, 1, 3), dialRank(t, rs[2], 5, 2, 3)
+	rs.strobe(t, 1)
+	b.msg(2, 0, "to n2")
+	c.msg(1, 0, "to n1")
+	eventually(t, "outboxes", func() bool { return rs[1].Stats().Outbox == 1 && rs[2].Stats().Outbox == 1 })
+	targets := map[string][]string{}
+	for _, r := range rs[1:] { // n1 and n2 cut slice 2 before n0
+		targets[r.cfg.Node] = r.HeartbeatNodes()
+		r.Cut(1, 2)
+	}
+	rs[0].FinishJob(5) // owes nothing: leaves at once
+	eventually(t, "n1 and n2 know n0 left", func() bool {
+		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && slices.Equal(rs[2].SharedNodes(), []string{"n1"})
+	})
+	rs.heartbeat("n1", 2, targets["n1"])
+	rs.heartbeat("n2", 2, targets["n2"])
+	if d := b.recv(2, 0); string(d.Data) != "to n1" {
+		t.Fatalf("%+v", d)
+	}
+	if d := c.recv(1, 0); string(d.Data) != "to n2" {
+		t.Fatalf("%+v", d)
+	}
+	announcedAll(t, rs[1], 1, 5)
+	announcedAll(t, rs[2], 1, 5)
+	rs[0].Cut(1, 2) // n0 catches up: nothing of the job is left there
+	time.Sleep(20 * time.Millisecond)
+	announcedAll(t, rs[1], 1, 5)
+	announcedAll(t, rs[2], 1, 5)
+}

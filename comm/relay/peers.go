@@ -517,7 +517,7 @@ func (r *Relay) inboundLocked(in inbound) {
 			r.bcs.wakeUp() // a transfer may have been waiting for its heartbeat
 		}
 	case in.ready != nil:
-		r.readyLocked(j, in.ready)
+		r.readyLocked(j, in.ready, in.from)
 	}
 }
 
