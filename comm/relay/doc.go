@@ -35,7 +35,8 @@
 //     announced and transferred, so that every message delivered was
 //     announced, then tells the job's other nodes (jobLeft), which stop
 //     waiting for it (and heartbeat the next root if it was the root:
-//     OnHeartbeatNodes).
+//     OnHeartbeatNodes; a root that left still announces the heartbeats
+//     sent to it before its leave was known).
 //
 // # Matching and blocking
 //
