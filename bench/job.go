@@ -11,6 +11,10 @@ import (
 // job (Job.Encode), which the rank program decodes (DecodeJob).
 const EnvJob = "COSCHED_BENCH_JOB"
 
+// EnvTemplate is the variable an agent gives each rank of a benchmark job:
+// its template, as submitted.
+const EnvTemplate = "COSCHED_BENCH"
+
 // Job is a benchmark job's program as it travels from its submission to its
 // ranks: the controller puts it in the agents' launch order, and the agent
 // hands it to every rank in EnvJob. It is never turned into a command line.
