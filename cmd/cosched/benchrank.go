@@ -50,7 +50,9 @@ func benchRankProgram(cmd *cobra.Command, s benchrank.Settings) (benchrank.Progr
 		}
 		return p, nil
 	}
-	s.Given = func(field string) bool { return cmd.Flags().Changed(strings.TrimPrefix(benchRankFlagNames[field], "--")) }
+	s.Given = func(field string) bool {
+		return cmd.Flags().Changed(strings.TrimPrefix(benchRankFlagNames[field], "--"))
+	}
 	p, err := s.Program()
 	return p, benchRankFlagNames.errors(err)
 }
