@@ -21,8 +21,9 @@ import (
 // a benchmark job's target runtime. JobSpec checks it all.
 type Submission struct {
 	Spec JobSpec
-	// Nodes, when not 0, is sbatch's -N: the job has at least as many
-	// processors (one per node, if the user gave no count).
+	// Nodes, when not 0, is sbatch's -N: the job must have at least as
+	// many processors (a caller whose user gave no count gives one per
+	// node, as sbatch).
 	Nodes int
 	// TimeLimit is Slurm's MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or
 	// D-HH:MM:SS, or a Go duration. A benchmark job without one gets its
@@ -72,7 +73,9 @@ func (s Submission) JobSpec(environ []string) (JobSpec, error) {
 		unparsed = append(unparsed, "TimeLimit") // its estimate is unknown: the other errors say why
 	default:
 		if spec.TimeLimit.D, err = slurmtime.Parse(s.TimeLimit); err != nil {
-			bad("TimeLimit", strconv.Quote(s.TimeLimit), "%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(s.TimeLimit))))
+			// The field names the text: the parser's own naming of it is noise.
+			reason := strings.TrimPrefix(err.Error(), fmt.Sprintf("time limit %q: ", strings.TrimSpace(s.TimeLimit)))
+			bad("TimeLimit", strconv.Quote(s.TimeLimit), "%s", reason)
 		}
 	}
 	if s.Memory != "" {
@@ -92,16 +95,18 @@ func (s Submission) JobSpec(environ []string) (JobSpec, error) {
 }
 
 // benchDefaults gives a benchmark job its name and, from a target
-// runtime, its iterations, and returns its expected runtime (ok: the job
-// is sound enough to estimate).
+// runtime, its iterations, and returns its expected runtime; ok is false
+// when the job is too wrong to be estimated (JobSpec reports why).
 func (s Submission) benchDefaults(spec *JobSpec) (limit time.Duration, ok bool) {
 	if spec.Bench == "" {
 		return 0, false
 	}
 	spec.Name = cmp.Or(spec.Name, "bench:"+spec.Bench)
 	t, err := bench.ParseTemplate(spec.Bench)
-	if err != nil || (s.BenchRuntime > 0) == (spec.BenchIterations > 0) || s.BenchRuntime < 0 || s.BenchRuntime > slurmtime.Max ||
-		spec.BenchIterations < 0 || spec.BenchIterations > bench.MaxIterations || spec.Processors < 1 || spec.Processors > gang.MaxProcessors {
+	oneOf := (s.BenchRuntime > 0) != (spec.BenchIterations > 0)
+	inRange := s.BenchRuntime <= slurmtime.Max && spec.BenchIterations >= 0 && spec.BenchIterations <= bench.MaxIterations &&
+		spec.Processors >= 1 && spec.Processors <= gang.MaxProcessors
+	if err != nil || !oneOf || !inRange {
 		return 0, false
 	}
 	j := bench.Job{Template: t, Iterations: spec.BenchIterations}
