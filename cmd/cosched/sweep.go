@@ -114,15 +114,10 @@ func runSweep(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	total, parallel := len(sweep.Expand(spec)), f.text.Parallel
-	n := len(shard.Indices(total))
-	if shard.Whole() {
-		fmt.Fprintf(stderr, "sweep: %d points, %d at a time\n", total, parallel)
-	} else {
-		fmt.Fprintf(stderr, "sweep: shard %v: %d of %d points, %d at a time\n", shard, n, total, parallel)
-	}
-	pr := progress.New(stderr, "sweep", "points", n)
-	res, err := sweep.Execute(ctx, m, spec, shard, parallel, pr.Update)
+	total := len(sweep.Expand(spec))
+	fmt.Fprintf(stderr, "sweep: %s, %d at a time\n", shard.Share(total), f.text.Parallel)
+	pr := progress.New(stderr, "sweep", "points", len(shard.Indices(total)))
+	res, err := sweep.Execute(ctx, m, spec, shard, f.text.Parallel, pr.Update)
 	pr.Finish(err == nil)
 	if err != nil {
 		return err
