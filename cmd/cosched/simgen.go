@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,36 +91,25 @@ func inputFlagError(flag string, err error) error {
 }
 
 func newSimFitCmd() *cobra.Command {
-	var trace, format string
-	var procs int
+	var s workload.FitSettings
 	cmd := &cobra.Command{
 		Use:   "fit",
 		Short: "Fit the synthetic-workload model (Jann et al. 1997) to an SWF trace",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var errs []error
-			if trace == "" {
-				errs = append(errs, errors.New("--trace: required: the SWF trace to fit"))
+			if err := s.Validate(); err != nil {
+				return flagNames{"Trace": "--trace", "Processors": "--procs", "Format": "--format"}.errors(err)
 			}
-			if err := checkProcs("--procs", procs); procs != 0 && err != nil {
-				errs = append(errs, err)
-			}
-			if !slices.Contains(workload.Formats(), format) {
-				errs = append(errs, fmt.Errorf("--format %q: want json or table", format))
-			}
-			if len(errs) > 0 {
-				return flagErrors(errs)
-			}
-			m, err := fitModelToTrace(cmd.Context(), "--trace", trace, procs, cmd.InOrStdin())
+			m, err := fitModelToTrace(cmd.Context(), "--trace", s.Trace, s.Processors, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			return m.Write(cmd.OutOrStdout(), format)
+			return m.Write(cmd.OutOrStdout(), s.Format)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&trace, "trace", "", "SWF trace to fit, plain or gzip-compressed; - reads standard input (required)")
-	fl.IntVar(&procs, "procs", 0, "the trace's machine size (default: its header's MaxProcs, else MaxNodes)")
-	fl.StringVar(&format, "format", "json", "output format: json or table")
+	fl.StringVar(&s.Trace, "trace", "", "SWF trace to fit, plain or gzip-compressed; - reads standard input (required)")
+	fl.IntVar(&s.Processors, "procs", 0, "the trace's machine size (default: its header's MaxProcs, else MaxNodes)")
+	fl.StringVar(&s.Format, "format", "json", "output format: json or table")
 	return cmd
 }

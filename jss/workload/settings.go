@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/ctxio"
 	"github.com/cosched/cosched/internal/fielderr"
@@ -109,6 +111,28 @@ func FitInput(ctx context.Context, path string, stdin io.Reader, processors int)
 	}
 	defer closer.Close()
 	return FitSWF(rd, swf.InputName(path), processors)
+}
+
+// FitSettings are a fit as a command line asks for it.
+type FitSettings struct {
+	Trace      string // the SWF trace: a file, or swf.StdinPath (FitInput)
+	Processors int    // the trace's machine size; 0 for its header's
+	Format     string // how the model is written (Formats)
+}
+
+// Validate reports every problem at once, keyed by field.
+func (s FitSettings) Validate() error {
+	var errs []error
+	if s.Trace == "" {
+		errs = append(errs, fielderr.New("Trace", nil, "required: the SWF trace to fit"))
+	}
+	if s.Processors < 0 || s.Processors > gang.MaxProcessors {
+		errs = append(errs, fielderr.New("Processors", s.Processors, "must be from 1 to %d", gang.MaxProcessors))
+	}
+	if !slices.Contains(Formats(), s.Format) {
+		errs = append(errs, fielderr.New("Format", strconv.Quote(s.Format), "want %s", strings.Join(Formats(), " or ")))
+	}
+	return errors.Join(errs...)
 }
 
 // Formats are the forms Model.Write writes.

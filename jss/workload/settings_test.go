@@ -122,3 +122,17 @@ func TestFitInput(t *testing.T) {
 		t.Error("format xml accepted")
 	}
 }
+
+func TestFitSettingsValidate(t *testing.T) {
+	if err := (FitSettings{Trace: "-", Format: "table"}).Validate(); err != nil {
+		t.Errorf("good settings: %v", err)
+	}
+	var got []string
+	for _, e := range fielderr.All(FitSettings{Processors: -1, Format: "xml"}.Validate()) {
+		got = append(got, e.Error())
+	}
+	want := []string{"Trace: required: the SWF trace to fit", "Processors -1: must be from 1 to 1048576", `Format "xml": want json or table`}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%q\nwant\n%q", got, want)
+	}
+}
