@@ -330,3 +330,27 @@ func TestExecuteRecordsTheSpecWithoutRepeats(t *testing.T) {
 		t.Errorf("spec %+v, %d rows", r.Spec, len(r.Rows))
 	}
 }
+
+// Publish lists the files it wrote and then the table; without a
+// directory it prints the table and writes nothing.
+func TestPublish(t *testing.T) {
+	s := smallSpec()
+	s.Modes, s.Loads = []sharing.Mode{sharing.Space}, []float64{0.8}
+	r := execute(t, s, Shard{}, 1)
+	var table, b bytes.Buffer
+	if err := WriteTable(&table, r.Rows); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := r.Publish(&b, dir); err != nil {
+		t.Fatal(err)
+	}
+	want := "wrote " + filepath.Join(dir, "results.json") + "\nwrote " + filepath.Join(dir, "results.csv") + "\n\n" + table.String()
+	if b.String() != want {
+		t.Errorf("Publish wrote\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := r.Publish(&b, ""); err != nil || b.String() != table.String() {
+		t.Errorf("without a directory: %v\n%s", err, b.String())
+	}
+}
