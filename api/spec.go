@@ -167,7 +167,7 @@ type invalidJob []*fielderr.Error
 func (e invalidJob) Error() string {
 	msgs := make([]string, len(e))
 	for i, fe := range e {
-		reason := fe.ReasonText(jsonName)
+		reason := fielderr.Expand(fe.Reason, jsonName)
 		if fe.Value != nil {
 			reason = fmt.Sprintf("%v, %s", fe.Value, reason)
 		}

@@ -24,10 +24,6 @@ type Error struct {
 	Reason string
 	Terms  []Term
 	Op     string
-	// format and args are Reason before formatting (New, Several): only
-	// the format's {Field}s are fields, a value's braces are the user's.
-	format string
-	args   []any
 }
 
 // Term is one more field of a problem about several fields, and its value
@@ -50,16 +46,7 @@ func (e *Error) Render(name func(field string) string) string {
 	for _, t := range e.Terms {
 		head += e.Op + term(name(t.Field), t.Value)
 	}
-	return head + ": " + e.ReasonText(name)
-}
-
-// ReasonText is the Reason with every field written {Field} in it named
-// by name; braces in the values formatted into it are kept as they are.
-func (e *Error) ReasonText(name func(field string) string) string {
-	if e.format == "" {
-		return Expand(e.Reason, name)
-	}
-	return fmt.Sprintf(Expand(e.format, name), e.args...)
+	return head + ": " + Expand(e.Reason, name)
 }
 
 // Expand is text with every field written {Field} in it named by name: a
@@ -88,13 +75,13 @@ func Format(name string, e *Error) string {
 
 // New returns an *Error.
 func New(field string, value any, format string, args ...any) *Error {
-	return &Error{Field: field, Value: value, Reason: fmt.Sprintf(format, args...), format: format, args: args}
+	return &Error{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
 // Several returns an *Error about several fields at once, written joined
 // by op (" + ", " × ", "/"): the first is the Error's Field.
 func Several(op string, terms []Term, format string, args ...any) *Error {
-	return &Error{Field: terms[0].Field, Value: terms[0].Value, Terms: terms[1:], Op: op, Reason: fmt.Sprintf(format, args...), format: format, args: args}
+	return &Error{Field: terms[0].Field, Value: terms[0].Value, Terms: terms[1:], Op: op, Reason: fmt.Sprintf(format, args...)}
 }
 
 // All returns every *Error in err: a single one, an errors.Join of them,

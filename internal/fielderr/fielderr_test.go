@@ -3,7 +3,6 @@ package fielderr
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 )
 
@@ -45,16 +44,5 @@ func TestAllFindsJoinedAndWrapped(t *testing.T) {
 	}
 	if All(nil) != nil || len(All(errors.New("x"))) != 0 {
 		t.Error("All of nil or a plain error is not empty")
-	}
-}
-
-// A value formatted into a reason is the user's text: its braces are not
-// fields, even when they spell one.
-func TestValueBracesAreNotFields(t *testing.T) {
-	e := New("Format", nil, "%q: unknown field {Format} (before {Limit})", "{Limit}x{Format}")
-	got := e.Render(func(field string) string { return "--" + strings.ToLower(field) })
-	want := `--format: "{Limit}x{Format}": unknown field --format (before --limit)`
-	if got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
