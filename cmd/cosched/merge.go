@@ -20,7 +20,7 @@ func newMergeCmd() *cobra.Command {
 			if out == "" {
 				return usageError{errors.New("--out: required: the directory for the merged results")}
 			}
-			parts, err := sweep.ReadParts(args)
+			parts, err := sweep.ReadParts(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

@@ -36,7 +36,7 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, o plot.Options) erro
 	if err != nil {
 		return plotFlagNames.errors(err)
 	}
-	res, err := sweep.ReadResults(o.In)
+	res, err := sweep.ReadResults(ctx, o.In)
 	if err != nil {
 		return fmt.Errorf("--in: %w", err)
 	}
