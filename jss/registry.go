@@ -2,6 +2,7 @@ package jss
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cosched/cosched/gang"
@@ -72,4 +73,27 @@ func PolicyNames() string {
 		names = append(names, string(p.Policy))
 	}
 	return strings.Join(names, ", ")
+}
+
+// ParsePolicies resolves a comma-separated list of policy names
+// (LookupPolicy), keeping their order and dropping repeats; the first
+// unknown name is the error, and so is a list naming none.
+func ParsePolicies(list string) ([]gang.Policy, error) {
+	var out []gang.Policy
+	for _, name := range strings.Split(list, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
+		info, err := LookupPolicy(name)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, info.Policy) {
+			out = append(out, info.Policy)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no policy given (valid: %s)", PolicyNames())
+	}
+	return out, nil
 }
