@@ -92,10 +92,7 @@ func (f *simFlags) validate() error {
 	var bfErrs []error
 	o.Backfill, bfErrs = f.backfill.parse(f.Policies, f.changed)
 	errs = append(append(errs, bfErrs...), f.hosts.validate(f.Policies, o.Processors, f.changed)...)
-	if errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil }); len(errs) > 0 { // the checks that passed
-		return flagErrors(errs)
-	}
-	return nil
+	return flagProblems(errs)
 }
 
 // flagErrors reports every problem with the command line, one per line.

@@ -2,6 +2,7 @@ package now
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -41,4 +42,27 @@ func ParsePolicy(name string) (Policy, error) {
 		}
 	}
 	return "", fmt.Errorf("now: unknown policy %q (valid: %s)", name, PolicyList())
+}
+
+// ParsePolicies resolves a comma-separated list of policy names
+// (ParsePolicy), keeping their order and dropping repeats; the first
+// unknown name is the error, and so is a list naming none.
+func ParsePolicies(list string) ([]Policy, error) {
+	var out []Policy
+	for _, name := range strings.Split(list, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
+		p, err := ParsePolicy(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("now: no policy given (valid: %s)", PolicyList())
+	}
+	return out, nil
 }
