@@ -109,6 +109,15 @@ func flagErrors(errs []error) error {
 	return usageError{errors.New(b.String())}
 }
 
+// flagProblems is the usage error of the problems found (nil entries are
+// checks that passed), nil if there are none.
+func flagProblems(errs []error) error {
+	if errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil }); len(errs) == 0 {
+		return nil
+	}
+	return flagErrors(errs)
+}
+
 func runSim(ctx context.Context, stdin io.Reader, stdout io.Writer, f *simFlags) error {
 	if err := f.validate(); err != nil {
 		return err

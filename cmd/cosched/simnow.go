@@ -122,15 +122,6 @@ func (f *simNowFlags) readSpeeds(s *nowsim.Study, speedsGiven bool) error {
 	return nil
 }
 
-// flagProblems is the usage error of the problems found (nil entries are
-// checks that passed), nil if there are none.
-func flagProblems(errs []error) error {
-	if errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil }); len(errs) == 0 {
-		return nil
-	}
-	return flagErrors(errs)
-}
-
 func runSimNow(ctx context.Context, cmd *cobra.Command, stdin io.Reader, stdout io.Writer, f *simNowFlags) error {
 	s, err := f.validate(cmd)
 	if err != nil {
