@@ -3,6 +3,7 @@ package jss
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cosched/cosched/gang"
@@ -76,23 +77,29 @@ func PolicyNames() string {
 }
 
 // ParsePolicies resolves a comma-separated list of policy names
-// (LookupPolicy), keeping their order and dropping repeats; the first
-// unknown name is the error, and so is a list naming none.
+// (LookupPolicy), keeping their order and dropping repeats. Every unknown
+// name is named in the error; a list naming none is an error too.
 func ParsePolicies(list string) ([]gang.Policy, error) {
 	var out []gang.Policy
+	var unknown []string
 	for _, name := range strings.Split(list, ",") {
-		if strings.TrimSpace(name) == "" {
+		if name = strings.TrimSpace(name); name == "" {
 			continue
 		}
 		info, err := LookupPolicy(name)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out, info.Policy) {
+		switch {
+		case err != nil:
+			unknown = append(unknown, strconv.Quote(name))
+		case !slices.Contains(out, info.Policy):
 			out = append(out, info.Policy)
 		}
 	}
-	if len(out) == 0 {
+	switch {
+	case len(unknown) == 1:
+		return nil, fmt.Errorf("unknown policy %s (valid: %s)", unknown[0], PolicyNames())
+	case len(unknown) > 1:
+		return nil, fmt.Errorf("unknown policies %s (valid: %s)", strings.Join(unknown, ", "), PolicyNames())
+	case len(out) == 0:
 		return nil, fmt.Errorf("no policy given (valid: %s)", PolicyNames())
 	}
 	return out, nil

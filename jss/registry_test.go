@@ -41,8 +41,11 @@ func TestParsePolicies(t *testing.T) {
 	if want := []gang.Policy{gang.FCFS, PolicyPFCFS, PolicyEQSpatial}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("ParsePolicies = %v, %v; want %v", got, err, want)
 	}
-	if _, err := ParsePolicies("easy,lifo,fifo"); err == nil || !strings.Contains(err.Error(), `unknown policy "lifo" (valid: fcfs,`) {
+	if _, err := ParsePolicies("easy,lifo"); err == nil || !strings.Contains(err.Error(), `unknown policy "lifo" (valid: fcfs,`) {
 		t.Errorf("unknown policy: %v", err)
+	}
+	if _, err := ParsePolicies("lifo,easy, fifo"); err == nil || !strings.Contains(err.Error(), `unknown policies "lifo", "fifo" (valid: fcfs,`) {
+		t.Errorf("unknown policies: %v", err)
 	}
 	if _, err := ParsePolicies(" , "); err == nil || !strings.Contains(err.Error(), "no policy given (valid: fcfs,") {
 		t.Errorf("empty list: %v", err)

@@ -3,6 +3,7 @@ package now
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -45,23 +46,29 @@ func ParsePolicy(name string) (Policy, error) {
 }
 
 // ParsePolicies resolves a comma-separated list of policy names
-// (ParsePolicy), keeping their order and dropping repeats; the first
-// unknown name is the error, and so is a list naming none.
+// (ParsePolicy), keeping their order and dropping repeats. Every unknown
+// name is named in the error; a list naming none is an error too.
 func ParsePolicies(list string) ([]Policy, error) {
 	var out []Policy
+	var unknown []string
 	for _, name := range strings.Split(list, ",") {
-		if strings.TrimSpace(name) == "" {
+		if name = strings.TrimSpace(name); name == "" {
 			continue
 		}
-		p, err := ParsePolicy(strings.TrimSpace(name))
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out, p) {
+		p, err := ParsePolicy(name)
+		switch {
+		case err != nil:
+			unknown = append(unknown, strconv.Quote(name))
+		case !slices.Contains(out, p):
 			out = append(out, p)
 		}
 	}
-	if len(out) == 0 {
+	switch {
+	case len(unknown) == 1:
+		return nil, fmt.Errorf("now: unknown policy %s (valid: %s)", unknown[0], PolicyList())
+	case len(unknown) > 1:
+		return nil, fmt.Errorf("now: unknown policies %s (valid: %s)", strings.Join(unknown, ", "), PolicyList())
+	case len(out) == 0:
 		return nil, fmt.Errorf("now: no policy given (valid: %s)", PolicyList())
 	}
 	return out, nil
