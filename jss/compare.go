@@ -56,6 +56,7 @@ func Compare(ctx context.Context, c Comparison) ([]TraceResult, error) {
 // renamed into place only on success.
 func (c Comparison) simulate(ctx context.Context, p gang.Policy) (TraceResult, error) {
 	opt := c.Trace
+	opt.SWFOut, opt.JobsCSV = nil, nil // shared by every run: SWFPath and JobsCSVPath instead
 	var outs atomicfile.Group
 	defer outs.Abort()
 	open := func(path string) (io.Writer, error) {
