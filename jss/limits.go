@@ -2,9 +2,9 @@ package jss
 
 import (
 	"errors"
-	"math"
 	"time"
 
+	"github.com/cosched/cosched/gang/pfcfs"
 	"github.com/cosched/cosched/internal/fielderr"
 )
 
@@ -14,24 +14,21 @@ import (
 const MaxDuration = 100 * 365 * 24 * time.Hour
 
 // MaxPFCFSSwitches bounds pfcfs's context switches per wide job.
-const MaxPFCFSSwitches = 1_000_000
+const MaxPFCFSSwitches = pfcfs.MaxSwitches
 
 // Validate checks the pfcfs parameters, keyed by field (fielderr:
 // Scheduler.WidePercent, Scheduler.Delay, Scheduler.Switch,
-// Scheduler.Switches, Penalty). The machine size, Scheduler.Processors, is
-// the run's and is not checked here.
+// Scheduler.Switches, Penalty): the core's check (pfcfs.Config.Validate),
+// and the penalty. The machine size, Scheduler.Processors, is the run's
+// and is not checked here.
 func (c PFCFSConfig) Validate() error {
 	var errs []error
-	s := c.Scheduler
-	if !(s.WidePercent > 0 && s.WidePercent <= 100) || math.IsNaN(s.WidePercent) {
-		errs = append(errs, fielderr.New("Scheduler.WidePercent", s.WidePercent, "must be a percentage in (0, 100]"))
-	}
-	errs = checkDuration(errs, "Scheduler.Delay", s.Delay, false)
-	errs = checkDuration(errs, "Scheduler.Switch", s.Switch, true)
-	if s.Switches < 1 {
-		errs = append(errs, fielderr.New("Scheduler.Switches", s.Switches, "must be at least 1"))
-	} else if s.Switches > MaxPFCFSSwitches {
-		errs = append(errs, fielderr.New("Scheduler.Switches", s.Switches, "must be at most %d", MaxPFCFSSwitches))
+	for _, e := range fielderr.All(c.Scheduler.Validate()) {
+		if e.Field != "Processors" { // the run's
+			scoped := *e
+			scoped.Field = "Scheduler." + e.Field
+			errs = append(errs, &scoped)
+		}
 	}
 	return errors.Join(checkDuration(errs, "Penalty", c.Penalty, false)...)
 }

@@ -2,6 +2,8 @@ package jss
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cosched/cosched/gang"
@@ -72,4 +74,33 @@ func PolicyNames() string {
 		names = append(names, string(p.Policy))
 	}
 	return strings.Join(names, ", ")
+}
+
+// ParsePolicies resolves a comma-separated list of policy names
+// (LookupPolicy), keeping their order and dropping repeats. Every unknown
+// name is named in the error; a list naming none is an error too.
+func ParsePolicies(list string) ([]gang.Policy, error) {
+	var out []gang.Policy
+	var unknown []string
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		info, err := LookupPolicy(name)
+		switch {
+		case err != nil:
+			unknown = append(unknown, strconv.Quote(name))
+		case !slices.Contains(out, info.Policy):
+			out = append(out, info.Policy)
+		}
+	}
+	switch {
+	case len(unknown) == 1:
+		return nil, fmt.Errorf("unknown policy %s (valid: %s)", unknown[0], PolicyNames())
+	case len(unknown) > 1:
+		return nil, fmt.Errorf("unknown policies %s (valid: %s)", strings.Join(unknown, ", "), PolicyNames())
+	case len(out) == 0:
+		return nil, fmt.Errorf("no policy given (valid: %s)", PolicyNames())
+	}
+	return out, nil
 }

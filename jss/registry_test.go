@@ -1,6 +1,7 @@
 package jss
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,5 +31,23 @@ func TestPolicyRegistry(t *testing.T) {
 	}
 	if _, err := LookupPolicy("nope"); err == nil || !strings.Contains(err.Error(), "pfcfs, eqspatial") {
 		t.Errorf("unknown policy: %v", err)
+	}
+}
+
+// A --policy list: order kept, repeats and blanks dropped, any case; the
+// first unknown name, or no name at all, is the error.
+func TestParsePolicies(t *testing.T) {
+	got, err := ParsePolicies("fcfs, PFCFS,,fcfs,eqspatial")
+	if want := []gang.Policy{gang.FCFS, PolicyPFCFS, PolicyEQSpatial}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ParsePolicies = %v, %v; want %v", got, err, want)
+	}
+	if _, err := ParsePolicies("easy,lifo"); err == nil || !strings.Contains(err.Error(), `unknown policy "lifo" (valid: fcfs,`) {
+		t.Errorf("unknown policy: %v", err)
+	}
+	if _, err := ParsePolicies("lifo,easy, fifo"); err == nil || !strings.Contains(err.Error(), `unknown policies "lifo", "fifo" (valid: fcfs,`) {
+		t.Errorf("unknown policies: %v", err)
+	}
+	if _, err := ParsePolicies(" , "); err == nil || !strings.Contains(err.Error(), "no policy given (valid: fcfs,") {
+		t.Errorf("empty list: %v", err)
 	}
 }

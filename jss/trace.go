@@ -1,10 +1,12 @@
 package jss
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/cosched/cosched/gang"
@@ -24,6 +26,37 @@ func FileInput(path string) TraceInput {
 	return TraceInput{Name: path, Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
 		return swf.Open(path, opts...)
 	}}
+}
+
+// MaxStdinTrace bounds a trace read from standard input (InputFrom), which
+// is held in memory; a larger trace is read from its file.
+const MaxStdinTrace = 1 << 30
+
+// InputFrom is the trace at path: "-" is stdin, read whole into memory
+// (at most MaxStdinTrace bytes) so that several runs can stream it; any
+// other path is the SWF file there, which must exist and not be a
+// directory.
+func InputFrom(path string, stdin io.Reader) (TraceInput, error) {
+	if path != "-" {
+		st, err := os.Stat(path)
+		if err != nil {
+			return TraceInput{}, err
+		}
+		if st.IsDir() {
+			return TraceInput{}, fmt.Errorf("%s: is a directory, not an SWF file", path)
+		}
+		return FileInput(path), nil
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, MaxStdinTrace+1))
+	if err != nil {
+		return TraceInput{}, fmt.Errorf("read standard input: %w", err)
+	}
+	if len(data) > MaxStdinTrace {
+		return TraceInput{}, fmt.Errorf("standard input holds more than %d MiB: pass the file itself", MaxStdinTrace>>20)
+	}
+	return TraceInput{Name: "<stdin>", Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+		return swf.OpenReader(bytes.NewReader(data), "<stdin>", opts...)
+	}}, nil
 }
 
 // TraceOptions configures SimulateTrace.

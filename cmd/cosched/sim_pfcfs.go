@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -10,23 +9,20 @@ import (
 	"github.com/cosched/cosched/jss"
 )
 
-// pfcfsFlags are the --pfcfs-* parameters of `cosched sim`.
+// pfcfsFlags are the --pfcfs-* parameters of `cosched sim` and `cosched
+// sim sweep`, bound to the configuration they set.
 type pfcfsFlags struct {
-	wide     float64
-	delay    time.Duration
-	every    time.Duration
-	switches int
-	penalty  time.Duration
-	changed  func(name string) bool
+	jss.PFCFSConfig
+	changed func(name string) bool
 }
 
 func addPFCFSFlags(fl *pflag.FlagSet, f *pfcfsFlags) {
-	d := pfcfs.DefaultConfig(1)
-	fl.Float64Var(&f.wide, "pfcfs-wide", d.WidePercent, "pfcfs: a job needing at least this percentage of the machine is wide and may preempt")
-	fl.DurationVar(&f.delay, "pfcfs-delay", d.Delay, "pfcfs: start delay δ, from when a wide job is first in line (and no earlier wide job is active) to its preemption")
-	fl.DurationVar(&f.every, "pfcfs-switch", d.Switch, "pfcfs: time Δ between context switches of a wide job and the jobs it preempted")
-	fl.IntVar(&f.switches, "pfcfs-switches", d.Switches, "pfcfs: most context switches n, the first preemption included (odd: the wide job finishes first; even: the preempted jobs do)")
-	fl.DurationVar(&f.penalty, "pfcfs-penalty", 0, "pfcfs: time added to a job's remaining runtime each time it is preempted")
+	d, s := pfcfs.DefaultConfig(1), &f.Scheduler
+	fl.Float64Var(&s.WidePercent, "pfcfs-wide", d.WidePercent, "pfcfs: a job needing at least this percentage of the machine is wide and may preempt")
+	fl.DurationVar(&s.Delay, "pfcfs-delay", d.Delay, "pfcfs: start delay δ, from when a wide job is first in line (and no earlier wide job is active) to its preemption")
+	fl.DurationVar(&s.Switch, "pfcfs-switch", d.Switch, "pfcfs: time Δ between context switches of a wide job and the jobs it preempted")
+	fl.IntVar(&s.Switches, "pfcfs-switches", d.Switches, "pfcfs: most context switches n, the first preemption included (odd: the wide job finishes first; even: the preempted jobs do)")
+	fl.DurationVar(&f.Penalty, "pfcfs-penalty", 0, "pfcfs: time added to a job's remaining runtime each time it is preempted")
 	f.changed = fl.Changed
 }
 
@@ -37,7 +33,7 @@ var pfcfsFlagNames = flagNames{"Scheduler.WidePercent": "--pfcfs-wide", "Schedul
 // reports whether --policy names pfcfs (the flags are an error without it).
 func (f *pfcfsFlags) validate(selected bool) []error {
 	if selected {
-		return pfcfsFlagNames.list(f.config().Validate())
+		return pfcfsFlagNames.list(f.Validate())
 	}
 	var errs []error
 	for _, name := range []string{"pfcfs-wide", "pfcfs-delay", "pfcfs-switch", "pfcfs-switches", "pfcfs-penalty"} {
@@ -48,12 +44,7 @@ func (f *pfcfsFlags) validate(selected bool) []error {
 	return errs
 }
 
-func (f *pfcfsFlags) config() jss.PFCFSConfig {
-	return jss.PFCFSConfig{
-		Scheduler: pfcfs.Config{WidePercent: f.wide, Delay: f.delay, Switch: f.every, Switches: f.switches},
-		Penalty:   f.penalty,
-	}
-}
+func (f *pfcfsFlags) config() jss.PFCFSConfig { return f.PFCFSConfig }
 
 // isPFCFS reports whether a --policy entry names pfcfs.
 func isPFCFS(name string) bool {

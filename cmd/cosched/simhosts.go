@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -82,9 +81,4 @@ func (h *hostsFlags) validate(policies []gang.Policy, procs int, changed func(st
 	}
 	errs = append(errs, flagNames{"Quantum": "--is-quantum", "MinRun": "--is-min-run", "Memory": "--is-memory"}.list(h.isCfg.Validate())...)
 	return append(errs, flagNames{"Interval": "--eq-interval", "FullAfter": "--eq-full-after"}.list(h.eq.Validate())...)
-}
-
-// isEQSpatial reports whether a --policy entry names eqspatial.
-func isEQSpatial(name string) bool {
-	return strings.EqualFold(strings.TrimSpace(name), jss.EQSpatialName)
 }

@@ -2,6 +2,7 @@ package nowsim
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -20,6 +21,25 @@ func MeanWork(jobs []Job) time.Duration {
 		sum += float64(j.Work)
 	}
 	return time.Duration(sum / float64(max(1, len(jobs))))
+}
+
+// Formats lists the output formats of Write.
+func Formats() []string { return []string{"table", "json", "csv"} }
+
+// Write renders results in the named format: WriteTable (with t), an
+// indented JSON array, or WriteCSV.
+func Write(w io.Writer, format string, t Table, results []Result) error {
+	switch format {
+	case "table":
+		return WriteTable(w, t, results)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	case "csv":
+		return WriteCSV(w, results)
+	}
+	return fmt.Errorf("nowsim: unknown format %q (valid: %s)", format, strings.Join(Formats(), ", "))
 }
 
 var csvHeader = []string{"policy", "estimate", "seed", "jobs", "makespan_s", "mean_flow_s", "max_wait_s", "mean_wait_s"}
