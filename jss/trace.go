@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/cosched/cosched/gang"
@@ -37,13 +36,9 @@ const MaxStdinTrace = 1 << 30
 // other path is the SWF file there, which must exist and not be a
 // directory.
 func InputFrom(path string, stdin io.Reader) (TraceInput, error) {
-	if path != "-" {
-		st, err := os.Stat(path)
-		if err != nil {
+	if path != swf.StdinPath {
+		if err := swf.CheckFile(path); err != nil {
 			return TraceInput{}, err
-		}
-		if st.IsDir() {
-			return TraceInput{}, fmt.Errorf("%s: is a directory, not an SWF file", path)
 		}
 		return FileInput(path), nil
 	}
@@ -54,8 +49,8 @@ func InputFrom(path string, stdin io.Reader) (TraceInput, error) {
 	if len(data) > MaxStdinTrace {
 		return TraceInput{}, fmt.Errorf("standard input holds more than %d MiB: pass the file itself", MaxStdinTrace>>20)
 	}
-	return TraceInput{Name: "<stdin>", Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
-		return swf.OpenReader(bytes.NewReader(data), "<stdin>", opts...)
+	return TraceInput{Name: swf.StdinName, Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+		return swf.OpenReader(bytes.NewReader(data), swf.StdinName, opts...)
 	}}, nil
 }
 

@@ -120,12 +120,22 @@ func OpenInput(ctx context.Context, path string, stdin io.Reader) (*Reader, io.C
 	if path == StdinPath {
 		return OpenReader(ctxio.Interruptible(ctx, stdin), StdinName)
 	}
-	if st, err := os.Stat(path); err != nil {
+	if err := CheckFile(path); err != nil {
 		return nil, nil, err
-	} else if st.IsDir() {
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: ErrDirectory}
 	}
 	return OpenContext(ctx, path)
+}
+
+// CheckFile reports a path that cannot be examined, or is a directory
+// (ErrDirectory), as an *fs.PathError: an input checked before it is
+// opened, perhaps more than once.
+func CheckFile(path string) error {
+	if st, err := os.Stat(path); err != nil {
+		return err
+	} else if st.IsDir() {
+		return &fs.PathError{Op: "open", Path: path, Err: ErrDirectory}
+	}
+	return nil
 }
 
 // InputName is how a model or report names the input at path:
