@@ -58,8 +58,8 @@ func StateDir(dir string) (string, error) {
 const (
 	MaxAgents     = 256  // agents on one machine
 	MaxProcessors = 1024 // processors one agent offers
-	MinSlice      = time.Millisecond
-	MaxSlice      = time.Hour
+	MinSlice      = sharing.MinSlice
+	MaxSlice      = sharing.MaxSlice
 	MaxMPL        = 64
 	// MaxControllers bounds Options.Controllers.
 	MaxControllers = 7

@@ -145,8 +145,8 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	if changed == nil {
 		changed = func(string) bool { return false }
 	}
-	bf, bfErrs := f.backfill.backfillFor(policy, err == nil, changed)
-	if len(bfErrs) > 0 {
+	bf, bfErr := gang.BackfillText(f.backfill).ParseFor(policy, backfillFlagNames.given(changed))
+	if bfErrs := backfillFlagNames.list(bfErr); len(bfErrs) > 0 {
 		errs, parsed["--reservations"] = append(errs, bfErrs...), true
 	}
 	o.Backfill = bf

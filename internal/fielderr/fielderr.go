@@ -24,6 +24,9 @@ type Error struct {
 	Reason string
 	Terms  []Term
 	Op     string
+	// Sentence writes Reason right after the field's name, as what is
+	// said of it: "--weights applies only to fcfs-bf" (no value, no colon).
+	Sentence bool
 }
 
 // Term is one more field of a problem about several fields, and its value
@@ -40,8 +43,11 @@ var fieldRef = regexp.MustCompile(`\{([A-Za-z0-9_.\[\]]+)\}`)
 
 // Render is e's message with every field, in Field, Terms and Reason,
 // named by name: "name value: reason", "name: reason" without a value,
-// "a 1 + b 2: reason" with terms.
+// "a 1 + b 2: reason" with terms, "name reason" for a Sentence.
 func (e *Error) Render(name func(field string) string) string {
+	if e.Sentence {
+		return name(e.Field) + " " + Expand(e.Reason, name)
+	}
 	head := term(name(e.Field), e.Value)
 	for _, t := range e.Terms {
 		head += e.Op + term(name(t.Field), t.Value)
@@ -76,6 +82,11 @@ func Format(name string, e *Error) string {
 // New returns an *Error.
 func New(field string, value any, format string, args ...any) *Error {
 	return &Error{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Said returns an *Error written as a sentence about field (Sentence).
+func Said(field string, format string, args ...any) *Error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...), Sentence: true}
 }
 
 // Several returns an *Error about several fields at once, written joined

@@ -18,6 +18,7 @@ func TestRenderNamesEveryField(t *testing.T) {
 		{Several(" + ", []Term{{"SeqShare", 0.8}, {"LargeShare", 0.5}}, "must not exceed 1"),
 			"--seq-share 0.8 + --large-share 0.5: must not exceed 1", "SeqShare 0.8 + LargeShare 0.5: must not exceed 1"},
 		{Several("/", []Term{{"SeqShare", nil}, {"LargeShare", nil}}, "too many"), "--seq-share/--large-share: too many", "SeqShare/LargeShare: too many"},
+		{Said("SeqShare", "applies only with {Slice}"), "--seq-share applies only with --slice", "SeqShare applies only with Slice"},
 	} {
 		if got := c.e.Render(name); got != c.want {
 			t.Errorf("Render = %q, want %q", got, c.want)
