@@ -181,17 +181,7 @@ func (s Settings) Config(stateBase string, given func(field string) bool) (Confi
 	if c.StateDir == "" {
 		c.StateDir = filepath.Join(stateBase, "agents", c.Name)
 	}
-	// Validate's word on a field whose text did not parse is noise.
-	failed := map[string]bool{}
-	for _, e := range fielderr.All(errors.Join(errs...)) {
-		failed[e.Field] = true
-	}
-	for _, e := range fielderr.All(c.Validate()) {
-		if !failed[e.Field] {
-			errs = append(errs, e)
-		}
-	}
-	return c, errors.Join(errs...)
+	return c, fielderr.Merge(errors.Join(errs...), c.Validate())
 }
 
 // controller reads the controller's settings into c: mode, slice, policy

@@ -8,6 +8,7 @@
 package fielderr
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 )
@@ -93,6 +94,23 @@ func Said(field string, format string, args ...any) *Error {
 // by op (" + ", " × ", "/"): the first is the Error's Field.
 func Several(op string, terms []Term, format string, args ...any) *Error {
 	return &Error{Field: terms[0].Field, Value: terms[0].Value, Terms: terms[1:], Op: op, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Merge is parsed, the problems of reading settings' text, and after them
+// those of checked, a Validate error of what was read, but the ones about
+// a field whose text did not parse (Validate's word on it is noise).
+func Merge(parsed, checked error) error {
+	failed := map[string]bool{}
+	for _, e := range All(parsed) {
+		failed[e.Field] = true
+	}
+	errs := []error{parsed}
+	for _, e := range All(checked) {
+		if !failed[e.Field] {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // All returns every *Error in err: a single one, an errors.Join of them,

@@ -47,3 +47,15 @@ func TestAllFindsJoinedAndWrapped(t *testing.T) {
 		t.Error("All of nil or a plain error is not empty")
 	}
 }
+
+// Merge keeps every parse problem, and Validate's about the other fields.
+func TestMergeDropsValidateOnUnparsedFields(t *testing.T) {
+	slice, mpl := New("Slice", `"soon"`, "not a duration"), New("MPL", 0, "must be from 1 to 64")
+	got := All(Merge(errors.Join(slice), errors.Join(New("Slice", "0s", "must be positive"), mpl)))
+	if len(got) != 2 || got[0] != slice || got[1] != mpl {
+		t.Errorf("Merge = %v", got)
+	}
+	if Merge(nil, nil) != nil {
+		t.Error("Merge of nothing is not nil")
+	}
+}
