@@ -27,16 +27,9 @@ type agentFlags struct {
 	changed func(name string) bool
 }
 
-// agentFlagNames maps node.Settings' and node.Config's fields to the
-// agent's flags.
-var agentFlagNames = flagNames{"Name": "--name", "Bind": "--bind", "Advertise": "--advertise", "Join": "--join", "Controllers": "--controllers",
-	"RaftPort": "--raft-port", "Mode": "--mode", "Slice": "--slice", "MPL": "--mpl", "Policy": "--policy", "Bandwidth": "--bandwidth", "CPUs": "--cpus",
-	"Processors": "--processors", "NoCompute": "--no-compute", "StateDir": "--state-dir", "APIPort": "--api-port", "EncryptKey": "--encrypt-key",
-	"SecretKey": "--encrypt-key", "KeyFile": "--key-file", "AdminGroup": "--admin-group", "MetricsListen": "--metrics-listen",
-	"Priority": "--realtime-priority", "StrobeFanout": "--strobe-fanout", "StrobeMulticast": "--strobe-multicast", "Nice": "--nice",
-	"RankNice": "--rank-nice", "ControllerGrace": "--controller-grace", "LogLevel": "--log-level", "LogFormat": "--log-format", "MPI": "--mpi",
-	"Cgroups": "--cgroups", "Suspend": "--suspend", "MemReserve": "--mem-reserve", "Reservations": "--reservations",
-	"ReservationsMode": "--reservations-mode", "Weights": "--weights"}
+// agentFlagNames maps node.Settings' fields, and node.Config's of the same
+// names, to the agent's flags.
+var agentFlagNames = flagNames(flagfile.FlagNames(node.Settings{}))
 
 func newAgentCmd() *cobra.Command { return newAgentCmdRun(runAgent) }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/flagfile"
 )
 
 // backfillFlags are the options of the priority-backfill policies
@@ -15,7 +16,7 @@ import (
 type backfillFlags gang.BackfillText
 
 // backfillFlagNames maps gang.BackfillText's fields to the flags.
-var backfillFlagNames = flagNames{"Reservations": "--reservations", "ReservationsMode": "--reservations-mode", "Weights": "--weights"}
+var backfillFlagNames = flagNames(flagfile.FlagNames(gang.BackfillText{}))
 
 // add defines the flags; scope, when not empty, prefixes their help (e.g.
 // "controller, ").
