@@ -19,6 +19,8 @@
 //
 // Bad input never hangs or crashes the agent: a malformed line, a line
 // too long, an unknown command or a barrier entered twice ends the job
-// with the reason (Hooks.Fail); a key or value too long, a duplicate key
-// or a get of a missing key gets the protocol's error reply (rc=-1).
+// with the reason (Hooks.Fail); a key or value too long, a duplicate key,
+// a get of a missing key or a call of the name service (publish_name,
+// lookup_name, unpublish_name: not served) gets the protocol's error
+// reply (rc=-1).
 package pmi

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 )
 
 // Bounds on what a job may store, so no rank can make its agent or the
@@ -132,6 +133,13 @@ func (j *Job) Handle(rank int, line []byte) Output {
 	case "finalize":
 		rs.finalized = true
 		return Output{Reply: Encode("finalize_ack", "rc", "0"), Finalized: true}
+	case "publish_name", "unpublish_name", "lookup_name":
+		// MPI's name service (MPI_Publish_name, MPI_Lookup_name) spans
+		// jobs, which cosched does not serve: the rank hears a failure it
+		// can handle (MPICH checks info=ok), as from a server without one,
+		// and the job runs on.
+		result := strings.TrimSuffix(c.Name, "_name") + "_result"
+		return Output{Reply: Encode(result, "rc", "-1", "info", "unsupported", "msg", "cosched_serves_no_name_service")}
 	case "abort":
 		code, err := strconv.Atoi(c.Args["exitcode"])
 		if err != nil {

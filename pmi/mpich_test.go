@@ -131,6 +131,21 @@ func TestMPICHRanksStartAndTalk(t *testing.T) {
 	}
 }
 
+// MPI's name service, which cosched does not serve, fails the calls
+// (MPI_Publish_name, MPI_Lookup_name), not the job.
+func TestMPICHNameServiceRefused(t *testing.T) {
+	prog := mpicc(t, "testdata/ring.c")
+	errs, outs, failure := runLocal(t, prog, []string{"a", "b"}, "publish")
+	for r, err := range errs {
+		if want := "rank " + itoa(r) + " of 2 name service refused"; err != nil || !strings.Contains(outs[r], want) {
+			t.Errorf("rank %d: %v, said %q, want %q", r, err, outs[r], want)
+		}
+	}
+	if failure != "" {
+		t.Errorf("job failed: %s", failure)
+	}
+}
+
 // MPI_Abort from one rank fails the job with its rank, exit code and
 // message, and no rank is left running.
 func TestMPICHAbort(t *testing.T) {

@@ -33,6 +33,9 @@ func TestReplies(t *testing.T) {
 		{"cmd=put kvsname=other key=b value=2", "cmd=put_result rc=-1 msg=unknown_kvsname\n"},
 		{"cmd=get kvsname=kvs_1 key=PMI_process_mapping", "cmd=get_result rc=0 msg=success value=(vector,(0,2,2))\n"},
 		{"cmd=get kvsname=kvs_1 key=missing", "cmd=get_result rc=-1 msg=key_not_found\n"},
+		{"cmd=publish_name service=s port=p", "cmd=publish_result rc=-1 info=unsupported msg=cosched_serves_no_name_service\n"},
+		{"cmd=lookup_name service=s", "cmd=lookup_result rc=-1 info=unsupported msg=cosched_serves_no_name_service\n"},
+		{"cmd=unpublish_name service=s", "cmd=unpublish_result rc=-1 info=unsupported msg=cosched_serves_no_name_service\n"},
 		{"cmd=finalize", "cmd=finalize_ack rc=0\n"},
 	} {
 		if got := reply(t, j, 0, c.in); got != c.want {

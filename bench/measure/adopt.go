@@ -1,8 +1,10 @@
 package measure
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -10,6 +12,19 @@ import (
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/sharing"
 )
+
+// OnCluster makes o a run on the existing cluster o.Cluster: it asks the
+// cluster for its configuration (Inspect) and adopts it (Existing.Adopt,
+// on this host's cores), returning Adopt's warning and errors.
+func (o *RunOptions) OnCluster(ctx context.Context, given func(field string) bool) (warning string, err error) {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	e, err := Inspect(qctx, o.Cluster)
+	if err != nil {
+		return "", err
+	}
+	return e.Adopt(o, given, runtime.NumCPU())
+}
 
 // Adopt makes o a run on the existing cluster e: e's mode, processors,
 // slice and MPL (and policy, when it reports one) replace o's. A field the
@@ -85,11 +100,14 @@ func modesText(modes []sharing.Mode) string {
 	return strings.Join(s, ",")
 }
 
-// Record is the record of a run of o's workload jobs before any mode ran,
-// on cluster ("local", or an existing cluster's address).
-func (o RunOptions) Record(jobs []experiment.Job, cluster string) experiment.Run {
-	p := o.Point
+// record is the record of a run of o's workload jobs before any mode
+// ran, on a local cluster or o.ClusterAddr.
+func (o RunOptions) record(jobs []experiment.Job) experiment.Run {
+	p, cluster := o.Point, "local"
+	if o.Cluster != nil {
+		cluster = o.ClusterAddr
+	}
 	return experiment.Run{Workload: p.Workload, Jobs: p.Jobs, Load: p.Load, Nodes: o.Nodes, Slice: o.Slice, MPL: o.MPL,
 		Policy: string(o.Policy), MeanRuntime: o.Machine.MeanRuntime, Work: o.Work, Seed: p.Seed, Cluster: cluster,
-		Machine: experiment.CostsOf(o.Machine), Started: time.Now(), WorkloadJobs: jobs}
+		Machine: experiment.CostsOf(o.simulated()), Profile: o.Profile, Started: time.Now(), WorkloadJobs: jobs}
 }

@@ -50,9 +50,11 @@ type CalibrateOptions struct {
 	Barriers         int // barriers of the delivery-delay probe (one a slice)
 	Pings            int // round trips of the latency probe
 	Stream           int // messages of the bandwidth probe
-	StateDir         string
-	Exe              string    // the cosched binary (default: this process's)
-	Progress         io.Writer // progress lines (nil: none)
+	// StateDir is where the clusters' state (agent logs, rank output)
+	// goes; "": a temporary directory, removed at the end.
+	StateDir string
+	Exe      string    // the cosched binary (default: this process's)
+	Progress io.Writer // progress lines (nil: none)
 }
 
 // DefaultCalibrateOptions are bench calibrate's defaults.
@@ -93,9 +95,6 @@ func (o CalibrateOptions) Validate() error {
 	if o.RealtimePriority < 0 || o.RealtimePriority > 99 {
 		bad("RealtimePriority", o.RealtimePriority, "must be 0 (off) to 99")
 	}
-	if o.StateDir == "" {
-		bad("StateDir", o.StateDir, "required")
-	}
 	return errors.Join(errs...)
 }
 
@@ -104,6 +103,14 @@ func (o CalibrateOptions) Validate() error {
 func Calibrate(ctx context.Context, o CalibrateOptions) (*profile.Profile, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.StateDir == "" {
+		dir, err := os.MkdirTemp("", "cosched-calibrate-")
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		o.StateDir = dir
 	}
 	o.Work = cmp.Or(o.Work, DefaultWork(o.Nodes))
 	if o.Exe == "" {

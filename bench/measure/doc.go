@@ -2,8 +2,8 @@
 // of agents (package localcluster): the strobe benchmark (Strobe: switch
 // skew, latency and overhead), the calibration probes that make a machine
 // profile for the simulator (Calibrate, and Probe, the probe jobs' rank
-// program), and the per-mode runs of a benchmark workload that bench run
-// compares with the simulator (RunModes). `cosched bench strobe`,
-// `bench calibrate`, `bench run` and the hidden `bench-probe` are thin
-// layers over it.
+// program), and the per-mode runs of a benchmark workload compared with
+// the simulator, on local clusters or an existing one (Run, RunModes,
+// OnCluster). `cosched bench strobe`, `bench calibrate`, `bench run` and
+// the hidden `bench-probe` are thin layers over it.
 package measure

@@ -57,7 +57,7 @@ func TestDurationDistAndFormat(t *testing.T) {
 func TestStrobeMethodsChecksFirst(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	o := StrobeOptions{Agents: 2, Slice: 10 * time.Millisecond, Duration: time.Second, MPL: 0}
-	reps, err := StrobeMethods(context.Background(), o, []string{"signal", "sigstop"}, nil, false)
+	reps, err := StrobeMethods(context.Background(), StrobeRuns{StrobeOptions: o, Methods: []string{"signal", "sigstop"}})
 	if reps != nil || fields(err) != "MPL,MPL,Suspend" {
 		t.Fatalf("reports %v, error fields %q (%v)", reps, fields(err), err)
 	}

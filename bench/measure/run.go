@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,7 @@ import (
 	"github.com/cosched/cosched/sharing"
 )
 
-// RunOptions say how RunModes runs a workload of benchmark jobs.
+// RunOptions say how Run and RunModes run a workload of benchmark jobs.
 type RunOptions struct {
 	Modes            []sharing.Mode
 	Nodes            int // processors (local clusters: agents of one processor)
@@ -35,18 +36,55 @@ type RunOptions struct {
 	Policy           gang.Policy
 	Bandwidth        float64 // bcs: bytes per second per node (0: unlimited)
 	RealtimePriority int
-	Work             string // the ranks' work (WorkCPU or WorkWall)
+	Work             string // the ranks' work (WorkCPU or WorkWall; "": DefaultWork of Nodes)
 	// StallTimeout fails a mode when no job ends for this long while jobs
 	// run; 0: max(2m, 4 × MPL × the longest estimate).
 	StallTimeout time.Duration
-	// Cluster is an existing cluster to run on; nil starts a local one per
+	// Cluster is an existing cluster to run on (OnCluster), ClusterAddr
+	// its address as given, for the record; nil starts a local one per
 	// mode (its state under Dir/MODE/state).
-	Cluster  *api.Client
-	Dir      string        // where each mode's records go (Dir/MODE/jobs.csv)
-	Machine  sweep.Machine // the simulated side's machine
-	Point    sweep.Point   // the simulated side's sweep point
-	Exe      string        // the cosched binary (default: this process's)
-	Progress io.Writer     // progress lines (nil: none)
+	Cluster     *api.Client
+	ClusterAddr string
+	// Dir is where the run's files go (each mode's records in
+	// Dir/MODE/jobs.csv); Run's default: cosched-bench-DATE-TIME.
+	Dir string
+	// Point is the workload: its Workload, Jobs, Load and Seed (its MPL,
+	// Slice and Policy are the run's).
+	Point sweep.Point
+	// Machine is the workload's machine: its MeanRuntime (the run's time
+	// scale), network and memory (its Processors are Nodes), and the
+	// simulated side's costs unless Profile is set.
+	Machine sweep.Machine
+	// Profile is the machine profile (bench calibrate's) whose costs the
+	// simulated side applies to Machine; nil: Machine's own.
+	Profile  *experiment.ProfileRef
+	Exe      string    // the cosched binary (default: this process's)
+	Progress io.Writer // progress lines (nil: none)
+}
+
+// DefaultRunOptions are bench run's defaults: the three modes compared on
+// 4 local agents, 40 jobs of workload w3 at load 0.8.
+func DefaultRunOptions() RunOptions {
+	m := sweep.DefaultMachine()
+	m.MemoryPerProc, m.MeanRuntime = 0, 5*time.Second
+	return RunOptions{Modes: []sharing.Mode{sharing.BCS, sharing.Gang, sharing.Space}, Nodes: 4, Slice: 50 * time.Millisecond, MPL: 3,
+		Policy: gang.EASY, Bandwidth: 100e6, RealtimePriority: 50, Machine: m, Point: sweep.Point{Workload: "w3", Jobs: 40, Load: 0.8, Seed: 1}}
+}
+
+// ParseModes reads a comma-separated list of modes, in any case
+// (sharing.Parse). It never fails: a name it does not know is kept as
+// written, for Validate to refuse with every other problem.
+func ParseModes(s string) ([]sharing.Mode, error) {
+	var modes []sharing.Mode
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		m, err := sharing.Parse(item)
+		if err != nil {
+			m = sharing.Mode(item)
+		}
+		modes = append(modes, m)
+	}
+	return modes, nil
 }
 
 // Validate checks every field (errors keyed by field, fielderr; the
@@ -86,7 +124,7 @@ func (o RunOptions) Validate() error {
 	if !(o.Bandwidth >= 0) || o.Bandwidth > math.MaxInt64 {
 		bad("Bandwidth", o.Bandwidth, "want bytes per second, or 0 for unlimited")
 	}
-	if o.Work != WorkCPU && o.Work != WorkWall {
+	if o.Work != "" && o.Work != WorkCPU && o.Work != WorkWall {
 		bad("Work", fmt.Sprintf("%q", o.Work), "want cpu or wall")
 	}
 	if o.StallTimeout < 0 {
@@ -119,23 +157,71 @@ func policyNames() []string {
 	return out
 }
 
+// Run runs o's workload (experiment.Workload of o.Point on o.Machine)
+// under each of o.Modes in turn (RunModes), then writes the run's files
+// into o.Dir and its table to out (experiment.WriteAll), also after a
+// failed mode, whose error it returns then. o is checked first
+// (Validate).
+func Run(ctx context.Context, out io.Writer, o RunOptions, wide bool) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	o = o.resolved()
+	jobs, err := experiment.Workload(o.Machine, o.Point)
+	if err != nil {
+		return err
+	}
+	o.Dir = cmp.Or(o.Dir, "cosched-bench-"+time.Now().Format("20060102-150405"))
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return fmt.Errorf("measure: the results directory: %w", err)
+	}
+	where := fmt.Sprintf("a local cluster of %d agents per mode", o.Nodes)
+	if o.Cluster != nil {
+		where = "the cluster at " + o.ClusterAddr
+	}
+	fmt.Fprintf(o.Progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
+		len(jobs), o.Point.Workload, o.Nodes, where, o.Point.Load, jobs[len(jobs)-1].Submit.Round(time.Second), modesText(o.Modes), o.Work, o.Dir)
+	run := o.record(jobs)
+	runErr := RunModes(ctx, o, jobs, &run)
+	if err := experiment.WriteAll(out, o.Dir, &run, wide); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// resolved is o with its defaults and the settings it derives filled in:
+// Work, Progress, and the workload's processors, MPL, slice and policy.
+func (o RunOptions) resolved() RunOptions {
+	o.Work = cmp.Or(o.Work, DefaultWork(o.Nodes))
+	o.Progress = cmp.Or[io.Writer](o.Progress, io.Discard)
+	o.Machine.Processors = o.Nodes
+	o.Point.MPL, o.Point.Slice, o.Point.Policy = o.MPL, o.Slice, o.Policy
+	return o
+}
+
+// simulated is the simulated side's machine: Machine with Profile's costs.
+func (o RunOptions) simulated() sweep.Machine {
+	if o.Profile == nil {
+		return o.Machine
+	}
+	return o.Profile.Apply(o.Machine)
+}
+
 // RunModes runs jobs under each of o.Modes in turn, each beside the
 // simulator's prediction for the same point, into run.Modes. It stops at
 // the first mode that fails; a job that did not complete is an error
 // naming it.
 func RunModes(ctx context.Context, o RunOptions, jobs []experiment.Job, run *experiment.Run) error {
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
+	o = o.resolved()
 	var runErr error
 	for i, mode := range o.Modes {
 		res, err := runMode(ctx, o, mode, jobs, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(o.Modes)))
-		if row, serr := experiment.Simulate(ctx, o.Machine, o.Point, mode); serr == nil {
+		if row, serr := experiment.Simulate(ctx, o.simulated(), o.Point, mode); serr == nil {
 			res.Simulated = &row
 		} else if err == nil {
 			err = fmt.Errorf("simulating: %w", serr)
 		}
-		if sj, serr := experiment.SimulateJobs(ctx, o.Machine, o.Point, mode); serr == nil {
+		if sj, serr := experiment.SimulateJobs(ctx, o.simulated(), o.Point, mode); serr == nil {
 			res.SimJobs = sj
 		} else if err == nil {
 			err = fmt.Errorf("simulating: %w", serr)

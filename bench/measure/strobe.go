@@ -3,6 +3,7 @@ package measure
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -159,29 +160,83 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	return rep, nil
 }
 
-// StrobeMethods runs Strobe once per suspension method (o.Suspend is
-// ignored; none: signal) and, for each, once per authentication setting
-// in unsealed (o.Unsealed when empty), each on a fresh cluster whose state goes to a
-// temporary directory: removed after a good measurement unless keep, kept
-// (and named on o.Progress) after a failed one. Every method's options are
-// checked before anything starts; the errors are keyed by field.
-func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, unsealed []bool, keep bool) ([]*StrobeReport, error) {
-	if len(methods) == 0 {
-		methods = []string{api.SuspendSignal}
+// StrobeRuns say what StrobeMethods measures: Strobe once per suspension
+// method and, for each, once per authentication setting, each on a fresh
+// cluster (StrobeOptions.Suspend and StateDir are set per run).
+type StrobeRuns struct {
+	StrobeOptions
+	Methods []string // suspension methods, in turn (none: signal)
+	// Auth is AuthOn (sealed), AuthOff (unsealed) or AuthBoth (unsealed
+	// first: the baseline), or "" for StrobeOptions.Unsealed alone.
+	Auth string
+	// Keep keeps every cluster's state directory (named on Progress); a
+	// failed run's is always kept.
+	Keep bool
+}
+
+// The authentication settings StrobeRuns measures.
+const (
+	AuthOn   = "on"
+	AuthOff  = "off"
+	AuthBoth = "both"
+)
+
+// unsealed are r's authentication settings, in turn (false for a bad Auth).
+func (r StrobeRuns) unsealed() (settings []bool, ok bool) {
+	switch r.Auth {
+	case "":
+		return []bool{r.Unsealed}, true
+	case AuthOn:
+		return []bool{false}, true
+	case AuthOff:
+		return []bool{true}, true
+	case AuthBoth:
+		return []bool{true, false}, true
 	}
-	if len(unsealed) == 0 {
-		unsealed = []bool{o.Unsealed}
+	return nil, false
+}
+
+// methods are r's suspension methods, in turn.
+func (r StrobeRuns) methods() []string {
+	if len(r.Methods) == 0 {
+		return []string{api.SuspendSignal}
 	}
-	if err := ValidateStrobeMethods(o, methods); err != nil {
+	return r.Methods
+}
+
+// Validate checks Auth and the options of every method, all problems at
+// once, keyed by field.
+func (r StrobeRuns) Validate() error {
+	var errs []error
+	if _, ok := r.unsealed(); !ok {
+		errs = append(errs, fielderr.New("Auth", r.Auth, "want on, off or both"))
+	}
+	for _, m := range r.methods() {
+		om := r.StrobeOptions
+		om.Suspend = m
+		if err := om.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StrobeMethods runs r's measurements in turn, by method, then by
+// authentication setting, each on a fresh cluster whose state goes to a
+// temporary directory (see StrobeRuns.Keep). Everything is checked before
+// anything starts (r.Validate).
+func StrobeMethods(ctx context.Context, r StrobeRuns) ([]*StrobeReport, error) {
+	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	progress := cmp.Or[io.Writer](o.Progress, io.Discard)
+	unsealed, _ := r.unsealed()
+	progress := cmp.Or[io.Writer](r.Progress, io.Discard)
 	var reps []*StrobeReport
-	for _, m := range methods {
+	for _, m := range r.methods() {
 		for _, u := range unsealed {
-			ou := o
+			ou := r.StrobeOptions
 			ou.Unsealed = u
-			rep, err := strobeOnce(ctx, ou, m, keep, progress)
+			rep, err := strobeOnce(ctx, ou, m, r.Keep, progress)
 			if err != nil {
 				return nil, err
 			}
@@ -189,23 +244,6 @@ func StrobeMethods(ctx context.Context, o StrobeOptions, methods []string, unsea
 		}
 	}
 	return reps, nil
-}
-
-// ValidateStrobeMethods checks o for each suspension method, all problems
-// at once, keyed by field.
-func ValidateStrobeMethods(o StrobeOptions, methods []string) error {
-	if len(methods) == 0 {
-		methods = []string{api.SuspendSignal}
-	}
-	var errs []error
-	for _, m := range methods {
-		om := o
-		om.Suspend = m
-		if err := om.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // strobeOnce measures one suspension method on a cluster of its own.
@@ -228,12 +266,13 @@ func strobeOnce(ctx context.Context, o StrobeOptions, suspend string, keep bool,
 	return Strobe(ctx, o)
 }
 
-// WriteStrobeMethods prints the reports of StrobeMethods, run with
-// methods suspension methods and auths authentication settings (reps in
-// its order: by method, then by setting): each report, then the settings
-// compared per method when there are several, then the methods compared
-// (their last, sealed, reports) when there are several.
-func WriteStrobeMethods(w io.Writer, reps []*StrobeReport, methods, auths int) {
+// WriteReports prints the reports of StrobeMethods(r) (in its order):
+// each report, then the authentication settings compared per method when
+// there are several, then the methods compared (their last, sealed,
+// reports) when there are several.
+func (r StrobeRuns) WriteReports(w io.Writer, reps []*StrobeReport) {
+	settings, _ := r.unsealed()
+	methods, auths := len(r.methods()), len(settings)
 	for i, rep := range reps {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -254,6 +293,17 @@ func WriteStrobeMethods(w io.Writer, reps []*StrobeReport, methods, auths int) {
 		fmt.Fprintln(w)
 		WriteSuspendComparison(w, sealed)
 	}
+}
+
+// WriteStrobeJSON writes reps as indented JSON: the report alone when
+// there is one, else their list.
+func WriteStrobeJSON(w io.Writer, reps []*StrobeReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if len(reps) == 1 {
+		return enc.Encode(reps[0])
+	}
+	return enc.Encode(reps)
 }
 
 // WriteSuspendComparison sets the suspension methods' switch figures side

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
 )
@@ -221,4 +222,17 @@ func (p *Profile) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// Save writes p to path (Marshal), atomically: a reader of path sees the
+// old profile or the new one, never a part.
+func (p *Profile) Save(path string) error {
+	b, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(path, b); err != nil {
+		return fmt.Errorf("profile: writing %s: %w", path, err)
+	}
+	return nil
 }

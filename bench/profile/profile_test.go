@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,13 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if *got != *p {
 		t.Fatalf("round trip:\n%+v\nwant\n%+v", got, p)
+	}
+	saved := filepath.Join(t.TempDir(), "saved.json")
+	if err := p.Save(saved); err != nil {
+		t.Fatal(err)
+	}
+	if sb, err := os.ReadFile(saved); err != nil || !bytes.Equal(sb, b) {
+		t.Fatalf("Save wrote %q (%v), want Marshal's %q", sb, err, b)
 	}
 	for _, field := range []string{`"switch_cost_ns": 3000`, `"relay_bandwidth_bps": 30000000`, `"bcs_solo_sync": true`, `"version": 1`} {
 		if !strings.Contains(string(b), field) {

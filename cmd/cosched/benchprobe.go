@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench/measure"
@@ -9,19 +11,14 @@ import (
 
 func newBenchProbeCmd() *cobra.Command {
 	o := measure.ProbeOptions{Count: 100}
-	size := "4KiB"
+	size := textvalue.NewFlag(&o.Size, "Size", "4KiB", textvalue.Size)
 	cmd := &cobra.Command{
 		Use:    "bench-probe",
 		Short:  "One rank of a calibration probe (what bench calibrate runs)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			n, err := textvalue.Size(size)
-			if err != nil {
-				n = -1 // refused by Validate, naming --size
-			}
-			o.Size = n
-			if err := o.Validate(); err != nil {
+			if err := errors.Join(size.Err, o.Validate()); err != nil {
 				return flagNames{"Test": "--test", "Count": "--count", "Size": "--size"}.errors(err)
 			}
 			return measure.Probe(cmd.Context(), cmd.OutOrStdout(), o)
@@ -30,6 +27,6 @@ func newBenchProbeCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Test, "test", "", "pingpong, stream or barrier")
 	fl.IntVar(&o.Count, "count", o.Count, "round trips, messages or barriers")
-	fl.StringVar(&size, "size", size, "message size")
+	fl.Var(size, "size", "message size")
 	return cmd
 }

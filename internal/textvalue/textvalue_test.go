@@ -45,3 +45,22 @@ func TestBandwidth(t *testing.T) {
 		}
 	}
 }
+
+// A Flag reads a good text into its target and keeps a bad one's error,
+// keyed by its field, without failing Set (nor changing the target).
+func TestFlagKeepsTheErrorOfABadText(t *testing.T) {
+	var bw float64
+	f := NewFlag(&bw, "Bandwidth", "100MB", Bandwidth)
+	if bw != 100e6 || f.Err != nil || f.String() != "100MB" || f.Type() != "string" {
+		t.Fatalf("default: %v, %v, %q", bw, f.Err, f.String())
+	}
+	if err := f.Set("fast"); err != nil {
+		t.Fatalf("Set failed: %v", err)
+	}
+	if bw != 100e6 || f.Err == nil || f.Err.Error() != `Bandwidth "fast": want a size per second (e.g. 100MB) or 0` || f.String() != "fast" {
+		t.Fatalf("bad text: %v, %v, %q", bw, f.Err, f.String())
+	}
+	if f.Set("1KiB"); bw != 1024 || f.Err != nil {
+		t.Fatalf("good text after a bad one: %v, %v", bw, f.Err)
+	}
+}

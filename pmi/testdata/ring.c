@@ -21,6 +21,19 @@ int main(int argc, char **argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         for (;;) MPI_Barrier(MPI_COMM_WORLD);
     }
+    if (argc > 1 && strcmp(argv[1], "publish") == 0) {
+        /* The name service is not served: the calls fail, the job runs on. */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+        char port[MPI_MAX_PORT_NAME] = "tcp://nowhere:1";
+        int pub = MPI_Publish_name("cosched-test", MPI_INFO_NULL, port);
+        int look = MPI_Lookup_name("cosched-test", MPI_INFO_NULL, port);
+        CHECK(pub != MPI_SUCCESS && look != MPI_SUCCESS, "rank %d: publish %d lookup %d, want failures", rank, pub, look);
+        MPI_Barrier(MPI_COMM_WORLD);
+        printf("rank %d of %d name service refused\n", rank, size);
+        MPI_Finalize();
+        return 0;
+    }
     int rounds = argc > 1 ? atoi(argv[1]) : 1;
     for (int round = 0; round < rounds; round++) {
         /* point-to-point ring */
