@@ -195,8 +195,8 @@ func (s Settings) controller(c *Config, given func(string) bool) []error {
 	if c.Bandwidth, err = textvalue.Bandwidth(s.Bandwidth); err != nil {
 		errs = append(errs, fielderr.New("Bandwidth", strconv.Quote(s.Bandwidth), "%v", err))
 	}
-	if c.Slice, err = time.ParseDuration(s.Slice); err != nil {
-		errs = append(errs, fielderr.New("Slice", strconv.Quote(s.Slice), "not a duration (e.g. 10ms)"))
+	if c.Slice, err = textvalue.Duration(s.Slice); err != nil {
+		errs = append(errs, fielderr.New("Slice", strconv.Quote(s.Slice), "%v", err))
 	}
 	if c.ControllerGrace, err = time.ParseDuration(s.ControllerGrace); err != nil || c.ControllerGrace < 0 {
 		errs = append(errs, fielderr.New("ControllerGrace", strconv.Quote(s.ControllerGrace), "want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)"))

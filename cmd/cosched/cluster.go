@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,10 +66,11 @@ func newClusterCmd() *cobra.Command {
 }
 
 type clusterUpFlags struct {
-	opts             localcluster.Options
-	slice, bandwidth string
-	backfill         backfillFlags
-	changed          func(name string) bool
+	opts      localcluster.Options
+	slice     *textvalue.Flag[time.Duration]
+	bandwidth *textvalue.Flag[float64]
+	backfill  backfillFlags
+	changed   func(name string) bool
 }
 
 // clusterUpFlagNames maps localcluster.Options' fields to cluster up's flags.
@@ -80,7 +80,9 @@ var clusterUpFlagNames = flagNames{"Agents": "-N", "Processors": "--processors",
 	"StateDir": "--state-dir", "Timeout": "--timeout", "Suspend": "--suspend", "Controllers": "--controllers", "MPI": "--mpi"}
 
 func newClusterUpCmd() *cobra.Command {
-	f := clusterUpFlags{opts: localcluster.DefaultOptions(), slice: "50ms", bandwidth: "100MB"}
+	f := clusterUpFlags{opts: localcluster.DefaultOptions()}
+	f.slice = textvalue.NewFlag(&f.opts.Slice, "Slice", "50ms", textvalue.Duration)
+	f.bandwidth = textvalue.NewFlag(&f.opts.Bandwidth, "Bandwidth", "100MB", func(s string) (float64, error) { return textvalue.Bandwidth(cmp.Or(s, "100MB")) })
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start -N agents (nodes) on this machine (the first is the controller) and record how to reach them",
@@ -97,8 +99,8 @@ func newClusterUpCmd() *cobra.Command {
 	_ = fl.MarkHidden("agents")
 	fl.IntVar(&f.opts.Controllers, "controllers", f.opts.Controllers, "controllers: 1, agent a0 is the controller; N (3, 5), N more agents c0… without processors form the controllers' group: one leads, the others take over when it dies (docs/JOURNAL.md)")
 	fl.StringVar((*string)(&f.opts.Mode), "mode", string(f.opts.Mode), "space, gang, bcs or local")
-	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
-	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
+	fl.Var(f.bandwidth, "bandwidth", "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
+	fl.Var(f.slice, "slice", "time slice (gang, bcs)")
 	fl.IntVar(&f.opts.MPL, "mpl", f.opts.MPL, "multiprogramming level (1 in space mode)")
 	fl.StringVar((*string)(&f.opts.Policy), "policy", string(f.opts.Policy), "queue policy: "+gang.PolicyNames())
 	f.backfill.add(fl, "")
@@ -118,22 +120,16 @@ func (f *clusterUpFlags) options() (localcluster.Options, error) {
 	mode, _ := sharing.Parse(string(o.Mode)) // Validate names a bad one
 	policy, _ := gang.ParsePolicy(string(o.Policy))
 	o.Mode, o.Policy = cmp.Or(mode, o.Mode), cmp.Or(policy, o.Policy)
-	var errs []error
-	var err error
-	if o.Slice, err = time.ParseDuration(f.slice); err != nil {
-		errs = append(errs, fielderr.New("Slice", strconv.Quote(f.slice), "not a duration"))
-	}
-	if o.Bandwidth, err = textvalue.Bandwidth(cmp.Or(f.bandwidth, "100MB")); err != nil {
-		errs = append(errs, fielderr.New("Bandwidth", strconv.Quote(f.bandwidth), "%v", err))
-	}
-	o.Backfill, err = gang.BackfillText(f.backfill).ParseFor(policy, given)
+	bf, bfErr := gang.BackfillText(f.backfill).ParseFor(policy, given)
+	o.Backfill = bf
 	if o.Mode == sharing.Space && !given("MPL") {
 		o.MPL = 1 // the default MPL is for the time-shared modes
 	}
 	dir, dirErr := localcluster.StateDir(o.StateDir)
 	o.StateDir = dir
-	// Validate's problem with StateDir is dirErr: said once.
-	errs = clusterUpFlagNames.list(fielderr.Merge(errors.Join(append(errs, err)...), o.Validate()), "StateDir")
+	parsed := errors.Join(f.slice.Err, f.bandwidth.Err, bfErr)
+	// Validate's problem with StateDir is dirErr's: said once.
+	errs := clusterUpFlagNames.list(fielderr.Merge(parsed, o.Validate()), "StateDir")
 	if dirErr != nil {
 		errs = append(errs, dirErr)
 	}
