@@ -107,19 +107,12 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 
 // agentConfig checks every flag and builds the agent's configuration.
 func agentConfig(f *agentFlags) (node.Config, error) {
-	var base string
-	var errs []error
-	if f.StateDir == "" {
-		var err error
-		if base, err = localcluster.StateDir(""); err != nil {
-			errs = append(errs, err)
-		}
+	base, err := localcluster.StateDir("") // --state-dir defaults to base/agents/<name>
+	if err != nil && f.StateDir == "" {
+		return node.Config{}, err
 	}
 	cfg, err := f.Config(base, agentFlagNames.given(f.changed))
-	if errs = append(agentFlagNames.list(err), errs...); len(errs) > 0 {
-		return cfg, flagErrors(errs)
-	}
-	return cfg, nil
+	return cfg, agentFlagNames.errors(err)
 }
 
 func runAgent(ctx context.Context, f *agentFlags) error {
