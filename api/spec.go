@@ -3,10 +3,14 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/slurmtime"
 )
 
@@ -82,69 +86,113 @@ const (
 	MPIPMI1 = "pmi1" // MPICH's simple PMI-1 over a socketpair (PMI_FD)
 )
 
-// Validate reports every problem with a spec at once; maxProcs < 0 leaves
-// its width unchecked.
+// Validate reports every problem with a spec at once, each a
+// *fielderr.Error keyed by its field ("Processors"); the error's text
+// names them as JSON does ("invalid job: processors: 0, must be …").
+// maxProcs < 0 leaves the spec's width against the cluster's unchecked.
 func (s *JobSpec) Validate(maxProcs int) error {
-	var errs []string
+	var errs invalidJob
+	bad := func(field string, v any, format string, args ...any) {
+		errs = append(errs, fielderr.New(field, v, format, args...))
+	}
 	switch {
 	case s.Bench == "" && (len(s.Command) == 0 || s.Command[0] == ""):
-		errs = append(errs, "command: empty")
+		bad("Command", nil, "empty")
 	case s.Bench != "" && len(s.Command) > 0:
-		errs = append(errs, "command: a benchmark job (bench) runs bench-rank, not a command")
+		bad("Command", nil, "a benchmark job ({Bench}) runs bench-rank, not a command")
 	case s.Bench != "":
 		if _, err := bench.ParseTemplate(s.Bench); err != nil {
-			errs = append(errs, "bench: "+err.Error())
+			bad("Bench", nil, "%v", err)
 		}
-		if s.BenchIterations < 1 {
-			errs = append(errs, fmt.Sprintf("bench_iterations: %d, must be at least 1", s.BenchIterations))
+		if s.BenchIterations < 1 || s.BenchIterations > bench.MaxIterations {
+			bad("BenchIterations", s.BenchIterations, "must be from 1 to %d", bench.MaxIterations)
 		}
 		if s.BenchWork != "" && s.BenchWork != "cpu" && s.BenchWork != "wall" {
-			errs = append(errs, fmt.Sprintf("bench_work: %q, want cpu or wall", s.BenchWork))
+			bad("BenchWork", strconv.Quote(s.BenchWork), "want cpu or wall")
 		}
 	}
 	switch s.MPI {
 	case "", MPINone:
 	case MPIPMI1:
 		if s.Bench != "" {
-			errs = append(errs, "mpi: a benchmark job runs bench-rank, which speaks comm, not PMI")
+			bad("MPI", nil, "a benchmark job runs bench-rank, which speaks comm, not PMI")
 		}
 	default:
-		errs = append(errs, fmt.Sprintf("mpi: %q, want none or pmi1", s.MPI))
+		bad("MPI", strconv.Quote(s.MPI), "want none or pmi1")
 	}
 	if s.Overrun != "" && s.Overrun != "kill" && s.Overrun != "extend" {
-		errs = append(errs, fmt.Sprintf("overrun: %q, want kill or extend", s.Overrun))
+		bad("Overrun", strconv.Quote(s.Overrun), "want kill or extend")
 	}
 	switch {
-	case s.Processors < 1:
-		errs = append(errs, fmt.Sprintf("processors: %d, must be at least 1", s.Processors))
+	case s.Processors < 1 || s.Processors > gang.MaxProcessors:
+		bad("Processors", s.Processors, "must be from 1 to %d", gang.MaxProcessors)
 	case maxProcs >= 0 && s.Processors > maxProcs:
-		errs = append(errs, fmt.Sprintf("processors: %d, more than the cluster's %d processors", s.Processors, maxProcs))
+		bad("Processors", s.Processors, "more than the cluster's %d processors", maxProcs)
 	}
-	if s.TimeLimit.D <= 0 {
-		errs = append(errs, fmt.Sprintf("time_limit: %v, must be positive", s.TimeLimit.D))
+	switch {
+	case s.TimeLimit.D <= 0:
+		bad("TimeLimit", s.TimeLimit.D, "must be positive")
+	case s.TimeLimit.D > slurmtime.Max:
+		bad("TimeLimit", s.TimeLimit.D, "more than %v", slurmtime.Max)
 	}
 	if s.Memory < 0 {
-		errs = append(errs, fmt.Sprintf("memory: %d, must not be negative", s.Memory))
+		bad("Memory", s.Memory, "must not be negative")
 	}
 	if s.Dir != "" && (!strings.HasPrefix(s.Dir, "/") || len(s.Dir) > 4096) {
-		errs = append(errs, fmt.Sprintf("dir: %q, want an absolute path of at most 4096 bytes", s.Dir))
+		bad("Dir", strconv.Quote(s.Dir), "want an absolute path of at most 4096 bytes")
 	}
 	if err := validEnv(s.Env); err != "" {
-		errs = append(errs, "env: "+err)
+		bad("Env", nil, "%s", err)
 	}
 	if len(s.SubmitKey) > MaxSubmitKey || strings.ContainsFunc(s.SubmitKey, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
-		errs = append(errs, fmt.Sprintf("submit_key: want at most %d printable ASCII characters", MaxSubmitKey))
+		bad("SubmitKey", nil, "want at most %d printable ASCII characters", MaxSubmitKey)
 	}
 	if len(s.Name) > 256 {
-		errs = append(errs, "name: longer than 256 bytes")
+		bad("Name", nil, "longer than 256 bytes")
 	}
 	if len(s.User) > maxUserName || strings.ContainsFunc(s.User, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		errs = append(errs, fmt.Sprintf("user: %q, want at most %d characters, no spaces or control characters", s.User, maxUserName))
+		bad("User", strconv.Quote(s.User), "want at most %d characters, no spaces or control characters", maxUserName)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("invalid job: %s", strings.Join(errs, "; "))
+		return errs
 	}
 	return nil
+}
+
+// invalidJob is Validate's error: every bad field.
+type invalidJob []*fielderr.Error
+
+// Error is the API's answer to a bad spec: each field by its JSON name,
+// "name: value, reason", separated by semicolons.
+func (e invalidJob) Error() string {
+	msgs := make([]string, len(e))
+	for i, fe := range e {
+		reason := fielderr.Expand(fe.Reason, jsonName)
+		if fe.Value != nil {
+			reason = fmt.Sprintf("%v, %s", fe.Value, reason)
+		}
+		msgs[i] = jsonName(fe.Field) + ": " + reason
+	}
+	return "invalid job: " + strings.Join(msgs, "; ")
+}
+
+// Unwrap gives each bad field's *fielderr.Error.
+func (e invalidJob) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, fe := range e {
+		errs[i] = fe
+	}
+	return errs
+}
+
+// jsonName is the name JSON gives a field of JobSpec; another name is
+// written as a reason writes it, {Name}, so a reason's text is kept.
+func jsonName(field string) string {
+	if f, ok := reflect.TypeFor[JobSpec]().FieldByName(field); ok {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		return name
+	}
+	return "{" + field + "}"
 }
 
 // State is a job's state.

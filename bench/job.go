@@ -11,6 +11,13 @@ import (
 // job (Job.Encode), which the rank program decodes (DecodeJob).
 const EnvJob = "COSCHED_BENCH_JOB"
 
+// EnvTemplate is the variable an agent gives each rank of a benchmark job:
+// its template, as submitted.
+const EnvTemplate = "COSCHED_BENCH"
+
+// MaxIterations bounds a benchmark job's iterations.
+const MaxIterations = 1_000_000_000
+
 // Job is a benchmark job's program as it travels from its submission to its
 // ranks: the controller puts it in the agents' launch order, and the agent
 // hands it to every rank in EnvJob. It is never turned into a command line.
@@ -61,4 +68,17 @@ func DecodeJob(s string) (Job, error) {
 // job submitted without a time limit gets it as its estimate.
 func (j Job) RuntimeEstimate(procs int, net Network) time.Duration {
 	return time.Duration(j.Iterations) * IterationEstimate(j.Template, procs, net)
+}
+
+// Defaults gives a job of procs processes submitted with a target
+// dedicated runtime instead of its iterations (Iterations 0) the
+// iterations that take that long over the default network, and returns
+// its expected runtime there: the time limit, an estimate, of a job
+// submitted without one.
+func (j *Job) Defaults(procs int, runtime time.Duration) time.Duration {
+	net := DefaultNetwork()
+	if j.Iterations == 0 {
+		j.Iterations = Iterations(j.Template, procs, net, runtime)
+	}
+	return j.RuntimeEstimate(procs, net)
 }

@@ -43,3 +43,19 @@ func TestJobRuntimeEstimate(t *testing.T) {
 		t.Fatalf("iteration %v, want %v", got, want)
 	}
 }
+
+// A job submitted with a target runtime gets the iterations that take it
+// (given ones are kept), and its runtime estimate as its limit.
+func TestJobDefaults(t *testing.T) {
+	tp, _ := ParseTemplate("10ms,0,transpose,B")
+	net := DefaultNetwork()
+	j := Job{Template: tp}
+	limit := j.Defaults(4, time.Minute)
+	if want := Iterations(tp, 4, net, time.Minute); j.Iterations != want || limit != j.RuntimeEstimate(4, net) {
+		t.Errorf("from a runtime: %d iterations, limit %v; want %d, %v", j.Iterations, limit, want, j.RuntimeEstimate(4, net))
+	}
+	j = Job{Template: tp, Iterations: 300}
+	if limit := j.Defaults(4, 0); j.Iterations != 300 || limit != 300*IterationEstimate(tp, 4, net) {
+		t.Errorf("given iterations: %d, limit %v", j.Iterations, limit)
+	}
+}

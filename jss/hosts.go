@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -30,6 +31,17 @@ type ImmediateService struct {
 // victims that have run and have left more than 10 minutes.
 func DefaultImmediateService() ImmediateService {
 	return ImmediateService{Quantum: time.Minute, Memory: 1 << 30, MinRun: 10 * time.Minute}
+}
+
+// ReadMachineFile reads the machine file at path: hosts of different
+// sizes, one per line (hosts.ParseMachine).
+func ReadMachineFile(path string) ([]hosts.Host, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return hosts.ParseMachine(f, path)
 }
 
 // HostsConfig configures RunHosts.

@@ -2,6 +2,11 @@ package jss_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +112,28 @@ func TestRunHostsDropsUnfitJobs(t *testing.T) {
 	wantSpans(t, got, map[int64]span{1: {0, mn}, 3: {0, mn}})
 	if st.Unfit != 1 || st.Jobs != 2 {
 		t.Errorf("stats %+v, want 1 unfit, 2 jobs", st)
+	}
+}
+
+// ReadMachineFile names the file and line of a bad host, and the file it
+// cannot open.
+func TestReadMachineFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hosts.txt")
+	if err := os.WriteFile(path, []byte("# two hosts\nA 4 1GB\nB 8 -\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := jss.ReadMachineFile(path)
+	if err != nil || len(hs) != 2 || hs[0] != (hosts.Host{Name: "A", Processors: 4, Memory: gib}) || hs[1].Memory != 0 {
+		t.Errorf("hosts %+v, %v", hs, err)
+	}
+	if err := os.WriteFile(path, []byte("A 4 1GB\nB x 2GB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jss.ReadMachineFile(path); err == nil || !strings.Contains(err.Error(), path+`:2: processors "x"`) {
+		t.Errorf("bad line: %v", err)
+	}
+	if _, err := jss.ReadMachineFile(filepath.Join(dir, "none.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -377,15 +377,18 @@ func TestBCSBenchmarks(t *testing.T) {
 			}
 		}
 	}
-	// What the heartbeats announced is what arrived, but for the last
-	// slice of a job whose root's ranks end first: the root leaves the
-	// job (FinishJob) before its last sliceReady, and the messages its
-	// ranks handed over last arrive unannounced (at most h_max: two per
-	// job here). docs/scaling.md names the gap.
+	// What the heartbeats and sliceReady frames announced is what
+	// arrived, the last slice of each job included: a node whose ranks
+	// end first stays in the job's exchange until their last messages
+	// are announced and transferred (relay.FinishJob). A heartbeat may
+	// still be on its way when the jobs are done: it has a few seconds.
 	st := c.relayStats()
-	if st.Announced == 0 || st.AnnouncedIn > st.ReceivedIn || st.ReceivedIn-st.AnnouncedIn > 2*2 ||
-		st.AnnouncedInBytes > st.ReceivedInBytes || st.ReceivedInBytes-st.AnnouncedInBytes > 2*2*4096 {
-		t.Fatalf("relay totals %+v", st)
+	for deadline := time.Now().Add(5 * time.Second); st.AnnouncedIn != st.ReceivedIn && time.Now().Before(deadline); st = c.relayStats() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.Announced == 0 || st.AnnouncedIn != st.ReceivedIn || st.AnnouncedInBytes != st.ReceivedInBytes {
+		t.Fatalf("relay totals: announced %d messages (%d bytes) to the nodes that received %d (%d bytes); %+v",
+			st.AnnouncedIn, st.AnnouncedInBytes, st.ReceivedIn, st.ReceivedInBytes, st)
 	}
 	if st.MaxSliceBytes > uint64(hmax) {
 		t.Fatalf("a slice transferred %d bytes, h_max %d", st.MaxSliceBytes, hmax)

@@ -236,3 +236,18 @@ func (p *Profile) Save(path string) error {
 	}
 	return nil
 }
+
+// ApplyFile loads the profile at path (Load) and applies it to m for
+// spec's sweep, refusing a slice of spec that the profile's costs leave
+// no room for work in (sweep.Machine.FitsSlices).
+func ApplyFile(path string, m sweep.Machine, spec sweep.Spec) (sweep.Machine, error) {
+	p, err := Load(path)
+	if err != nil {
+		return m, err
+	}
+	m = p.Apply(m)
+	if err := m.FitsSlices(spec); err != nil {
+		return m, fmt.Errorf("profile %s: %w", path, err)
+	}
+	return m, nil
+}

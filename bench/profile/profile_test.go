@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/sharing"
 )
 
 func sample() *Profile {
@@ -124,5 +125,27 @@ func TestApply(t *testing.T) {
 	row, err := sweep.RunPoint(t.Context(), m, pt)
 	if err != nil || row.Simulated != 30 {
 		t.Fatalf("%+v %v", row, err)
+	}
+}
+
+// ApplyFile applies the file's costs, and refuses a slice they leave no
+// room in, naming the file.
+func TestApplyFile(t *testing.T) {
+	b, err := sample().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := write(t, b)
+	spec := sweep.Spec{Modes: []sharing.Mode{sharing.BCS}, Slices: []time.Duration{50 * time.Millisecond}}
+	m, err := ApplyFile(path, sweep.DefaultMachine(), spec)
+	if err != nil || m.ProcessSwitch != 3*time.Microsecond || m.Overheads.Delivery != 2*time.Millisecond {
+		t.Errorf("ApplyFile: %v, machine %+v", err, m)
+	}
+	spec.Slices = []time.Duration{2 * time.Millisecond}
+	if _, err := ApplyFile(path, sweep.DefaultMachine(), spec); err == nil || !strings.Contains(err.Error(), path+": slice 2ms does not exceed") {
+		t.Errorf("a slice within the delivery delay: %v", err)
+	}
+	if _, err := ApplyFile(filepath.Join(t.TempDir(), "missing.json"), sweep.DefaultMachine(), spec); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing file: %v", err)
 	}
 }

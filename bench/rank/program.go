@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/comm"
 )
 
@@ -14,9 +15,10 @@ import (
 // its statistics to the agent and prints one summary line.
 type Program struct {
 	Config Config
-	// Iterations, when set, gives Config.Iterations from the job's size
-	// (known only once connected).
-	Iterations func(size int) int
+	// Runtime, when positive, is a target dedicated runtime that gives
+	// Config.Iterations from the job's size (known only once connected),
+	// over the default network with Config's message size.
+	Runtime time.Duration
 	// SeedFromJob makes the job id the seed (the simulator's per-job seed
 	// for job number COSCHED_JOB in a workload of seed 0).
 	SeedFromJob bool
@@ -29,8 +31,10 @@ func (p Program) Run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("bench-rank: connecting to the agent's relay (COSCHED_RELAY): %w", err)
 	}
 	cfg := p.Config
-	if p.Iterations != nil {
-		cfg.Iterations = p.Iterations(cm.Size())
+	if p.Runtime > 0 {
+		net := bench.DefaultNetwork()
+		net.MessageSize = cfg.messageSize()
+		cfg.Iterations = bench.Iterations(cfg.Template, cm.Size(), net, p.Runtime)
 	}
 	if p.SeedFromJob {
 		cfg.Seed = uint64(cm.Job())

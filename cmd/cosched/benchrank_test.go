@@ -43,7 +43,7 @@ func TestBenchRankBadInput(t *testing.T) {
 			[]string{`unknown command "extra"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Setenv(envBench, c.env)
+			t.Setenv(bench.EnvTemplate, c.env)
 			code, out, errOut := cli(t, "", append([]string{"bench-rank"}, c.args...)...)
 			if code != 2 {
 				t.Errorf("exit %d, want 2; stderr: %s", code, errOut)
@@ -67,7 +67,7 @@ func TestBenchRankBadInput(t *testing.T) {
 // an agent) that fails with status 1, saying so.
 func TestBenchRankNeedsARelay(t *testing.T) {
 	for _, env := range []string{"", "50ms,25ms,news,NB"} {
-		t.Setenv(envBench, env)
+		t.Setenv(bench.EnvTemplate, env)
 		args := []string{"bench-rank", "--runtime", "1s", "--work", "WALL", "--msg-size", "1KiB", "--seed", "7"}
 		if env == "" {
 			args = append(args, "--template", "10,5,transpose,B")
@@ -75,7 +75,7 @@ func TestBenchRankNeedsARelay(t *testing.T) {
 		t.Setenv("COSCHED_RELAY", "")
 		code, out, errOut := cli(t, "", args...)
 		if code != 1 || out != "" || !strings.Contains(errOut, "bench-rank: connecting to the agent's relay (COSCHED_RELAY)") {
-			t.Errorf("$%s=%q: exit %d, stdout %q, stderr %q", envBench, env, code, out, errOut)
+			t.Errorf("$%s=%q: exit %d, stdout %q, stderr %q", bench.EnvTemplate, env, code, out, errOut)
 		}
 	}
 }
@@ -96,35 +96,10 @@ func TestBenchRankJobFromAgent(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "$COSCHED_BENCH_JOB: job: iterations 0") || !strings.Contains(errOut, `work "gpu"`) {
 		t.Errorf("bad job: exit %d, stderr %q", code, errOut)
 	}
-	t.Setenv(envBench, "")
+	t.Setenv(bench.EnvTemplate, "")
 	code, _, errOut = cli(t, "", "bench-rank", "--iterations", "3")
 	if code != 2 || !strings.Contains(errOut, "--template: required") {
 		t.Errorf("flags given: exit %d, stderr %q", code, errOut)
-	}
-}
-
-// --template wins over $COSCHED_BENCH, and every flag reaches the config.
-func TestBenchRankFlags(t *testing.T) {
-	t.Setenv(envBench, "fast,25ms,news,NB") // ignored: --template is given
-	f := benchRankFlags{template: "10,5,transpose,B", runtime: time.Minute, work: "wall", msgSize: "1KiB", seed: 9}
-	set := map[string]bool{"template": true, "runtime": true, "work": true, "msg-size": true, "seed": true}
-	c, err := f.validate(func(n string) bool { return set[n] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := bench.ParseTemplate("10,5,transpose,B")
-	if c.cfg.Template != want || c.runtime != time.Minute || c.cfg.Iterations != 0 || c.cfg.Work.String() != "wall" || c.cfg.MessageSize != 1024 || c.cfg.Seed != 9 || !c.seedSet {
-		t.Errorf("config %+v", c)
-	}
-	// Without --template, $COSCHED_BENCH is read.
-	t.Setenv(envBench, "50ms,25ms,barrier,NB")
-	delete(set, "template")
-	if c, err = f.validate(func(n string) bool { return set[n] }); err != nil || c.cfg.Template.Pattern != bench.Barrier || c.seedSet != true {
-		t.Errorf("from the environment: %+v, %v", c, err)
-	}
-	delete(set, "seed")
-	if c, err = f.validate(func(n string) bool { return set[n] }); err != nil || c.seedSet {
-		t.Errorf("without --seed: %+v, %v", c, err)
 	}
 }
 

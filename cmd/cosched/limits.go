@@ -49,10 +49,3 @@ func checkProcs(flag string, n int) error {
 
 // maxSimDuration bounds durations that are simulated times or spans.
 const maxSimDuration = jss.MaxDuration
-
-// maxIterations bounds a benchmark job's iterations.
-const maxIterations = 1_000_000_000
-
-// genBytesPerJob is a generous size of one generated SWF job line, for the
-// free-space check before writing (measured: 110 bytes with memory).
-const genBytesPerJob = 128

@@ -17,27 +17,23 @@ func newMergeCmd() *cobra.Command {
 		Short: "Combine the shards of a sweep into its results",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMerge(cmd.OutOrStdout(), cmd.ErrOrStderr(), out, args)
+			if out == "" {
+				return usageError{errors.New("--out: required: the directory for the merged results")}
+			}
+			parts, err := sweep.ReadParts(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			res, err := sweep.Merge(parts)
+			if err != nil {
+				return err
+			}
+			printWarnings(cmd.ErrOrStderr(), res.Warnings)
+			return res.Publish(cmd.OutOrStdout(), out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for results.json and results.csv (created if needed; required)")
 	return cmd
-}
-
-func runMerge(stdout, stderr io.Writer, out string, inputs []string) error {
-	if out == "" {
-		return usageError{errors.New("--out: required: the directory for the merged results")}
-	}
-	parts, err := sweep.ReadParts(inputs)
-	if err != nil {
-		return err
-	}
-	res, err := sweep.Merge(parts)
-	if err != nil {
-		return err
-	}
-	printWarnings(stderr, res.Warnings)
-	return writeSweepResults(stdout, res, out)
 }
 
 // printWarnings prints what a library noticed but read anyway (a results

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/localcluster"
 )
 
@@ -17,9 +15,9 @@ func newOutputCmd() *cobra.Command {
 		Short: "Print a job's output: every rank's, in rank order, optionally labelled with its rank",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := strconv.ParseInt(args[0], 10, 64)
-			if err != nil || id < 1 {
-				return usageError{fmt.Errorf("job %q: want a job id", args[0])}
+			id, err := api.ParseJobID(args[0])
+			if err != nil {
+				return usageError{err}
 			}
 			dir, err := localcluster.StateDir(stateDir)
 			if err != nil {

@@ -116,7 +116,7 @@ func TestSimSweepWritesFilesAndTable(t *testing.T) {
 	if len(recs) != 7 || strings.Join(recs[0], ",") != strings.Join(sweep.CSVHeader(), ",") || recs[1][1] != "space" || recs[1][3] != "0s" || recs[3][3] != "50ms" || recs[6][4] != "0.8" {
 		t.Errorf("CSV:\n%v", recs)
 	}
-	res, err := sweep.ReadFile(js)
+	res, err := sweep.ReadFile(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSimSweepMachineFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	res, err := sweep.ReadFile(filepath.Join(dir, "results.json"))
+	res, err := sweep.ReadFile(context.Background(), filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestSimSweepProfile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	res, err := sweep.ReadFile(filepath.Join(out, "results.json"))
+	res, err := sweep.ReadFile(context.Background(), filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

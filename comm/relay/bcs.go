@@ -3,6 +3,7 @@ package relay
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,31 @@ type bcsState struct {
 	// nodes' heartbeats and sends each of them the job's sliceReady.
 	ready     map[uint64]map[int64]bool // slices whose sliceReady came from the root, by job
 	readySent map[uint64]map[int64]bool // at a root: slices whose sliceReady went out, by job
-	wake      chan struct{}             // the transfer loop has something to look at
+	timedOut  bool                      // the last transfer went at its timeout, not exchanged
+	// left is the jobs this node finished and left lately (leftFlowsLocked).
+	left map[int64]*leftJob
+	wake chan struct{} // the transfer loop has something to look at
 }
+
+// leftJob is what a node keeps of a job it finished and left, for the
+// heartbeats that still come to it as the job's root: nodes that cut a
+// slice before they learnt it left send it theirs.
+type leftJob struct {
+	hosts     []string
+	left      map[string]bool // the job's nodes that had left it, this one included
+	successor string          // the job's root after this node, as this node knew it
+	epoch     uint64
+	leftAt    uint64 // the last slice transferred here before leaving
+	released  uint64
+	at        time.Time
+}
+
+// Bounds on bcsState.left: a heartbeat is late by a slice or two, not a
+// minute, and a node leaves a job at most once.
+const (
+	keepLeftJobs = time.Minute
+	maxLeftJobs  = 1024
+)
 
 type outMsg struct {
 	n    uint64 // handed-over order
@@ -100,6 +124,7 @@ func (b *bcsState) init() {
 	b.loads = map[uint64]map[string]*load{}
 	b.ready = map[uint64]map[int64]bool{}
 	b.readySent = map[uint64]map[int64]bool{}
+	b.left = map[int64]*leftJob{}
 	b.wake = make(chan struct{}, 1)
 }
 
@@ -304,6 +329,7 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 		}
 	}
 	r.lateFlowsLocked(from, epoch, seq, &ld)
+	r.leftFlowsLocked(from, seq, &ld)
 	// A peer may switch before this node does: keep its load for a slice
 	// not cut here yet, but not for one already transferred.
 	if seq > b.done && len(b.loads) < 64 {
@@ -372,6 +398,12 @@ func (r *Relay) transferLoop(ctx context.Context) {
 // been cut; at a job's root the job's sliceReady goes out first.
 func (r *Relay) transferDueLocked(force bool) time.Duration {
 	b := &r.bcs
+	transferred := false
+	defer func() {
+		if transferred {
+			r.leaveFinishedLocked(false)
+		}
+	}()
 	for len(b.order) > 0 {
 		seq := b.order[0]
 		p := b.plans[seq]
@@ -387,6 +419,7 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 		}
 		r.planLocked(p)
 		r.sendPlanLocked(p)
+		transferred, b.timedOut = true, !complete
 		// The plan stays a few slices: this node's heartbeat for the slice
 		// may be composed after the transfer (the peers' heartbeats came
 		// first) and must still carry it.
@@ -419,16 +452,99 @@ func (r *Relay) transferDueLocked(force bool) time.Duration {
 	return 0
 }
 
+// leaveFinishedLocked leaves the jobs this node finished (FinishJob) and
+// owes nothing any more: no slice cut here waits for its transfer (each
+// needs this node's heartbeat, and as a job's root its sliceReady), and
+// none of the job's messages wait in the outbox. When the last transfer
+// went at its timeout, a job's root may still hear a late heartbeat for
+// that slice (lateFlowsLocked announces its flows): the job stays until
+// the next transfer. With force (leaving buffered mode) every finishing
+// job leaves. Leaving tells the job's other nodes (jobLeft), after
+// everything this node sent them for it, on the same connections.
+func (r *Relay) leaveFinishedLocked(force bool) {
+	b := &r.bcs
+	for id, j := range r.jobs {
+		if !j.finishing {
+			continue
+		}
+		if !force {
+			if len(b.order) > 0 || slices.ContainsFunc(b.outbox, func(o outMsg) bool { return o.m.Job == id }) {
+				continue
+			}
+			if b.timedOut && !j.overdue {
+				j.overdue = true
+				continue
+			}
+		}
+		for _, h := range j.hosts {
+			if h != r.cfg.Node && !j.left[h] {
+				r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
+			}
+		}
+		if !force {
+			r.keepLeftLocked(j)
+		}
+		r.forgetJobLocked(id)
+		r.notes.push(blockEvent{targets: true}) // this node no longer heartbeats the job's root
+	}
+}
+
+// keepLeftLocked records j, which this node is leaving, for the
+// heartbeats of its nodes still to come (leftFlowsLocked), and answers
+// those already in for slices not cut here yet.
+func (r *Relay) keepLeftLocked(j *job) {
+	b := &r.bcs
+	now := time.Now()
+	for id, lj := range b.left {
+		if now.Sub(lj.at) > keepLeftJobs {
+			delete(b.left, id)
+		}
+	}
+	if len(b.left) >= maxLeftJobs {
+		return
+	}
+	left := maps.Clone(j.left)
+	left[r.cfg.Node] = true
+	b.left[j.id] = &leftJob{hosts: j.hosts, left: left, successor: barrier.Root(j.hosts, func(n string) bool { return left[n] }),
+		epoch: b.epoch, leftAt: b.done, released: j.released, at: now}
+	for seq, loads := range b.loads {
+		for from, ld := range loads {
+			r.leftFlowsLocked(from, seq, ld)
+		}
+	}
+}
+
+// leftFlowsLocked: a heartbeat for slice seq that announces flows of a
+// job this node left (it was the job's root, and the sender did not know
+// yet that it left) has them announced to their destinations, in
+// sliceReady frames of their own, as lateFlowsLocked does: the job's new
+// root never hears it. For a slice after those this node answered, the
+// new root's own flows are not: it announces them itself (it answers the
+// slice, at its heartbeat timeout if its nodes' heartbeats came here).
+func (r *Relay) leftFlowsLocked(from string, seq uint64, ld *load) {
+	b := &r.bcs
+	for _, f := range ld.Flows {
+		lj := b.left[f.Job]
+		if lj == nil || lj.epoch != b.epoch || f.Node == r.cfg.Node || f.Node == from || !slices.Contains(lj.hosts, f.Node) ||
+			seq > lj.leftAt && from == lj.successor {
+			continue
+		}
+		r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: f.Job, Epoch: b.epoch, Seq: seq, Released: lj.released, Msgs: f.Msgs, Bytes: f.Bytes})
+	}
+}
+
 // exchangedLocked says whether slice seq's control data is complete here:
 // for every job, at its root, every other node's heartbeat is in; at its
 // other nodes, the root's sliceReady is. Nodes not known by address yet,
-// and nodes that left a job, are not waited for.
+// and nodes that left a job, are not waited for; nor are the heartbeats
+// of a slice the job's previous root answered (this node became the root
+// when that one left: the heartbeats went there).
 func (r *Relay) exchangedLocked(seq uint64) bool {
 	for _, j := range r.jobs {
 		root := r.rootLocked(j)
 		switch {
 		case root == r.cfg.Node:
-			if !r.allReportedLocked(j, seq) {
+			if !r.bcs.ready[seq][j.id] && !r.allReportedLocked(j, seq) {
 				return false
 			}
 		case r.peers[root] != "" && !r.bcs.ready[seq][j.id]:
@@ -455,11 +571,14 @@ func (r *Relay) allReportedLocked(j *job, seq uint64) bool {
 // has released, and what the job's nodes announced for the receiver.
 // This is the exchange that heartbeats to every node of the job did
 // before: a node sends one heartbeat per job root, and a root one frame
-// per node of its job, instead of every node one to every other.
+// per node of its job, instead of every node one to every other. A slice
+// whose sliceReady came from the job's previous root (it left the job
+// since, and this node is the root now) is answered already: the
+// heartbeats of it, this node's included, went there.
 func (r *Relay) rootReadyLocked(p *slicePlan, force bool) {
 	b := &r.bcs
 	for _, j := range r.jobs {
-		if r.rootLocked(j) != r.cfg.Node || b.readySent[p.seq][j.id] {
+		if r.rootLocked(j) != r.cfg.Node || b.readySent[p.seq][j.id] || b.ready[p.seq][j.id] {
 			continue
 		}
 		if !force && !r.allReportedLocked(j, p.seq) {
@@ -533,8 +652,11 @@ func (r *Relay) unreadiedFlowsLocked(seq uint64) {
 	}
 }
 
-// readyLocked takes a job root's sliceReady (or a late one's flows).
-func (r *Relay) readyLocked(j *job, sr *sliceReady) {
+// readyLocked takes a job root's sliceReady (or a late one's flows) from
+// node from. One from a node that left the job (leftFlowsLocked; it came
+// after that node's jobLeft, on the same connection) announces flows
+// only: the slice is the job's new root's to answer.
+func (r *Relay) readyLocked(j *job, sr *sliceReady, from string) {
 	b := &r.bcs
 	r.releaseLocked(j, sr.Released)
 	if r.mode != Buffered || sr.Epoch != b.epoch {
@@ -544,7 +666,7 @@ func (r *Relay) readyLocked(j *job, sr *sliceReady) {
 	// per node and slice, then one per late heartbeat's flow).
 	r.st.AnnouncedIn += uint64(sr.Msgs)
 	r.st.AnnouncedInBytes += uint64(sr.Bytes)
-	if sr.Seq <= b.done || len(b.ready) >= 64 && b.ready[sr.Seq] == nil {
+	if j.left[from] || sr.Seq <= b.done || len(b.ready) >= 64 && b.ready[sr.Seq] == nil {
 		return
 	}
 	if b.ready[sr.Seq] == nil {
@@ -588,6 +710,7 @@ func (r *Relay) flushBufferedLocked() {
 		r.forwardLocked(o.node, o.m, 0)
 	}
 	r.bcs.outbox = nil
+	r.leaveFinishedLocked(true)
 	clear(r.bcs.loads)
 	clear(r.bcs.ready)
 	clear(r.bcs.readySent)

@@ -30,9 +30,13 @@
 //     only delays), the root counts the reports and, when they add up to
 //     the job's size, releases its ranks and sends the release to the
 //     job's other nodes at once; its sliceReady frames repeat it. A node
-//     whose ranks of a job have all ended (FinishJob) tells the job's
-//     other nodes, which stop waiting for it (and heartbeat the next root
-//     if it was the root: OnHeartbeatNodes).
+//     whose ranks of a job have all ended (FinishJob) stays in the job's
+//     exchange until the slices that carry their last messages are
+//     announced and transferred, so that every message delivered was
+//     announced, then tells the job's other nodes (jobLeft), which stop
+//     waiting for it (and heartbeat the next root if it was the root:
+//     OnHeartbeatNodes; a root that left still announces the heartbeats
+//     sent to it before its leave was known).
 //
 // # Matching and blocking
 //

@@ -498,7 +498,7 @@ func (r *Relay) inboundLocked(in inbound) {
 			r.st.ReceivedIn++
 			r.st.ReceivedInBytes += uint64(len(in.msg.Data))
 		}
-		if in.msg.Dst >= j.size {
+		if in.msg.Dst >= j.size || j.finishing { // finishing: its ranks here have ended
 			r.st.Dropped++
 			return
 		}
@@ -517,7 +517,7 @@ func (r *Relay) inboundLocked(in inbound) {
 			r.bcs.wakeUp() // a transfer may have been waiting for its heartbeat
 		}
 	case in.ready != nil:
-		r.readyLocked(j, in.ready)
+		r.readyLocked(j, in.ready, in.from)
 	}
 }
 

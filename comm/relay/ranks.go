@@ -155,6 +155,8 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 	switch {
 	case j == nil:
 		return nil, fmt.Errorf("job %d is not running on node %s", h.Job, r.cfg.Node)
+	case j.finishing:
+		return nil, fmt.Errorf("job %d has ended on node %s", h.Job, r.cfg.Node)
 	case h.Size != j.size:
 		return nil, fmt.Errorf("job %d has %d ranks, not %d", h.Job, j.size, h.Size)
 	case h.Rank < 0 || h.Rank >= j.size:
@@ -289,7 +291,7 @@ func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.jobs[j.id] != j {
+	if r.jobs[j.id] != j || j.finishing {
 		return errors.New("the job has ended")
 	}
 	r.st.Sent++

@@ -52,8 +52,10 @@ type Config struct {
 	// briefly but must not call back into the Relay.
 	OnBlocked func(job int64, rank int, blocked bool)
 	// OnHeartbeatNodes, optional, learns that HeartbeatNodes may have
-	// changed for a reason other than AddJob, RemoveJob or FinishJob (a
-	// job's root left it). Called from the goroutine that calls OnBlocked.
+	// changed for a reason other than AddJob or RemoveJob: a job's root
+	// left it, or this node left a job it finished (FinishJob), which in
+	// buffered mode happens once the job's last slice from here has gone.
+	// Called from the goroutine that calls OnBlocked.
 	OnHeartbeatNodes func()
 	// OnStats receives a rank's benchmark statistics (comm.Stats).
 	OnStats func(job int64, rank int, s comm.Stats)
@@ -118,6 +120,13 @@ type job struct {
 	// relay said so, buffered mode): no heartbeat of theirs is waited for,
 	// and they no longer count barriers.
 	left map[string]bool
+	// finishing: this node's ranks of the job have all ended (FinishJob,
+	// buffered mode), but it stays in the job's exchange until the slices
+	// that carry their last messages are announced and transferred, then
+	// leaves it (bcs.go, leaveFinishedLocked). overdue: it owed nothing at
+	// a transfer that timed out, and leaves at the next transfer whatever
+	// (a late heartbeat gets a slice to come in).
+	finishing, overdue bool
 }
 
 type rankState struct {
@@ -371,20 +380,40 @@ func (r *Relay) RemoveJob(id int64) {
 // FinishJob forgets a job whose local ranks have all ended, as RemoveJob
 // does, but what they sent and is still buffered for a later slice goes
 // out: a send completed when the rank handed it over, and its receiver
-// may still be waiting for it. In buffered mode the job's other nodes
-// are told (jobLeft), so that their transfers stop waiting for this
-// node's heartbeats, which no longer come.
+// may still be waiting for it. In buffered mode the node then leaves the
+// job: it tells the job's other nodes (jobLeft), so that their transfers
+// stop waiting for its heartbeats, which no longer come. It leaves once
+// it owes the job nothing: the slices already cut, and those that carry
+// its ranks' last messages, are announced (its heartbeat to the root; as
+// the root, its sliceReady frames) and transferred. Until then it takes
+// no rank of the job and delivers nothing to one, but takes part in the
+// job's exchange as before, so every message it transfers was announced.
+// OnHeartbeatNodes says when it has left.
 func (r *Relay) FinishJob(id int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if j := r.jobs[id]; j != nil && r.mode == Buffered {
-		for _, h := range j.hosts {
-			if h != r.cfg.Node && !j.left[h] {
-				r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
-			}
-		}
+	j := r.jobs[id]
+	if j == nil || j.finishing {
+		return
 	}
-	r.forgetJobLocked(id)
+	if r.mode != Buffered {
+		r.forgetJobLocked(id)
+		return
+	}
+	r.endRanksLocked(j)
+	j.finishing = true
+	r.leaveFinishedLocked(false)
+}
+
+// endRanksLocked tells j's local ranks still connected that the job has
+// ended here, and counts none of them blocked.
+func (r *Relay) endRanksLocked(j *job) {
+	for _, rs := range j.local {
+		if rs.conn != nil {
+			rs.conn.fatal("job ended")
+		}
+		rs.setBlocked(r, false)
+	}
 }
 
 func (r *Relay) forgetJobLocked(id int64) {
@@ -392,11 +421,8 @@ func (r *Relay) forgetJobLocked(id int64) {
 	if j == nil {
 		return
 	}
-	for _, rs := range j.local {
-		if rs.conn != nil {
-			rs.conn.fatal("job ended")
-		}
-		rs.setBlocked(r, false)
+	if !j.finishing { // a finishing job's ranks were told
+		r.endRanksLocked(j)
 	}
 	delete(r.jobs, id)
 	now := time.Now()

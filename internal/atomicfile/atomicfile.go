@@ -118,3 +118,18 @@ func CheckSpace(path string, need int64) error {
 	}
 	return nil
 }
+
+// CheckDir creates dir if needed and checks that files can be created in
+// it, so that a long run with an unusable output directory fails before
+// it starts rather than when it has its results.
+func CheckDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	probe, err := os.CreateTemp(dir, ".cosched-probe*")
+	if err != nil {
+		return err
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}

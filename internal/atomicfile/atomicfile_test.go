@@ -84,3 +84,21 @@ func TestGroup(t *testing.T) {
 		}
 	}
 }
+
+// CheckDir creates a missing directory and refuses one that is a file.
+func TestCheckDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "dir")
+	if err := CheckDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the directory holds %v (%v); want it empty", entries, err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDir(file); err == nil {
+		t.Error("a file passed as a directory")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -146,5 +147,27 @@ func TestFilter(t *testing.T) {
 		if got := strings.Join(kept, " "); got != tc.kept || tc.f.Finished(tc.all) != tc.finished {
 			t.Errorf("%+v (all %v): kept %q, finished %v; want %q, %v", tc.f, tc.all, got, tc.f.Finished(tc.all), tc.kept, tc.finished)
 		}
+	}
+}
+
+// A query's texts are parsed into a listing, every bad one reported by its
+// field; the listing filters and prints as its format says.
+func TestQueryParse(t *testing.T) {
+	_, err := Query{Format: "%q", Jobs: "3,x", States: "XX"}.Parse()
+	var fields []string
+	for _, e := range fielderr.All(err) {
+		fields = append(fields, e.Field)
+	}
+	if got := strings.Join(fields, " "); got != "Format Jobs States" || !strings.Contains(err.Error(), `Format "%q": %q: unknown field`) {
+		t.Errorf("bad query: fields %q, error %v", got, err)
+	}
+	l, err := Query{Format: "%i %t", Jobs: "3,4", NoHeader: true}.Parse()
+	if err != nil || !l.Finished() {
+		t.Fatalf("listing: %v, finished %v", err, l.Finished())
+	}
+	var out strings.Builder
+	l.Write(&out, []api.Job{{ID: 2, State: api.Running}, {ID: 3, State: api.Completed}, {ID: 4, State: api.Pending}})
+	if out.String() != "3 CD\n4 PD\n" {
+		t.Errorf("listing wrote %q", out.String())
 	}
 }

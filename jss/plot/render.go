@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -253,14 +254,18 @@ func (f Figure) Render(w io.Writer, format string) error {
 	return nil
 }
 
-// WriteFiles renders every figure in every format into dir as NAME.FORMAT,
-// each file written atomically, and returns the paths written. It stops
-// between files, with ctx's cause, once ctx is done.
+// WriteFiles renders every figure in every format into dir (created if
+// needed) as NAME.FORMAT, each file written atomically, and returns the
+// paths written. It stops between files, with ctx's cause, once ctx is
+// done.
 func WriteFiles(ctx context.Context, dir string, figs []Figure, formats []string) ([]string, error) {
 	for _, format := range formats {
 		if !slices.Contains(Formats(), format) {
 			return nil, fmt.Errorf("plot: unknown format %q (valid: %s)", format, strings.Join(Formats(), ", "))
 		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
 	}
 	var paths []string
 	for _, f := range figs {

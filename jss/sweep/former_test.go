@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,7 @@ func TestFormerModeNamesAreReadWithAWarning(t *testing.T) {
 	if err := os.WriteFile(path, former, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := ReadFile(path)
+	r, err := ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

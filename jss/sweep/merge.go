@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +22,9 @@ type Part struct {
 }
 
 // ReadParts reads results files; a directory stands for the shard files in
-// it (shard-*.json, in name order). It fails if a directory holds none.
-func ReadParts(inputs []string) ([]Part, error) {
+// it (shard-*.json, in name order). It fails if a directory holds none,
+// and stops when ctx is cancelled.
+func ReadParts(ctx context.Context, inputs []string) ([]Part, error) {
 	var parts []Part
 	for _, in := range inputs {
 		st, err := os.Stat(in)
@@ -41,7 +43,7 @@ func ReadParts(inputs []string) ([]Part, error) {
 			sort.Strings(files)
 		}
 		for _, f := range files {
-			r, err := ReadFile(f)
+			r, err := ReadFile(ctx, f)
 			if err != nil {
 				return nil, err
 			}
@@ -226,20 +228,20 @@ func orNone(raw json.RawMessage) string {
 
 // ReadResults reads a sweep's results from path: a results file, a
 // directory's results.json, or else the directory's shard files merged
-// (they must make the whole sweep).
-func ReadResults(path string) (*Results, error) {
+// (they must make the whole sweep). It stops when ctx is cancelled.
+func ReadResults(ctx context.Context, path string) (*Results, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
 	if !st.IsDir() {
-		return ReadFile(path)
+		return ReadFile(ctx, path)
 	}
 	file := filepath.Join(path, "results.json")
 	if _, err := os.Stat(file); err == nil {
-		return ReadFile(file)
+		return ReadFile(ctx, file)
 	}
-	parts, err := ReadParts([]string{path})
+	parts, err := ReadParts(ctx, []string{path})
 	if err != nil {
 		return nil, fmt.Errorf("%s: no results.json, and %w", path, err)
 	}

@@ -3,6 +3,7 @@ package sweep
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/csv"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/internal/ctxio"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -205,14 +207,14 @@ func Decode(rd io.Reader) (*Results, error) {
 	return &r, nil
 }
 
-// ReadFile reads a results JSON file.
-func ReadFile(path string) (*Results, error) {
+// ReadFile reads a results JSON file; it stops when ctx is cancelled.
+func ReadFile(ctx context.Context, path string) (*Results, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
 	defer f.Close()
-	r, err := Decode(f)
+	r, err := Decode(ctxio.Reader(ctx, f))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

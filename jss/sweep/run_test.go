@@ -102,12 +102,18 @@ func TestShardsMergeIntoTheUnshardedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	parts, err := ReadParts([]string{dir})
+	parts, err := ReadParts(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(parts) != 3 || filepath.Base(parts[0].Name) != "shard-1-of-3.json" {
 		t.Fatalf("parts %v", parts)
+	}
+	// sim merge stops on SIGINT: a cancelled read names the cause.
+	cancelled, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("interrupted"))
+	if _, err := ReadParts(cancelled, []string{dir}); err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Errorf("cancelled read: %v, want the cause", err)
 	}
 	merged, err := Merge(parts)
 	if err != nil {
@@ -130,7 +136,7 @@ func TestShardsMergeIntoTheUnshardedFiles(t *testing.T) {
 		t.Errorf("merged CSV differs from the unsharded run:\n%s\nwant\n%s", gotCSV, wantCSV)
 	}
 	// The unsharded file read back round-trips too.
-	back, err := ReadFile(paths[0])
+	back, err := ReadFile(context.Background(), paths[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +145,7 @@ func TestShardsMergeIntoTheUnshardedFiles(t *testing.T) {
 	}
 	// ReadResults takes a file, a directory's results.json, or its shards.
 	for _, in := range []string{paths[0], out, dir} {
-		r, err := ReadResults(in)
+		r, err := ReadResults(context.Background(), in)
 		if err != nil {
 			t.Fatalf("ReadResults(%s): %v", in, err)
 		}
@@ -147,7 +153,7 @@ func TestShardsMergeIntoTheUnshardedFiles(t *testing.T) {
 			t.Errorf("ReadResults(%s) differs from the unsharded run", in)
 		}
 	}
-	if _, err := ReadResults(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no results.json, and") {
+	if _, err := ReadResults(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "no results.json, and") {
 		t.Errorf("ReadResults of an empty directory: %v", err)
 	}
 }
@@ -235,7 +241,7 @@ func TestMergeErrors(t *testing.T) {
 	if _, err := Merge(nil); err == nil {
 		t.Error("no input: no error")
 	}
-	if _, err := ReadParts([]string{t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no shard files") {
+	if _, err := ReadParts(context.Background(), []string{t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no shard files") {
 		t.Errorf("empty directory: %v", err)
 	}
 }
@@ -328,5 +334,29 @@ func TestExecuteRecordsTheSpecWithoutRepeats(t *testing.T) {
 	r := execute(t, s, Shard{}, 2)
 	if len(r.Rows) != 2 || len(r.Spec.Modes) != 1 || len(r.Spec.Loads) != 2 || r.Spec.Loads[0] != 0.8 || len(r.Spec.Seeds) != 1 {
 		t.Errorf("spec %+v, %d rows", r.Spec, len(r.Rows))
+	}
+}
+
+// Publish lists the files it wrote and then the table; without a
+// directory it prints the table and writes nothing.
+func TestPublish(t *testing.T) {
+	s := smallSpec()
+	s.Modes, s.Loads = []sharing.Mode{sharing.Space}, []float64{0.8}
+	r := execute(t, s, Shard{}, 1)
+	var table, b bytes.Buffer
+	if err := WriteTable(&table, r.Rows); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := r.Publish(&b, dir); err != nil {
+		t.Fatal(err)
+	}
+	want := "wrote " + filepath.Join(dir, "results.json") + "\nwrote " + filepath.Join(dir, "results.csv") + "\n\n" + table.String()
+	if b.String() != want {
+		t.Errorf("Publish wrote\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := r.Publish(&b, ""); err != nil || b.String() != table.String() {
+		t.Errorf("without a directory: %v\n%s", err, b.String())
 	}
 }

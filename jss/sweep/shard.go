@@ -72,3 +72,12 @@ func (s Shard) FileBase() string {
 	}
 	return fmt.Sprintf("shard-%d-of-%d", s.K, s.N)
 }
+
+// Share says what part of a sweep of total points s runs: "18 points" for
+// the whole sweep, "shard 2/3: 6 of 18 points" for a shard.
+func (s Shard) Share(total int) string {
+	if s.Whole() {
+		return fmt.Sprintf("%d points", total)
+	}
+	return fmt.Sprintf("shard %v: %d of %d points", s, len(s.Indices(total)), total)
+}

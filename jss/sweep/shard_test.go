@@ -61,3 +61,12 @@ func TestRanges(t *testing.T) {
 		}
 	}
 }
+
+func TestShardShare(t *testing.T) {
+	if got := (Shard{}).Share(18); got != "18 points" {
+		t.Errorf("whole: %q", got)
+	}
+	if got := (Shard{2, 4}).Share(10); got != "shard 2/4: 3 of 10 points" {
+		t.Errorf("2/4 of 10: %q", got)
+	}
+}

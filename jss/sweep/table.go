@@ -69,3 +69,29 @@ func MemSize(b int64) string {
 	}
 	return strconv.FormatInt(b, 10) + "B"
 }
+
+// TableMax is the most rows Publish prints as a table beside the files it
+// wrote: a larger sweep is read from its files.
+const TableMax = 60
+
+// Publish presents the results at w: without dir, as the table alone
+// (nothing is written); with dir, as the files written there (WriteFiles),
+// one "wrote PATH" line each, then the table when there are at most
+// TableMax rows.
+func (r *Results) Publish(w io.Writer, dir string) error {
+	if dir == "" {
+		return WriteTable(w, r.Rows)
+	}
+	paths, err := r.WriteFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		fmt.Fprintf(w, "wrote %s\n", p)
+	}
+	if len(r.Rows) > 0 && len(r.Rows) <= TableMax {
+		fmt.Fprintln(w)
+		return WriteTable(w, r.Rows)
+	}
+	return nil
+}

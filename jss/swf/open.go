@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cosched/cosched/internal/ctxio"
@@ -98,4 +100,39 @@ func (c *closer) Close() error {
 		return fmt.Errorf("swf: close: %w", err)
 	}
 	return nil
+}
+
+// StdinPath is the path OpenInput reads standard input for, and StdinName
+// the name it gives that input in errors.
+const (
+	StdinPath = "-"
+	StdinName = "<stdin>"
+)
+
+// ErrDirectory is the error of OpenInput given a directory.
+var ErrDirectory = errors.New("is a directory, not an SWF file")
+
+// OpenInput opens the SWF file at path (OpenContext), or stdin for
+// StdinPath, as a command's input: reads of stdin also return once ctx is
+// done, even while stdin blocks. A path that cannot be examined or opened,
+// or is a directory (ErrDirectory), is an *fs.PathError.
+func OpenInput(ctx context.Context, path string, stdin io.Reader) (*Reader, io.Closer, error) {
+	if path == StdinPath {
+		return OpenReader(ctxio.Interruptible(ctx, stdin), StdinName)
+	}
+	if st, err := os.Stat(path); err != nil {
+		return nil, nil, err
+	} else if st.IsDir() {
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: ErrDirectory}
+	}
+	return OpenContext(ctx, path)
+}
+
+// InputName is how a model or report names the input at path:
+// StdinName, or the file's base name.
+func InputName(path string) string {
+	if path == StdinPath {
+		return StdinName
+	}
+	return filepath.Base(path)
 }

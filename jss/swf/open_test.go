@@ -3,6 +3,7 @@ package swf
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,5 +43,30 @@ func TestOpenContextStopsOnCancel(t *testing.T) {
 			t.Fatalf("after cancel: %v, want the cause %v", err, stop)
 		}
 		return
+	}
+}
+
+// OpenInput reads standard input for "-" and refuses a directory or a
+// missing file with an *fs.PathError naming it.
+func TestOpenInput(t *testing.T) {
+	r, c, err := OpenInput(context.Background(), StdinPath, strings.NewReader("; MaxProcs: 4\n1 0 0 10 1 -1 -1 1 10 -1 1 1 1 1 1 -1 -1 -1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if rec, err := r.Next(); err != nil || rec.JobNumber != 1 {
+		t.Errorf("first record %+v, %v", rec, err)
+	}
+	dir := t.TempDir()
+	var pe *fs.PathError
+	if _, _, err := OpenInput(context.Background(), dir, nil); !errors.As(err, &pe) || !errors.Is(err, ErrDirectory) || pe.Path != dir {
+		t.Errorf("a directory: %v", err)
+	}
+	missing := filepath.Join(dir, "none.swf")
+	if _, _, err := OpenInput(context.Background(), missing, nil); !errors.As(err, &pe) || pe.Op != "stat" || pe.Path != missing {
+		t.Errorf("a missing file: %v", err)
+	}
+	if InputName(StdinPath) != StdinName || InputName(filepath.Join(dir, "a.swf")) != "a.swf" {
+		t.Errorf("names %q %q", InputName(StdinPath), InputName(filepath.Join(dir, "a.swf")))
 	}
 }
