@@ -1,11 +1,16 @@
 package localcluster
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/internal/fielderr"
 )
 
 // DefaultKeyFile is where the systemd and Slurm deployments keep the
@@ -40,4 +45,40 @@ func ClientForAddrs(addrs []string, stateDir string) (*api.Client, error) {
 		return api.NewKeyClient(k, addrs[0], addrs[1:]...), nil
 	}
 	return api.NewClient(addrs[0], addrs[1:]...), nil
+}
+
+// ErrNoCluster is Client's error when it has no address and finds no
+// local cluster.
+var ErrNoCluster = errors.New("localcluster: no cluster to talk to")
+
+// Client is a client of the agents at addrList, API addresses separated
+// by commas and tried in turn (default: COSCHED_ADDR; without either, the
+// local cluster recorded in stateDir, resolved by StateDir), with the
+// credential ClientForAddrs finds.
+func Client(addrList, stateDir string) (*api.Client, error) {
+	addrList = cmp.Or(addrList, os.Getenv("COSCHED_ADDR"))
+	dir, err := StateDir(stateDir)
+	if addrList != "" {
+		return ClientForList(addrList, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := Load(dir)
+	if err != nil {
+		return nil, ErrNoCluster
+	}
+	return rec.Client(), nil
+}
+
+// ClientForList is ClientForAddrs of addrList, addresses separated by
+// commas; an empty one is a *fielderr.Error keyed "Addrs".
+func ClientForList(addrList, stateDir string) (*api.Client, error) {
+	addrs := strings.Split(addrList, ",")
+	for i, a := range addrs {
+		if addrs[i] = strings.TrimSpace(a); addrs[i] == "" {
+			return nil, fielderr.New("Addrs", strconv.Quote(addrList), "empty address in the list")
+		}
+	}
+	return ClientForAddrs(addrs, stateDir)
 }

@@ -58,8 +58,8 @@ func StateDir(dir string) (string, error) {
 const (
 	MaxAgents     = 256  // agents on one machine
 	MaxProcessors = 1024 // processors one agent offers
-	MinSlice      = time.Millisecond
-	MaxSlice      = time.Hour
+	MinSlice      = sharing.MinSlice
+	MaxSlice      = sharing.MaxSlice
 	MaxMPL        = 64
 	// MaxControllers bounds Options.Controllers.
 	MaxControllers = 7
@@ -133,7 +133,7 @@ func (o Options) Validate() error {
 		bad("Processors", o.Processors, "must be from 1 to %d", MaxProcessors)
 	}
 	if _, err := sharing.Parse(string(o.Mode)); err != nil {
-		bad("Mode", o.Mode, "want space, gang, bcs or local")
+		bad("Mode", nil, "%v", err)
 	}
 	if o.Slice < MinSlice || o.Slice > MaxSlice {
 		bad("Slice", o.Slice, "must be from %v to %v", MinSlice, MaxSlice)
@@ -145,7 +145,7 @@ func (o Options) Validate() error {
 		bad("MPL", o.MPL, "must be 1 in space mode (jobs run to completion)")
 	}
 	if _, err := gang.ParsePolicy(string(o.Policy)); err != nil {
-		bad("Policy", o.Policy, "unknown policy")
+		bad("Policy", strconv.Quote(string(o.Policy)), "unknown policy (valid: %s)", gang.PolicyNames())
 	} else if !gang.IsPriorityBackfill(o.Policy) && o.Backfill != (gang.Backfill{}) {
 		bad("Backfill", o.Policy, "reservations and weights apply only to the priority-backfill policies")
 	}

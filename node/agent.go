@@ -11,6 +11,7 @@ import (
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/member"
 	"github.com/cosched/cosched/sharing"
 	"net"
@@ -20,6 +21,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,81 +146,99 @@ type Config struct {
 	Log        *zap.Logger
 }
 
-// Validate reports every problem with the configuration at once.
+// Validate reports every problem with the configuration at once, each a
+// *fielderr.Error naming the field.
 func (c *Config) Validate() error {
 	var errs []error
+	bad := func(field string, v any, format string, args ...any) {
+		errs = append(errs, fielderr.New(field, v, format, args...))
+	}
+	inRange := func(field string, v, lo, hi int) {
+		if v < lo || v > hi {
+			bad(field, v, "must be from %d to %d", lo, hi)
+		}
+	}
 	if c.Name == "" {
-		errs = append(errs, errors.New("name: required"))
+		bad("Name", nil, "required")
 	}
 	if c.Bind == "" {
-		errs = append(errs, errors.New("bind: required (host:port for gossip)"))
+		bad("Bind", nil, "required (host:port for gossip)")
 	} else if _, _, err := net.SplitHostPort(c.Bind); err != nil {
-		errs = append(errs, fmt.Errorf("bind %q: %v", c.Bind, err))
+		bad("Bind", strconv.Quote(c.Bind), "%v", err)
 	}
 	if c.StateDir == "" {
-		errs = append(errs, errors.New("state dir: required"))
+		bad("StateDir", nil, "required")
 	}
 	if l := len(c.SecretKey); l != 0 && l != 16 && l != 24 && l != 32 {
-		errs = append(errs, fmt.Errorf("encryption key: %d bytes, want 16, 24 or 32", l))
+		bad("SecretKey", nil, "%d bytes, want 16, 24 or 32", l)
 	}
 	if c.Controller {
-		if _, err := sharing.Parse(string(c.Mode)); err != nil {
-			errs = append(errs, err)
-		}
-		if c.Mode.TimeShared() && c.Slice <= 0 {
-			errs = append(errs, fmt.Errorf("slice %v: must be positive", c.Slice))
-		}
-		if c.MPL < 1 {
-			errs = append(errs, fmt.Errorf("mpl %d: must be at least 1", c.MPL))
-		}
-		if c.Mode == sharing.Space && c.MPL != 1 {
-			errs = append(errs, fmt.Errorf("mpl %d: space sharing has one row (mpl 1)", c.MPL))
-		}
-		if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
-			errs = append(errs, err)
-		}
-		if _, err := api.ParseMPI(c.MPI); err != nil {
-			errs = append(errs, err)
-		}
-		if c.Controllers < 0 || c.Controllers > 15 {
-			errs = append(errs, fmt.Errorf("controllers %d: want 1 to 15 (an odd number: 1, 3 or 5)", c.Controllers))
-		}
-		if c.RaftPort < 0 || c.RaftPort > 65535 {
-			errs = append(errs, fmt.Errorf("raft port %d: want 0 to 65535", c.RaftPort))
-		}
+		c.validateController(bad)
 	}
 	for _, cpu := range c.CPUs {
 		if cpu < 0 {
-			errs = append(errs, fmt.Errorf("cpus: %d is not a CPU number", cpu))
+			bad("CPUs", nil, "%d is not a CPU number", cpu)
 		}
 	}
 	if c.Suspend != "" && c.Suspend != api.SuspendSignal && c.Suspend != api.SuspendFreezer {
-		errs = append(errs, fmt.Errorf("suspend %q: want signal or freezer", c.Suspend))
+		bad("Suspend", strconv.Quote(c.Suspend), "want signal or freezer")
 	}
 	switch c.Cgroups {
 	case "", "auto", "v1", "v2", "none":
 	default:
-		errs = append(errs, fmt.Errorf("cgroups %q: want auto, v1, v2 or none", c.Cgroups))
+		bad("Cgroups", strconv.Quote(c.Cgroups), "want auto, v1, v2 or none")
 	}
-	if c.Priority < 0 || c.Priority > 99 {
-		errs = append(errs, fmt.Errorf("real-time priority %d: want 0 (off) to 99", c.Priority))
+	inRange("Processors", c.Processors, 0, gang.MaxProcessors)
+	inRange("APIPort", c.APIPort, 0, 65535)
+	inRange("Nice", c.Nice, -20, 19)
+	inRange("RankNice", c.RankNice, -20, 19)
+	inRange("Priority", c.Priority, 0, 99)
+	if c.StrobeFanout < 0 || c.StrobeFanout > 255 {
+		bad("StrobeFanout", c.StrobeFanout, "want 0 (direct) to 255")
 	}
-	if c.Nice < -20 || c.Nice > 19 || c.RankNice < -20 || c.RankNice > 19 {
-		errs = append(errs, fmt.Errorf("nice values %d and %d: must be between -20 and 19", c.Nice, c.RankNice))
+	if c.StrobeMulticast != "" {
+		if ap, err := netip.ParseAddrPort(c.StrobeMulticast); err != nil || !ap.Addr().Is4() || !ap.Addr().IsMulticast() || ap.Port() == 0 {
+			bad("StrobeMulticast", strconv.Quote(c.StrobeMulticast), "want an IPv4 multicast address and a port, e.g. 239.1.2.3:7950")
+		}
 	}
 	if c.ControllerGrace < 0 {
-		errs = append(errs, fmt.Errorf("controller grace %v: must not be negative", c.ControllerGrace))
-	}
-	if len(c.CPUs) == 0 && c.Processors < 0 {
-		errs = append(errs, fmt.Errorf("processors %d: must not be negative", c.Processors))
+		bad("ControllerGrace", c.ControllerGrace, "must not be negative")
 	}
 	if c.NoCompute && (len(c.CPUs) > 0 || c.Processors > 0) {
-		errs = append(errs, errors.New("no compute: an agent that offers no processors takes no cpus or processors"))
+		bad("NoCompute", nil, "an agent that offers no processors takes no {CPUs} or {Processors}")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("node: invalid config: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// validateController checks the settings of a controller-eligible agent.
+func (c *Config) validateController(bad func(field string, v any, format string, args ...any)) {
+	if _, err := sharing.Parse(string(c.Mode)); err != nil {
+		bad("Mode", nil, "%v", err)
+	}
+	if c.Mode.TimeShared() && (c.Slice < sharing.MinSlice || c.Slice > sharing.MaxSlice) {
+		bad("Slice", c.Slice, "must be from %v to %s", sharing.MinSlice, strings.TrimSuffix(sharing.MaxSlice.String(), "0m0s"))
+	}
+	switch {
+	case c.MPL < 1 || c.MPL > gang.MaxMPL:
+		bad("MPL", c.MPL, "must be from 1 to %d", gang.MaxMPL)
+	case c.Mode == sharing.Space && c.MPL != 1:
+		bad("MPL", c.MPL, "space mode has one row (MPL 1)")
+	}
+	if _, err := gang.ParsePolicy(string(c.Policy)); err != nil {
+		bad("Policy", strconv.Quote(string(c.Policy)), "unknown policy (valid: %s)", gang.PolicyNames())
+	}
+	if _, err := api.ParseMPI(c.MPI); err != nil {
+		bad("MPI", nil, "%v", err)
+	}
+	if c.Controllers < 0 || c.Controllers > 15 {
+		bad("Controllers", c.Controllers, "want 1 to 15 (an odd number: 1, 3 or 5)")
+	}
+	if c.RaftPort < 0 || c.RaftPort > 65535 {
+		bad("RaftPort", c.RaftPort, "must be from 0 to 65535")
+	}
 }
 
 // Agent is a node's daemon.

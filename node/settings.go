@@ -1,15 +1,25 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/textvalue"
+	"github.com/cosched/cosched/sharing"
 )
 
 // ParseCPUList reads a list of CPU numbers and ranges, "0-3,8,10-11"
@@ -86,4 +96,174 @@ func NewLogger(level, format string) (*zap.Logger, error) {
 		return nil, fielderr.New("LogFormat", strconv.Quote(format), "want console or json")
 	}
 	return cfg.Build()
+}
+
+// Settings are an agent's settings as text, as `cosched agent`'s flags and
+// the keys of its --config file (the toml tags: the flags' names with
+// underscores) give them. Config reads them into a Config.
+type Settings struct {
+	Name       string   `toml:"name"` // default: the host name
+	Bind       string   `toml:"bind"`
+	Advertise  string   `toml:"advertise"`
+	Join       []string `toml:"join"`
+	Controller bool     `toml:"controller"`
+	// Controllers and RaftPort: the controllers' raft group.
+	Controllers     int    `toml:"controllers"`
+	RaftPort        int    `toml:"raft_port"`
+	Mode            string `toml:"mode"`
+	Slice           string `toml:"slice"`
+	MPL             int    `toml:"mpl"`
+	Policy          string `toml:"policy"`
+	Bandwidth       string `toml:"bandwidth"`
+	CPUs            string `toml:"cpus"`
+	Processors      int    `toml:"processors"`
+	NoCompute       bool   `toml:"no_compute"`
+	StateDir        string `toml:"state_dir"` // default: <the state base>/agents/<name>
+	APIPort         int    `toml:"api_port"`
+	EncryptKey      string `toml:"encrypt_key"`
+	KeyFile         string `toml:"key_file"`
+	AdminGroup      string `toml:"admin_group"`
+	MetricsListen   string `toml:"metrics_listen"`
+	Local           bool   `toml:"local"`
+	Priority        int    `toml:"realtime_priority"`
+	StrobeFanout    int    `toml:"strobe_fanout"`
+	StrobeMulticast string `toml:"strobe_multicast"`
+	Nice            int    `toml:"nice"`
+	RankNice        int    `toml:"rank_nice"`
+	ControllerGrace string `toml:"controller_grace"`
+	LogLevel        string `toml:"log_level"`
+	LogFormat       string `toml:"log_format"`
+	MPI             string `toml:"mpi"`
+	Cgroups         string `toml:"cgroups"` // "": auto
+	Suspend         string `toml:"suspend"` // "": signal
+	MemReserve      string `toml:"mem_reserve"`
+	// The priority-backfill options: reservations, reservations_mode and
+	// weights.
+	gang.BackfillText
+	// FirstJobID and UnsealedStrobes are for cosched's own tools (cluster
+	// up, bench strobe), not for a settings file.
+	FirstJobID      int64 `toml:"-"`
+	UnsealedStrobes bool  `toml:"-"`
+}
+
+// DefaultMemReserve is the memory an agent keeps for the system.
+const DefaultMemReserve = "512MiB"
+
+// DefaultSettings are `cosched agent`'s defaults.
+func DefaultSettings() Settings {
+	return Settings{Bind: "0.0.0.0:7946", Controllers: 1, Mode: string(sharing.Gang), Slice: "50ms", MPL: 3, Policy: string(gang.EASY), Bandwidth: "100MB",
+		Nice: -10, Priority: 50, ControllerGrace: "5m", LogLevel: "info", LogFormat: "console", MPI: api.MPINone, Cgroups: "auto", Suspend: api.SuspendSignal,
+		MemReserve: DefaultMemReserve, BackfillText: gang.BackfillText{Reservations: "1", ReservationsMode: string(gang.Dynamic)}}
+}
+
+// Config reads s into an agent's configuration, its logger included, and
+// checks it (Config.Validate). An empty StateDir is
+// stateBase/agents/<name>. given says which of s's fields were set rather
+// than left at their defaults (nil: none). Every problem is a
+// *fielderr.Error keyed by s's field (or Config's, where they differ).
+func (s Settings) Config(stateBase string, given func(field string) bool) (Config, error) {
+	c := Config{Name: s.Name, Bind: s.Bind, Advertise: s.Advertise, Join: s.Join, Controller: s.Controller, Controllers: s.Controllers, RaftPort: s.RaftPort,
+		MPL: s.MPL, Processors: s.Processors, NoCompute: s.NoCompute, StateDir: s.StateDir, APIPort: s.APIPort, MetricsListen: s.MetricsListen, Local: s.Local,
+		Priority: s.Priority, StrobeFanout: s.StrobeFanout, StrobeMulticast: s.StrobeMulticast, Nice: s.Nice, RankNice: s.RankNice, Cgroups: s.Cgroups,
+		Suspend: cmp.Or(s.Suspend, api.SuspendSignal), FirstJobID: s.FirstJobID, UnsealedStrobes: s.UnsealedStrobes}
+	if given == nil {
+		given = func(string) bool { return false }
+	}
+	errs := s.controller(&c, given)
+	errs = append(errs, s.host(&c)...)
+	if c.Name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			errs = append(errs, fielderr.New("Name", nil, "required (the host name is unknown)"))
+		}
+		c.Name = host
+	}
+	if c.StateDir == "" {
+		c.StateDir = filepath.Join(stateBase, "agents", c.Name)
+	}
+	return c, fielderr.Merge(errors.Join(errs...), c.Validate())
+}
+
+// controller reads the controller's settings into c: mode, slice, policy
+// and its options, MPI and the MPL.
+func (s Settings) controller(c *Config, given func(string) bool) []error {
+	var errs []error
+	var err error
+	if c.Mode, err = sharing.Parse(s.Mode); err != nil {
+		errs = append(errs, fielderr.New("Mode", nil, "%v", err))
+	}
+	if c.Bandwidth, err = textvalue.Bandwidth(s.Bandwidth); err != nil {
+		errs = append(errs, fielderr.New("Bandwidth", strconv.Quote(s.Bandwidth), "%v", err))
+	}
+	if c.Slice, err = textvalue.Duration(s.Slice); err != nil {
+		errs = append(errs, fielderr.New("Slice", strconv.Quote(s.Slice), "%v", err))
+	}
+	if c.ControllerGrace, err = time.ParseDuration(s.ControllerGrace); err != nil || c.ControllerGrace < 0 {
+		errs = append(errs, fielderr.New("ControllerGrace", strconv.Quote(s.ControllerGrace), "want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)"))
+	}
+	if c.Policy, err = gang.ParsePolicy(s.Policy); err != nil {
+		errs = append(errs, fielderr.New("Policy", strconv.Quote(s.Policy), "unknown policy (valid: %s)", gang.PolicyNames()))
+	}
+	if c.MPI, err = api.ParseMPI(s.MPI); err != nil {
+		errs = append(errs, fielderr.New("MPI", nil, "%v", err))
+	}
+	if c.Backfill, err = s.BackfillText.ParseFor(c.Policy, given); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Mode == sharing.Space && c.Controller && !given("MPL") {
+		c.MPL = 1 // the default MPL is for the time-shared modes
+	}
+	// Validate checks a controller's MPL; a non-controller has no use for
+	// one, but a mistyped setting is not let through.
+	if !c.Controller && (c.MPL < 1 || c.MPL > gang.MaxMPL) {
+		errs = append(errs, fielderr.New("MPL", c.MPL, "must be from 1 to %d", gang.MaxMPL))
+	}
+	return errs
+}
+
+// host reads the settings of this host into c: its CPUs, the keys, the
+// operators' group, the memory kept back and the logger.
+func (s Settings) host(c *Config) []error {
+	var errs []error
+	var err error
+	if s.CPUs != "" {
+		if c.CPUs, err = ParseCPUList(s.CPUs); err != nil {
+			errs = append(errs, fielderr.New("CPUs", nil, "%v", err))
+		}
+	}
+	if s.EncryptKey != "" {
+		if c.SecretKey, err = ParseSecretKey(s.EncryptKey); err != nil {
+			errs = append(errs, fielderr.New("EncryptKey", nil, "%v", err))
+		}
+	}
+	if s.KeyFile != "" {
+		if c.Key, err = clusterkey.Load(s.KeyFile); err != nil {
+			errs = append(errs, fielderr.New("KeyFile", nil, "%v", err))
+		} else if s.EncryptKey == "" {
+			c.SecretKey = c.Key.Derive("gossip")
+		}
+	}
+	if s.AdminGroup != "" {
+		g, err := user.LookupGroup(s.AdminGroup)
+		if err == nil {
+			var gid uint64
+			if gid, err = strconv.ParseUint(g.Gid, 10, 32); err != nil {
+				err = fmt.Errorf("gid %q: %v", g.Gid, err)
+			}
+			g32 := uint32(gid)
+			c.AdminGID = &g32
+		}
+		if err != nil {
+			errs = append(errs, fielderr.New("AdminGroup", strconv.Quote(s.AdminGroup), "%v", err))
+		}
+	}
+	if s.MemReserve == "none" {
+		c.MemReserve = -1
+	} else if c.MemReserve, err = textvalue.Size(cmp.Or(s.MemReserve, DefaultMemReserve)); err != nil || c.MemReserve < 0 {
+		errs = append(errs, fielderr.New("MemReserve", strconv.Quote(s.MemReserve), "want a size (e.g. 512MiB) or none"))
+	}
+	if c.Log, err = NewLogger(s.LogLevel, s.LogFormat); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }

@@ -40,3 +40,30 @@ func TestSettings(t *testing.T) {
 		t.Errorf("bad format: %v", err)
 	}
 }
+
+// An agent's text settings: the defaults make a valid configuration; a
+// space-mode controller's MPL is 1 unless given; every bad setting is
+// keyed by its field, once (Validate's word on a field that did not
+// parse is left out), and a non-controller's MPL is range-checked too.
+func TestSettingsConfig(t *testing.T) {
+	s := node.DefaultSettings()
+	s.Name, s.Controller, s.Mode = "n0", true, "space"
+	c, err := s.Config(t.TempDir(), nil)
+	if err != nil || c.MPL != 1 || c.Mode != "space" || c.MemReserve != 512<<20 || c.ControllerGrace.Minutes() != 5 || c.Log == nil {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	_, err = s.Config(t.TempDir(), func(f string) bool { return f == "MPL" })
+	if fs := fielderr.All(err); len(fs) != 1 || fs[0].Field != "MPL" {
+		t.Errorf("space with MPL 3 given: %v", err)
+	}
+	s = node.DefaultSettings()
+	s.Name, s.MPL, s.Slice, s.Policy, s.Cgroups, s.Nice, s.Reservations = "n0", 0, "soon", "nope", "v9", 30, "0"
+	_, err = s.Config(t.TempDir(), nil)
+	var fields []string
+	for _, e := range fielderr.All(err) {
+		fields = append(fields, e.Field)
+	}
+	if want := []string{"Slice", "Policy", "Reservations", "MPL", "Cgroups", "Nice"}; !slices.Equal(fields, want) {
+		t.Errorf("fields %v, want %v (%v)", fields, want, err)
+	}
+}

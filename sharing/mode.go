@@ -7,6 +7,7 @@ package sharing
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Mode is how the cluster shares processors.
@@ -72,3 +73,10 @@ func FormerWarning(name string, m Mode) string {
 
 // TimeShared reports whether rows rotate on strobes.
 func (m Mode) TimeShared() bool { return m == Gang || m == BCS }
+
+// The range of a time-shared mode's slice: the strobe path is measured
+// down to a millisecond; a slice of an hour is already no time sharing.
+const (
+	MinSlice = time.Millisecond
+	MaxSlice = time.Hour
+)

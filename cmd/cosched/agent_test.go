@@ -89,7 +89,7 @@ func TestAgentBadBackfillOptions(t *testing.T) {
 
 // cluster up passes the options that were given on to the controller.
 func TestBackfillArgs(t *testing.T) {
-	b := backfillFlags{Reservations: "2", ResvMode: "dynamic", Weights: ""}
+	b := backfillFlags{Reservations: "2", ReservationsMode: "dynamic", Weights: ""}
 	got := b.args(func(name string) bool { return name != "reservations-mode" })
 	if want := []string{"--reservations", "2"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("args %q, want %q", got, want)

@@ -32,37 +32,28 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 }
 
 // client resolves the API address (--addr, COSCHED_ADDR, the local
-// cluster) and the credential (see localcluster.ClientForAddrs and
-// Cluster.ClientFor).
+// cluster) and the credential (see localcluster.Client).
 func (c *clientFlags) client() (*api.Client, error) {
-	addr := c.addr
-	if addr == "" {
-		addr = os.Getenv("COSCHED_ADDR")
-	}
-	dir, err := localcluster.StateDir(c.stateDir)
-	if addr != "" {
-		return clientForAddr(addr, dir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	rec, err := localcluster.Load(dir)
-	if err != nil {
+	cl, err := localcluster.Client(c.addr, c.stateDir)
+	if errors.Is(err, localcluster.ErrNoCluster) {
 		return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
 	}
-	return rec.Client(), nil
+	return cl, addrError(err)
 }
 
 // clientForAddr is a client of the agents at addr, a comma-separated
 // list (--addr), with the credential localcluster.ClientForAddrs finds.
 func clientForAddr(addr, stateDir string) (*api.Client, error) {
-	addrs := strings.Split(addr, ",")
-	for i, a := range addrs {
-		if addrs[i] = strings.TrimSpace(a); addrs[i] == "" {
-			return nil, fmt.Errorf("--addr %q: empty address in the list", addr)
-		}
+	cl, err := localcluster.ClientForList(addr, stateDir)
+	return cl, addrError(err)
+}
+
+// addrError names a bad address list by its flag, --addr.
+func addrError(err error) error {
+	if fs := fielderr.All(err); len(fs) == 1 && fs[0].Field == "Addrs" {
+		return errors.New(fielderr.Format("--addr", fs[0]))
 	}
-	return localcluster.ClientForAddrs(addrs, stateDir)
+	return err
 }
 
 func newClusterCmd() *cobra.Command {
@@ -76,22 +67,22 @@ func newClusterCmd() *cobra.Command {
 
 type clusterUpFlags struct {
 	opts      localcluster.Options
-	mode      string
-	slice     string
-	policy    string
-	bandwidth string
+	slice     *textvalue.Flag[time.Duration]
+	bandwidth *textvalue.Flag[float64]
 	backfill  backfillFlags
 	changed   func(name string) bool
 }
 
 // clusterUpFlagNames maps localcluster.Options' fields to cluster up's flags.
 var clusterUpFlagNames = flagNames{"Agents": "-N", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
-	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations",
-	"Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority", "StateDir": "--state-dir", "Timeout": "--timeout",
-	"Suspend": "--suspend", "Controllers": "--controllers", "MPI": "--mpi"}
+	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations", "Reservations": "--reservations",
+	"ReservationsMode": "--reservations-mode", "Weights": "--weights", "Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority",
+	"StateDir": "--state-dir", "Timeout": "--timeout", "Suspend": "--suspend", "Controllers": "--controllers", "MPI": "--mpi"}
 
 func newClusterUpCmd() *cobra.Command {
-	f := clusterUpFlags{opts: localcluster.DefaultOptions(), mode: "gang", slice: "50ms", policy: "easy", bandwidth: "100MB"}
+	f := clusterUpFlags{opts: localcluster.DefaultOptions()}
+	f.slice = textvalue.NewFlag(&f.opts.Slice, "Slice", "50ms", textvalue.Duration)
+	f.bandwidth = textvalue.NewFlag(&f.opts.Bandwidth, "Bandwidth", "100MB", func(s string) (float64, error) { return textvalue.Bandwidth(cmp.Or(s, "100MB")) })
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start -N agents (nodes) on this machine (the first is the controller) and record how to reach them",
@@ -107,11 +98,11 @@ func newClusterUpCmd() *cobra.Command {
 	fl.IntVarP(&f.opts.Agents, "agents", "n", f.opts.Agents, "number of agents")
 	_ = fl.MarkHidden("agents")
 	fl.IntVar(&f.opts.Controllers, "controllers", f.opts.Controllers, "controllers: 1, agent a0 is the controller; N (3, 5), N more agents c0… without processors form the controllers' group: one leads, the others take over when it dies (docs/JOURNAL.md)")
-	fl.StringVar(&f.mode, "mode", f.mode, "space, gang, bcs or local")
-	fl.StringVar(&f.bandwidth, "bandwidth", f.bandwidth, "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
-	fl.StringVar(&f.slice, "slice", f.slice, "time slice (gang, bcs)")
+	fl.StringVar((*string)(&f.opts.Mode), "mode", string(f.opts.Mode), "space, gang, bcs or local")
+	fl.Var(f.bandwidth, "bandwidth", "bcs: bandwidth per node, per second (h_max = bandwidth × slice; 0: unlimited)")
+	fl.Var(f.slice, "slice", "time slice (gang, bcs)")
 	fl.IntVar(&f.opts.MPL, "mpl", f.opts.MPL, "multiprogramming level (1 in space mode)")
-	fl.StringVar(&f.policy, "policy", f.policy, "queue policy: "+gang.PolicyNames())
+	fl.StringVar((*string)(&f.opts.Policy), "policy", string(f.opts.Policy), "queue policy: "+gang.PolicyNames())
 	f.backfill.add(fl, "")
 	fl.IntVar(&f.opts.Processors, "processors", f.opts.Processors, "processors each agent offers")
 	fl.StringVar(&f.opts.StateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
@@ -125,46 +116,22 @@ func newClusterUpCmd() *cobra.Command {
 // options parses the flags that are text into f.opts and checks them all
 // (localcluster.Options.Validate), every problem named by its flag.
 func (f *clusterUpFlags) options() (localcluster.Options, error) {
-	var errs []error
-	parsed := map[string]bool{} // flags whose text did not parse: Validate's word on them is noise
-	o := f.opts
-	mode, err := sharing.Parse(f.mode)
-	if err != nil {
-		errs, parsed["--mode"] = append(errs, fmt.Errorf("--mode: %v", err)), true
-	}
-	o.Mode = mode
-	if o.Slice, err = time.ParseDuration(f.slice); err != nil {
-		errs, parsed["--slice"] = append(errs, fmt.Errorf("--slice %q: not a duration", f.slice)), true
-	}
-	policy, err := gang.ParsePolicy(f.policy)
-	if err != nil {
-		errs, parsed["--policy"] = append(errs, fmt.Errorf("--policy %q: unknown policy (valid: %s)", f.policy, gang.PolicyNames())), true
-	}
-	o.Policy = policy
-	changed := f.changed
-	if changed == nil {
-		changed = func(string) bool { return false }
-	}
-	bf, bfErrs := f.backfill.backfillFor(policy, err == nil, changed)
-	if len(bfErrs) > 0 {
-		errs, parsed["--reservations"] = append(errs, bfErrs...), true
-	}
+	o, given := f.opts, clusterUpFlagNames.given(f.changed)
+	mode, _ := sharing.Parse(string(o.Mode)) // Validate names a bad one
+	policy, _ := gang.ParsePolicy(string(o.Policy))
+	o.Mode, o.Policy = cmp.Or(mode, o.Mode), cmp.Or(policy, o.Policy)
+	bf, bfErr := gang.BackfillText(f.backfill).ParseFor(policy, given)
 	o.Backfill = bf
-	if bw, err := textvalue.Bandwidth(cmp.Or(f.bandwidth, "100MB")); err != nil {
-		errs, parsed["--bandwidth"] = append(errs, fmt.Errorf("--bandwidth %q: %v", f.bandwidth, err)), true
-	} else {
-		o.Bandwidth = bw
-	}
-	if mode == sharing.Space && !changed("mpl") {
+	if o.Mode == sharing.Space && !given("MPL") {
 		o.MPL = 1 // the default MPL is for the time-shared modes
 	}
-	if o.StateDir, err = localcluster.StateDir(o.StateDir); err != nil {
-		errs, parsed["--state-dir"] = append(errs, err), true
-	}
-	for _, e := range fielderr.All(o.Validate()) {
-		if flag := clusterUpFlagNames[e.Field]; !parsed[flag] {
-			errs = append(errs, clusterUpFlagNames.error(e))
-		}
+	dir, dirErr := localcluster.StateDir(o.StateDir)
+	o.StateDir = dir
+	parsed := errors.Join(f.slice.Err, f.bandwidth.Err, bfErr)
+	// Validate's problem with StateDir is dirErr's: said once.
+	errs := clusterUpFlagNames.list(fielderr.Merge(parsed, o.Validate()), "StateDir")
+	if dirErr != nil {
+		errs = append(errs, dirErr)
 	}
 	if len(errs) > 0 {
 		return o, flagErrors(errs)

@@ -8,6 +8,7 @@
 package fielderr
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 )
@@ -24,6 +25,9 @@ type Error struct {
 	Reason string
 	Terms  []Term
 	Op     string
+	// Sentence writes Reason right after the field's name, as what is
+	// said of it: "--weights applies only to fcfs-bf" (no value, no colon).
+	Sentence bool
 }
 
 // Term is one more field of a problem about several fields, and its value
@@ -40,8 +44,11 @@ var fieldRef = regexp.MustCompile(`\{([A-Za-z0-9_.\[\]]+)\}`)
 
 // Render is e's message with every field, in Field, Terms and Reason,
 // named by name: "name value: reason", "name: reason" without a value,
-// "a 1 + b 2: reason" with terms.
+// "a 1 + b 2: reason" with terms, "name reason" for a Sentence.
 func (e *Error) Render(name func(field string) string) string {
+	if e.Sentence {
+		return name(e.Field) + " " + Expand(e.Reason, name)
+	}
 	head := term(name(e.Field), e.Value)
 	for _, t := range e.Terms {
 		head += e.Op + term(name(t.Field), t.Value)
@@ -78,10 +85,32 @@ func New(field string, value any, format string, args ...any) *Error {
 	return &Error{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
+// Said returns an *Error written as a sentence about field (Sentence).
+func Said(field string, format string, args ...any) *Error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...), Sentence: true}
+}
+
 // Several returns an *Error about several fields at once, written joined
 // by op (" + ", " × ", "/"): the first is the Error's Field.
 func Several(op string, terms []Term, format string, args ...any) *Error {
 	return &Error{Field: terms[0].Field, Value: terms[0].Value, Terms: terms[1:], Op: op, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Merge is parsed, the problems of reading settings' text, and after them
+// those of checked, a Validate error of what was read, but the ones about
+// a field whose text did not parse (Validate's word on it is noise).
+func Merge(parsed, checked error) error {
+	failed := map[string]bool{}
+	for _, e := range All(parsed) {
+		failed[e.Field] = true
+	}
+	errs := []error{parsed}
+	for _, e := range All(checked) {
+		if !failed[e.Field] {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // All returns every *Error in err: a single one, an errors.Join of them,

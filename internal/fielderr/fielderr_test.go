@@ -18,6 +18,7 @@ func TestRenderNamesEveryField(t *testing.T) {
 		{Several(" + ", []Term{{"SeqShare", 0.8}, {"LargeShare", 0.5}}, "must not exceed 1"),
 			"--seq-share 0.8 + --large-share 0.5: must not exceed 1", "SeqShare 0.8 + LargeShare 0.5: must not exceed 1"},
 		{Several("/", []Term{{"SeqShare", nil}, {"LargeShare", nil}}, "too many"), "--seq-share/--large-share: too many", "SeqShare/LargeShare: too many"},
+		{Said("SeqShare", "applies only with {Slice}"), "--seq-share applies only with --slice", "SeqShare applies only with Slice"},
 	} {
 		if got := c.e.Render(name); got != c.want {
 			t.Errorf("Render = %q, want %q", got, c.want)
@@ -44,5 +45,17 @@ func TestAllFindsJoinedAndWrapped(t *testing.T) {
 	}
 	if All(nil) != nil || len(All(errors.New("x"))) != 0 {
 		t.Error("All of nil or a plain error is not empty")
+	}
+}
+
+// Merge keeps every parse problem, and Validate's about the other fields.
+func TestMergeDropsValidateOnUnparsedFields(t *testing.T) {
+	slice, mpl := New("Slice", `"soon"`, "not a duration"), New("MPL", 0, "must be from 1 to 64")
+	got := All(Merge(errors.Join(slice), errors.Join(New("Slice", "0s", "must be positive"), mpl)))
+	if len(got) != 2 || got[0] != slice || got[1] != mpl {
+		t.Errorf("Merge = %v", got)
+	}
+	if Merge(nil, nil) != nil {
+		t.Error("Merge of nothing is not nil")
 	}
 }

@@ -5,6 +5,8 @@ package flagfile
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -50,4 +52,24 @@ func Load(fs *pflag.FlagSet, fileFlag, path string, v any) (changed func(name st
 	return func(name string) bool {
 		return given[name] != nil || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
 	}, nil
+}
+
+// FlagNames maps the fields of the struct v, an embedded struct's
+// included, to the flags that set them: by Load's rule, "--" and the
+// field's toml key with dashes for underscores (a field without a key has
+// none).
+func FlagNames(v any) map[string]string {
+	names := map[string]string{}
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := f.Tag.Get("toml")
+		switch {
+		case f.Anonymous && f.Type.Kind() == reflect.Struct && key == "":
+			maps.Copy(names, FlagNames(reflect.Zero(f.Type).Interface()))
+		case key != "" && key != "-":
+			names[f.Name] = "--" + strings.ReplaceAll(key, "_", "-")
+		}
+	}
+	return names
 }

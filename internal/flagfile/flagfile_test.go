@@ -1,6 +1,7 @@
 package flagfile
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +59,23 @@ func TestUnknownKeyAndBadFile(t *testing.T) {
 	}
 	if _, _, err := load(t, "mpl = \"two\"\n"); err == nil || !strings.HasPrefix(err.Error(), "--config ") {
 		t.Errorf("wrong type: %v", err)
+	}
+}
+
+// FlagNames follows the toml keys, into embedded structs.
+func TestFlagNames(t *testing.T) {
+	type inner struct {
+		RealtimePriority int `toml:"realtime_priority"`
+	}
+	var v struct {
+		settings
+		inner
+		Skipped  int `toml:"-"`
+		Untagged int
+	}
+	got := FlagNames(v)
+	want := map[string]string{"Name": "--name", "MPL": "--mpl", "Join": "--join", "Slice": "--slice", "RealtimePriority": "--realtime-priority"}
+	if !maps.Equal(got, want) {
+		t.Errorf("FlagNames = %v, want %v", got, want)
 	}
 }

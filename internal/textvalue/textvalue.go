@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dustin/go-humanize"
 
@@ -75,4 +76,14 @@ func Bandwidth(s string) (float64, error) {
 		return 0, errors.New("want a size per second (e.g. 100MB) or 0")
 	}
 	return float64(bw), nil
+}
+
+// Duration reads a Go duration (50ms, 1m30s); the error of anything else
+// gives an example.
+func Duration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("not a duration (e.g. 50ms)")
+	}
+	return d, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestListParsesDropsRepeatsAndNamesBadItems(t *testing.T) {
@@ -62,5 +63,14 @@ func TestFlagKeepsTheErrorOfABadText(t *testing.T) {
 	}
 	if f.Set("1KiB"); bw != 1024 || f.Err != nil {
 		t.Fatalf("good text after a bad one: %v, %v", bw, f.Err)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	if d, err := Duration("1m30s"); err != nil || d != 90*time.Second {
+		t.Errorf("1m30s: %v, %v", d, err)
+	}
+	if _, err := Duration("soon"); err == nil || err.Error() != "not a duration (e.g. 50ms)" {
+		t.Errorf("soon: %v", err)
 	}
 }
