@@ -42,7 +42,8 @@ type controlGroupConfig struct {
 // Growth: the leader makes every eligible agent gossip shows a voter (a
 // new one, or one whose raft address changed). Removal: a controller that
 // is gone for good stays a voter (and counts toward the majority) until an
-// operator removes it (Remove: `cosched operator raft remove-peer`).
+// operator removes it (Remove: `cosched operator raft remove-peer`), or
+// the leader does after Config.DeadControllerAfter (autopilot.go).
 type controlGroup struct {
 	cfg     controlGroupConfig
 	j       *journal.Journal

@@ -42,48 +42,64 @@ func waitPeers(t *testing.T, c *api.Client, ok func([]api.RaftServer) error) []a
 	return servers
 }
 
+// controllerGroup is three controller agents (c0, c1, c2, space mode) and
+// a worker, with the group formed.
+type controllerGroup struct {
+	client           *api.Client // through the worker
+	worker           *agentProc
+	controllers      map[string]*agentProc
+	leader, follower string // who leads; one that does not
+	// ctl starts controller i (0 to 3), joining join ("": none).
+	ctl func(i int, join string) *agentProc
+}
+
+func startControllerGroup(t *testing.T, extra ...string) controllerGroup {
+	t.Helper()
+	dir := t.TempDir()
+	ports := freePorts(t, 4)
+	g := controllerGroup{}
+	g.ctl = func(i int, join string) *agentProc {
+		args := append([]string{"--controller", "--controllers", "3", "--no-compute", "--raft-port", strconv.Itoa(ports[i]), "--mode", "space"}, extra...)
+		if join != "" {
+			args = append(args, "--join", join)
+		}
+		return startAgentProc(t, dir, fmt.Sprintf("c%d", i), args...)
+	}
+	c0 := g.ctl(0, "")
+	g.controllers = map[string]*agentProc{"c0": c0, "c1": g.ctl(1, c0.ready.Gossip), "c2": g.ctl(2, c0.ready.Gossip)}
+	g.worker = startAgentProc(t, dir, "w1", "--processors", "1", "--join", c0.ready.Gossip)
+	g.client = api.NewClient(g.worker.ready.API)
+	waitPeers(t, g.client, func(s []api.RaftServer) error {
+		g.leader = ""
+		for _, p := range s {
+			if !p.Voter || !p.Alive {
+				return errors.New("want three live voters")
+			}
+			if p.Leader {
+				g.leader = p.Name
+			}
+		}
+		if len(s) != 3 || g.leader == "" {
+			return errors.New("want three voters, one leading")
+		}
+		return nil
+	})
+	g.follower = "c0"
+	if g.leader == "c0" {
+		g.follower = "c1"
+	}
+	return g
+}
+
 // A controller of three killed for good still counts toward the majority
 // until an operator removes it: list-peers shows it not alive, remove-peer
 // removes it (never the leader, never an unknown name), the two left
 // commit submissions, a new controller-eligible agent is added, and the
 // three of the new group survive the loss of one more.
 func TestRemoveDeadController(t *testing.T) {
-	dir := t.TempDir()
-	ports := freePorts(t, 4)
-	ctl := func(i int, join string) *agentProc {
-		args := []string{"--controller", "--controllers", "3", "--no-compute", "--raft-port", strconv.Itoa(ports[i]), "--mode", "space"}
-		if join != "" {
-			args = append(args, "--join", join)
-		}
-		return startAgentProc(t, dir, fmt.Sprintf("c%d", i), args...)
-	}
-	c0 := ctl(0, "")
-	controllers := map[string]*agentProc{"c0": c0, "c1": ctl(1, c0.ready.Gossip), "c2": ctl(2, c0.ready.Gossip)}
-	w1 := startAgentProc(t, dir, "w1", "--processors", "1", "--join", c0.ready.Gossip)
-	client := api.NewClient(w1.ready.API)
+	g := startControllerGroup(t)
+	client, ctl, controllers, leader, dead := g.client, g.ctl, g.controllers, g.leader, g.follower
 	ctx := context.Background()
-
-	var leader, dead string
-	waitPeers(t, client, func(s []api.RaftServer) error {
-		leader = ""
-		for _, p := range s {
-			if !p.Voter || !p.Alive {
-				return errors.New("want three live voters")
-			}
-			if p.Leader {
-				leader = p.Name
-			}
-		}
-		if len(s) != 3 || leader == "" {
-			return errors.New("want three voters, one leading")
-		}
-		return nil
-	})
-	for _, name := range []string{"c0", "c1", "c2"} {
-		if name != leader && dead == "" {
-			dead = name
-		}
-	}
 	controllers[dead].kill9(t)
 	waitPeers(t, client, func(s []api.RaftServer) error {
 		i := slices.IndexFunc(s, func(p api.RaftServer) bool { return p.Name == dead })
@@ -125,7 +141,7 @@ func TestRemoveDeadController(t *testing.T) {
 	submitDone()
 
 	// A new controller-eligible agent joins the group of two.
-	controllers["c3"] = ctl(3, w1.ready.Gossip)
+	controllers["c3"] = ctl(3, g.worker.ready.Gossip)
 	waitPeers(t, client, func(s []api.RaftServer) error {
 		if len(s) != 3 || !slices.ContainsFunc(s, func(p api.RaftServer) bool { return p.Name == "c3" && p.Voter && p.Alive }) {
 			return errors.New("want c3 a live voter of three")
@@ -163,4 +179,24 @@ func TestRaftPeersForOperatorsOnly(t *testing.T) {
 	}
 	err = c.client.RemoveRaftPeer(ctx, "n0")
 	wantStatus(t, "root removing the leader", err, http.StatusConflict, "controller n0 leads")
+}
+
+// With --dead-controller-after, the leader removes a controller gone for
+// longer than that by itself, and the two left commit; it removes no more
+// (of two voters, one left would not be a majority: the pure rule's test,
+// TestGoneSinceDeadVoter).
+func TestDeadControllerRemovedAutomatically(t *testing.T) {
+	g := startControllerGroup(t, "--dead-controller-after", "1s")
+	g.controllers[g.follower].kill9(t)
+	waitPeers(t, g.client, func(s []api.RaftServer) error {
+		if len(s) != 2 || slices.ContainsFunc(s, func(p api.RaftServer) bool { return p.Name == g.follower || !p.Alive }) {
+			return fmt.Errorf("want two live servers, %s removed", g.follower)
+		}
+		return nil
+	})
+	id, err := g.client.Submit(context.Background(), api.JobSpec{Processors: 1, TimeLimit: api.Duration{D: time.Minute}, Command: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, g.client, id, 30*time.Second, inState(api.Completed))
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The operator raft commands' command lines: a name, exactly one, not
@@ -53,6 +54,32 @@ func TestOperatorRaftOnACluster(t *testing.T) {
 	} {
 		if out, err := sh("operator", "raft", "remove-peer", name); err == nil || !strings.Contains(out, want) {
 			t.Errorf("remove-peer %s: %v\n%s\nwant %q", name, err, out, want)
+		}
+	}
+}
+
+// --dead-controller-after and its TOML key: 0 (never) by default, the
+// flag over the file, a bad value named by its flag.
+func TestAgentDeadControllerAfter(t *testing.T) {
+	conf := writeFile(t, "dead.toml", "dead_controller_after = \"30m\"\n")
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]string{"--dead-controller-after", "90s"}, 90 * time.Second},
+		{[]string{"--config", conf}, 30 * time.Minute},
+		{[]string{"--config", conf, "--dead-controller-after", "0"}, 0},
+	} {
+		cfg, err := agentSettings(t, tc.args...)
+		if err != nil || cfg.DeadControllerAfter != tc.want {
+			t.Errorf("%v: dead controller after %v (%v), want %v", tc.args, cfg.DeadControllerAfter, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1s", "soon"} {
+		code, _, errOut := cli(t, "", "agent", "--name", "n0", "--state-dir", t.TempDir(), "--dead-controller-after", bad)
+		if want := `--dead-controller-after "` + bad + `": want a duration of at least 0`; code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("--dead-controller-after %s: exit %d, stderr %q; want 2 and %q", bad, code, errOut, want)
 		}
 	}
 }
