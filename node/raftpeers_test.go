@@ -45,6 +45,7 @@ func waitPeers(t *testing.T, c *api.Client, ok func([]api.RaftServer) error) []a
 // controllerGroup is three controller agents (c0, c1, c2, space mode) and
 // a worker, with the group formed.
 type controllerGroup struct {
+	dir              string
 	client           *api.Client // through the worker
 	worker           *agentProc
 	controllers      map[string]*agentProc
@@ -57,7 +58,7 @@ func startControllerGroup(t *testing.T, extra ...string) controllerGroup {
 	t.Helper()
 	dir := t.TempDir()
 	ports := freePorts(t, 4)
-	g := controllerGroup{}
+	g := controllerGroup{dir: dir}
 	g.ctl = func(i int, join string) *agentProc {
 		args := append([]string{"--controller", "--controllers", "3", "--no-compute", "--raft-port", strconv.Itoa(ports[i]), "--mode", "space"}, extra...)
 		if join != "" {
@@ -94,8 +95,9 @@ func startControllerGroup(t *testing.T, extra ...string) controllerGroup {
 // A controller of three killed for good still counts toward the majority
 // until an operator removes it: list-peers shows it not alive, remove-peer
 // removes it (never the leader, never an unknown name), the two left
-// commit submissions, a new controller-eligible agent is added, and the
-// three of the new group survive the loss of one more.
+// commit submissions, a new controller-eligible agent is added, the three
+// of the new group survive the loss of one more, and the removed one,
+// started again, is added back.
 func TestRemoveDeadController(t *testing.T) {
 	g := startControllerGroup(t)
 	client, ctl, controllers, leader, dead := g.client, g.ctl, g.controllers, g.leader, g.follower
@@ -151,6 +153,18 @@ func TestRemoveDeadController(t *testing.T) {
 	// Of the new three, one more may die: had the dead one stayed, four
 	// voters with two gone would have no majority.
 	controllers[alive].kill9(t)
+	submitDone()
+
+	// The removed controller, started again with its journal, is added
+	// back: three of the four voters are up.
+	controllers[dead].args = append(controllers[dead].args, "--join", g.worker.ready.Gossip)
+	controllers[dead].start(t, g.dir)
+	waitPeers(t, client, func(s []api.RaftServer) error {
+		if len(s) != 4 || !slices.ContainsFunc(s, func(p api.RaftServer) bool { return p.Name == dead && p.Voter && p.Alive }) {
+			return fmt.Errorf("want %s back, a live voter of four", dead)
+		}
+		return nil
+	})
 	submitDone()
 }
 
