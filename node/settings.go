@@ -22,6 +22,11 @@ import (
 	"github.com/cosched/cosched/sharing"
 )
 
+// MaxCPU bounds a CPU number in a CPU list: Linux's largest configurable
+// count (NR_CPUS) is 8192; the bound keeps a mistyped range from
+// allocating without bound.
+const MaxCPU = 1<<16 - 1
+
 // ParseCPUList reads a list of CPU numbers and ranges, "0-3,8,10-11"
 // (Config.CPUs), dropping repeats.
 func ParseCPUList(s string) ([]int, error) {
@@ -40,6 +45,9 @@ func ParseCPUList(s string) ([]int, error) {
 		}
 		if err != nil || a < 0 || b < a {
 			return nil, fmt.Errorf("%q: want CPU numbers or ranges like 0-3,8", part)
+		}
+		if b > MaxCPU {
+			return nil, fmt.Errorf("%q: CPU %d beyond the largest, %d", part, b, MaxCPU)
 		}
 		for c := a; c <= b; c++ {
 			if !seen[c] {
