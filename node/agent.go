@@ -446,7 +446,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node: strobe multicast: %w", err)
 		}
-		if a.mcUDP, err = strobe.ListenMulticastUDP(cfg.StrobeMulticast, ifname, a.log); err != nil {
+		if a.mcUDP, err = listenStrobeMulticast(cfg.StrobeMulticast, ifname, cfg.Priority, a.log); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -579,6 +579,16 @@ func listenStrobe(host string, priority int, log *zap.Logger) (strobe.Transport,
 		ip = addrs[0]
 	}
 	return strobe.ListenUDPRealtime(net.JoinHostPort(ip, "0"), priority, log)
+}
+
+// listenStrobeMulticast joins the strobes' multicast group: on a
+// real-time socket, as the strobe socket (its own thread receives group
+// strobes and switches ranks), unless priority is 0.
+func listenStrobeMulticast(group, ifname string, priority int, log *zap.Logger) (strobe.Transport, error) {
+	if priority == 0 {
+		return strobe.ListenMulticastUDP(group, ifname, log)
+	}
+	return strobe.ListenMulticastUDPRealtime(group, ifname, priority, log)
 }
 
 func advertised(addr, host string) string {

@@ -360,5 +360,10 @@ func (a *Agent) realtimeStatus() string {
 	if err := rt.RealtimeError(); err != nil {
 		return "normal (" + err.Error() + ")"
 	}
+	if mc, ok := a.mcUDP.(*strobe.RealtimeUDP); ok {
+		if err := mc.RealtimeError(); err != nil {
+			return "normal for multicast strobes (" + err.Error() + ")"
+		}
+	}
 	return fmt.Sprintf("SCHED_FIFO %d", a.cfg.Priority)
 }

@@ -57,12 +57,13 @@ func inMulticastNetns(t *testing.T, name string) bool {
 // strobe once, to the group, and never to an agent's own address, so
 // every agent that applies slices has them from the group. With the
 // cluster key, strobes are sealed, and opened from the group as from
-// unicast.
+// unicast. With a real-time priority, the group is read (and the switch
+// made) on a SCHED_FIFO thread, as unicast strobes are.
 func TestAgentsStrobeMulticast(t *testing.T) {
 	if !inMulticastNetns(t, "TestAgentsStrobeMulticast") {
 		return
 	}
-	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 20 * time.Millisecond, multicast: "239.77.1.1:17951", key: newKey(t)})
+	c := startCluster(t, clusterOpts{agents: 3, mode: sharing.Gang, mpl: 2, slice: 20 * time.Millisecond, multicast: "239.77.1.1:17951", key: newKey(t), priority: 50})
 	eventually(t, 20*time.Second, func() error {
 		for _, a := range c.agents {
 			st, err := api.NewKeyClient(c.opts.key, a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
@@ -71,6 +72,9 @@ func TestAgentsStrobeMulticast(t *testing.T) {
 			}
 			if st.Strobe.Applied < 20 {
 				return fmt.Errorf("%s applied %d slices", a.Name(), st.Strobe.Applied)
+			}
+			if st.Realtime != "SCHED_FIFO 50" {
+				t.Fatalf("%s: strobes received at %q, want SCHED_FIFO 50", a.Name(), st.Realtime)
 			}
 			if st.Strobe.Multicast < st.Strobe.Applied {
 				t.Fatalf("%s applied %d slices, %d strobes from the group: the others came by unicast", a.Name(), st.Strobe.Applied, st.Strobe.Multicast)

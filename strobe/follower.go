@@ -45,7 +45,9 @@ type FollowerConfig struct {
 	// Multicast, if set, is a socket joined to the controller's multicast
 	// group (ListenMulticastUDP, Sender.SetMulticast): strobes arriving
 	// there are applied as those on Transport are (one at a time, by the
-	// same sequence rules), on an ordinary goroutine.
+	// same sequence rules). A RealtimeUDP (ListenMulticastUDPRealtime)
+	// is served on a real-time thread of its own, which switches; any
+	// other Transport is read by an ordinary goroutine.
 	Multicast Transport
 	Switch    SwitchFunc    // performs the switch; required
 	Heartbeat HeartbeatFunc // optional: sees every valid heartbeat received (BCS's control data)
@@ -300,8 +302,17 @@ func (f *Follower) slicePeersLocked(seq uint64) []string {
 	return peers
 }
 
-// receiveMulticast reads the multicast socket: strobes only.
+// receiveMulticast reads the multicast socket until ctx is done: on the
+// socket's own real-time thread when it has one (a RealtimeUDP: the
+// switch happens on the thread that received the strobe, as on the
+// strobe socket), else on this goroutine.
 func (f *Follower) receiveMulticast(ctx context.Context) {
+	if s, ok := f.cfg.Multicast.(syncServer); ok {
+		if err := s.Serve(ctx, f.handleMulticast); err != nil && ctx.Err() == nil {
+			f.log.Error("strobe: multicast receive loop", zap.Error(err))
+		}
+		return
+	}
 	packets := f.cfg.Multicast.Packets()
 	for {
 		select {
@@ -311,19 +322,25 @@ func (f *Follower) receiveMulticast(ctx context.Context) {
 			if !ok {
 				return
 			}
-			msg, err := f.open(p, &f.mcSock) // strobes only, authenticated as on the strobe socket
-			if err != nil {
-				continue
-			}
-			s := msg.(*Strobe)
-			f.mu.Lock()
-			f.c.multicast++
-			f.mu.Unlock()
-			f.handleMu.Lock()
-			f.onStrobe(p, s)
-			f.handleMu.Unlock()
+			f.handleMulticast(p)
 		}
 	}
+}
+
+// handleMulticast handles a packet from the multicast socket: strobes
+// only, authenticated as on the strobe socket with the socket's own
+// replay windows, applied under handleMu as the strobe socket's are.
+func (f *Follower) handleMulticast(p Packet) {
+	msg, err := f.open(p, &f.mcSock)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.c.multicast++
+	f.mu.Unlock()
+	f.handleMu.Lock()
+	f.onStrobe(p, msg.(*Strobe))
+	f.handleMu.Unlock()
 }
 
 func (f *Follower) handle(p Packet) {

@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
@@ -17,7 +21,7 @@ import (
 // the sockets open creates live there; the namespace is deleted when the
 // test ends (the sockets keep it alive until closed). It skips the test
 // without root or the ip command.
-func inNetns(t *testing.T, open func()) {
+func inNetns(t testing.TB, open func()) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a network namespace")
@@ -60,14 +64,18 @@ func inNetns(t *testing.T, open func()) {
 	}
 }
 
-// countingTransport counts the datagrams sent through it.
+// countingTransport counts the datagrams sent through it and keeps the
+// last one.
 type countingTransport struct {
 	Transport
 	sent atomic.Uint64
+	last atomic.Pointer[[]byte]
 }
 
 func (c *countingTransport) Send(to string, data []byte) error {
 	c.sent.Add(1)
+	d := slices.Clone(data)
+	c.last.Store(&d)
 	return c.Transport.Send(to, data)
 }
 
@@ -152,4 +160,119 @@ func TestMulticastStrobes(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the heartbeat on the multicast socket dropped", func() bool { return fs[0].Stats().Unknown == 1 })
+}
+
+// threadSwitch is a SwitchFunc that records, for every switch, the
+// thread it ran on and that thread's scheduling policy.
+type threadSwitch struct {
+	mu       sync.Mutex
+	tids     []int
+	policies []uint32
+}
+
+func (s *threadSwitch) Switch(int) time.Duration {
+	policy := uint32(999) // sched_getattr failed
+	if a, err := unix.SchedGetAttr(0, 0); err == nil {
+		policy = a.Policy
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tids = append(s.tids, unix.Gettid())
+	s.policies = append(s.policies, policy)
+	return 0
+}
+
+func (s *threadSwitch) seen() (tids []int, policies []uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tids), slices.Clone(s.policies)
+}
+
+// A Follower whose multicast socket is a RealtimeUDP switches on that
+// socket's real-time thread: every strobe from the group, sealed with the
+// cluster key, is applied by one thread at SCHED_FIFO (the test's other
+// threads are at the normal policy), and a strobe on the unicast
+// real-time socket by that socket's thread, another one, also at
+// SCHED_FIFO. A replayed group strobe is counted and not applied.
+func TestMulticastStrobesRealtime(t *testing.T) {
+	checkLeaks(t)
+	const group, slices = "239.77.0.2:17952", 5
+	key := testKey(t, 1)
+	log := zaptest.NewLogger(t)
+	var ctl *countingTransport
+	var uni, mc *RealtimeUDP
+	var openErr error
+	inNetns(t, func() {
+		var tr Transport
+		if tr, openErr = ListenUDP("127.0.0.1:0", log); openErr != nil {
+			return
+		}
+		ctl = &countingTransport{Transport: tr}
+		if uni, openErr = ListenUDPRealtime("127.0.0.1:0", 1, log); openErr != nil {
+			return
+		}
+		mc, openErr = ListenMulticastUDPRealtime(group, "lo", 1, log)
+	})
+	for _, tr := range []Transport{ctl, uni, mc} {
+		if tr != nil && !reflect.ValueOf(tr).IsNil() {
+			t.Cleanup(func() { tr.Close() })
+		}
+	}
+	if openErr != nil {
+		t.Fatal(openErr)
+	}
+	var sw threadSwitch
+	f := NewFollower(FollowerConfig{Name: "a", Transport: uni, Multicast: mc, Switch: sw.Switch, Auth: NewAuth(key, "a"), Log: log})
+	runFollower(t, f)
+	s := NewSender(ctl, 1, log)
+	s.SetAuth(NewAuth(key, "ctl"))
+	s.SetMulticast(group)
+	for seq := uint64(1); seq <= slices; seq++ {
+		if _, err := s.Strobe([]string{uni.LocalAddr()}, seq, int(seq%2), 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("slice %d applied", seq), func() bool { return f.Stats().LastSeq == seq })
+	}
+	// The last group strobe again: replayed, counted, not applied.
+	if err := ctl.Transport.Send(group, *ctl.last.Load()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the replayed group strobe counted", func() bool { return f.Stats().StrobesReplayed == 1 })
+	// The next slice by unicast: the strobe socket's own real-time thread.
+	s.SetMulticast("")
+	if _, err := s.Strobe([]string{uni.LocalAddr()}, slices+1, 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the unicast slice applied", func() bool { return f.Stats().LastSeq == slices+1 })
+	if err := mc.RealtimeError(); err != nil {
+		t.Fatalf("multicast receive thread without real-time priority: %v", err)
+	}
+	tids, policies := sw.seen()
+	if len(tids) != slices+1 {
+		t.Fatalf("%d switches, want %d", len(tids), slices+1)
+	}
+	for i, p := range policies {
+		if p != unix.SCHED_FIFO {
+			t.Errorf("switch %d ran on thread %d at policy %d, want SCHED_FIFO (%d)", i+1, tids[i], p, unix.SCHED_FIFO)
+		}
+	}
+	for i := 1; i < slices; i++ {
+		if tids[i] != tids[0] {
+			t.Errorf("multicast switches on threads %v: want one receive thread", tids[:slices])
+			break
+		}
+	}
+	if tids[slices] == tids[0] {
+		t.Errorf("the unicast switch ran on the multicast thread %d", tids[0])
+	}
+	if tid := unix.Gettid(); tid == tids[0] || tid == tids[slices] {
+		t.Errorf("the test's thread %d switched", tid)
+	}
+	if pol, err := unix.SchedGetAttr(0, 0); err != nil || pol.Policy == unix.SCHED_FIFO {
+		t.Fatalf("the test's own thread is at policy %v (%v): the check proves nothing", pol, err)
+	}
+	st := f.Stats()
+	if st.Applied != slices+1 || st.Multicast != slices || st.Lost != 0 || st.Late != 0 {
+		t.Fatalf("stats %+v", st)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -54,12 +55,59 @@ type RealtimeUDP struct {
 // picks one) whose receive loop runs at SCHED_FIFO priority (1–99; 0 keeps
 // the normal policy but still avoids the hand-offs).
 func ListenUDPRealtime(addr string, priority int, log *zap.Logger) (*RealtimeUDP, error) {
-	if log == nil {
-		log = zap.NewNop()
-	}
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("strobe: listen udp %s: want a literal ip:port: %w", addr, err)
+	}
+	t, err := openRealtime(ap, priority, log, nil)
+	if err != nil {
+		return nil, fmt.Errorf("strobe: listen udp %s: %w", addr, err)
+	}
+	return t, nil
+}
+
+// ListenMulticastUDPRealtime is ListenMulticastUDP on a RealtimeUDP: a
+// socket joined to group (an IPv4 multicast address and a port) on the
+// interface named ifname ("": the kernel's choice), whose Serve receives
+// on a locked OS thread at SCHED_FIFO priority, as ListenUDPRealtime's. A
+// Follower given it as its Multicast switches on that thread. Several
+// agents on one host may listen to one group (SO_REUSEADDR). It is for
+// receiving; LocalAddr is the group.
+func ListenMulticastUDPRealtime(group, ifname string, priority int, log *zap.Logger) (*RealtimeUDP, error) {
+	ap, err := netip.ParseAddrPort(group)
+	if err != nil || !ap.Addr().Is4() || !ap.Addr().IsMulticast() || ap.Port() == 0 {
+		return nil, fmt.Errorf("strobe: multicast group %s: want an IPv4 multicast address and a port (239.0.0.0/8 is for a site's own use)", group)
+	}
+	mreq := &unix.IPMreqn{Multiaddr: ap.Addr().As4()}
+	if ifname != "" {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return nil, fmt.Errorf("strobe: multicast group %s: interface %s: %w", group, ifname, err)
+		}
+		mreq.Ifindex = int32(ifi.Index)
+	}
+	t, err := openRealtime(ap, priority, log, func(fd int) (string, error) {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return "reuse address", err
+		}
+		return "", nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("strobe: join multicast group %s: %w", group, err)
+	}
+	if err := unix.SetsockoptIPMreqn(t.fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq); err != nil {
+		unix.Close(t.fd)
+		return nil, fmt.Errorf("strobe: join multicast group %s on %q: %w", group, ifname, err)
+	}
+	return t, nil
+}
+
+// openRealtime opens and binds the socket of a RealtimeUDP on ap;
+// beforeBind, if set, sets options that must precede the bind (it names
+// what failed).
+func openRealtime(ap netip.AddrPort, priority int, log *zap.Logger, beforeBind func(fd int) (string, error)) (*RealtimeUDP, error) {
+	if log == nil {
+		log = zap.NewNop()
 	}
 	family := unix.AF_INET
 	if ap.Addr().Is6() && !ap.Addr().Is4In6() {
@@ -67,12 +115,17 @@ func ListenUDPRealtime(addr string, priority int, log *zap.Logger) (*RealtimeUDP
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("strobe: socket: %w", err)
+		return nil, fmt.Errorf("socket: %w", err)
 	}
 	t := &RealtimeUDP{fd: fd, family: family, priority: priority}
 	fail := func(what string, err error) (*RealtimeUDP, error) {
 		unix.Close(fd)
-		return nil, fmt.Errorf("strobe: listen udp %s: %s: %w", addr, what, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if beforeBind != nil {
+		if what, err := beforeBind(fd); err != nil {
+			return fail(what, err)
+		}
 	}
 	if err := unix.Bind(fd, t.sockaddr(ap)); err != nil {
 		return fail("bind", err)
@@ -120,7 +173,9 @@ func (t *RealtimeUDP) Serve(ctx context.Context, handle func(Packet)) error {
 	if !t.serving.CompareAndSwap(false, true) {
 		return errors.New("strobe: realtime transport already served")
 	}
-	t.wg.Add(1)
+	if !t.startLoop() {
+		return nil // closed
+	}
 	defer t.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -163,6 +218,18 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet)) error {
 	}
 }
 
+// startLoop counts a receive loop in wg unless the transport is closed:
+// under mu, so that the Add happens before Close's Wait or not at all.
+func (t *RealtimeUDP) startLoop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
 // RealtimeError says why the receive loop runs without real-time priority
 // (nil if it has it, or has not started).
 func (t *RealtimeUDP) RealtimeError() error {
@@ -178,11 +245,10 @@ func (t *RealtimeUDP) Packets() <-chan Packet {
 		t.mu.Lock()
 		t.packets = make(chan Packet, packetQueue)
 		t.mu.Unlock()
-		if !t.serving.CompareAndSwap(false, true) {
-			close(t.packets) // Serve owns the socket
+		if !t.serving.CompareAndSwap(false, true) || !t.startLoop() {
+			close(t.packets) // Serve owns the socket, or it is closed
 			return
 		}
-		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
 			defer close(t.packets)
@@ -217,8 +283,8 @@ func (t *RealtimeUDP) LocalAddr() string { return t.local }
 func (t *RealtimeUDP) Close() error {
 	var err error
 	t.once.Do(func() {
-		t.closed.Store(true)
 		t.mu.Lock()
+		t.closed.Store(true) // under mu: no receive loop starts after this (startLoop)
 		ch := t.packets
 		t.mu.Unlock()
 		if ch != nil {
