@@ -1,6 +1,7 @@
 package strobe
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -275,4 +276,140 @@ func TestMulticastStrobesRealtime(t *testing.T) {
 	if st.Applied != slices+1 || st.Multicast != slices || st.Lost != 0 || st.Late != 0 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// BenchmarkRealtimeStrobePath compares, over loopback in a network
+// namespace with multicast, sealed as keyed agents' strobes are, the
+// strobe path of three Followers, one strobe each per iteration in turn:
+// unicast to a RealtimeUDP (the baseline), multicast to a RealtimeUDP
+// (ListenMulticastUDPRealtime) and multicast to an ordinary socket read
+// by a goroutine (the design before). It reports the median
+// strobe-to-switch (the Sender's stamp to the switch) and handling (the
+// socket read to the switch) of each, and their ratios to the baseline.
+// "busy" runs a spinning process on every CPU at the normal policy, as
+// ranks would be; it needs root for SCHED_FIFO.
+func BenchmarkRealtimeStrobePath(b *testing.B) {
+	for _, busy := range []bool{false, true} {
+		name := "idle"
+		if busy {
+			name = "busy"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkRealtimeStrobePath(b, busy) })
+	}
+}
+
+func benchmarkRealtimeStrobePath(b *testing.B, busy bool) {
+	type setting struct {
+		name   string
+		group  string // "": unicast
+		rt     bool
+		f      *Follower
+		sender *Sender
+		target string
+	}
+	settings := []*setting{
+		{name: "unicast-rt", rt: true},
+		{name: "multicast-rt", group: "239.77.0.3:17953", rt: true},
+		{name: "multicast-goroutine", group: "239.77.0.4:17954"},
+	}
+	key := testKey(b, 1)
+	var closers []Transport
+	var openErr error
+	inNetns(b, func() {
+		for _, s := range settings {
+			ctl, err := ListenUDP("127.0.0.1:0", nil)
+			if err != nil {
+				openErr = err
+				return
+			}
+			closers = append(closers, ctl)
+			var uni, mc Transport
+			if s.rt {
+				uni, err = ListenUDPRealtime("127.0.0.1:0", 50, nil)
+			} else {
+				uni, err = ListenUDP("127.0.0.1:0", nil)
+			}
+			if err != nil {
+				openErr = err
+				return
+			}
+			closers = append(closers, uni)
+			switch {
+			case s.group != "" && s.rt:
+				mc, err = ListenMulticastUDPRealtime(s.group, "lo", 50, nil)
+			case s.group != "":
+				mc, err = ListenMulticastUDP(s.group, "lo", nil)
+			}
+			if err != nil {
+				openErr = err
+				return
+			}
+			if mc != nil {
+				closers = append(closers, mc)
+			}
+			s.f = NewFollower(FollowerConfig{Name: "f", Transport: uni, Multicast: mc, Switch: func(int) time.Duration { return 0 },
+				Auth: NewAuth(key, "f"), History: 1 << 16})
+			s.sender = NewSender(ctl, 1, nil)
+			s.sender.SetAuth(NewAuth(key, "ctl"))
+			s.sender.SetMulticast(s.group)
+			s.target = uni.LocalAddr()
+		}
+	})
+	defer func() {
+		for _, tr := range closers {
+			tr.Close()
+		}
+	}()
+	if openErr != nil {
+		b.Fatal(openErr)
+	}
+	for _, s := range settings {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.f.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	if busy {
+		for range runtime.NumCPU() {
+			spin := exec.Command("sh", "-c", "while :; do :; done")
+			if err := spin.Start(); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { spin.Process.Kill(); spin.Wait() }()
+		}
+	}
+	seq := uint64(0)
+	for b.Loop() {
+		seq++
+		for _, s := range settings {
+			if _, err := s.sender.Strobe([]string{s.target}, seq, int(seq%2), 1, 0); err != nil {
+				b.Fatal(err)
+			}
+			for s.f.Stats().LastSeq != seq {
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+	}
+	median := func(v []int64) float64 {
+		slices.Sort(v)
+		return float64(v[len(v)/2])
+	}
+	var e2e, handle []float64
+	for _, s := range settings {
+		var h, e []int64
+		for _, r := range s.f.Records() {
+			h = append(h, r.SwitchedMono-r.RecvMono)
+			e = append(e, r.SwitchedMono-r.SentMono)
+		}
+		if st := s.f.Stats(); st.Applied != seq || (s.group != "" && st.Multicast != seq) {
+			b.Fatalf("%s: %+v after %d strobes", s.name, st, seq)
+		}
+		e2e, handle = append(e2e, median(e)), append(handle, median(h))
+		b.ReportMetric(e2e[len(e2e)-1], s.name+"-strobe-to-switch-ns")
+		b.ReportMetric(handle[len(handle)-1], s.name+"-handle-ns")
+	}
+	b.ReportMetric(e2e[1]/e2e[0], "strobe-to-switch-mc-rt/uni-rt")
+	b.ReportMetric(e2e[2]/e2e[0], "strobe-to-switch-mc-goroutine/uni-rt")
+	b.ReportMetric(e2e[2]/e2e[1], "strobe-to-switch-mc-goroutine/mc-rt")
+	b.ReportMetric(handle[1]/handle[0], "handle-mc-rt/uni-rt")
 }
