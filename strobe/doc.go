@@ -113,14 +113,22 @@
 //   - Transport: Send is safe for concurrent use. Each transport owns one
 //     receive goroutine, which stamps RecvMono and feeds Packets; Close
 //     (idempotent) closes the socket, waits for that goroutine and then
-//     Packets is closed.
-//   - Follower: Run is the receive loop and runs in the caller's goroutine;
+//     Packets is closed. A RealtimeUDP (ListenUDPRealtime, and
+//     ListenMulticastUDPRealtime for the multicast group) given to a
+//     Follower is served instead: its receive loop runs on a locked OS
+//     thread at SCHED_FIFO and calls the Follower there, which opens the
+//     packet and switches on that thread.
+//   - Follower: Run is the receive loop and runs in the caller's goroutine
+//     (locked to its real-time thread when Transport is a RealtimeUDP);
 //     it returns ctx.Err() when ctx is done and nil when Packets closes.
 //     With a heartbeat socket it also owns a heartbeat sender and a
-//     heartbeat receiver goroutine, which have ended when Run returns.
-//     SwitchFunc and HeartbeatFunc are called from that loop, never
-//     concurrently; they must not block for long (nothing is read or sent
-//     meanwhile). SetPeers, Stats and Records are safe from any goroutine.
+//     heartbeat receiver goroutine, and with a multicast socket a
+//     receiver for it (a real-time thread of its own when that socket is
+//     a RealtimeUDP); all have ended when Run returns. The strobe
+//     receivers apply strobes one at a time (a lock): SwitchFunc is never
+//     called concurrently. SwitchFunc and HeartbeatFunc must not block
+//     for long (nothing is read or sent meanwhile). SetPeers, Stats and
+//     Records are safe from any goroutine.
 //   - Sender: safe for concurrent use; it owns no goroutine.
 //   - Auth: safe for concurrent use; one per node, shared by its Sender
 //     and Follower (their packets share one sequence).
