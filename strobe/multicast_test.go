@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -412,4 +413,74 @@ func benchmarkRealtimeStrobePath(b *testing.B, busy bool) {
 	b.ReportMetric(e2e[2]/e2e[0], "strobe-to-switch-mc-goroutine/uni-rt")
 	b.ReportMetric(e2e[2]/e2e[1], "strobe-to-switch-mc-goroutine/mc-rt")
 	b.ReportMetric(handle[1]/handle[0], "handle-mc-rt/uni-rt")
+}
+
+// A multicast socket whose thread cannot have SCHED_FIFO (here an
+// out-of-range priority; without CAP_SYS_NICE the same path) warns, says
+// why in RealtimeError, and applies strobes from the group at the normal
+// policy.
+func TestMulticastStrobesRealtimeRefused(t *testing.T) {
+	checkLeaks(t)
+	const group = "239.77.0.5:17955"
+	log := zaptest.NewLogger(t)
+	var ctl Transport
+	var uni, mc *RealtimeUDP
+	var openErr error
+	inNetns(t, func() {
+		if ctl, openErr = ListenUDP("127.0.0.1:0", log); openErr != nil {
+			return
+		}
+		if uni, openErr = ListenUDPRealtime("127.0.0.1:0", 0, log); openErr != nil {
+			return
+		}
+		mc, openErr = ListenMulticastUDPRealtime(group, "", 100, log)
+	})
+	for _, tr := range []Transport{ctl, uni, mc} {
+		if tr != nil && !reflect.ValueOf(tr).IsNil() {
+			t.Cleanup(func() { tr.Close() })
+		}
+	}
+	if openErr != nil {
+		t.Fatal(openErr)
+	}
+	var sw threadSwitch
+	f := NewFollower(FollowerConfig{Name: "a", Transport: uni, Multicast: mc, Switch: sw.Switch, Log: log})
+	runFollower(t, f)
+	s := NewSender(ctl, 1, log)
+	s.SetMulticast(group)
+	for seq := uint64(1); seq <= 2; seq++ {
+		if _, err := s.Strobe([]string{uni.LocalAddr()}, seq, 1, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("slice %d applied", seq), func() bool { return f.Stats().LastSeq == seq })
+	}
+	if err := mc.RealtimeError(); err == nil || !strings.Contains(err.Error(), "want 1 to 99") {
+		t.Fatalf("RealtimeError = %v, want the refused priority", err)
+	}
+	if _, policies := sw.seen(); len(policies) != 2 || policies[0] != unix.SCHED_NORMAL || policies[1] != unix.SCHED_NORMAL {
+		t.Fatalf("switch policies %v, want two at SCHED_NORMAL", policies)
+	}
+	if st := f.Stats(); st.Multicast != 2 || st.Applied != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A group that is not an IPv4 multicast address and port, or an
+// interface that does not exist, is refused with an error naming it.
+func TestListenMulticastUDPRealtimeErrors(t *testing.T) {
+	for _, c := range []struct{ group, ifname, want string }{
+		{"10.0.0.1:7950", "", "strobe: multicast group 10.0.0.1:7950: want an IPv4 multicast address"},
+		{"239.1.2.3:0", "", "strobe: multicast group 239.1.2.3:0: want"},
+		{"239.1.2.3", "", "strobe: multicast group 239.1.2.3: want"},
+		{"[ff02::1]:7950", "", "strobe: multicast group [ff02::1]:7950: want an IPv4"},
+		{"239.1.2.3:7950", "no-such-if0", "interface no-such-if0"},
+	} {
+		tr, err := ListenMulticastUDPRealtime(c.group, c.ifname, 1, nil)
+		if err == nil {
+			tr.Close()
+			t.Errorf("%s on %q: no error", c.group, c.ifname)
+		} else if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s on %q: %v, want %q", c.group, c.ifname, err, c.want)
+		}
+	}
 }
