@@ -283,6 +283,9 @@ type Agent struct {
 
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
+	// controllersRemoved counts the controllers this agent, leading,
+	// removed from the raft group, by who asked (operator, autopilot).
+	controllersRemoved *prometheus.CounterVec
 	unixLn                    net.Listener
 	proxies                   proxies
 	pmi                       *pmi.Server // MPI jobs' PMI connections
