@@ -286,9 +286,9 @@ type Agent struct {
 	// controllersRemoved counts the controllers this agent, leading,
 	// removed from the raft group, by who asked (operator, autopilot).
 	controllersRemoved *prometheus.CounterVec
-	unixLn                    net.Listener
-	proxies                   proxies
-	pmi                       *pmi.Server // MPI jobs' PMI connections
+	unixLn             net.Listener
+	proxies            proxies
+	pmi                *pmi.Server // MPI jobs' PMI connections
 
 	// strobeAuth seals and opens strobes and heartbeats (nil: no key):
 	// the node's one sequence, its Follower's and, while it leads, its
