@@ -2,12 +2,11 @@ package jss
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/pfcfs"
+	"github.com/cosched/cosched/internal/textvalue"
 )
 
 // The simulator's policies beyond the matrix core's (gang.Policies).
@@ -80,27 +79,8 @@ func PolicyNames() string {
 // (LookupPolicy), keeping their order and dropping repeats. Every unknown
 // name is named in the error; a list naming none is an error too.
 func ParsePolicies(list string) ([]gang.Policy, error) {
-	var out []gang.Policy
-	var unknown []string
-	for _, name := range strings.Split(list, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
-		}
+	return textvalue.Names(list, "policy", "policies", PolicyNames(), func(name string) (gang.Policy, error) {
 		info, err := LookupPolicy(name)
-		switch {
-		case err != nil:
-			unknown = append(unknown, strconv.Quote(name))
-		case !slices.Contains(out, info.Policy):
-			out = append(out, info.Policy)
-		}
-	}
-	switch {
-	case len(unknown) == 1:
-		return nil, fmt.Errorf("unknown policy %s (valid: %s)", unknown[0], PolicyNames())
-	case len(unknown) > 1:
-		return nil, fmt.Errorf("unknown policies %s (valid: %s)", strings.Join(unknown, ", "), PolicyNames())
-	case len(out) == 0:
-		return nil, fmt.Errorf("no policy given (valid: %s)", PolicyNames())
-	}
-	return out, nil
+		return info.Policy, err
+	})
 }

@@ -9,16 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/cosched/cosched/api"
-	"github.com/cosched/cosched/clusterkey"
-	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/flagfile"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
-	"github.com/cosched/cosched/sharing"
 )
 
 // The test binary doubles as the programs a local cluster starts: `agent`
@@ -75,65 +69,34 @@ func agentMain(args []string) int {
 }
 
 // agentConfig reads the flags Up gives an agent (localcluster.go's launch
-// and controllerArgs) into its configuration.
+// and controllerArgs) into its settings, which node.Settings.Config reads
+// as cosched agent does.
 func agentConfig(args []string) (cfg node.Config, ready string, cleanup bool, err error) {
+	s := node.DefaultSettings()
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	var join joinFlag
-	fs.Var(&join, "join", "")
+	fs.Var((*joinFlag)(&s.Join), "join", "")
 	fs.BoolVar(&cleanup, "cleanup", false, "")
-	fs.StringVar(&cfg.Name, "name", "", "")
-	fs.StringVar(&cfg.Bind, "bind", "127.0.0.1:0", "")
-	fs.BoolVar(&cfg.Local, "local", false, "")
-	fs.StringVar(&cfg.StateDir, "state-dir", "", "")
-	fs.BoolVar(&cfg.NoCompute, "no-compute", false, "")
-	fs.IntVar(&cfg.Processors, "processors", 0, "")
-	fs.IntVar(&cfg.Priority, "realtime-priority", 0, "")
-	fs.IntVar(&cfg.Controllers, "controllers", 1, "")
-	fs.IntVar(&cfg.RaftPort, "raft-port", 0, "")
-	fs.StringVar(&cfg.Suspend, "suspend", api.SuspendSignal, "")
-	fs.BoolVar(&cfg.Controller, "controller", false, "")
-	fs.Int64Var(&cfg.FirstJobID, "first-job-id", 0, "")
-	mode := fs.String("mode", "gang", "")
-	fs.DurationVar(&cfg.Slice, "slice", 50*time.Millisecond, "")
-	fs.IntVar(&cfg.MPL, "mpl", 3, "")
-	policy := fs.String("policy", "easy", "")
-	bandwidth := fs.Float64("bandwidth", 0, "")
-	fs.IntVar(&cfg.StrobeFanout, "strobe-fanout", 0, "")
-	resv := fs.String("reservations", "", "")
-	resvMode := fs.String("reservations-mode", "", "")
-	weights := fs.String("weights", "", "")
-	keyFile := fs.String("key-file", "", "")
-	fs.String("log-format", "json", "")
 	fs.StringVar(&ready, "ready-file", "", "")
+	for name, p := range map[string]*string{"name": &s.Name, "bind": &s.Bind, "state-dir": &s.StateDir, "suspend": &s.Suspend, "mode": &s.Mode,
+		"slice": &s.Slice, "policy": &s.Policy, "bandwidth": &s.Bandwidth, "mpi": &s.MPI, "reservations": &s.Reservations,
+		"reservations-mode": &s.ReservationsMode, "weights": &s.Weights, "key-file": &s.KeyFile, "log-format": &s.LogFormat} {
+		fs.StringVar(p, name, *p, "")
+	}
+	for name, p := range map[string]*int{"processors": &s.Processors, "realtime-priority": &s.Priority, "controllers": &s.Controllers,
+		"raft-port": &s.RaftPort, "mpl": &s.MPL, "strobe-fanout": &s.StrobeFanout} {
+		fs.IntVar(p, name, *p, "")
+	}
+	for name, p := range map[string]*bool{"local": &s.Local, "no-compute": &s.NoCompute, "controller": &s.Controller, "unsealed-strobes": &s.UnsealedStrobes} {
+		fs.BoolVar(p, name, *p, "")
+	}
+	fs.Int64Var(&s.FirstJobID, "first-job-id", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", false, err
 	}
-	cfg.Join, cfg.Mode, cfg.Policy, cfg.Bandwidth = join, sharing.Mode(*mode), gang.Policy(*policy), *bandwidth
-	// cosched agent's defaults for what Up does not set.
-	cfg.ControllerGrace, cfg.MemReserve, cfg.Nice = 5*time.Minute, 512<<20, -10
-	if *resv != "" {
-		if cfg.Backfill.Reservations, err = gang.ParseReservations(*resv); err != nil {
-			return cfg, "", false, err
-		}
-	}
-	cfg.Backfill.Mode = gang.ReservationMode(*resvMode)
-	if *weights != "" {
-		w, err := gang.ParseWeights(*weights)
-		if err != nil {
-			return cfg, "", false, err
-		}
-		cfg.Backfill.Weights = &w
-	}
-	if *keyFile != "" {
-		if cfg.Key, err = clusterkey.Load(*keyFile); err != nil {
-			return cfg, "", false, err
-		}
-		cfg.SecretKey = cfg.Key.Derive("gossip")
-	}
-	if cfg.Log, err = zap.NewProduction(); err != nil {
-		return cfg, "", false, err
-	}
-	return cfg, ready, cleanup, nil
+	given, flags := map[string]bool{}, flagfile.FlagNames(s)
+	fs.Visit(func(f *flag.Flag) { given["--"+f.Name] = true })
+	cfg, err = s.Config("", func(field string) bool { return given[flags[field]] })
+	return cfg, ready, cleanup, err
 }
 
 // joinFlag collects every --join.

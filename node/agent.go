@@ -119,6 +119,12 @@ type Config struct {
 	// them as soon as the controller leaves the cluster (the CLI's
 	// default is 5m).
 	ControllerGrace time.Duration
+	// DeadControllerAfter, on a controller-eligible agent, lets the leader
+	// remove from the controllers' raft group a voter whose agent gossip
+	// has not seen (failed or left) for longer than this, one at a time
+	// and never below a majority of the group (node/autopilot.go). 0:
+	// never; an operator removes them (cosched operator raft remove-peer).
+	DeadControllerAfter time.Duration
 	// Journal, when set, is the controller's journal and this agent the
 	// only controller (tests: a journal in memory). Unset, a controller
 	// keeps its journal on disk in StateDir/journal (node/journal),
@@ -203,6 +209,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ControllerGrace < 0 {
 		bad("ControllerGrace", c.ControllerGrace, "must not be negative")
+	}
+	if c.DeadControllerAfter < 0 {
+		bad("DeadControllerAfter", c.DeadControllerAfter, "must not be negative (0: never)")
 	}
 	if c.NoCompute && (len(c.CPUs) > 0 || c.Processors > 0) {
 		bad("NoCompute", nil, "an agent that offers no processors takes no {CPUs} or {Processors}")
@@ -553,6 +562,9 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 			defer close(a.leadDone)
 			a.lead(run)
 		})
+		if a.group != nil && cfg.DeadControllerAfter > 0 {
+			a.goRun(func() { a.removeDeadControllers(run) })
+		}
 	}
 	ok = true
 	a.log.Info("agent started", zap.String("gossip", a.ml.Addr()), zap.String("api", meta.APIAddr),

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -39,9 +40,10 @@ type controlGroupConfig struct {
 // the records; the others only keep the records current.
 //
 // Growth: the leader makes every eligible agent gossip shows a voter (a
-// new one, or one whose raft address changed). Agents are never removed
-// automatically: a controller that is gone for good stays a voter (and
-// counts toward the majority) until an operator removes it.
+// new one, or one whose raft address changed). Removal: a controller that
+// is gone for good stays a voter (and counts toward the majority) until an
+// operator removes it (Remove: `cosched operator raft remove-peer`), or
+// the leader does after Config.DeadControllerAfter (autopilot.go).
 type controlGroup struct {
 	cfg     controlGroupConfig
 	j       *journal.Journal
@@ -130,6 +132,37 @@ func (g *controlGroup) MembersChanged(ctx context.Context, eligible []Eligible) 
 		}
 		g.cfg.Log.Info("controller joined the group", zap.String("controller", e.Name), zap.String("raft", e.RaftAddr))
 	}
+	return nil
+}
+
+// Errors of Remove.
+var (
+	errUnknownPeer  = errors.New("not in the controllers' raft group")
+	errRemoveLeader = errors.New("leads the controllers' raft group, and the leader is not removed (stop its agent: once another controller leads, remove it)")
+)
+
+// Remove removes the controller name from the group (the leader only:
+// elsewhere a *journal.NotLeaderError). It refuses this server, the
+// leader, and a name the group does not have. It waits for the new
+// configuration to commit.
+func (g *controlGroup) Remove(ctx context.Context, name string) error {
+	if !g.j.IsLeader() {
+		return &journal.NotLeaderError{Leader: g.j.Leader()}
+	}
+	if name == g.cfg.Name {
+		return fmt.Errorf("controller %s %w", name, errRemoveLeader)
+	}
+	servers, err := g.j.Servers(ctx)
+	if err != nil {
+		return fmt.Errorf("node: controller group: %w", err)
+	}
+	if !slices.ContainsFunc(servers, func(s journal.Server) bool { return s.ID == name }) {
+		return fmt.Errorf("controller %s: %w", name, errUnknownPeer)
+	}
+	if err := g.j.RemoveServer(ctx, name); err != nil {
+		return fmt.Errorf("node: removing controller %s: %w", name, err)
+	}
+	g.cfg.Log.Info("controller removed from the group", zap.String("controller", name))
 	return nil
 }
 

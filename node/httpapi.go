@@ -35,6 +35,8 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", a.withController(a.apiJob))
 	mux.HandleFunc("DELETE /v1/jobs/{id}", a.withController(a.apiCancel))
 	mux.HandleFunc("GET /v1/nodes", a.withController(a.apiNodes))
+	mux.HandleFunc("GET /v1/operator/raft/peers", a.withController(a.apiRaftPeers))
+	mux.HandleFunc("DELETE /v1/operator/raft/peers/{name}", a.withController(a.apiRemoveRaftPeer))
 	mux.HandleFunc("GET /v1/local/stats", a.apiLocalStats)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

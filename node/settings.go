@@ -22,6 +22,11 @@ import (
 	"github.com/cosched/cosched/sharing"
 )
 
+// MaxCPU bounds a CPU number in a CPU list: Linux's largest configurable
+// count (NR_CPUS) is 8192; the bound keeps a mistyped range from
+// allocating without bound.
+const MaxCPU = 1<<16 - 1
+
 // ParseCPUList reads a list of CPU numbers and ranges, "0-3,8,10-11"
 // (Config.CPUs), dropping repeats.
 func ParseCPUList(s string) ([]int, error) {
@@ -40,6 +45,9 @@ func ParseCPUList(s string) ([]int, error) {
 		}
 		if err != nil || a < 0 || b < a {
 			return nil, fmt.Errorf("%q: want CPU numbers or ranges like 0-3,8", part)
+		}
+		if b > MaxCPU {
+			return nil, fmt.Errorf("%q: CPU %d beyond the largest, %d", part, b, MaxCPU)
 		}
 		for c := a; c <= b; c++ {
 			if !seen[c] {
@@ -131,12 +139,14 @@ type Settings struct {
 	Nice            int    `toml:"nice"`
 	RankNice        int    `toml:"rank_nice"`
 	ControllerGrace string `toml:"controller_grace"`
-	LogLevel        string `toml:"log_level"`
-	LogFormat       string `toml:"log_format"`
-	MPI             string `toml:"mpi"`
-	Cgroups         string `toml:"cgroups"` // "": auto
-	Suspend         string `toml:"suspend"` // "": signal
-	MemReserve      string `toml:"mem_reserve"`
+	// DeadControllerAfter: Config.DeadControllerAfter ("0": never).
+	DeadControllerAfter string `toml:"dead_controller_after"`
+	LogLevel            string `toml:"log_level"`
+	LogFormat           string `toml:"log_format"`
+	MPI                 string `toml:"mpi"`
+	Cgroups             string `toml:"cgroups"` // "": auto
+	Suspend             string `toml:"suspend"` // "": signal
+	MemReserve          string `toml:"mem_reserve"`
 	// The priority-backfill options: reservations, reservations_mode and
 	// weights.
 	gang.BackfillText
@@ -152,7 +162,7 @@ const DefaultMemReserve = "512MiB"
 // DefaultSettings are `cosched agent`'s defaults.
 func DefaultSettings() Settings {
 	return Settings{Bind: "0.0.0.0:7946", Controllers: 1, Mode: string(sharing.Gang), Slice: "50ms", MPL: 3, Policy: string(gang.EASY), Bandwidth: "100MB",
-		Nice: -10, Priority: 50, ControllerGrace: "5m", LogLevel: "info", LogFormat: "console", MPI: api.MPINone, Cgroups: "auto", Suspend: api.SuspendSignal,
+		Nice: -10, Priority: 50, ControllerGrace: "5m", DeadControllerAfter: "0", LogLevel: "info", LogFormat: "console", MPI: api.MPINone, Cgroups: "auto", Suspend: api.SuspendSignal,
 		MemReserve: DefaultMemReserve, BackfillText: gang.BackfillText{Reservations: "1", ReservationsMode: string(gang.Dynamic)}}
 }
 
@@ -200,6 +210,9 @@ func (s Settings) controller(c *Config, given func(string) bool) []error {
 	}
 	if c.ControllerGrace, err = time.ParseDuration(s.ControllerGrace); err != nil || c.ControllerGrace < 0 {
 		errs = append(errs, fielderr.New("ControllerGrace", strconv.Quote(s.ControllerGrace), "want a duration of at least 0 (e.g. 5m; 0 kills ranks at once)"))
+	}
+	if c.DeadControllerAfter, err = time.ParseDuration(s.DeadControllerAfter); err != nil || c.DeadControllerAfter < 0 {
+		errs = append(errs, fielderr.New("DeadControllerAfter", strconv.Quote(s.DeadControllerAfter), "want a duration of at least 0 (e.g. 30m; 0: never)"))
 	}
 	if c.Policy, err = gang.ParsePolicy(s.Policy); err != nil {
 		errs = append(errs, fielderr.New("Policy", strconv.Quote(s.Policy), "unknown policy (valid: %s)", gang.PolicyNames()))

@@ -15,7 +15,7 @@ func TestSettings(t *testing.T) {
 	if want := []int{0, 1, 2, 3, 8, 10, 11}; err != nil || !slices.Equal(cpus, want) {
 		t.Errorf("cpus %v, %v; want %v", cpus, err, want)
 	}
-	for _, bad := range []string{"", "3-1", "a", "-1"} {
+	for _, bad := range []string{"", "3-1", "a", "-1", "0-1000000000000", "99999999"} {
 		if _, err := node.ParseCPUList(bad); err == nil {
 			t.Errorf("CPU list %q accepted", bad)
 		}

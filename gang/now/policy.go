@@ -2,9 +2,9 @@ package now
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/cosched/cosched/internal/textvalue"
 )
 
 // Policy names a queue policy. See the package documentation for the rules.
@@ -49,27 +49,9 @@ func ParsePolicy(name string) (Policy, error) {
 // (ParsePolicy), keeping their order and dropping repeats. Every unknown
 // name is named in the error; a list naming none is an error too.
 func ParsePolicies(list string) ([]Policy, error) {
-	var out []Policy
-	var unknown []string
-	for _, name := range strings.Split(list, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
-		}
-		p, err := ParsePolicy(name)
-		switch {
-		case err != nil:
-			unknown = append(unknown, strconv.Quote(name))
-		case !slices.Contains(out, p):
-			out = append(out, p)
-		}
-	}
-	switch {
-	case len(unknown) == 1:
-		return nil, fmt.Errorf("now: unknown policy %s (valid: %s)", unknown[0], PolicyList())
-	case len(unknown) > 1:
-		return nil, fmt.Errorf("now: unknown policies %s (valid: %s)", strings.Join(unknown, ", "), PolicyList())
-	case len(out) == 0:
-		return nil, fmt.Errorf("now: no policy given (valid: %s)", PolicyList())
+	out, err := textvalue.Names(list, "policy", "policies", PolicyList(), ParsePolicy)
+	if err != nil {
+		return nil, fmt.Errorf("now: %w", err)
 	}
 	return out, nil
 }

@@ -5,7 +5,9 @@ package textvalue
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +52,33 @@ func List[T comparable](field, s string, parse func(string) (T, error)) ([]T, []
 		}
 	}
 	return out, errs
+}
+
+// Names resolves a comma-separated list of names with lookup, keeping
+// their order and dropping repeats. One error names every unknown name
+// ("unknown policies "a", "b" (valid: …)", one and many naming the kind);
+// a list naming none is an error too.
+func Names[T comparable](list, one, many, valid string, lookup func(string) (T, error)) ([]T, error) {
+	var out []T
+	var unknown []string
+	for _, name := range Items(list) {
+		v, err := lookup(name)
+		switch {
+		case err != nil:
+			unknown = append(unknown, strconv.Quote(name))
+		case !slices.Contains(out, v):
+			out = append(out, v)
+		}
+	}
+	switch {
+	case len(unknown) == 1:
+		return nil, fmt.Errorf("unknown %s %s (valid: %s)", one, unknown[0], valid)
+	case len(unknown) > 1:
+		return nil, fmt.Errorf("unknown %s %s (valid: %s)", many, strings.Join(unknown, ", "), valid)
+	case len(out) == 0:
+		return nil, fmt.Errorf("no %s given (valid: %s)", one, valid)
+	}
+	return out, nil
 }
 
 // Size reads a memory size with units (humanize.ParseBytes): 256MB is

@@ -1,6 +1,7 @@
 package textvalue
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -72,5 +73,26 @@ func TestDuration(t *testing.T) {
 	}
 	if _, err := Duration("soon"); err == nil || err.Error() != "not a duration (e.g. 50ms)" {
 		t.Errorf("soon: %v", err)
+	}
+}
+
+func TestNamesSaysEveryUnknownName(t *testing.T) {
+	lookup := func(s string) (string, error) {
+		if s == "a" || s == "b" {
+			return s, nil
+		}
+		return "", errors.New("unknown")
+	}
+	if got, err := Names(" b, a,b ,,", "policy", "policies", "a, b", lookup); err != nil || !slices.Equal(got, []string{"b", "a"}) {
+		t.Errorf("got %v, %v; want [b a] in order, repeats dropped", got, err)
+	}
+	for list, want := range map[string]string{
+		"a,x":   `unknown policy "x" (valid: a, b)`,
+		"x,a,y": `unknown policies "x", "y" (valid: a, b)`,
+		" , ":   `no policy given (valid: a, b)`,
+	} {
+		if _, err := Names(list, "policy", "policies", "a, b", lookup); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", list, err, want)
+		}
 	}
 }
