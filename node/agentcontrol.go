@@ -146,6 +146,13 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 				log.Warn("malformed alternate; dropped", zap.Error(err))
 				continue
 			}
+			if !a.currentWelcome(gen) {
+				// Read after a newer connection's welcome: that
+				// controller sends every row again, and a stale one
+				// must not undo its word.
+				log.Info("alternate from a replaced control connection; dropped", zap.Int64("job", al.Job))
+				continue
+			}
 			a.sw.setRow(al.Job, al.Row, al.On)
 		case msgPMIBarrierOut:
 			var b pmiBarrier
@@ -293,6 +300,14 @@ func (a *Agent) takeLaunch(l launch, gen uint64) bool {
 		}
 	}
 	return true
+}
+
+// currentWelcome reports whether gen is the latest welcome's number: a
+// message read on an older connection is stale.
+func (a *Agent) currentWelcome(gen uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return gen == a.welcomes
 }
 
 // rankStarted records a started rank's pid for the welcomes that list it
