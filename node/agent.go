@@ -258,7 +258,7 @@ type Agent struct {
 	cg      *jobcg.Tree // the jobs' cgroups (ModeNone: none)
 	dirLock *os.File    // holds the state directory's lock while the agent runs
 	// incarnation names this life of the agent (random at Start);
-	// launched, under mu, the jobs it got a launch for (see welcome).
+	// launched, under mu, the jobs it got a launch for (see greet).
 	incarnation uint64
 	launched    launchedJobs
 	sw          *switcher
@@ -283,9 +283,12 @@ type Agent struct {
 
 	// authFailures counts API requests refused 401, authDenials 403.
 	authFailures, authDenials prometheus.Counter
-	unixLn                    net.Listener
-	proxies                   proxies
-	pmi                       *pmi.Server // MPI jobs' PMI connections
+	// controllersRemoved counts the controllers this agent, leading,
+	// removed from the raft group, by who asked (operator, autopilot).
+	controllersRemoved *prometheus.CounterVec
+	unixLn             net.Listener
+	proxies            proxies
+	pmi                *pmi.Server // MPI jobs' PMI connections
 
 	// strobeAuth seals and opens strobes and heartbeats (nil: no key):
 	// the node's one sequence, its Follower's and, while it leads, its
@@ -307,16 +310,24 @@ type Agent struct {
 	// pending wake-up covers any number of changes).
 	ctlChanged chan struct{}
 
-	mu      sync.Mutex // guards conn, pending, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
+	mu      sync.Mutex // guards conn, pending, delivered, unreported, welcomes, launched, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
 	conn    net.Conn
 	pending []rankExit // exits no controller has heard of (at most maxPendingExits)
 	// delivered are the latest exits written to a controller (at most
 	// maxDeliveredExits): a controller that dies before it journals one
 	// must not leave its successor believing the rank lost.
 	delivered []rankExit
-	ctrl      *Controller // the controller it runs while it leads
-	ctlName   string      // the controller agent whose connection it serves
-	meta      member.Meta // what it gossips about itself
+	// unreported are the ranks of the launches this life took whose exit
+	// it has not yet reported (written to a controller or kept in
+	// pending), with their pid once started: a welcome lists them, so that
+	// a rank still starting or whose exit is on its way is never taken
+	// for lost. welcomes counts the welcomes given: a launch read from a
+	// connection that a newer welcome replaced is dropped (takeLaunch).
+	unreported map[rankKey]int
+	welcomes   uint64
+	ctrl       *Controller // the controller it runs while it leads
+	ctlName    string      // the controller agent whose connection it serves
+	meta       member.Meta // what it gossips about itself
 	// hbAddrs is every other member's heartbeat address, by name; ctrlHBs
 	// the controller-eligible agents' (setHeartbeatPeers).
 	hbAddrs map[string]string
@@ -385,7 +396,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
-		stats: map[rankKey]comm.Stats{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
+		stats: map[rankKey]comm.Stats{}, unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,20 +87,20 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 	if err == nil {
 		err = frame.Decode(body, &h)
 	}
-	var exits []rankExit
+	var exits int
+	var gen uint64
 	if err == nil {
-		var w welcome
-		w, exits = a.welcome()
-		if err = frame.Write(conn, msgWelcome, w); err != nil {
-			a.requeueExits(exits) // the next controller hears of them
-		}
+		// From here on rank exits go to this connection, after the
+		// welcome.
+		exits, gen, err = a.greet(conn)
 	}
 	if err != nil {
 		log.Warn("control handshake failed; connection closed", zap.Error(err))
 		return
 	}
+	defer a.clearController(conn)
 	conn.SetDeadline(time.Time{})
-	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode), zap.Int("exits reported", len(exits)))
+	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode), zap.Int("exits reported", exits))
 	mode := sharing.Mode(h.Mode)
 	a.sw.configure(mode, h.MPL)
 	if mode == sharing.BCS {
@@ -110,8 +111,6 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 	a.mu.Lock()
 	a.ctlName = h.Controller // the controller agent it serves: its leaving ends the link
 	a.mu.Unlock()
-	a.setController(conn)
-	defer a.clearController(conn)
 	for {
 		t, body, err := r.Read()
 		if err != nil {
@@ -127,9 +126,12 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 				log.Warn("malformed launch; dropped", zap.Error(err))
 				continue
 			}
-			a.mu.Lock()
-			a.launched.add(l.Job)
-			a.mu.Unlock()
+			if !a.takeLaunch(l, gen) {
+				// Read after a newer connection's welcome, which said the
+				// agent never got it: that controller sends it again.
+				log.Info("launch from a replaced control connection; dropped", zap.Int64("job", l.Job))
+				continue
+			}
 			a.launch(l)
 		case msgKill:
 			var k kill
@@ -142,6 +144,13 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 			var al alternate
 			if err := frame.Decode(body, &al); err != nil {
 				log.Warn("malformed alternate; dropped", zap.Error(err))
+				continue
+			}
+			if !a.currentWelcome(gen) {
+				// Read after a newer connection's welcome: that
+				// controller sends every row again, and a stale one
+				// must not undo its word.
+				log.Info("alternate from a replaced control connection; dropped", zap.Int64("job", al.Job))
 				continue
 			}
 			a.sw.setRow(al.Job, al.Row, al.On)
@@ -209,9 +218,12 @@ func (a *Agent) launch(l launch) {
 			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: rank.ShimExitCode, Err: err.Error()})
 			continue
 		}
-		_, err = a.ranks.Start(spec)
+		pid, err := a.ranks.Start(spec)
 		if pmiFile != nil {
 			pmiFile.Close() // the rank has its copy
+		}
+		if err == nil {
+			a.rankStarted(l.Job, r.Rank, pid)
 		}
 		if err != nil {
 			// The manager reports the failure as the rank's Exit.
@@ -270,25 +282,96 @@ func (a *Agent) forwardExits() {
 	}
 }
 
-// welcome is what the agent tells a controller that connects: its jobs,
-// its live ranks (running or stopped), the latest exits it delivered (the
-// previous controller may have died before journaling them), and the exits
-// no controller has heard of, which it hands over (requeueExits if the
-// welcome is not sent).
-func (a *Agent) welcome() (welcome, []rankExit) {
+// takeLaunch records a launch read from the connection of welcome gen
+// before the agent starts its ranks: the job among those this life got,
+// its ranks as unreported. A launch read after a newer welcome is
+// refused (false): that welcome did not list it, so the controller that
+// got it sends the launch again if it still wants it.
+func (a *Agent) takeLaunch(l launch, gen uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if gen != a.welcomes {
+		return false
+	}
+	a.launched.add(l.Job)
+	for _, r := range l.Ranks {
+		if _, ok := a.unreported[rankKey{l.Job, r.Rank}]; !ok {
+			a.unreported[rankKey{l.Job, r.Rank}] = 0
+		}
+	}
+	return true
+}
+
+// currentWelcome reports whether gen is the latest welcome's number: a
+// message read on an older connection is stale.
+func (a *Agent) currentWelcome(gen uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return gen == a.welcomes
+}
+
+// rankStarted records a started rank's pid for the welcomes that list it
+// before its exit is reported.
+func (a *Agent) rankStarted(job int64, rank, pid int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.unreported[rankKey{job, rank}]; ok {
+		a.unreported[rankKey{job, rank}] = pid
+	}
+}
+
+// greet answers a controller's hello on conn with the agent's welcome and
+// makes conn the connection rank exits go to (the previous one is closed:
+// one controller, one connection); the exits recorded since follow. It
+// returns the exits the welcome handed over and the welcome's number
+// (takeLaunch).
+//
+// The welcome says what the agent runs: its jobs, its ranks (running,
+// stopped, still starting, or ended with their exit not yet reported),
+// the latest exits it delivered (the previous controller may have died
+// before journaling them), and the exits no controller has heard of. It is
+// taken, written and conn installed under mu, the lock launches are taken
+// and exits reported under: every rank of every launch it got is either
+// listed or has its exit in the welcome or after it on conn, whatever
+// happens meanwhile.
+func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 	w := welcome{Node: a.cfg.Name, Jobs: a.sw.jobIDs()}
+	listed := map[rankKey]bool{}
 	for _, r := range a.ranks.Live() {
 		w.Ranks = append(w.Ranks, liveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: processStopped(r.PID)})
+		listed[rankKey{r.Job, r.Rank}] = true
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.welcomes++
+	for k, pid := range a.unreported {
+		if !listed[k] {
+			w.Ranks = append(w.Ranks, liveRank{Job: k.job, Rank: k.rank, PID: pid})
+		}
+	}
+	slices.SortFunc(w.Ranks, func(x, y liveRank) int { return cmp.Or(cmp.Compare(x.Job, y.Job), cmp.Compare(x.Rank, y.Rank)) })
 	w.Incarnation = a.incarnation
 	w.Launched, w.LaunchedFloor = a.launched.list()
 	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
-	handed := slices.Clone(a.pending[:n])
-	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits (setController)
-	w.Exits = append(slices.Clone(a.delivered), handed...)
-	a.mu.Unlock()
-	return w, handed
+	w.Exits = append(slices.Clone(a.delivered), a.pending[:n]...)
+	if err := frame.Write(conn, msgWelcome, w); err != nil {
+		return 0, 0, err // the exits stay pending: the next controller hears of them
+	}
+	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits
+	if a.conn != nil {
+		a.conn.Close()
+	}
+	a.conn = conn
+	pending := a.pending
+	a.pending = nil
+	for _, m := range pending {
+		a.writeExitLocked(m)
+	}
+	for _, m := range a.pmiPending {
+		a.writePMIBarrierLocked(m)
+	}
+	a.controllerChanged()
+	return n, a.welcomes, nil
 }
 
 // launchedJobs remembers the jobs an agent's life got a launch for: the
@@ -315,17 +398,6 @@ func (l *launchedJobs) add(id int64) {
 
 func (l *launchedJobs) list() ([]int64, int64) { return slices.Clone(l.ids), l.floor }
 
-// requeueExits puts back exits a controller did not get, ahead of newer
-// ones, within the bound.
-func (a *Agent) requeueExits(exits []rankExit) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.pending = append(exits, a.pending...)
-	if len(a.pending) > maxPendingExits {
-		a.pending = a.pending[:maxPendingExits]
-	}
-}
-
 // processStopped reports whether a process is stopped (state T in
 // /proc/pid/stat).
 func processStopped(pid int) bool {
@@ -335,27 +407,6 @@ func processStopped(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
-}
-
-// setController makes conn the connection rank exits go to. A newer
-// connection replaces an older one, which is closed: one controller, one
-// connection. Exits recorded since the welcome follow.
-func (a *Agent) setController(conn net.Conn) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.conn != nil && a.conn != conn {
-		a.conn.Close()
-	}
-	a.conn = conn
-	pending := a.pending
-	a.pending = nil
-	for _, m := range pending {
-		a.writeExitLocked(m)
-	}
-	for _, m := range a.pmiPending {
-		a.writePMIBarrierLocked(m)
-	}
-	a.controllerChanged()
 }
 
 func (a *Agent) clearController(conn net.Conn) {
@@ -436,9 +487,12 @@ func (a *Agent) killAll(reason string) {
 	}
 }
 
+// report sends a rank's exit to the controller, or keeps it for the next
+// one.
 func (a *Agent) report(m rankExit) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	delete(a.unreported, rankKey{m.Job, m.Rank})
 	a.writeExitLocked(m)
 }
 

@@ -103,6 +103,7 @@ func (a *Agent) removeDeadControllers(ctx context.Context) {
 			a.log.Warn("removing a dead controller", zap.String("controller", name), zap.Error(err))
 			continue
 		}
+		a.controllersRemoved.WithLabelValues("autopilot").Inc()
 		a.log.Warn("dead controller removed from the group", zap.String("controller", name),
 			zap.Duration("gone", now.Sub(gone[name]).Round(time.Millisecond)), zap.Duration("dead_controller_after", after))
 	}

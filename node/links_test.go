@@ -21,6 +21,13 @@ import (
 // refusedLinks is an agent's cosched_connections_refused_total for link.
 func refusedLinks(t *testing.T, addr, link string) float64 {
 	t.Helper()
+	return metricValue(t, addr, `cosched_connections_refused_total{link="`+link+`"`)
+}
+
+// metricValue is the value of the first sample on an agent's /metrics
+// whose line starts with prefix.
+func metricValue(t *testing.T, addr, prefix string) float64 {
+	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +35,6 @@ func refusedLinks(t *testing.T, addr, link string) float64 {
 	defer resp.Body.Close()
 	var body bytes.Buffer
 	body.ReadFrom(resp.Body)
-	prefix := `cosched_connections_refused_total{link="` + link + `"`
 	for _, line := range strings.Split(body.String(), "\n") {
 		if strings.HasPrefix(line, prefix) {
 			var v float64

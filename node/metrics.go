@@ -37,7 +37,9 @@ func (a *Agent) registerMetrics() {
 		Help: "API requests refused 401: no, malformed, expired or forged credential.", ConstLabels: labels})
 	a.authDenials = prometheus.NewCounter(prometheus.CounterOpts{Name: "cosched_api_forbidden_total",
 		Help: "API requests refused 403: another user's job, or a user this agent cannot run jobs for.", ConstLabels: labels})
-	r.MustRegister(a.authFailures, a.authDenials)
+	a.controllersRemoved = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cosched_controllers_removed_total",
+		Help: "Controllers this agent, leading, removed from the raft group (by: operator, remove-peer; autopilot, --dead-controller-after).", ConstLabels: labels}, []string{"by"})
+	r.MustRegister(a.authFailures, a.authDenials, a.controllersRemoved)
 	for _, l := range []struct {
 		link string
 		f    func() uint64

@@ -54,7 +54,7 @@ func (a *Agent) rankLayout(l launch, spec *rank.Spec) (*os.File, error) {
 
 // pmiBarrierIn sends a job's local barrier to the controller. It stays
 // pending until the barrier ends: a controller that connects meanwhile
-// (a restart, an outage ridden out) gets it again (setController).
+// (a restart, an outage ridden out) gets it again (greet).
 func (a *Agent) pmiBarrierIn(job int64, b pmi.Barrier) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -79,6 +79,7 @@ func (a *Agent) apiRemoveRaftPeer(_ *Controller, w http.ResponseWriter, r *http.
 	err := g.Remove(ctx, name)
 	switch {
 	case err == nil:
+		a.controllersRemoved.WithLabelValues("operator").Inc()
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, errUnknownPeer):
 		api.WriteError(w, http.StatusNotFound, err.Error())

@@ -141,6 +141,9 @@ func TestRemoveDeadController(t *testing.T) {
 		waitJob(t, client, id, 30*time.Second, inState(api.Completed))
 	}
 	submitDone()
+	if n := metricValue(t, controllers[leader].ready.API, `cosched_controllers_removed_total{by="operator"`); n != 1 {
+		t.Errorf("the leader counts %v removals by an operator, want 1", n)
+	}
 
 	// A new controller-eligible agent joins the group of two.
 	controllers["c3"] = ctl(3, g.worker.ready.Gossip)
@@ -213,4 +216,7 @@ func TestDeadControllerRemovedAutomatically(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJob(t, g.client, id, 30*time.Second, inState(api.Completed))
+	if n := metricValue(t, g.controllers[g.leader].ready.API, `cosched_controllers_removed_total{by="autopilot"`); n != 1 {
+		t.Errorf("the leader counts %v removals by autopilot, want 1", n)
+	}
 }

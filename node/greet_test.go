@@ -1,0 +1,119 @@
+package node
+
+import (
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/node/rank"
+)
+
+// greetPipe has agent a greet a controller on a new in-memory connection
+// and returns the welcome it read and the controller's end.
+func greetPipe(t *testing.T, a *Agent) (welcome, *frame.Reader, net.Conn, uint64) {
+	t.Helper()
+	ctlEnd, agentEnd := net.Pipe()
+	t.Cleanup(func() { ctlEnd.Close(); agentEnd.Close() })
+	type result struct {
+		gen uint64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, gen, err := a.greet(agentEnd)
+		done <- result{gen, err}
+	}()
+	ctlEnd.SetDeadline(time.Now().Add(10 * time.Second))
+	r := frame.NewReader(ctlEnd, maxControlFrame)
+	typ, body, err := r.Read()
+	if err != nil || typ != msgWelcome {
+		t.Fatalf("welcome: type %d, %v", typ, err)
+	}
+	var w welcome
+	if err := frame.Decode(body, &w); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	return w, r, ctlEnd, res.gen
+}
+
+// A welcome lists every rank of the launches the agent took whose exit it
+// has not reported: one still starting (no process yet), and one that
+// ended whose exit is on its way from the reaper to the controller. The
+// controller takes a rank the agent neither lists nor reports as ended for
+// lost, and fails its job: a control connection that broke and came back
+// in that gap failed TestMPIBarrierAcrossControlBreak with "rank 1 lost on
+// n1". The exit reported next goes to the new connection, after the
+// welcome; a launch read from a connection a newer welcome replaced is
+// refused (that welcome did not list it: the controller sends it again).
+func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	ranks, err := rank.NewManager(rank.Config{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ranks.Close() })
+	a := &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
+		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+
+	_, _, _, gen := greetPipe(t, a)
+	if !a.takeLaunch(launch{Job: 5, Size: 2, Ranks: []launchRank{{Rank: 0}, {Rank: 1}}}, gen) {
+		t.Fatal("launch of the current connection refused")
+	}
+	pid, err := ranks.Start(rank.Spec{Job: 5, Rank: 0, Size: 2, Argv: []string{"true"}, LogDir: t.TempDir(), CPU: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.rankStarted(5, 0, pid)
+	var x rank.Exit
+	select {
+	case x = <-ranks.Exits(): // rank 0 has ended; its exit is in hand, not reported
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit for rank 0")
+	}
+
+	w, r, _, gen2 := greetPipe(t, a)
+	if want := []liveRank{{Job: 5, Rank: 0, PID: pid}, {Job: 5, Rank: 1}}; !slices.Equal(w.Ranks, want) {
+		t.Fatalf("welcome ranks %+v, want %+v (rank 0 ended unreported, rank 1 starting)", w.Ranks, want)
+	}
+	if len(w.Exits) != 0 || !slices.Equal(w.Launched, []int64{5}) || w.Incarnation != 7 {
+		t.Fatalf("welcome %+v: want no exit, launched [5], incarnation 7", w)
+	}
+	if a.takeLaunch(launch{Job: 6, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen) {
+		t.Fatal("a launch from the replaced connection was taken")
+	}
+
+	go a.report(rankExit{Job: x.Job, Rank: x.Rank, Node: "n1", PID: x.PID, Code: x.Code})
+	typ, body, err := r.Read()
+	if err != nil || typ != msgRankExit {
+		t.Fatalf("after the welcome: type %d, %v; want the rank exit", typ, err)
+	}
+	var got rankExit
+	if err := frame.Decode(body, &got); err != nil || got.Job != 5 || got.Rank != 0 || got.PID != pid {
+		t.Fatalf("rank exit %+v, %v", got, err)
+	}
+
+	// Reported, rank 0 is among the exits delivered, no longer a rank.
+	w, _, _, gen3 := greetPipe(t, a)
+	// Rows read on a replaced connection are not applied either (the new
+	// controller restates every row); those on the current one are.
+	if a.currentWelcome(gen2) || !a.currentWelcome(gen3) {
+		t.Fatalf("welcome %d current, %d not: want only the latest current", gen2, gen3)
+	}
+	if want := []liveRank{{Job: 5, Rank: 1}}; !slices.Equal(w.Ranks, want) {
+		t.Fatalf("welcome ranks %+v, want %+v", w.Ranks, want)
+	}
+	if len(w.Exits) != 1 || w.Exits[0].Rank != 0 {
+		t.Fatalf("welcome exits %+v, want rank 0's", w.Exits)
+	}
+	if a.takeLaunch(launch{Job: 6, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen2) {
+		t.Fatal("a launch from a replaced connection was taken")
+	}
+}
