@@ -343,7 +343,6 @@ func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.welcomes++
 	for k, pid := range a.unreported {
 		if !listed[k] {
 			w.Ranks = append(w.Ranks, liveRank{Job: k.job, Rank: k.rank, PID: pid})
@@ -355,8 +354,12 @@ func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
 	w.Exits = append(slices.Clone(a.delivered), a.pending[:n]...)
 	if err := frame.Write(conn, msgWelcome, w); err != nil {
-		return 0, 0, err // the exits stay pending: the next controller hears of them
+		// The exits stay pending (the next controller hears of them) and
+		// the current connection stays current: counting this welcome
+		// would make its launches and rows stale.
+		return 0, 0, err
 	}
+	a.welcomes++
 	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits
 	if a.conn != nil {
 		a.conn.Close()

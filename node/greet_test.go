@@ -117,3 +117,38 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 		t.Fatal("a launch from a replaced connection was taken")
 	}
 }
+
+// A welcome that cannot be written (the new controller's connection broke
+// during the handshake) changes nothing: the connection that was current
+// stays current, and its launches and rows are still taken. Counting the
+// failed welcome made the live controller's launches "stale": dropped
+// without a word, their ranks never started.
+func TestFailedWelcomeKeepsTheCurrentConnection(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	ranks, err := rank.NewManager(rank.Config{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ranks.Close() })
+	a := &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
+		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+
+	_, _, _, gen := greetPipe(t, a)
+	broken, agentEnd := net.Pipe()
+	broken.Close()
+	if _, _, err := a.greet(agentEnd); err == nil {
+		t.Fatal("welcome written on a closed connection")
+	}
+	if !a.currentWelcome(gen) {
+		t.Fatal("a failed welcome replaced the current connection: its rows are dropped")
+	}
+	if !a.takeLaunch(launch{Job: 9, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen) {
+		t.Fatal("a failed welcome replaced the current connection: its launch was dropped")
+	}
+	a.mu.Lock()
+	current := a.conn
+	a.mu.Unlock()
+	if current == nil {
+		t.Fatal("no connection for rank exits")
+	}
+}
