@@ -169,6 +169,8 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 
 // launch starts a job's ranks that live here.
 func (a *Agent) launch(l launch) {
+	a.launchMu.Lock()
+	defer a.launchMu.Unlock()
 	dir := filepath.Join(a.cfg.StateDir, "jobs", strconv.FormatInt(l.Job, 10))
 	user, err := runAs(l.Owner, l.Dir)
 	if err != nil {
@@ -235,8 +237,11 @@ func (a *Agent) launch(l launch) {
 	}
 }
 
-// kill ends a job's ranks here.
+// kill ends a job's ranks here, those of a launch under way included
+// (launchMu).
 func (a *Agent) kill(job int64, reason string) {
+	a.launchMu.Lock()
+	defer a.launchMu.Unlock()
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
 	a.killCgroup(job) // first: it samples the job's processes before they go
