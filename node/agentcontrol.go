@@ -365,6 +365,9 @@ func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 		return 0, 0, err
 	}
 	a.welcomes++
+	for _, m := range a.pending[:n] {
+		a.deliveredLocked(m) // this controller may die before it journals them
+	}
 	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits
 	if a.conn != nil {
 		a.conn.Close()
@@ -508,10 +511,7 @@ func (a *Agent) writeExitLocked(m rankExit) {
 	if a.conn != nil {
 		a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if err := frame.Write(a.conn, msgRankExit, m); err == nil {
-			if len(a.delivered) == maxDeliveredExits {
-				a.delivered = slices.Delete(a.delivered, 0, 1)
-			}
-			a.delivered = append(a.delivered, m)
+			a.deliveredLocked(m)
 			return
 		}
 		a.conn.Close() // the reader sees it and clears it
@@ -520,6 +520,15 @@ func (a *Agent) writeExitLocked(m rankExit) {
 	if len(a.pending) < maxPendingExits {
 		a.pending = append(a.pending, m)
 	}
+}
+
+// deliveredLocked records m among the latest exits delivered, which every
+// welcome repeats (with a.mu held).
+func (a *Agent) deliveredLocked(m rankExit) {
+	if len(a.delivered) == maxDeliveredExits {
+		a.delivered = slices.Delete(a.delivered, 0, 1)
+	}
+	a.delivered = append(a.delivered, m)
 }
 
 // controllerGone handles the controller's departure from the cluster:
