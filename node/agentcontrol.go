@@ -207,8 +207,15 @@ func (a *Agent) launch(l launch) {
 	}
 	for _, r := range l.Ranks {
 		cpu := -1
-		if r.Slot < len(a.cfg.CPUs) {
+		if r.Slot >= 0 && r.Slot < len(a.cfg.CPUs) { // a malformed slot pins nothing
 			cpu = a.cfg.CPUs[r.Slot]
+		}
+		if r.Rank < 0 || r.Rank >= l.Size {
+			// A malformed launch: not started, its exit reported here.
+			a.log.Warn("rank out of the job's range; not started", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Int("size", l.Size))
+			a.sw.rankExited(l.Job, r.Rank)
+			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: rank.ShimExitCode, Err: fmt.Sprintf("rank %d of a job of %d", r.Rank, l.Size)})
+			continue
 		}
 		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg,
 			Credential: user.cred, Dir: user.dir}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,5 +81,50 @@ func TestKillDuringLaunchLeavesNoRank(t *testing.T) {
 			t.Fatalf("%d ranks of the killed job still run", n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A launch whose rank names a negative slot (a malformed frame from a
+// controller) does not take the agent down: the rank runs on no
+// particular CPU. It indexed the CPU list with the slot and panicked.
+func TestLaunchWithANegativeSlotDoesNotPanic(t *testing.T) {
+	a := launchKillAgent(t)
+	a.cfg.CPUs = []int{0}
+	l := launch{Job: 3, Size: 1, Argv: []string{"true"}, Ranks: []launchRank{{Rank: 0, Slot: -1}}}
+	if !a.takeLaunch(l, a.welcomes) {
+		t.Fatal("launch refused")
+	}
+	a.launch(l)
+	select {
+	case x := <-a.ranks.Exits():
+		if x.Job != 3 || x.Rank != 0 {
+			t.Fatalf("exit %+v, want job 3 rank 0's", x)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit for the rank")
+	}
+}
+
+// Nor does a rank number out of the job's range: it indexed the job's
+// node list with it and panicked. The rank is refused, and its failure
+// reported as its exit.
+func TestLaunchWithABadRankDoesNotPanic(t *testing.T) {
+	a := launchKillAgent(t)
+	for _, rk := range []int{-1, 2} {
+		l := launch{Job: 4, Size: 2, Argv: []string{"true"}, Ranks: []launchRank{{Rank: rk}}, Nodes: []string{"n1", "n1"}}
+		if !a.takeLaunch(l, a.welcomes) {
+			t.Fatal("launch refused")
+		}
+		a.launch(l)
+		a.mu.Lock()
+		got := slices.ContainsFunc(a.pending, func(m rankExit) bool { return m.Job == 4 && m.Rank == rk && m.Err != "" })
+		_, unreported := a.unreported[rankKey{4, rk}]
+		a.mu.Unlock()
+		if !got || unreported {
+			t.Fatalf("rank %d of a job of 2: no failure reported (%v) or still unreported (%v)", rk, got, unreported)
+		}
+		if n := len(a.ranks.Ranks(4)); n != 0 {
+			t.Fatalf("rank %d of a job of 2: %d ranks started", rk, n)
+		}
 	}
 }
