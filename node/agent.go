@@ -418,7 +418,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}()
 	var err error
-	if a.dirLock, err = lockStateDir(cfg.StateDir); err != nil {
+	if a.dirLock, err = lockStateDir(ctx, cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if a.cg, err = openCgroups(cfg, a.log); err != nil {

@@ -55,23 +55,43 @@ func cgroupSubtree(cfg Config) string {
 // running agent holds.
 const lockFileName = "agent.lock"
 
+// lockWait is how long taking a state directory's lock waits for its
+// holder to let go: an agent killed a moment ago (a crash, then systemd's
+// or cluster up's restart) releases it only when the last of its threads
+// has exited, after it already looks dead from outside.
+const lockWait = 5 * time.Second
+
 // lockStateDir takes the state directory's lock (flock, released by the
 // kernel when the agent dies): two agents must never share a state
-// directory, and CleanupCgroups must never run beside its agent.
-func lockStateDir(dir string) (*os.File, error) {
+// directory, and CleanupCgroups must never run beside its agent. A lock
+// held for longer than lockWait, or until ctx ends, is a running agent's.
+func lockStateDir(ctx context.Context, dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockFileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("state dir lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("state dir %s is in use by a running agent (%s is locked); give each agent its own --state-dir", dir, path)
+	waited, cancel := context.WithTimeout(ctx, lockWait)
+	defer cancel()
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return f, nil
 		}
-		return nil, fmt.Errorf("state dir lock %s: %w", path, err)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("state dir lock %s: %w", path, err)
+		}
+		select {
+		case <-waited.Done():
+			f.Close()
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("state dir lock %s: %w", path, context.Cause(ctx))
+			}
+			return nil, fmt.Errorf("state dir %s is in use by a running agent (%s is locked); give each agent its own --state-dir", dir, path)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return f, nil
 }
 
 // CleanupCgroups kills every process in the job cgroups that an agent of
@@ -92,7 +112,7 @@ func CleanupCgroups(cfg Config) (int, error) {
 	if _, err := os.Stat(cfg.StateDir); err != nil {
 		return 0, fmt.Errorf("node: state dir: %w", err)
 	}
-	lock, err := lockStateDir(cfg.StateDir)
+	lock, err := lockStateDir(context.Background(), cfg.StateDir)
 	if err != nil {
 		return 0, fmt.Errorf("node: %w", err)
 	}
