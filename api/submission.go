@@ -51,7 +51,7 @@ func (s Submission) JobSpec(environ []string) (JobSpec, error) {
 	switch {
 	case s.Nodes < 0 || s.Nodes > gang.MaxProcessors:
 		bad("Nodes", s.Nodes, "must be from 1 to %d", gang.MaxProcessors)
-	case spec.Processors < s.Nodes:
+	case spec.Processors >= 1 && spec.Processors < s.Nodes: // a count out of range is Validate's to report
 		bad("Processors", spec.Processors, "fewer tasks than {Nodes} %d nodes", s.Nodes)
 	}
 	if s.BenchRuntime < 0 || s.BenchRuntime > slurmtime.Max {

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Regressions found reviewing the flags bound onto library settings: a
+// bad flag is still refused and named by its flag.
+func TestFlagsStillNamedAndRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		// -N 0 is no node count: refused with -n as without it.
+		{[]string{"submit", "-N", "0", "-n", "2", "-t", "1", "--addr", "127.0.0.1:1", "--", "true"}, 2, "-N 0: must be from 1 to 1048576"},
+		{[]string{"sim", "gen", "--jobs", "5", "--out", filepath.Join(dir, "none", "x.swf")}, 1, "cosched: --out: "},
+		// An unusable --out fails before the run, not after it.
+		{[]string{"bench", "run", "--out", filepath.Join(file, "run")}, 1, "cosched: --out: "},
+		{[]string{"bench", "calibrate", "--out", filepath.Join(file, "p.json")}, 1, "cosched: --out: "},
+	} {
+		code, _, stderr := cli(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "starting") {
+			t.Errorf("%v: exit %d, %q; want exit %d, %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
