@@ -33,3 +33,18 @@ func TestFlagsStillNamedAndRefused(t *testing.T) {
 		}
 	}
 }
+
+// sim plot names --out when the figures' directory cannot be made.
+func TestSimPlotUnusableOut(t *testing.T) {
+	runs, file := t.TempDir(), filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := sim(t, "sweep", "--jobs", "10", "--load", "0.5,0.8", "--out", runs); code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, errOut)
+	}
+	code, _, errOut := sim(t, "plot", "--in", runs, "--out", filepath.Join(file, "figs"))
+	if code != 1 || !strings.HasPrefix(errOut, "cosched: --out: ") {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+}
