@@ -61,6 +61,13 @@ func (s Submission) JobSpec(environ []string) (JobSpec, error) {
 		errs = append(errs, fielderr.New("Bench", nil, "needs exactly one of {BenchRuntime} and {BenchIterations}"))
 	}
 	limit, estimated := s.benchDefaults(&spec)
+	if estimated && s.BenchRuntime > 0 && spec.BenchIterations > bench.MaxIterations { // the runtime's fault: no iterations were given
+		bad("BenchRuntime", s.BenchRuntime, "takes %d iterations, more than %d", spec.BenchIterations, bench.MaxIterations)
+		unparsed = append(unparsed, "BenchIterations")
+		if s.TimeLimit == "" {
+			unparsed = append(unparsed, "TimeLimit") // the estimate of those iterations
+		}
+	}
 	if !estimated && spec.BenchIterations == 0 {
 		unparsed = append(unparsed, "BenchIterations") // unknown: the other errors say why
 	}

@@ -83,3 +83,13 @@ func TestSubmissionBadTasksWithNodes(t *testing.T) {
 		t.Errorf("-n -5 -N 2: %v", err)
 	}
 }
+
+// A target runtime that takes too many iterations is said of the runtime
+// given, not of iterations the user never gave.
+func TestSubmissionRuntimeTooManyIterations(t *testing.T) {
+	sub := Submission{Spec: JobSpec{Bench: "1ns,0,news,NB", Processors: 2, BenchWork: "cpu"}, BenchRuntime: 1000 * time.Hour, Export: "NONE"}
+	_, err := sub.JobSpec(nil)
+	if got := fields(err); !slices.Equal(got, []string{"BenchRuntime"}) || !strings.Contains(err.Error(), "more than 1000000000") {
+		t.Errorf("fields %v: %v", got, err)
+	}
+}
