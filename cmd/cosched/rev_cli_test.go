@@ -48,3 +48,20 @@ func TestSimPlotUnusableOut(t *testing.T) {
 		t.Errorf("exit %d, %q", code, errOut)
 	}
 }
+
+// A --speeds-file far larger than any list of speeds (here 64 MiB of
+// zeros; /dev/zero had sim now allocate without bound) is refused after a
+// bounded read, with a short error.
+func TestSimNowHugeSpeedsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zeros")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 64<<20); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	code, _, errOut := cli(t, "", "sim", "now", "--speeds-file", path, "--jobs", "10")
+	if code != 2 || len(errOut) > 1000 || !strings.Contains(errOut, "--speeds-file: "+path+": more than 16 MiB") {
+		t.Errorf("exit %d, %d bytes: %.300q", code, len(errOut), errOut)
+	}
+}

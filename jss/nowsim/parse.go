@@ -3,7 +3,9 @@ package nowsim
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +16,33 @@ import (
 // MaxNodes bounds a network of workstations (a slice of speeds, scanned at
 // every placement).
 const MaxNodes = 1 << 16
+
+// MaxSpeedsFile bounds a file of speeds (ReadSpeedsFile): MaxNodes speeds
+// with comments fit in far less, and a larger file (/dev/zero) is none.
+const MaxSpeedsFile = 16 << 20
+
+// ReadSpeedsFile reads the node speeds in the file at path (ParseSpeeds).
+// It cannot be read: an *fs.PathError; its text is bad: an error naming
+// path.
+func ReadSpeedsFile(path string) ([]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpeedsFile+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(data) > MaxSpeedsFile:
+		return nil, fmt.Errorf("%s: more than %d MiB: not a file of speeds", path, MaxSpeedsFile>>20)
+	}
+	speeds, err := ParseSpeeds(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return speeds, nil
+}
 
 // ParseSpeeds reads node speeds: items "S" or "NxS" (N nodes of speed S)
 // separated by commas or white space, at most MaxNodes nodes; # starts a
