@@ -1,6 +1,7 @@
 package nowsim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -87,7 +88,7 @@ func ParseRange(s string) (Range, error) {
 	}
 	a, err1 := time.ParseDuration(strings.TrimSpace(lo))
 	b, err2 := time.ParseDuration(strings.TrimSpace(hi))
-	if err := errors.Join(err1, err2); err != nil {
+	if err := cmp.Or(err1, err2); err != nil { // one bound's error: "x" is both bounds, said once
 		return Range{}, fmt.Errorf("want LO-HI, e.g. 10m-2h: %w", err)
 	}
 	if a < 0 || b < a {
