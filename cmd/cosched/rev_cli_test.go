@@ -22,6 +22,7 @@ func TestFlagsStillNamedAndRefused(t *testing.T) {
 	}{
 		// -N 0 is no node count: refused with -n as without it.
 		{[]string{"submit", "-N", "0", "-n", "2", "-t", "1", "--addr", "127.0.0.1:1", "--", "true"}, 2, "-N 0: must be from 1 to 1048576"},
+		{[]string{"queue", "--addr", "127.0.0.1:1,,127.0.0.1:2"}, 2, `--addr "127.0.0.1:1,,127.0.0.1:2": empty address in the list`},
 		{[]string{"sim", "gen", "--jobs", "5", "--out", filepath.Join(dir, "none", "x.swf")}, 1, "cosched: --out: "},
 		// An unusable --out fails before the run, not after it.
 		{[]string{"bench", "run", "--out", filepath.Join(file, "run")}, 1, "cosched: --out: "},
