@@ -261,20 +261,26 @@ type Agent struct {
 	// launched, under mu, the jobs it got a launch for (see greet).
 	incarnation uint64
 	launched    launchedJobs
-	sw          *switcher
-	ml          *member.Membership
-	udp         strobe.Transport
-	hbUDP       strobe.Transport    // heartbeat exchange, normal priority
-	mcUDP       strobe.Transport    // the strobes' multicast group (StrobeMulticast), or nil
-	skew        *strobe.SkewTracker // the controller's agent only
-	follower    *strobe.Follower
-	relay       *relay.Relay
-	group       *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
-	leadDone    chan struct{} // closed when lead has returned (its controller stopped)
-	ctlLn       net.Listener
-	apiLn       net.Listener
-	api         *http.Server
-	metrics     *prometheus.Registry
+
+	// launchMu serialises launch and kill: a kill from another goroutine
+	// (a newer control connection, the controller grace) waits for a
+	// launch under way, so that it ends every rank the launch starts.
+	launchMu sync.Mutex
+
+	sw       *switcher
+	ml       *member.Membership
+	udp      strobe.Transport
+	hbUDP    strobe.Transport    // heartbeat exchange, normal priority
+	mcUDP    strobe.Transport    // the strobes' multicast group (StrobeMulticast), or nil
+	skew     *strobe.SkewTracker // the controller's agent only
+	follower *strobe.Follower
+	relay    *relay.Relay
+	group    *controlGroup // controller-eligible agents: the journal (nil with Config.Journal)
+	leadDone chan struct{} // closed when lead has returned (its controller stopped)
+	ctlLn    net.Listener
+	apiLn    net.Listener
+	api      *http.Server
+	metrics  *prometheus.Registry
 
 	// ctlAuth authenticates control connections (nil without a key);
 	// metricsSrv serves Config.MetricsListen (nil without).

@@ -169,6 +169,8 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 
 // launch starts a job's ranks that live here.
 func (a *Agent) launch(l launch) {
+	a.launchMu.Lock()
+	defer a.launchMu.Unlock()
 	dir := filepath.Join(a.cfg.StateDir, "jobs", strconv.FormatInt(l.Job, 10))
 	user, err := runAs(l.Owner, l.Dir)
 	if err != nil {
@@ -205,8 +207,15 @@ func (a *Agent) launch(l launch) {
 	}
 	for _, r := range l.Ranks {
 		cpu := -1
-		if r.Slot < len(a.cfg.CPUs) {
+		if r.Slot >= 0 && r.Slot < len(a.cfg.CPUs) { // a malformed slot pins nothing
 			cpu = a.cfg.CPUs[r.Slot]
+		}
+		if r.Rank < 0 || r.Rank >= l.Size {
+			// A malformed launch: not started, its exit reported here.
+			a.log.Warn("rank out of the job's range; not started", zap.Int64("job", l.Job), zap.Int("rank", r.Rank), zap.Int("size", l.Size))
+			a.sw.rankExited(l.Job, r.Rank)
+			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: rank.ShimExitCode, Err: fmt.Sprintf("rank %d of a job of %d", r.Rank, l.Size)})
+			continue
 		}
 		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg,
 			Credential: user.cred, Dir: user.dir}
@@ -235,8 +244,11 @@ func (a *Agent) launch(l launch) {
 	}
 }
 
-// kill ends a job's ranks here.
+// kill ends a job's ranks here, those of a launch under way included
+// (launchMu).
 func (a *Agent) kill(job int64, reason string) {
+	a.launchMu.Lock()
+	defer a.launchMu.Unlock()
 	a.sw.remove(job)
 	a.relay.RemoveJob(job)
 	a.killCgroup(job) // first: it samples the job's processes before they go
@@ -343,7 +355,6 @@ func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.welcomes++
 	for k, pid := range a.unreported {
 		if !listed[k] {
 			w.Ranks = append(w.Ranks, liveRank{Job: k.job, Rank: k.rank, PID: pid})
@@ -355,7 +366,14 @@ func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
 	w.Exits = append(slices.Clone(a.delivered), a.pending[:n]...)
 	if err := frame.Write(conn, msgWelcome, w); err != nil {
-		return 0, 0, err // the exits stay pending: the next controller hears of them
+		// The exits stay pending (the next controller hears of them) and
+		// the current connection stays current: counting this welcome
+		// would make its launches and rows stale.
+		return 0, 0, err
+	}
+	a.welcomes++
+	for _, m := range a.pending[:n] {
+		a.deliveredLocked(m) // this controller may die before it journals them
 	}
 	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits
 	if a.conn != nil {
@@ -500,10 +518,7 @@ func (a *Agent) writeExitLocked(m rankExit) {
 	if a.conn != nil {
 		a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if err := frame.Write(a.conn, msgRankExit, m); err == nil {
-			if len(a.delivered) == maxDeliveredExits {
-				a.delivered = slices.Delete(a.delivered, 0, 1)
-			}
-			a.delivered = append(a.delivered, m)
+			a.deliveredLocked(m)
 			return
 		}
 		a.conn.Close() // the reader sees it and clears it
@@ -512,6 +527,15 @@ func (a *Agent) writeExitLocked(m rankExit) {
 	if len(a.pending) < maxPendingExits {
 		a.pending = append(a.pending, m)
 	}
+}
+
+// deliveredLocked records m among the latest exits delivered, which every
+// welcome repeats (with a.mu held).
+func (a *Agent) deliveredLocked(m rankExit) {
+	if len(a.delivered) == maxDeliveredExits {
+		a.delivered = slices.Delete(a.delivered, 0, 1)
+	}
+	a.delivered = append(a.delivered, m)
 }
 
 // controllerGone handles the controller's departure from the cluster:

@@ -117,3 +117,68 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 		t.Fatal("a launch from a replaced connection was taken")
 	}
 }
+
+// A welcome that cannot be written (the new controller's connection broke
+// during the handshake) changes nothing: the connection that was current
+// stays current, and its launches and rows are still taken. Counting the
+// failed welcome made the live controller's launches "stale": dropped
+// without a word, their ranks never started.
+func TestFailedWelcomeKeepsTheCurrentConnection(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	ranks, err := rank.NewManager(rank.Config{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ranks.Close() })
+	a := &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
+		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+
+	_, _, _, gen := greetPipe(t, a)
+	broken, agentEnd := net.Pipe()
+	broken.Close()
+	if _, _, err := a.greet(agentEnd); err == nil {
+		t.Fatal("welcome written on a closed connection")
+	}
+	if !a.currentWelcome(gen) {
+		t.Fatal("a failed welcome replaced the current connection: its rows are dropped")
+	}
+	if !a.takeLaunch(launch{Job: 9, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen) {
+		t.Fatal("a failed welcome replaced the current connection: its launch was dropped")
+	}
+	a.mu.Lock()
+	current := a.conn
+	a.mu.Unlock()
+	if current == nil {
+		t.Fatal("no connection for rank exits")
+	}
+}
+
+// An exit handed over in a welcome (it ended while no controller was
+// connected) is repeated to the next controller, as one written after a
+// welcome is: the controller that got it may die before it journals it,
+// and its successor, hearing of neither the rank nor its exit, would take
+// the rank for lost.
+func TestExitHandedInAWelcomeIsRepeated(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	ranks, err := rank.NewManager(rank.Config{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ranks.Close() })
+	a := &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
+		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+	a.unreported[rankKey{4, 0}] = 0
+	a.report(rankExit{Job: 4, Rank: 0, Node: "n1", Code: 3}) // no controller: kept pending
+
+	w, _, _, _ := greetPipe(t, a)
+	if len(w.Exits) != 1 || w.Exits[0].Job != 4 {
+		t.Fatalf("first welcome's exits %+v, want job 4 rank 0's", w.Exits)
+	}
+	w, _, _, _ = greetPipe(t, a) // the first controller died before journaling it
+	if len(w.Exits) != 1 || w.Exits[0].Job != 4 || w.Exits[0].Code != 3 {
+		t.Fatalf("next welcome's exits %+v, want job 4 rank 0's again", w.Exits)
+	}
+	if len(w.Ranks) != 0 {
+		t.Fatalf("next welcome's ranks %+v, want none", w.Ranks)
+	}
+}

@@ -501,7 +501,16 @@ func (r *Relay) keepLeftLocked(j *job) {
 		}
 	}
 	if len(b.left) >= maxLeftJobs {
-		return
+		// Full of jobs left within the minute: the oldest goes, not this
+		// one (a heartbeat is late by a slice or two).
+		var oldest *leftJob
+		var oldestID int64
+		for id, lj := range b.left {
+			if oldest == nil || lj.at.Before(oldest.at) {
+				oldest, oldestID = lj, id
+			}
+		}
+		delete(b.left, oldestID)
 	}
 	left := maps.Clone(j.left)
 	left[r.cfg.Node] = true

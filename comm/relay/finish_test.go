@@ -269,3 +269,49 @@ func TestBufferedLeftRootAnnouncesHeartbeatsSentBeforeItsLeaveWasKnown(t *testin
 	announcedAll(t, rs[1], 1, 5)
 	announcedAll(t, rs[2], 1, 5)
 }
+
+// The record of the jobs a node left is bounded (maxLeftJobs), but a full
+// one makes room for the job it leaves now by forgetting the oldest, which
+// no heartbeat needs any more (one is late by a slice or two): refusing
+// the newest, when more than maxLeftJobs jobs left within a minute, lost
+// the announcement of the heartbeats still on their way to the old root.
+func TestBufferedLeftRootRecordKeepsTheNewestWhenFull(t *testing.T) {
+	rs := newBCSNodes(t, "n0", "n1", "n2")
+	rs[1].mu.Lock()
+	rs[1].hbTimeout = 20 * time.Millisecond // the new root answers slice 2 at its timeout
+	rs[1].mu.Unlock()
+	rs[0].mu.Lock()
+	for i := range int64(maxLeftJobs) { // jobs n0 left lately, a second ago and after
+		rs[0].bcs.left[1000+i] = &leftJob{hosts: []string{"n0", "n9"}, left: map[string]bool{"n0": true}, successor: "n9",
+			epoch: 1, at: time.Now().Add(-time.Second + time.Duration(i)*time.Microsecond)}
+	}
+	rs[0].mu.Unlock()
+	nodes := []string{"n0", "n1", "n2"}
+	rs.addJob(t, 5, nodes)
+	c := dialRank(t, rs[2], 5, 2, 3)
+	b := dialRank(t, rs[1], 5, 1, 3)
+	rs.strobe(t, 1)
+	c.msg(1, 0, "to n1")
+	eventually(t, "outbox", func() bool { return rs[2].Stats().Outbox == 1 })
+	targets := map[string][]string{}
+	for _, r := range rs[1:] { // n1 and n2 cut slice 2 before n0
+		targets[r.cfg.Node] = r.HeartbeatNodes()
+		r.Cut(1, 2)
+	}
+	rs[0].FinishJob(5) // owes nothing: leaves at once
+	eventually(t, "n1 and n2 know n0 left", func() bool {
+		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && slices.Equal(rs[2].SharedNodes(), []string{"n1"})
+	})
+	rs.heartbeat("n1", 2, targets["n1"])
+	rs.heartbeat("n2", 2, targets["n2"]) // to n0, the root it knew
+	if d := b.recv(2, 0); string(d.Data) != "to n1" {
+		t.Fatalf("%+v", d)
+	}
+	announcedAll(t, rs[1], 1, 5)
+	rs[0].mu.Lock()
+	n, kept := len(rs[0].bcs.left), rs[0].bcs.left[5] != nil
+	rs[0].mu.Unlock()
+	if n > maxLeftJobs || !kept {
+		t.Fatalf("left record: %d jobs, job 5 kept %v; want at most %d with job 5", n, kept, maxLeftJobs)
+	}
+}
