@@ -51,7 +51,7 @@ func (s Submission) JobSpec(environ []string) (JobSpec, error) {
 	switch {
 	case s.Nodes < 0 || s.Nodes > gang.MaxProcessors:
 		bad("Nodes", s.Nodes, "must be from 1 to %d", gang.MaxProcessors)
-	case spec.Processors < s.Nodes:
+	case spec.Processors >= 1 && spec.Processors < s.Nodes: // a count out of range is Validate's to report
 		bad("Processors", spec.Processors, "fewer tasks than {Nodes} %d nodes", s.Nodes)
 	}
 	if s.BenchRuntime < 0 || s.BenchRuntime > slurmtime.Max {
@@ -61,6 +61,13 @@ func (s Submission) JobSpec(environ []string) (JobSpec, error) {
 		errs = append(errs, fielderr.New("Bench", nil, "needs exactly one of {BenchRuntime} and {BenchIterations}"))
 	}
 	limit, estimated := s.benchDefaults(&spec)
+	if estimated && s.BenchRuntime > 0 && spec.BenchIterations > bench.MaxIterations { // the runtime's fault: no iterations were given
+		bad("BenchRuntime", s.BenchRuntime, "takes %d iterations, more than %d", spec.BenchIterations, bench.MaxIterations)
+		unparsed = append(unparsed, "BenchIterations")
+		if s.TimeLimit == "" {
+			unparsed = append(unparsed, "TimeLimit") // the estimate of those iterations
+		}
+	}
 	if !estimated && spec.BenchIterations == 0 {
 		unparsed = append(unparsed, "BenchIterations") // unknown: the other errors say why
 	}

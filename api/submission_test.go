@@ -73,3 +73,23 @@ func TestSubmissionJobSpec(t *testing.T) {
 		t.Errorf("no runtime: %v", err)
 	}
 }
+
+// A task count out of range is said to be out of range, also with -N:
+// not that it is fewer than the nodes, which hides what is wrong.
+func TestSubmissionBadTasksWithNodes(t *testing.T) {
+	sub := Submission{Spec: JobSpec{Command: []string{"true"}, Processors: -5}, Nodes: 2, TimeLimit: "1", Export: "NONE"}
+	_, err := sub.JobSpec(nil)
+	if err == nil || !strings.Contains(err.Error(), "Processors -5: must be from 1 to") || strings.Contains(err.Error(), "fewer tasks") {
+		t.Errorf("-n -5 -N 2: %v", err)
+	}
+}
+
+// A target runtime that takes too many iterations is said of the runtime
+// given, not of iterations the user never gave.
+func TestSubmissionRuntimeTooManyIterations(t *testing.T) {
+	sub := Submission{Spec: JobSpec{Bench: "1ns,0,news,NB", Processors: 2, BenchWork: "cpu"}, BenchRuntime: 1000 * time.Hour, Export: "NONE"}
+	_, err := sub.JobSpec(nil)
+	if got := fields(err); !slices.Equal(got, []string{"BenchRuntime"}) || !strings.Contains(err.Error(), "more than 1000000000") {
+		t.Errorf("fields %v: %v", got, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/pfcfs"
@@ -97,5 +98,31 @@ func TestInputFromRefusesWhatIsNoFile(t *testing.T) {
 	}
 	if got := jss.WithPolicy("a/out.swf", gang.EASY); got != "a/out.easy.swf" {
 		t.Errorf("WithPolicy = %q", got)
+	}
+}
+
+// A trace file whose line never ends (/dev/zero) is still read under the
+// run's context: cancelling it stops the runs (it took a SIGKILL).
+func TestCompareStopsInAnEndlessLine(t *testing.T) {
+	in, err := jss.InputFrom("/dev/zero", nil)
+	if err != nil {
+		t.Skipf("no /dev/zero: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := jss.Compare(ctx, jss.Comparison{Trace: jss.TraceOptions{Input: in, Conventions: jss.DefaultConventions()},
+			Policies: []gang.Policy{gang.EASY, gang.FCFS}, Parallel: 2})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("error %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second): // liveness only
+		t.Fatal("still reading 30s after the cancel")
 	}
 }

@@ -46,7 +46,7 @@ func SimulatePolicy(ctx context.Context, opt TraceOptions, p gang.Policy, e Engi
 func simulateOnHosts(ctx context.Context, opt TraceOptions, p gang.Policy, e Engines) (TraceResult, error) {
 	machine := e.Hosts
 	if machine == nil {
-		rd, closer, err := opt.Input.Open()
+		rd, closer, err := opt.Input.Open(ctx)
 		if err != nil {
 			return TraceResult{}, err
 		}

@@ -52,7 +52,7 @@ const outputTrace = `; MaxProcs: 8
 `
 
 func memInput(name, text string) jss.TraceInput {
-	return jss.TraceInput{Name: name, Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+	return jss.TraceInput{Name: name, Open: func(_ context.Context, opts ...swf.Option) (*swf.Reader, io.Closer, error) {
 		return swf.OpenReader(strings.NewReader(text), name, opts...)
 	}}
 }

@@ -17,13 +17,15 @@ import (
 // per run, so several policies can stream the same trace concurrently.
 type TraceInput struct {
 	Name string
-	Open func(opts ...swf.Option) (*swf.Reader, io.Closer, error)
+	// Open's reads fail with ctx's cause once ctx is done (a run stops
+	// when interrupted, also in a line that never ends).
+	Open func(ctx context.Context, opts ...swf.Option) (*swf.Reader, io.Closer, error)
 }
 
 // FileInput reads the SWF file at path (gzip-compressed or not).
 func FileInput(path string) TraceInput {
-	return TraceInput{Name: path, Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
-		return swf.Open(path, opts...)
+	return TraceInput{Name: path, Open: func(ctx context.Context, opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+		return swf.OpenContext(ctx, path, opts...)
 	}}
 }
 
@@ -49,7 +51,7 @@ func InputFrom(path string, stdin io.Reader) (TraceInput, error) {
 	if len(data) > MaxStdinTrace {
 		return TraceInput{}, fmt.Errorf("standard input holds more than %d MiB: pass the file itself", MaxStdinTrace>>20)
 	}
-	return TraceInput{Name: swf.StdinName, Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+	return TraceInput{Name: swf.StdinName, Open: func(_ context.Context, opts ...swf.Option) (*swf.Reader, io.Closer, error) { // in memory: reads end
 		return swf.OpenReader(bytes.NewReader(data), swf.StdinName, opts...)
 	}}, nil
 }
@@ -107,7 +109,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 	if opt.Lenient {
 		ropts = append(ropts, swf.WithLenient())
 	}
-	rd, closer, err := opt.Input.Open(ropts...)
+	rd, closer, err := opt.Input.Open(ctx, ropts...)
 	if err != nil {
 		return TraceResult{}, err
 	}

@@ -58,7 +58,7 @@ func TestStrobeMethodsChecksFirst(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	o := StrobeOptions{Agents: 2, Slice: 10 * time.Millisecond, Duration: time.Second, MPL: 0}
 	reps, err := StrobeMethods(context.Background(), StrobeRuns{StrobeOptions: o, Methods: []string{"signal", "sigstop"}})
-	if reps != nil || fields(err) != "MPL,MPL,Suspend" {
+	if reps != nil || fields(err) != "MPL,Suspend" {
 		t.Fatalf("reports %v, error fields %q (%v)", reps, fields(err), err)
 	}
 	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) != 0 {

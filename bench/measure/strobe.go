@@ -211,11 +211,15 @@ func (r StrobeRuns) Validate() error {
 	if _, ok := r.unsealed(); !ok {
 		errs = append(errs, fielderr.New("Auth", r.Auth, "want on, off or both"))
 	}
+	om := r.StrobeOptions
+	om.Suspend = "" // each method's, below: the other fields are said once, not once a method
+	errs = append(errs, om.Validate())
 	for _, m := range r.methods() {
-		om := r.StrobeOptions
 		om.Suspend = m
-		if err := om.Validate(); err != nil {
-			errs = append(errs, err)
+		for _, e := range fielderr.All(om.Validate()) {
+			if e.Field == "Suspend" {
+				errs = append(errs, e)
+			}
 		}
 	}
 	return errors.Join(errs...)

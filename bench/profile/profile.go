@@ -103,12 +103,24 @@ type Measured struct {
 	BCSSoloPeriod time.Duration `json:"bcs_solo_period_ns"`
 }
 
+// MaxFile bounds a profile file (Load): a profile is a few KiB, and a
+// larger file (/dev/zero) is none.
+const MaxFile = 1 << 20
+
 // Load reads and validates the profile at path. Unknown fields are
 // refused; every error names the file (and the field).
 func Load(path string) (*Profile, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if len(b) > MaxFile {
+		return nil, fmt.Errorf("profile %s: more than %d KiB: not a profile", path, MaxFile>>10)
 	}
 	p, err := Parse(b)
 	if err != nil {

@@ -97,6 +97,18 @@ func TestLoadRejects(t *testing.T) {
 	}
 }
 
+// A file far larger than a profile (/dev/zero) is refused after a
+// bounded read.
+func TestLoadBoundsItsRead(t *testing.T) {
+	path := write(t, nil)
+	if err := os.Truncate(path, 64<<20); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "profile "+path+": more than 1024 KiB") {
+		t.Errorf("64 MiB file: %v", err)
+	}
+}
+
 func TestApply(t *testing.T) {
 	p := sample()
 	def := sweep.DefaultMachine()

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/bench/measure"
+	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
 )
@@ -30,6 +32,10 @@ func newBenchCalibrateCmd() *cobra.Command {
 			}
 			if err := errors.Join(bandwidth.Err, noOut, o.Validate()); err != nil {
 				return benchCalibrateFlagNames.errors(err)
+			}
+			// An unusable --out fails now, not after the measurements.
+			if err := atomicfile.CheckDir(filepath.Dir(out)); err != nil {
+				return fmt.Errorf("--out: %w", err)
 			}
 			o.Progress = cmd.ErrOrStderr()
 			p, err := measure.Calibrate(cmd.Context(), o)

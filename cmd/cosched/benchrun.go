@@ -13,6 +13,7 @@ import (
 	"github.com/cosched/cosched/bench/measure"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
 	"github.com/cosched/cosched/localcluster"
@@ -52,6 +53,11 @@ func newBenchRunCmd() *cobra.Command {
 					return fmt.Errorf("--profile: %w", err)
 				}
 				o.Profile = &experiment.ProfileRef{Path: profilePath, Profile: p}
+			}
+			if o.Dir != "" { // an unusable one fails now, not after the run
+				if err := atomicfile.CheckDir(o.Dir); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
 			}
 			return measure.Run(cmd.Context(), cmd.OutOrStdout(), o, wide)
 		},

@@ -51,7 +51,7 @@ func clientForAddr(addr, stateDir string) (*api.Client, error) {
 // addrError names a bad address list by its flag, --addr.
 func addrError(err error) error {
 	if fs := fielderr.All(err); len(fs) == 1 && fs[0].Field == "Addrs" {
-		return errors.New(fielderr.Format("--addr", fs[0]))
+		return usageError{errors.New(fielderr.Format("--addr", fs[0]))}
 	}
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/jobtable"
 )
 
@@ -101,6 +103,8 @@ func (f *submitFlags) spec(cmd *cobra.Command, args []string) (api.JobSpec, erro
 	if fl.Changed("nodes") && !fl.Changed("ntasks") && !fl.Changed("procs") {
 		s.Spec.Processors, names = s.Nodes, maps.Clone(names)
 		names["Processors"], skip = "-N", append(skip, "Nodes")
+	} else if fl.Changed("nodes") && s.Nodes == 0 { // 0 is no -N to the library: given, it is refused
+		errs = append(errs, names.error(fielderr.New("Nodes", 0, "must be from 1 to %d", gang.MaxProcessors)))
 	}
 	// The ranks start where the user submitted (sbatch's default), if
 	// the nodes have that directory.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,9 @@ func runPlot(ctx context.Context, stdout, stderr io.Writer, o plot.Options) erro
 	printWarnings(stderr, res.Warnings)
 	if res.Shard != "" {
 		fmt.Fprintf(stderr, "plot: %s holds shard %s only: %d of %d points\n", o.In, res.Shard, len(res.Rows), res.Total)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	figs, skips := plot.Figures(res.Rows)
 	paths, err := plot.WriteFiles(ctx, o.Out, figs, formats)

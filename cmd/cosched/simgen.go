@@ -58,6 +58,9 @@ func runSimGen(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, s
 		return err
 	}
 	n, err := workload.GenerateFile(ctx, out, c)
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("--out: %w", err) // an interrupted run is not the file's fault
+	}
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -111,12 +110,8 @@ func (f *simNowFlags) readSpeeds(s *nowsim.Study, speedsGiven bool) error {
 	case speedsGiven:
 		return errors.New("--speeds-file: give --speeds or --speeds-file, not both")
 	default:
-		data, err := os.ReadFile(f.speedsFile)
-		if err != nil {
+		if s.Speeds, err = nowsim.ReadSpeedsFile(f.speedsFile); err != nil {
 			return fmt.Errorf("--speeds-file: %w", err)
-		}
-		if s.Speeds, err = nowsim.ParseSpeeds(string(data)); err != nil {
-			return fmt.Errorf("--speeds-file %s: %w", f.speedsFile, err)
 		}
 	}
 	return nil

@@ -5,7 +5,9 @@ package flagfile
 
 import (
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -31,7 +33,11 @@ func Load(fs *pflag.FlagSet, fileFlag, path string, v any) (changed func(name st
 			given[fl.Name] = []string{fl.Value.String()}
 		}
 	})
-	md, err := toml.DecodeFile(path, v)
+	text, err := read(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", fileFlag, path, err)
+	}
+	md, err := toml.Decode(text, v)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", fileFlag, path, err)
 	}
@@ -52,6 +58,23 @@ func Load(fs *pflag.FlagSet, fileFlag, path string, v any) (changed func(name st
 	return func(name string) bool {
 		return given[name] != nil || md.IsDefined(strings.ReplaceAll(name, "-", "_"))
 	}, nil
+}
+
+// MaxFile bounds a settings file: a larger one (/dev/zero) is none.
+const MaxFile = 1 << 20
+
+// read is the text of the file at path, at most MaxFile bytes.
+func read(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err == nil && len(b) > MaxFile {
+		err = fmt.Errorf("more than %d KiB: not a settings file", MaxFile>>10)
+	}
+	return string(b), err
 }
 
 // FlagNames maps the fields of the struct v, an embedded struct's

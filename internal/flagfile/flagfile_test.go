@@ -79,3 +79,20 @@ func TestFlagNames(t *testing.T) {
 		t.Errorf("FlagNames = %v, want %v", got, want)
 	}
 }
+
+// A file far larger than any settings (/dev/zero) is refused after a
+// bounded read.
+func TestLoadBoundsItsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.toml")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 64<<20); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	var s settings
+	_, err := Load(pflag.NewFlagSet("agent", pflag.ContinueOnError), "--config", path, &s)
+	if err == nil || !strings.Contains(err.Error(), "--config "+path+": more than 1024 KiB") {
+		t.Errorf("64 MiB file: %v", err)
+	}
+}

@@ -1,9 +1,12 @@
 package nowsim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +17,33 @@ import (
 // MaxNodes bounds a network of workstations (a slice of speeds, scanned at
 // every placement).
 const MaxNodes = 1 << 16
+
+// MaxSpeedsFile bounds a file of speeds (ReadSpeedsFile): MaxNodes speeds
+// with comments fit in far less, and a larger file (/dev/zero) is none.
+const MaxSpeedsFile = 16 << 20
+
+// ReadSpeedsFile reads the node speeds in the file at path (ParseSpeeds).
+// It cannot be read: an *fs.PathError; its text is bad: an error naming
+// path.
+func ReadSpeedsFile(path string) ([]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpeedsFile+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(data) > MaxSpeedsFile:
+		return nil, fmt.Errorf("%s: more than %d MiB: not a file of speeds", path, MaxSpeedsFile>>20)
+	}
+	speeds, err := ParseSpeeds(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return speeds, nil
+}
 
 // ParseSpeeds reads node speeds: items "S" or "NxS" (N nodes of speed S)
 // separated by commas or white space, at most MaxNodes nodes; # starts a
@@ -58,7 +88,7 @@ func ParseRange(s string) (Range, error) {
 	}
 	a, err1 := time.ParseDuration(strings.TrimSpace(lo))
 	b, err2 := time.ParseDuration(strings.TrimSpace(hi))
-	if err := errors.Join(err1, err2); err != nil {
+	if err := cmp.Or(err1, err2); err != nil { // one bound's error: "x" is both bounds, said once
 		return Range{}, fmt.Errorf("want LO-HI, e.g. 10m-2h: %w", err)
 	}
 	if a < 0 || b < a {

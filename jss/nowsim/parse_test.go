@@ -2,6 +2,7 @@ package nowsim
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,5 +27,13 @@ func TestParseSpeeds(t *testing.T) {
 	}
 	if _, err := ParseRange("2h-10m"); err == nil {
 		t.Error("HI < LO accepted")
+	}
+}
+
+// A range that is one bad duration is said to be bad once, on one line
+// (it is both bounds).
+func TestParseRangeOneBadDuration(t *testing.T) {
+	if _, err := ParseRange("x"); err == nil || strings.Count(err.Error(), "invalid duration") != 1 {
+		t.Errorf("error %q", err)
 	}
 }

@@ -7,6 +7,7 @@ package sample
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"io"
 
@@ -22,7 +23,7 @@ const Name = "KTH-SP2 first 5,000 jobs (embedded sample)"
 
 // KTH returns the embedded trace as a simulator input.
 func KTH() jss.TraceInput {
-	return jss.TraceInput{Name: Name, Open: func(opts ...swf.Option) (*swf.Reader, io.Closer, error) {
+	return jss.TraceInput{Name: Name, Open: func(_ context.Context, opts ...swf.Option) (*swf.Reader, io.Closer, error) {
 		return swf.OpenReader(bytes.NewReader(kth), Name, opts...)
 	}}
 }

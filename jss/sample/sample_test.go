@@ -1,12 +1,13 @@
 package sample
 
 import (
+	"context"
 	"io"
 	"testing"
 )
 
 func TestEmbeddedKTHSample(t *testing.T) {
-	rd, c, err := KTH().Open()
+	rd, c, err := KTH().Open(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
