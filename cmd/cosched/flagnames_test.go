@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Regressions found reviewing the flags bound onto library settings: a
+// With the flags bound onto the libraries' settings types, a
 // bad flag is still refused and named by its flag.
 func TestFlagsStillNamedAndRefused(t *testing.T) {
 	dir := t.TempDir()
