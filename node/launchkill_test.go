@@ -35,7 +35,7 @@ func launchKillAgent(t *testing.T) *Agent {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { udp.Close() })
-	cg, err := jobcg.Open(jobcg.Config{Agent: "rev-runtime-launchkill", Mode: "none", Log: log})
+	cg, err := jobcg.Open(jobcg.Config{Agent: "launchkill", Mode: "none", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
