@@ -476,16 +476,22 @@ func (r *Relay) leaveFinishedLocked(force bool) {
 				continue
 			}
 		}
-		for _, h := range j.hosts {
-			if h != r.cfg.Node && !j.left[h] {
-				r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
-			}
-		}
+		r.sendJobLeftLocked(id, j)
 		if !force {
 			r.keepLeftLocked(j)
 		}
 		r.forgetJobLocked(id)
 		r.notes.push(blockEvent{targets: true}) // this node no longer heartbeats the job's root
+	}
+}
+
+// sendJobLeftLocked tells j's other nodes still in it that this node
+// has left it.
+func (r *Relay) sendJobLeftLocked(id int64, j *job) {
+	for _, h := range j.hosts {
+		if h != r.cfg.Node && !j.left[h] {
+			r.sendPeerLocked(h, frameJobLeft, &jobLeft{Job: id, Node: r.cfg.Node})
+		}
 	}
 }
 

@@ -140,6 +140,22 @@ func TestBufferedRootFinishingFirstAnnouncesItsLastSlice(t *testing.T) {
 	}
 }
 
+// A finishing node whose job is then removed (killed while its last
+// slice waits) still tells the job's other nodes that it left, so they
+// wait for no heartbeat of it.
+func TestBufferedFinishingNodeRemovedTellsItLeft(t *testing.T) {
+	rs := newBCSNodes(t, "n0", "n1")
+	rs.addJob(t, 5, []string{"n0", "n1"})
+	a := dialRank(t, rs[0], 5, 0, 2)
+	dialRank(t, rs[1], 5, 1, 2)
+	rs.strobe(t, 1)
+	a.msg(1, 0, "last")
+	eventually(t, "outbox", func() bool { return rs[0].Stats().Outbox == 1 })
+	rs[0].FinishJob(5) // finishing: "last" still to go
+	rs[0].RemoveJob(5)
+	eventually(t, "n1 told that n0 left", func() bool { return len(rs[1].SharedNodes()) == 0 })
+}
+
 // A node that is not the root and whose ranks end first still heartbeats
 // the root for the slice that carries their last messages, so the root
 // announces them to their destination.

@@ -373,6 +373,12 @@ func (r *Relay) sharedLocked() map[string]bool {
 func (r *Relay) RemoveJob(id int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil && j.finishing {
+		// Its nodes know it is finishing and wait for its last
+		// heartbeats: removed now (the job was killed), it leaves as a
+		// finished node does, so that they stop waiting.
+		r.sendJobLeftLocked(id, j)
+	}
 	r.forgetJobLocked(id)
 	r.bcs.dropJob(id)
 }
