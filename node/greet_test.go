@@ -12,6 +12,20 @@ import (
 	"github.com/cosched/cosched/node/rank"
 )
 
+// controlAgent is agent n1 (incarnation 7) with what its control link
+// uses: a rank manager and a switcher.
+func controlAgent(t *testing.T) *Agent {
+	t.Helper()
+	log := zaptest.NewLogger(t)
+	ranks, err := rank.NewManager(rank.Config{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ranks.Close() })
+	return &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
+		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+}
+
 // greetPipe has agent a greet a controller on a new in-memory connection
 // and returns the welcome it read and the controller's end.
 func greetPipe(t *testing.T, a *Agent) (welcome, *frame.Reader, net.Conn, uint64) {
@@ -54,27 +68,20 @@ func greetPipe(t *testing.T, a *Agent) (welcome, *frame.Reader, net.Conn, uint64
 // welcome; a launch read from a connection a newer welcome replaced is
 // refused (that welcome did not list it: the controller sends it again).
 func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
-	log := zaptest.NewLogger(t)
-	ranks, err := rank.NewManager(rank.Config{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ranks.Close() })
-	a := &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
-		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+	a := controlAgent(t)
 
 	_, _, _, gen := greetPipe(t, a)
 	if !a.takeLaunch(launch{Job: 5, Size: 2, Ranks: []launchRank{{Rank: 0}, {Rank: 1}}}, gen) {
 		t.Fatal("launch of the current connection refused")
 	}
-	pid, err := ranks.Start(rank.Spec{Job: 5, Rank: 0, Size: 2, Argv: []string{"true"}, LogDir: t.TempDir(), CPU: -1})
+	pid, err := a.ranks.Start(rank.Spec{Job: 5, Rank: 0, Size: 2, Argv: []string{"true"}, LogDir: t.TempDir(), CPU: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.rankStarted(5, 0, pid)
 	var x rank.Exit
 	select {
-	case x = <-ranks.Exits(): // rank 0 has ended; its exit is in hand, not reported
+	case x = <-a.ranks.Exits(): // rank 0 has ended; its exit is in hand, not reported
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit for rank 0")
 	}
@@ -124,14 +131,7 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 // failed welcome made the live controller's launches "stale": dropped
 // without a word, their ranks never started.
 func TestFailedWelcomeKeepsTheCurrentConnection(t *testing.T) {
-	log := zaptest.NewLogger(t)
-	ranks, err := rank.NewManager(rank.Config{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ranks.Close() })
-	a := &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
-		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+	a := controlAgent(t)
 
 	_, _, _, gen := greetPipe(t, a)
 	broken, agentEnd := net.Pipe()
@@ -159,14 +159,7 @@ func TestFailedWelcomeKeepsTheCurrentConnection(t *testing.T) {
 // and its successor, hearing of neither the rank nor its exit, would take
 // the rank for lost.
 func TestExitHandedInAWelcomeIsRepeated(t *testing.T) {
-	log := zaptest.NewLogger(t)
-	ranks, err := rank.NewManager(rank.Config{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ranks.Close() })
-	a := &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
-		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+	a := controlAgent(t)
 	a.unreported[rankKey{4, 0}] = 0
 	a.report(rankExit{Job: 4, Rank: 0, Node: "n1", Code: 3}) // no controller: kept pending
 

@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/node/jobcg"
-	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -18,31 +15,23 @@ import (
 // manager, a switcher, a relay, a follower and no cgroups.
 func launchKillAgent(t *testing.T) *Agent {
 	t.Helper()
-	log := zaptest.NewLogger(t)
+	a := controlAgent(t)
 	dir := t.TempDir()
-	ranks, err := rank.NewManager(rank.Config{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ranks.Close() })
-	rl, err := relay.New(relay.Config{Node: "n1", SocketPath: filepath.Join(dir, "relay.sock"), Listen: "127.0.0.1:0", Log: log})
+	rl, err := relay.New(relay.Config{Node: "n1", SocketPath: filepath.Join(dir, "relay.sock"), Listen: "127.0.0.1:0", Log: a.log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rl.Close() })
-	udp, err := strobe.ListenUDP("127.0.0.1:0", log)
+	udp, err := strobe.ListenUDP("127.0.0.1:0", a.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { udp.Close() })
-	cg, err := jobcg.Open(jobcg.Config{Agent: "launchkill", Mode: "none", Log: log})
-	if err != nil {
+	if a.cg, err = jobcg.Open(jobcg.Config{Agent: "launchkill", Mode: "none", Log: a.log}); err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{cfg: Config{Name: "n1", StateDir: dir}, log: log, ranks: ranks, relay: rl, cg: cg,
-		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1)}
-	a.sw = newSwitcher(ranks, false, log)
-	a.follower = strobe.NewFollower(strobe.FollowerConfig{Name: "n1", Transport: udp, Switch: a.sw.Switch, Log: log})
+	a.cfg.StateDir, a.relay = dir, rl
+	a.follower = strobe.NewFollower(strobe.FollowerConfig{Name: "n1", Transport: udp, Switch: a.sw.Switch, Log: a.log})
 	return a
 }
 
