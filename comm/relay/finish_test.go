@@ -63,6 +63,14 @@ func (rs bcsNodes) cut(seq uint64) map[string][]string {
 	return targets
 }
 
+// heartbeatTimeout sets how long node's transfers wait for heartbeats.
+func (rs bcsNodes) heartbeatTimeout(node string, d time.Duration) {
+	r := rs.node(node)
+	r.mu.Lock()
+	r.hbTimeout = d
+	r.mu.Unlock()
+}
+
 // heartbeat sends from's heartbeat for seq to targets.
 func (rs bcsNodes) heartbeat(from string, seq uint64, targets []string) {
 	data := rs.node(from).HeartbeatData(1, seq)
@@ -251,9 +259,7 @@ func TestBufferedFinishingRootWaitsASliceAfterATimeout(t *testing.T) {
 // (at its heartbeat timeout: the other heartbeats went to the old root).
 func TestBufferedLeftRootAnnouncesHeartbeatsSentBeforeItsLeaveWasKnown(t *testing.T) {
 	rs := newBCSNodes(t, "n0", "n1", "n2")
-	rs[1].mu.Lock()
-	rs[1].hbTimeout = 20 * time.Millisecond // the new root answers slice 2 at its timeout
-	rs[1].mu.Unlock()
+	rs.heartbeatTimeout("n1", 20*time.Millisecond) // the new root answers slice 2 at its timeout
 	nodes := []string{"n0", "n1", "n2"}
 	rs.addJob(t, 5, nodes)
 	b, c := dialRank(t, rs[1], 5, 1, 3), dialRank(t, rs[2], 5, 2, 3)
@@ -261,11 +267,7 @@ func TestBufferedLeftRootAnnouncesHeartbeatsSentBeforeItsLeaveWasKnown(t *testin
 	b.msg(2, 0, "to n2")
 	c.msg(1, 0, "to n1")
 	eventually(t, "outboxes", func() bool { return rs[1].Stats().Outbox == 1 && rs[2].Stats().Outbox == 1 })
-	targets := map[string][]string{}
-	for _, r := range rs[1:] { // n1 and n2 cut slice 2 before n0
-		targets[r.cfg.Node] = r.HeartbeatNodes()
-		r.Cut(1, 2)
-	}
+	targets := rs[1:].cut(2) // n1 and n2 cut slice 2 before n0
 	rs[0].FinishJob(5) // owes nothing: leaves at once
 	eventually(t, "n1 and n2 know n0 left", func() bool {
 		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && slices.Equal(rs[2].SharedNodes(), []string{"n1"})
@@ -293,9 +295,7 @@ func TestBufferedLeftRootAnnouncesHeartbeatsSentBeforeItsLeaveWasKnown(t *testin
 // the announcement of the heartbeats still on their way to the old root.
 func TestBufferedLeftRootRecordKeepsTheNewestWhenFull(t *testing.T) {
 	rs := newBCSNodes(t, "n0", "n1", "n2")
-	rs[1].mu.Lock()
-	rs[1].hbTimeout = 20 * time.Millisecond // the new root answers slice 2 at its timeout
-	rs[1].mu.Unlock()
+	rs.heartbeatTimeout("n1", 20*time.Millisecond) // the new root answers slice 2 at its timeout
 	rs[0].mu.Lock()
 	for i := range int64(maxLeftJobs) { // jobs n0 left lately, a second ago and after
 		rs[0].bcs.left[1000+i] = &leftJob{hosts: []string{"n0", "n9"}, left: map[string]bool{"n0": true}, successor: "n9",
@@ -309,11 +309,7 @@ func TestBufferedLeftRootRecordKeepsTheNewestWhenFull(t *testing.T) {
 	rs.strobe(t, 1)
 	c.msg(1, 0, "to n1")
 	eventually(t, "outbox", func() bool { return rs[2].Stats().Outbox == 1 })
-	targets := map[string][]string{}
-	for _, r := range rs[1:] { // n1 and n2 cut slice 2 before n0
-		targets[r.cfg.Node] = r.HeartbeatNodes()
-		r.Cut(1, 2)
-	}
+	targets := rs[1:].cut(2) // n1 and n2 cut slice 2 before n0
 	rs[0].FinishJob(5) // owes nothing: leaves at once
 	eventually(t, "n1 and n2 know n0 left", func() bool {
 		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && slices.Equal(rs[2].SharedNodes(), []string{"n1"})
