@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 )
@@ -201,28 +202,8 @@ func TestMulticastStrobesRealtime(t *testing.T) {
 	const group, slices = "239.77.0.2:17952", 5
 	key := testKey(t, 1)
 	log := zaptest.NewLogger(t)
-	var ctl *countingTransport
-	var uni, mc *RealtimeUDP
-	var openErr error
-	inNetns(t, func() {
-		var tr Transport
-		if tr, openErr = ListenUDP("127.0.0.1:0", log); openErr != nil {
-			return
-		}
-		ctl = &countingTransport{Transport: tr}
-		if uni, openErr = ListenUDPRealtime("127.0.0.1:0", 1, log); openErr != nil {
-			return
-		}
-		mc, openErr = ListenMulticastUDPRealtime(group, "lo", 1, log)
-	})
-	for _, tr := range []Transport{ctl, uni, mc} {
-		if tr != nil && !reflect.ValueOf(tr).IsNil() {
-			t.Cleanup(func() { tr.Close() })
-		}
-	}
-	if openErr != nil {
-		t.Fatal(openErr)
-	}
+	tr, uni, mc := realtimeSockets(t, group, "lo", 1, 1, log)
+	ctl := &countingTransport{Transport: tr}
 	var sw threadSwitch
 	f := NewFollower(FollowerConfig{Name: "a", Transport: uni, Multicast: mc, Switch: sw.Switch, Auth: NewAuth(key, "a"), Log: log})
 	runFollower(t, f)
@@ -436,26 +417,7 @@ func TestMulticastStrobesRealtimeRefused(t *testing.T) {
 	checkLeaks(t)
 	const group = "239.77.0.5:17955"
 	log := zaptest.NewLogger(t)
-	var ctl Transport
-	var uni, mc *RealtimeUDP
-	var openErr error
-	inNetns(t, func() {
-		if ctl, openErr = ListenUDP("127.0.0.1:0", log); openErr != nil {
-			return
-		}
-		if uni, openErr = ListenUDPRealtime("127.0.0.1:0", 0, log); openErr != nil {
-			return
-		}
-		mc, openErr = ListenMulticastUDPRealtime(group, "", 100, log)
-	})
-	for _, tr := range []Transport{ctl, uni, mc} {
-		if tr != nil && !reflect.ValueOf(tr).IsNil() {
-			t.Cleanup(func() { tr.Close() })
-		}
-	}
-	if openErr != nil {
-		t.Fatal(openErr)
-	}
+	ctl, uni, mc := realtimeSockets(t, group, "", 0, 100, log)
 	var sw threadSwitch
 	f := NewFollower(FollowerConfig{Name: "a", Transport: uni, Multicast: mc, Switch: sw.Switch, Log: log})
 	runFollower(t, f)
@@ -496,4 +458,31 @@ func TestListenMulticastUDPRealtimeErrors(t *testing.T) {
 			t.Errorf("%s on %q: %v, want %q", c.group, c.ifname, err, c.want)
 		}
 	}
+}
+
+// realtimeSockets opens, in a network namespace of the test's, the
+// controller's socket, an agent's real-time unicast socket at uniPrio and
+// its real-time socket of group on ifname at mcPrio; they close when the
+// test ends.
+func realtimeSockets(t *testing.T, group, ifname string, uniPrio, mcPrio int, log *zap.Logger) (ctl Transport, uni, mc *RealtimeUDP) {
+	t.Helper()
+	var openErr error
+	inNetns(t, func() {
+		if ctl, openErr = ListenUDP("127.0.0.1:0", log); openErr != nil {
+			return
+		}
+		if uni, openErr = ListenUDPRealtime("127.0.0.1:0", uniPrio, log); openErr != nil {
+			return
+		}
+		mc, openErr = ListenMulticastUDPRealtime(group, ifname, mcPrio, log)
+	})
+	for _, tr := range []Transport{ctl, uni, mc} {
+		if tr != nil && !reflect.ValueOf(tr).IsNil() {
+			t.Cleanup(func() { tr.Close() })
+		}
+	}
+	if openErr != nil {
+		t.Fatal(openErr)
+	}
+	return ctl, uni, mc
 }
