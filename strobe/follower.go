@@ -217,12 +217,24 @@ func (f *Follower) Run(ctx context.Context) error {
 		go func() { defer close(done); f.receiveMulticast(mcCtx) }()
 		defer func() { cancel(); <-done }()
 	}
-	if s, ok := f.cfg.Transport.(syncServer); ok {
-		// The transport calls handle on its own (real-time) thread: the
-		// switch happens where the strobe was received.
-		return s.Serve(ctx, f.handle)
+	return serve(ctx, f.cfg.Transport, f.handle)
+}
+
+// syncServer is a transport that can run the receive loop itself and call
+// a handler synchronously for each datagram (RealtimeUDP).
+type syncServer interface {
+	Serve(ctx context.Context, handle func(Packet)) error
+}
+
+// serve calls handle for every packet tr receives until ctx is done (its
+// error) or tr closes (nil). A syncServer calls it on its own (real-time)
+// thread: the switch happens where the strobe was received; any other
+// transport's packets are handled on this goroutine.
+func serve(ctx context.Context, tr Transport, handle func(Packet)) error {
+	if s, ok := tr.(syncServer); ok {
+		return s.Serve(ctx, handle)
 	}
-	packets := f.cfg.Transport.Packets()
+	packets := tr.Packets()
 	for {
 		select {
 		case <-ctx.Done():
@@ -231,15 +243,9 @@ func (f *Follower) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			f.handle(p)
+			handle(p)
 		}
 	}
-}
-
-// syncServer is a transport that can run the receive loop itself and call
-// a handler synchronously for each datagram (RealtimeUDP).
-type syncServer interface {
-	Serve(ctx context.Context, handle func(Packet)) error
 }
 
 // SetPeers sets the addresses that heartbeats go to (besides the
@@ -307,23 +313,8 @@ func (f *Follower) slicePeersLocked(seq uint64) []string {
 // switch happens on the thread that received the strobe, as on the
 // strobe socket), else on this goroutine.
 func (f *Follower) receiveMulticast(ctx context.Context) {
-	if s, ok := f.cfg.Multicast.(syncServer); ok {
-		if err := s.Serve(ctx, f.handleMulticast); err != nil && ctx.Err() == nil {
-			f.log.Error("strobe: multicast receive loop", zap.Error(err))
-		}
-		return
-	}
-	packets := f.cfg.Multicast.Packets()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case p, ok := <-packets:
-			if !ok {
-				return
-			}
-			f.handleMulticast(p)
-		}
+	if err := serve(ctx, f.cfg.Multicast, f.handleMulticast); err != nil && ctx.Err() == nil {
+		f.log.Error("strobe: multicast receive loop", zap.Error(err))
 	}
 }
 
@@ -539,22 +530,11 @@ func (f *Follower) sendHeartbeats(ctx context.Context) {
 // Only heartbeats are accepted there: a strobe on it is dropped, so that
 // switches happen on the strobe path alone.
 func (f *Follower) receiveHeartbeats(ctx context.Context) {
-	packets := f.cfg.Heartbeats.Packets()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case p, ok := <-packets:
-			if !ok {
-				return
-			}
-			msg, err := f.open(p, &f.hbSock)
-			if err != nil {
-				continue
-			}
+	_ = serve(ctx, f.cfg.Heartbeats, func(p Packet) {
+		if msg, err := f.open(p, &f.hbSock); err == nil {
 			f.onHeartbeat(p, msg.(*Heartbeat))
 		}
-	}
+	})
 }
 
 // sendHeartbeat sends hb over tr to the controller (the strobe's source,
