@@ -268,7 +268,7 @@ func TestBufferedLeftRootAnnouncesHeartbeatsSentBeforeItsLeaveWasKnown(t *testin
 	c.msg(1, 0, "to n1")
 	eventually(t, "outboxes", func() bool { return rs[1].Stats().Outbox == 1 && rs[2].Stats().Outbox == 1 })
 	targets := rs[1:].cut(2) // n1 and n2 cut slice 2 before n0
-	rs[0].FinishJob(5) // owes nothing: leaves at once
+	rs[0].FinishJob(5)       // owes nothing: leaves at once
 	eventually(t, "n1 and n2 know n0 left", func() bool {
 		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && slices.Equal(rs[2].SharedNodes(), []string{"n1"})
 	})
@@ -310,7 +310,7 @@ func TestBufferedLeftRootRecordKeepsTheNewestWhenFull(t *testing.T) {
 	c.msg(1, 0, "to n1")
 	eventually(t, "outbox", func() bool { return rs[2].Stats().Outbox == 1 })
 	targets := rs[1:].cut(2) // n1 and n2 cut slice 2 before n0
-	rs[0].FinishJob(5) // owes nothing: leaves at once
+	rs[0].FinishJob(5)       // owes nothing: leaves at once
 	eventually(t, "n1 and n2 know n0 left", func() bool {
 		return slices.Equal(rs[1].SharedNodes(), []string{"n2"}) && slices.Equal(rs[2].SharedNodes(), []string{"n1"})
 	})
