@@ -103,6 +103,7 @@ type Follower struct {
 	nextEvery      uint64
 	nextLiveQueued bool
 	c              counters
+	shown          sliceView // what Stats reports of the slice sequence
 	records        ring[SliceRecord]
 	seen           map[string]PeerHeartbeat
 	parts          reassembly          // split heartbeats being put together
@@ -122,6 +123,18 @@ type Follower struct {
 type outgoingHeartbeat struct {
 	hb    Heartbeat
 	peers []string
+}
+
+// sliceView is the slice sequence as Stats reports it: decided when a
+// strobe is accepted, published only after its switch, so a reader who
+// sees slice N as the last also sees its switch done and counted, and
+// Applied + Lost always account for FirstSeq…LastSeq (Stats.Accounted).
+// Publishing the fields one at a time let a reader see LastSeq 2 with
+// Applied 1.
+type sliceView struct {
+	epoch, first, last, memberEpoch        uint64
+	row                                    int
+	applied, lost, epochApplied, epochLost uint64
 }
 
 type counters struct {
@@ -413,7 +426,13 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		f.livePhase = livenessPhase(f.cfg.Name) % f.liveEvery
 	}
 	peers := f.slicePeersLocked(s.Seq) // never mutated in place: SetPeers installs a new slice
+	f.c.applied++
+	f.c.epochApplied++
 	lost, late := f.c.lost, f.c.late
+	view := sliceView{
+		epoch: f.epoch, first: f.first, last: f.last, memberEpoch: f.memberEpoch, row: f.row,
+		applied: f.c.applied, lost: f.c.lost, epochApplied: f.c.epochApplied, epochLost: f.c.epochLost,
+	}
 	f.mu.Unlock()
 
 	if len(s.Forward) > 0 { // an inner node of the fan-out tree: its subtree first, then the switch
@@ -443,8 +462,9 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	}
 
 	f.mu.Lock()
-	f.c.applied++
-	f.c.epochApplied++
+	if view.epoch > f.shown.epoch || view.epoch == f.shown.epoch && view.last > f.shown.last {
+		f.shown = view // a strobe applied on the other socket meanwhile may be newer
+	}
 	f.c.hbSent += sent
 	f.c.hbSendErrors += failed
 	if f.cfg.Heartbeats != nil {

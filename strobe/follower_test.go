@@ -547,3 +547,54 @@ func TestFollowerHeartbeatSocket(t *testing.T) {
 		t.Fatalf("a strobe on the heartbeat socket was applied: %+v, rows %v", st, sws["a"].Rows())
 	}
 }
+
+// Stats never shows a slice before its switch is done and counted: a
+// reader who sees LastSeq N sees Applied and the epoch's counts account
+// for it. TestMulticastStrobesRealtimeRefused once read LastSeq 2 with
+// Applied 1 in the gap between the two.
+func TestStatsShowASliceOnlyOnceSwitched(t *testing.T) {
+	checkLeaks(t)
+	net := NewMockNetwork(1)
+	ctl, tr := net.Transport("ctl"), net.Transport("a")
+	t.Cleanup(func() { ctl.Close(); tr.Close() })
+	entered, release := make(chan int, 4), make(chan struct{})
+	sw := func(row int) time.Duration {
+		entered <- row
+		<-release
+		return 0
+	}
+	f := NewFollower(FollowerConfig{Name: "a", Transport: tr, Switch: sw, Log: zaptest.NewLogger(t)})
+	runFollower(t, f)
+	t.Cleanup(func() { close(release) }) // before Run is stopped: a failed check leaves no switch blocked
+	s := NewSender(ctl, 100, zaptest.NewLogger(t))
+	for seq := uint64(1); seq <= 3; seq++ {
+		if seq == 3 { // slice 2 lost: the row is kept through it
+			continue
+		}
+		if _, err := s.Strobe([]string{"a"}, seq, int(seq), 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		<-entered // the switch to row seq is under way
+		st := f.Stats()
+		if st.LastSeq != seq-1 || st.Applied != seq-1 || !st.Accounted() {
+			t.Fatalf("during slice %d's switch: LastSeq %d Applied %d Accounted %v", seq, st.LastSeq, st.Applied, st.Accounted())
+		}
+		release <- struct{}{}
+		eventually(t, fmt.Sprintf("slice %d shown", seq), func() bool { return f.Stats().LastSeq == seq })
+		if st := f.Stats(); st.Applied != seq || !st.Accounted() {
+			t.Fatalf("after slice %d: %+v", seq, st)
+		}
+	}
+	if _, err := s.Strobe([]string{"a"}, 4, 4, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if st := f.Stats(); st.LastSeq != 2 || st.Lost != 0 || !st.Accounted() {
+		t.Fatalf("during slice 4's switch (3 lost): %+v", st)
+	}
+	release <- struct{}{}
+	eventually(t, "slice 4 shown", func() bool { return f.Stats().LastSeq == 4 })
+	if st := f.Stats(); st.Applied != 3 || st.Lost != 1 || !st.Accounted() {
+		t.Fatalf("after slice 4: %+v", st)
+	}
+}

@@ -9,12 +9,12 @@ import (
 func (f *Follower) Stats() Stats {
 	f.mu.Lock()
 	st := Stats{
-		Epoch: f.epoch, FirstSeq: f.first, LastSeq: f.last, Row: f.row, MemberEpoch: f.memberEpoch,
-		Applied: f.c.applied, Lost: f.c.lost, Late: f.c.late, Stale: f.c.stale,
+		Epoch: f.shown.epoch, FirstSeq: f.shown.first, LastSeq: f.shown.last, Row: f.shown.row, MemberEpoch: f.shown.memberEpoch,
+		Applied: f.shown.applied, Lost: f.shown.lost, Late: f.c.late, Stale: f.c.stale,
 		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
 		StrobesForged: f.c.strobesForged, HeartbeatsForged: f.c.hbForged,
 		StrobesReplayed: f.c.strobesReplayed, HeartbeatsReplayed: f.c.hbReplayed,
-		EpochApplied: f.c.epochApplied, EpochLost: f.c.epochLost,
+		EpochApplied: f.shown.epochApplied, EpochLost: f.shown.epochLost,
 		Multicast: f.c.multicast, Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
 		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
 		HeartbeatPartsDropped: f.c.hbPartsDropped,

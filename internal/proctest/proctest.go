@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Rank is one rank process as /proc shows it.
@@ -79,7 +80,7 @@ func Parent(pid int) int {
 
 // read describes pid if it is a rank.
 func read(pid int) (Rank, bool) {
-	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	env, err := readEnviron(pid)
 	if err != nil {
 		return Rank{}, false
 	}
@@ -100,6 +101,44 @@ func read(pid int) (Rank, bool) {
 	}
 	r.Stdout, _ = os.Readlink(fmt.Sprintf("/proc/%d/fd/1", pid))
 	return r, true
+}
+
+// readEnviron reads pid's environment. A process inside execve has
+// an empty one for a moment after its parent saw the exec succeed (Go's
+// Start returns once close-on-exec closed its pipe, before the new stack
+// holds the environment); a rank caught there would be missed, so that
+// read is repeated until the exec is through (at most a second).
+func readEnviron(pid int) ([]byte, error) {
+	path := fmt.Sprintf("/proc/%d/environ", pid)
+	for deadline := time.Now().Add(time.Second); ; {
+		env, err := os.ReadFile(path)
+		if err != nil || len(env) > 0 || !inExec(pid) || time.Now().After(deadline) {
+			return env, err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// inExec tells a user process whose new stack is not yet set up (its
+// env_start, field 50 of /proc/PID/stat, still 0) from one whose
+// environment is really empty; kernel threads (PF_KTHREAD) have none.
+func inExec(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
+	if len(f) < 48 || f[0] == "Z" {
+		return false
+	}
+	const pfKthread = 0x00200000
+	flags, err1 := strconv.ParseUint(f[6], 10, 64)
+	envStart, err2 := strconv.ParseUint(f[47], 10, 64)
+	return err1 == nil && err2 == nil && flags&pfKthread == 0 && envStart == 0
 }
 
 // stat reads the state letter and parent pid of /proc/PID/stat.
