@@ -65,7 +65,7 @@ func TestControllerGraceExpiryKillsRanks(t *testing.T) {
 	}
 	for _, id := range ids {
 		c.waitState(id, api.Running, 20*time.Second)
-		c.waitPIDs(id, 3)
+		c.waitExec(id, 3, "sleep") // every rank launched: a shim still starting would be neither row's
 	}
 	if err := c.agents[0].Shutdown(); err != nil { // the controller's agent: its own ranks die with it
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestAgentReportsRanksAndExitsToTheNextController(t *testing.T) {
 	pids := map[int]int64{} // n1's ranks: pid → job
 	for _, id := range ids {
 		c.waitState(id, api.Running, 20*time.Second)
-		for _, pid := range c.waitPIDs(id, 4) {
+		for _, pid := range c.waitExec(id, 4, "sleep") { // launched, not a shim still starting
 			if rankNode(pid) == "n1" {
 				pids[pid] = id
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,7 +67,12 @@ func (b *lockedBuffer) String() string {
 func startChild(t *testing.T, dir string, stdin io.Reader, args ...string) *child {
 	t.Helper()
 	c := &child{dir: dir, done: make(chan error, 1)}
-	c.cmd = exec.Command(coschedBinary(t), args...)
+	// Started with SIGINT ignored (as nohup and background shells do):
+	// Go keeps it ignored until the program asks for it (sigrun's
+	// Notify, first thing in main), so its SigIgn in /proc tells when
+	// the child can take a signal; before that, under load, its package
+	// initialisation alone outlasted a fixed delay and SIGINT killed it.
+	c.cmd = exec.Command("/bin/sh", append([]string{"-c", `trap "" INT; exec "$0" "$@"`, coschedBinary(t)}, args...)...)
 	c.cmd.Dir = dir
 	c.cmd.Stdin = stdin
 	c.cmd.Stderr = &c.stderr
@@ -106,6 +112,7 @@ func (c *child) waitFor(t *testing.T, what string, cond func() bool) {
 // longer than signalBound.
 func (c *child) stop(t *testing.T, sig syscall.Signal) int {
 	t.Helper()
+	c.waitFor(t, "its signal handlers", c.handlesSignals(t))
 	if err := c.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal: %v", err)
 	}
@@ -119,12 +126,39 @@ func (c *child) stop(t *testing.T, sig syscall.Signal) int {
 		if !errors.As(err, &ee) {
 			t.Fatalf("wait: %v", err)
 		}
-		t.Logf("%s exited %d %v after the signal", strings.Join(c.cmd.Args[1:], " "), ee.ExitCode(), time.Since(start).Round(time.Millisecond))
+		t.Logf("%s exited %d %v after the signal", strings.Join(c.cmd.Args[3:], " "), ee.ExitCode(), time.Since(start).Round(time.Millisecond))
 		return ee.ExitCode()
 	case <-time.After(signalBound):
 		t.Fatalf("still running %v after %v; stderr:\n%s", signalBound, sig, c.stderr.String())
 	}
 	return -1
+}
+
+// handlesSignals holds once the child runs cosched (not the shell that
+// starts it) and no longer ignores SIGINT: its main has asked for
+// SIGINT and SIGTERM.
+func (c *child) handlesSignals(t *testing.T) func() bool {
+	bin, err := filepath.EvalSymlinks(coschedBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := c.cmd.Process.Pid
+	return func() bool {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != bin {
+			return false
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				return err == nil && mask&(1<<(syscall.SIGINT-1)) == 0
+			}
+		}
+		return false
+	}
 }
 
 // tempFiles lists the temporary files (atomicfile's .NAME.tmp*) under dir.
