@@ -249,5 +249,6 @@ type Abort struct {
 	Error string `msgpack:"e"`
 }
 
-// MaxAbortText bounds the Abort message the relay keeps.
-const MaxAbortText = 1024
+// MaxAbortText bounds the Abort message the relay keeps (MPICH's
+// MPI_MAX_ERROR_STRING).
+const MaxAbortText = 512
