@@ -40,8 +40,9 @@ type JobSpec struct {
 	// backfilling; the job runs on).
 	Overrun string `json:"overrun,omitempty"`
 	// MPI is the process-management interface the ranks get, as srun's
-	// --mpi: MPINone or MPIPMI1 (MPICH's simple PMI; docs/mpi.md); ""
-	// takes the cluster's default.
+	// --mpi: MPINone, MPIPMI1 (MPICH's simple PMI) or MPICosched
+	// (cosched's MPI library, every message through the relays;
+	// docs/mpi.md); "" takes the cluster's default.
 	MPI string `json:"mpi,omitempty"`
 	// Dir is the ranks' working directory (the CLI sends the one it runs
 	// in); empty: the owner's home directory.
@@ -84,7 +85,14 @@ type Owner struct {
 const (
 	MPINone = "none" // the ranks get no PMI
 	MPIPMI1 = "pmi1" // MPICH's simple PMI-1 over a socketpair (PMI_FD)
+	// MPICosched runs MPICH programs on cosched's own MPI library (the
+	// agent puts it ahead of MPICH's): every message goes through the
+	// agents' relays, buffer-coscheduled under bcs.
+	MPICosched = "cosched"
 )
+
+// mpiWant lists the interfaces, for errors.
+const mpiWant = "want none, pmi1 or cosched"
 
 // Validate reports every problem with a spec at once, each a
 // *fielderr.Error keyed by its field ("Processors"); the error's text
@@ -113,12 +121,12 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	}
 	switch s.MPI {
 	case "", MPINone:
-	case MPIPMI1:
+	case MPIPMI1, MPICosched:
 		if s.Bench != "" {
-			bad("MPI", nil, "a benchmark job runs bench-rank, which speaks comm, not PMI")
+			bad("MPI", nil, "a benchmark job runs bench-rank, which speaks comm, not MPI")
 		}
 	default:
-		bad("MPI", strconv.Quote(s.MPI), "want none or pmi1")
+		bad("MPI", strconv.Quote(s.MPI), mpiWant)
 	}
 	if s.Overrun != "" && s.Overrun != "kill" && s.Overrun != "extend" {
 		bad("Overrun", strconv.Quote(s.Overrun), "want kill or extend")

@@ -87,10 +87,10 @@ const AuthScheme = "Cosched"
 // ParseMPI checks an --mpi value ("" means the cluster's default).
 func ParseMPI(s string) (string, error) {
 	switch s {
-	case "", MPINone, MPIPMI1:
+	case "", MPINone, MPIPMI1, MPICosched:
 		return s, nil
 	}
-	return "", fmt.Errorf("mpi %q: want none or pmi1", s)
+	return "", fmt.Errorf("mpi %q: %s", s, mpiWant)
 }
 
 // RelayStats is an agent's message relay's counters.

@@ -260,6 +260,14 @@ func frameName(t frame.Type) string {
 		return "Fatal"
 	case FrameUnwait:
 		return "Unwait"
+	case FrameProbe:
+		return "Probe"
+	case FrameProbed:
+		return "Probed"
+	case FrameColl:
+		return "Coll"
+	case FrameAbort:
+		return "Abort"
 	}
 	return fmt.Sprintf("frame type %d", t)
 }

@@ -17,7 +17,10 @@ import "github.com/cosched/cosched/internal/frame"
 //	 7 Arrive   at a barrier             11 Bye      answer to Finalize
 //	 9 Stats    benchmark statistics
 //	10 Finalize last
-//	13 Unwait   no longer blocked
+//	13 Unwait   no longer blocked            15 Probed   answer to Probe
+//	14 Probe    is a message there?
+//	16 Coll     entering a collective (MPI library; no answer)
+//	18 Abort    MPI_Abort: fail the job (no answer; 17 is unused)
 //
 // Semantics the relay provides and the library relies on:
 //   - Sends complete locally: a Send frame is the message handed over (the
@@ -52,7 +55,24 @@ const (
 	FrameBye      frame.Type = 11
 	FrameFatal    frame.Type = 12
 	FrameUnwait   frame.Type = 13
+	FrameProbe    frame.Type = 14
+	FrameProbed   frame.Type = 15
+	FrameColl     frame.Type = 16
+	FrameAbort    frame.Type = 18
 )
+
+// ProtocolVersion is the protocol the relay speaks, in Welcome.V: 2 has
+// Probe, Coll, Abort and contexts up to MaxContext; a relay that predates
+// them sends no version (0).
+const ProtocolVersion = 2
+
+// MaxContext bounds message contexts: a rank may use [0, MaxContext).
+// 0 and 1 are this library's; cosched's MPI library gives each
+// communicator a pair of its own above them.
+const MaxContext = 1 << 30
+
+// MaxTag bounds message tags: a tag is in [0, MaxTag].
+const MaxTag = 1<<31 - 1
 
 // MaxMessage is the largest message payload, in bytes.
 const MaxMessage = 4 << 20
@@ -90,7 +110,8 @@ type Hello struct {
 
 // Welcome accepts a Hello.
 type Welcome struct {
-	Mode string `msgpack:"mode"` // the relay's mode: "immediate" or "bcs" (informational)
+	Mode    string `msgpack:"mode"` // the relay's mode: "immediate" or "bcs" (informational)
+	Version int    `msgpack:"v"`    // ProtocolVersion (0: a relay before version 2)
 }
 
 // Send hands a message to the relay. Tag ≥ 0.
@@ -171,3 +192,63 @@ type Bye struct{}
 type Fatal struct {
 	Error string `msgpack:"e"`
 }
+
+// Probe asks whether a message matching Src, Tag and Context is queued
+// for the rank (not yet taken by a receive), without taking it. The
+// relay answers Probed for Req: at once if Block is false (Found false if
+// there is none), else when one arrives, the rank counting as blocked
+// meanwhile, as in a Wait; Unwait with Req cancels a blocking probe (an
+// answer may still come, which the rank ignores).
+type Probe struct {
+	Req     uint64 `msgpack:"r"`
+	Src     int    `msgpack:"s"`
+	Tag     int    `msgpack:"t"`
+	Context int    `msgpack:"c"`
+	Block   bool   `msgpack:"b"`
+}
+
+// Probed answers Probe Req: the oldest queued message it matches, its
+// source, tag and payload length.
+type Probed struct {
+	Req   uint64 `msgpack:"r"`
+	Found bool   `msgpack:"f"`
+	Src   int    `msgpack:"s"`
+	Tag   int    `msgpack:"t"`
+	Len   int    `msgpack:"n"`
+}
+
+// Coll announces that the rank enters collective number Seq (1, 2, … per
+// communicator) of the communicator whose collective context is Context:
+// its kind (CollKind), root (-1 or ignored for those without one) and
+// the bytes this rank contributes. The collective's data then travels as
+// Send frames in that context; the relay counts collectives and may plan
+// with them.
+type Coll struct {
+	Seq     uint64 `msgpack:"q"`
+	Context int    `msgpack:"c"`
+	Kind    string `msgpack:"k"`
+	Root    int    `msgpack:"o"`
+	Bytes   int64  `msgpack:"n"`
+}
+
+// CollKind reports whether k is a collective a Coll may announce.
+func CollKind(k string) bool {
+	switch k {
+	case "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
+		"allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan":
+		return true
+	}
+	return false
+}
+
+// Abort is MPI_Abort (or a call the library does not support): the job
+// fails with Error, the rank's other peers are killed, and the rank exits
+// with Code without waiting for an answer.
+type Abort struct {
+	Code  int    `msgpack:"x"`
+	Error string `msgpack:"e"`
+}
+
+// MaxAbortText bounds the Abort message the relay keeps (MPICH's
+// MPI_MAX_ERROR_STRING).
+const MaxAbortText = 512

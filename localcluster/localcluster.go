@@ -97,7 +97,7 @@ type Options struct {
 	// (--strobe-fanout; 0: direct).
 	StrobeFanout int
 	// MPI is the process-management interface of jobs that do not name
-	// one (agent --mpi: api.MPIPMI1 or api.MPINone; "": the agent's
+	// one (agent --mpi: api.MPIPMI1, api.MPICosched or api.MPINone; "": the agent's
 	// default, none).
 	MPI string
 	// UnsealedStrobes leaves strobes and heartbeats unsealed despite the
@@ -162,7 +162,7 @@ func (o Options) Validate() error {
 		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
 	if _, err := api.ParseMPI(o.MPI); err != nil {
-		bad("MPI", o.MPI, "want none or pmi1")
+		bad("MPI", o.MPI, "want none, pmi1 or cosched")
 	}
 	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
 		bad("StrobeFanout", o.StrobeFanout, "must be 0 (direct) to 255")

@@ -135,8 +135,12 @@ type Config struct {
 	// executable's "bench-rank").
 	BenchRank []string
 	// MPI is the cluster's default process-management interface for jobs
-	// that do not choose one (controller; "", none or pmi1).
+	// that do not choose one (controller; "", none, pmi1 or cosched).
 	MPI string
+	// MPILib is the directory of cosched's MPI library (MPILibName) for
+	// api.MPICosched jobs; empty: lib/cosched beside the directory of the
+	// agent's executable (../lib/cosched from bin/cosched).
+	MPILib string
 	// Cgroups is how jobs are contained: "auto" or "" (cgroups v2 or v1
 	// as the host has them, else process groups only), "v1", "v2" or
 	// "none" (see node/jobcg).
@@ -295,6 +299,7 @@ type Agent struct {
 	unixLn             net.Listener
 	proxies            proxies
 	pmi                *pmi.Server // MPI jobs' PMI connections
+	mpiLib             string      // where cosched's MPI library is looked for (Config.MPILib)
 
 	// strobeAuth seals and opens strobes and heartbeats (nil: no key):
 	// the node's one sequence, its Follower's and, while it leads, its
@@ -435,6 +440,9 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
+	if a.mpiLib, err = filepath.Abs(mpiLibDir(cfg.MPILib)); err != nil {
+		return nil, fmt.Errorf("node: --mpi-lib: %w", err)
+	}
 	a.sw = newSwitcher(a.suspender(), false, a.log)
 	if a.ctlAuth, err = newControlAuth(cfg.Key); err != nil {
 		return nil, err
@@ -468,7 +476,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
-		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnHeartbeatNodes: a.setHeartbeatPeers, Key: cfg.Key}); err != nil {
+		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnAbort: a.rankAborted, OnHeartbeatNodes: a.setHeartbeatPeers, Key: cfg.Key}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if d := unsearchable(a.relay.SocketPath()); d != "" && os.Geteuid() == 0 {

@@ -181,6 +181,19 @@ func (a *Agent) launch(l launch) {
 		return
 	}
 	env := append(append(user.env, l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
+	if l.MPI == api.MPICosched {
+		lib, err := a.mpiLibEnv(env)
+		if err != nil {
+			// Refused at once, with where the agent looked: no rank
+			// starts, and the job fails with the reason.
+			a.log.Warn("job refused", zap.Int64("job", l.Job), zap.Error(err))
+			for _, r := range l.Ranks {
+				a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: 127, Err: truncate(err.Error(), maxExitText)})
+			}
+			return
+		}
+		env = append(env, lib)
+	}
 	argv := l.Argv
 	if l.Bench != nil {
 		argv = a.cfg.BenchRank
@@ -267,11 +280,7 @@ func (a *Agent) forwardExits() {
 		if e.Err != nil {
 			m.Err = truncate(e.Err.Error(), maxExitText)
 		}
-		// A rank that used comm and ended without Finalize has failed,
-		// whatever its status: its peers may wait for it forever.
-		if connected, finalized := a.relay.RankState(e.Job, e.Rank); connected && !finalized && m.Code == 0 && m.Signal == "" {
-			m.Failure = "ended without comm.Finalize"
-		}
+		m.Failure, m.Reason = a.relayFailure(m)
 		if m.Failure == "" {
 			m.Failure = a.pmi.Failure(e.Job, e.Rank, m.Code == 0 && m.Signal == "" && m.Err == "")
 		}

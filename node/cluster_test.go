@@ -48,6 +48,8 @@ func TestMain(m *testing.M) {
 			}
 		case commClaimArg:
 			os.Exit(commClaim(os.Args[2:]))
+		case mpiWireArg:
+			os.Exit(mpiWireMain(os.Args[2:]))
 		}
 	}
 	// The agents and ranks the tests start from this binary exit without

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +22,7 @@ import (
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/sharing"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // commScenarioArg makes the test binary run a comm program instead of the
@@ -227,6 +230,13 @@ func TestCommSemanticsInEveryMode(t *testing.T) {
 					t.Fatalf("rank %+v", r)
 				}
 			}
+			// The job's own counters: what its ranks sent is what they
+			// were delivered, bytes too, and /metrics says the same.
+			if js := c.jobTraffic(id); js.Sent == 0 || js.Sent != js.Delivered || js.SentBytes != js.DeliveredBytes {
+				t.Fatalf("job %d's traffic at the relays: %+v", id, js)
+			} else if got := c.jobMetric("cosched_relay_job_sent_bytes_total", id); got != float64(js.SentBytes) {
+				t.Fatalf("/metrics: %v bytes sent by job %d, the API says %d", got, id, js.SentBytes)
+			}
 			st := c.relayStats()
 			switch mode {
 			case sharing.BCS:
@@ -298,6 +308,58 @@ func TestRankExitingWithoutFinalizeFailsJob(t *testing.T) {
 		t.Fatalf("job %s: %q", j.State, j.Reason)
 	}
 	c.waitGone(id)
+}
+
+// jobTraffic adds up a job's counters at every agent's relay.
+func (c *testCluster) jobTraffic(id int64) telemetry.RelayJobStats {
+	c.t.Helper()
+	sum := telemetry.RelayJobStats{Job: id}
+	for _, a := range c.agents {
+		st, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, js := range st.Relay.Jobs {
+			if js.Job == id {
+				sum.Sent += js.Sent
+				sum.SentBytes += js.SentBytes
+				sum.Delivered += js.Delivered
+				sum.DeliveredBytes += js.DeliveredBytes
+				sum.Collectives += js.Collectives
+				sum.CollectiveBytes += js.CollectiveBytes
+			}
+		}
+	}
+	return sum
+}
+
+// jobMetric adds up a per-job relay metric of job id over every agent's
+// /metrics.
+func (c *testCluster) jobMetric(name string, id int64) float64 {
+	c.t.Helper()
+	var sum float64
+	label := fmt.Sprintf(`job="%d"`, id)
+	for _, a := range c.agents {
+		resp, err := http.Get("http://" + a.APIAddr() + "/metrics")
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, name+"{") && strings.Contains(line, label) {
+				var v float64
+				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+					c.t.Fatalf("%q: %v", line, err)
+				}
+				sum += v
+			}
+		}
+	}
+	return sum
 }
 
 // relayStats adds up every agent's relay counters.

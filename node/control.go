@@ -126,6 +126,11 @@ type rankExit struct {
 	Err     string `msgpack:"err"` // it could not be started
 	// Failure is why the agent counts a rank that exited 0 as failed.
 	Failure string `msgpack:"failure,omitempty"`
+	// Reason, when set, is the job's failure reason as a whole, which
+	// the agent knows better than this rank's exit: a rank of the job
+	// called MPI_Abort (the reason names that rank, whichever rank's
+	// exit reaches the controller first).
+	Reason string `msgpack:"reason,omitempty"`
 	// Stats is a benchmark rank's report (comm.Stats), if it sent one.
 	Stats *comm.Stats `msgpack:"stats,omitempty"`
 	// Usage is the job's accounting on this node from its cgroup,

@@ -567,7 +567,7 @@ func (c *Controller) linkLost(m *ctl.Machine, name string, l *link, why string) 
 
 func exitOf(x rankExit) ctl.RankExit {
 	e := ctl.RankExit{Job: x.Job, Rank: x.Rank, Node: x.Node, PID: x.PID, Code: x.Code, Signal: x.Signal,
-		CPUTime: time.Duration(x.CPUTime), MaxRSS: x.MaxRSS, Err: x.Err, Failure: x.Failure}
+		CPUTime: time.Duration(x.CPUTime), MaxRSS: x.MaxRSS, Err: x.Err, Failure: x.Failure, Reason: x.Reason}
 	if u := x.Usage; u != nil {
 		e.Usage = &api.NodeUsage{CPUTime: api.Duration{D: time.Duration(u.CPUTime)}, PeakMemory: u.PeakMemory, MemoryLimit: u.MemoryLimit,
 			Processes: u.Processes, OOMKills: u.OOMKills}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/node/journal"
 	"github.com/cosched/cosched/strobe"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // registerMetrics exposes the agent's counters on /metrics. Values are
@@ -94,6 +96,7 @@ func (a *Agent) registerMetrics() {
 	relayCounter("heartbeat_timeouts_total", "BCS transfers started without every peer's heartbeat.", func(s relay.Stats) uint64 { return s.HeartbeatWaits })
 	relayCounter("ranks_refused_total", "Rank connections refused: the process runs as another user than the job's ranks.", func(s relay.Stats) uint64 { return s.RanksRefused })
 	relayCounter("barriers_total", "Barriers released by this relay.", func(s relay.Stats) uint64 { return s.Barriers })
+	r.MustRegister(newRelayJobCollector(a.relay, labels))
 	gauge("relay_outbox", "BCS messages waiting for a slice transfer.", func() float64 { return float64(a.relay.Stats().Outbox) })
 	gauge("ranks_blocked", "Local ranks blocked in communication.", func() float64 { return float64(a.relay.Stats().Blocked) })
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cosched_slot_reuses_total", Help: "Ranks continued in another row's slice because that slice's rank was blocked (BCS process-level slot reuse).", ConstLabels: labels},
@@ -177,6 +180,51 @@ func (c leaderCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, name)
+}
+
+// relayJobCollector exports the relay's per-job traffic (relay.Stats'
+// Jobs: running jobs and those ended in the last minutes), labelled by
+// job.
+type relayJobCollector struct {
+	relay    *relay.Relay
+	counters []relayJobCounter
+	descs    []*prometheus.Desc
+}
+
+// relayJobCounter is one of relayJobCollector's metrics and its value.
+type relayJobCounter struct {
+	name, help string
+	value      func(telemetry.RelayJobStats) uint64
+}
+
+func newRelayJobCollector(r *relay.Relay, labels prometheus.Labels) relayJobCollector {
+	c := relayJobCollector{relay: r, counters: []relayJobCounter{
+		{"cosched_relay_job_sent_total", "Messages a job's local ranks handed to the relay.", func(s telemetry.RelayJobStats) uint64 { return s.Sent }},
+		{"cosched_relay_job_sent_bytes_total", "Payload bytes a job's local ranks handed to the relay.", func(s telemetry.RelayJobStats) uint64 { return s.SentBytes }},
+		{"cosched_relay_job_delivered_total", "Messages delivered to a job's local ranks.", func(s telemetry.RelayJobStats) uint64 { return s.Delivered }},
+		{"cosched_relay_job_delivered_bytes_total", "Payload bytes delivered to a job's local ranks.", func(s telemetry.RelayJobStats) uint64 { return s.DeliveredBytes }},
+		{"cosched_relay_job_collectives_total", "Collectives a job's local ranks announced (one per rank per collective; cosched's MPI library).",
+			func(s telemetry.RelayJobStats) uint64 { return s.Collectives }},
+	}}
+	for _, m := range c.counters {
+		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, []string{"job"}, labels))
+	}
+	return c
+}
+
+func (c relayJobCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c relayJobCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, js := range c.relay.Stats().Jobs {
+		job := strconv.FormatInt(js.Job, 10)
+		for i, m := range c.counters {
+			ch <- prometheus.MustNewConstMetric(c.descs[i], prometheus.CounterValue, float64(m.value(js)), job)
+		}
+	}
 }
 
 // metricsServer serves /metrics alone on a listener of its own

@@ -144,6 +144,7 @@ type Settings struct {
 	LogLevel            string `toml:"log_level"`
 	LogFormat           string `toml:"log_format"`
 	MPI                 string `toml:"mpi"`
+	MPILib              string `toml:"mpi_lib"` // "": lib/cosched beside the executable's directory
 	Cgroups             string `toml:"cgroups"` // "": auto
 	Suspend             string `toml:"suspend"` // "": signal
 	MemReserve          string `toml:"mem_reserve"`
@@ -174,7 +175,7 @@ func DefaultSettings() Settings {
 func (s Settings) Config(stateBase string, given func(field string) bool) (Config, error) {
 	c := Config{Name: s.Name, Bind: s.Bind, Advertise: s.Advertise, Join: s.Join, Controller: s.Controller, Controllers: s.Controllers, RaftPort: s.RaftPort,
 		MPL: s.MPL, Processors: s.Processors, NoCompute: s.NoCompute, StateDir: s.StateDir, APIPort: s.APIPort, MetricsListen: s.MetricsListen, Local: s.Local,
-		Priority: s.Priority, StrobeFanout: s.StrobeFanout, StrobeMulticast: s.StrobeMulticast, Nice: s.Nice, RankNice: s.RankNice, Cgroups: s.Cgroups,
+		Priority: s.Priority, StrobeFanout: s.StrobeFanout, StrobeMulticast: s.StrobeMulticast, Nice: s.Nice, RankNice: s.RankNice, Cgroups: s.Cgroups, MPILib: s.MPILib,
 		Suspend: cmp.Or(s.Suspend, api.SuspendSignal), FirstJobID: s.FirstJobID, UnsealedStrobes: s.UnsealedStrobes}
 	if given == nil {
 		given = func(string) bool { return false }

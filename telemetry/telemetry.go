@@ -155,4 +155,23 @@ type RelayStats struct {
 
 	Barriers uint64 `json:"barriers"` // barriers released here
 	Blocked  int    `json:"blocked"`  // local ranks blocked now
+
+	// Jobs is the traffic of each job with ranks here, running or ended
+	// in the last minutes, by job number.
+	Jobs []RelayJobStats `json:"jobs,omitempty"`
+}
+
+// RelayJobStats is one job's traffic at one relay: what its ranks on
+// that node sent and received, and the collectives they announced (one
+// per rank per collective: cosched's MPI library announces them).
+type RelayJobStats struct {
+	Job             int64  `json:"job"`
+	Ended           bool   `json:"ended,omitempty"`
+	Sent            uint64 `json:"sent"`             // messages handed over by the job's local ranks
+	SentBytes       uint64 `json:"sent_bytes"`       // their payload bytes
+	Delivered       uint64 `json:"delivered"`        // messages delivered to them
+	DeliveredBytes  uint64 `json:"delivered_bytes"`  // their payload bytes
+	Collectives     uint64 `json:"collectives"`      // collective entries they announced
+	CollectiveBytes uint64 `json:"collective_bytes"` // the bytes they said they contribute
+	Probes          uint64 `json:"probes"`           // probes they made
 }

@@ -33,6 +33,17 @@ func FuzzRankFrames(f *testing.F) {
 	f.Add(send[:len(send)-3])
 	f.Add([]byte{0, 0, 0, 8, frame.Version, byte(comm.FrameSend), 0x81, 0xa1, 'x', 0xc5, 0xff, 0xff})
 	f.Add(enc(comm.FrameFinalize, &comm.Finalize{}))
+	// cosched's MPI library's frames, good and hostile.
+	f.Add(join(enc(comm.FrameProbe, &comm.Probe{Req: 1, Src: comm.AnySource, Tag: comm.AnyTag, Context: 2, Block: true}),
+		enc(comm.FrameProbe, &comm.Probe{Req: 1, Src: 1, Tag: 0, Context: 2, Block: true}),
+		enc(comm.FrameUnwait, &comm.Unwait{Reqs: []uint64{1}})))
+	f.Add(enc(comm.FrameProbe, &comm.Probe{Req: 2, Src: 1, Tag: 9, Context: comm.MaxContext}))
+	f.Add(join(enc(comm.FrameColl, &comm.Coll{Seq: 1, Context: 3, Kind: "alltoallv", Root: -1, Bytes: 1 << 40}),
+		enc(comm.FrameColl, &comm.Coll{Seq: 2, Context: 3, Kind: "bcast\x00", Root: 7})))
+	f.Add(enc(comm.FrameSend, &comm.Send{Dst: 1, Tag: comm.MaxTag, Context: comm.MaxContext - 1, Data: []byte("edge")}))
+	f.Add(enc(comm.FrameAbort, &comm.Abort{Code: -1, Error: "\xff\xfe\x00 bye"}))
+	f.Add([]byte{0, 0, 0, 6, frame.Version, byte(comm.FrameAbort), 0x81, 0xa1, 'e', 0xd9})
+	f.Add([]byte{0, 0, 0, 5, frame.Version, byte(comm.FrameProbe), 0x81, 0xa1, 'b'})
 	f.Fuzz(func(t *testing.T, input []byte) {
 		r := newRelay(t, "n0", nil)
 		if err := r.AddJob(1, []string{"n0", "n0"}); err != nil {

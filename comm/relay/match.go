@@ -78,6 +78,16 @@ func (m *matcher) post(p posted) (envelope, bool) {
 	return envelope{}, false
 }
 
+// peek returns the oldest queued message p matches, leaving it queued.
+func (m *matcher) peek(p posted) (envelope, bool) {
+	for _, e := range m.unexpected {
+		if p.matches(e) {
+			return e, true
+		}
+	}
+	return envelope{}, false
+}
+
 // remove deletes s[i]. The head, by far the most common case (streams are
 // matched in order), is dropped by reslicing, without moving the rest: a
 // queue of thousands of early messages must not cost a copy per receive.

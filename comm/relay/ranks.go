@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -95,8 +99,9 @@ func (r *Relay) serveRank(rc *rankConn) {
 		delete(r.rankConns, rc)
 		if rs != nil && rs.conn == rc {
 			rs.conn = nil
+			close(rs.done)
 			rs.recompute(r)
-			if !rs.finalized {
+			if !rs.finalized && rs.abort == nil {
 				r.log.Warn("rank left without Finalize", zap.Int64("job", rs.job.id), zap.Int("rank", rs.rank))
 			}
 		}
@@ -138,7 +143,11 @@ func (r *Relay) serveRank(rc *rankConn) {
 			}
 			return
 		}
-		if err := r.rankFrame(rs, fr, t, body); err != nil {
+		err = r.rankFrame(rs, fr, t, body)
+		if errors.Is(err, errAborted) {
+			return // the rank exits; the job is over
+		}
+		if err != nil {
 			log.Warn("bad frame from rank; connection closed", zap.Error(err))
 			rc.fatal("relay: " + err.Error())
 			return
@@ -175,8 +184,8 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 	case rs.inited:
 		return nil, fmt.Errorf("rank %d of job %d is already connected", h.Rank, h.Job)
 	}
-	rs.inited, rs.conn = true, rc
-	rc.send(comm.FrameWelcome, &comm.Welcome{Mode: r.mode.String()})
+	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
+	rc.send(comm.FrameWelcome, &comm.Welcome{Mode: r.mode.String(), Version: comm.ProtocolVersion})
 	return rs, nil
 }
 
@@ -244,6 +253,9 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 		for _, req := range u.Reqs {
 			delete(rs.waiting, req)
 		}
+		if len(rs.probing) > 0 && len(u.Reqs) > 0 {
+			rs.probing = slices.DeleteFunc(rs.probing, func(p comm.Probe) bool { return slices.Contains(u.Reqs, p.Req) })
+		}
 		if u.Barrier != 0 && u.Barrier == rs.barrier {
 			rs.inBarrier = false
 		}
@@ -269,14 +281,50 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 		r.mu.Lock()
 		rs.finalized = true
 		clear(rs.waiting)
+		rs.probing = nil
 		rs.recompute(r)
 		if rs.conn != nil {
 			rs.conn.send(comm.FrameBye, &comm.Bye{})
 		}
 		r.mu.Unlock()
 		return nil
+	case comm.FrameProbe:
+		var p comm.Probe
+		if err := frame.Decode(body, &p); err != nil {
+			return fmt.Errorf("malformed probe: %w", err)
+		}
+		return r.rankProbe(rs, p)
+	case comm.FrameColl:
+		var c comm.Coll
+		if err := frame.Decode(body, &c); err != nil {
+			return fmt.Errorf("malformed coll: %w", err)
+		}
+		return r.rankColl(rs, c)
+	case comm.FrameAbort:
+		var a comm.Abort
+		if err := frame.Decode(body, &a); err != nil {
+			return fmt.Errorf("malformed abort: %w", err)
+		}
+		r.rankAbort(rs, a)
+		return errAborted
 	}
 	return fmt.Errorf("unknown frame type %d", t)
+}
+
+// errAborted ends a rank's connection after its Abort.
+var errAborted = errors.New("the rank aborted")
+
+// checkMatch checks a receive's or a probe's source, tag and context.
+func checkMatch(what string, j *job, src, tag, ctx int) error {
+	switch {
+	case src != comm.AnySource && (src < 0 || src >= j.size):
+		return fmt.Errorf("%s from rank %d of a job of %d", what, src, j.size)
+	case tag < comm.AnyTag || tag > comm.MaxTag:
+		return fmt.Errorf("%s with tag %d", what, tag)
+	case ctx < 0 || ctx >= comm.MaxContext:
+		return fmt.Errorf("%s in context %d, outside [0, %d)", what, ctx, comm.MaxContext)
+	}
+	return nil
 }
 
 func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
@@ -284,10 +332,10 @@ func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 	switch {
 	case s.Dst < 0 || s.Dst >= j.size:
 		return fmt.Errorf("send to rank %d of a job of %d", s.Dst, j.size)
-	case s.Tag < 0:
-		return fmt.Errorf("send with negative tag %d", s.Tag)
-	case s.Context != comm.ContextUser && s.Context != comm.ContextCollective:
-		return fmt.Errorf("send in unknown context %d", s.Context)
+	case s.Tag < 0 || s.Tag > comm.MaxTag:
+		return fmt.Errorf("send with tag %d, outside [0, %d]", s.Tag, comm.MaxTag)
+	case s.Context < 0 || s.Context >= comm.MaxContext:
+		return fmt.Errorf("send in context %d, outside [0, %d)", s.Context, comm.MaxContext)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -296,6 +344,8 @@ func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 	}
 	r.st.Sent++
 	r.st.SentBytes += uint64(len(s.Data))
+	j.st.Sent++
+	j.st.SentBytes += uint64(len(s.Data))
 	m := peerMsg{Job: j.id, Src: rs.rank, Dst: s.Dst, Tag: s.Tag, Ctx: s.Context, Data: s.Data}
 	m.rd = fr
 	node := j.nodes[s.Dst]
@@ -308,12 +358,8 @@ func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 }
 
 func (r *Relay) rankPost(rs *rankState, p comm.Post) error {
-	j := rs.job
-	switch {
-	case p.Src != comm.AnySource && (p.Src < 0 || p.Src >= j.size):
-		return fmt.Errorf("receive from rank %d of a job of %d", p.Src, j.size)
-	case p.Tag < comm.AnyTag:
-		return fmt.Errorf("receive with tag %d", p.Tag)
+	if err := checkMatch("receive", rs.job, p.Src, p.Tag, p.Context); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -325,6 +371,96 @@ func (r *Relay) rankPost(rs *rankState, p comm.Post) error {
 		r.completeLocked(rs, p.Req, env, true)
 	}
 	return nil
+}
+
+// maxProbing bounds a rank's blocking probes not answered yet.
+const maxProbing = 1 << 12
+
+// rankProbe answers a probe from what is queued for the rank, or, for a
+// blocking one that finds nothing, keeps it until a message comes.
+func (r *Relay) rankProbe(rs *rankState, p comm.Probe) error {
+	if err := checkMatch("probe", rs.job, p.Src, p.Tag, p.Context); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rs.job.st.Probes++
+	if env, ok := rs.q.peek(posted{src: p.Src, tag: p.Tag, ctx: p.Context}); ok || !p.Block {
+		if rs.conn != nil {
+			rs.conn.send(comm.FrameProbed, &comm.Probed{Req: p.Req, Found: ok, Src: env.src, Tag: env.tag, Len: len(env.data)})
+		}
+		return nil
+	}
+	switch {
+	case slices.ContainsFunc(rs.probing, func(q comm.Probe) bool { return q.Req == p.Req }):
+		return fmt.Errorf("probe request %d made twice", p.Req)
+	case len(rs.probing) >= maxProbing:
+		return fmt.Errorf("over %d blocking probes at once", maxProbing)
+	}
+	rs.probing = append(rs.probing, p)
+	rs.recompute(r)
+	return nil
+}
+
+// rankColl counts a collective a rank announced.
+func (r *Relay) rankColl(rs *rankState, c comm.Coll) error {
+	j := rs.job
+	switch {
+	case c.Seq == 0:
+		return errors.New("collective number 0")
+	case c.Context < 0 || c.Context >= comm.MaxContext:
+		return fmt.Errorf("collective in context %d, outside [0, %d)", c.Context, comm.MaxContext)
+	case !comm.CollKind(c.Kind):
+		return fmt.Errorf("unknown collective %.40q", c.Kind)
+	case c.Root < -1 || c.Root >= j.size:
+		return fmt.Errorf("collective with root %d in a job of %d", c.Root, j.size)
+	case c.Bytes < 0:
+		return fmt.Errorf("collective of %d bytes", c.Bytes)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j.st.Collectives++
+	j.st.CollectiveBytes += uint64(c.Bytes)
+	return nil
+}
+
+// rankAbort records a rank's Abort and tells the agent.
+func (r *Relay) rankAbort(rs *rankState, a comm.Abort) {
+	a.Error = cleanText(a.Error, comm.MaxAbortText)
+	r.mu.Lock()
+	rs.abort = &a
+	if rs.job.abort == nil {
+		rs.job.abort = &rankAbort{rank: rs.rank, Abort: a}
+	}
+	clear(rs.waiting)
+	rs.probing = nil
+	rs.recompute(r)
+	r.mu.Unlock()
+	r.log.Info("rank called MPI_Abort", zap.Int64("job", rs.job.id), zap.Int("rank", rs.rank), zap.Int("code", a.Code), zap.String("message", a.Error))
+	if r.cfg.OnAbort != nil {
+		r.cfg.OnAbort(rs.job.id, rs.rank, a)
+	}
+}
+
+// cleanText makes a rank's text fit a job's reason: valid UTF-8, control
+// characters as spaces, at most max bytes.
+func cleanText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return ' '
+		}
+		return c
+	}, s)
+	s = strings.TrimSpace(s)
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 func (r *Relay) rankArrive(rs *rankState, seq uint64) error {

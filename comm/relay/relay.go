@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,11 @@ type Config struct {
 	OnHeartbeatNodes func()
 	// OnStats receives a rank's benchmark statistics (comm.Stats).
 	OnStats func(job int64, rank int, s comm.Stats)
+	// OnAbort learns that a local rank called MPI_Abort (comm.Abort, its
+	// text cleaned and bounded): the job is over. Called from the rank's
+	// reader goroutine, without the relay's lock; RankEnd and JobAbort
+	// say it too.
+	OnAbort func(job int64, rank int, a comm.Abort)
 	// MaxEarly bounds the bytes held for jobs not registered yet; 0 = 64 MiB.
 	MaxEarly int
 	// Key, when set, authenticates the links between relays: both ends
@@ -102,6 +108,8 @@ type Relay struct {
 	inConns    map[net.Conn]struct{}
 	bcs        bcsState
 	st         Stats
+	// endedStats is the traffic of the jobs in ended, for Stats.
+	endedStats map[int64]telemetry.RelayJobStats
 }
 
 type job struct {
@@ -119,7 +127,9 @@ type job struct {
 	// left is the job's other nodes whose ranks have all ended (their
 	// relay said so, buffered mode): no heartbeat of theirs is waited for,
 	// and they no longer count barriers.
-	left map[string]bool
+	left  map[string]bool
+	st    telemetry.RelayJobStats // its traffic here
+	abort *rankAbort              // the first Abort of one of its local ranks
 	// finishing: this node's ranks of the job have all ended (FinishJob,
 	// buffered mode), but it stays in the job's exchange until the slices
 	// that carry their last messages are announced and transferred, then
@@ -140,7 +150,16 @@ type rankState struct {
 	waiting   map[uint64]struct{} // the subset the rank said it is blocked on
 	barrier   uint64              // barrier it arrived at, not yet released (0: none)
 	inBarrier bool                // and it waits for the release (no Unwait since)
+	probing   []comm.Probe        // blocking probes not answered yet, oldest first
 	blocked   bool
+	abort     *comm.Abort   // what its Abort said
+	done      chan struct{} // closed when its connection's reader has ended
+}
+
+// rankAbort is a rank's Abort.
+type rankAbort struct {
+	rank int
+	comm.Abort
 }
 
 // New starts a relay: its Unix socket for ranks and its TCP listener for
@@ -187,7 +206,7 @@ func New(cfg Config) (*Relay, error) {
 	r := &Relay{
 		cfg: cfg, log: cfg.Log.With(zap.String("component", "relay")),
 		unixLn: unixLn, tcpLn: tcpLn, ctx: ctx, cancel: cancel, link: link, refusedLog: ratelog.New(10 * time.Second),
-		jobs: map[int64]*job{}, ended: map[int64]time.Time{}, early: map[int64][]inbound{},
+		jobs: map[int64]*job{}, ended: map[int64]time.Time{}, endedStats: map[int64]telemetry.RelayJobStats{}, early: map[int64][]inbound{},
 		peers: map[string]string{}, out: map[string]*peerConn{},
 		rankConns: map[*rankConn]struct{}{}, inConns: map[net.Conn]struct{}{},
 		hbTimeout: 5 * time.Millisecond,
@@ -306,8 +325,10 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 		}
 	}
 	j.hosts = slices.Compact(slices.Sorted(slices.Values(nodes)))
+	j.st.Job = id
 	r.jobs[id] = j
 	delete(r.ended, id)
+	delete(r.endedStats, id)
 	if fc, ok := r.earlyFlows[id]; ok {
 		if r.rootLocked(j) == r.cfg.Node {
 			r.st.AnnouncedIn += fc.msgs
@@ -433,10 +454,22 @@ func (r *Relay) forgetJobLocked(id int64) {
 	delete(r.jobs, id)
 	now := time.Now()
 	r.ended[id] = now
+	j.st.Ended = true
+	r.endedStats[id] = j.st
 	for old, at := range r.ended {
 		if now.Sub(at) > 10*time.Minute {
 			delete(r.ended, old)
+			delete(r.endedStats, old)
 		}
+	}
+	for len(r.endedStats) > maxEndedStats {
+		oldest := id
+		for old := range r.endedStats {
+			if r.ended[old].Before(r.ended[oldest]) {
+				oldest = old
+			}
+		}
+		delete(r.endedStats, oldest)
 	}
 }
 
@@ -454,11 +487,74 @@ func (r *Relay) RankState(id int64, rank int) (connected, finalized bool) {
 	return false, false
 }
 
+// maxEndedStats bounds the ended jobs whose traffic Stats still shows.
+const maxEndedStats = 64
+
+// RankEnd is what the relay knows of a rank whose process has ended.
+type RankEnd struct {
+	Connected bool        // it connected (its Hello was accepted)
+	Finalized bool        // it sent Finalize
+	Abort     *comm.Abort // it sent Abort
+}
+
+// RankEnd is RankState for a rank whose process has ended, with its
+// Abort if it sent one. It first waits, until ctx ends, for the relay to
+// have read the rank's connection to its end: the process is gone, but
+// what it wrote last (an Abort just before exiting) may not have been
+// read yet.
+func (r *Relay) RankEnd(ctx context.Context, id int64, rank int) RankEnd {
+	r.mu.Lock()
+	var done chan struct{}
+	if j := r.jobs[id]; j != nil {
+		if rs := j.local[rank]; rs != nil && rs.conn != nil {
+			done = rs.done
+		}
+	}
+	r.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var e RankEnd
+	if j := r.jobs[id]; j != nil {
+		if rs := j.local[rank]; rs != nil {
+			e.Connected, e.Finalized = rs.inited, rs.finalized
+			if rs.abort != nil {
+				a := *rs.abort
+				e.Abort = &a
+			}
+		}
+	}
+	return e
+}
+
+// JobAbort returns the first Abort of a local rank of a job registered
+// here, and which rank sent it.
+func (r *Relay) JobAbort(id int64) (rank int, a comm.Abort, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil && j.abort != nil {
+		return j.abort.rank, j.abort.Abort, true
+	}
+	return 0, comm.Abort{}, false
+}
+
 // Stats returns the counters.
 func (r *Relay) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.st
+	for _, j := range r.jobs {
+		st.Jobs = append(st.Jobs, j.st)
+	}
+	for _, js := range r.endedStats {
+		st.Jobs = append(st.Jobs, js)
+	}
+	slices.SortFunc(st.Jobs, func(a, b telemetry.RelayJobStats) int { return cmp.Compare(a.Job, b.Job) })
 	st.Mode = r.mode.String()
 	st.Outbox = len(r.bcs.outbox)
 	st.Peers = len(r.peers)
@@ -482,7 +578,7 @@ func (rs *rankState) setBlocked(r *Relay, b bool) {
 }
 
 func (rs *rankState) recompute(r *Relay) {
-	rs.setBlocked(r, rs.conn != nil && !rs.finalized && (len(rs.waiting) > 0 || rs.barrier != 0 && rs.inBarrier))
+	rs.setBlocked(r, rs.conn != nil && !rs.finalized && (len(rs.waiting) > 0 || len(rs.probing) > 0 || rs.barrier != 0 && rs.inBarrier))
 }
 
 // deliverLocked hands a message to a local rank: to its oldest matching
@@ -500,6 +596,7 @@ func (r *Relay) deliverLocked(j *job, m peerMsg) {
 		m.own()
 		env.data = m.Data
 		rs.q.queue(env)
+		r.answerProbesLocked(rs, env)
 		return
 	}
 	r.completeLocked(rs, p.req, env, false)
@@ -510,6 +607,8 @@ func (r *Relay) deliverLocked(j *job, m peerMsg) {
 // the Deliver refers to it instead of copying it.
 func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope, owned bool) {
 	delete(rs.pending, req)
+	rs.job.st.Delivered++
+	rs.job.st.DeliveredBytes += uint64(len(env.data))
 	if rs.conn != nil {
 		d := &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data}
 		if owned {
@@ -523,6 +622,28 @@ func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope, owned bo
 		delete(rs.waiting, req)
 		rs.recompute(r)
 	}
+}
+
+// answerProbesLocked answers the blocking probes of rs that env, just
+// queued, matches: it is the oldest queued message they match, since
+// none matched when they were made.
+func (r *Relay) answerProbesLocked(rs *rankState, env envelope) {
+	if len(rs.probing) == 0 {
+		return
+	}
+	kept := rs.probing[:0]
+	for _, p := range rs.probing {
+		if !(posted{src: p.Src, tag: p.Tag, ctx: p.Context}).matches(env) {
+			kept = append(kept, p)
+			continue
+		}
+		if rs.conn != nil {
+			rs.conn.send(comm.FrameProbed, &comm.Probed{Req: p.Req, Found: true, Src: env.src, Tag: env.tag, Len: len(env.data)})
+		}
+	}
+	clear(rs.probing[len(kept):])
+	rs.probing = kept
+	rs.recompute(r)
 }
 
 // releaseLocked completes barrier seq of j on this node.

@@ -39,15 +39,23 @@ func (b *blockLog) get() []string {
 
 func newRelay(t *testing.T, node string, blocks *blockLog) *Relay {
 	t.Helper()
+	return newRelayWith(t, node, func(cfg *Config) {
+		if blocks != nil {
+			cfg.OnBlocked = blocks.add
+		}
+	})
+}
+
+// newRelayWith is newRelay with a Config that set changes.
+func newRelayWith(t *testing.T, node string, set func(*Config)) *Relay {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "rl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	cfg := Config{Node: node, SocketPath: filepath.Join(dir, "r.sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(t)}
-	if blocks != nil {
-		cfg.OnBlocked = blocks.add
-	}
+	set(&cfg)
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -84,15 +92,21 @@ func dialRank(t *testing.T, r *Relay, job int64, rank, size int) *client {
 	return cl
 }
 
-// tryRank connects and says hello; it returns the Fatal text if refused.
-func tryRank(t *testing.T, r *Relay, job int64, rank, size int) (*client, string) {
+// rawClient connects, without a hello.
+func rawClient(t *testing.T, r *Relay) *client {
 	t.Helper()
 	c, err := net.Dial("unix", r.SocketPath())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	cl := &client{t: t, c: c, fr: frame.NewReader(c, comm.MaxFrame)}
+	return &client{t: t, c: c, fr: frame.NewReader(c, comm.MaxFrame)}
+}
+
+// tryRank connects and says hello; it returns the Fatal text if refused.
+func tryRank(t *testing.T, r *Relay, job int64, rank, size int) (*client, string) {
+	t.Helper()
+	cl := rawClient(t, r)
 	cl.send(comm.FrameHello, &comm.Hello{Job: job, Rank: rank, Size: size, PID: os.Getpid()})
 	typ, body := cl.read()
 	switch typ {

@@ -101,6 +101,9 @@ func Nodes(w io.Writer, rep api.NodesReport, stats bool) {
 		writeClusterStats(w, rep)
 	}
 	fmt.Fprintln(w, "(* the controller that leads)")
+	if stats {
+		writeRelayJobs(w, rep)
+	}
 }
 
 // nodeRow is one agent's line of nodes (with --stats, its statistics).
@@ -134,6 +137,33 @@ func nodeRow(n api.NodeInfo, stats bool) []string {
 		}
 	}
 	return r
+}
+
+// writeRelayJobs prints nodes --stats' traffic of each job at each
+// agent's relay, if any job has sent or announced anything.
+func writeRelayJobs(w io.Writer, rep api.NodesReport) {
+	rows := [][]string{{"AGENT", "JOB", "SENT", "SENT BYTES", "DELIVERED", "DELIVERED BYTES", "COLLECTIVES"}}
+	for _, n := range rep.Nodes {
+		if n.Stats == nil {
+			continue
+		}
+		for _, js := range n.Stats.Relay.Jobs {
+			if js.Sent+js.Delivered+js.Collectives == 0 {
+				continue
+			}
+			job := fmt.Sprint(js.Job)
+			if js.Ended {
+				job += " (ended)"
+			}
+			rows = append(rows, []string{n.Name, job, fmt.Sprint(js.Sent), humanize.IBytes(js.SentBytes), fmt.Sprint(js.Delivered),
+				humanize.IBytes(js.DeliveredBytes), fmt.Sprint(js.Collectives)})
+		}
+	}
+	if len(rows) == 1 {
+		return
+	}
+	fmt.Fprintln(w, "\nmessages of each job's ranks through each agent's relay:")
+	writeColumns(w, rows)
 }
 
 // writeClusterStats prints the cluster's lines of nodes --stats: mode,

@@ -455,7 +455,11 @@ func (m *Machine) RankExit(x RankExit) bool {
 	if x.Failure != "" && r.Error == "" {
 		r.Error = x.Failure
 	}
-	m.rankEnded(j, r, x.failed(), fmt.Sprintf("rank %d on %s %s", x.Rank, x.Node, x.text()))
+	why := fmt.Sprintf("rank %d on %s %s", x.Rank, x.Node, x.text())
+	if x.Reason != "" {
+		why = x.Reason
+	}
+	m.rankEnded(j, r, x.failed() || x.Reason != "", why)
 	return true
 }
 

@@ -115,8 +115,12 @@ type RankExit struct {
 	Err     string // it could not be started
 	// Failure is why the agent counts a rank that exited 0 as failed.
 	Failure string
-	Stats   *api.BenchStats
-	Usage   *api.NodeUsage // the job's accounting on the node, with its last rank there
+	// Reason, when set, is the job's failure reason as a whole (a rank
+	// of the job called MPI_Abort): the job fails with it, whichever
+	// rank's exit comes first.
+	Reason string
+	Stats  *api.BenchStats
+	Usage  *api.NodeUsage // the job's accounting on the node, with its last rank there
 }
 
 func (x *RankExit) failed() bool {
