@@ -71,8 +71,19 @@ func TestProbe(t *testing.T) {
 	}
 	a.send(comm.FrameSend, &comm.Send{Dst: 1, Tag: 4, Context: 0, Data: []byte("other context")})
 	a.send(comm.FrameSend, &comm.Send{Dst: 1, Tag: 5, Context: ctx, Data: []byte("twelve bytes")})
-	b.send(comm.FrameProbe, &comm.Probe{Req: 2, Src: comm.AnySource, Tag: comm.AnyTag, Context: ctx})
-	if p := b.probed(); p.Req != 2 || !p.Found || p.Src != 0 || p.Tag != 5 || p.Len != 12 {
+	// a's sends reach the relay on another connection: probe until they
+	// are there (each Iprobe is answered at once).
+	var p comm.Probed
+	for req, deadline := uint64(100), time.Now().Add(10*time.Second); !p.Found; req++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("iprobe found nothing in 10 s: %+v", p)
+		}
+		b.send(comm.FrameProbe, &comm.Probe{Req: req, Src: comm.AnySource, Tag: comm.AnyTag, Context: ctx})
+		if p = b.probed(); p.Req != req {
+			t.Fatalf("iprobe %d answered as %+v", req, p)
+		}
+	}
+	if p.Src != 0 || p.Tag != 5 || p.Len != 12 {
 		t.Fatalf("iprobe: %+v", p)
 	}
 	// Blocking, for tag 6 of rank 0: nothing yet.
