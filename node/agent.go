@@ -347,6 +347,9 @@ type Agent struct {
 	// each agent's heartbeat on one slice in liveEvery (livenessEvery).
 	liveEvery int
 	stats     map[rankKey]comm.Stats // benchmark ranks' reports, until their exit
+	// mpiJobs is the jobs with ranks here on cosched's MPI library
+	// (api.MPICosched), until their last rank here exits.
+	mpiJobs map[int64]bool
 }
 
 type rankKey struct {
@@ -407,7 +410,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
-		stats: map[rankKey]comm.Stats{}, unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
+		stats: map[rankKey]comm.Stats{}, mpiJobs: map[int64]bool{}, unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))

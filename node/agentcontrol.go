@@ -193,6 +193,9 @@ func (a *Agent) launch(l launch) {
 			return
 		}
 		env = append(env, lib)
+		a.mu.Lock()
+		a.mpiJobs[l.Job] = true
+		a.mu.Unlock()
 	}
 	argv := l.Argv
 	if l.Bench != nil {
@@ -296,6 +299,9 @@ func (a *Agent) forwardExits() {
 			a.sw.remove(e.Job)
 			a.relay.FinishJob(e.Job)
 			a.pmiJobGone(e.Job)
+			a.mu.Lock()
+			delete(a.mpiJobs, e.Job)
+			a.mu.Unlock()
 			a.setHeartbeatPeers()
 		}
 		a.cgroupExit(&m, last)

@@ -105,7 +105,13 @@ func (a *Agent) relayFailure(m rankExit) (failure, jobReason string) {
 	case end.Connected && !end.Finalized && m.Code == 0 && m.Signal == "":
 		// A rank that used comm and ended without Finalize has failed,
 		// whatever its status: its peers may wait for it forever.
+		a.mu.Lock()
+		mpi := a.mpiJobs[m.Job]
+		a.mu.Unlock()
 		failure = "ended without comm.Finalize"
+		if mpi {
+			failure = "ended after MPI_Init without MPI_Finalize"
+		}
 	}
 	return failure, jobReason
 }

@@ -21,7 +21,8 @@ import (
 // cosched's MPI library does (TestMain): `node.test __mpi_wire RANK CODE
 // MESSAGE`: every rank says hello and checks the protocol version; rank
 // RANK then sends Abort{CODE, MESSAGE} and exits CODE, as the library's
-// MPI_Abort does; the others wait to be killed.
+// MPI_Abort does (MESSAGE "exit": it exits CODE without a word); the
+// others wait to be killed.
 const mpiWireArg = "__mpi_wire"
 
 func mpiWireMain(args []string) int {
@@ -54,6 +55,9 @@ func mpiWireMain(args []string) int {
 		return 1
 	}
 	fmt.Println("welcome", w.Version, "LD_LIBRARY_PATH="+os.Getenv("LD_LIBRARY_PATH"), "PMI_FD="+os.Getenv("PMI_FD"))
+	if me == aborter && args[2] == "exit" {
+		return code // without Finalize
+	}
 	if me == aborter {
 		if err := frame.Write(c, comm.FrameAbort, &comm.Abort{Code: code, Error: args[2]}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -115,7 +119,8 @@ func TestMPICoschedLibraryLookup(t *testing.T) {
 // MPI_Abort from a rank of cosched's MPI library fails the job with the
 // rank, its node, the exit code and the message, whichever rank's end
 // reaches the controller first, and kills the other ranks; a call the
-// library does not support fails it with the call's name.
+// library does not support fails it with the call's name; a rank that
+// exits 0 without MPI_Finalize fails it too.
 func TestMPICoschedAbort(t *testing.T) {
 	lib := fakeMPILib(t)
 	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space,
@@ -127,6 +132,7 @@ func TestMPICoschedAbort(t *testing.T) {
 		{2, 3, "the input is bad", "rank 2 on %s called MPI_Abort (exit code 3): the input is bad"},
 		{1, 1, "MPI_Win_create is not supported by cosched's MPI", "rank 1 on %s: MPI_Win_create is not supported by cosched's MPI"},
 		{0, 0, "", "rank 0 on %s called MPI_Abort (exit code 0)"},
+		{3, 0, "exit", "rank 3 on %s ended after MPI_Init without MPI_Finalize"},
 	} {
 		cmd := []string{os.Args[0], mpiWireArg, strconv.Itoa(tc.rank), strconv.Itoa(tc.code), tc.msg}
 		id := c.submit(api.JobSpec{Command: cmd, Processors: 4, MPI: api.MPICosched})
