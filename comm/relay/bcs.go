@@ -1,25 +1,23 @@
 package relay
 
 import (
-	"cmp"
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/comm/relay/barrier"
+	"github.com/cosched/cosched/comm/relay/bcs"
 	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
 // bcsState is the buffered mode's state, guarded by Relay.mu.
 type bcsState struct {
-	outbox []outMsg // handed over by local ranks, oldest first
-	nextN  uint64   // number of the next message handed over
-	epoch  uint64   // controller epoch of the cuts below
+	outbox bcs.Outbox[peerMsg] // handed over by local ranks, not in a plan yet
+	epoch  uint64              // controller epoch of the cuts below
 	plans  map[uint64]*slicePlan
 	order  []uint64                    // cut slices not yet transferred, in order
 	done   uint64                      // the last slice transferred
@@ -54,12 +52,6 @@ const (
 	maxLeftJobs  = 1024
 )
 
-type outMsg struct {
-	n    uint64 // handed-over order
-	node string // destination node
-	m    peerMsg
-}
-
 // slicePlan is what this node transfers in one slice, fixed at the cut.
 type slicePlan struct {
 	seq      uint64
@@ -69,7 +61,7 @@ type slicePlan struct {
 	released []loadRelease
 	blocked  []loadRank
 	planned  bool
-	msgs     []outMsg
+	msgs     []bcs.Msg[peerMsg]
 	payload  []byte
 	load     load // what payload encodes
 }
@@ -139,14 +131,13 @@ func (b *bcsState) wakeUp() {
 // may be borrowed).
 func (b *bcsState) enqueue(node string, m peerMsg) {
 	m.own()
-	b.outbox = append(b.outbox, outMsg{n: b.nextN, node: node, m: m})
-	b.nextN++
+	b.outbox.Add(node, m.Job, int64(len(m.Data)), m)
 }
 
 func (b *bcsState) dropJob(id int64) {
-	b.outbox = slices.DeleteFunc(b.outbox, func(o outMsg) bool { return o.m.Job == id })
+	b.outbox.DropJob(id)
 	for _, p := range b.plans {
-		p.msgs = slices.DeleteFunc(p.msgs, func(o outMsg) bool { return o.m.Job == id })
+		p.msgs = slices.DeleteFunc(p.msgs, func(o bcs.Msg[peerMsg]) bool { return o.Job == id })
 	}
 }
 
@@ -174,7 +165,7 @@ func (r *Relay) Cut(epoch, seq uint64) {
 	if _, dup := b.plans[seq]; dup {
 		return
 	}
-	p := &slicePlan{seq: seq, upTo: b.nextN, at: time.Now()}
+	p := &slicePlan{seq: seq, upTo: b.outbox.Mark(), at: time.Now()}
 	for _, j := range r.jobs {
 		for s, n := range j.arrived {
 			if s > j.released {
@@ -212,46 +203,16 @@ func (r *Relay) planLocked(p *slicePlan) {
 			r.planLocked(q)
 		}
 	}
-	var bytes int64
-	n := 0
-	for n < len(b.outbox) && b.outbox[n].n < p.upTo {
-		size := int64(len(b.outbox[n].m.Data))
-		if r.hmax > 0 && n > 0 && bytes+size > r.hmax {
-			break
-		}
-		bytes += size
-		n++
-	}
-	p.msgs = slices.Clone(b.outbox[:n])
-	b.outbox = slices.Delete(b.outbox, 0, n)
-	if len(b.outbox) > 0 && b.outbox[0].n < p.upTo {
+	tp := b.outbox.Take(p.upTo, r.hmax)
+	p.msgs = tp.Msgs
+	bytes := tp.Bytes
+	if tp.Deferred {
 		r.st.Deferred++
 	}
-	type flowKey struct {
-		node string
-		job  int64
+	ld := load{Node: r.cfg.Node, Barriers: p.barriers, Blocked: p.blocked, Waiting: tp.Waiting, Released: p.released}
+	for _, f := range tp.Flows {
+		ld.Flows = append(ld.Flows, loadFlow{Node: f.Node, Msgs: f.Msgs, Bytes: f.Bytes, Job: f.Job})
 	}
-	flows := map[flowKey]*loadFlow{}
-	for _, o := range p.msgs {
-		k := flowKey{o.node, o.m.Job}
-		f := flows[k]
-		if f == nil {
-			f = &loadFlow{Node: o.node, Job: o.m.Job}
-			flows[k] = f
-		}
-		f.Msgs++
-		f.Bytes += int64(len(o.m.Data))
-	}
-	ld := load{Node: r.cfg.Node, Barriers: p.barriers, Blocked: p.blocked, Waiting: len(b.outbox), Released: p.released}
-	for _, f := range flows {
-		ld.Flows = append(ld.Flows, *f)
-	}
-	slices.SortFunc(ld.Flows, func(a, b loadFlow) int {
-		if a.Node != b.Node {
-			return strings.Compare(a.Node, b.Node)
-		}
-		return cmp.Compare(a.Job, b.Job)
-	})
 	payload, err := msgpack.Marshal(&ld)
 	if err != nil {
 		r.log.Error("encode heartbeat load", zap.Error(err))
@@ -467,14 +428,10 @@ func (r *Relay) leaveFinishedLocked(force bool) {
 		if !j.finishing {
 			continue
 		}
-		if !force {
-			if len(b.order) > 0 || slices.ContainsFunc(b.outbox, func(o outMsg) bool { return o.m.Job == id }) {
-				continue
-			}
-			if b.timedOut && !j.overdue {
-				j.overdue = true
-				continue
-			}
+		leave, overdue := bcs.Leave(bcs.Finished{Pending: len(b.order) > 0, Queued: b.outbox.HasJob(id), TimedOut: b.timedOut, Overdue: j.overdue}, force)
+		j.overdue = overdue
+		if !leave {
+			continue
 		}
 		r.sendJobLeftLocked(id, j)
 		if !force {
@@ -697,15 +654,15 @@ func (r *Relay) readyLocked(j *job, sr *sliceReady, from string) {
 func (r *Relay) sendPlanLocked(p *slicePlan) {
 	nodes := r.nodesLocked()
 	self := slices.Index(nodes, r.cfg.Node)
-	byNode := map[string][]outMsg{}
+	byNode := map[string][]bcs.Msg[peerMsg]{}
 	for _, o := range p.msgs {
-		byNode[o.node] = append(byNode[o.node], o)
+		byNode[o.Node] = append(byNode[o.Node], o)
 	}
 	send := func(node string) {
 		for _, o := range byNode[node] {
-			r.forwardLocked(node, o.m, p.seq)
+			r.forwardLocked(node, o.Value, p.seq)
 			r.st.Transferred++
-			r.st.TransferredBytes += uint64(len(o.m.Data))
+			r.st.TransferredBytes += uint64(len(o.Value.Data))
 		}
 		delete(byNode, node)
 	}
@@ -721,10 +678,9 @@ func (r *Relay) sendPlanLocked(p *slicePlan) {
 // buffered mode).
 func (r *Relay) flushBufferedLocked() {
 	r.transferDueLocked(true)
-	for _, o := range r.bcs.outbox {
-		r.forwardLocked(o.node, o.m, 0)
+	for _, o := range r.bcs.outbox.TakeAll() {
+		r.forwardLocked(o.Node, o.Value, 0)
 	}
-	r.bcs.outbox = nil
 	r.leaveFinishedLocked(true)
 	clear(r.bcs.loads)
 	clear(r.bcs.ready)

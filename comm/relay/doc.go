@@ -11,7 +11,9 @@
 //   - Buffered (BCS): messages handed over during slice k wait in the
 //     node's outbox. At the strobe that starts slice k+1 (Cut) the relay
 //     takes, oldest first, at most h_max = bandwidth × slice bytes of them
-//     (at least one message) as that slice's transfer, and announces it in
+//     (at least one message) as that slice's transfer (package bcs, pure:
+//     what goes in which slice, and when a node that finished a job may
+//     leave it), and announces it in
 //     its heartbeat with the barrier arrivals and the blocked ranks it saw
 //     at the cut (HeartbeatData). The exchange is rooted: each job's root
 //     (its first node by name that has not left it, package barrier)

@@ -556,7 +556,7 @@ func (r *Relay) Stats() Stats {
 	}
 	slices.SortFunc(st.Jobs, func(a, b telemetry.RelayJobStats) int { return cmp.Compare(a.Job, b.Job) })
 	st.Mode = r.mode.String()
-	st.Outbox = len(r.bcs.outbox)
+	st.Outbox = r.bcs.outbox.Len()
 	st.Peers = len(r.peers)
 	for _, j := range r.jobs {
 		for _, rs := range j.local {

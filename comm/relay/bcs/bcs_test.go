@@ -1,0 +1,102 @@
+package bcs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestScripts runs the slice-planning scripts under testdata/. Directives:
+//
+//	add node=n1 job=1 bytes=100 [n=3]   local ranks hand over n messages (their values: "m<N>")
+//	mark                                a strobe cuts a slice: prints its mark
+//	take upto=M [hmax=B]                the slice cut at M is planned: prints what it sends
+//	drop job=1                          the job is removed
+//	has job=1                           whether a message of the job waits
+//	flush                               leaving buffered mode: everything, in order
+//	leave [pending] [queued] [timedout] [overdue] [force]
+//	                                    whether a node that finished a job leaves it
+//
+// Regenerate with `go test ./comm/relay/bcs -run TestScripts -rewrite` and
+// review the diff.
+func TestScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var o Outbox[string]
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "add":
+				for range intArg(t, d, "n", 1) {
+					o.Add(strArg(t, d, "node"), int64(intArg(t, d, "job", 0)), int64(intArg(t, d, "bytes", 0)), fmt.Sprintf("m%d", o.Mark()))
+				}
+				return fmt.Sprintf("%d waiting\n", o.Len())
+			case "mark":
+				return fmt.Sprintf("%d\n", o.Mark())
+			case "take":
+				hmax := int64(intArg(t, d, "hmax", 0))
+				return planText(o.Take(uint64(intArg(t, d, "upto", 0)), hmax))
+			case "drop":
+				o.DropJob(int64(intArg(t, d, "job", 0)))
+				return fmt.Sprintf("%d waiting\n", o.Len())
+			case "has":
+				return fmt.Sprintf("%v\n", o.HasJob(int64(intArg(t, d, "job", 0))))
+			case "flush":
+				return msgsText(o.TakeAll()) + fmt.Sprintf("%d waiting\n", o.Len())
+			case "leave":
+				leave, overdue := Leave(Finished{Pending: d.HasArg("pending"), Queued: d.HasArg("queued"), TimedOut: d.HasArg("timedout"),
+					Overdue: d.HasArg("overdue")}, d.HasArg("force"))
+				return fmt.Sprintf("leave %v overdue %v\n", leave, overdue)
+			}
+			t.Fatalf("%s: unknown directive %q", d.Pos, d.Cmd)
+			return ""
+		})
+	})
+}
+
+func planText(p Plan[string]) string {
+	var b strings.Builder
+	b.WriteString(msgsText(p.Msgs))
+	for _, f := range p.Flows {
+		fmt.Fprintf(&b, "flow %s job %d: %d msgs %d B\n", f.Node, f.Job, f.Msgs, f.Bytes)
+	}
+	fmt.Fprintf(&b, "%d B, %d waiting", p.Bytes, p.Waiting)
+	if p.Deferred {
+		b.WriteString(", deferred")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func msgsText(ms []Msg[string]) string {
+	if len(ms) == 0 {
+		return "nothing\n"
+	}
+	var parts []string
+	for _, m := range ms {
+		parts = append(parts, fmt.Sprintf("%s→%s/%d:%d", m.Value, m.Node, m.Job, m.Bytes))
+	}
+	return strings.Join(parts, " ") + "\n"
+}
+
+func intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
+	t.Helper()
+	if !d.HasArg(key) {
+		return def
+	}
+	var s string
+	d.ScanArgs(t, key, &s)
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s: %s=%q: %v", d.Pos, key, s, err)
+	}
+	return v
+}
+
+func strArg(t *testing.T, d *datadriven.TestData, key string) string {
+	t.Helper()
+	var s string
+	d.ScanArgs(t, key, &s)
+	return s
+}
