@@ -505,36 +505,39 @@ func (r *Relay) leftFlowsLocked(from string, seq uint64, ld *load) {
 	}
 }
 
-// exchangedLocked says whether slice seq's control data is complete here:
-// for every job, at its root, every other node's heartbeat is in; at its
-// other nodes, the root's sliceReady is. Nodes not known by address yet,
-// and nodes that left a job, are not waited for; nor are the heartbeats
-// of a slice the job's previous root answered (this node became the root
-// when that one left: the heartbeats went there).
+// exchangedLocked says whether slice seq's control data is complete here
+// (bcs.Exchanged): for every job, at its root, every other node's
+// heartbeat is in; at its other nodes, the root's sliceReady is. Nodes
+// not known by address yet, and nodes that left a job, are not waited
+// for; nor are the heartbeats of a slice the job's previous root answered
+// (this node became the root when that one left: the heartbeats went
+// there).
 func (r *Relay) exchangedLocked(seq uint64) bool {
+	jobs := make([]bcs.Job, 0, len(r.jobs))
 	for _, j := range r.jobs {
-		root := r.rootLocked(j)
-		switch {
-		case root == r.cfg.Node:
-			if !r.bcs.ready[seq][j.id] && !r.allReportedLocked(j, seq) {
-				return false
-			}
-		case r.peers[root] != "" && !r.bcs.ready[seq][j.id]:
-			return false
-		}
+		jobs = append(jobs, exchangeJob(j))
 	}
-	return true
+	return bcs.Exchanged(jobs, r.heardLocked(seq))
 }
 
 // allReportedLocked: every other node of j (known by address, not left)
-// has sent its heartbeat for seq.
+// has sent its heartbeat for seq (bcs.AllReported).
 func (r *Relay) allReportedLocked(j *job, seq uint64) bool {
-	for _, h := range j.hosts {
-		if h != r.cfg.Node && !j.left[h] && r.peers[h] != "" && r.bcs.loads[seq][h] == nil {
-			return false
-		}
+	return bcs.AllReported(exchangeJob(j), r.heardLocked(seq))
+}
+
+// exchangeJob is j as package bcs sees it.
+func exchangeJob(j *job) bcs.Job { return bcs.Job{ID: j.id, Hosts: j.hosts, Left: j.left} }
+
+// heardLocked is what this node has heard of slice seq.
+func (r *Relay) heardLocked(seq uint64) bcs.Heard {
+	b := &r.bcs
+	return bcs.Heard{
+		Self:     r.cfg.Node,
+		Known:    func(n string) bool { return r.peers[n] != "" },
+		Reported: func(n string) bool { return b.loads[seq][n] != nil },
+		Ready:    func(job int64) bool { return b.ready[seq][job] },
 	}
-	return true
 }
 
 // rootReadyLocked, at the root of a job, sends each of the job's other

@@ -3,12 +3,12 @@
 // it hands over what local ranks send (Outbox.Add), marks the strobe that
 // cuts a slice (Outbox.Mark), takes each slice's transfer when it is
 // planned (Outbox.Take: what is sent in which slice, within h_max) and
-// asks whether a node that finished a job may leave it (Leave). The
-// relay keeps the message payloads as the values it adds; this package
-// sees only their destinations, jobs and sizes.
-//
-// The rooted exchange (which heartbeats and sliceReady frames a slice
-// waits for) stays in the relay.
+// asks whether a node that finished a job may leave it (Leave) and
+// whether a slice's rooted exchange is complete here (Exchanged,
+// AllReported). The relay keeps the message payloads as the values it
+// adds; this package sees only their destinations, jobs and sizes. What
+// the exchange carries (sliceReady contents, late and left flows) stays
+// in the relay.
 package bcs
 
 import (

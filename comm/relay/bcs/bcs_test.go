@@ -2,6 +2,7 @@ package bcs
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,12 +20,18 @@ import (
 //	flush                               leaving buffered mode: everything, in order
 //	leave [pending] [queued] [timedout] [overdue] [force]
 //	                                    whether a node that finished a job leaves it
+//	job id=1 hosts=(a,b,c) [left=(a)]   a job of the exchange (again: replaced)
+//	heard self=a [known=(…)] [reported=(…)] [ready=(1,…)]
+//	                                    what node self heard of a slice: prints each
+//	                                    job's root and whether all its nodes reported,
+//	                                    and whether the slice is exchanged
 //
 // Regenerate with `go test ./comm/relay/bcs -run TestScripts -rewrite` and
 // review the diff.
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var o Outbox[string]
+		var jobs []Job
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "add":
@@ -44,6 +51,22 @@ func TestScripts(t *testing.T) {
 				return fmt.Sprintf("%v\n", o.HasJob(int64(intArg(t, d, "job", 0))))
 			case "flush":
 				return msgsText(o.TakeAll()) + fmt.Sprintf("%d waiting\n", o.Len())
+			case "job":
+				j := Job{ID: int64(intArg(t, d, "id", 0)), Hosts: listArg(d, "hosts"), Left: setArg(d, "left")}
+				jobs = slices.DeleteFunc(jobs, func(o Job) bool { return o.ID == j.ID })
+				jobs = append(jobs, j)
+				return fmt.Sprintf("job %d root %q\n", j.ID, j.Root())
+			case "heard":
+				known, reported, ready := setArg(d, "known"), setArg(d, "reported"), setArg(d, "ready")
+				h := Heard{Self: strArg(t, d, "self"), Known: func(n string) bool { return known[n] },
+					Reported: func(n string) bool { return reported[n] },
+					Ready:    func(job int64) bool { return ready[strconv.FormatInt(job, 10)] }}
+				var b strings.Builder
+				for _, j := range jobs {
+					fmt.Fprintf(&b, "job %d: root %q, all reported %v\n", j.ID, j.Root(), AllReported(j, h))
+				}
+				fmt.Fprintf(&b, "exchanged %v\n", Exchanged(jobs, h))
+				return b.String()
 			case "leave":
 				leave, overdue := Leave(Finished{Pending: d.HasArg("pending"), Queued: d.HasArg("queued"), TimedOut: d.HasArg("timedout"),
 					Overdue: d.HasArg("overdue")}, d.HasArg("force"))
@@ -92,6 +115,22 @@ func intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
 		t.Fatalf("%s: %s=%q: %v", d.Pos, key, s, err)
 	}
 	return v
+}
+
+func listArg(d *datadriven.TestData, key string) []string {
+	a, ok := d.Arg(key)
+	if !ok {
+		return nil
+	}
+	return slices.Clone(a.Vals)
+}
+
+func setArg(d *datadriven.TestData, key string) map[string]bool {
+	set := map[string]bool{}
+	for _, v := range listArg(d, key) {
+		set[v] = true
+	}
+	return set
 }
 
 func strArg(t *testing.T, d *datadriven.TestData, key string) string {
