@@ -42,6 +42,18 @@ func TestValidateKeysFieldsAndSpeaksJSON(t *testing.T) {
 	if err := good.Validate(1); err != nil {
 		t.Errorf("good spec: %v", err)
 	}
+	// cosched's MPI library: any command; a benchmark job speaks comm.
+	mpi := JobSpec{Command: []string{"./a.out"}, MPI: MPICosched, Processors: 1, TimeLimit: Duration{time.Minute}}
+	if err := mpi.Validate(1); err != nil {
+		t.Errorf("--mpi cosched: %v", err)
+	}
+	mpi = JobSpec{Bench: "10ms,5ms,news,NB", BenchIterations: 1, MPI: MPICosched, Processors: 1, TimeLimit: Duration{time.Minute}}
+	if err := mpi.Validate(1); !slices.Equal(fields(err), []string{"MPI"}) || !strings.Contains(err.Error(), "speaks comm, not MPI") {
+		t.Errorf("a benchmark job on cosched's MPI: %v", err)
+	}
+	if m, err := ParseMPI("cosched"); m != MPICosched || err != nil {
+		t.Errorf("ParseMPI(cosched) = %q, %v", m, err)
+	}
 }
 
 // A submission's texts are parsed, a benchmark job gets its name,

@@ -217,3 +217,19 @@ func TestAgentConfigFileUnderFlags(t *testing.T) {
 		t.Errorf("flags over the file: %+v, %v", cfg, err)
 	}
 }
+
+// cosched's MPI library: --mpi cosched as the cluster's default, and
+// where the agent finds the library (--mpi-lib, TOML mpi_lib).
+func TestAgentMPICosched(t *testing.T) {
+	conf := writeFile(t, "agent.toml", "mpi = \"cosched\"\nmpi_lib = \"/opt/cosched/lib\"\n")
+	cfg, err := agentSettings(t, "--config", conf)
+	if err != nil || cfg.MPI != "cosched" || cfg.MPILib != "/opt/cosched/lib" {
+		t.Errorf("file: MPI %q MPILib %q, %v", cfg.MPI, cfg.MPILib, err)
+	}
+	if cfg, err = agentSettings(t, "--config", conf, "--mpi-lib", "/elsewhere"); err != nil || cfg.MPILib != "/elsewhere" {
+		t.Errorf("--mpi-lib over the file: %q, %v", cfg.MPILib, err)
+	}
+	if _, err := agentSettings(t, "--mpi", "mpich"); err == nil || !strings.Contains(err.Error(), "--mpi") || !strings.Contains(err.Error(), "want none, pmi1 or cosched") {
+		t.Errorf("--mpi mpich: %v", err)
+	}
+}
