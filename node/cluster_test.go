@@ -55,7 +55,9 @@ func TestMain(m *testing.M) {
 	// The agents and ranks the tests start from this binary exit without
 	// the race detector's one-second sleep at exit.
 	os.Setenv("GORACE", "atexit_sleep_ms=0")
-	os.Exit(m.Run())
+	code := m.Run()
+	removeMPIKit()
+	os.Exit(code)
 }
 
 // testShim is the rank shim the in-process agents use: this binary.

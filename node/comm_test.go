@@ -46,6 +46,8 @@ func commScenario(name string) int {
 	switch name {
 	case "semantics":
 		err = semantics(ctx, c)
+	case "pingpong":
+		err = commPingPong(ctx, c)
 	case "exit-early":
 		if c.Rank() == 1 {
 			return 0 // no Finalize: the job must fail, not hang

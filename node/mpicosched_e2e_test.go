@@ -1,0 +1,235 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
+)
+
+// mpiLibKit is cosched's MPI library, built for the package's tests, and
+// programs compiled against MPICH: what mpi/build.sh and the system's
+// mpicc make, as a user's tree would have them.
+type mpiLibKit struct {
+	LibDir string // libmpich.so.12 (cosched's)
+	binDir string
+	mu     sync.Mutex
+	progs  map[string]string
+}
+
+// sharedKit is the kit built once for the package's tests (mpiKit);
+// TestMain removes its directory.
+var sharedKit struct {
+	once sync.Once
+	dir  string
+	kit  *mpiLibKit
+	err  error
+	skip string // why the kit cannot be built here
+}
+
+// repoRoot is the repository's root: tests run in the package's
+// directory.
+const repoRoot = ".."
+
+// buildMPIKit runs mpi/build.sh into dir/lib; skip says why it cannot
+// be built here (no library sources in the tree, no gcc or MPICH's
+// headers).
+func buildMPIKit(ctx context.Context, dir string) (kit *mpiLibKit, skip string, err error) {
+	script := filepath.Join(repoRoot, "mpi", "build.sh")
+	if _, err := os.Stat(script); err != nil {
+		return nil, "cosched's MPI library is not in this tree (" + script + ")", nil
+	}
+	if _, err := exec.LookPath("mpicc"); err != nil {
+		return nil, "mpicc not found: install Debian's mpich and libmpich-dev (.ci/run does)", nil
+	}
+	kit = &mpiLibKit{LibDir: filepath.Join(dir, "lib"), binDir: filepath.Join(dir, "bin"), progs: map[string]string{}}
+	if err := os.MkdirAll(kit.binDir, 0o755); err != nil {
+		return nil, "", err
+	}
+	out, err := exec.CommandContext(ctx, "sh", script, kit.LibDir).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode() == 3: // the script's "toolchain missing"
+		return nil, strings.TrimSpace(string(out)), nil
+	case err != nil:
+		return nil, "", fmt.Errorf("%s: %v\n%s", script, err, out)
+	}
+	return kit, "", nil
+}
+
+// program compiles src (relative to the repository's root) with mpicc
+// -O2, once per kit.
+func (k *mpiLibKit) program(ctx context.Context, src string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p, ok := k.progs[src]; ok {
+		return p, nil
+	}
+	out := filepath.Join(k.binDir, fmt.Sprintf("%s-%d", strings.TrimSuffix(filepath.Base(src), ".c"), len(k.progs)))
+	if b, err := exec.CommandContext(ctx, "mpicc", "-O2", "-o", out, filepath.Join(repoRoot, src), "-lm").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("mpicc %s: %v\n%s", src, err, b)
+	}
+	k.progs[src] = out
+	return out, nil
+}
+
+// mpiKit returns cosched's MPI library and the programs named, relative
+// to the repository's root, compiled with MPICH's mpicc; it skips where
+// they cannot be built (CI installs the toolchain).
+func mpiKit(t testing.TB, srcs ...string) (*mpiLibKit, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sharedKit.once.Do(func() {
+		if sharedKit.dir, sharedKit.err = os.MkdirTemp("", "cosched-node-mpi"); sharedKit.err == nil {
+			sharedKit.kit, sharedKit.skip, sharedKit.err = buildMPIKit(ctx, sharedKit.dir)
+		}
+	})
+	kit := sharedKit.kit
+	switch {
+	case sharedKit.err != nil:
+		t.Fatal(sharedKit.err)
+	case sharedKit.skip != "":
+		t.Skip(sharedKit.skip)
+	}
+	var progs []string
+	for _, src := range srcs {
+		p, err := kit.program(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, p)
+	}
+	return kit, progs
+}
+
+// removeMPIKit removes what mpiKit built.
+func removeMPIKit() {
+	if sharedKit.dir != "" {
+		os.RemoveAll(sharedKit.dir)
+	}
+}
+
+// checkPassed fails unless the job completed, every rank exited 0
+// without a FAIL line, and rank 0 said PASS (the conformance programs'
+// verdict).
+func (c *testCluster) checkPassed(what string, j api.Job) {
+	c.t.Helper()
+	ok := j.State == api.Completed && strings.Contains(c.rankOutput(j.ID, 0), "PASS")
+	for _, r := range j.Ranks {
+		ok = ok && r.Code == 0 && !strings.Contains(c.rankOutput(j.ID, r.Rank), "FAIL")
+	}
+	if !ok {
+		c.dump()
+		c.t.Fatalf("%s: job %d %s (%s), ranks %+v", what, j.ID, j.State, j.Reason, j.Ranks)
+	}
+}
+
+// MPICH programs, compiled by the system's mpicc and linked against its
+// libmpich.so.12, run unmodified on cosched's MPI library (--mpi cosched)
+// in every mode, their ranks spread unevenly over two agents: the
+// collective conformance program (and the point-to-point one in space and
+// bcs, immediate and buffered delivery) pass their own checks, every message goes through the relays (the job's counters
+// there: sent = delivered, collectives announced), under bcs in slice
+// transfers; a cancelled job, its ranks blocked in the kernel or stopped
+// between slices, leaves no process.
+func TestMPICoschedInEveryMode(t *testing.T) {
+	kit, progs := mpiKit(t, "mpi/testdata/conformance/p2p.c", "mpi/testdata/conformance/coll.c", "pmi/testdata/ring.c")
+	p2p, coll, ring := progs[0], progs[1], progs[2]
+	for _, mode := range sharing.Modes() {
+		t.Run(string(mode), func(t *testing.T) {
+			o := clusterOpts{agents: 2, processors: 2, mode: mode, mpl: 2, slice: 10 * time.Millisecond,
+				configure: func(cfg *node.Config) { cfg.MPILib = kit.LibDir }}
+			if mode == sharing.Space {
+				o.mpl = 1
+			}
+			c := startCluster(t, o)
+			if mode.TimeShared() {
+				c.waitHeartbeats()
+			}
+			before := c.relayStats()
+			// The point-to-point program moves 60 MB (large messages cut
+			// in fragments): in the modes that differ in delivery only.
+			progs := []string{coll}
+			if mode == sharing.Space || mode == sharing.BCS {
+				progs = []string{p2p, coll}
+			}
+			for _, prog := range progs {
+				start := time.Now()
+				id := c.submit(api.JobSpec{Command: []string{prog}, Processors: 3, MPI: api.MPICosched})
+				j := waitDone(t, c, id, 3*time.Minute)
+				t.Logf("%s: %v", filepath.Base(prog), time.Since(start))
+				c.checkPassed(filepath.Base(prog), j)
+				js := c.jobTraffic(id)
+				if js.Sent == 0 || js.Sent != js.Delivered || js.SentBytes != js.DeliveredBytes {
+					t.Errorf("%s: the job's messages at the relays: %+v", filepath.Base(prog), js)
+				}
+				if prog == coll && js.Collectives == 0 {
+					t.Errorf("coll: no collective announced to the relays: %+v", js)
+				}
+				t.Logf("%s: %d messages, %d bytes, %d collectives through the relays", filepath.Base(prog), js.Sent, js.SentBytes, js.Collectives)
+			}
+			if mode == sharing.BCS {
+				// Every message went in a slice's transfer, as announced
+				// (the last slices' counts may still be on their way).
+				eventually(t, 10*time.Second, func() error {
+					st := c.relayStats()
+					if st.Announced == before.Announced || st.AnnouncedIn != st.ReceivedIn || st.AnnouncedInBytes != st.ReceivedInBytes || st.Transferred != st.Announced {
+						return fmt.Errorf("bcs relay totals %+v", st)
+					}
+					return nil
+				})
+			} else if st := c.relayStats(); st.Announced != 0 {
+				t.Errorf("%s: messages announced for slices: %+v", mode, st)
+			}
+
+			if mode == sharing.Gang || mode == sharing.BCS {
+				id := c.submit(api.JobSpec{Command: []string{ring, "100000000"}, Processors: 3, MPI: api.MPICosched})
+				c.waitExec(id, 3, filepath.Base(ring))
+				time.Sleep(200 * time.Millisecond) // well into the run
+				if err := c.client.Cancel(context.Background(), id); err != nil {
+					t.Fatal(err)
+				}
+				c.waitState(id, api.Cancelled, 20*time.Second)
+				c.waitGone(id)
+			}
+		})
+	}
+}
+
+// A call outside cosched's subset fails the job with the call's name, and
+// MPI_Abort with the rank, its node, the code and the message; no rank is
+// left behind.
+func TestMPICoschedUnsupportedAndAbort(t *testing.T) {
+	kit, progs := mpiKit(t, "mpi/testdata/conformance/unsupported.c", "pmi/testdata/ring.c")
+	unsupported, ring := progs[0], progs[1]
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space,
+		configure: func(cfg *node.Config) { cfg.MPILib = kit.LibDir }})
+	for _, tc := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{unsupported, "win"}, `^rank \d on n\d: MPI_Win_create is not supported by cosched's MPI$`},
+		{[]string{unsupported, "spawn"}, `^rank \d on n\d: MPI_Comm_spawn is not supported by cosched's MPI$`},
+		{[]string{ring, "abort"}, `^rank 2 on n\d called MPI_Abort \(exit code 3\)`},
+	} {
+		id := c.submit(api.JobSpec{Command: tc.cmd, Processors: 3, MPI: api.MPICosched})
+		j := waitDone(t, c, id, time.Minute)
+		if j.State != api.Failed || !regexp.MustCompile(tc.want).MatchString(j.Reason) {
+			t.Errorf("%s: job %s (%s), want FAILED matching %s", strings.Join(tc.cmd[1:], " "), j.State, j.Reason, tc.want)
+		}
+		t.Logf("%s: %s", tc.cmd[1], j.Reason)
+		c.waitGone(id)
+	}
+}
