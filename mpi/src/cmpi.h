@@ -1,0 +1,255 @@
+/* cosched's MPI library: internal declarations.
+ *
+ * The library is compiled against MPICH's own mpi.h, so every function it
+ * defines is checked by the compiler against the prototype programs were
+ * compiled with, and the handles, constants and MPI_Status layout are
+ * MPICH's by construction. Everything here is internal (the version script
+ * exports only MPI_*, PMPI_* and the few MPIR_* names mpi.h refers to).
+ *
+ * One thread (MPI_THREAD_SERIALIZED at most): no locks, no helper thread.
+ * Progress happens inside MPI calls: pump() reads what the relay sent and
+ * completes requests. */
+#ifndef CMPI_H
+#define CMPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- wire (wire.c, msgpack.c) ---- */
+
+enum {
+	FR_HELLO = 1, FR_WELCOME = 2, FR_SEND = 3, FR_POST = 4, FR_WAIT = 5,
+	FR_DELIVER = 6, FR_ARRIVE = 7, FR_RELEASE = 8, FR_STATS = 9,
+	FR_FINALIZE = 10, FR_BYE = 11, FR_FATAL = 12, FR_UNWAIT = 13,
+	FR_PROBE = 14, FR_PROBED = 15, FR_COLL = 16, FR_ABORT = 18,
+};
+
+#define CMPI_MAX_MESSAGE (4 << 20)              /* comm.MaxMessage */
+#define CMPI_MAX_FRAME (CMPI_MAX_MESSAGE + 1024) /* comm.MaxFrame */
+
+/* Library contexts (MPI-WIRE.md): communicator k uses 2+2k (point to
+ * point) and 3+2k (collectives); k = 0 is the library's own: 2 carries the
+ * fragments after a large message's first, 3 the synchronous sends' acks. */
+#define CTX_FRAG 2
+#define CTX_ACK 3
+#define CTX_LIMIT (1 << 30)
+
+/* Payload header, at the start of every message's x. */
+#define PH_SYNC 1 /* the sender waits for an ack (tag msgid, CTX_ACK) */
+#define PH_FRAG 2 /* total length follows; the rest comes on CTX_FRAG, tag msgid */
+#define PH_MAX 13
+
+struct phdr {
+	unsigned flags;
+	uint32_t msgid;
+	uint64_t total; /* payload bytes over all fragments (PH_FRAG), else this one's */
+};
+
+/* A decoded frame from the relay. Pointers point into the frame. */
+struct inframe {
+	int type;
+	uint64_t r;
+	int64_t s, t, n, v;
+	int f;
+	const uint8_t *x;
+	size_t xlen;
+	const char *str; /* Welcome mode, Fatal e */
+	size_t strlen;
+};
+
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+void buf_reserve(struct buf *b, size_t more);
+void mp_map(struct buf *b, uint32_t n);
+void mp_array(struct buf *b, uint32_t n);
+void mp_str(struct buf *b, const char *s);
+void mp_strn(struct buf *b, const char *s, size_t n);
+void mp_int(struct buf *b, int64_t v);
+void mp_uint(struct buf *b, uint64_t v);
+void mp_bool(struct buf *b, int v);
+void mp_bin_header(struct buf *b, uint32_t n);
+
+/* Pure decoders (fuzzed): each returns 0 or -1 on malformed input. */
+ssize_t cmpi_frame_split(const uint8_t *p, size_t n, int *type, const uint8_t **body, size_t *bodylen);
+int cmpi_decode(int type, const uint8_t *body, size_t n, struct inframe *out);
+int cmpi_phdr_parse(const uint8_t *x, size_t n, struct phdr *h);
+size_t cmpi_phdr_put(uint8_t *p, const struct phdr *h);
+
+/* ---- objects ---- */
+
+struct blk {
+	MPI_Aint off;
+	MPI_Aint len;
+};
+
+struct dtype {
+	int used, released, refs, committed, predefined;
+	MPI_Datatype handle;
+	MPI_Aint lb, ub, true_lb, true_ub;
+	MPI_Aint size;
+	int nblk;
+	struct blk *blk;
+	MPI_Datatype basic; /* every element is of this predefined type, else 0 */
+	int contig;         /* one block, size == extent, lb == 0 */
+};
+
+struct group {
+	int used;
+	int size, rank; /* rank: mine or MPI_UNDEFINED */
+	int *w;         /* group rank → world rank */
+};
+
+struct comm {
+	int used;
+	MPI_Comm handle;
+	int k;
+	int size, rank;
+	int *w;   /* comm rank → world rank */
+	int *w2c; /* world rank → comm rank or -1 */
+	uint64_t coll_seq;
+	MPI_Errhandler eh;
+	char name[MPI_MAX_OBJECT_NAME];
+};
+
+struct op {
+	int used, commute;
+	MPI_User_function *fn;
+};
+
+enum rqkind { RQ_SEND, RQ_RECV, RQ_SSEND };
+
+struct req {
+	int used, kind, complete, released, persistent_null;
+	MPI_Request handle;
+	MPI_Status st;
+	struct comm *comm;
+	/* receive */
+	void *buf;
+	int count;
+	struct dtype *dt;
+	int ctx, src, tag; /* world src or -1 */
+	MPI_Aint cap;      /* count * dt->size */
+	uint8_t *stage;    /* packed bytes when dt is not contiguous */
+	uint64_t total, got;
+	int outstanding; /* posts not yet delivered */
+	int trunc;
+	int err;
+};
+
+struct errh {
+	int used;
+	MPI_Comm_errhandler_function *fn;
+};
+
+/* ---- state (state.c) ---- */
+
+struct stash; /* probed messages, taken by the next matching receive */
+
+struct cmpi {
+	int inited, finalized;
+	int fd;
+	int64_t job;
+	int rank, size;
+	int relay_v;
+	char mode[16];
+	struct buf in;
+	size_t in_off;
+	struct buf out;
+	uint32_t msgid;
+	int next_k;
+	uint64_t barrier_seq, released;
+	int bye;
+	int blocking; /* a Wait was sent for the current blocking call */
+	void *bsend_buf;
+	int bsend_size;
+	struct stash *stash_head, *stash_tail;
+	double t0;
+};
+
+extern struct cmpi G;
+
+/* handles */
+struct comm *comm_get(MPI_Comm h);
+struct comm *comm_new(int size, const int *w);
+void comm_release(struct comm *c);
+struct group *group_get(MPI_Group h);
+MPI_Group group_new(int size, const int *w);
+struct dtype *dt_get(MPI_Datatype h);  /* committed or predefined, live */
+struct dtype *dt_any(MPI_Datatype h);  /* live, committed or not */
+void dt_ref(struct dtype *d);
+void dt_unref(struct dtype *d);
+struct op *op_get(MPI_Op h);
+struct req *req_new(int kind);
+struct req *req_get(MPI_Request h);
+void req_free(struct req *r);
+struct errh *errh_get(MPI_Errhandler h);
+
+/* errors (err.c) */
+int cmpi_err(struct comm *c, int cls, const char *fn, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void cmpi_die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+void cmpi_unsupported(const char *name) __attribute__((noreturn));
+void cmpi_need_init(const char *fn);
+
+/* transport (conn.c) */
+int conn_open(void);
+void conn_write(int type, struct buf *b);
+void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, size_t tlen);
+void pump(int block);
+uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off);
+void post_cancel_for(struct req *r);
+void send_frame_wait(struct req **rs, int n);
+void send_frame_unwait(struct req **rs, int n);
+void send_coll(struct comm *c, const char *kind, int root, int64_t bytes);
+void send_abort(int code, const char *msg);
+
+/* post kinds */
+enum { P_NONE, P_RECV, P_FRAG, P_ACK, P_PROBE, P_STASH, P_DEAD };
+int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag);
+
+/* point to point (p2p.c) */
+int p2p_send(struct comm *c, int dst, int tag, int ctx, const void *buf, int count, struct dtype *dt, int sync, struct req **out);
+int p2p_send_bytes(struct comm *c, int dst, int tag, int ctx, const void *p, size_t n);
+struct req *p2p_irecv(struct comm *c, int src, int tag, int ctx, void *buf, int count, struct dtype *dt);
+void wait_reqs(struct req **rs, int n, int any);
+void req_fill_status(struct req *r, MPI_Status *st);
+void deliver_first(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n);
+void deliver_frag(struct req *r, MPI_Aint off, const uint8_t *x, size_t n);
+void deliver_probed(uint64_t req, int found, int src, int tag);
+void stash_add(int ctx, int wsrc, int tag, const uint8_t *x, size_t n);
+
+/* datatypes (type.c) */
+void dt_pack(const void *in, int count, struct dtype *d, uint8_t *out);
+void dt_unpack(const uint8_t *in, int count, struct dtype *d, void *out);
+void dt_init_predefined(void);
+int dt_valid_count(int count);
+
+/* reductions (op.c) */
+int op_apply(MPI_Op op, struct dtype *d, int count, const uint8_t *in, uint8_t *inout);
+int op_check(MPI_Op op, struct dtype *d);
+
+/* collectives helpers (coll.c) */
+int coll_barrier(struct comm *c);
+int coll_allgather_ints(struct comm *c, const int *mine, int n, int *all);
+
+void group_release(MPI_Group h);
+MPI_Op op_new(MPI_User_function *fn, int commute);
+MPI_Errhandler errh_new(MPI_Comm_errhandler_function *fn);
+int errh_valid(MPI_Errhandler h);
+
+/* misc */
+double cmpi_now(void);
+
+#define NEED_INIT(fn)                                                                              \
+	do {                                                                                           \
+		if (!G.inited || G.finalized)                                                          \
+			cmpi_need_init(fn);                                                            \
+	} while (0)
+
+#define ST_IGNORED(st) ((st) == MPI_STATUS_IGNORE || (st) == NULL)
+
+#endif

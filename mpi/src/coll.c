@@ -1,0 +1,607 @@
+/* Collectives. Each call on a communicator is announced to the relay
+ * (Coll, protocol 2: its number, kind, root and this rank's bytes), then
+ * its data travel as ordinary messages in the communicator's collective
+ * context, tagged with the call's number, so they never match a user
+ * receive and two calls never mix. The algorithms are the plain ones
+ * (linear gathers to the root, a binomial broadcast): correct for every
+ * op, commutative or not, and rank counts of any size; the relay, not the
+ * algorithm, is what this library is about. Barriers of a communicator
+ * spanning the whole job use the relay's own barrier (Arrive/Release). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmpi.h"
+
+#define CCTX(c) (3 + 2 * (c)->k)
+
+static struct dtype *bytetype(void) { return dt_get(MPI_BYTE); }
+
+static int begin(struct comm *c, const char *kind, int root, int64_t bytes)
+{
+	c->coll_seq++;
+	send_coll(c, kind, root, bytes);
+	return (int)(c->coll_seq & 0x7fffffff);
+}
+
+static void xmalloc_fail(void) { cmpi_die(1, "out of memory"); }
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		xmalloc_fail();
+	return p;
+}
+
+/* finish_reqs waits for rs and frees them; a message longer than its
+ * receive (counts that differ between ranks) is MPI_ERR_TRUNCATE. */
+static int finish_reqs(struct comm *c, const char *fn, struct req **rs, int n)
+{
+	wait_reqs(rs, n, 0);
+	int err = 0;
+	for (int i = 0; i < n; i++) {
+		if (!rs[i])
+			continue;
+		if (rs[i]->st.MPI_ERROR)
+			err = rs[i]->st.MPI_ERROR;
+		req_free(rs[i]);
+	}
+	if (err)
+		return cmpi_err(c, err, fn, "a rank contributed more data than this one expects");
+	return MPI_SUCCESS;
+}
+
+static int recv1(struct comm *c, const char *fn, int src, int tag, void *p, size_t n)
+{
+	struct req *r = p2p_irecv(c, src, tag, CCTX(c), p, (int)n, bytetype());
+	return finish_reqs(c, fn, &r, 1);
+}
+
+static void bcast_packed(struct comm *c, int tag, uint8_t *p, size_t n, int root, const char *fn)
+{
+	int size = c->size, vr = (c->rank - root + size) % size, mask = 1;
+	while (mask < size) {
+		if (vr & mask) {
+			recv1(c, fn, (vr - mask + root) % size, tag, p, n);
+			break;
+		}
+		mask <<= 1;
+	}
+	mask >>= 1;
+	while (mask > 0) {
+		if (vr + mask < size)
+			p2p_send_bytes(c, (vr + mask + root) % size, tag, CCTX(c), p, n);
+		mask >>= 1;
+	}
+}
+
+/* reduce_packed: root gets in op-order a0 op a1 op … op a(n-1) into out. */
+static int reduce_packed(struct comm *c, int tag, const uint8_t *in, uint8_t *out, int count, struct dtype *d,
+			 MPI_Op op, int root, const char *fn)
+{
+	size_t n = (size_t)count * d->size;
+	if (c->rank != root) {
+		p2p_send_bytes(c, root, tag, CCTX(c), in, n);
+		return MPI_SUCCESS;
+	}
+	uint8_t *all = xmalloc(n * c->size);
+	struct req **rs = xmalloc(c->size * sizeof *rs);
+	for (int i = 0; i < c->size; i++)
+		rs[i] = i == root ? NULL : p2p_irecv(c, i, tag, CCTX(c), all + i * n, (int)n, bytetype());
+	memcpy(all + root * n, in, n);
+	int rc = finish_reqs(c, fn, rs, c->size);
+	free(rs);
+	if (rc) {
+		free(all);
+		return rc;
+	}
+	memcpy(out, all + (c->size - 1) * n, n);
+	for (int i = c->size - 2; i >= 0; i--)
+		op_apply(op, d, count, all + i * n, out);
+	free(all);
+	return MPI_SUCCESS;
+}
+
+#define COMMARG(fn, h, c)                                                                          \
+	NEED_INIT(fn);                                                                             \
+	struct comm *c = comm_get(h);                                                              \
+	if (!c)                                                                                    \
+		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)(h));
+
+#define TYPEARG(fn, c, h, d, count)                                                                \
+	struct dtype *d = dt_get(h);                                                               \
+	if (!d)                                                                                    \
+		return cmpi_err(c, MPI_ERR_TYPE, fn, "datatype %#x", (unsigned)(h));               \
+	if ((count) < 0)                                                                           \
+		return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d", (int)(count));
+
+#define ROOTARG(fn, c, root)                                                                       \
+	if ((root) < 0 || (root) >= (c)->size)                                                     \
+		return cmpi_err(c, MPI_ERR_ROOT, fn, "root %d of a communicator of %d", root, (c)->size);
+
+#define OPARG(fn, c, op, d)                                                                        \
+	if (op_check(op, d))                                                                       \
+		return cmpi_err(c, MPI_ERR_OP, fn, "op %#x on datatype %#x", (unsigned)(op), (unsigned)(d)->handle);
+
+int coll_barrier(struct comm *c)
+{
+	int tag = begin(c, "barrier", 0, 0);
+	if (c->size == G.size) {
+		/* the relay's barrier: it knows the rank waits, and under bcs
+		 * completes it in the slice's exchange */
+		struct buf b = {0};
+		mp_map(&b, 1);
+		mp_str(&b, "s");
+		mp_uint(&b, ++G.barrier_seq);
+		conn_write(FR_ARRIVE, &b);
+		free(b.p);
+		while (G.released < G.barrier_seq)
+			pump(1);
+		return MPI_SUCCESS;
+	}
+	uint8_t z = 0;
+	if (c->rank == 0) {
+		struct req **rs = xmalloc(c->size * sizeof *rs);
+		for (int i = 0; i < c->size; i++)
+			rs[i] = i == 0 ? NULL : p2p_irecv(c, i, tag, CCTX(c), &z, 0, bytetype());
+		int rc = finish_reqs(c, "MPI_Barrier", rs, c->size);
+		free(rs);
+		if (rc)
+			return rc;
+	} else
+		p2p_send_bytes(c, 0, tag, CCTX(c), &z, 0);
+	bcast_packed(c, tag, &z, 0, 0, "MPI_Barrier");
+	return MPI_SUCCESS;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+	COMMARG("MPI_Barrier", comm, c);
+	return coll_barrier(c);
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+	COMMARG("MPI_Bcast", comm, c);
+	TYPEARG("MPI_Bcast", c, datatype, d, count);
+	ROOTARG("MPI_Bcast", c, root);
+	size_t n = (size_t)count * d->size;
+	int tag = begin(c, "bcast", root, c->rank == root ? (int64_t)n : 0);
+	if (d->contig) {
+		bcast_packed(c, tag, buffer, n, root, "MPI_Bcast");
+		return MPI_SUCCESS;
+	}
+	uint8_t *p = xmalloc(n);
+	if (c->rank == root)
+		dt_pack(buffer, count, d, p);
+	bcast_packed(c, tag, p, n, root, "MPI_Bcast");
+	if (c->rank != root)
+		dt_unpack(p, count, d, buffer);
+	free(p);
+	return MPI_SUCCESS;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+	       MPI_Comm comm)
+{
+	COMMARG("MPI_Reduce", comm, c);
+	TYPEARG("MPI_Reduce", c, datatype, d, count);
+	ROOTARG("MPI_Reduce", c, root);
+	OPARG("MPI_Reduce", c, op, d);
+	size_t n = (size_t)count * d->size;
+	int tag = begin(c, "reduce", root, (int64_t)n);
+	uint8_t *in = xmalloc(n), *out = xmalloc(n);
+	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, in);
+	int rc = reduce_packed(c, tag, in, out, count, d, op, root, "MPI_Reduce");
+	if (!rc && c->rank == root)
+		dt_unpack(out, count, d, recvbuf);
+	free(in);
+	free(out);
+	return rc;
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	COMMARG("MPI_Allreduce", comm, c);
+	TYPEARG("MPI_Allreduce", c, datatype, d, count);
+	OPARG("MPI_Allreduce", c, op, d);
+	size_t n = (size_t)count * d->size;
+	int tag = begin(c, "allreduce", 0, (int64_t)n);
+	uint8_t *in = xmalloc(n), *out = xmalloc(n);
+	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, in);
+	int rc = reduce_packed(c, tag, in, out, count, d, op, 0, "MPI_Allreduce");
+	if (!rc) {
+		bcast_packed(c, tag, out, n, 0, "MPI_Allreduce");
+		dt_unpack(out, count, d, recvbuf);
+	}
+	free(in);
+	free(out);
+	return rc;
+}
+
+/* gatherv_packed: root receives each rank's packed bytes (sizes[i]) at
+ * offs[i] of all. */
+static int gatherv_packed(struct comm *c, int tag, const uint8_t *mine, size_t myn, uint8_t *all, const size_t *sizes,
+			  const size_t *offs, int root, const char *fn)
+{
+	if (c->rank != root) {
+		p2p_send_bytes(c, root, tag, CCTX(c), mine, myn);
+		return MPI_SUCCESS;
+	}
+	struct req **rs = xmalloc(c->size * sizeof *rs);
+	for (int i = 0; i < c->size; i++)
+		rs[i] = i == root ? NULL : p2p_irecv(c, i, tag, CCTX(c), all + offs[i], (int)sizes[i], bytetype());
+	if (mine)
+		memcpy(all + offs[root], mine, myn < sizes[root] ? myn : sizes[root]);
+	int rc = finish_reqs(c, fn, rs, c->size);
+	free(rs);
+	return rc;
+}
+
+static int gatherv(const char *fn, const char *kind, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+		   void *recvbuf, const int *recvcounts, const int *displs, int rcount, MPI_Datatype recvtype, int root,
+		   MPI_Comm comm, int all)
+{
+	COMMARG(fn, comm, c);
+	if (!all)
+		ROOTARG(fn, c, root);
+	int isroot = all || c->rank == root;
+	int inplace = sendbuf == MPI_IN_PLACE;
+	struct dtype *sd = NULL, *rd = NULL;
+	if (!inplace || !isroot) {
+		TYPEARG(fn, c, sendtype, s, sendcount);
+		sd = s;
+	}
+	if (isroot) {
+		TYPEARG(fn, c, recvtype, r, recvcounts ? 0 : rcount);
+		rd = r;
+		if (recvcounts)
+			for (int i = 0; i < c->size; i++)
+				if (recvcounts[i] < 0)
+					return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d for rank %d", recvcounts[i], i);
+	}
+	/* every rank needs every count for allgatherv's broadcast; they are
+	 * arguments everywhere then */
+	size_t *sizes = xmalloc(c->size * sizeof *sizes), *offs = xmalloc(c->size * sizeof *offs), tot = 0;
+	MPI_Aint rext = rd ? rd->ub - rd->lb : 0;
+	for (int i = 0; i < c->size; i++) {
+		int cnt = recvcounts ? recvcounts[i] : rcount;
+		sizes[i] = rd ? (size_t)cnt * rd->size : 0;
+		offs[i] = tot;
+		tot += sizes[i];
+	}
+	size_t myn = inplace && isroot ? sizes[c->rank] : (size_t)sendcount * sd->size;
+	int tag = begin(c, kind, all ? 0 : root, (int64_t)myn);
+	uint8_t *mine = xmalloc(myn);
+	if (inplace && isroot) {
+		int cnt = recvcounts ? recvcounts[c->rank] : rcount;
+		MPI_Aint disp = displs ? displs[c->rank] : (MPI_Aint)c->rank * rcount;
+		dt_pack((uint8_t *)recvbuf + disp * rext, cnt, rd, mine);
+	} else
+		dt_pack(sendbuf, sendcount, sd, mine);
+	uint8_t *packed = isroot ? xmalloc(tot) : NULL;
+	int r0 = all ? 0 : root;
+	int rc = gatherv_packed(c, tag, mine, myn, packed, sizes, offs, r0, fn);
+	if (!rc && all)
+		bcast_packed(c, tag, packed, tot, 0, fn);
+	if (!rc && isroot)
+		for (int i = 0; i < c->size; i++) {
+			int cnt = recvcounts ? recvcounts[i] : rcount;
+			MPI_Aint disp = displs ? displs[i] : (MPI_Aint)i * rcount;
+			dt_unpack(packed + offs[i], cnt, rd, (uint8_t *)recvbuf + disp * rext);
+		}
+	free(mine);
+	free(packed);
+	free(sizes);
+	free(offs);
+	return rc;
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+	       MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	return gatherv("MPI_Gather", "gather", sendbuf, sendcount, sendtype, recvbuf, NULL, NULL, recvcount, recvtype,
+		       root, comm, 0);
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+		const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	struct comm *c = comm_get(comm);
+	static const int zero = 0;
+	/* recvcounts matter at the root only */
+	if (c && c->rank != root && root >= 0 && root < c->size)
+		return gatherv("MPI_Gatherv", "gatherv", sendbuf, sendcount, sendtype, recvbuf, NULL, NULL, zero,
+			       recvtype, root, comm, 0);
+	return gatherv("MPI_Gatherv", "gatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, 0,
+		       recvtype, root, comm, 0);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		  MPI_Datatype recvtype, MPI_Comm comm)
+{
+	return gatherv("MPI_Allgather", "allgather", sendbuf, sendcount, sendtype, recvbuf, NULL, NULL, recvcount,
+		       recvtype, 0, comm, 1);
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+		   const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+	return gatherv("MPI_Allgatherv", "allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, 0,
+		       recvtype, 0, comm, 1);
+}
+
+int coll_allgather_ints(struct comm *c, const int *mine, int n, int *all)
+{
+	int tag = begin(c, "allgather", 0, (int64_t)n * 4);
+	size_t *sizes = xmalloc(c->size * sizeof *sizes), *offs = xmalloc(c->size * sizeof *offs);
+	for (int i = 0; i < c->size; i++) {
+		sizes[i] = (size_t)n * sizeof(int);
+		offs[i] = (size_t)i * n * sizeof(int);
+	}
+	int rc = gatherv_packed(c, tag, (const uint8_t *)mine, n * sizeof(int), (uint8_t *)all, sizes, offs, 0,
+				"MPI_Comm_create");
+	if (!rc)
+		bcast_packed(c, tag, (uint8_t *)all, (size_t)n * sizeof(int) * c->size, 0, "MPI_Comm_create");
+	free(sizes);
+	free(offs);
+	return rc;
+}
+
+static int scatterv(const char *fn, const char *kind, const void *sendbuf, const int *sendcounts, const int *displs,
+		    int scount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+		    MPI_Comm comm)
+{
+	COMMARG(fn, comm, c);
+	ROOTARG(fn, c, root);
+	int isroot = c->rank == root, inplace = isroot && recvbuf == MPI_IN_PLACE;
+	struct dtype *sd = NULL, *rd = NULL;
+	if (isroot) {
+		TYPEARG(fn, c, sendtype, s, sendcounts ? 0 : scount);
+		sd = s;
+		if (sendcounts)
+			for (int i = 0; i < c->size; i++)
+				if (sendcounts[i] < 0)
+					return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d for rank %d", sendcounts[i], i);
+	}
+	if (!inplace) {
+		TYPEARG(fn, c, recvtype, r, recvcount);
+		rd = r;
+	}
+	size_t myn = inplace ? 0 : (size_t)recvcount * rd->size;
+	int tag = begin(c, kind, root, isroot ? 0 : 0);
+	if (!isroot) {
+		uint8_t *p = xmalloc(myn);
+		int rc = recv1(c, fn, root, tag, p, myn);
+		if (!rc)
+			dt_unpack(p, recvcount, rd, recvbuf);
+		free(p);
+		return rc;
+	}
+	MPI_Aint sext = sd->ub - sd->lb;
+	for (int i = 0; i < c->size; i++) {
+		int cnt = sendcounts ? sendcounts[i] : scount;
+		MPI_Aint disp = displs ? displs[i] : (MPI_Aint)i * scount;
+		size_t n = (size_t)cnt * sd->size;
+		uint8_t *p = xmalloc(n);
+		dt_pack((const uint8_t *)sendbuf + disp * sext, cnt, sd, p);
+		if (i != root)
+			p2p_send_bytes(c, i, tag, CCTX(c), p, n);
+		else if (!inplace) {
+			if (n > myn) {
+				free(p);
+				return cmpi_err(c, MPI_ERR_TRUNCATE, fn, "root's own part of %zu bytes into %zu", n, myn);
+			}
+			dt_unpack(p, rd->size ? (int)(n / rd->size) : 0, rd, recvbuf);
+		}
+		free(p);
+	}
+	return MPI_SUCCESS;
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	return scatterv("MPI_Scatter", "scatter", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf, recvcount,
+			recvtype, root, comm);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+		 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	return scatterv("MPI_Scatterv", "scatterv", sendbuf, sendcounts, displs, 0, sendtype, recvbuf, recvcount,
+			recvtype, root, comm);
+}
+
+static int alltoallv(const char *fn, const char *kind, const void *sendbuf, const int *scounts, const int *sdispls,
+		     int scount, MPI_Datatype sendtype, void *recvbuf, const int *rcounts, const int *rdispls,
+		     int rcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+	COMMARG(fn, comm, c);
+	int inplace = sendbuf == MPI_IN_PLACE;
+	TYPEARG(fn, c, recvtype, rd, rcounts ? 0 : rcount);
+	struct dtype *sd = rd;
+	if (!inplace) {
+		TYPEARG(fn, c, sendtype, s, scounts ? 0 : scount);
+		sd = s;
+	}
+	int p = c->size;
+	for (int i = 0; i < p; i++)
+		if ((scounts && !inplace && scounts[i] < 0) || (rcounts && rcounts[i] < 0))
+			return cmpi_err(c, MPI_ERR_COUNT, fn, "a negative count for rank %d", i);
+	MPI_Aint sext = sd->ub - sd->lb, rext = rd->ub - rd->lb;
+	size_t *rs = xmalloc(p * sizeof *rs), *ro = xmalloc(p * sizeof *ro), rtot = 0, stot = 0;
+	for (int i = 0; i < p; i++) {
+		rs[i] = (size_t)(rcounts ? rcounts[i] : rcount) * rd->size;
+		ro[i] = rtot;
+		rtot += rs[i];
+		if (!inplace)
+			stot += (size_t)(scounts ? scounts[i] : scount) * sd->size;
+	}
+	int tag = begin(c, kind, 0, (int64_t)(inplace ? rtot : stot));
+	uint8_t *in = xmalloc(rtot);
+	/* in place: what is sent is the receive buffer's own content, packed before anything arrives */
+	uint8_t *out = NULL;
+	if (inplace) {
+		out = xmalloc(rtot);
+		for (int i = 0; i < p; i++)
+			dt_pack((uint8_t *)recvbuf + (rdispls ? rdispls[i] : (MPI_Aint)i * rcount) * rext,
+				rcounts ? rcounts[i] : rcount, rd, out + ro[i]);
+	}
+	struct req **reqs = xmalloc(p * sizeof *reqs);
+	for (int k = 0; k < p; k++) {
+		int i = (c->rank + k) % p;
+		reqs[i] = i == c->rank ? NULL : p2p_irecv(c, i, tag, CCTX(c), in + ro[i], (int)rs[i], bytetype());
+	}
+	for (int k = 0; k < p; k++) {
+		int i = (c->rank + k) % p;
+		const uint8_t *src;
+		size_t n;
+		uint8_t *tmp = NULL;
+		if (inplace) {
+			src = out + ro[i];
+			n = rs[i];
+		} else {
+			int cnt = scounts ? scounts[i] : scount;
+			n = (size_t)cnt * sd->size;
+			tmp = xmalloc(n);
+			dt_pack((const uint8_t *)sendbuf + (sdispls ? sdispls[i] : (MPI_Aint)i * scount) * sext, cnt, sd, tmp);
+			src = tmp;
+		}
+		if (i == c->rank) {
+			if (n > rs[i]) {
+				free(tmp);
+				return cmpi_err(c, MPI_ERR_TRUNCATE, fn, "own part of %zu bytes into %zu", n, rs[i]);
+			}
+			memcpy(in + ro[i], src, n);
+		} else
+			p2p_send_bytes(c, i, tag, CCTX(c), src, n);
+		free(tmp);
+	}
+	int rc = finish_reqs(c, fn, reqs, p);
+	if (!rc)
+		for (int i = 0; i < p; i++)
+			dt_unpack(in + ro[i], rcounts ? rcounts[i] : rcount, rd,
+				  (uint8_t *)recvbuf + (rdispls ? rdispls[i] : (MPI_Aint)i * rcount) * rext);
+	free(reqs);
+	free(in);
+	free(out);
+	free(rs);
+	free(ro);
+	return rc;
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		 MPI_Datatype recvtype, MPI_Comm comm)
+{
+	return alltoallv("MPI_Alltoall", "alltoall", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf, NULL, NULL,
+			 recvcount, recvtype, comm);
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+		  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+	return alltoallv("MPI_Alltoallv", "alltoallv", sendbuf, sendcounts, sdispls, 0, sendtype, recvbuf, recvcounts,
+			 rdispls, 0, recvtype, comm);
+}
+
+static int reduce_scatter(const char *fn, const char *kind, const void *sendbuf, void *recvbuf, const int *counts,
+			  int bcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	COMMARG(fn, comm, c);
+	TYPEARG(fn, c, datatype, d, counts ? 0 : bcount);
+	OPARG(fn, c, op, d);
+	int p = c->size, total = 0;
+	for (int i = 0; i < p; i++) {
+		int cnt = counts ? counts[i] : bcount;
+		if (cnt < 0)
+			return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d for rank %d", cnt, i);
+		total += cnt;
+	}
+	size_t n = (size_t)total * d->size;
+	int tag = begin(c, kind, 0, (int64_t)n);
+	uint8_t *in = xmalloc(n), *out = xmalloc(n);
+	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, total, d, in);
+	int rc = reduce_packed(c, tag, in, out, total, d, op, 0, fn);
+	if (rc) {
+		free(in);
+		free(out);
+		return rc;
+	}
+	int mine = counts ? counts[c->rank] : bcount;
+	if (c->rank == 0) {
+		size_t off = 0;
+		for (int i = 0; i < p; i++) {
+			size_t len = (size_t)(counts ? counts[i] : bcount) * d->size;
+			if (i == 0)
+				dt_unpack(out, mine, d, recvbuf);
+			else
+				p2p_send_bytes(c, i, tag, CCTX(c), out + off, len);
+			off += len;
+		}
+	} else {
+		rc = recv1(c, fn, 0, tag, in, (size_t)mine * d->size);
+		if (!rc)
+			dt_unpack(in, mine, d, recvbuf);
+	}
+	free(in);
+	free(out);
+	return rc;
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+		       MPI_Comm comm)
+{
+	return reduce_scatter("MPI_Reduce_scatter", "reduce_scatter", sendbuf, recvbuf, recvcounts, 0, datatype, op,
+			      comm);
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+			     MPI_Comm comm)
+{
+	return reduce_scatter("MPI_Reduce_scatter_block", "reduce_scatter", sendbuf, recvbuf, NULL, recvcount, datatype,
+			      op, comm);
+}
+
+static int scan(const char *fn, const char *kind, const void *sendbuf, void *recvbuf, int count,
+		MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int ex)
+{
+	COMMARG(fn, comm, c);
+	TYPEARG(fn, c, datatype, d, count);
+	OPARG(fn, c, op, d);
+	size_t n = (size_t)count * d->size;
+	int tag = begin(c, kind, 0, (int64_t)n);
+	uint8_t *mine = xmalloc(n), *prev = xmalloc(n), *acc = xmalloc(n);
+	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, mine);
+	int rc = MPI_SUCCESS;
+	/* the chain: rank r receives a0 op … op a(r-1), sends a0 op … op ar */
+	memcpy(acc, mine, n);
+	if (c->rank > 0) {
+		rc = recv1(c, fn, c->rank - 1, tag, prev, n);
+		if (rc)
+			goto out;
+		memcpy(acc, mine, n);
+		op_apply(op, d, count, prev, acc); /* acc = prev op mine */
+	}
+	if (c->rank + 1 < c->size)
+		p2p_send_bytes(c, c->rank + 1, tag, CCTX(c), acc, n);
+	if (!ex)
+		dt_unpack(acc, count, d, recvbuf);
+	else if (c->rank > 0)
+		dt_unpack(prev, count, d, recvbuf);
+out:
+	free(mine);
+	free(prev);
+	free(acc);
+	return rc;
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	return scan("MPI_Scan", "scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	return scan("MPI_Exscan", "exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);
+}

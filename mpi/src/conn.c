@@ -1,0 +1,489 @@
+/* The rank's connection to its agent's relay: Hello/Welcome, writing
+ * frames, and pump(), which reads what the relay sent and completes the
+ * requests it concerns. Reads block in poll(2), never spin: a rank waiting
+ * for a message sleeps in the kernel, and under bcs the relay has been
+ * told (Wait) so that it can lend the processor. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cmpi.h"
+
+struct cmpi G = {.fd = -1};
+
+/* A posted receive or probe: the relay's request id is gen<<32 | slot, so
+ * an answer for a slot since reused (an Unwaited probe's late answer) is
+ * recognised and dropped. */
+struct postslot {
+	uint32_t gen;
+	int kind;
+	struct req *r;
+	MPI_Aint off;
+	int found, answered, src, tag; /* P_PROBE answer */
+	int ctx;                       /* P_STASH */
+};
+
+static struct postslot *posts;
+static int nposts, capposts, *freeposts, nfree;
+
+static struct postslot *slot_of(uint64_t id)
+{
+	uint32_t i = (uint32_t)id, gen = (uint32_t)(id >> 32);
+	if (i >= (uint32_t)nposts || posts[i].kind == P_NONE || posts[i].gen != gen)
+		return NULL;
+	return &posts[i];
+}
+
+static uint64_t slot_new(int kind, struct req *r, MPI_Aint off)
+{
+	int i;
+	if (nfree)
+		i = freeposts[--nfree];
+	else {
+		if (nposts == capposts) {
+			capposts = capposts ? 2 * capposts : 64;
+			posts = realloc(posts, capposts * sizeof *posts);
+			freeposts = realloc(freeposts, capposts * sizeof *freeposts);
+			if (!posts || !freeposts)
+				cmpi_die(1, "out of memory");
+		}
+		i = nposts++;
+		posts[i].gen = 0;
+	}
+	struct postslot *p = &posts[i];
+	p->gen++;
+	if (p->gen == 0)
+		p->gen = 1;
+	p->kind = kind;
+	p->r = r;
+	p->off = off;
+	p->found = p->answered = 0;
+	return (uint64_t)p->gen << 32 | (uint32_t)i;
+}
+
+static void slot_free(struct postslot *p)
+{
+	p->kind = P_NONE;
+	p->r = NULL;
+	freeposts[nfree++] = (int)(p - posts);
+}
+
+static void write_all(const struct iovec *iov0, int n)
+{
+	struct iovec iov[3];
+	memcpy(iov, iov0, n * sizeof *iov);
+	int i = 0;
+	while (i < n) {
+		ssize_t w = writev(G.fd, iov + i, n - i);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd pf = {G.fd, POLLOUT, 0};
+				poll(&pf, 1, -1);
+				continue;
+			}
+			cmpi_die(1, "write to the relay: %s", strerror(errno));
+		}
+		while (i < n && (size_t)w >= iov[i].iov_len) {
+			w -= iov[i].iov_len;
+			i++;
+		}
+		if (i < n) {
+			iov[i].iov_base = (char *)iov[i].iov_base + w;
+			iov[i].iov_len -= w;
+		}
+	}
+}
+
+/* conn_writev2 writes one frame whose body is head followed by tail. */
+void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, size_t tlen)
+{
+	uint8_t h[6];
+	uint32_t l = 2 + hlen + tlen;
+	h[0] = l >> 24;
+	h[1] = l >> 16;
+	h[2] = l >> 8;
+	h[3] = l;
+	h[4] = 1;
+	h[5] = type;
+	struct iovec iov[3] = {{h, 6}, {(void *)head, hlen}, {(void *)tail, tlen}};
+	write_all(iov, tlen ? 3 : 2);
+}
+
+void conn_write(int type, struct buf *b) { conn_writev2(type, b->p, b->len, NULL, 0); }
+
+static void handle(const struct inframe *f);
+
+/* read_some reads what is there (never blocks); returns 0 at end of file. */
+static int read_some(void)
+{
+	for (;;) {
+		if (G.in_off > 0 && G.in_off == G.in.len)
+			G.in.len = G.in_off = 0;
+		if (G.in.cap - G.in.len < 65536) {
+			if (G.in_off > 0) { /* compact */
+				memmove(G.in.p, G.in.p + G.in_off, G.in.len - G.in_off);
+				G.in.len -= G.in_off;
+				G.in_off = 0;
+			}
+			buf_reserve(&G.in, 65536);
+		}
+		ssize_t n = recv(G.fd, G.in.p + G.in.len, G.in.cap - G.in.len, MSG_DONTWAIT);
+		if (n > 0) {
+			G.in.len += n;
+			continue;
+		}
+		if (n == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 1;
+		cmpi_die(1, "read from the relay: %s", strerror(errno));
+	}
+}
+
+static void parse_frames(void)
+{
+	for (;;) {
+		int type;
+		const uint8_t *body;
+		size_t bl;
+		ssize_t used = cmpi_frame_split(G.in.p + G.in_off, G.in.len - G.in_off, &type, &body, &bl);
+		if (used < 0)
+			cmpi_die(1, "the relay sent a malformed frame");
+		if (used == 0) {
+			/* make room for a large frame being read */
+			if (G.in.len - G.in_off >= 4) {
+				const uint8_t *q = G.in.p + G.in_off;
+				size_t l = (size_t)q[0] << 24 | (size_t)q[1] << 16 | (size_t)q[2] << 8 | q[3];
+				if (G.in_off + 4 + l > G.in.cap) {
+					memmove(G.in.p, G.in.p + G.in_off, G.in.len - G.in_off);
+					G.in.len -= G.in_off;
+					G.in_off = 0;
+					buf_reserve(&G.in, 4 + l + 65536 - G.in.len);
+				}
+			}
+			return;
+		}
+		G.in_off += used;
+		struct inframe f;
+		if (cmpi_decode(type, body, bl, &f))
+			cmpi_die(1, "the relay sent a malformed frame of type %d", type);
+		handle(&f);
+	}
+}
+
+/* pump processes what the relay sent; with block it first sleeps until
+ * something arrives. */
+void pump(int block)
+{
+	if (block) {
+		struct pollfd pf = {G.fd, POLLIN, 0};
+		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+			;
+	}
+	int alive = read_some();
+	parse_frames();
+	if (!alive)
+		cmpi_die(1, "the relay closed the connection");
+}
+
+static void handle(const struct inframe *f)
+{
+	struct postslot *p;
+	switch (f->type) {
+	case FR_DELIVER:
+		p = slot_of(f->r);
+		if (!p)
+			return; /* unknown request: ignored (MPI-WIRE.md) */
+		if (f->s < 0 || f->s >= G.size || f->t < 0 || f->t > INT32_MAX)
+			cmpi_die(1, "the relay delivered a message from rank %lld tag %lld", (long long)f->s, (long long)f->t);
+		{
+			struct postslot s = *p;
+			slot_free(p);
+			if (s.r)
+				s.r->outstanding--;
+			switch (s.kind) {
+			case P_RECV:
+				deliver_first(s.r, (int)f->s, (int)f->t, f->x, f->xlen);
+				break;
+			case P_FRAG:
+				deliver_frag(s.r, s.off, f->x, f->xlen);
+				break;
+			case P_ACK:
+				if (s.r && s.r->outstanding == 0) {
+					s.r->complete = 1;
+					if (s.r->released)
+						req_free(s.r);
+				}
+				break;
+			case P_STASH:
+				stash_add(s.ctx, (int)f->s, (int)f->t, f->x, f->xlen);
+				break;
+			default:
+				break;
+			}
+		}
+		return;
+	case FR_PROBED:
+		p = slot_of(f->r);
+		if (!p || p->kind != P_PROBE)
+			return;
+		p->answered = 1;
+		p->found = f->f;
+		p->src = (int)f->s;
+		p->tag = (int)f->t;
+		return;
+	case FR_RELEASE:
+		if (f->r > G.released)
+			G.released = f->r;
+		return;
+	case FR_BYE:
+		G.bye = 1;
+		return;
+	case FR_FATAL:
+		fprintf(stderr, "cosched MPI: rank %d: the relay ended the connection: %.*s\n", G.rank, (int)f->strlen, f->str);
+		exit(1);
+	}
+	/* other types (a newer relay's): ignored */
+}
+
+uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
+{
+	uint64_t id = slot_new(kind, r, off);
+	struct postslot *p = slot_of(id);
+	p->ctx = ctx;
+	G.out.len = 0;
+	mp_map(&G.out, 4);
+	mp_str(&G.out, "r");
+	mp_uint(&G.out, id);
+	mp_str(&G.out, "s");
+	mp_int(&G.out, src);
+	mp_str(&G.out, "t");
+	mp_int(&G.out, tag);
+	mp_str(&G.out, "c");
+	mp_int(&G.out, ctx);
+	conn_write(FR_POST, &G.out);
+	if (r)
+		r->outstanding++;
+	if (G.blocking) { /* posted while blocked (a fragment): the relay must know */
+		G.out.len = 0;
+		mp_map(&G.out, 1);
+		mp_str(&G.out, "r");
+		mp_array(&G.out, 1);
+		mp_uint(&G.out, id);
+		conn_write(FR_WAIT, &G.out);
+	}
+	return id;
+}
+
+/* post_cancel_for forgets r's outstanding posts (its receive was freed):
+ * what they still deliver is dropped. */
+void post_cancel_for(struct req *r)
+{
+	for (int i = 0; i < nposts; i++)
+		if (posts[i].kind != P_NONE && posts[i].r == r)
+			posts[i].r = NULL, posts[i].kind = P_DEAD; /* still posted: what it matches is dropped */
+}
+
+static void wait_frame(int type, struct req **rs, int n)
+{
+	int cnt = 0;
+	for (int i = 0; i < nposts; i++) {
+		if (posts[i].kind == P_NONE || !posts[i].r)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (rs[j] == posts[i].r) {
+				cnt++;
+				break;
+			}
+	}
+	if (cnt == 0)
+		return;
+	G.out.len = 0;
+	mp_map(&G.out, 1);
+	mp_str(&G.out, "r");
+	mp_array(&G.out, cnt);
+	for (int i = 0; i < nposts; i++) {
+		if (posts[i].kind == P_NONE || !posts[i].r)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (rs[j] == posts[i].r) {
+				mp_uint(&G.out, (uint64_t)posts[i].gen << 32 | (uint32_t)i);
+				break;
+			}
+	}
+	if (type == FR_UNWAIT) {
+		/* Unwait's barrier field: 0, none */
+		G.out.p[0] = 0x82;
+		mp_str(&G.out, "b");
+		mp_uint(&G.out, 0);
+	}
+	conn_write(type, &G.out);
+}
+
+void send_frame_wait(struct req **rs, int n) { wait_frame(FR_WAIT, rs, n); }
+void send_frame_unwait(struct req **rs, int n) { wait_frame(FR_UNWAIT, rs, n); }
+
+/* probe_relay asks the relay (protocol 2) for the oldest message matching;
+ * returns 1 and fills src/tag when there is one. */
+int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag)
+{
+	uint64_t id = slot_new(P_PROBE, NULL, 0);
+	G.out.len = 0;
+	mp_map(&G.out, 5);
+	mp_str(&G.out, "r");
+	mp_uint(&G.out, id);
+	mp_str(&G.out, "s");
+	mp_int(&G.out, src);
+	mp_str(&G.out, "t");
+	mp_int(&G.out, tag);
+	mp_str(&G.out, "c");
+	mp_int(&G.out, ctx);
+	mp_str(&G.out, "b");
+	mp_bool(&G.out, block);
+	conn_write(FR_PROBE, &G.out);
+	struct postslot *p;
+	for (;;) {
+		p = slot_of(id);
+		if (p->answered)
+			break;
+		pump(1);
+	}
+	int found = p->found;
+	*wsrc = p->src;
+	*wtag = p->tag;
+	slot_free(p);
+	return found;
+}
+
+void send_coll(struct comm *c, const char *kind, int root, int64_t bytes)
+{
+	if (G.relay_v < 2)
+		return; /* a relay of protocol 1 fails on frame types it does not know */
+	G.out.len = 0;
+	mp_map(&G.out, 5);
+	mp_str(&G.out, "q");
+	mp_uint(&G.out, c->coll_seq);
+	mp_str(&G.out, "c");
+	mp_int(&G.out, 3 + 2 * c->k);
+	mp_str(&G.out, "k");
+	mp_str(&G.out, kind);
+	mp_str(&G.out, "o");
+	mp_int(&G.out, root);
+	mp_str(&G.out, "n");
+	mp_int(&G.out, bytes);
+	conn_write(FR_COLL, &G.out);
+}
+
+void send_abort(int code, const char *msg)
+{
+	if (G.fd < 0)
+		return;
+	struct buf b = {0};
+	mp_map(&b, 2);
+	mp_str(&b, "x");
+	mp_int(&b, code);
+	mp_str(&b, "e");
+	mp_strn(&b, msg, strnlen(msg, 4096));
+	conn_write(FR_ABORT, &b);
+	free(b.p);
+}
+
+static int env_int(const char *name, long long lo, long long hi, long long *out)
+{
+	const char *s = getenv(name);
+	char *end;
+	if (!s || !*s) {
+		fprintf(stderr, "cosched MPI: %s is not set: run this program with `cosched submit --mpi cosched`\n", name);
+		return -1;
+	}
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || v < lo || v > hi) {
+		fprintf(stderr, "cosched MPI: %s=%s is not a number in [%lld, %lld]\n", name, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* conn_open connects to the relay and says hello; it exits on failure
+ * (MPI_Init has no way to fail usefully). */
+int conn_open(void)
+{
+	long long job, rank, size;
+	if (env_int("COSCHED_JOB", 0, INT64_MAX, &job) || env_int("COSCHED_SIZE", 1, 1 << 24, &size) ||
+	    env_int("COSCHED_RANK", 0, size - 1, &rank))
+		exit(1);
+	const char *path = getenv("COSCHED_RELAY");
+	if (!path || !*path) {
+		fprintf(stderr, "cosched MPI: COSCHED_RELAY is not set: run this program with `cosched submit --mpi cosched`\n");
+		exit(1);
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof sa.sun_path) {
+		fprintf(stderr, "cosched MPI: COSCHED_RELAY=%s is too long for a Unix socket\n", path);
+		exit(1);
+	}
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		fprintf(stderr, "cosched MPI: connect to the relay at %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	G.fd = fd;
+	G.job = job;
+	G.rank = (int)rank;
+	G.size = (int)size;
+	struct buf b = {0};
+	mp_map(&b, 4);
+	mp_str(&b, "job");
+	mp_int(&b, job);
+	mp_str(&b, "rank");
+	mp_int(&b, rank);
+	mp_str(&b, "size");
+	mp_int(&b, size);
+	mp_str(&b, "pid");
+	mp_int(&b, getpid());
+	conn_write(FR_HELLO, &b);
+	free(b.p);
+	/* the Welcome (a Fatal exits in handle) */
+	for (;;) {
+		struct pollfd pf = {G.fd, POLLIN, 0};
+		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+			;
+		int alive = read_some();
+		int type;
+		const uint8_t *body;
+		size_t bl;
+		ssize_t used = cmpi_frame_split(G.in.p, G.in.len, &type, &body, &bl);
+		if (used < 0)
+			cmpi_die(1, "the relay sent a malformed frame");
+		if (used > 0) {
+			struct inframe f;
+			if (cmpi_decode(type, body, bl, &f))
+				cmpi_die(1, "the relay sent a malformed frame of type %d", type);
+			G.in_off = used;
+			if (type == FR_WELCOME) {
+				G.relay_v = f.v > 0 && f.v < 1000 ? (int)f.v : 1;
+				snprintf(G.mode, sizeof G.mode, "%.*s", (int)(f.strlen < 15 ? f.strlen : 15), f.str ? f.str : "");
+				parse_frames();
+				return 0;
+			}
+			handle(&f);
+			cmpi_die(1, "the relay answered hello with frame type %d", type);
+		}
+		if (!alive)
+			cmpi_die(1, "the relay closed the connection at hello");
+	}
+}
