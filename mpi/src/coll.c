@@ -125,7 +125,7 @@ static int reduce_packed(struct comm *c, int tag, const uint8_t *in, uint8_t *ou
 
 int coll_barrier(struct comm *c)
 {
-	int tag = begin(c, "barrier", 0, 0);
+	int tag = begin(c, "barrier", -1, 0);
 	if (c->size == G.size) {
 		/* the relay's barrier: it knows the rank waits, and under bcs
 		 * completes it in the slice's exchange */
@@ -206,7 +206,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 	TYPEARG("MPI_Allreduce", c, datatype, d, count);
 	OPARG("MPI_Allreduce", c, op, d);
 	size_t n = (size_t)count * d->size;
-	int tag = begin(c, "allreduce", 0, (int64_t)n);
+	int tag = begin(c, "allreduce", -1, (int64_t)n);
 	uint8_t *in = xmalloc(n), *out = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, in);
 	int rc = reduce_packed(c, tag, in, out, count, d, op, 0, "MPI_Allreduce");
@@ -271,7 +271,7 @@ static int gatherv(const char *fn, const char *kind, const void *sendbuf, int se
 		tot += sizes[i];
 	}
 	size_t myn = inplace && isroot ? sizes[c->rank] : (size_t)sendcount * sd->size;
-	int tag = begin(c, kind, all ? 0 : root, (int64_t)myn);
+	int tag = begin(c, kind, all ? -1 : root, (int64_t)myn);
 	uint8_t *mine = xmalloc(myn);
 	if (inplace && isroot) {
 		int cnt = recvcounts ? recvcounts[c->rank] : rcount;
@@ -333,7 +333,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 
 int coll_allgather_ints(struct comm *c, const int *mine, int n, int *all)
 {
-	int tag = begin(c, "allgather", 0, (int64_t)n * 4);
+	int tag = begin(c, "allgather", -1, (int64_t)n * 4);
 	size_t *sizes = xmalloc(c->size * sizeof *sizes), *offs = xmalloc(c->size * sizeof *offs);
 	for (int i = 0; i < c->size; i++) {
 		sizes[i] = (size_t)n * sizeof(int);
@@ -438,7 +438,7 @@ static int alltoallv(const char *fn, const char *kind, const void *sendbuf, cons
 		if (!inplace)
 			stot += (size_t)(scounts ? scounts[i] : scount) * sd->size;
 	}
-	int tag = begin(c, kind, 0, (int64_t)(inplace ? rtot : stot));
+	int tag = begin(c, kind, -1, (int64_t)(inplace ? rtot : stot));
 	uint8_t *in = xmalloc(rtot);
 	/* in place: what is sent is the receive buffer's own content, packed before anything arrives */
 	uint8_t *out = NULL;
@@ -519,7 +519,7 @@ static int reduce_scatter(const char *fn, const char *kind, const void *sendbuf,
 		total += cnt;
 	}
 	size_t n = (size_t)total * d->size;
-	int tag = begin(c, kind, 0, (int64_t)n);
+	int tag = begin(c, kind, -1, (int64_t)n);
 	uint8_t *in = xmalloc(n), *out = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, total, d, in);
 	int rc = reduce_packed(c, tag, in, out, total, d, op, 0, fn);
@@ -570,7 +570,7 @@ static int scan(const char *fn, const char *kind, const void *sendbuf, void *rec
 	TYPEARG(fn, c, datatype, d, count);
 	OPARG(fn, c, op, d);
 	size_t n = (size_t)count * d->size;
-	int tag = begin(c, kind, 0, (int64_t)n);
+	int tag = begin(c, kind, -1, (int64_t)n);
 	uint8_t *mine = xmalloc(n), *prev = xmalloc(n), *acc = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, mine);
 	int rc = MPI_SUCCESS;

@@ -1,0 +1,293 @@
+package mpi_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/mpi/mpibuild"
+)
+
+// kit is the library and the compiled programs, built once for the test
+// binary by TestMain (kitErr says why not).
+var (
+	kit    *mpibuild.Kit
+	kitErr error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cosched-mpi")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	kit, kitErr = mpibuild.New(ctx, dir)
+	cancel()
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needKit skips without the toolchain; a build failure is a failure.
+func needKit(t testing.TB) *mpibuild.Kit {
+	t.Helper()
+	if kitErr != nil {
+		if errorsIsUnavailable(kitErr) {
+			t.Skip(kitErr)
+		}
+		t.Fatal(kitErr)
+	}
+	return kit
+}
+
+// program compiles one of testdata's C programs.
+func program(t testing.TB, src string) string {
+	t.Helper()
+	k := needKit(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := k.Program(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cluster is relays in this process, one per node, linked as agents link
+// them; in bcs mode a goroutine strobes them every slice (cut, exchange
+// heartbeats), as agents do at the controller's strobes.
+type cluster struct {
+	relays []*relay.Relay
+	names  []string
+	stop   func()
+	nextID int64
+}
+
+func newCluster(t *testing.T, nodes int, bcs bool) *cluster {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mpirl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c := &cluster{nextID: 1}
+	peers := map[string]string{}
+	for i := range nodes {
+		name := fmt.Sprintf("n%d", i)
+		r, err := relay.New(relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		c.relays = append(c.relays, r)
+		c.names = append(c.names, name)
+		peers[name] = r.Addr()
+	}
+	for _, r := range c.relays {
+		r.SetPeers(peers)
+	}
+	if !relaySpeaksV2(t, c.relays[0]) {
+		t.Skip("the relay predates protocol 2 (Probe, Coll, Abort, MPI contexts): cosched's MPI library needs it")
+	}
+	if !bcs {
+		c.stop = func() {}
+		return c
+	}
+	const slice = 4 * time.Millisecond
+	for _, r := range c.relays {
+		// 50 MB/s: h_max of 200 KB per slice, so large messages span slices
+		r.SetDelivery(relay.Buffered, slice, 50e6)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(slice)
+		defer tick.Stop()
+		for seq := uint64(1); ; seq++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			targets := make([][]string, len(c.relays))
+			for i, r := range c.relays {
+				targets[i] = r.HeartbeatNodes()
+			}
+			for _, r := range c.relays {
+				r.Cut(1, seq)
+			}
+			for i, r := range c.relays {
+				data := r.HeartbeatData(1, seq)
+				for _, to := range targets[i] {
+					c.relay(to).PeerHeartbeat(c.names[i], 1, seq, data)
+				}
+			}
+		}
+	}()
+	c.stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *cluster) relay(name string) *relay.Relay {
+	for i, n := range c.names {
+		if n == name {
+			return c.relays[i]
+		}
+	}
+	return nil
+}
+
+// relaySpeaksV2 says hello as a rank of a job of one and reads the
+// Welcome's protocol version.
+func relaySpeaksV2(t *testing.T, r *relay.Relay) bool {
+	t.Helper()
+	const id = 1 << 40
+	if err := r.AddJob(id, []string{nodeName(r)}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.RemoveJob(id)
+	conn, err := net.Dial("unix", r.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := frame.Write(conn, comm.FrameHello, &comm.Hello{Job: id, Rank: 0, Size: 1, PID: os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	typ, body, err := frame.NewReader(conn, comm.MaxFrame).Read()
+	if err != nil || typ != comm.FrameWelcome {
+		t.Fatalf("hello: frame %d, %v", typ, err)
+	}
+	var w map[string]any
+	if err := msgpack.Unmarshal(body, &w); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := w["v"].(int8)
+	return v >= 2
+}
+
+func nodeName(r *relay.Relay) string {
+	return strings.TrimSuffix(filepath.Base(r.SocketPath()), ".sock")
+}
+
+// rankResult is one rank's process as it ended.
+type rankResult struct {
+	rank     int
+	exit     int
+	out, err string
+}
+
+// run starts prog as a job of len(place) ranks, rank i on node place[i],
+// and waits for them all (killing them at the timeout).
+func (c *cluster) run(t *testing.T, prog string, place []int, timeout time.Duration, args ...string) []rankResult {
+	t.Helper()
+	id := c.nextID
+	c.nextID++
+	nodes := make([]string, len(place))
+	for i, p := range place {
+		nodes[i] = c.names[p]
+	}
+	for i, r := range c.relays {
+		hosts := false
+		for _, p := range place {
+			hosts = hosts || p == i
+		}
+		if hosts {
+			if err := r.AddJob(id, nodes); err != nil {
+				t.Fatal(err)
+			}
+			defer r.RemoveJob(id)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res := make([]rankResult, len(place))
+	var wg sync.WaitGroup
+	for rank, p := range place {
+		cmd := exec.CommandContext(ctx, prog, args...)
+		cmd.Env = kit.Env(append(os.Environ(),
+			fmt.Sprintf("COSCHED_JOB=%d", id), fmt.Sprintf("COSCHED_RANK=%d", rank),
+			fmt.Sprintf("COSCHED_SIZE=%d", len(place)), "COSCHED_RELAY="+c.relays[p].SocketPath()))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Wait()
+			code := 0
+			if err != nil {
+				code = -1
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				}
+			}
+			res[rank] = rankResult{rank: rank, exit: code, out: stdout.String(), err: stderr.String()}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Errorf("%s: job of %d ranks still running after %v: killed", filepath.Base(prog), len(place), timeout)
+	}
+	return res
+}
+
+// expectPass fails unless every rank exited 0 without a FAIL line and
+// rank 0 said PASS.
+func expectPass(t *testing.T, what string, res []rankResult) {
+	t.Helper()
+	bad := false
+	for _, r := range res {
+		if r.exit != 0 || strings.Contains(r.out, "FAIL") {
+			bad = true
+		}
+	}
+	if !bad && !strings.Contains(res[0].out, "PASS") {
+		bad = true
+	}
+	if bad {
+		var b strings.Builder
+		for _, r := range res {
+			fmt.Fprintf(&b, "rank %d exit %d\n%s%s", r.rank, r.exit, indent(r.out), indent(r.err))
+		}
+		t.Errorf("%s failed:\n%s", what, b.String())
+	}
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") + "\n"
+}
+
+// spread places n ranks on nodes round-robin; packed puts them all on node 0.
+func spread(n, nodes int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i % nodes
+	}
+	return p
+}
