@@ -3,6 +3,8 @@ package mpi_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ func TestConformance(t *testing.T) {
 		sizes []int
 	}{
 		{"mpi/testdata/conformance/p2p.c", []int{2, 3}},
+		{"mpi/testdata/conformance/coll.c", []int{1, 3, 4, 5}},
 	}
 	for _, mode := range []string{"immediate", "bcs"} {
 		t.Run(mode, func(t *testing.T) {
@@ -26,8 +29,10 @@ func TestConformance(t *testing.T) {
 			for _, p := range progs {
 				prog := program(t, p.src)
 				for _, n := range p.sizes {
-					res := c.run(t, prog, spread(n, 2), 60*time.Second)
-					expectPass(t, fmt.Sprintf("%s on %d ranks", p.src, n), res)
+					t.Run(fmt.Sprintf("%s/%d", strings.TrimSuffix(filepath.Base(p.src), ".c"), n), func(t *testing.T) {
+						res := c.run(t, prog, spread(n, 2), 60*time.Second)
+						expectPass(t, fmt.Sprintf("%s on %d ranks", p.src, n), res)
+					})
 				}
 			}
 		})
