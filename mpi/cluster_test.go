@@ -258,6 +258,7 @@ func (c *cluster) run(t *testing.T, prog string, place []int, timeout time.Durat
 // rank 0 said PASS.
 func expectPass(t *testing.T, what string, res []rankResult) {
 	t.Helper()
+	t.Logf("%s: rank 0 said %q", what, strings.TrimSpace(res[0].out))
 	bad := false
 	for _, r := range res {
 		if r.exit != 0 || strings.Contains(r.out, "FAIL") {

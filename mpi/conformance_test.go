@@ -22,6 +22,8 @@ func TestConformance(t *testing.T) {
 	}{
 		{"mpi/testdata/conformance/p2p.c", []int{2, 3}},
 		{"mpi/testdata/conformance/coll.c", []int{1, 3, 4, 5}},
+		{"mpi/testdata/conformance/types.c", []int{2, 3}},
+		{"mpi/testdata/conformance/comm.c", []int{1, 4, 5}},
 	}
 	for _, mode := range []string{"immediate", "bcs"} {
 		t.Run(mode, func(t *testing.T) {
