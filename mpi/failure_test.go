@@ -1,0 +1,44 @@
+package mpi_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Bad arguments return MPI's error classes under ERRORS_RETURN, and the
+// library goes on working; under ERRORS_ARE_FATAL the rank fails with
+// the call and the class.
+func TestBadInput(t *testing.T) {
+	prog := program(t, "mpi/testdata/conformance/badinput.c")
+	c := newCluster(t, 1, false)
+	expectPass(t, "badinput.c on 3 ranks", c.run(t, prog, []int{0, 0, 0}, 30*time.Second))
+	for _, r := range c.run(t, prog, []int{0, 0}, 30*time.Second, "fatal") {
+		if r.exit != 1 || !strings.Contains(r.err, "MPI_Send: invalid communicator (MPI_ERR_COMM)") || strings.Contains(r.out, "FAIL") {
+			t.Errorf("rank %d with a forged communicator under ERRORS_ARE_FATAL: exit %d, stdout %q, stderr %q", r.rank, r.exit, r.out, r.err)
+		}
+	}
+}
+
+// A call outside the subset ends the rank with exit 1 and the call's
+// name, whichever name it was called by; MPI_Abort with its code.
+func TestUnsupportedCallFailsNamingIt(t *testing.T) {
+	prog := program(t, "mpi/testdata/conformance/unsupported.c")
+	c := newCluster(t, 1, false)
+	for _, tc := range []struct {
+		arg, want string
+		exit      int
+	}{
+		{"win", "MPI_Win_create is not supported by cosched's MPI", 1},
+		{"pmpi", "MPI_Win_create is not supported by cosched's MPI", 1},
+		{"spawn", "MPI_Comm_spawn is not supported by cosched's MPI", 1},
+		{"preinit", "MPI_Session_init is not supported by cosched's MPI", 1},
+		{"abort", "application called MPI_Abort(comm=0x44000000, 7)", 7},
+	} {
+		for _, r := range c.run(t, prog, []int{0, 0}, 30*time.Second, tc.arg) {
+			if r.exit != tc.exit || !strings.Contains(r.err, tc.want) || strings.Contains(r.out, "FAIL") {
+				t.Errorf("%s: rank %d: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.arg, r.rank, r.exit, tc.exit, r.out, r.err, tc.want)
+			}
+		}
+	}
+}
