@@ -5,8 +5,13 @@ GO ?= go
 
 all: build
 
+# bin/cosched, and beside it lib/cosched/libmpich.so.12 (and libmpi.so.12):
+# cosched's MPI library for --mpi cosched (mpi/build.sh; needs gcc and
+# MPICH's mpi.h, else it says so and is skipped: the agent then fails
+# --mpi cosched jobs naming where it looked).
 build:
 	$(GO) build -o bin/cosched ./cmd/cosched
+	sh mpi/build.sh lib/cosched || [ $$? -eq 3 ]
 
 # All tests, with the race detector. Tests that read ../shared (real traces,
 # scheduling oracles) skip with a message when it is absent.
@@ -42,6 +47,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s ./jss/swf/
 	$(GO) test -run '^$$' -fuzz FuzzVerifyToken -fuzztime 30s ./clusterkey/
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 30s ./clusterkey/
+	$(GO) test -run '^$$' -fuzz FuzzWire -fuzztime 60s ./mpi/
 
 clean:
-	rm -rf bin
+	rm -rf bin lib
