@@ -72,6 +72,12 @@ func program(t testing.TB, src string) string {
 // them; in bcs mode a goroutine strobes them every slice (cut, exchange
 // heartbeats), as agents do at the controller's strobes.
 type cluster struct {
+	// started, when set, learns each rank's process as it starts.
+	started func(rank, pid int)
+	// blocked records the relays' OnBlocked calls: "job/rank:true".
+	blockedMu sync.Mutex
+	blocked   []string
+
 	relays []*relay.Relay
 	names  []string
 	stop   func()
@@ -89,7 +95,12 @@ func newCluster(t *testing.T, nodes int, bcs bool) *cluster {
 	peers := map[string]string{}
 	for i := range nodes {
 		name := fmt.Sprintf("n%d", i)
-		r, err := relay.New(relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop()})
+		r, err := relay.New(relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop(),
+			OnBlocked: func(job int64, rank int, blocked bool) {
+				c.blockedMu.Lock()
+				c.blocked = append(c.blocked, fmt.Sprintf("%d/%d:%v", job, rank, blocked))
+				c.blockedMu.Unlock()
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,6 +243,9 @@ func (c *cluster) run(t *testing.T, prog string, place []int, timeout time.Durat
 		cmd.WaitDelay = 5 * time.Second
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		if c.started != nil {
+			c.started(rank, cmd.Process.Pid)
 		}
 		wg.Add(1)
 		go func() {
