@@ -22,12 +22,17 @@ import (
 	"github.com/cosched/cosched/mpi/mpibuild"
 )
 
-// kit is the library and the compiled programs, built once for the test
-// binary by TestMain (kitErr says why not).
-var (
-	kit    *mpibuild.Kit
-	kitErr error
-)
+// kitOnce builds the library and holds the compiled programs, once per
+// test binary (not in TestMain: a fuzzing worker needs none of it).
+var kitOnce = sync.OnceValues(func() (*mpibuild.Kit, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return mpibuild.New(ctx, kitDir)
+})
+
+// kitDir is the test binary's temporary directory for the kit, removed
+// by TestMain.
+var kitDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cosched-mpi")
@@ -35,9 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	kit, kitErr = mpibuild.New(ctx, dir)
-	cancel()
+	kitDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -46,11 +49,12 @@ func TestMain(m *testing.M) {
 // needKit skips without the toolchain; a build failure is a failure.
 func needKit(t testing.TB) *mpibuild.Kit {
 	t.Helper()
-	if kitErr != nil {
-		if errorsIsUnavailable(kitErr) {
-			t.Skip(kitErr)
+	kit, err := kitOnce()
+	if err != nil {
+		if errorsIsUnavailable(err) {
+			t.Skip(err)
 		}
-		t.Fatal(kitErr)
+		t.Fatal(err)
 	}
 	return kit
 }
@@ -235,7 +239,7 @@ func (c *cluster) run(t *testing.T, prog string, place []int, timeout time.Durat
 	var wg sync.WaitGroup
 	for rank, p := range place {
 		cmd := exec.CommandContext(ctx, prog, args...)
-		cmd.Env = kit.Env(append(os.Environ(),
+		cmd.Env = needKit(t).Env(append(os.Environ(),
 			fmt.Sprintf("COSCHED_JOB=%d", id), fmt.Sprintf("COSCHED_RANK=%d", rank),
 			fmt.Sprintf("COSCHED_SIZE=%d", len(place)), "COSCHED_RELAY="+c.relays[p].SocketPath()))
 		var stdout, stderr bytes.Buffer

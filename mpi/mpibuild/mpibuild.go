@@ -146,3 +146,18 @@ func (k *Kit) Env(env []string) []string {
 	}
 	return append(out, "LD_LIBRARY_PATH="+path)
 }
+
+// Include is the directory of MPICH's mpi.h (what build.sh compiles
+// against): $MPI_INCLUDE, else where Debian and others install it.
+func Include() (string, error) {
+	dirs := []string{"/usr/include/x86_64-linux-gnu/mpich", "/usr/include/mpich", "/usr/include/aarch64-linux-gnu/mpich"}
+	if d := os.Getenv("MPI_INCLUDE"); d != "" {
+		dirs = []string{d}
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "mpi.h")); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("%w: MPICH's mpi.h not found in %s (apt-get install libmpich-dev, or set MPI_INCLUDE)", ErrUnavailable, strings.Join(dirs, ", "))
+}
