@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ type cluster struct {
 	nextID int64
 }
 
-func newCluster(t *testing.T, nodes int, bcs bool) *cluster {
+func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "mpirl")
 	if err != nil {
@@ -172,7 +173,7 @@ func (c *cluster) relay(name string) *relay.Relay {
 
 // relaySpeaksV2 says hello as a rank of a job of one and reads the
 // Welcome's protocol version.
-func relaySpeaksV2(t *testing.T, r *relay.Relay) bool {
+func relaySpeaksV2(t testing.TB, r *relay.Relay) bool {
 	t.Helper()
 	const id = 1 << 40
 	if err := r.AddJob(id, []string{nodeName(r)}); err != nil {
@@ -209,11 +210,13 @@ type rankResult struct {
 	rank     int
 	exit     int
 	out, err string
+	maxRSS   int64         // KiB, the kernel's peak resident set size
+	wall     time.Duration // from start to exit
 }
 
 // run starts prog as a job of len(place) ranks, rank i on node place[i],
 // and waits for them all (killing them at the timeout).
-func (c *cluster) run(t *testing.T, prog string, place []int, timeout time.Duration, args ...string) []rankResult {
+func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Duration, args ...string) []rankResult {
 	t.Helper()
 	id := c.nextID
 	c.nextID++
@@ -252,9 +255,11 @@ func (c *cluster) run(t *testing.T, prog string, place []int, timeout time.Durat
 			c.started(rank, cmd.Process.Pid)
 		}
 		wg.Add(1)
+		start := time.Now()
 		go func() {
 			defer wg.Done()
 			err := cmd.Wait()
+			wall := time.Since(start)
 			code := 0
 			if err != nil {
 				code = -1
@@ -262,7 +267,10 @@ func (c *cluster) run(t *testing.T, prog string, place []int, timeout time.Durat
 					code = ee.ExitCode()
 				}
 			}
-			res[rank] = rankResult{rank: rank, exit: code, out: stdout.String(), err: stderr.String()}
+			res[rank] = rankResult{rank: rank, exit: code, out: stdout.String(), err: stderr.String(), wall: wall}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				res[rank].maxRSS = ru.Maxrss
+			}
 		}()
 	}
 	wg.Wait()

@@ -1,0 +1,88 @@
+package mpi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/mpi/mpibuild"
+)
+
+// BenchmarkRankStart: a rank's start and end on cosched's library
+// (connecting to a relay in this process) and, as the baseline, on
+// MPICH's own (a singleton: no mpiexec, no relay): the process from fork
+// to exit (ns/op), MPI_Init plus MPI_Finalize as the program times them
+// (init-ns), and its peak resident memory after exec (VmHWM, KiB).
+// Report ratios. go-c-shared is the floor of a library in Go
+// (testdata/goshared: MPI_Init and MPI_Finalize that do nothing, built
+// -buildmode=c-shared): the Go runtime's own start and memory.
+func BenchmarkRankStart(b *testing.B) {
+	prog := program(b, "mpi/testdata/initfin.c")
+	report := func(b *testing.B, outs []string) {
+		var ns, kib float64
+		for _, o := range outs {
+			var a, c float64
+			if _, err := fmt.Sscan(o, &a, &c); err != nil {
+				b.Fatalf("initfin said %q: %v", o, err)
+			}
+			ns, kib = ns+a, kib+c
+		}
+		b.ReportMetric(ns/float64(len(outs)), "init-ns")
+		b.ReportMetric(kib/float64(len(outs)), "VmHWM-KiB")
+	}
+	b.Run("mpich", func(b *testing.B) {
+		var outs []string
+		for range b.N {
+			cmd := exec.CommandContext(context.Background(), prog)
+			cmd.WaitDelay = 5 * time.Second
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			outs = append(outs, string(out))
+		}
+		report(b, outs)
+	})
+	b.Run("go-c-shared", func(b *testing.B) {
+		root, err := mpibuild.Root()
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir := b.TempDir()
+		build := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(dir, "libmpich.so.12"), "./mpi/testdata/goshared")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build -buildmode=c-shared: %v\n%s", err, out)
+		}
+		var outs []string
+		b.ResetTimer()
+		for range b.N {
+			cmd := exec.CommandContext(context.Background(), prog)
+			cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir)
+			cmd.WaitDelay = 5 * time.Second
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			outs = append(outs, string(out))
+		}
+		report(b, outs)
+	})
+	b.Run("cosched", func(b *testing.B) {
+		c := newCluster(b, 1, false)
+		var outs []string
+		b.ResetTimer()
+		for range b.N {
+			r := c.run(b, prog, []int{0}, time.Minute)[0]
+			if r.exit != 0 {
+				b.Fatalf("exit %d: %s", r.exit, r.err)
+			}
+			outs = append(outs, r.out)
+		}
+		report(b, outs)
+	})
+}
