@@ -156,9 +156,9 @@ int main(int argc, char **argv)
 	}
 	OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 
-	/* large: 10 MiB, fragmented, both ways around the ring, plus Ssend of a large one */
+	/* large: over 4 MiB, so cut in two fragments, around the ring, synchronous too */
 	{
-		int n = 10 << 18; /* ints: 10 MiB */
+		int n = (1 << 20) + 4099; /* ints: 4 MiB and 16 KiB */
 		int *a = malloc(n * sizeof(int)), *b = malloc(n * sizeof(int));
 		fill(a, n, me);
 		MPI_Request r[2];
