@@ -82,6 +82,7 @@ type cluster struct {
 	// blocked records the relays' OnBlocked calls: "job/rank:true".
 	blockedMu sync.Mutex
 	blocked   []string
+	aborts    []comm.Abort // the relays' OnAbort calls, in order (under blockedMu)
 
 	relays []*relay.Relay
 	names  []string
@@ -104,6 +105,11 @@ func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
 			OnBlocked: func(job int64, rank int, blocked bool) {
 				c.blockedMu.Lock()
 				c.blocked = append(c.blocked, fmt.Sprintf("%d/%d:%v", job, rank, blocked))
+				c.blockedMu.Unlock()
+			},
+			OnAbort: func(job int64, rank int, a comm.Abort) {
+				c.blockedMu.Lock()
+				c.aborts = append(c.aborts, a)
 				c.blockedMu.Unlock()
 			}})
 		if err != nil {

@@ -1,9 +1,12 @@
 package mpi_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/comm"
 )
 
 // Bad arguments return MPI's error classes under ERRORS_RETURN, and the
@@ -35,9 +38,36 @@ func TestUnsupportedCallFailsNamingIt(t *testing.T) {
 		{"preinit", "MPI_Session_init is not supported by cosched's MPI", 1},
 		{"abort", "application called MPI_Abort(comm=0x44000000, 7)", 7},
 	} {
+		c.blockedMu.Lock()
+		c.aborts = nil
+		c.blockedMu.Unlock()
 		for _, r := range c.run(t, prog, []int{0, 0}, 30*time.Second, tc.arg) {
 			if r.exit != tc.exit || !strings.Contains(r.err, tc.want) || strings.Contains(r.out, "FAIL") {
 				t.Errorf("%s: rank %d: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.arg, r.rank, r.exit, tc.exit, r.out, r.err, tc.want)
+			}
+		}
+		// the relay heard it (before MPI_Init there is no relay to tell);
+		// its reader may still be on the way to the frame the rank wrote
+		// just before it exited
+		want := 2
+		if tc.arg == "preinit" {
+			want = 0
+		}
+		var aborts []comm.Abort
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			c.blockedMu.Lock()
+			aborts = slices.Clone(c.aborts)
+			c.blockedMu.Unlock()
+			if len(aborts) >= want || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(aborts) != want {
+			t.Errorf("%s: the relay got %d Aborts, want %d: %v", tc.arg, len(aborts), want, aborts)
+		}
+		for _, a := range aborts {
+			if a.Code != tc.exit || !strings.Contains(a.Error, tc.want) {
+				t.Errorf("%s: the relay got Abort %+v, want code %d and %q", tc.arg, a, tc.exit, tc.want)
 			}
 		}
 	}
