@@ -72,3 +72,25 @@ func TestUnsupportedCallFailsNamingIt(t *testing.T) {
 		}
 	}
 }
+
+// A relay that goes away (its agent died) ends its ranks with a reason
+// and exit 1: the one waiting in MPI_Recv at once, the one that writes
+// next on its write (no SIGPIPE death, no hang).
+func TestRelayGoneEndsRanks(t *testing.T) {
+	prog := program(t, "mpi/testdata/blocking.c")
+	c := newCluster(t, 1, false)
+	c.started = func(rank, pid int) {
+		if rank == 1 {
+			go func() {
+				time.Sleep(300 * time.Millisecond) // rank 1 waits in MPI_Recv, rank 0 sleeps
+				c.relays[0].Close()
+			}()
+		}
+	}
+	for _, r := range c.run(t, prog, []int{0, 0}, 30*time.Second, "1000") {
+		t.Logf("rank %d: %s", r.rank, strings.TrimSpace(r.err))
+		if r.exit != 1 || !strings.Contains(r.err, "cosched MPI: rank") || !strings.Contains(r.err, "relay") {
+			t.Errorf("rank %d after its relay closed: exit %d, stderr %q", r.rank, r.exit, r.err)
+		}
+	}
+}

@@ -81,16 +81,25 @@ static void write_all(const struct iovec *iov0, int n)
 	memcpy(iov, iov0, n * sizeof *iov);
 	int i = 0;
 	while (i < n) {
-		ssize_t w = writev(G.fd, iov + i, n - i);
+		/* sendmsg, not writev: MSG_NOSIGNAL turns a relay gone into an
+		 * error the library reports, not a SIGPIPE that kills the rank */
+		struct msghdr mh = {.msg_iov = iov + i, .msg_iovlen = n - i};
+		ssize_t w = sendmsg(G.fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EPIPE || errno == ECONNRESET) {
+				G.fd = -1; /* nothing more can be said to it */
+				cmpi_die(1, "the relay closed the connection");
+			}
 			if (errno == EAGAIN) {
 				struct pollfd pf = {G.fd, POLLOUT, 0};
 				poll(&pf, 1, -1);
 				continue;
 			}
-			cmpi_die(1, "write to the relay: %s", strerror(errno));
+			int e = errno;
+			G.fd = -1;
+			cmpi_die(1, "write to the relay: %s", strerror(e));
 		}
 		while (i < n && (size_t)w >= iov[i].iov_len) {
 			w -= iov[i].iov_len;
@@ -193,8 +202,10 @@ void pump(int block)
 	}
 	int alive = read_some();
 	parse_frames();
-	if (!alive)
+	if (!alive) {
+		G.fd = -1;
 		cmpi_die(1, "the relay closed the connection");
+	}
 }
 
 static void handle(const struct inframe *f)
@@ -387,8 +398,9 @@ void send_coll(struct comm *c, const char *kind, int root, int64_t bytes)
 
 void send_abort(int code, const char *msg)
 {
-	if (G.fd < 0)
-		return;
+	static int once;
+	if (G.fd < 0 || once++)
+		return; /* a failure while saying Abort must not say it again */
 	struct buf b = {0};
 	mp_map(&b, 2);
 	mp_str(&b, "x");
