@@ -396,3 +396,25 @@ int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup
 	free(w);
 	return MPI_SUCCESS;
 }
+
+/* Comm_split_type(MPI_COMM_TYPE_SHARED): the ranks on one host, by the
+ * processor name's hash (a collision would only merge two hosts' ranks
+ * into one communicator, which is still a valid split). */
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+	(void)info;
+	COMM("MPI_Comm_split_type", comm, c);
+	(void)c;
+	if (split_type == MPI_UNDEFINED)
+		return MPI_Comm_split(comm, MPI_UNDEFINED, key, newcomm);
+	if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_COMM_TYPE_HW_GUIDED &&
+	    split_type != MPI_COMM_TYPE_HW_UNGUIDED)
+		return cmpi_err(c, MPI_ERR_ARG, "MPI_Comm_split_type", "split type %d", split_type);
+	char name[MPI_MAX_PROCESSOR_NAME];
+	int len;
+	MPI_Get_processor_name(name, &len);
+	unsigned h = 5381;
+	for (int i = 0; i < len; i++)
+		h = h * 33 + (unsigned char)name[i];
+	return MPI_Comm_split(comm, (int)(h & 0x7fffffff), key, newcomm);
+}

@@ -148,6 +148,15 @@ int main(int argc, char **argv)
 		MPI_Group_free(&wg), MPI_Group_free(&eg), MPI_Group_free(&og), MPI_Group_free(&ug);
 		free(ranks);
 	}
+	/* split_type SHARED: every rank here runs on this host */
+	{
+		MPI_Comm node;
+		int ns;
+		OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+		MPI_Comm_size(node, &ns);
+		CHECK(ns == size, "split_type SHARED: %d of %d ranks on this host", ns, size);
+		MPI_Comm_free(&node);
+	}
 	/* COMM_SELF */
 	{
 		int sr, ss, v = 3, w = 0;
