@@ -56,7 +56,10 @@ func TestBlockedRankSleepsInTheKernel(t *testing.T) {
 			done := make(chan sample, 1)
 			go func() {
 				pid := <-pids
-				time.Sleep(300 * time.Millisecond) // in MPI_Recv by now: rank 0 sends at 1.2 s
+				// sample once the relay says rank 1 waits in MPI_Recv (rank 0 sends after 1.5 s)
+				for deadline := time.Now().Add(20 * time.Second); !c.sawBlocked("1/1:true") && time.Now().Before(deadline); {
+					time.Sleep(2 * time.Millisecond)
+				}
 				_, t0, err := procStat(pid)
 				if err != nil {
 					done <- sample{err: err}
@@ -66,11 +69,11 @@ func TestBlockedRankSleepsInTheKernel(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 				stopped, _, _ := procStat(pid)
 				syscall.Kill(pid, syscall.SIGCONT)
-				time.Sleep(400 * time.Millisecond)
+				time.Sleep(300 * time.Millisecond)
 				state, t1, err := procStat(pid)
 				done <- sample{state: state, ticks: t1 - t0, err: err, stopped: stopped}
 			}()
-			res := c.run(t, prog, []int{0, 1}, 60*time.Second, "1200")
+			res := c.run(t, prog, []int{0, 1}, 60*time.Second, "1500")
 			expectPass(t, "blocking.c", res)
 			s := <-done
 			switch {
@@ -81,7 +84,7 @@ func TestBlockedRankSleepsInTheKernel(t *testing.T) {
 			case s.stopped != 'T':
 				t.Errorf("rank 1 after SIGSTOP is in state %c, want T", s.stopped)
 			case s.ticks > 10:
-				t.Errorf("rank 1 used %d clock ticks of CPU in 0.5 s of waiting: it spins", s.ticks)
+				t.Errorf("rank 1 used %d clock ticks of CPU in 0.4 s of waiting: it spins", s.ticks)
 			}
 			c.blockedMu.Lock()
 			blocked := slices.Clone(c.blocked)

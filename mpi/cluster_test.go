@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/comm"
@@ -168,6 +168,13 @@ func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
 	return c
 }
 
+// sawBlocked says whether a relay reported ev ("job/rank:true").
+func (c *cluster) sawBlocked(ev string) bool {
+	c.blockedMu.Lock()
+	defer c.blockedMu.Unlock()
+	return slices.Contains(c.blocked, ev)
+}
+
 func (c *cluster) relay(name string) *relay.Relay {
 	for i, n := range c.names {
 		if n == name {
@@ -199,12 +206,11 @@ func relaySpeaksV2(t testing.TB, r *relay.Relay) bool {
 	if err != nil || typ != comm.FrameWelcome {
 		t.Fatalf("hello: frame %d, %v", typ, err)
 	}
-	var w map[string]any
-	if err := msgpack.Unmarshal(body, &w); err != nil {
+	var w comm.Welcome
+	if err := frame.Decode(body, &w); err != nil {
 		t.Fatal(err)
 	}
-	v, _ := w["v"].(int8)
-	return v >= 2
+	return w.Version >= 2
 }
 
 func nodeName(r *relay.Relay) string {
