@@ -148,11 +148,27 @@ int main(int argc, char **argv)
 		MPI_Group_free(&wg), MPI_Group_free(&eg), MPI_Group_free(&og), MPI_Group_free(&ug);
 		free(ranks);
 	}
-	/* split_type SHARED: every rank here runs on this host */
+	/* split_type SHARED: every rank here runs on this host; an info object passed */
 	{
 		MPI_Comm node;
-		int ns;
-		OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+		MPI_Info info, dup;
+		int ns, nk;
+		char val[32];
+		OK(MPI_Info_create(&info));
+		OK(MPI_Info_set(info, "hint", "first"));
+		OK(MPI_Info_set(info, "hint", "second"));
+		OK(MPI_Info_set(info, "other", "x"));
+		OK(MPI_Info_dup(info, &dup));
+		OK(MPI_Info_get_nkeys(dup, &nk));
+		OK(MPI_Info_get(dup, "hint", sizeof val - 1, val, &flag));
+		CHECK(nk == 2 && flag && !strcmp(val, "second"), "info: %d keys, hint=%s", nk, val);
+		OK(MPI_Info_delete(dup, "hint"));
+		OK(MPI_Info_get(dup, "hint", sizeof val - 1, val, &flag));
+		CHECK(!flag, "info: deleted key still there");
+		OK(MPI_Info_free(&dup));
+		OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, info, &node));
+		OK(MPI_Info_free(&info));
+		CHECK(info == MPI_INFO_NULL, "Info_free");
 		MPI_Comm_size(node, &ns);
 		CHECK(ns == size, "split_type SHARED: %d of %d ranks on this host", ns, size);
 		MPI_Comm_free(&node);
