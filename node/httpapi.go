@@ -38,6 +38,10 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/operator/raft/peers", a.withController(a.apiRaftPeers))
 	mux.HandleFunc("DELETE /v1/operator/raft/peers/{name}", a.withController(a.apiRemoveRaftPeer))
 	mux.HandleFunc("GET /v1/local/stats", a.apiLocalStats)
+	if a.ui != nil { // an Agent{} of the routing tests has none
+		mux.HandleFunc("POST /v1/ui/login", a.apiUILogin)
+		mux.Handle("/ui/", a.ui.server.Handler())
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A known path with another method is 405 with the methods it
