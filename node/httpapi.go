@@ -97,6 +97,7 @@ func (a *Agent) withController(h func(*Controller, http.ResponseWriter, *http.Re
 		// who the caller is, however the caller reached it.
 		r = r.Clone(r.Context())
 		r.Header.Del("Authorization")
+		r.Header.Del("Cookie") // a web session lives on this agent only
 		if t := a.token(caller(r)); t != "" {
 			r.Header.Set("Authorization", api.AuthScheme+" "+t)
 		}
