@@ -25,6 +25,25 @@ function dur(ns) { // a Go duration in nanoseconds, shown briefly
   return (ns / 1e3).toFixed(0) + " µs";
 }
 
+// goDur reads a Go duration string ("1h2m3.5s", "250ms") into seconds.
+function goDur(s) {
+  if (!s) return 0;
+  const unit = { h: 3600, m: 60, s: 1, ms: 1e-3, "µs": 1e-6, us: 1e-6, ns: 1e-9 };
+  let t = 0;
+  for (const [, n, u] of String(s).matchAll(/([0-9.]+)(h|ms|m|µs|us|ns|s)/g)) t += parseFloat(n) * unit[u];
+  return t;
+}
+
+// slurmTime shows seconds as squeue does: [D-][H:]M:SS.
+function slurmTime(sec) {
+  sec = Math.floor(sec);
+  const d = Math.floor(sec / 86400), h = Math.floor(sec % 86400 / 3600), m = Math.floor(sec % 3600 / 60), s = sec % 60;
+  const ss = String(s).padStart(2, "0");
+  if (d) return `${d}-${String(h).padStart(2, "0")}:${String(m).padStart(2, "0")}:${ss}`;
+  if (h) return `${h}:${String(m).padStart(2, "0")}:${ss}`;
+  return `${m}:${ss}`;
+}
+
 function mpl(st) {
   const c = st.nodes && st.nodes.cluster;
   let n = c && c.mpl ? c.mpl : 1;
@@ -100,7 +119,7 @@ function renderQueue(st) {
     const id = j.id;
     rows.push(el("tr", { "data-job": id },
       el("td", { class: "link", onclick: () => openJob(id) }, id), el("td", {}, j.spec.name || ""), el("td", {}, j.spec.user || ""),
-      el("td", {}, st8), el("td", {}, j.elapsed || ""), el("td", {}, j.spec.time_limit || ""), el("td", {}, j.spec.processors),
+      el("td", {}, st8), el("td", {}, slurmTime(goDur(j.elapsed))), el("td", {}, slurmTime(goDur(j.spec.time_limit))), el("td", {}, j.spec.processors),
       el("td", {}, j.state === "RUNNING" ? j.row : ""), el("td", {}, where)));
   }
   tb.replaceChildren(...rows);

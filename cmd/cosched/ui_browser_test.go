@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium is the browser the page's tests drive (Debian's chromium
+// package; .ci/run installs it): its path, or the test is skipped.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium): the web page's browser tests skip")
+	return ""
+}
+
+// browser starts a headless chromium with a fresh profile and returns its
+// context. When the test ends the browser is closed and the test fails if
+// any process of that profile is left.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	profile := t.TempDir()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe), chromedp.UserDataDir(profile), chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		// This machine's network is closed: without these chromium's own
+		// background connections are refused and it stalls.
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+		eventually(t, 30*time.Second, func() error {
+			if pids := processesWith(profile); len(pids) > 0 {
+				return fmt.Errorf("chromium processes of profile %s left: %v", profile, pids)
+			}
+			return nil
+		})
+	})
+	// The first run starts the browser, with ctx itself: a deadline on it
+	// would close the browser when it passes.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	return ctx
+}
+
+// processesWith lists the processes whose command line mentions s.
+func processesWith(s string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// matrixView is what a test reads of the page: which rows each job's cells
+// are in, the rows of the cells marked current, the slice counter, the
+// queue's length.
+type matrixView struct {
+	Jobs    map[string][]string `json:"jobs"`
+	Current []string            `json:"current"`
+	Slice   int                 `json:"slice"`
+	Queue   int                 `json:"queue"`
+	Cells   int                 `json:"cells"`
+}
+
+const readMatrix = `(() => {
+  const m = document.querySelector('[data-testid="matrix"]');
+  const jobs = {};
+  const cells = m ? [...m.querySelectorAll('td[data-node][data-row]')] : [];
+  for (const c of cells) {
+    const j = c.getAttribute('data-job');
+    if (!j) continue;
+    (jobs[j] ||= []);
+    if (!jobs[j].includes(c.dataset.row)) jobs[j].push(c.dataset.row);
+  }
+  const current = [...new Set(cells.filter(c => c.getAttribute('data-current') === 'true').map(c => c.dataset.row))];
+  const s = document.querySelector('[data-testid="slice"]');
+  return {jobs, current, cells: cells.length, slice: parseInt(s ? s.textContent : '') || 0,
+    queue: document.querySelectorAll('[data-testid="queue"] tbody tr').length};
+})()`
+
+// waitPage evaluates readMatrix until ok accepts it (a generous deadline:
+// no fixed sleep decides anything).
+func waitPage(t *testing.T, ctx context.Context, what string, ok func(matrixView) bool) matrixView {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var v matrixView
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		got, err := chromedp.Run(ectx, chromedp.Evaluate[matrixView](readMatrix))
+		cancel()
+		v = got
+		if err == nil && ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("page: waited 60s for %s; last view %+v (%v)", what, v, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The page of a running gang cluster, in a real browser opened with
+// cosched ui --url: both jobs in the matrix in different rows, the current
+// row moving between them, the slice counter rising, a job's own details
+// on its page, and a cancelled job leaving the matrix.
+func TestUIBrowserMatrix(t *testing.T) {
+	chromium(t)
+	_, run := clusterCLI(t, "-N", "2", "--mode", "gang", "--slice", "100ms", "--mpl", "2")
+	id1 := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "first", "--", "sleep", "600"))
+	id2 := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "second", "--", "sleep", "600"))
+	t.Cleanup(func() { coschedCmd("cancel", id1, id2).Run() }) // cluster down ends them anyway
+	link := strings.TrimSpace(run("ui", "--url"))
+	if !strings.Contains(link, "/ui/login?token=") {
+		t.Fatalf("cosched ui --url printed %q", link)
+	}
+
+	ctx := browser(t)
+	nctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(nctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`[data-testid="matrix"]`))); err != nil {
+		t.Fatal(err)
+	}
+
+	v := waitPage(t, ctx, "both jobs in the matrix", func(v matrixView) bool { return len(v.Jobs[id1]) > 0 && len(v.Jobs[id2]) > 0 })
+	if len(v.Jobs[id1]) != 1 || len(v.Jobs[id2]) != 1 || v.Jobs[id1][0] == v.Jobs[id2][0] || v.Cells != 4 {
+		t.Fatalf("jobs %s and %s should each fill one row of a 2×2 matrix, different rows: %+v", id1, id2, v)
+	}
+	first := v.Slice
+	seen := map[string]bool{}
+	waitPage(t, ctx, "the current row to move to both rows and the slice counter to rise", func(v matrixView) bool {
+		if len(v.Current) > 1 {
+			t.Fatalf("cells of two rows marked current at once: %+v", v)
+		}
+		for _, r := range v.Current {
+			seen[r] = true
+		}
+		return seen[v.Jobs[id1][0]] && seen[v.Jobs[id2][0]] && v.Slice > first
+	})
+	screenshot(t, ctx, "ui-matrix.png")
+
+	// A job's page: its command, since it is ours.
+	if err := run2(ctx, chromedp.Click(chromedp.CSS(`td[data-job="`+id1+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="job-command"]`))); err != nil {
+		t.Fatal(err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
+	command, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(`[data-testid="job-command"]`)))
+	tcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(command, "sleep 600") {
+		t.Errorf("job page command %q, want sleep 600", command)
+	}
+	screenshot(t, ctx, "ui-job.png")
+
+	run("cancel", id2)
+	waitPage(t, ctx, "the cancelled job to leave the matrix and the queue", func(v matrixView) bool {
+		return len(v.Jobs[id2]) == 0 && len(v.Jobs[id1]) > 0 && v.Queue == 1
+	})
+}
+
+// run2 runs actions with a generous deadline.
+func run2(ctx context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
+}
+
+// screenshot saves the page to $COSCHED_UI_SCREENSHOTS/name when that is
+// set (how docs/ui-*.png are made).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	dir := os.Getenv("COSCHED_UI_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
