@@ -31,6 +31,8 @@ ui --results DIR serves DIR (the output folder of sim sweep, bench run or
 make demo) as interactive plots on --listen until interrupted; the first
 line it prints is its address. See docs/ui.md.`,
 		Args: cobra.NoArgs,
+		// --results serves until interrupted: that is its normal end.
+		Annotations: map[string]string{stopAnnotation: stopClean},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.results != "" {
 				return serveResults(cmd, f.results, f.listen)

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,3 +217,91 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+
+// cosched ui --results on a small sweep's folder: its first line is the
+// address; the page draws a plot per metric, each with a line per mode;
+// a legend click hides a mode; SIGINT stops it promptly and cleanly.
+func TestUIBrowserResults(t *testing.T) {
+	chromium(t)
+	dir := t.TempDir()
+	if out, err := coschedCmd("sim", "sweep", "--load", "0.2:1.0:0.2", "--jobs", "100", "--parallel", "1", "--out", dir).CombinedOutput(); err != nil {
+		t.Fatalf("sim sweep: %v\n%s", err, out)
+	}
+	cmd := coschedCmd("ui", "--results", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() {
+		// Drain and wait: the test never leaves the server behind.
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		t.Fatalf("first line %q (%v), want the page's address", line, err)
+	}
+	addr := strings.TrimSpace(line)
+
+	ctx := browser(t)
+	if err := run2(ctx, chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS(`[data-testid="plot"] svg path`))); err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		Plots  int      `json:"plots"`
+		Series []string `json:"series"`
+		Paths  int      `json:"paths"`
+	}
+	const read = `(() => {
+	  const plots = [...document.querySelectorAll('[data-testid="plot"]')];
+	  const first = plots[0];
+	  return {plots: plots.length,
+	    series: first ? [...first.querySelectorAll('g[data-series]')].map(g => g.dataset.series) : [],
+	    paths: first ? first.querySelectorAll('g[data-series] path').length : 0};
+	})()`
+	wait := func(what string, ok func(view) bool) view {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			v, err := chromedp.Run(ectx, chromedp.Evaluate[view](read))
+			cancel()
+			if err == nil && ok(v) {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("results page: waited 60s for %s; last %+v (%v)", what, v, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	v := wait("four plots with a line per mode", func(v view) bool { return v.Plots >= 4 && len(v.Series) == 3 && v.Paths == 3 })
+	if !slices.Equal(slices.Sorted(slices.Values(v.Series)), []string{"bcs", "gang", "space"}) {
+		t.Errorf("series %v, want bcs, gang, space", v.Series)
+	}
+	screenshot(t, ctx, "ui-results.png")
+	if err := run2(ctx, chromedp.Click(chromedp.CSS(`[data-testid="plot"] g[data-legend="gang"]`))); err != nil {
+		t.Fatal(err)
+	}
+	wait("gang hidden by its legend", func(v view) bool { return len(v.Series) == 2 && !slices.Contains(v.Series, "gang") })
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the clean-up
+		if err != nil {
+			t.Errorf("ui --results after SIGINT: %v, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ui --results still serving 30 s after SIGINT")
+	}
+}
