@@ -217,7 +217,6 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-
 // cosched ui --results on a small sweep's folder: its first line is the
 // address; the page draws a plot per metric, each with a line per mode;
 // a legend click hides a mode; SIGINT stops it promptly and cleanly.
