@@ -22,14 +22,6 @@ func newUICmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ui [--url] | ui --results DIR [--listen HOST:PORT]",
 		Short: "Open the cluster's web page (the live matrix, the queue, the nodes), or serve a results folder as plots",
-		Long: `ui opens the agents' web page in a browser, logged in as you: a link with a
-single-use token valid for 60 s, which the agent exchanges for a session
-cookie (never the cluster key). Without a browser (no xdg-open, or no
-display) it prints the link; --url only prints it.
-
-ui --results DIR serves DIR (the output folder of sim sweep, bench run or
-make demo) as interactive plots on --listen until interrupted; the first
-line it prints is its address. See docs/ui.md.`,
 		Args: cobra.NoArgs,
 		// --results serves until interrupted: that is its normal end.
 		Annotations: map[string]string{stopAnnotation: stopClean},
