@@ -95,7 +95,7 @@ func (a *Agent) callerOf(r *http.Request) (Caller, error) {
 	if c, ok := r.Context().Value(peerKey{}).(Caller); ok {
 		return c, nil
 	}
-	if ck, err := r.Cookie(ui.CookieName); err == nil && a.ui != nil && r.Header.Get("Authorization") == "" {
+	if ck, err := r.Cookie(ui.CookieName(r.Host)); err == nil && a.ui != nil && r.Header.Get("Authorization") == "" {
 		if who, ok := a.ui.sessions.Lookup(ck.Value); ok {
 			return Caller{UID: who.UID, GID: who.GID, Via: viaSession}, nil
 		}

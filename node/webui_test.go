@@ -53,7 +53,7 @@ func TestWebUIAuthentication(t *testing.T) {
 		}
 		req, _ := http.NewRequest(method, base+path, nil)
 		if cookie != "" {
-			req.AddCookie(&http.Cookie{Name: ui.CookieName, Value: cookie})
+			req.AddCookie(&http.Cookie{Name: ui.CookieName(addr), Value: cookie})
 		}
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
@@ -83,7 +83,7 @@ func TestWebUIAuthentication(t *testing.T) {
 			t.Errorf("login link used twice: %d, want 401", code)
 		}
 		for _, ck := range (&http.Response{Header: h}).Cookies() {
-			if ck.Name == ui.CookieName && ck.HttpOnly && ck.SameSite == http.SameSiteStrictMode {
+			if ck.Name == ui.CookieName(addr) && ck.HttpOnly && ck.SameSite == http.SameSiteStrictMode {
 				return ck.Value
 			}
 		}
@@ -127,7 +127,7 @@ func TestWebUIAuthentication(t *testing.T) {
 
 	// The stream shows the job's place to everyone, never its command.
 	req, _ := http.NewRequest(http.MethodGet, base+"/ui/events", nil)
-	req.AddCookie(&http.Cookie{Name: ui.CookieName, Value: other})
+	req.AddCookie(&http.Cookie{Name: ui.CookieName(addr), Value: other})
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(sctx))

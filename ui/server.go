@@ -60,10 +60,10 @@ func (s *Server) Handler() http.Handler {
 		_ = json.NewEncoder(w).Encode(s.Who(r))
 	})
 	mux.HandleFunc("POST /ui/logout", func(w http.ResponseWriter, r *http.Request) {
-		if c, err := r.Cookie(CookieName); err == nil {
+		if c, err := r.Cookie(CookieName(r.Host)); err == nil {
 			s.Sessions.End(c.Value)
 		}
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: CookieName(r.Host), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /ui/events", s.events)
@@ -87,7 +87,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", Expires: expires,
+	http.SetCookie(w, &http.Cookie{Name: CookieName(r.Host), Value: id, Path: "/", Expires: expires,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	// Off the URL that carried the token: a reload cannot spend it again.
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,8 +30,17 @@ const (
 	maxSessions = 4096
 )
 
-// CookieName is the session cookie's name.
-const CookieName = "cosched_session"
+// CookieName is the session cookie's name for a page reached at host (the
+// request's Host): "cosched_session_PORT". Browsers keep cookies per host
+// name, not per port, and the agents of a local cluster share one host: a
+// name per port keeps each agent's session apart.
+func CookieName(host string) string {
+	port := "80"
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
+		port = host[i+1:]
+	}
+	return "cosched_session_" + port
+}
 
 // ErrBadLogin is any login token that is unknown, already used or expired:
 // the page says to ask for a fresh link, whatever the cause.
