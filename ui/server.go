@@ -3,6 +3,7 @@ package ui
 import (
 	"embed"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"time"
@@ -30,6 +31,13 @@ type Server struct {
 	// that proxies and the browser keep it open (default 15 s).
 	KeepAlive time.Duration
 }
+
+// MaxStreams bounds the event streams one agent serves (each costs a
+// goroutine, a connection and a write per event).
+const MaxStreams = 256
+
+// writeTimeout bounds one write to an event stream.
+const writeTimeout = 10 * time.Second
 
 // LoginPath exchanges a login token for a session cookie: the only path
 // under /ui/ served without a credential.
@@ -105,10 +113,24 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	if s.Hub.Subscribers() >= MaxStreams {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, fmt.Sprintf("this agent already serves %d event streams: close some pages, or open the page on another agent", MaxStreams), http.StatusServiceUnavailable)
+		return
+	}
 	sub, leave := s.Hub.Subscribe()
 	defer leave()
+	// A page that stops reading (a suspended laptop) must not hold a
+	// goroutine for ever: a write that cannot finish in writeTimeout ends
+	// its stream, and the browser reconnects.
+	rc := http.NewResponseController(w)
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := w.Write(b)
+		return err == nil
+	}
 	// A reconnecting page (agent restart, failover) retries after 1 s.
-	if _, err := w.Write([]byte("retry: 1000\n\n")); err != nil {
+	if !write([]byte("retry: 1000\n\n")) {
 		return
 	}
 	fl.Flush()
@@ -125,12 +147,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-s.Hub.Done():
 			return
 		case <-keep.C:
-			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+			if !write([]byte(": keep-alive\n\n")) {
 				return
 			}
 		case <-sub.Wake():
 			for _, ev := range sub.Take() {
-				if _, err := w.Write(ev); err != nil {
+				if !write(ev) {
 					return
 				}
 			}
