@@ -40,6 +40,8 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/local/stats", a.apiLocalStats)
 	if a.ui != nil { // an Agent{} of the routing tests has none
 		mux.HandleFunc("POST /v1/ui/login", a.apiUILogin)
+		mux.HandleFunc("GET /v1/jobs/{id}/output", a.withController(a.apiJobOutput))
+		mux.HandleFunc("GET /v1/local/output/{id}/{rank}", a.apiLocalOutput)
 		mux.Handle("/ui/", a.ui.server.Handler())
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))

@@ -38,7 +38,7 @@ func TestWebUIAuthentication(t *testing.T) {
 		return tokenClient(addr, tok)
 	}
 	owner := mint(uid, gid)
-	id, err := owner.Submit(ctx, api.JobSpec{Command: []string{"sleep", "600"}, Processors: 2, TimeLimit: api.Duration{D: time.Hour}})
+	id, err := owner.Submit(ctx, api.JobSpec{Command: []string{"sh", "-c", "echo out-of-rank-$COSCHED_RANK; exec sleep 600"}, Processors: 2, TimeLimit: api.Duration{D: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +115,12 @@ func TestWebUIAuthentication(t *testing.T) {
 	if code, body, _ := get(path, other); code != http.StatusForbidden {
 		t.Errorf("another user's job details: %d %s, want 403", code, body)
 	}
+	if code, body, _ := get(path+"/output?rank=1", other); code != http.StatusForbidden {
+		t.Errorf("another user's output: %d %s, want 403", code, body)
+	}
+	if code, body, _ := get(fmt.Sprintf("/v1/local/output/%d/1", id), other); code != http.StatusForbidden {
+		t.Errorf("another user reading an agent's output file: %d %s, want 403", code, body)
+	}
 	if code, body, _ := get("DELETE "+path, other); code != http.StatusForbidden || !strings.Contains(body, ui.CSRFHeader) {
 		t.Errorf("cancel with the cookie alone: %d %s, want 403 naming %s", code, body, ui.CSRFHeader)
 	}
@@ -141,7 +147,7 @@ func TestWebUIAuthentication(t *testing.T) {
 	for !(placed && sliced) && sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "data: {\"jobs\"") {
-			if strings.Contains(line, "sleep") {
+			if strings.Contains(line, "out-of-rank") {
 				t.Fatalf("state event shows the command to another user: %s", line)
 			}
 			var st ui.State
@@ -162,6 +168,20 @@ func TestWebUIAuthentication(t *testing.T) {
 	mine := login(owner)
 	if code, body, _ := get(path, mine); code != http.StatusOK || !strings.Contains(body, "sleep") {
 		t.Errorf("own job's details: %d %s", code, body)
+	}
+	// Each rank's output, wherever it runs (the leader fetches it from the
+	// rank's node).
+	for _, rank := range []int{0, 1} {
+		eventually(t, 30*time.Second, func() error {
+			want := fmt.Sprintf("out-of-rank-%d", rank)
+			if code, body, _ := get(fmt.Sprintf("%s/output?rank=%d", path, rank), mine); code != http.StatusOK || !strings.Contains(body, want) {
+				return fmt.Errorf("own output of rank %d: %d %q, want %s", rank, code, body, want)
+			}
+			return nil
+		})
+	}
+	if code, _, _ := get(path+"/output?rank=9", mine); code != http.StatusBadRequest {
+		t.Errorf("output of a rank the job does not have: %d, want 400", code)
 	}
 	if code, body, _ := get("DELETE "+path, mine, ui.CSRFHeader, "1"); code != http.StatusOK {
 		t.Errorf("own cancel: %d %s", code, body)

@@ -134,11 +134,11 @@ func waitPage(t *testing.T, ctx context.Context, what string, ok func(matrixView
 // The page of a running gang cluster, in a real browser opened with
 // cosched ui --url: both jobs in the matrix in different rows, the current
 // row moving between them, the slice counter rising, a job's own details
-// on its page, and a cancelled job leaving the matrix.
+// and output on its page, and a cancelled job leaving the matrix.
 func TestUIBrowserMatrix(t *testing.T) {
 	chromium(t)
 	_, run := clusterCLI(t, "-N", "2", "--mode", "gang", "--slice", "100ms", "--mpl", "2")
-	id1 := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "first", "--", "sleep", "600"))
+	id1 := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "first", "--", "sh", "-c", "echo hello from rank $COSCHED_RANK; exec sleep 600"))
 	id2 := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "second", "--", "sleep", "600"))
 	t.Cleanup(func() { coschedCmd("cancel", id1, id2).Run() }) // cluster down ends them anyway
 	link := strings.TrimSpace(run("ui", "--url"))
@@ -181,8 +181,22 @@ func TestUIBrowserMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(command, "sleep 600") {
-		t.Errorf("job page command %q, want sleep 600", command)
+	if !strings.Contains(command, "exec sleep 600") {
+		t.Errorf("job page command %q, want the job's", command)
+	}
+	// Its ranks' output, rank 1's from the other node.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		out, err := chromedp.Run(ectx, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid="output"]')].map(p => p.textContent).join("|")`))
+		cancel()
+		if err == nil && strings.Contains(out, "hello from rank 0") && strings.Contains(out, "hello from rank 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job page output %q (%v), want both ranks' lines", out, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	screenshot(t, ctx, "ui-job.png")
 

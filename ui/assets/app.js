@@ -186,6 +186,12 @@ async function refreshJob() {
         el("td", {}, k.exited ? k.code : ""), el("td", {}, k.cpu_time), el("td", {}, k.max_rss || ""), el("td", {}, k.error || "")));
     }
     out.push(ranks);
+    // The end of the first ranks' output (the agents keep it on their nodes).
+    for (const k of (j.ranks || []).slice(0, 4)) {
+      const o = await fetch(`/v1/jobs/${id}/output?rank=${k.rank}`, { credentials: "same-origin" });
+      const text = o.ok ? await o.text() : "(" + ((await o.json().catch(() => ({}))).error || o.statusText) + ")";
+      out.push(el("h3", {}, `rank ${k.rank} output (${k.node})`), el("pre", { "data-testid": "output", "data-rank": k.rank }, text || "(none yet)"));
+    }
     if (j.state === "PENDING" || j.state === "RUNNING") {
       out.push(el("button", { type: "button", "data-testid": "cancel", onclick: () => cancelJob(id) }, "cancel job " + id));
     }
