@@ -22,7 +22,7 @@ func newUICmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ui [--url] | ui --results DIR [--listen HOST:PORT]",
 		Short: "Open the cluster's web page (the live matrix, the queue, the nodes), or serve a results folder as plots",
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		// --results serves until interrupted: that is its normal end.
 		Annotations: map[string]string{stopAnnotation: stopClean},
 		RunE: func(cmd *cobra.Command, _ []string) error {
