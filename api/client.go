@@ -387,6 +387,15 @@ func (c *Client) LocalStats(ctx context.Context, since uint64) (NodeStats, error
 	return st, err
 }
 
+// UILogin asks the agent given to NewClient (never another: the session
+// it opens lives there) for a link that logs a browser in as the caller:
+// see docs/ui.md.
+func (c *Client) UILogin(ctx context.Context) (UILogin, error) {
+	var l UILogin
+	err := c.doAt(ctx, c.home, http.MethodPost, "/v1/ui/login", nil, &l)
+	return l, err
+}
+
 // NotAgentError is an answer that is not the API's: the address reaches
 // some other HTTP server.
 type NotAgentError struct {

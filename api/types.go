@@ -9,14 +9,19 @@ import (
 
 // Job is a job as the API reports it.
 type Job struct {
-	ID      int64      `json:"id"`
-	Spec    JobSpec    `json:"spec"`
-	State   State      `json:"state"`
-	Reason  string     `json:"reason,omitempty"` // why it waits, or why it failed
-	Submit  time.Time  `json:"submit"`
-	Start   *time.Time `json:"start,omitempty"`
-	End     *time.Time `json:"end,omitempty"`
-	Row     int        `json:"row"`
+	ID     int64      `json:"id"`
+	Spec   JobSpec    `json:"spec"`
+	State  State      `json:"state"`
+	Reason string     `json:"reason,omitempty"` // why it waits, or why it failed
+	Submit time.Time  `json:"submit"`
+	Start  *time.Time `json:"start,omitempty"`
+	End    *time.Time `json:"end,omitempty"`
+	Row    int        `json:"row"`
+	// Rows are the matrix rows it runs in (its own, Row, and the
+	// alternates it fits in), Columns its matrix columns in rank order:
+	// its place in the matrix, public as the queue is (a running job's).
+	Rows    []int      `json:"rows,omitempty"`
+	Columns []int      `json:"columns,omitempty"`
 	Nodes   []string   `json:"nodes,omitempty"` // in rank order, one per rank
 	Ranks   []RankInfo `json:"ranks,omitempty"`
 	Elapsed Duration   `json:"elapsed"` // running time so far, or in all
@@ -37,6 +42,13 @@ type NodeInfo struct {
 	Columns    []int      `json:"columns"`          // the matrix columns it hosts
 	Jobs       []int64    `json:"jobs,omitempty"`
 	Stats      *NodeStats `json:"stats,omitempty"`
+}
+
+// UILogin is the answer to POST /v1/ui/login: a link that logs a browser
+// in as the caller once, before Expires (docs/ui.md).
+type UILogin struct {
+	URL     string    `json:"url"`
+	Expires time.Time `json:"expires"`
 }
 
 // Submitted is the answer to a submission.

@@ -311,6 +311,8 @@ type Agent struct {
 	// Guarded by mu.
 	pmiPending map[int64]pmiBarrier
 
+	ui *webUI // the web page's sessions and events (package ui)
+
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	done     chan struct{}
@@ -545,9 +547,11 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		meta.RaftAddr = a.group.RaftAddr()
 	}
 	a.meta = meta
+	a.ui = a.newWebUI()
 	a.api = &http.Server{Handler: a.authenticate(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 
 	a.goRun(func() { a.serveControl(run) })
+	a.goRun(func() { a.ui.hub.Run(run) })
 	a.goRun(func() { a.watchController(run) })
 	a.goRun(a.forwardExits)
 	a.goRun(func() { a.sampleCgroups(run) })

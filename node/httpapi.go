@@ -38,6 +38,12 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/operator/raft/peers", a.withController(a.apiRaftPeers))
 	mux.HandleFunc("DELETE /v1/operator/raft/peers/{name}", a.withController(a.apiRemoveRaftPeer))
 	mux.HandleFunc("GET /v1/local/stats", a.apiLocalStats)
+	if a.ui != nil { // an Agent{} of the routing tests has none
+		mux.HandleFunc("POST /v1/ui/login", a.apiUILogin)
+		mux.HandleFunc("GET /v1/jobs/{id}/output", a.withController(a.apiJobOutput))
+		mux.HandleFunc("GET /v1/local/output/{id}/{rank}", a.apiLocalOutput)
+		mux.Handle("/ui/", a.ui.server.Handler())
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A known path with another method is 405 with the methods it
@@ -93,6 +99,7 @@ func (a *Agent) withController(h func(*Controller, http.ResponseWriter, *http.Re
 		// who the caller is, however the caller reached it.
 		r = r.Clone(r.Context())
 		r.Header.Del("Authorization")
+		r.Header.Del("Cookie") // a web session lives on this agent only
 		if t := a.token(caller(r)); t != "" {
 			r.Header.Set("Authorization", api.AuthScheme+" "+t)
 		}

@@ -19,16 +19,21 @@ import (
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/ui"
 )
 
 // Caller is who made an API request, as the agent established it.
 type Caller struct {
 	UID, GID uint32
 	// Via says how: "unix socket" (the kernel's SO_PEERCRED), "token"
-	// (signed with the cluster key), or "unauthenticated" (the agent has
-	// no cluster key and takes every caller for its own user).
+	// (signed with the cluster key), "session" (a web page's cookie,
+	// viaSession), or "unauthenticated" (the agent has no cluster key and
+	// takes every caller for its own user).
 	Via string
 }
+
+// viaSession is Caller.Via for a web page's session cookie (package ui).
+const viaSession = "session"
 
 // APISocketName is the agent's API Unix socket, in its state directory.
 const APISocketName = "api.sock"
@@ -63,7 +68,8 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 // to next in the request's context; it answers 401 itself.
 func (a *Agent) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" && a.metricsSrv == nil {
+		if (r.URL.Path == "/metrics" && a.metricsSrv == nil) || r.URL.Path == ui.LoginPath {
+			// The login link carries its own credential, spent there.
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -74,6 +80,13 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 			api.WriteError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
+		if c.Via == viaSession && r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(ui.CSRFHeader) == "" {
+			// A browser sends the cookie with any site's form; only the
+			// page's own script sets this header.
+			a.authDenials.Inc()
+			api.WriteError(w, http.StatusForbidden, fmt.Sprintf("%s %s with a session cookie needs the %s header (the web page sets it)", r.Method, r.URL.Path, ui.CSRFHeader))
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }
@@ -81,6 +94,14 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 func (a *Agent) callerOf(r *http.Request) (Caller, error) {
 	if c, ok := r.Context().Value(peerKey{}).(Caller); ok {
 		return c, nil
+	}
+	if ck, err := r.Cookie(ui.CookieName(r.Host)); err == nil && a.ui != nil && r.Header.Get("Authorization") == "" {
+		if who, ok := a.ui.sessions.Lookup(ck.Value); ok {
+			return Caller{UID: who.UID, GID: who.GID, Via: viaSession}, nil
+		}
+		if a.cfg.Key != nil {
+			return Caller{}, errors.New("web session unknown or expired (the agent may have restarted): run `cosched ui --url` for a fresh link")
+		}
 	}
 	if a.cfg.Key == nil {
 		return Caller{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid()), Via: "unauthenticated"}, nil

@@ -42,6 +42,9 @@ func viewOf(m *ctl.Machine, j ctl.Job, now time.Time) api.Job {
 		for _, r := range j.Ranks {
 			v.Nodes = append(v.Nodes, r.Node)
 		}
+		if j.End.IsZero() {
+			v.Rows, v.Columns = j.Rows, j.Columns
+		}
 	}
 	return v
 }

@@ -32,6 +32,15 @@ func (f *Follower) Stats() Stats {
 	return st
 }
 
+// Current returns the last slice applied and its row: what Stats reports
+// of them, without copying anything else (a web page reads it ten times a
+// second).
+func (f *Follower) Current() (seq uint64, row int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.shown.last, f.shown.row
+}
+
 // Records returns the last History slices applied, oldest first.
 func (f *Follower) Records() []SliceRecord {
 	f.mu.Lock()

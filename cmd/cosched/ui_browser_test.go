@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium is the browser the page's tests drive (Debian's chromium
+// package; .ci/run installs it): its path, or the test is skipped.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium): the web page's browser tests skip")
+	return ""
+}
+
+// browser starts a headless chromium with a fresh profile and returns its
+// context. When the test ends the browser is closed and the test fails if
+// any process of that profile is left.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	profile := t.TempDir()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe), chromedp.UserDataDir(profile), chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		// This machine's network is closed: without these chromium's own
+		// background connections are refused and it stalls.
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+		eventually(t, 30*time.Second, func() error {
+			if pids := processesWith(profile); len(pids) > 0 {
+				return fmt.Errorf("chromium processes of profile %s left: %v", profile, pids)
+			}
+			return nil
+		})
+	})
+	// The first run starts the browser, with ctx itself: a deadline on it
+	// would close the browser when it passes.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	return ctx
+}
+
+// processesWith lists the processes whose command line mentions s.
+func processesWith(s string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// matrixView is what a test reads of the page: which rows each job's cells
+// are in, the rows of the cells marked current, the slice counter, the
+// queue's length.
+type matrixView struct {
+	Jobs    map[string][]string `json:"jobs"`
+	Current []string            `json:"current"`
+	Slice   int                 `json:"slice"`
+	Queue   int                 `json:"queue"`
+	Cells   int                 `json:"cells"`
+}
+
+const readMatrix = `(() => {
+  const m = document.querySelector('[data-testid="matrix"]');
+  const jobs = {};
+  const cells = m ? [...m.querySelectorAll('td[data-node][data-row]')] : [];
+  for (const c of cells) {
+    const j = c.getAttribute('data-job');
+    if (!j) continue;
+    (jobs[j] ||= []);
+    if (!jobs[j].includes(c.dataset.row)) jobs[j].push(c.dataset.row);
+  }
+  const current = [...new Set(cells.filter(c => c.getAttribute('data-current') === 'true').map(c => c.dataset.row))];
+  const s = document.querySelector('[data-testid="slice"]');
+  return {jobs, current, cells: cells.length, slice: parseInt(s ? s.textContent : '') || 0,
+    queue: document.querySelectorAll('[data-testid="queue"] tbody tr').length};
+})()`
+
+// waitPage evaluates readMatrix until ok accepts it (a generous deadline:
+// no fixed sleep decides anything).
+func waitPage(t *testing.T, ctx context.Context, what string, ok func(matrixView) bool) matrixView {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var v matrixView
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		got, err := chromedp.Run(ectx, chromedp.Evaluate[matrixView](readMatrix))
+		cancel()
+		v = got
+		if err == nil && ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("page: waited 60s for %s; last view %+v (%v)", what, v, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The page of a running gang cluster, in a real browser opened with
+// cosched ui --url: both jobs in the matrix in different rows, the current
+// row moving between them, the slice counter rising, a job's own details
+// and output on its page, and a cancelled job leaving the matrix.
+func TestUIBrowserMatrix(t *testing.T) {
+	chromium(t)
+	_, run := clusterCLI(t, "-N", "2", "--mode", "gang", "--slice", "100ms", "--mpl", "2")
+	id1 := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "first", "--", "sh", "-c", "echo hello from rank $COSCHED_RANK; exec sleep 600"))
+	id2 := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "second", "--", "sleep", "600"))
+	t.Cleanup(func() { coschedCmd("cancel", id1, id2).Run() }) // cluster down ends them anyway
+	link := strings.TrimSpace(run("ui", "--url"))
+	if !strings.Contains(link, "/ui/login?token=") {
+		t.Fatalf("cosched ui --url printed %q", link)
+	}
+
+	ctx := browser(t)
+	nctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(nctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`[data-testid="matrix"]`))); err != nil {
+		t.Fatal(err)
+	}
+
+	v := waitPage(t, ctx, "both jobs in the matrix", func(v matrixView) bool { return len(v.Jobs[id1]) > 0 && len(v.Jobs[id2]) > 0 })
+	if len(v.Jobs[id1]) != 1 || len(v.Jobs[id2]) != 1 || v.Jobs[id1][0] == v.Jobs[id2][0] || v.Cells != 4 {
+		t.Fatalf("jobs %s and %s should each fill one row of a 2×2 matrix, different rows: %+v", id1, id2, v)
+	}
+	first := v.Slice
+	seen := map[string]bool{}
+	waitPage(t, ctx, "the current row to move to both rows and the slice counter to rise", func(v matrixView) bool {
+		if len(v.Current) > 1 {
+			t.Fatalf("cells of two rows marked current at once: %+v", v)
+		}
+		for _, r := range v.Current {
+			seen[r] = true
+		}
+		return seen[v.Jobs[id1][0]] && seen[v.Jobs[id2][0]] && v.Slice > first
+	})
+	screenshot(t, ctx, "ui-matrix.png")
+
+	// A job's page: its command, since it is ours.
+	if err := run2(ctx, chromedp.Click(chromedp.CSS(`td[data-job="`+id1+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="job-command"]`))); err != nil {
+		t.Fatal(err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
+	command, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(`[data-testid="job-command"]`)))
+	tcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(command, "exec sleep 600") {
+		t.Errorf("job page command %q, want the job's", command)
+	}
+	// Its ranks' output, rank 1's from the other node.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		out, err := chromedp.Run(ectx, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid="output"]')].map(p => p.textContent).join("|")`))
+		cancel()
+		if err == nil && strings.Contains(out, "hello from rank 0") && strings.Contains(out, "hello from rank 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job page output %q (%v), want both ranks' lines", out, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	screenshot(t, ctx, "ui-job.png")
+
+	run("cancel", id2)
+	waitPage(t, ctx, "the cancelled job to leave the matrix and the queue", func(v matrixView) bool {
+		return len(v.Jobs[id2]) == 0 && len(v.Jobs[id1]) > 0 && v.Queue == 1
+	})
+}
+
+// run2 runs actions with a generous deadline.
+func run2(ctx context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
+}
+
+// screenshot saves the page to $COSCHED_UI_SCREENSHOTS/name when that is
+// set (how docs/ui-*.png are made).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	dir := os.Getenv("COSCHED_UI_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cosched ui --results on a small sweep's folder: its first line is the
+// address; the page draws a plot per metric, each with a line per mode;
+// a legend click hides a mode; SIGINT stops it promptly and cleanly.
+func TestUIBrowserResults(t *testing.T) {
+	chromium(t)
+	dir := t.TempDir()
+	if out, err := coschedCmd("sim", "sweep", "--load", "0.2:1.0:0.2", "--jobs", "100", "--parallel", "1", "--out", dir).CombinedOutput(); err != nil {
+		t.Fatalf("sim sweep: %v\n%s", err, out)
+	}
+	cmd := coschedCmd("ui", "--results", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() {
+		// Drain and wait: the test never leaves the server behind.
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		t.Fatalf("first line %q (%v), want the page's address", line, err)
+	}
+	addr := strings.TrimSpace(line)
+
+	ctx := browser(t)
+	if err := run2(ctx, chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS(`[data-testid="plot"] svg path`))); err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		Plots  int      `json:"plots"`
+		Series []string `json:"series"`
+		Paths  int      `json:"paths"`
+	}
+	const read = `(() => {
+	  const plots = [...document.querySelectorAll('[data-testid="plot"]')];
+	  const first = plots[0];
+	  return {plots: plots.length,
+	    series: first ? [...first.querySelectorAll('g[data-series]')].map(g => g.dataset.series) : [],
+	    paths: first ? first.querySelectorAll('g[data-series] path').length : 0};
+	})()`
+	wait := func(what string, ok func(view) bool) view {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			v, err := chromedp.Run(ectx, chromedp.Evaluate[view](read))
+			cancel()
+			if err == nil && ok(v) {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("results page: waited 60s for %s; last %+v (%v)", what, v, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	v := wait("four plots with a line per mode", func(v view) bool { return v.Plots >= 4 && len(v.Series) == 3 && v.Paths == 3 })
+	if !slices.Equal(slices.Sorted(slices.Values(v.Series)), []string{"bcs", "gang", "space"}) {
+		t.Errorf("series %v, want bcs, gang, space", v.Series)
+	}
+	screenshot(t, ctx, "ui-results.png")
+	if err := run2(ctx, chromedp.Click(chromedp.CSS(`[data-testid="plot"] g[data-legend="gang"]`))); err != nil {
+		t.Fatal(err)
+	}
+	wait("gang hidden by its legend", func(v view) bool { return len(v.Series) == 2 && !slices.Contains(v.Series, "gang") })
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the clean-up
+		if err != nil {
+			t.Errorf("ui --results after SIGINT: %v, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ui --results still serving 30 s after SIGINT")
+	}
+}

@@ -1,0 +1,195 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/sharing"
+	"github.com/cosched/cosched/ui"
+)
+
+// The web page authenticates as the API does: nothing without a
+// credential (401), a login link once, a session cookie afterwards; a
+// user sees every job's place but the details of their own jobs only, and
+// changes nothing with the cookie alone (CSRF).
+func TestWebUIAuthentication(t *testing.T) {
+	key := newKey(t)
+	c := startCluster(t, clusterOpts{agents: 2, mode: sharing.Gang, mpl: 2, slice: 50 * time.Millisecond, key: key})
+	ctx := context.Background()
+	addr := c.agents[1].APIAddr() // not the controller's: requests are forwarded
+	base := "http://" + addr
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	mint := func(uid, gid uint32) *api.Client {
+		tok, err := key.Mint(uid, gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tokenClient(addr, tok)
+	}
+	owner := mint(uid, gid)
+	id, err := owner.Submit(ctx, api.JobSpec{Command: []string{"sh", "-c", "echo out-of-rank-$COSCHED_RANK; exec sleep 600"}, Processors: 2, TimeLimit: api.Duration{D: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Cancel(context.Background(), id)
+
+	hc := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path, cookie string, hdr ...string) (int, string, http.Header) {
+		t.Helper()
+		method := http.MethodGet
+		if m, p, ok := strings.Cut(path, " "); ok {
+			method, path = m, p
+		}
+		req, _ := http.NewRequest(method, base+path, nil)
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: ui.CookieName(addr), Value: cookie})
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	login := func(cl *api.Client) string {
+		t.Helper()
+		l, err := cl.UILogin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(l.URL, base+ui.LoginPath+"?token=") {
+			t.Fatalf("login URL %q: want %s%s?token=…", l.URL, base, ui.LoginPath)
+		}
+		code, _, h := get(strings.TrimPrefix(l.URL, base), "")
+		if code != http.StatusSeeOther || h.Get("Location") != "/ui/" {
+			t.Fatalf("login: %d to %q, want 303 to /ui/", code, h.Get("Location"))
+		}
+		if code, _, _ := get(strings.TrimPrefix(l.URL, base), ""); code != http.StatusUnauthorized {
+			t.Errorf("login link used twice: %d, want 401", code)
+		}
+		for _, ck := range (&http.Response{Header: h}).Cookies() {
+			if ck.Name == ui.CookieName(addr) && ck.HttpOnly && ck.SameSite == http.SameSiteStrictMode {
+				return ck.Value
+			}
+		}
+		t.Fatalf("login set no HttpOnly, SameSite=Strict session cookie: %v", h["Set-Cookie"])
+		return ""
+	}
+
+	for _, p := range []string{"/ui/", "/ui/events", "/ui/static/app.js", "/ui/me"} {
+		if code, _, _ := get(p, ""); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a credential: %d, want 401", p, code)
+		}
+		if code, _, _ := get(p, "forged-session"); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with a forged session: %d, want 401", p, code)
+		}
+	}
+	if code, body, _ := get(ui.LoginPath+"?token=nope", ""); code != http.StatusUnauthorized || !strings.Contains(body, "cosched ui --url") {
+		t.Errorf("bad login token: %d %q, want 401 saying to run cosched ui --url", code, body)
+	}
+
+	other := login(mint(4242, 4242)) // not the owner, not an operator
+	if code, body, h := get("/ui/", other); code != http.StatusOK || !strings.Contains(body, `data-testid="matrix"`) || !strings.Contains(h.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Errorf("page with a session: %d, CSP %q", code, h.Get("Content-Security-Policy"))
+	}
+	var me ui.Me
+	if code, body, _ := get("/ui/me", other); code != http.StatusOK || json.Unmarshal([]byte(body), &me) != nil || me.UID != 4242 || me.Operator || me.Via != "session" {
+		t.Errorf("/ui/me: %d %s", code, body)
+	}
+	path := fmt.Sprintf("/v1/jobs/%d", id)
+	if code, body, _ := get(path, other); code != http.StatusForbidden {
+		t.Errorf("another user's job details: %d %s, want 403", code, body)
+	}
+	if code, body, _ := get(path+"/output?rank=1", other); code != http.StatusForbidden {
+		t.Errorf("another user's output: %d %s, want 403", code, body)
+	}
+	if code, body, _ := get(fmt.Sprintf("/v1/local/output/%d/1", id), other); code != http.StatusForbidden {
+		t.Errorf("another user reading an agent's output file: %d %s, want 403", code, body)
+	}
+	if code, body, _ := get("DELETE "+path, other); code != http.StatusForbidden || !strings.Contains(body, ui.CSRFHeader) {
+		t.Errorf("cancel with the cookie alone: %d %s, want 403 naming %s", code, body, ui.CSRFHeader)
+	}
+	if code, body, _ := get("DELETE "+path, other, ui.CSRFHeader, "1"); code != http.StatusForbidden || !strings.Contains(body, "belongs to") {
+		t.Errorf("another user's cancel: %d %s, want 403", code, body)
+	}
+	if code, _, _ := get("POST /v1/ui/login", other, ui.CSRFHeader, "1"); code != http.StatusForbidden {
+		t.Errorf("a session minting login links: %d, want 403", code)
+	}
+
+	// The stream shows the job's place to everyone, never its command.
+	req, _ := http.NewRequest(http.MethodGet, base+"/ui/events", nil)
+	req.AddCookie(&http.Cookie{Name: ui.CookieName(addr), Value: other})
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(sctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	var placed, sliced bool
+	for !(placed && sliced) && sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "data: {\"jobs\"") {
+			if strings.Contains(line, "out-of-rank") {
+				t.Fatalf("state event shows the command to another user: %s", line)
+			}
+			var st ui.State
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &st); err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range st.Jobs {
+				placed = placed || (j.ID == id && j.State == api.Running && len(j.Columns) == 2)
+			}
+		}
+		sliced = sliced || strings.HasPrefix(line, `data: {"seq":`)
+	}
+	if !placed || !sliced {
+		t.Fatalf("event stream: job placed %v, slices %v (%v)", placed, sliced, sc.Err())
+	}
+	cancel()
+
+	mine := login(owner)
+	if code, body, _ := get(path, mine); code != http.StatusOK || !strings.Contains(body, "sleep") {
+		t.Errorf("own job's details: %d %s", code, body)
+	}
+	// Each rank's output, wherever it runs (the leader fetches it from the
+	// rank's node).
+	for _, rank := range []int{0, 1} {
+		eventually(t, 30*time.Second, func() error {
+			want := fmt.Sprintf("out-of-rank-%d", rank)
+			if code, body, _ := get(fmt.Sprintf("%s/output?rank=%d", path, rank), mine); code != http.StatusOK || !strings.Contains(body, want) {
+				return fmt.Errorf("own output of rank %d: %d %q, want %s", rank, code, body, want)
+			}
+			return nil
+		})
+	}
+	if code, _, _ := get(path+"/output?rank=9", mine); code != http.StatusBadRequest {
+		t.Errorf("output of a rank the job does not have: %d, want 400", code)
+	}
+	if code, body, _ := get("DELETE "+path, mine, ui.CSRFHeader, "1"); code != http.StatusOK {
+		t.Errorf("own cancel: %d %s", code, body)
+	}
+	if code, _, _ := get("POST /ui/logout", mine, ui.CSRFHeader, "1"); code != http.StatusNoContent {
+		t.Errorf("logout: %d", code)
+	}
+	if code, _, _ := get("/ui/", mine); code != http.StatusUnauthorized {
+		t.Errorf("page after logout: %d, want 401", code)
+	}
+}

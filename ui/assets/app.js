@@ -1,0 +1,238 @@
+// cosched's page: a view of the agents' API kept current by server-sent
+// events (/ui/events). Everything is built with textContent: job names and
+// users are other people's input.
+"use strict";
+
+const S = { state: null, seq: 0, row: -1, me: null, cells: [], openJob: 0 };
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  return e;
+}
+
+function color(id) { return `hsl(${(id * 137) % 360}, 55%, 42%)`; }
+
+function dur(ns) { // a Go duration in nanoseconds, shown briefly
+  if (ns == null) return "";
+  if (ns >= 1e9) return (ns / 1e9).toFixed(2) + " s";
+  if (ns >= 1e6) return (ns / 1e6).toFixed(2) + " ms";
+  return (ns / 1e3).toFixed(0) + " µs";
+}
+
+// goDur reads a Go duration string ("1h2m3.5s", "250ms") into seconds.
+function goDur(s) {
+  if (!s) return 0;
+  const unit = { h: 3600, m: 60, s: 1, ms: 1e-3, "µs": 1e-6, us: 1e-6, ns: 1e-9 };
+  let t = 0;
+  for (const [, n, u] of String(s).matchAll(/([0-9.]+)(h|ms|m|µs|us|ns|s)/g)) t += parseFloat(n) * unit[u];
+  return t;
+}
+
+// slurmTime shows seconds as squeue does: [D-][H:]M:SS.
+function slurmTime(sec) {
+  sec = Math.floor(sec);
+  const d = Math.floor(sec / 86400), h = Math.floor(sec % 86400 / 3600), m = Math.floor(sec % 3600 / 60), s = sec % 60;
+  const ss = String(s).padStart(2, "0");
+  if (d) return `${d}-${String(h).padStart(2, "0")}:${String(m).padStart(2, "0")}:${ss}`;
+  if (h) return `${h}:${String(m).padStart(2, "0")}:${ss}`;
+  return `${m}:${ss}`;
+}
+
+function mpl(st) {
+  const c = st.nodes && st.nodes.cluster;
+  let n = c && c.mpl ? c.mpl : 1;
+  for (const j of st.jobs || []) for (const r of (j.rows || [j.row])) n = Math.max(n, r + 1);
+  return n;
+}
+
+// renderMatrix draws one cell per (row, processor column): data-node,
+// data-row and data-job (empty when free); cells of the current row carry
+// data-current="true".
+function renderMatrix(st) {
+  const t = document.getElementById("matrix");
+  const nodes = ((st.nodes && st.nodes.nodes) || []).filter(n => (n.columns || []).length > 0);
+  const rows = mpl(st);
+  const at = new Map(); // "row/col" -> [job, alternate?]
+  for (const j of st.jobs || []) {
+    if (j.state !== "RUNNING" || !j.columns) continue;
+    for (const r of (j.rows && j.rows.length ? j.rows : [j.row])) {
+      for (const c of j.columns) at.set(r + "/" + c, [j, r !== j.row]);
+    }
+  }
+  const head1 = el("tr", {}, el("th", {}, ""));
+  const head2 = el("tr", {}, el("th", {}, "row"));
+  for (const n of nodes) {
+    head1.append(el("th", { colspan: n.columns.length, title: n.state }, n.name + (n.leader ? " ★" : "")));
+    for (const c of n.columns) head2.append(el("th", {}, c));
+  }
+  const body = [head1, head2];
+  S.cells = [];
+  for (let r = 0; r < rows; r++) {
+    const tr = el("tr", { "data-row": r }, el("th", { class: "rowlabel" }, r));
+    const cells = [];
+    for (const n of nodes) {
+      for (const c of n.columns) {
+        const hit = at.get(r + "/" + c);
+        const td = el("td", { "data-node": n.name, "data-row": r, "data-col": c, "data-job": hit ? hit[0].id : "" });
+        if (hit) {
+          td.textContent = hit[0].id;
+          td.style.background = color(hit[0].id);
+          td.title = `job ${hit[0].id} ${hit[0].spec.name || ""} (${hit[0].spec.user || "?"})` + (hit[1] ? ", in an alternate row" : "");
+          if (hit[1]) td.setAttribute("data-alt", "true");
+          const id = hit[0].id;
+          td.addEventListener("click", () => openJob(id));
+        }
+        tr.append(td);
+        cells.push(td);
+      }
+    }
+    S.cells.push({ tr, cells });
+    body.push(tr);
+  }
+  t.replaceChildren(...body);
+  markCurrent();
+}
+
+function markCurrent() {
+  S.cells.forEach(({ tr, cells }, r) => {
+    const cur = r === S.row;
+    tr.classList.toggle("current", cur);
+    for (const td of cells) {
+      if (cur) td.setAttribute("data-current", "true");
+      else td.removeAttribute("data-current");
+    }
+  });
+}
+
+function renderQueue(st) {
+  const tb = document.querySelector("#queue tbody");
+  const rows = [];
+  for (const j of st.jobs || []) {
+    const st8 = { PENDING: "PD", RUNNING: "R", COMPLETED: "CD", FAILED: "F", CANCELLED: "CA", TIMEOUT: "TO" }[j.state] || j.state;
+    const where = j.state === "PENDING" ? `(${j.reason || "Priority"})` : [...new Set(j.nodes || [])].join(",");
+    const id = j.id;
+    rows.push(el("tr", { "data-job": id },
+      el("td", { class: "link", onclick: () => openJob(id) }, id), el("td", {}, j.spec.name || ""), el("td", {}, j.spec.user || ""),
+      el("td", {}, st8), el("td", {}, slurmTime(goDur(j.elapsed))), el("td", {}, slurmTime(goDur(j.spec.time_limit))), el("td", {}, j.spec.processors),
+      el("td", {}, j.state === "RUNNING" ? j.row : ""), el("td", {}, where)));
+  }
+  tb.replaceChildren(...rows);
+}
+
+function renderNodes(st) {
+  const tb = document.querySelector("#nodes tbody");
+  const rows = [];
+  for (const n of (st.nodes && st.nodes.nodes) || []) {
+    const s = n.stats && n.stats.strobe;
+    const role = n.leader ? "controller (leader)" : n.controller ? "controller" : "";
+    rows.push(el("tr", { "data-node": n.name },
+      el("td", {}, n.name), el("td", {}, n.state), el("td", {}, role), el("td", {}, n.cpus),
+      el("td", {}, (n.columns || []).join(",")), el("td", {}, (n.jobs || []).join(",")),
+      el("td", {}, s ? s.applied : ""), el("td", {}, s ? s.lost : ""), el("td", {}, s ? s.late : ""),
+      el("td", {}, n.stats ? n.stats.slot_reuses : ""), el("td", {}, s && s.switch_cost ? dur(s.switch_cost.p99) : "")));
+  }
+  tb.replaceChildren(...rows);
+  const k = st.nodes && st.nodes.skew;
+  document.getElementById("skew").textContent = k && k.slices ?
+    `switch skew over the last ${k.slices} slices: p50 ${dur(k.skew.p50)}, p99 ${dur(k.skew.p99)}, max ${dur(k.skew.max)}; strobe latency p99 ${dur(k.latency.p99)}` : "";
+  const c = st.nodes && st.nodes.cluster;
+  document.getElementById("cluster").textContent = c ?
+    `${c.mode}, ${c.policy}, MPL ${c.mpl}, slice ${c.slice}, ${c.processors_online} processors` : "";
+}
+
+function render(st) {
+  S.state = st;
+  renderMatrix(st);
+  renderQueue(st);
+  renderNodes(st);
+  const stale = document.getElementById("stale");
+  stale.hidden = !st.error;
+  stale.textContent = st.error ? "not current: " + st.error : "";
+  if (S.openJob) refreshJob();
+}
+
+async function openJob(id) {
+  S.openJob = id;
+  document.getElementById("jobpanel").hidden = false;
+  document.getElementById("jobid").textContent = id;
+  await refreshJob();
+}
+
+async function refreshJob() {
+  const id = S.openJob;
+  const body = document.getElementById("jobbody");
+  const pub = (S.state && S.state.jobs || []).find(j => j.id === id);
+  const r = await fetch(`/v1/jobs/${id}`, { credentials: "same-origin" });
+  const out = [];
+  if (pub) out.push(el("p", {}, `${pub.state} · ${pub.spec.user || ""} · ${pub.spec.processors} processors · row ${pub.row}`));
+  if (r.status === 403 || r.status === 404) {
+    const e = await r.json().catch(() => ({ error: r.statusText }));
+    out.push(el("p", { "data-testid": "job-denied", class: "note" }, e.error));
+  } else if (r.ok) {
+    const j = await r.json();
+    out.push(el("p", { "data-testid": "job-command" }, "command: " + (j.spec.bench ? "bench " + j.spec.bench : (j.spec.command || []).join(" "))));
+    if (j.reason) out.push(el("p", {}, "reason: " + j.reason));
+    if (j.usage) out.push(el("p", {}, `cgroups: CPU ${j.usage.cpu_time}, peak memory ${(j.usage.peak_memory / 1048576).toFixed(1)} MiB`));
+    const ranks = el("table", { class: "grid", "data-testid": "ranks" },
+      el("tr", {}, ...["RANK", "NODE", "PID", "EXITED", "CODE", "CPU", "MAX RSS", "ERROR"].map(h => el("th", {}, h))));
+    for (const k of j.ranks || []) {
+      ranks.append(el("tr", {}, el("td", {}, k.rank), el("td", {}, k.node), el("td", {}, k.pid || ""), el("td", {}, k.exited ? "yes" : ""),
+        el("td", {}, k.exited ? k.code : ""), el("td", {}, k.cpu_time), el("td", {}, k.max_rss || ""), el("td", {}, k.error || "")));
+    }
+    out.push(ranks);
+    // The end of the first ranks' output (the agents keep it on their nodes).
+    for (const k of (j.ranks || []).slice(0, 4)) {
+      const o = await fetch(`/v1/jobs/${id}/output?rank=${k.rank}`, { credentials: "same-origin" });
+      const text = o.ok ? await o.text() : "(" + ((await o.json().catch(() => ({}))).error || o.statusText) + ")";
+      out.push(el("h3", {}, `rank ${k.rank} output (${k.node})`), el("pre", { "data-testid": "output", "data-rank": k.rank }, text || "(none yet)"));
+    }
+    if (j.state === "PENDING" || j.state === "RUNNING") {
+      out.push(el("button", { type: "button", "data-testid": "cancel", onclick: () => cancelJob(id) }, "cancel job " + id));
+    }
+  } else {
+    out.push(el("p", { class: "stale" }, `GET /v1/jobs/${id}: ${r.status}`));
+  }
+  if (S.openJob === id) body.replaceChildren(...out);
+}
+
+async function cancelJob(id) {
+  const r = await fetch(`/v1/jobs/${id}`, { method: "DELETE", credentials: "same-origin", headers: { "X-Cosched-UI": "1" } });
+  if (!r.ok) {
+    const e = await r.json().catch(() => ({ error: r.statusText }));
+    alert(e.error);
+  }
+  refreshJob();
+}
+
+function connect() {
+  const conn = document.getElementById("conn");
+  const es = new EventSource("/ui/events");
+  es.onopen = () => { conn.textContent = "live"; conn.className = "conn live"; };
+  // The browser reconnects by itself (the stream's retry: 1 s): through
+  // an agent restart or a controller failover the page keeps its last
+  // matrix, marked, until the stream is back.
+  es.onerror = () => { conn.textContent = "reconnecting"; conn.className = "conn lost"; };
+  es.addEventListener("state", ev => render(JSON.parse(ev.data)));
+  es.addEventListener("slice", ev => {
+    const s = JSON.parse(ev.data);
+    S.seq = s.seq;
+    document.querySelector('[data-testid="slice"]').textContent = s.seq;
+    if (s.row !== S.row) { S.row = s.row; markCurrent(); }
+  });
+}
+
+document.getElementById("jobclose").addEventListener("click", () => {
+  S.openJob = 0;
+  document.getElementById("jobpanel").hidden = true;
+});
+fetch("/ui/me", { credentials: "same-origin" }).then(r => r.json()).then(me => {
+  S.me = me;
+  document.getElementById("me").textContent = `${me.user}${me.operator ? " (operator)" : ""}`;
+}).catch(() => {});
+connect();

@@ -1,0 +1,298 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cosched/cosched/api"
+)
+
+// State is the cluster as every page sees it: the queue without any job's
+// details (PublicJob), the nodes and, every few seconds, their health.
+type State struct {
+	Jobs  []api.Job       `json:"jobs"`
+	Nodes api.NodesReport `json:"nodes"`
+	// Error says why the last refresh failed (the page keeps the state
+	// before it, marked stale).
+	Error string `json:"error,omitempty"`
+}
+
+// Source is what the hub reads. Slice is called at the hub's slice rate,
+// from one goroutine, and must be cheap (an agent's last strobe, under a
+// lock); State is called at most every StateEvery and may take a round trip
+// to the controller: stats asks for the nodes' strobe statistics too
+// (GET /v1/nodes?stats=1, which asks every agent).
+type Source interface {
+	Slice() (seq uint64, row int)
+	State(ctx context.Context, stats bool) (State, error)
+}
+
+// HubConfig bounds the hub's rates: however short the slices and however
+// many pages are open, the hub reads the slice clock once per SliceEvery,
+// the cluster's state once per StateEvery and its statistics once per
+// StatsEvery, and writes one event of each kind per reading, the same
+// bytes to every page.
+type HubConfig struct {
+	SliceEvery, StateEvery, StatsEvery time.Duration
+}
+
+// DefaultHubConfig: ten slice events a second at most, the queue every
+// second, the nodes' health every five.
+func DefaultHubConfig() HubConfig {
+	return HubConfig{SliceEvery: 100 * time.Millisecond, StateEvery: time.Second, StatsEvery: 5 * time.Second}
+}
+
+// Hub fans the slice clock and the cluster's state out to the open pages
+// as server-sent events. It reads its Source only while a page is
+// subscribed. A slow page never holds it up: each subscriber keeps only the
+// latest event of each kind not yet written.
+type Hub struct {
+	src  Source
+	cfg  HubConfig
+	kick chan struct{} // capacity 1: a new subscriber wants the state now
+	done chan struct{} // closed when Run has returned
+
+	// stats is the last report with statistics (stateLoop's own).
+	stats *api.NodesReport
+
+	mu        sync.Mutex // guards subs, lastSlice, lastState
+	subs      map[*Sub]struct{}
+	lastSlice []byte
+	lastState []byte
+}
+
+// NewHub returns a hub reading src; zero rates in cfg take the defaults'.
+func NewHub(src Source, cfg HubConfig) *Hub {
+	d := DefaultHubConfig()
+	if cfg.SliceEvery <= 0 {
+		cfg.SliceEvery = d.SliceEvery
+	}
+	if cfg.StateEvery <= 0 {
+		cfg.StateEvery = d.StateEvery
+	}
+	if cfg.StatsEvery <= 0 {
+		cfg.StatsEvery = d.StatsEvery
+	}
+	return &Hub{src: src, cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*Sub]struct{}{}}
+}
+
+// Sub is one page's subscription.
+type Sub struct {
+	wake chan struct{} // capacity 1: events are pending
+
+	mu           sync.Mutex
+	slice, state []byte
+}
+
+// Wake is signalled when events are pending (Take them).
+func (s *Sub) Wake() <-chan struct{} { return s.wake }
+
+// Take returns the pending events, encoded, the state first.
+func (s *Sub) Take() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]byte
+	if s.state != nil {
+		out = append(out, s.state)
+	}
+	if s.slice != nil {
+		out = append(out, s.slice)
+	}
+	s.slice, s.state = nil, nil
+	return out
+}
+
+func (s *Sub) offer(slice, state []byte) {
+	s.mu.Lock()
+	if slice != nil {
+		s.slice = slice
+	}
+	if state != nil {
+		s.state = state
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Subscribe adds a page; it gets the latest events at once. Call the
+// returned function when the page leaves.
+func (h *Hub) Subscribe() (*Sub, func()) {
+	s := &Sub{wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	slice, state := h.lastSlice, h.lastState
+	h.mu.Unlock()
+	if slice != nil || state != nil {
+		s.offer(slice, state)
+	}
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+	return s, func() {
+		h.mu.Lock()
+		delete(h.subs, s)
+		h.mu.Unlock()
+	}
+}
+
+// Subscribers is the number of open pages.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// Done is closed when Run has returned: pages should end their streams.
+func (h *Hub) Done() <-chan struct{} { return h.done }
+
+// Run reads the source and publishes until ctx ends.
+func (h *Hub) Run(ctx context.Context) {
+	defer close(h.done)
+	var wg sync.WaitGroup
+	wg.Go(func() { h.stateLoop(ctx) })
+	defer wg.Wait()
+	t := time.NewTicker(h.cfg.SliceEvery)
+	defer t.Stop()
+	var lastSeq uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if h.Subscribers() == 0 {
+			continue
+		}
+		seq, row := h.src.Slice()
+		if seq == lastSeq {
+			continue
+		}
+		lastSeq = seq
+		h.publish(event("slice", fmt.Appendf(nil, `{"seq":%d,"row":%d}`, seq, row)), nil)
+	}
+}
+
+func (h *Hub) stateLoop(ctx context.Context) {
+	var lastStats time.Time
+	var last State
+	for {
+		if h.Subscribers() == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.kick:
+			}
+		}
+		withStats := time.Since(lastStats) >= h.cfg.StatsEvery
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := h.src.State(fctx, withStats)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			st = last
+			st.Error = err.Error()
+		} else {
+			for i := range st.Jobs {
+				st.Jobs[i] = PublicJob(st.Jobs[i])
+			}
+			if withStats {
+				lastStats = time.Now()
+				h.stats = &st.Nodes
+			} else {
+				h.keepStats(&st.Nodes)
+			}
+			last = st
+		}
+		b, jerr := json.Marshal(st)
+		if jerr == nil {
+			h.publish(nil, event("state", b))
+		}
+		timer := time.NewTimer(h.cfg.StateEvery)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		case <-h.kick:
+			timer.Stop()
+		}
+	}
+}
+
+// keepStats copies the last statistics into a report without them.
+func (h *Hub) keepStats(r *api.NodesReport) {
+	if h.stats == nil {
+		return
+	}
+	r.Cluster, r.Skew = h.stats.Cluster, h.stats.Skew
+	by := map[string]*api.NodeStats{}
+	for _, n := range h.stats.Nodes {
+		by[n.Name] = n.Stats
+	}
+	for i := range r.Nodes {
+		if r.Nodes[i].Stats == nil {
+			r.Nodes[i].Stats = by[r.Nodes[i].Name]
+		}
+	}
+}
+
+// publish sends an event (nil: none of that kind) to every page, unless
+// it is the one published last.
+func (h *Hub) publish(slice, state []byte) {
+	h.mu.Lock()
+	if slice != nil {
+		if bytes.Equal(slice, h.lastSlice) {
+			slice = nil
+		} else {
+			h.lastSlice = slice
+		}
+	}
+	if state != nil {
+		if bytes.Equal(state, h.lastState) {
+			state = nil
+		} else {
+			h.lastState = state
+		}
+	}
+	subs := make([]*Sub, 0, len(h.subs))
+	for s := range h.subs {
+		subs = append(subs, s)
+	}
+	h.mu.Unlock()
+	if slice == nil && state == nil {
+		return
+	}
+	for _, s := range subs {
+		s.offer(slice, state)
+	}
+}
+
+// event encodes one server-sent event (data holds no newline: JSON).
+func event(name string, data []byte) []byte {
+	b := make([]byte, 0, len(name)+len(data)+16)
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
+
+// PublicJob is a job as anyone may see it: its place (row, rows, columns,
+// nodes), owner, name, size, state and times, without its command,
+// directory, environment or ranks (GET /v1/jobs/ID shows those to its
+// owner and operators).
+func PublicJob(j api.Job) api.Job {
+	j.Spec.Command, j.Spec.Dir, j.Spec.Env, j.Spec.SubmitKey = nil, "", nil, ""
+	j.Ranks = nil
+	return j
+}

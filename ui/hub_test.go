@@ -1,0 +1,170 @@
+package ui
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+)
+
+// fakeSource is a slice clock that advances at every read, and a cluster
+// of one job whose command is a secret.
+type fakeSource struct {
+	slices, states, stats atomic.Int64
+	seq                   atomic.Uint64
+}
+
+func (f *fakeSource) Slice() (uint64, int) {
+	f.slices.Add(1)
+	s := f.seq.Add(1)
+	return s, int(s % 2)
+}
+
+func (f *fakeSource) State(_ context.Context, stats bool) (State, error) {
+	f.states.Add(1)
+	st := State{Jobs: []api.Job{{ID: 7, State: api.Running, Columns: []int{0, 1}, Ranks: []api.RankInfo{{Rank: 0}},
+		Spec: api.JobSpec{Name: "j", Command: []string{"secret-command"}, Dir: "/secret/dir", Env: []string{"K=secret"}}}},
+		Nodes: api.NodesReport{Nodes: []api.NodeInfo{{Name: "a0", Columns: []int{0, 1}}}}}
+	if stats {
+		f.stats.Add(1)
+		st.Nodes.Nodes[0].Stats = &api.NodeStats{SlotReuses: 3}
+	}
+	return st, nil
+}
+
+func runHub(t *testing.T, src Source, cfg HubConfig) *Hub {
+	t.Helper()
+	h := NewHub(src, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { h.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return h
+}
+
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Without a page the hub reads nothing; with one it reads the slice clock
+// once per SliceEvery and the state once per StateEvery, whatever the
+// number of pages; a page that does not read keeps only the latest event
+// of each kind; no job's details reach a page.
+func TestHubRatesAndLatestWins(t *testing.T) {
+	src := &fakeSource{}
+	cfg := HubConfig{SliceEvery: 5 * time.Millisecond, StateEvery: 50 * time.Millisecond, StatsEvery: time.Hour}
+	h := runHub(t, src, cfg)
+
+	time.Sleep(30 * time.Millisecond) // nothing happens without a page: nothing to wait for
+	if n := src.slices.Load() + src.states.Load(); n != 0 {
+		t.Fatalf("source read %d times with no page open", n)
+	}
+
+	var subs []*Sub
+	for range 50 {
+		s, leave := h.Subscribe()
+		defer leave()
+		subs = append(subs, s)
+	}
+	start := time.Now()
+	waitFor(t, "ten slice readings", func() bool { return src.slices.Load() >= 10 })
+	waitFor(t, "three state readings", func() bool { return src.states.Load() >= 3 })
+	el := time.Since(start)
+	// Bounded by the rates, not by the 50 pages (one reading serves all).
+	if n, bound := src.slices.Load(), int64(el/cfg.SliceEvery)+2; n > bound {
+		t.Errorf("%d slice readings in %v, bound %d", n, el, bound)
+	}
+	if n, bound := src.states.Load(), int64(el/cfg.StateEvery)+3; n > bound {
+		t.Errorf("%d state readings in %v, bound %d", n, el, bound)
+	}
+	if n := src.stats.Load(); n != 1 {
+		t.Errorf("statistics read %d times, want once per StatsEvery (1)", n)
+	}
+
+	// A page that never read: one state and one slice pending, the latest.
+	evs := subs[0].Take()
+	if len(evs) != 2 || !strings.HasPrefix(string(evs[0]), "event: state\n") || !strings.HasPrefix(string(evs[1]), "event: slice\n") {
+		t.Fatalf("pending events: %q", evs)
+	}
+	state := string(evs[0])
+	for _, secret := range []string{"secret-command", "/secret/dir", "K=secret", `"ranks"`} {
+		if strings.Contains(state, secret) {
+			t.Errorf("state event shows %s: %s", secret, state)
+		}
+	}
+	if !strings.Contains(state, `"columns":[0,1]`) || !strings.Contains(state, `"slot_reuses":3`) {
+		t.Errorf("state event lacks the job's place or the kept statistics: %s", state)
+	}
+	// Ten readings were published before this Take: the pending one
+	// replaced the earlier ones (a queue would hold seq 1 first).
+	var seq, row int
+	if _, err := fmt.Sscanf(string(evs[1]), "event: slice\ndata: {\"seq\":%d,\"row\":%d}", &seq, &row); err != nil || seq < 10 {
+		t.Errorf("pending slice event %q: seq %d (%v), want the latest, ≥ 10", evs[1], seq, err)
+	}
+}
+
+// The event stream: text/event-stream, a state then slices whose numbers
+// rise; it ends when the hub stops (an agent shutting down is not held up
+// by open pages).
+func TestEventStream(t *testing.T) {
+	src := &fakeSource{}
+	h := NewHub(src, HubConfig{SliceEvery: 5 * time.Millisecond, StateEvery: 20 * time.Millisecond, StatsEvery: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { h.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	srv := httptest.NewServer((&Server{Sessions: NewSessions(nil), Hub: h, Who: func(*http.Request) Me { return Me{} }}).Handler())
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL + "/ui/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	var sawState bool
+	var seqs []string
+	for len(seqs) < 5 && sc.Scan() {
+		line := sc.Text()
+		if line == "event: state" {
+			sawState = true
+		}
+		if strings.HasPrefix(line, `data: {"seq":`) {
+			seqs = append(seqs, line)
+		}
+	}
+	if !sawState || len(seqs) < 5 {
+		t.Fatalf("state seen %v, slices %q (scan error %v)", sawState, seqs, sc.Err())
+	}
+	cancel() // the hub stops: the stream ends
+	done := make(chan struct{})
+	go func() {
+		for sc.Scan() {
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream outlived its hub")
+	}
+}
