@@ -101,7 +101,7 @@ var internalPrefixes = map[string]bool{
 	"jss": true, "swf": true, "gang": true, "node": true, "workload": true, "sweep": true, "closed": true,
 	"nowsim": true, "experiment": true, "profile": true, "report": true, "plot": true, "strobe": true,
 	"relay": true, "comm": true, "bench": true, "now": true, "hosts": true, "pfcfs": true, "verify": true,
-	"metrics": true, "sample": true, "atomicfile": true, "frame": true,
+	"metrics": true, "sample": true, "atomicfile": true, "frame": true, "localcluster": true,
 }
 
 // userMessage is err as a user reads it: a problem in an input file is
