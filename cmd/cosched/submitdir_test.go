@@ -87,6 +87,20 @@ func TestSubmitDirWaitAndShow(t *testing.T) {
 		t.Errorf("-D /no/such/dir: exit %d, stderr %q", code, errs)
 	}
 
+	// An MPICH program of several ranks without PMI is refused at its
+	// launch, saying what to do, instead of hanging to its limit.
+	if cc, err := exec.LookPath("mpicc"); err == nil {
+		if b, err := exec.Command(cc, "-O2", "-o", filepath.Join(work, "ring"), filepath.Join("..", "..", "pmi", "testdata", "ring.c")).CombinedOutput(); err != nil {
+			t.Fatalf("mpicc: %v\n%s", err, b)
+		}
+		_, errs, code := cosched(work, "submit", "-n", "2", "-t", "1m", "-W", "--mpi", "none", "--", "./ring", "2")
+		if code == 0 || !strings.Contains(errs, "./ring is an MPI program (it needs libmpich") || !strings.Contains(errs, "submit it with --mpi pmi1") {
+			t.Errorf("MPI program without PMI: exit %d, stderr %q", code, errs)
+		}
+	} else {
+		t.Log("mpicc not found: the MPI check is not run (install Debian's mpich and libmpich-dev, as .ci/run does)")
+	}
+
 	// Ctrl-C stops waiting; the job runs on.
 	cmd := coschedCmd("submit", "-n", "1", "-t", "1m", "-W", "--parsable", "--", "sleep", "300")
 	cmd.Env, cmd.Dir = env, work

@@ -139,6 +139,10 @@ func (s *Spec) validate() error {
 	return nil
 }
 
+// Resolve is the program a rank of argv[0] name in dir would run (see
+// resolve): the agent's checks of it before a launch.
+func Resolve(name, dir string) (string, error) { return resolve(name, dir) }
+
 // resolve finds argv[0] as exec.LookPath does, a relative path with a
 // slash in dir (the rank's working directory; "": the agent's), and makes
 // it absolute, so it means the same thing in the rank as where it was
