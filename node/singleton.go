@@ -3,6 +3,7 @@ package node
 import (
 	"debug/elf"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/cosched/cosched/api"
@@ -22,6 +23,9 @@ func singletonMPI(l launch, dir string) string {
 	path, err := rank.Resolve(l.Argv[0], dir)
 	if err != nil {
 		return "" // the start reports it
+	}
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return "" // a FIFO would block the launch: the start reports what is wrong
 	}
 	f, err := elf.Open(path)
 	if err != nil {
