@@ -31,7 +31,9 @@ type Comparison struct {
 // Compare runs c's policies, each on the engine the registry names for it
 // (SimulatePolicy), and relates pfcfs to fcfs (AddFCFSRatios). A policy's
 // schedule files are written atomically: a failed or interrupted run
-// leaves none behind.
+// leaves none behind. A trace that fails every policy (unreadable,
+// corrupt, no machine size) or leaves no job to simulate is a
+// *TraceError, said once and not as a policy's.
 func Compare(ctx context.Context, c Comparison) ([]TraceResult, error) {
 	results := make([]TraceResult, len(c.Policies))
 	g, gctx := errgroup.WithContext(ctx)
@@ -47,7 +49,14 @@ func Compare(ctx context.Context, c Comparison) ([]TraceResult, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
+		// A trace that fails every policy is the trace's error, said once.
+		if _, terr := CheckTrace(ctx, c.Trace); terr != nil && ctx.Err() == nil {
+			return nil, terr
+		}
 		return nil, err
+	}
+	if len(results) > 0 && results[0].Metrics.Jobs == 0 {
+		return nil, noJobs(c.Trace.Input.Name, results[0].Jobs)
 	}
 	return results, AddFCFSRatios(ctx, c.Trace, results)
 }

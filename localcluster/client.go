@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -53,22 +54,41 @@ var ErrNoCluster = errors.New("localcluster: no cluster to talk to")
 
 // Client is a client of the agents at addrList, API addresses separated
 // by commas and tried in turn (default: COSCHED_ADDR; without either, the
-// local cluster recorded in stateDir, resolved by StateDir), with the
-// credential ClientForAddrs finds.
+// agent's Unix socket COSCHED_SOCKET, else the local cluster recorded in
+// stateDir, resolved by FindStateDir), with the credential ClientForAddrs
+// finds. No record there is ErrNoCluster, naming where it looked; a record
+// this user cannot read is an error naming the path and the cause.
 func Client(addrList, stateDir string) (*api.Client, error) {
 	addrList = cmp.Or(addrList, os.Getenv("COSCHED_ADDR"))
-	dir, err := StateDir(stateDir)
+	dir, err := FindStateDir(stateDir)
 	if addrList != "" {
 		return ClientForList(addrList, dir)
+	}
+	if sock := os.Getenv("COSCHED_SOCKET"); sock != "" {
+		return api.NewUnixClient(sock), nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	rec, err := Load(dir)
-	if err != nil {
-		return nil, ErrNoCluster
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && stateDir == "" && os.Getenv("COSCHED_STATE_DIR") == "":
+		return nil, fmt.Errorf("%w: no cluster record in %s", ErrNoCluster, searched())
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: no cluster record in %s", ErrNoCluster, dir)
+	case err != nil:
+		return nil, fmt.Errorf("localcluster: the cluster record: %w", err)
 	}
 	return rec.Client(), nil
+}
+
+// searched lists the state directories FindStateDir looks in without a
+// flag or COSCHED_STATE_DIR.
+func searched() string {
+	if own, err := userStateDir(); err == nil && own != SystemDir() {
+		return own + " or " + SystemDir()
+	}
+	return SystemDir()
 }
 
 // ClientForList is ClientForAddrs of addrList, addresses separated by

@@ -10,10 +10,12 @@ package localcluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -33,10 +35,23 @@ import (
 	"github.com/cosched/cosched/sharing"
 )
 
-// StateDir resolves the state directory of this machine's agents and
-// local clusters: dir (a --state-dir flag), else
-// COSCHED_STATE_DIR, else $XDG_STATE_HOME/cosched, else
-// ~/.local/state/cosched.
+// SystemStateDir is the state directory of a cluster root starts without
+// one: every user's commands find it there (the cluster record and the
+// agents' API sockets are readable by all; the cluster key stays root's).
+// EnvSystemStateDir moves it (tests, a site's own choice).
+const (
+	SystemStateDir    = "/var/lib/cosched"
+	EnvSystemStateDir = "COSCHED_SYSTEM_STATE_DIR"
+)
+
+// SystemDir is the system state directory: $COSCHED_SYSTEM_STATE_DIR,
+// else SystemStateDir.
+func SystemDir() string { return cmp.Or(os.Getenv(EnvSystemStateDir), SystemStateDir) }
+
+// StateDir resolves the state directory where this user's `cluster up`
+// and agents keep their state: dir (a --state-dir flag), else
+// COSCHED_STATE_DIR, else for root the system one (SystemDir), else
+// $XDG_STATE_HOME/cosched, else ~/.local/state/cosched.
 func StateDir(dir string) (string, error) {
 	if dir != "" {
 		return dir, nil
@@ -44,6 +59,14 @@ func StateDir(dir string) (string, error) {
 	if d := os.Getenv("COSCHED_STATE_DIR"); d != "" {
 		return d, nil
 	}
+	if os.Geteuid() == 0 {
+		return SystemDir(), nil
+	}
+	return userStateDir()
+}
+
+// userStateDir is $XDG_STATE_HOME/cosched, else ~/.local/state/cosched.
+func userStateDir() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "cosched"), nil
 	}
@@ -52,6 +75,34 @@ func StateDir(dir string) (string, error) {
 		return "", errors.New("no state directory: set --state-dir or COSCHED_STATE_DIR")
 	}
 	return filepath.Join(home, ".local", "state", "cosched"), nil
+}
+
+// FindStateDir resolves the state directory of the cluster this user's
+// commands talk to: dir (a --state-dir flag), else COSCHED_STATE_DIR,
+// else the user's own ($XDG_STATE_HOME/cosched, else
+// ~/.local/state/cosched) if it records a cluster, else the system one
+// (SystemDir) if it does, else where StateDir would put one. A record
+// this user may not read counts as there, so that reading it names the
+// real cause (permission denied on which path).
+func FindStateDir(dir string) (string, error) {
+	if dir != "" || os.Getenv("COSCHED_STATE_DIR") != "" {
+		return StateDir(dir)
+	}
+	own, ownErr := userStateDir()
+	if ownErr == nil && recorded(own) {
+		return own, nil
+	}
+	if sys := SystemDir(); recorded(sys) {
+		return sys, nil
+	}
+	return StateDir("")
+}
+
+// recorded reports whether dir holds a cluster record, or one that may be
+// there but cannot be seen.
+func recorded(dir string) bool {
+	_, err := os.Stat(File(dir))
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
 
 // Limits of Options.
@@ -232,7 +283,10 @@ type Cluster struct {
 	// Exe is the cosched binary the agents run: Stop runs it to clean up
 	// after agents that died without stopping.
 	Exe string `json:"exe,omitempty"`
-	dir string
+	// Notes are what Up has to tell its caller (other users' jobs will
+	// not start, and why); not recorded.
+	Notes []string `json:"-"`
+	dir   string
 	// firstJobID is what Up passes its controllers (ids go on from the
 	// state directory's earlier clusters).
 	firstJobID int64
@@ -336,6 +390,16 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
 		return nil, err
 	}
+	var notes []string
+	if os.Geteuid() == 0 {
+		exe, note, err := sharedExe(o.Exe, o.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		if o.Exe = exe; note != "" {
+			notes = append(notes, note)
+		}
+	}
 	// One key per cluster, kept across ups so clients' view stays valid.
 	if _, err := clusterkey.LoadOrGenerate(KeyFile(o.StateDir)); err != nil {
 		return nil, err
@@ -344,7 +408,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), Exe: o.Exe, dir: o.StateDir, firstJobID: first}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), Exe: o.Exe, Notes: notes, dir: o.StateDir, firstJobID: first}
 	ok := false
 	defer func() {
 		if !ok {

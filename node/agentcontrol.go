@@ -180,6 +180,13 @@ func (a *Agent) launch(l launch) {
 		}
 		return
 	}
+	if why := singletonMPI(l, user.dir); why != "" {
+		a.log.Warn("job refused", zap.Int64("job", l.Job), zap.String("reason", why))
+		for _, r := range l.Ranks {
+			a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: 127, Err: why})
+		}
+		return
+	}
 	env := append(append(user.env, l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
 	if l.MPI == api.MPICosched {
 		lib, err := a.mpiLibEnv(env)

@@ -90,7 +90,7 @@ func newBenchRunCmd() *cobra.Command {
 // processors, slice and MPL (measure.RunOptions.OnCluster): a flag of fl
 // given with another value is an error naming it.
 func benchRunOn(ctx context.Context, addr string, o *measure.RunOptions, fl *pflag.FlagSet) error {
-	dir, _ := localcluster.StateDir("")
+	dir, _ := localcluster.FindStateDir("")
 	cl, err := clientForAddr(addr, dir)
 	if err != nil {
 		return err

@@ -28,15 +28,19 @@ type clientFlags struct {
 
 func (c *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.addr, "addr", "", "any agent's API address host:port, or several separated by commas, tried in turn when one does not answer (default: $COSCHED_ADDR, else the local cluster of cluster up)")
-	cmd.Flags().StringVar(&c.stateDir, "state-dir", "", "state directory of cluster up (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
+	cmd.Flags().StringVar(&c.stateDir, "state-dir", "", stateDirHelp)
 }
+
+// stateDirHelp is the help of the clients' --state-dir.
+const stateDirHelp = "state directory of cluster up (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched if it has a cluster, else " + localcluster.SystemStateDir + ")"
 
 // client resolves the API address (--addr, COSCHED_ADDR, the local
 // cluster) and the credential (see localcluster.Client).
 func (c *clientFlags) client() (*api.Client, error) {
 	cl, err := localcluster.Client(c.addr, c.stateDir)
 	if errors.Is(err, localcluster.ErrNoCluster) {
-		return nil, errors.New("no cluster to talk to: pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`")
+		_, where, _ := strings.Cut(err.Error(), localcluster.ErrNoCluster.Error()+": ")
+		return nil, fmt.Errorf("no cluster to talk to (%s): pass --addr or set COSCHED_ADDR, or start a local cluster with `cosched cluster up`", where)
 	}
 	return cl, addrError(err)
 }
@@ -105,7 +109,7 @@ func newClusterUpCmd() *cobra.Command {
 	fl.StringVar((*string)(&f.opts.Policy), "policy", string(f.opts.Policy), "queue policy: "+gang.PolicyNames())
 	f.backfill.add(fl, "")
 	fl.IntVar(&f.opts.Processors, "processors", f.opts.Processors, "processors each agent offers")
-	fl.StringVar(&f.opts.StateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
+	fl.StringVar(&f.opts.StateDir, "state-dir", "", "state directory (default: $COSCHED_STATE_DIR, else for root "+localcluster.SystemStateDir+", which every user's commands find, else ~/.local/state/cosched)")
 	fl.DurationVar(&f.opts.Timeout, "timeout", f.opts.Timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
 	fl.StringVar(&f.opts.Suspend, "suspend", api.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
@@ -168,6 +172,12 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	fmt.Fprintf(out, "  cosched submit -n 2 -t 1m -- sleep 10    # the commands find it through %s\n", file)
 	fmt.Fprintf(out, "  export COSCHED_ADDR=%s COSCHED_KEY_FILE=%s   # or from elsewhere\n", c.API, localcluster.KeyFile(c.Dir()))
 	fmt.Fprintf(out, "  cosched cluster down\n")
+	if o.StateDir == localcluster.SystemDir() {
+		fmt.Fprintf(out, "every user's commands find it in %s; their jobs run as them\n", o.StateDir)
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(out, "warning: %s\n", n)
+	}
 	return nil
 }
 
@@ -179,7 +189,7 @@ func newClusterDownCmd() *cobra.Command {
 		Short: "Stop the local cluster: every agent and every rank",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := localcluster.StateDir(stateDir)
+			dir, err := localcluster.FindStateDir(stateDir)
 			if err != nil {
 				return err
 			}
@@ -198,7 +208,7 @@ func newClusterDownCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory of cluster up (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", stateDirHelp)
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long agents get to leave before they are killed")
 	return cmd
 }

@@ -26,6 +26,8 @@ func TestErrorTexts(t *testing.T) {
 	notSWF := write("notes.txt", "hello\n")
 	notGz := write("trace.swf.gz", "hello\n")
 	badGz := write("bad.gz", "\x1f\x8bxxxx")
+	dropped := write("dropped.swf", "; MaxProcs: 8\n1 0 -1 100 16 -1 -1 16 100 -1 1 1 1 -1 -1 -1 -1 -1\n2 0 -1 -1 4 -1 -1 4 100 -1 1 1 1 -1 -1 -1 -1 -1\n")
+	empty := write("empty.swf", "; MaxProcs: 8\n")
 	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html>hello</html>")
@@ -42,6 +44,11 @@ func TestErrorTexts(t *testing.T) {
 		{[]string{"sim", "fit", "--trace", notSWF}, "cosched: " + notSWF + ":1: not an SWF file"},
 		{[]string{"sim", "--trace", notGz, "--policy", "easy"}, "cosched: read " + notGz + ": not gzip (no gzip header) and not an SWF file\n"},
 		{[]string{"sim", "--trace", badGz, "--policy", "easy"}, "cosched: read " + badGz + ": not gzip: corrupt gzip header"},
+		// A bad trace is the trace's error, said once, not a policy's.
+		{[]string{"sim", "--trace", badGz, "--policy", "easy,fcfs,conservative"}, "cosched: read " + badGz + ": not gzip: corrupt gzip header (unexpected EOF)\n"},
+		// No job to simulate is a failure that says why.
+		{[]string{"sim", "--trace", dropped, "--policy", "easy,fcfs"}, "cosched: " + dropped + ": no job to simulate: 2 read, every one dropped: 1 wider than the machine (--procs), 1 with no runtime\n"},
+		{[]string{"sim", "--trace", empty}, "cosched: " + empty + ": no job to simulate: the trace has no job lines\n"},
 		{[]string{"queue", "--addr", addr}, "cosched: the server at " + addr + " is not a cosched agent (HTTP 200 text/html)\n"},
 		{[]string{"cancel", "--addr", addr, "3"}, "cosched: the server at " + addr + " is not a cosched agent (HTTP 200 text/html)\n"},
 	} {

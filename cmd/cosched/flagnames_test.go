@@ -27,6 +27,12 @@ func TestFlagsStillNamedAndRefused(t *testing.T) {
 		// An unusable --out fails before the run, not after it.
 		{[]string{"bench", "run", "--out", filepath.Join(file, "run")}, 1, "cosched: --out: "},
 		{[]string{"bench", "calibrate", "--out", filepath.Join(file, "p.json")}, 1, "cosched: --out: "},
+		// A mistyped flag gets the closest one, as cobra does for commands.
+		{[]string{"submit", "--tiem", "5", "--", "true"}, 2, "unknown flag: --tiem (did you mean --time?)"},
+		{[]string{"submit", "--chdr=/tmp", "--", "true"}, 2, "unknown flag: --chdr (did you mean --chdir?)"},
+		{[]string{"sim", "--polcy", "easy"}, 2, "unknown flag: --polcy (did you mean --policy?)"},
+		{[]string{"queue", "--al"}, 2, "unknown flag: --al (did you mean --all?)"},
+		{[]string{"show", "x1"}, 2, `job id "x1": want a positive integer`},
 	} {
 		code, _, stderr := cli(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "starting") {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,13 +24,15 @@ type submitFlags struct {
 	cf       clientFlags
 	sub      api.Submission
 	parsable bool
+	chdir    string // -D: the ranks' working directory ("": where submit runs)
+	wait     bool   // -W: return when the job ends, with its exit code
 }
 
 // submitFlagNames names api.Submission's and api.JobSpec's fields by
 // submit's flags.
 var submitFlagNames = flagNames{"Processors": "-n", "Nodes": "-N", "TimeLimit": "-t", "Name": "-J", "Memory": "--mem", "Overrun": "--overrun",
 	"Bench": "--bench", "BenchRuntime": "--runtime", "BenchIterations": "--iterations", "BenchWork": "--work", "BenchSeed": "--seed",
-	"MPI": "--mpi", "Env": "--export", "Command": "COMMAND"}
+	"MPI": "--mpi", "Env": "--export", "Command": "COMMAND", "Dir": "-D"}
 
 func newSubmitCmd() *cobra.Command {
 	var f submitFlags
@@ -58,6 +63,8 @@ func newSubmitCmd() *cobra.Command {
 	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI), cosched (MPICH programs run on cosched's MPI library, every message through the agents' relays: buffer-coscheduled under bcs) or none (default: the cluster's; docs/mpi.md)")
 	fl.StringVar(&f.sub.Export, "export", "NONE", "environment the ranks get, as sbatch's --export: NONE (a clean one), ALL (this shell's), or NAME[=VALUE],… optionally after ALL or NONE (docs/security.md)")
 	fl.BoolVar(&f.parsable, "parsable", false, "print only the job id")
+	fl.StringVarP(&f.chdir, "chdir", "D", "", "the ranks' working directory, on every node, where a relative COMMAND is found (default: this directory)")
+	fl.BoolVarP(&f.wait, "wait", "W", false, "return when the job ends, with its exit status as sbatch --wait: 0 if it completed, else its ranks' highest exit code or 1 (Ctrl-C stops waiting, not the job)")
 	f.cf.add(cmd)
 	return cmd
 }
@@ -80,7 +87,41 @@ func submit(cmd *cobra.Command, args []string, f *submitFlags) error {
 	} else {
 		fmt.Fprintf(cmd.OutOrStdout(), "Submitted job %d\n", id)
 	}
+	if !f.wait {
+		return nil
+	}
+	j, err := c.Wait(cmd.Context(), id, waitPoll)
+	if err != nil {
+		if cmd.Context().Err() != nil {
+			return fmt.Errorf("stopped waiting; job %d goes on (cosched cancel %d ends it)", id, id)
+		}
+		return fmt.Errorf("waiting for job %d: %w", id, err)
+	}
+	if code := jobExitStatus(j); code != 0 {
+		return exitStatusError{code, fmt.Errorf("job %d ended %s: %s", id, j.State, cmp.Or(j.Reason, "no reason given"))}
+	}
 	return nil
+}
+
+// waitPoll is how often submit --wait asks about its job.
+const waitPoll = 200 * time.Millisecond
+
+// jobExitStatus is submit --wait's exit status for an ended job, as
+// sbatch --wait's: 0 if it completed, else the highest exit code of its
+// ranks, or 1 when none exited non-zero (a signal, a time limit, a
+// cancel).
+func jobExitStatus(j api.Job) int {
+	if j.State == api.Completed {
+		return 0
+	}
+	code := 0
+	for _, r := range j.Ranks {
+		code = max(code, r.Code)
+	}
+	if code <= 0 || code > 255 {
+		return 1
+	}
+	return code
 }
 
 // spec is the job the flags and the command describe, or every problem
@@ -108,8 +149,17 @@ func (f *submitFlags) spec(cmd *cobra.Command, args []string) (api.JobSpec, erro
 	}
 	// The ranks start where the user submitted (sbatch's default), if
 	// the nodes have that directory.
-	if wd, err := os.Getwd(); err == nil {
+	// -D is relative to this directory, as sbatch's.
+	wd, wdErr := os.Getwd()
+	switch {
+	case f.chdir == "" && wdErr == nil:
 		s.Spec.Dir = wd
+	case filepath.IsAbs(f.chdir):
+		s.Spec.Dir = filepath.Clean(f.chdir)
+	case f.chdir != "" && wdErr == nil:
+		s.Spec.Dir = filepath.Join(wd, f.chdir)
+	case f.chdir != "":
+		errs = append(errs, fmt.Errorf("-D %s: a relative directory, but this one is unknown: %w", f.chdir, wdErr))
 	}
 	spec, err := s.JobSpec(os.Environ())
 	if errs = append(errs, names.list(err, skip...)...); len(errs) > 0 {
@@ -183,6 +233,53 @@ func newCancelCmd() *cobra.Command {
 				if err := c.Cancel(cmd.Context(), id); err != nil {
 					errs = append(errs, err)
 				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
+func newShowCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "show [job] JOBID...",
+		Short: "Every field of jobs, as scontrol show job: state and reason, times, limit, nodes, command, directory, exit code",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "job" { // scontrol's spelling
+				args = args[1:]
+			}
+			var ids []int64
+			var errs []error
+			for _, a := range args {
+				id, err := api.ParseJobID(a)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				ids = append(ids, id)
+			}
+			switch {
+			case len(errs) > 0:
+				return usageError{errors.Join(errs...)}
+			case len(ids) == 0:
+				return usageError{errors.New("give a job id: cosched show JOBID")}
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			for i, id := range ids {
+				j, err := c.Job(cmd.Context(), id)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if i > 0 {
+					fmt.Fprintln(cmd.OutOrStdout())
+				}
+				jobtable.Show(cmd.OutOrStdout(), j)
 			}
 			return errors.Join(errs...)
 		},

@@ -57,6 +57,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	}
 	fmt.Fprintf(stderr, "cosched: %s\n", userMessage(err))
+	var status exitStatusError
+	if errors.As(err, &status) {
+		return status.code
+	}
 	if isUsage(err) {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usageCommand(root, args))
 		return 2
@@ -73,8 +77,8 @@ func newRootCmd() *cobra.Command {
 		Version:       version.String(buildVersion),
 	}
 	root.SetVersionTemplate("cosched {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newNodesCmd(), newOperatorCmd(), newOutputCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd(), newUICmd())
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{suggestFlag(cmd, err)} })
+	root.AddCommand(newSimCmd(), newAgentCmd(), newClusterCmd(), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newShowCmd(), newNodesCmd(), newOperatorCmd(), newOutputCmd(), newBenchCmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd(), newUICmd())
 	addHelp(root)
 	return root
 }
@@ -97,7 +101,7 @@ var internalPrefixes = map[string]bool{
 	"jss": true, "swf": true, "gang": true, "node": true, "workload": true, "sweep": true, "closed": true,
 	"nowsim": true, "experiment": true, "profile": true, "report": true, "plot": true, "strobe": true,
 	"relay": true, "comm": true, "bench": true, "now": true, "hosts": true, "pfcfs": true, "verify": true,
-	"metrics": true, "sample": true, "atomicfile": true, "frame": true,
+	"metrics": true, "sample": true, "atomicfile": true, "frame": true, "localcluster": true,
 }
 
 // userMessage is err as a user reads it: a problem in an input file is
@@ -118,6 +122,16 @@ func userMessage(err error) string {
 	}
 	return strings.Join(kept, ": ")
 }
+
+// exitStatusError is a failure with its own exit status (submit --wait:
+// the job's).
+type exitStatusError struct {
+	code int
+	err  error
+}
+
+func (e exitStatusError) Error() string { return e.err.Error() }
+func (e exitStatusError) Unwrap() error { return e.err }
 
 // usageError marks errors in the command line itself (exit status 2).
 type usageError struct{ err error }

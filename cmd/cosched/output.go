@@ -19,7 +19,7 @@ func newOutputCmd() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			dir, err := localcluster.StateDir(stateDir)
+			dir, err := localcluster.FindStateDir(stateDir)
 			if err != nil {
 				return err
 			}
@@ -32,6 +32,6 @@ func newOutputCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&label, "label", "l", false, "prefix each line with its rank (srun --label)")
 	cmd.Flags().BoolVar(&stderr, "err", false, "print the ranks' standard error instead of their standard output")
-	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory of the cluster (default: $COSCHED_STATE_DIR, else ~/.local/state/cosched)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", stateDirHelp)
 	return cmd
 }

@@ -177,3 +177,39 @@ func TestQueryParse(t *testing.T) {
 		t.Errorf("listing wrote %q", out.String())
 	}
 }
+
+// Show prints every field scontrol show job prints for a job, with the
+// reason, times, limit and use, nodes, command, directory and exit code.
+func TestShowJob(t *testing.T) {
+	submit := time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)
+	start, end := submit.Add(2*time.Second), submit.Add(32*time.Second)
+	j := api.Job{ID: 12, State: api.Failed, Reason: "rank 1 on a1 exited with status 3", Submit: submit, Start: &start, End: &end,
+		Nodes: []string{"a0", "a1", "a1"}, Elapsed: api.Duration{D: 30 * time.Second},
+		Ranks: []api.RankInfo{{Rank: 0, Node: "a0", Exited: true}, {Rank: 1, Node: "a1", Exited: true, Code: 3}, {Rank: 2, Node: "a1", Signal: "killed"}},
+		Spec: api.JobSpec{Name: "ring", User: "ann", Owner: &api.Owner{UID: 1234, GID: 999999, User: "ann"}, Command: []string{"./ring", "-v"},
+			Processors: 3, TimeLimit: api.Duration{D: time.Minute}, MPI: api.MPIPMI1, Dir: "/home/ann/ring"}}
+	var b strings.Builder
+	Show(&b, j)
+	want := `JobId=12 JobName=ring
+   UserId=ann(1234) GroupId=999999(999999)
+   JobState=FAILED Reason=rank 1 on a1 exited with status 3 ExitCode=3:killed
+   RunTime=00:00:30 TimeLimit=00:01:00 TimeUsed=50% OverTimeLimit=kill
+   SubmitTime=2026-01-02T03:04:05 StartTime=2026-01-02T03:04:07 EndTime=2026-01-02T03:04:37
+   NumNodes=2 NumTasks=3 NodeList=a0,a1
+   MinMemoryCPU=0 MPI=pmi1
+   Command=./ring -v
+   WorkDir=/home/ann/ring
+`
+	if b.String() != want {
+		t.Errorf("Show:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	Show(&b, api.Job{ID: 13, State: api.Pending, Reason: "waits for 4 processors", Submit: submit,
+		Spec: api.JobSpec{Bench: "10ms,5ms,news,NB", Processors: 4, TimeLimit: api.Duration{D: time.Hour}}})
+	for _, want := range []string{"JobState=PENDING Reason=waits for 4 processors ExitCode=0:0", "StartTime=Unknown EndTime=Unknown",
+		"NumNodes=- NumTasks=4 NodeList=(null)", "TimeUsed=0%", "MPI=comm (benchmark 10ms,5ms,news,NB)", "UserId=(null)(unknown)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("pending job: no %q in\n%s", want, b.String())
+		}
+	}
+}

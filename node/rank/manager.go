@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -84,7 +83,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.startTimeout = defaultStartTimeout
 	}
 	if len(cfg.Shim) > 0 {
-		path, err := resolve(cfg.Shim[0]) // absolute: Spec.Dir must not change its meaning
+		path, err := resolve(cfg.Shim[0], "") // absolute: Spec.Dir must not change its meaning
 		if err != nil {
 			return nil, fmt.Errorf("rank: shim: %w", err)
 		}
@@ -167,7 +166,15 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 	if err := s.validate(); err != nil {
 		return 0, fmt.Errorf("invalid spec: %w", err)
 	}
-	path, err := resolve(s.Argv[0])
+	// The directory first: a relative program is found in it, and
+	// ForkExec would report a bad directory as if the program were missing.
+	dir := s.Dir
+	if dir == "" {
+		dir = s.LogDir
+	} else if err := usableDir(dir, s.Credential); err != nil {
+		return 0, fmt.Errorf("working directory %s: %w", dir, err)
+	}
+	path, err := resolve(s.Argv[0], s.Dir)
 	if err != nil {
 		return 0, err
 	}
@@ -184,16 +191,6 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		return 0, err
 	}
 	defer closeAll(files)
-	dir := s.Dir
-	if dir == "" {
-		dir = s.LogDir
-	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		// ForkExec would report a bad directory as if the program were missing.
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return 0, fmt.Errorf("working directory %s: %w", dir, err)
-	}
 	req := spawnReq{
 		path:  path,
 		argv:  argv,

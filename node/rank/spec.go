@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,14 +139,65 @@ func (s *Spec) validate() error {
 	return nil
 }
 
-// resolve finds argv[0] as exec.LookPath does and makes it absolute, so a
-// relative path means the same thing whatever Spec.Dir is.
-func resolve(name string) (string, error) {
+// Resolve is the program a rank of argv[0] name in dir would run (see
+// resolve): the agent's checks of it before a launch.
+func Resolve(name, dir string) (string, error) { return resolve(name, dir) }
+
+// resolve finds argv[0] as exec.LookPath does, a relative path with a
+// slash in dir (the rank's working directory; "": the agent's), and makes
+// it absolute, so it means the same thing in the rank as where it was
+// submitted.
+func resolve(name, dir string) (string, error) {
+	if dir != "" && strings.Contains(name, "/") && !filepath.IsAbs(name) {
+		name = filepath.Join(dir, name)
+	}
 	path, err := exec.LookPath(name)
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return "", err
 	}
 	return filepath.Abs(path)
+}
+
+// usableDir says why dir cannot be a working directory for the user of
+// cred (nil: the agent's own): it must exist, be a directory, and be
+// searchable by that user along its whole path. A root agent checks the
+// permission bits as the kernel would for that user (owner, group, then
+// others; ACLs aside), so a job is refused with the reason instead of a
+// chdir failure that exec would report as a missing program.
+func usableDir(dir string, cred *syscall.Credential) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return errors.Unwrap(err) // the path is the caller's to name
+	case !fi.IsDir():
+		return errors.New("not a directory")
+	case cred == nil || cred.Uid == 0:
+		return nil
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if !searchable(d, cred) {
+			return fmt.Errorf("permission denied to uid %d on %s", cred.Uid, d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// searchable reports whether cred's user may search (x) directory d.
+func searchable(d string, cred *syscall.Credential) bool {
+	var st syscall.Stat_t
+	if err := syscall.Stat(d, &st); err != nil {
+		return false
+	}
+	perm := st.Mode & 0o777
+	switch {
+	case st.Uid == cred.Uid:
+		return perm&0o100 != 0
+	case st.Gid == cred.Gid || slices.Contains(cred.Groups, st.Gid):
+		return perm&0o010 != 0
+	}
+	return perm&0o001 != 0
 }
 
 // environ is the agent's environment, then extra, then the manager's

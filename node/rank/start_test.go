@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,6 +121,10 @@ func TestSpawnFailures(t *testing.T) {
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	self := os.Args[0]
 	cases := []struct {
 		name    string
@@ -129,6 +134,7 @@ func TestSpawnFailures(t *testing.T) {
 		code    int    // its exit code, when it exited
 		signal  string // or its signal
 		errLog  string // expected in rank-0.err
+		errText string // expected in Start's error
 	}{
 		{name: "missing", spec: func(dir string) Spec { return spec(dir, 4, 0, false, "no-such-program-xyz") }, code: 127},
 		{name: "missing stopped", spec: func(dir string) Spec { return spec(dir, 4, 0, true, "/no/such/program") }, code: 127},
@@ -138,6 +144,11 @@ func TestSpawnFailures(t *testing.T) {
 		{name: "rank outside size", spec: func(dir string) Spec { s := spec(dir, 4, 0, false, "true"); s.Rank = 8; return s }, code: 127},
 		{name: "bad cpu", spec: func(dir string) Spec { s := spec(dir, 4, 0, false, "true"); s.CPU = maxCPU - 1; return s }, code: 127},
 		{name: "bad dir", spec: func(dir string) Spec { s := spec(dir, 4, 0, false, "true"); s.Dir = "/no/such/dir"; return s }, code: 127},
+		{name: "dir closed to the user", spec: func(dir string) Spec {
+			s := spec(dir, 4, 0, false, "true")
+			s.Dir, s.Credential = private, &syscall.Credential{Uid: 65534, Gid: 65534}
+			return s
+		}, code: 127, errText: "working directory " + private + ": permission denied to uid 65534 on " + private},
 		{
 			name: "no shim", cfg: func(c *Config) { c.Shim = nil },
 			spec: func(dir string) Spec { return spec(dir, 4, 0, true, "true") }, code: 127,
@@ -175,6 +186,9 @@ func TestSpawnFailures(t *testing.T) {
 				t.Fatalf("Start = %d, %v; want 0 and a rank: error", pid, err)
 			}
 			t.Logf("Start: %v", err)
+			if !strings.Contains(err.Error(), c.errText) {
+				t.Fatalf("Start: %v; want %q", err, c.errText)
+			}
 			e := nextExit(t, m)
 			if e.Err == nil || e.Code != c.code || e.Signal != c.signal || (e.PID != 0) != c.process {
 				t.Fatalf("Exit = %+v; want Err, code %d, signal %q, process %v", e, c.code, c.signal, c.process)
@@ -245,7 +259,7 @@ func TestLogsEnvAndDir(t *testing.T) {
 		t.Errorf("rank-3.out = %q, want twice %q", out, line)
 	}
 	// The program's argv[0] is the resolved absolute path.
-	sh, err := resolve("sh")
+	sh, err := resolve("sh", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +276,20 @@ func TestLogsEnvAndDir(t *testing.T) {
 	realWork, _ := filepath.EvalSymlinks(work)
 	if out, _ := os.ReadFile(filepath.Join(dir, "rank-4.out")); string(out) != realWork+"\n" {
 		t.Errorf("pwd with Dir = %q, want %q", out, realWork)
+	}
+
+	// A relative program is found in Dir, not in the agent's directory.
+	if err := os.WriteFile(filepath.Join(work, "prog"), []byte("#!/bin/sh\necho prog in $PWD\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s = spec(dir, 6, 5, false, "./prog")
+	s.Dir = work
+	mustStart(t, m, s)
+	if e := nextExit(t, m); e.Err != nil || e.Code != 0 {
+		t.Fatalf("./prog in Dir: Exit = %+v", e)
+	}
+	if out, _ := os.ReadFile(filepath.Join(dir, "rank-5.out")); string(out) != "prog in "+realWork+"\n" {
+		t.Errorf("./prog in Dir printed %q", out)
 	}
 }
 
