@@ -118,8 +118,9 @@ func simulateMPIWorkload(b *testing.B, mode sharing.Mode, mpl int, slice time.Du
 // (mpi/testdata/workload: blocking.c, news,B with MPI_Sendrecv;
 // nonblocking.c, news,NB with Isend/Irecv, Allreduce and Waitall),
 // compiled by MPICH's mpicc and run unmodified on cosched's library
-// (--mpi cosched), under space, gang and bcs at MPL 2 with 10 ms and 50 ms
-// slices, each on a fresh cluster of 4 agents of one processor (in the
+// (--mpi cosched), under space, gang (5, 10, 50 ms slices) and bcs (2, 5,
+// 10, 50 ms) at MPL 2, and gang and bcs at 5 ms at MPL 3, each on a fresh
+// cluster of 4 agents of one processor (in the
 // benchmark's process), and simulates the same jobs under each mode's
 // model, as `cosched bench run` does for its Go benchmark jobs. Per mode:
 // mean response and makespan, mean slowdown (response / dedicated
@@ -133,26 +134,29 @@ func simulateMPIWorkload(b *testing.B, mode sharing.Mode, mpl int, slice time.Du
 func BenchmarkMPIWorkloadModes(b *testing.B) {
 	kit, progs := mpiKit(b, "mpi/testdata/workload/blocking.c", "mpi/testdata/workload/nonblocking.c")
 	lib := func(cfg *node.Config) { cfg.MPILib = kit.LibDir }
-	const mpl = 2
 	net := jss.DefaultModelConfig(sharing.BCS).Network
 	type point struct {
 		mode  sharing.Mode
+		mpl   int
 		slice time.Duration
 	}
-	points := []point{{sharing.Space, 0}, {sharing.Gang, 10 * time.Millisecond}, {sharing.Gang, 50 * time.Millisecond},
-		{sharing.BCS, 10 * time.Millisecond}, {sharing.BCS, 50 * time.Millisecond}}
+	ms := time.Millisecond
+	points := []point{{sharing.Space, 1, 0},
+		{sharing.Gang, 2, 5 * ms}, {sharing.Gang, 2, 10 * ms}, {sharing.Gang, 2, 50 * ms},
+		{sharing.BCS, 2, 2 * ms}, {sharing.BCS, 2, 5 * ms}, {sharing.BCS, 2, 10 * ms}, {sharing.BCS, 2, 50 * ms},
+		{sharing.Gang, 3, 5 * ms}, {sharing.BCS, 3, 5 * ms}}
 	var table []string
 	var spaceResp, spaceSim float64
 	for _, p := range points {
 		name := string(p.mode)
 		if p.slice > 0 {
-			name += "-" + p.slice.String()
+			name = fmt.Sprintf("%s-mpl%d-%v", p.mode, p.mpl, p.slice)
 		}
 		b.Run(name, func(b *testing.B) {
-			sim, dedicated := simulateMPIWorkload(b, p.mode, mpl, p.slice)
+			sim, dedicated := simulateMPIWorkload(b, p.mode, p.mpl, p.slice)
 			var meas mpiWorkloadRun
 			for range b.N {
-				meas = runMPIWorkload(b, progs, lib, p.mode, mpl, p.slice, net)
+				meas = runMPIWorkload(b, progs, lib, p.mode, p.mpl, p.slice, net)
 			}
 			if p.mode == sharing.Space {
 				spaceResp, spaceSim = meas.meanResponse(), sim.meanResponse()
@@ -172,7 +176,7 @@ func BenchmarkMPIWorkloadModes(b *testing.B) {
 				jobs = append(jobs, fmt.Sprintf("%s×%d %.2f/%.2f", j.template, j.procs,
 					meas.response[i].Seconds()/dedicated[i].Seconds(), sim.response[i].Seconds()/dedicated[i].Seconds()))
 			}
-			row := fmt.Sprintf("%-9s resp %.2f/%.2f s (÷space %.2f/%.2f)  makespan %.1f/%.1f s  slowdown B %.2f/%.2f NB %.2f/%.2f  reuses %d/%d\n    per job (slowdown measured/simulated): %s",
+			row := fmt.Sprintf("%-16s resp %.2f/%.2f s (÷space %.2f/%.2f)  makespan %.1f/%.1f s  slowdown B %.2f/%.2f NB %.2f/%.2f  reuses %d/%d\n    per job (slowdown measured/simulated): %s",
 				name, meas.meanResponse(), sim.meanResponse(), meas.meanResponse()/spaceResp, sim.meanResponse()/spaceSim,
 				meas.makespan.Seconds(), sim.makespan.Seconds(),
 				meas.meanSlowdown(dedicated, "B"), sim.meanSlowdown(dedicated, "B"),
@@ -181,7 +185,8 @@ func BenchmarkMPIWorkloadModes(b *testing.B) {
 			table = append(table, row)
 		})
 	}
-	b.Logf("measured/simulated at MPL %d, 4 agents of 1 processor:\n%s", mpl, strings.Join(table, "\n"))
+	// Printed, not logged: the agents' logs would bury it.
+	fmt.Printf("BenchmarkMPIWorkloadModes, measured/simulated, 4 agents of 1 processor:\n%s\n", strings.Join(table, "\n"))
 }
 
 // runMPIWorkload submits mpiWorkload at once to a fresh cluster in mode,
