@@ -120,15 +120,16 @@ func simulateMPIWorkload(b *testing.B, mode sharing.Mode, mpl int, slice time.Du
 // compiled by MPICH's mpicc and run unmodified on cosched's library
 // (--mpi cosched), under space, gang (5, 10, 50 ms slices) and bcs (2, 5,
 // 10, 50 ms) at MPL 2, and gang and bcs at 5 ms at MPL 3, each on a fresh
-// cluster of 4 agents of one processor (in the
-// benchmark's process), and simulates the same jobs under each mode's
+// cluster of 4 agents of one processor (in the benchmark's process), and
+// simulates the same jobs under each mode's
 // model, as `cosched bench run` does for its Go benchmark jobs. Per mode:
 // mean response and makespan, mean slowdown (response / dedicated
 // runtime) of the blocking and of the non-blocking jobs, measured and
 // simulated, and the slot reuses. The ranks wait rather than burn a core
 // (work "wall", time stopped not counted), since 4 agents outnumber the
-// cores. The table logged at the end compares the modes with each other
-// within the run.
+// cores. The table printed at the end compares the modes with each other
+// within the run (its ÷space column needs the space sub-benchmark to run
+// first). docs/mpi.md discusses two runs.
 //
 //	go test -run=^$ -bench=MPIWorkloadModes -benchtime=1x -timeout 60m ./node/
 func BenchmarkMPIWorkloadModes(b *testing.B) {
