@@ -139,6 +139,13 @@ struct req {
 	int outstanding; /* posts not yet delivered */
 	int trunc;
 	int err;
+	/* persistent (Send_init, Recv_init): the arguments, and the request
+	 * of the current Start (inner, whose parent this is) */
+	int persistent, active, psync;
+	const void *pbuf;
+	int pcount, ppeer, ptag;
+	struct dtype *pdt;
+	struct req *inner, *parent;
 };
 
 struct errh {
@@ -217,6 +224,7 @@ int p2p_send_bytes(struct comm *c, int dst, int tag, int ctx, const void *p, siz
 struct req *p2p_irecv(struct comm *c, int src, int tag, int ctx, void *buf, int count, struct dtype *dt);
 void wait_reqs(struct req **rs, int n, int any);
 void req_fill_status(struct req *r, MPI_Status *st);
+void req_done(struct req *r);
 void deliver_first(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n);
 void deliver_frag(struct req *r, MPI_Aint off, const uint8_t *x, size_t n);
 void deliver_probed(uint64_t req, int found, int src, int tag);

@@ -233,8 +233,7 @@ static void handle(const struct inframe *f)
 			case P_ACK:
 				if (s.r && s.r->outstanding == 0) {
 					s.r->complete = 1;
-					if (s.r->released)
-						req_free(s.r);
+					req_done(s.r);
 				}
 				break;
 			case P_STASH:
@@ -313,7 +312,7 @@ static void wait_frame(int type, struct req **rs, int n)
 		if (posts[i].kind == P_NONE || !posts[i].r)
 			continue;
 		for (int j = 0; j < n; j++)
-			if (rs[j] == posts[i].r) {
+			if (rs[j] == posts[i].r || (rs[j] && posts[i].r->parent == rs[j])) {
 				cnt++;
 				break;
 			}
@@ -328,7 +327,7 @@ static void wait_frame(int type, struct req **rs, int n)
 		if (posts[i].kind == P_NONE || !posts[i].r)
 			continue;
 		for (int j = 0; j < n; j++)
-			if (rs[j] == posts[i].r) {
+			if (rs[j] == posts[i].r || (rs[j] && posts[i].r->parent == rs[j])) {
 				mp_uint(&G.out, (uint64_t)posts[i].gen << 32 | (uint32_t)i);
 				break;
 			}

@@ -119,6 +119,20 @@ static void finish(struct req *r)
 	r->st.count_hi_and_cancelled = (int)((got >> 32) << 1);
 	r->st.MPI_ERROR = r->trunc ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 	r->complete = 1;
+	req_done(r);
+}
+
+/* req_done hands a completed request's status to its persistent parent,
+ * and frees it if nobody holds it any more. */
+void req_done(struct req *r)
+{
+	if (r->parent) {
+		r->parent->st = r->st;
+		r->parent->complete = 1;
+		r->parent->inner = NULL;
+		r->parent = NULL;
+		r->released = 1;
+	}
 	if (r->released)
 		req_free(r);
 }
@@ -413,7 +427,10 @@ static int complete(const char *fn, struct req *r, MPI_Status *st)
 	struct comm *c = r->comm;
 	unsigned long long total = r->total;
 	long cap = (long)r->cap;
-	req_free(r);
+	if (r->persistent)
+		r->active = 0; /* inactive again, its handle kept */
+	else
+		req_free(r);
 	if (err)
 		return cmpi_err(c, err, fn, "message of %llu bytes into a buffer of %ld", total, cap);
 	return MPI_SUCCESS;
@@ -492,6 +509,8 @@ static struct req *req_arg(MPI_Request h, int *bad)
 	struct req *r = req_get(h);
 	if (!r)
 		*bad = 1;
+	else if (r->persistent && !r->active)
+		return NULL; /* an inactive persistent request is a null one */
 	return r;
 }
 
@@ -507,7 +526,8 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 		return MPI_SUCCESS;
 	}
 	wait_reqs(&r, 1, 0);
-	*request = MPI_REQUEST_NULL;
+	if (!r->persistent)
+		*request = MPI_REQUEST_NULL;
 	return complete("MPI_Wait", r, status);
 }
 
@@ -528,7 +548,8 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 	*flag = r->complete;
 	if (!r->complete)
 		return MPI_SUCCESS;
-	*request = MPI_REQUEST_NULL;
+	if (!r->persistent)
+		*request = MPI_REQUEST_NULL;
 	return complete("MPI_Test", r, status);
 }
 
@@ -568,8 +589,12 @@ static int complete_many(const char *fn, int n, MPI_Request *reqs, struct req **
 			err = 1;
 			ec = rs[i]->comm;
 		}
-		req_free(rs[i]);
-		reqs[i] = MPI_REQUEST_NULL;
+		if (rs[i]->persistent)
+			rs[i]->active = 0;
+		else {
+			req_free(rs[i]);
+			reqs[i] = MPI_REQUEST_NULL;
+		}
 	}
 	if (err)
 		return cmpi_err(ec, MPI_ERR_IN_STATUS, fn, "a request failed (truncated)");
@@ -631,7 +656,8 @@ static int any_one(const char *fn, int count, MPI_Request reqs[], int *index, in
 		if (rs[i] && rs[i]->complete) {
 			*flag = 1;
 			*index = i;
-			reqs[i] = MPI_REQUEST_NULL;
+			if (!rs[i]->persistent)
+				reqs[i] = MPI_REQUEST_NULL;
 			rc = complete(fn, rs[i], status);
 			break;
 		}
@@ -696,7 +722,14 @@ int MPI_Request_free(MPI_Request *request)
 	struct req *r = req_get(*request);
 	if (!r)
 		return cmpi_err(NULL, MPI_ERR_REQUEST, "MPI_Request_free", "request %#x", (unsigned)*request);
-	if (r->complete)
+	if (r->persistent) {
+		if (r->inner) /* the current Start's request goes on alone, freed when it completes */
+			r->inner->parent = NULL, r->inner->released = 1;
+		if (r->pdt)
+			dt_unref(r->pdt);
+		r->pdt = NULL;
+		req_free(r);
+	} else if (r->complete)
 		req_free(r);
 	else
 		r->released = 1; /* freed when it completes */
@@ -827,4 +860,93 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
 	return do_probe("MPI_Iprobe", source, tag, comm, flag, status, 0);
+}
+
+/* ---- persistent requests ---- */
+
+static int pinit(const char *fn, const void *buf, int count, MPI_Datatype datatype, int peer, int tag, MPI_Comm comm,
+		 int kind, int sync, MPI_Request *request)
+{
+	struct comm *c;
+	struct dtype *dt;
+	int rc = check(fn, comm, &c, count, datatype, &dt, peer, tag, kind == RQ_RECV);
+	if (rc)
+		return rc;
+	struct req *r = req_new(kind);
+	r->persistent = 1;
+	r->complete = 1; /* inactive */
+	r->comm = c;
+	r->pbuf = buf;
+	r->pcount = count;
+	r->pdt = dt;
+	dt_ref(dt);
+	r->ppeer = peer;
+	r->ptag = tag;
+	r->psync = sync;
+	*request = r->handle;
+	return MPI_SUCCESS;
+}
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		  MPI_Request *request)
+{
+	return pinit("MPI_Send_init", buf, count, datatype, dest, tag, comm, RQ_SEND, 0, request);
+}
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		   MPI_Request *request)
+{
+	return pinit("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, RQ_SEND, 0, request);
+}
+
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		   MPI_Request *request)
+{
+	return pinit("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, RQ_SEND, 0, request);
+}
+
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		   MPI_Request *request)
+{
+	return pinit("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, RQ_SEND, 1, request);
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+		  MPI_Request *request)
+{
+	return pinit("MPI_Recv_init", buf, count, datatype, source, tag, comm, RQ_RECV, 0, request);
+}
+
+int MPI_Start(MPI_Request *request)
+{
+	NEED_INIT("MPI_Start");
+	struct req *r = req_get(*request);
+	if (!r || !r->persistent || r->active)
+		return cmpi_err(NULL, MPI_ERR_REQUEST, "MPI_Start", "request %#x is %s", (unsigned)*request,
+				!r || !r->persistent ? "not persistent" : "active");
+	struct comm *c = r->comm;
+	if (!c->used || !r->pdt->used)
+		return cmpi_err(NULL, MPI_ERR_REQUEST, "MPI_Start", "request %#x: its communicator or datatype is gone", (unsigned)*request);
+	struct req *in;
+	if (r->kind == RQ_RECV)
+		in = p2p_irecv(c, r->ppeer, r->ptag, PCTX(c), (void *)r->pbuf, r->pcount, r->pdt);
+	else
+		p2p_send(c, r->ppeer, r->ptag, PCTX(c), r->pbuf, r->pcount, r->pdt, r->psync, &in);
+	r->active = 1;
+	r->complete = 0;
+	r->inner = in;
+	in->parent = r;
+	if (in->complete)
+		req_done(in);
+	return MPI_SUCCESS;
+}
+
+int MPI_Startall(int count, MPI_Request requests[])
+{
+	for (int i = 0; i < count; i++) {
+		int rc = MPI_Start(&requests[i]);
+		if (rc)
+			return rc;
+	}
+	return MPI_SUCCESS;
 }

@@ -238,6 +238,38 @@ int main(int argc, char **argv)
 		CHECK(w == left, "after Request_free: %d", w);
 	}
 
+	/* persistent requests: a ring exchange started three times (Startall, Waitall),
+	 * a synchronous one with Start/Wait, Testany on inactive ones, Request_free */
+	{
+		int out = 0, in = -1, sout = 0, sin = -1;
+		MPI_Request pr[2], ps[2];
+		OK(MPI_Recv_init(&in, 1, MPI_INT, left, 80, MPI_COMM_WORLD, &pr[0]));
+		OK(MPI_Send_init(&out, 1, MPI_INT, right, 80, MPI_COMM_WORLD, &pr[1]));
+		OK(MPI_Recv_init(&sin, 1, MPI_INT, left, 81, MPI_COMM_WORLD, &ps[0]));
+		OK(MPI_Ssend_init(&sout, 1, MPI_INT, right, 81, MPI_COMM_WORLD, &ps[1]));
+		for (int it = 0; it < 3; it++) {
+			out = me * 10 + it;
+			OK(MPI_Startall(2, pr));
+			OK(MPI_Waitall(2, pr, MPI_STATUSES_IGNORE));
+			CHECK(in == left * 10 + it && pr[0] != MPI_REQUEST_NULL, "persistent iteration %d: got %d", it, in);
+			sout = me + 100 * it;
+			OK(MPI_Start(&ps[0]));
+			OK(MPI_Start(&ps[1]));
+			OK(MPI_Wait(&ps[1], MPI_STATUS_IGNORE));
+			OK(MPI_Wait(&ps[0], &st));
+			CHECK(sin == left + 100 * it && st.MPI_SOURCE == left && st.MPI_TAG == 81, "persistent Ssend %d: %d", it, sin);
+		}
+		int idx, flag;
+		OK(MPI_Testany(2, pr, &idx, &flag, MPI_STATUS_IGNORE));
+		CHECK(flag && idx == MPI_UNDEFINED, "Testany on inactive persistent requests: %d %d", flag, idx);
+		OK(MPI_Wait(&pr[0], MPI_STATUS_IGNORE)); /* inactive: returns at once */
+		for (int i = 0; i < 2; i++) {
+			OK(MPI_Request_free(&pr[i]));
+			OK(MPI_Request_free(&ps[i]));
+		}
+		CHECK(pr[0] == MPI_REQUEST_NULL && ps[1] == MPI_REQUEST_NULL, "Request_free of persistent requests");
+	}
+
 	/* Iprobe polling, then receive what was probed */
 	{
 		int v = me + 1000, flag = 0;
