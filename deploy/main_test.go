@@ -21,6 +21,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopRealSlurm()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
