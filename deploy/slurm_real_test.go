@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/bench/experiment"
 	"github.com/cosched/cosched/deploy/slurmtest"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/jss/metrics"
 )
 
 // The tests below run the scripts on a real Slurm (deploy/slurmtest): one
@@ -140,22 +142,34 @@ func TestRealSlurmSweep(t *testing.T) {
 	}
 }
 
-// benchResults is what the tests read of bench run's results.json.
-type benchResults struct {
-	Nodes int `json:"nodes"`
-	Modes []struct {
-		Mode    string `json:"mode"`
-		Summary struct {
-			Jobs      int `json:"jobs"`
-			Completed int `json:"completed"`
-			Metrics   struct {
-				Slowdown struct {
-					Mean float64 `json:"mean"`
-					Max  float64 `json:"max"`
-				} `json:"slowdown"`
-			} `json:"metrics"`
-		} `json:"summary"`
-	} `json:"modes"`
+// checkSlowdowns returns what in a bench run's results breaks the
+// slowdown's definition: every job's slowdown, measured and simulated, and
+// every figure of them, at least 1.
+func checkSlowdowns(run *experiment.Run) []string {
+	var bad []string
+	for _, m := range run.Modes {
+		s := m.Summary.Metrics.Slowdown
+		if s.Mean < 1 || s.Median < 1 || s.P95 < 1 || s.Max < 1 {
+			bad = append(bad, fmt.Sprintf("%v: measured slowdown %+v", m.Mode, s))
+		}
+		if m.Simulated == nil || m.Simulated.MeanSlowdown < 1 {
+			bad = append(bad, fmt.Sprintf("%v: simulated %+v", m.Mode, m.Simulated))
+		}
+		for _, j := range m.Jobs {
+			if sd := metrics.Slowdown(j.End-j.Submit, j.Dedicated); j.Completed() && sd < 1 {
+				bad = append(bad, fmt.Sprintf("%v: measured job %d: slowdown %g", m.Mode, j.Seq, sd))
+			}
+		}
+		for _, j := range m.SimJobs {
+			if sd := metrics.Slowdown(j.End-run.WorkloadJobs[j.Seq].Submit, j.Runtime); sd < 1 {
+				bad = append(bad, fmt.Sprintf("%v: simulated job %d: slowdown %g", m.Mode, j.Seq, sd))
+			}
+		}
+		if len(m.SimJobs) == 0 {
+			bad = append(bad, fmt.Sprintf("%v: no simulated jobs", m.Mode))
+		}
+	}
+	return bad
 }
 
 // benchEnv is bench-run.sbatch's environment for a test: agents on
@@ -193,17 +207,17 @@ func TestRealSlurmBenchRun(t *testing.T) {
 		if !strings.Contains(string(log), "bench-run: "+mode+": 2 agents up, 2 processors") {
 			t.Errorf("%s: no agents-up line in the job's output:\n%s", mode, log)
 		}
-		var res benchResults
+		var res experiment.Run
 		b, err := os.ReadFile(filepath.Join(out, mode, "results.json"))
 		if err == nil {
 			err = json.Unmarshal(b, &res)
 		}
-		if err != nil || res.Nodes != 2 || len(res.Modes) != 1 || res.Modes[0].Mode != mode || res.Modes[0].Summary.Completed != 3 {
-			t.Errorf("%s: results.json: %v %+v", mode, err, res)
+		if err != nil || res.Nodes != 2 || len(res.Modes) != 1 || string(res.Modes[0].Mode) != mode || res.Modes[0].Summary.Completed != 3 {
+			t.Errorf("%s: results.json: %v %+v", mode, err, res.Modes)
 			continue
 		}
-		if sd := res.Modes[0].Summary.Metrics.Slowdown; sd.Mean < 1 {
-			t.Errorf("%s: mean slowdown %g < 1", mode, sd.Mean)
+		for _, bad := range checkSlowdowns(&res) {
+			t.Error(bad)
 		}
 		for _, name := range []string{"report.md", "results.csv"} {
 			if fi, err := os.Stat(filepath.Join(out, mode, name)); err != nil || fi.Size() == 0 {

@@ -10,7 +10,7 @@
 //	execution         end − start
 //	exec slowdown     execution / max(runtime, 1 ms)
 //	response (flow)   end − submit
-//	slowdown          response / max(runtime, 1 s)
+//	slowdown          max(1, response / max(runtime, 1 s))
 //	bounded slowdown  max(1, response / max(runtime, τ)), τ = 10 s by default
 //	makespan          last end − first submit
 //	utilization       Σ processors × runtime / (machine processors × makespan)
@@ -19,11 +19,20 @@
 //
 // runtime is the job's dedicated runtime (its work): what it takes alone.
 // Under space sharing execution equals runtime (exec slowdown 1); under
-// time sharing it grows with the share of the machine a job gets. The
-// one-second floor in slowdown keeps zero-length jobs (common in real logs,
-// whose resolution is a second) finite; the millisecond floor does the same
-// for execution-time slowdown, whose jobs are benchmark programs. Percentiles interpolate linearly between order
-// statistics (R's type 7, NumPy's default).
+// time sharing it grows with the share of the machine a job gets.
+//
+// Slowdown is the bounded slowdown with τ = 1 s: one definition, for
+// simulated and measured jobs alike, and never below 1, as a slowdown is by
+// definition. The one-second floor keeps zero-length jobs (common in real
+// logs, whose resolution is a second) finite and counts a job that ends
+// within a second of its submission as not slowed down (dividing by the
+// floor alone gave sub-second jobs slowdowns below 1); the outer max(1, …)
+// does the same for a measured job that ran faster than its modelled
+// dedicated runtime (a network faster than the nominal one). Execution
+// slowdown keeps its ratio unbounded, a millisecond floor only, since its
+// jobs are benchmark programs: it shows such a job below 1. Percentiles
+// interpolate linearly between order statistics (R's type 7, NumPy's
+// default).
 package metrics
 
 import (
@@ -43,12 +52,19 @@ type Job struct {
 	Runtime time.Duration
 }
 
-// Slowdown returns response / max(runtime, 1 s).
+// SlowdownTau is slowdown's threshold: the bounded slowdown's τ for
+// Slowdown.
+const SlowdownTau = time.Second
+
+// Slowdown returns max(1, response / max(runtime, 1 s)): BoundedSlowdown
+// with τ = SlowdownTau, at least 1.
 func Slowdown(response, runtime time.Duration) float64 {
 	return slowdown(response.Seconds(), runtime.Seconds())
 }
 
-func slowdown(response, runtime float64) float64 { return response / max(runtime, 1) }
+func slowdown(response, runtime float64) float64 {
+	return boundedSlowdown(response, runtime, SlowdownTau.Seconds())
+}
 
 // BoundedSlowdown returns max(1, response / max(runtime, tau)).
 func BoundedSlowdown(response, runtime, tau time.Duration) float64 {

@@ -13,7 +13,7 @@ func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second
 //	job  submit start end  procs runtime  wait resp slowdown      bsld(τ=10)
 //	A      0      0   100    2    100       0   100   1             1
 //	B     10    100   105    4      5      90    95  95/5=19      95/10=9.5
-//	C     20     20    20    1      0       0     0   0/1=0        1
+//	C     20     20    20    1      0       0     0   max(1,0/1)=1 1
 //	D     30     40    70    2     30      10    40  40/30         40/30
 func handSchedule() *Collector {
 	c := NewCollector(4, 0)
@@ -50,8 +50,8 @@ func TestSummaryOnHandComputedSchedule(t *testing.T) {
 	near(t, "response median", s.Response.Median, 67.5)
 	near(t, "response p95", s.Response.P95, 99.25)
 	near(t, "response max", s.Response.Max, 100)
-	// Slowdowns sorted: 0 1 4/3 19.
-	near(t, "slowdown mean", s.Slowdown.Mean, (0+1+4.0/3+19)/4)
+	// Slowdowns sorted: 1 1 4/3 19.
+	near(t, "slowdown mean", s.Slowdown.Mean, (1+1+4.0/3+19)/4)
 	near(t, "slowdown median", s.Slowdown.Median, 1+0.5*(1.0/3))
 	near(t, "slowdown p95", s.Slowdown.P95, 4.0/3+0.85*(19-4.0/3))
 	near(t, "slowdown max", s.Slowdown.Max, 19)
@@ -120,6 +120,11 @@ func TestQuantile(t *testing.T) {
 func TestPerJobDefinitions(t *testing.T) {
 	near(t, "slowdown of a zero-length job", Slowdown(sec(3), 0), 3)
 	near(t, "slowdown", Slowdown(sec(30), sec(10)), 3)
+	// A sub-second job answered within a second was not slowed down; nor
+	// was one that ended before its dedicated runtime.
+	near(t, "slowdown of a sub-second job", Slowdown(sec(0.68), sec(0.3)), 1)
+	near(t, "slowdown of a fast job", Slowdown(sec(4), sec(5)), 1)
+	near(t, "slowdown of a sub-second job that waited", Slowdown(sec(2.5), sec(0.3)), 2.5)
 	near(t, "bounded slowdown floor", BoundedSlowdown(sec(2), sec(1), DefaultTau), 1)
 	near(t, "bounded slowdown", BoundedSlowdown(sec(40), sec(5), DefaultTau), 4)
 }
