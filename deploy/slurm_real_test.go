@@ -257,7 +257,7 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 		t.Cleanup(func() { killAgentsUnder(t, r.out) })
 		// Long jobs: the run is still measuring when it is stopped.
 		r.id = sbatch(ctx, t, c, r.work, append(benchEnv(bin), "COSCHED_MODES=gang"),
-			"-N", "2", "--time=10", script, r.out, "--jobs", "20", "--mean-runtime", "60s", "--work", "wall")
+			"-N", "2", "--time=10", script, r.out, "--jobs", "20", "--mean-runtime", "10s", "--work", "wall")
 		runs = append(runs, r)
 	}
 	for _, r := range runs {
@@ -265,7 +265,7 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 		if n := len(agentsUnder(r.out)); n != 2 {
 			t.Errorf("%s: %d agents running, want 2", r.how, n)
 		}
-		t.Logf("%s: %d ranks running", r.how, len(ranks))
+		t.Logf("%s: %d ranks running at %v", r.how, len(ranks), time.Now().Format(time.TimeOnly))
 		if r.how == "scancel" {
 			_, err := c.Run(ctx, "scancel", r.id)
 			if err != nil {
@@ -281,6 +281,7 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("%s: job %s ended %v at %v", r.how, r.id, states, time.Now().Format(time.TimeOnly))
 		if len(states) != 1 || states[0] != want[r.how] {
 			t.Errorf("%s: job %s ended %v, want %s", r.how, r.id, states, want[r.how])
 		}
@@ -298,8 +299,9 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 				left = append(left, fmt.Sprintf("%s: ranks %v", r.how, rk))
 			}
 		}
-		if p := c.Processes(); len(p) > 0 {
-			left = append(left, fmt.Sprintf("processes of the jobs: %v", p))
+		for _, pid := range c.Processes() {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			left = append(left, fmt.Sprintf("process %d of the jobs: %q", pid, cmdline))
 		}
 		if len(left) == 0 {
 			break
