@@ -6,11 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // fakeSrun stands in for srun: it runs the command once per selected host
@@ -59,13 +56,12 @@ const fakeScontrol = `#!/usr/bin/env bash
 printf '%s\n' $FAKE_SLURM_HOSTS
 `
 
-// fakeBenchRun wraps the real binary: it records the bench run call (and
-// can hang in it, for the cancellation test), then runs the real command.
+// fakeBenchRun wraps the real binary: it records the bench run call, then
+// runs the real command.
 const fakeBenchRun = `#!/usr/bin/env bash
 set -eu
 if [[ ${1:-} == bench && ${2:-} == run ]]; then
 	echo "bench run ${*:3}" >>"$FAKE_SLURM_LOG"
-	[[ -z ${FAKE_BENCH_HANG:-} ]] || { touch "$FAKE_BENCH_HANG"; sleep 60; }
 fi
 exec "$REAL_COSCHED" "$@"
 `
@@ -88,7 +84,7 @@ func newFakeSlurm(t *testing.T, hosts string) *fakeSlurm {
 	// Hosts are loopback addresses, so agents on one machine have
 	// addresses of their own (COSCHED_BIND_ADDR=nodename resolves them).
 	f.env = []string{"PATH=" + f.dir + ":" + os.Getenv("PATH"), "FAKE_SLURM_HOSTS=" + hosts, "FAKE_SLURM_LOG=" + f.log,
-		"REAL_COSCHED=" + bin, "COSCHED=" + filepath.Join(f.dir, "cosched"), "SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=fake[1-3]",
+		"REAL_COSCHED=" + bin, "COSCHED=" + filepath.Join(f.dir, "cosched"), "SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=fake[1-2]",
 		"COSCHED_BIND_ADDR=nodename", "COSCHED_PORT=0", "COSCHED_API_PORT=0", "COSCHED_PROCESSORS=1",
 		"COSCHED_REALTIME_PRIORITY=0", "COSCHED_SLICE=10ms", "COSCHED_START_TIMEOUT=30"}
 	t.Cleanup(func() { killAgentsUnder(t, f.out) })
@@ -106,25 +102,28 @@ func (f *fakeSlurm) calls() string {
 	return string(b)
 }
 
-// The script as Slurm runs it on a 3-node allocation: per mode, agents on
-// every node (the first the controller), bench run against the
-// controller's API, then no agent left, nor the key file.
-func TestSlurmBenchRun(t *testing.T) {
+// COSCHED_BIND_ADDR=nodename: each agent listens on the address its node's
+// name resolves to. This needs node names that resolve to distinct
+// addresses, which one host's real Slurm (deploy/slurmtest: every node is
+// localhost) cannot give, so a fake srun runs the tasks here as nodes
+// 127.0.0.1 and 127.0.0.2. Everything else of the script runs on a real
+// Slurm (slurm_real_test.go).
+func TestSlurmBenchRunNodename(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts agents")
 	}
-	f := newFakeSlurm(t, "127.0.0.1 127.0.0.2 127.0.0.3")
-	f.env = append(f.env, "COSCHED_MODES=gang,bcs")
+	f := newFakeSlurm(t, "127.0.0.1 127.0.0.2")
+	f.env = append(f.env, "COSCHED_MODES=gang")
 	// The fake nodes share this host's cores: wall-clock work (bench run
 	// refuses CPU-burning ranks on more local processors than cores).
-	cmd := f.command("--jobs", "3", "--mean-runtime", "1s", "--work", "wall")
+	cmd := f.command("--jobs", "2", "--mean-runtime", "1s", "--work", "wall")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("bench-run.sbatch: %v\n%s\ncalls:\n%s", err, out.String(), f.calls())
 	}
 	calls := f.calls()
-	for _, mode := range []string{"gang", "bcs"} {
+	for _, mode := range []string{"gang"} {
 		state := filepath.Join(f.out, mode, "state", "agents")
 		var info readyInfo
 		b, err := os.ReadFile(filepath.Join(state, "127.0.0.1", "ready.json"))
@@ -137,11 +136,11 @@ func TestSlurmBenchRun(t *testing.T) {
 		if !strings.HasPrefix(info.API, "127.0.0.1:") || !strings.HasPrefix(info.Gossip, "127.0.0.1:") {
 			t.Errorf("%s: controller at %+v, want 127.0.0.1", mode, info)
 		}
-		want := "bench run --addr " + info.API + " --mode " + mode + " --nodes 3 --out " + filepath.Join(f.out, mode) + " --jobs 3 --mean-runtime 1s --work wall"
+		want := "bench run --addr " + info.API + " --mode " + mode + " --nodes 2 --out " + filepath.Join(f.out, mode) + " --jobs 2 --mean-runtime 1s --work wall"
 		if !strings.Contains(calls, want+"\n") {
 			t.Errorf("%s: no call %q in:\n%s", mode, want, calls)
 		}
-		for _, host := range []string{"127.0.0.2", "127.0.0.3"} {
+		for _, host := range []string{"127.0.0.2"} {
 			b, _ := os.ReadFile(filepath.Join(state, host, "ready.json"))
 			if !strings.Contains(string(b), `"gossip":"`+host+`:`) {
 				t.Errorf("%s: agent %s's ready file: %s", mode, host, b)
@@ -150,7 +149,7 @@ func TestSlurmBenchRun(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(state, "..", "cluster.key")); !os.IsNotExist(err) {
 			t.Errorf("%s: the key file is still there (%v)", mode, err)
 		}
-		// The real bench run ran its 3 jobs on the 3 agents, in the mode.
+		// The real bench run ran its 2 jobs on the 2 agents, in the mode.
 		var res struct {
 			Nodes int `json:"nodes"`
 			Modes []struct {
@@ -164,109 +163,17 @@ func TestSlurmBenchRun(t *testing.T) {
 		if err == nil {
 			err = json.Unmarshal(b, &res)
 		}
-		if err != nil || res.Nodes != 3 || len(res.Modes) != 1 || res.Modes[0].Mode != mode || res.Modes[0].Summary.Completed != 3 {
+		if err != nil || res.Nodes != 2 || len(res.Modes) != 1 || res.Modes[0].Mode != mode || res.Modes[0].Summary.Completed != 2 {
 			t.Errorf("%s: bench run's results: %v %+v", mode, err, res)
 		}
 	}
-	if n := strings.Count(calls, "srun "); n != 4 {
-		t.Errorf("want 4 srun calls (controller and workers, per mode), got %d:\n%s", n, calls)
+	if n := strings.Count(calls, "srun "); n != 2 {
+		t.Errorf("want 2 srun calls (controller and workers), got %d:\n%s", n, calls)
 	}
 	if !strings.Contains(calls, "--nodelist=127.0.0.1 ") || !strings.Contains(calls, "--exclude=127.0.0.1 ") {
 		t.Errorf("srun calls:\n%s", calls)
 	}
 	if left := agentsUnder(f.out); len(left) > 0 {
 		t.Errorf("agents left running: %v", left)
-	}
-}
-
-// Cancelled while bench run runs (Slurm sends SIGTERM to the batch step's
-// processes), the script stops the agents and leaves none.
-func TestSlurmBenchRunCancelled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts agents")
-	}
-	f := newFakeSlurm(t, "127.0.0.1 127.0.0.2")
-	hang := filepath.Join(f.dir, "bench-started")
-	f.env = append(f.env, "FAKE_BENCH_HANG="+hang)
-	cmd := f.command()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	reaped := make(chan struct{})
-	go func() { done <- cmd.Wait(); close(reaped) }()
-	t.Cleanup(func() {
-		select {
-		case <-reaped:
-			// Its group id is free, and pids are reused (within seconds on
-			// a busy machine with pid_max 32768): killing it now could hit
-			// another test's rank, which leads a group of its own.
-		default:
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(hang); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the script ended before bench run: %v\n%s", err, out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bench run not reached in 30 s:\n%s", out.String())
-		}
-	}
-	running := agentsUnder(f.out)
-	if len(running) != 2 {
-		t.Errorf("%d agents running during bench run, want 2", len(running))
-	}
-	for _, pid := range running {
-		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if args := string(b); !strings.Contains(args, "--key-file") || strings.Contains(args, "encrypt") {
-			t.Errorf("agent's command line should name the key file, not the key: %q", args)
-		}
-	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the batch step's processes, as scancel does
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Errorf("cancelled script exited 0:\n%s", out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("script still running 30 s after SIGTERM:\n%s", out.String())
-	}
-	if left := agentsUnder(f.out); len(left) > 0 {
-		t.Errorf("agents left running after cancel: %v\n%s", left, out.String())
-	}
-}
-
-// An agent that cannot start fails the script with its log, and nothing is left.
-func TestSlurmBenchRunAgentFails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	f := newFakeSlurm(t, "127.0.0.1 127.0.0.2")
-	f.env = append(f.env, "COSCHED_SLICE=soon")
-	b, err := f.command().CombinedOutput()
-	if err == nil || !strings.Contains(string(b), "an agent exited") || !strings.Contains(string(b), "--slice") {
-		t.Errorf("bad slice: %v\n%s", err, b)
-	}
-	if strings.Contains(f.calls(), "bench run") {
-		t.Errorf("bench run ran without a cluster:\n%s", f.calls())
-	}
-	if left := agentsUnder(f.out); len(left) > 0 {
-		t.Errorf("agents left running: %v", left)
-	}
-	// Outside an allocation the script says so.
-	cmd := exec.Command("bash", "slurm/bench-run.sbatch", f.out)
-	cmd.Env = append(os.Environ(), "SLURM_JOB_NODELIST=")
-	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "not running in a Slurm allocation") {
-		t.Errorf("outside an allocation: %v\n%s", err, b)
 	}
 }

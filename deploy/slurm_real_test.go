@@ -69,6 +69,8 @@ func sbatch(ctx context.Context, t *testing.T, c *slurmtest.Cluster, dir string,
 	return id
 }
 
+var tinySweep = []string{"--mode", "space,gang,bcs", "--mpl", "1,2", "--load", "0.4,0.8", "--jobs", "12"}
+
 // A sharded sweep submitted by submit-sweep.sh (a 3-task array, then the
 // merge depending on it) gives exactly the unsharded sweep's files; a
 // --parallel no node can hold is refused before anything is submitted.
@@ -342,6 +344,33 @@ func waitRanks(ctx context.Context, t *testing.T, c *slurmtest.Cluster, out, wor
 			t.Fatalf("job %s (%s, %s): no rank started: %v\noutput:\n%s\n%s", id, state, reason, ctx.Err(), log, c.Logs())
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// An agent that cannot start (a bad setting) fails the run with its log,
+// before bench run; a port another program holds fails it naming the
+// variables to set. Nothing is left either way.
+func TestRealSlurmBenchRunAgentFails(t *testing.T) {
+	c := realSlurm(t)
+	bin := buildCosched(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	work := t.TempDir()
+	out := filepath.Join(work, "res")
+	t.Cleanup(func() { killAgentsUnder(t, out) })
+	script, _ := filepath.Abs("slurm/bench-run.sbatch")
+	id := sbatch(ctx, t, c, work, append(benchEnv(bin), "COSCHED_SLICE=soon"), "-N", "2", "--time=5", script, out, "--jobs", "1")
+	states, err := c.WaitJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(filepath.Join(work, "cosched-bench-"+id+".out"))
+	if len(states) != 1 || states[0] != "FAILED" || !strings.Contains(string(log), "an agent exited") ||
+		!strings.Contains(string(log), "--slice") || strings.Contains(string(log), "agents up") {
+		t.Errorf("job %s ended %v; output:\n%s", id, states, log)
+	}
+	if left := agentsUnder(out); len(left) > 0 {
+		t.Errorf("agents left running: %v", left)
 	}
 }
 
