@@ -66,6 +66,13 @@ fi
 exec "$REAL_COSCHED" "$@"
 `
 
+// fakeScancel fails, as scancel does outside a Slurm cluster: the script
+// then signals its steps' processes itself.
+const fakeScancel = `#!/usr/bin/env bash
+echo "scancel $*" >>"$FAKE_SLURM_LOG"
+exit 1
+`
+
 type fakeSlurm struct {
 	dir, log, out string
 	env           []string
@@ -76,7 +83,7 @@ func newFakeSlurm(t *testing.T, hosts string) *fakeSlurm {
 	f := &fakeSlurm{dir: t.TempDir()}
 	f.log = filepath.Join(f.dir, "calls")
 	f.out = filepath.Join(t.TempDir(), "res")
-	for name, text := range map[string]string{"srun": fakeSrun, "scontrol": fakeScontrol, "cosched": fakeBenchRun} {
+	for name, text := range map[string]string{"srun": fakeSrun, "scontrol": fakeScontrol, "scancel": fakeScancel, "cosched": fakeBenchRun} {
 		if err := os.WriteFile(filepath.Join(f.dir, name), []byte(text), 0o755); err != nil {
 			t.Fatal(err)
 		}

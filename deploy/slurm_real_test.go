@@ -205,6 +205,7 @@ func TestRealSlurmBenchRun(t *testing.T) {
 	if len(states) != 1 || states[0] != "COMPLETED" {
 		t.Fatalf("job %s: %v; output:\n%s", id, states, log)
 	}
+	t.Logf("job output:\n%s", log)
 	for _, mode := range []string{"space", "gang", "bcs"} {
 		if !strings.Contains(string(log), "bench-run: "+mode+": 2 agents up, 2 processors") {
 			t.Errorf("%s: no agents-up line in the job's output:\n%s", mode, log)
