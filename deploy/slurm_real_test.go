@@ -227,10 +227,15 @@ func TestRealSlurmBenchRun(t *testing.T) {
 				t.Errorf("%s: %s: %v", mode, name, err)
 			}
 		}
-		// Both nodes ran an agent, each with its own ports.
-		for _, n := range []string{"n1", "n2"} {
-			if _, err := os.Stat(filepath.Join(out, mode, "state", "agents", n, "ready.json")); err != nil {
-				t.Errorf("%s: agent on %s: %v", mode, n, err)
+		// Both nodes of the allocation ran an agent, stopped by a SIGTERM
+		// of its own (not srun's SIGKILL): it left the cluster.
+		logs, _ := filepath.Glob(filepath.Join(out, mode, "state", "agents", "n*", "agent.log"))
+		if len(logs) != 2 {
+			t.Errorf("%s: agent logs %v, want 2", mode, logs)
+		}
+		for _, l := range logs {
+			if b, _ := os.ReadFile(l); !strings.Contains(string(b), "signal received: leaving the cluster") {
+				t.Errorf("%s: %s: the agent was not stopped by a signal of its own:\n%s", mode, l, b)
 			}
 		}
 	}

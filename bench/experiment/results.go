@@ -258,7 +258,7 @@ func WriteTable(out io.Writer, run *Run, wide bool) {
 	}
 }
 
-// simOr formats x, or "-" when it is NaN (not simulated).
+// simOr formats x, or "-" when it is NaN (not simulated, or not measured).
 func simOr(x float64, format string) string {
 	if math.IsNaN(x) {
 		return "-"
@@ -283,12 +283,19 @@ func writeRows(tw io.Writer, run *Run) {
 		if e := m.ResponseError(); !math.IsNaN(e) {
 			errText = fmt.Sprintf(" (%+.0f%%)", 100*e)
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%.2f/%ss%s\t%.2f/%s\t%.1f/%ss\t%.2f/%ss\t%.0f/%s%%\t\n", m.Mode, s.Completed, s.Jobs,
-			c[0].Measured, simOr(c[0].Simulated, "%.2f"), errText,
-			s.Metrics.Slowdown.Mean, simOr(simValue(m, func(r *sweep.Row) float64 { return r.MeanSlowdown }), "%.2f"),
-			s.Metrics.Makespan, simOr(simValue(m, func(r *sweep.Row) float64 { return r.Makespan }), "%.1f"),
-			c[1].Measured, simOr(c[1].Simulated, "%.2f"),
-			c[3].Measured, simOr(c[3].Simulated, "%.0f"))
+		// No job done, no measured figure: "-", not a slowdown of 0.
+		meas := func(x float64) float64 {
+			if s.Completed == 0 {
+				return math.NaN()
+			}
+			return x
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s/%ss%s\t%s/%s\t%s/%ss\t%s/%ss\t%s/%s%%\t\n", m.Mode, s.Completed, s.Jobs,
+			simOr(meas(c[0].Measured), "%.2f"), simOr(c[0].Simulated, "%.2f"), errText,
+			simOr(meas(s.Metrics.Slowdown.Mean), "%.2f"), simOr(simValue(m, func(r *sweep.Row) float64 { return r.MeanSlowdown }), "%.2f"),
+			simOr(meas(s.Metrics.Makespan), "%.1f"), simOr(simValue(m, func(r *sweep.Row) float64 { return r.Makespan }), "%.1f"),
+			simOr(meas(c[1].Measured), "%.2f"), simOr(c[1].Simulated, "%.2f"),
+			simOr(meas(c[3].Measured), "%.0f"), simOr(c[3].Simulated, "%.0f"))
 	}
 }
 

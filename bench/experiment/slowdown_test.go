@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,26 @@ func TestSlowdownAtLeastOne(t *testing.T) {
 			atLeastOne(fmt.Sprintf("%v, seed %d: measured slowdown", mode, seed), s.Metrics.Slowdown)
 			atLeastOne(fmt.Sprintf("%v, seed %d: measured bounded slowdown", mode, seed), s.Metrics.BoundedSlowdown)
 		}
+	}
+}
+
+// A mode with no job done reports no measured figure ("-"), not a
+// slowdown of 0.
+func TestTableNothingDone(t *testing.T) {
+	run := &Run{Workload: "w3", Jobs: 3, Nodes: 2, MPL: 3, Work: "wall", Modes: []ModeResult{{
+		Mode: sharing.Gang, Summary: Summary{Jobs: 3},
+		Simulated: &sweep.Row{MeanResponse: 2, MeanSlowdown: 1.25, Makespan: 9, ProcessorUtil: 0.5},
+	}}}
+	var b strings.Builder
+	WriteTable(&b, run, false)
+	var row string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.Contains(l, "gang ") {
+			row = l
+			break
+		}
+	}
+	if f := strings.Fields(row); len(f) != 7 || f[1] != "0/3" || f[2] != "-/2.00s" || f[3] != "-/1.25" || f[4] != "-/9.0s" || f[6] != "-/50%" {
+		t.Errorf("row %q of:\n%s", row, b.String())
 	}
 }
