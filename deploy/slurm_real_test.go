@@ -273,6 +273,11 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 		if n := len(agentsUnder(r.out)); n != 2 {
 			t.Errorf("%s: %d agents running, want 2", r.how, n)
 		}
+		// The check below sees the job's processes: its slurmstepd, the
+		// script, the sruns, the agents.
+		if n := len(c.JobProcesses(r.id)); n < 4 {
+			t.Errorf("%s: %d processes of job %s seen", r.how, n, r.id)
+		}
 		t.Logf("%s: %d ranks running at %v", r.how, len(ranks), time.Now().Format(time.TimeOnly))
 		if r.how == "scancel" {
 			_, err := c.Run(ctx, "scancel", r.id)
@@ -306,10 +311,10 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 			if rk := ranksUnder(r.out); len(rk) > 0 {
 				left = append(left, fmt.Sprintf("%s: ranks %v", r.how, rk))
 			}
-		}
-		for _, pid := range c.Processes() {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			left = append(left, fmt.Sprintf("process %d of the jobs: %q", pid, cmdline))
+			for _, pid := range c.JobProcesses(r.id) {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				left = append(left, fmt.Sprintf("%s: process %d of job %s: %q", r.how, pid, r.id, cmdline))
+			}
 		}
 		if len(left) == 0 {
 			break

@@ -370,46 +370,21 @@ func (c *Cluster) Logs() string {
 	return b.String()
 }
 
-// Processes lists the live processes, daemons and their helpers
-// (slurmctld's slurmscriptd) excluded, that carry this cluster's SLURM_CONF
-// in their environment: the jobs' slurmstepd and the programs the jobs
-// started (sbatch passes the environment on).
-func (c *Cluster) Processes() []int {
-	own := map[int]bool{os.Getpid(): true}
-	for _, d := range c.daemons {
-		own[d.cmd.Process.Pid] = true
-	}
+// JobProcesses lists the live processes of job id (one of an array's
+// tasks, or a job): its slurmstepd and what its steps started that kept
+// the environment Slurm gave them (SLURM_JOB_ID).
+func (c *Cluster) JobProcesses(id string) []int {
+	step := "slurmstepd: [" + id + "."
+	envMark := []byte("\x00SLURM_JOB_ID=" + id + "\x00")
 	var pids []int
 	for _, pid := range c.marked() {
-		if !own[pid] && !own[parent(pid)] || strings.HasPrefix(comm(pid), "slurmstepd") {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if strings.HasPrefix(string(cmdline), step) || bytes.Contains(append([]byte{0}, env...), envMark) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
-}
-
-// parent returns pid's parent process id (0 if it is gone).
-func parent(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+1:])) // state, ppid, …
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
-}
-
-// comm returns pid's command name.
-func comm(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(b))
 }
 
 // marked lists the live processes whose environment holds SLURM_CONF=c.Conf.
