@@ -139,8 +139,16 @@ func TestRealSlurmSweep(t *testing.T) {
 	if err == nil || !strings.Contains(string(b), "--parallel 64 needs 64 CPUs per array task, but the largest node has 4") {
 		t.Errorf("--parallel 64 on 4-CPU nodes: %v\n%s", err, b)
 	}
+	// More tasks than Slurm's MaxArraySize (1001): sbatch's refusal, then
+	// the script's own line.
+	cmd = c.Command(ctx, "bash", script, filepath.Join(work, "many"), "5000", "--load", "0.5")
+	cmd.Env = append(cmd.Env, "COSCHED="+bin)
+	b, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "sbatch: error") || !strings.Contains(string(b), "submit-sweep.sh: sbatch refused the array of 5000 tasks of 1 CPUs") {
+		t.Errorf("5000 shards: %v\n%s", err, b)
+	}
 	if after, _ := c.Run(ctx, "squeue", "-h", "-t", "all", "-o", "%i"); after != before {
-		t.Errorf("jobs submitted despite the error:\n%s", after)
+		t.Errorf("jobs submitted despite the errors:\n%s", after)
 	}
 }
 
