@@ -35,8 +35,10 @@ import (
 	"time"
 )
 
-// Binaries are the programs a cluster needs, on PATH or in /usr/sbin.
-var binaries = []string{"munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scontrol", "sinfo", "scancel"}
+// binaries are the programs a cluster needs, on PATH or in /usr/sbin.
+func binaries() []string {
+	return []string{"munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scontrol", "sinfo", "scancel"}
+}
 
 // Options shape the cluster.
 type Options struct {
@@ -61,7 +63,7 @@ type Cluster struct {
 // naming what is missing (for a test's Skip).
 func Available() error {
 	var missing []string
-	for _, b := range binaries {
+	for _, b := range binaries() {
 		if _, err := lookPath(b); err != nil {
 			missing = append(missing, b)
 		}
@@ -415,7 +417,7 @@ func (c *Cluster) marked() []int {
 // 10 s), kills what still carries the cluster's environment and removes
 // its directory. It is bounded: about 20 s at worst.
 func (c *Cluster) Stop() {
-	if len(c.daemons) > 2 { // slurmctld is up: let Slurm end its jobs
+	if len(c.daemons) > 1 { // slurmctld was started: let Slurm end the jobs
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		c.Run(ctx, "scancel", "--full", "--quiet", "--user=root")
 		c.waitFor(ctx, "no job", func() error {
