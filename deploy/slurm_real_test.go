@@ -332,9 +332,20 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// The script's exit removed the cluster key.
 	for _, r := range runs {
-		if keys, _ := filepath.Glob(filepath.Join(r.out, "*", "state", "cluster.key")); r.how == "scancel" && len(keys) > 0 {
+		if keys, _ := filepath.Glob(filepath.Join(r.out, "*", "state", "cluster.key")); len(keys) > 0 {
 			t.Errorf("%s: key file left: %v", r.how, keys)
+		}
+	}
+	// An agent that srun killed outright (see docs/slurm.md) may have left
+	// its empty cgroup subtree: remove it as the docs say.
+	for _, r := range runs {
+		dirs, _ := filepath.Glob(filepath.Join(r.out, "*", "state", "agents", "*"))
+		for _, dir := range dirs {
+			if b, err := c.Command(ctx, bin, "agent", "--cleanup", "--name", filepath.Base(dir), "--state-dir", dir).CombinedOutput(); err != nil {
+				t.Errorf("%s: agent --cleanup of %s: %v\n%s", r.how, dir, err, b)
+			}
 		}
 	}
 }
