@@ -40,11 +40,13 @@ func TestStartRunStop(t *testing.T) {
 		t.Errorf("srun on both nodes: %q", out)
 	}
 
-	id, err := c.Run(ctx, "sbatch", "--parsable", "-N", "1", "--wrap", "sleep 300")
+	sbatch := c.Command(ctx, "sbatch", "--parsable", "-N", "1", "--wrap", "sleep 300")
+	sbatch.Dir = t.TempDir() // its slurm-ID.out
+	b, err := sbatch.CombinedOutput()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("sbatch: %v\n%s", err, b)
 	}
-	id = strings.TrimSpace(id)
+	id := strings.TrimSpace(string(b))
 	for len(c.JobProcesses(id)) < 2 { // slurmstepd and the script's shell
 		select {
 		case <-ctx.Done():
