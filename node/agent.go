@@ -145,6 +145,11 @@ type Config struct {
 	// as the host has them, else process groups only), "v1", "v2" or
 	// "none" (see node/jobcg).
 	Cgroups string
+	// JobsCPUWeight is the CPU weight (cgroup v2 scale, 1–10000) of the
+	// parent of the jobs' cgroups, against the agent's 100: 0 means
+	// jobcg.DefaultCPUWeight (10), -1 leaves the kernel's default (see
+	// jobcg.Config.CPUWeight and docs/cgroups.md).
+	JobsCPUWeight int
 	// Suspend is how ranks are suspended between their slices:
 	// SuspendSignal (SIGSTOP/SIGCONT, the default) or SuspendFreezer
 	// (the job's cgroup freezer; needs cgroups).
@@ -202,6 +207,7 @@ func (c *Config) Validate() error {
 	inRange("APIPort", c.APIPort, 0, 65535)
 	inRange("Nice", c.Nice, -20, 19)
 	inRange("RankNice", c.RankNice, -20, 19)
+	inRange("JobsCPUWeight", c.JobsCPUWeight, -1, 10000)
 	inRange("Priority", c.Priority, 0, 99)
 	if c.StrobeFanout < 0 || c.StrobeFanout > 255 {
 		bad("StrobeFanout", c.StrobeFanout, "want 0 (direct) to 255")
