@@ -151,12 +151,14 @@ type replayWindows map[replayKey]*clusterkey.ReplayWindow
 // message of another type than only (if only is set). A replay is checked
 // only after the MAC, so a forger cannot advance a window, and after the
 // type, so a packet sent to the wrong socket cannot spend a number.
-func (a *Auth) open(pkt []byte, windows replayWindows, only MsgType) (Message, error) {
+//
+// A strobe is decoded into buf (nil: a new one), valid until buf's next use.
+func (a *Auth) open(pkt []byte, windows replayWindows, only MsgType, buf *decodeBuf) (Message, error) {
 	if a == nil {
 		if len(pkt) >= len(sealedMagic) && string(pkt[:len(sealedMagic)]) == sealedMagic {
 			return nil, fmt.Errorf("strobe: unmarshal: %w: a sealed packet (protocol %d), and this node has no cluster key", ErrVersion, ProtocolVersionSealed)
 		}
-		m, err := Unmarshal(pkt)
+		m, err := unmarshal(pkt, protocolVersionPlain, buf)
 		if err == nil && only != 0 && m.MsgType() != only {
 			return nil, fmt.Errorf("%w for this socket: %v", ErrUnknownType, m.MsgType())
 		}
@@ -172,7 +174,7 @@ func (a *Auth) open(pkt []byte, windows replayWindows, only MsgType) (Message, e
 		}
 		return nil, fmt.Errorf("strobe: open: %w: %v", ErrForged, err)
 	}
-	m, err := unmarshal(payload, ProtocolVersionSealed)
+	m, err := unmarshal(payload, ProtocolVersionSealed, buf)
 	if err != nil {
 		return nil, err // sealed with our key: a bug or a newer build, not a forgery
 	}
