@@ -146,17 +146,21 @@ type macState struct {
 // pool: safe for concurrent use, and without allocation in steady state.
 func (k *Key) pooledMAC(dst, label, data []byte) []byte {
 	m, ok := k.macs.Get().(*macState)
-	if ok {
-		m.h.Reset()
-	} else {
+	if !ok {
 		m = &macState{h: hmac.New(sha256.New, k.b[:])}
 	}
+	dst = m.mac(dst, label, data)
+	k.macs.Put(m)
+	return dst
+}
+
+// mac appends to dst the MAC of the domain label and then data.
+func (m *macState) mac(dst, label, data []byte) []byte {
+	m.h.Reset()
 	m.h.Write(label)
 	m.h.Write(m.sep[:])
 	m.h.Write(data)
-	dst = append(dst, m.h.Sum(m.sum[:0])...)
-	k.macs.Put(m)
-	return dst
+	return append(dst, m.h.Sum(m.sum[:0])...)
 }
 
 // mac is HMAC-SHA256 of the domain label and then data.

@@ -167,7 +167,17 @@ func (a *Auth) open(pkt []byte, windows replayWindows, only MsgType, buf *decode
 	if len(pkt) > MaxPacketSize+clusterkey.Overhead {
 		return nil, fmt.Errorf("strobe: open: %w: %d bytes (max %d)", ErrForged, len(pkt), MaxPacketSize+clusterkey.Overhead)
 	}
-	env, payload, err := a.key.Open(pkt)
+	var env clusterkey.Envelope
+	var payload []byte
+	var err error
+	if buf != nil {
+		if buf.opener == nil || buf.opener.Key() != a.key {
+			buf.opener = a.key.NewOpener()
+		}
+		env, payload, err = buf.opener.Open(pkt)
+	} else {
+		env, payload, err = a.key.Open(pkt)
+	}
 	if err != nil {
 		if errors.Is(err, clusterkey.ErrNotSealed) && len(pkt) > 0 && pkt[0]&0xf0 == 0x90 { // a msgpack array: an unsealed message
 			return nil, fmt.Errorf("strobe: open: %w: not sealed (does the sender have the cluster key?)", ErrForged)

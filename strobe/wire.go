@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
@@ -205,6 +206,11 @@ func Unmarshal(b []byte) (Message, error) { return unmarshal(b, protocolVersionP
 type decodeBuf struct {
 	r      bytes.Reader
 	strobe Strobe
+	// Its own decoder and MAC state rather than pooled ones: a pool may
+	// be emptied (a garbage collection; at random under the race
+	// detector), and refilling it allocates.
+	dec    *msgpack.Decoder
+	opener *clusterkey.Opener
 }
 
 // unmarshal is Unmarshal of a message of the given version: 1 unsealed,
@@ -217,13 +223,19 @@ func unmarshal(b []byte, version uint8, buf *decodeBuf) (Message, error) {
 	if err := msgpackcheck.Check(b); err != nil {
 		return nil, malformed("packet", err)
 	}
+	var dec *msgpack.Decoder
 	if buf == nil {
 		buf = new(decodeBuf)
+		dec = msgpack.GetDecoder()
+		defer msgpack.PutDecoder(dec)
+	} else if buf.dec == nil {
+		buf.dec = msgpack.NewDecoder(nil)
+	}
+	if dec == nil {
+		dec = buf.dec
 	}
 	r := &buf.r
 	r.Reset(b)
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
 	dec.Reset(r)
 
 	n, err := dec.DecodeArrayLen()
