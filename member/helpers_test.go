@@ -22,6 +22,9 @@ func leaks() leakcheck.Checker {
 func TestMain(m *testing.M) {
 	if join := os.Getenv("MEMBER_HELPER_JOIN"); join != "" {
 		cfg := DefaultLocalConfig()
+		if os.Getenv("MEMBER_HELPER_STOCK") != "" {
+			cfg = stockLocalConfig()
+		}
 		cfg.Name, cfg.Join = os.Getenv("MEMBER_HELPER_NAME"), []string{join}
 		ms, err := Join(context.Background(), cfg)
 		if err != nil {
