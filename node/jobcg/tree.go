@@ -49,8 +49,10 @@ type Config struct {
 	// the agent also wants, and all of it while the agent is idle (a
 	// weight only divides contended time), so the agent, its gossip and
 	// its API run when woken even when the ranks want every processor.
-	// 0 means DefaultCPUWeight; a negative value leaves the kernel's
-	// default.
+	// 0 means DefaultCPUWeight. A negative value weighs nothing: the
+	// jobs stay in the agent's cpu cgroup on v1, and on v2 the parent
+	// keeps the kernel's default weight (100). An agent at real-time
+	// priority should pass -1 (node does): see docs/cgroups.md.
 	CPUWeight int
 	Log       *zap.Logger
 }
@@ -141,7 +143,7 @@ func Open(cfg Config) (*Tree, error) {
 			t.b, err = openV2(root, sub)
 		case cgroups.Legacy, cgroups.Hybrid:
 			t.mode = ModeV1
-			t.b, err = openV1(sub)
+			t.b, err = openV1(sub, cfg.CPUWeight >= 0)
 		default:
 			err = errors.New("no cgroup hierarchy mounted at " + root)
 		}
@@ -153,7 +155,7 @@ func Open(cfg Config) (*Tree, error) {
 		}
 	case "v1":
 		t.mode = ModeV1
-		t.b, err = openV1(sub)
+		t.b, err = openV1(sub, cfg.CPUWeight >= 0)
 	case "v2":
 		t.mode = ModeV2
 		mount := root
@@ -173,7 +175,7 @@ func Open(cfg Config) (*Tree, error) {
 	}
 	switch w := cfg.CPUWeight; {
 	case w < 0:
-		t.cpu = "not weighed: left at the kernel's default"
+		t.cpu = "not weighed: turned off"
 	default:
 		if w == 0 {
 			w = DefaultCPUWeight

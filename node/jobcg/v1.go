@@ -17,7 +17,7 @@ import (
 // v1Used are the legacy controllers a job's cgroup joins: the freezer
 // (required: suspension and race-free kills), memory (the limit, OOM and
 // peak), pids (the process count), cpuacct (CPU time) and cpu (the jobs'
-// weight against the agent).
+// weight against the agent, only when it is set: Config.CPUWeight).
 var v1Used = []cgroup1.Name{cgroup1.Freezer, cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuacct, cgroup1.Cpu}
 
 // v1Backend keeps jobs in <own cgroup>/<sub>/job-N of each used hierarchy.
@@ -30,7 +30,9 @@ type v1Backend struct {
 	cpu        cgroup1.Subsystem // nil when the cpu controller is not mounted
 }
 
-func openV1(sub string) (*v1Backend, error) {
+// openV1 opens the subtree in the legacy hierarchies; jobs join the cpu
+// hierarchy only with weighCPU (their weight is to be set).
+func openV1(sub string, weighCPU bool) (*v1Backend, error) {
 	all, err := cgroup1.Default()
 	if err != nil {
 		return nil, fmt.Errorf("legacy hierarchies: %w", err)
@@ -38,7 +40,7 @@ func openV1(sub string) (*v1Backend, error) {
 	b := &v1Backend{}
 	for _, s := range all {
 		for _, n := range v1Used {
-			if s.Name() == n {
+			if s.Name() == n && (n != cgroup1.Cpu || weighCPU) {
 				b.subsystems = append(b.subsystems, s)
 			}
 		}
