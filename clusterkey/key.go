@@ -133,21 +133,34 @@ func (k *Key) Derive(purpose string) []byte {
 	return k.mac([]byte("cosched derive "+purpose), nil)
 }
 
+// macState is a keyed HMAC state with room for its sum: the sum is
+// written there, not into the caller's dst, which would make every dst
+// escape to the heap (hash.Hash.Sum is an interface call).
+type macState struct {
+	h   hash.Hash
+	sep [1]byte // the 0 between label and data
+	sum [sha256.Size]byte
+}
+
 // pooledMAC appends to dst what mac returns, with a keyed state from the
 // pool: safe for concurrent use, and without allocation in steady state.
 func (k *Key) pooledMAC(dst, label, data []byte) []byte {
-	h, ok := k.macs.Get().(hash.Hash)
-	if ok {
-		h.Reset()
-	} else {
-		h = hmac.New(sha256.New, k.b[:])
+	m, ok := k.macs.Get().(*macState)
+	if !ok {
+		m = &macState{h: hmac.New(sha256.New, k.b[:])}
 	}
-	h.Write(label)
-	h.Write([]byte{0})
-	h.Write(data)
-	dst = h.Sum(dst)
-	k.macs.Put(h)
+	dst = m.mac(dst, label, data)
+	k.macs.Put(m)
 	return dst
+}
+
+// mac appends to dst the MAC of the domain label and then data.
+func (m *macState) mac(dst, label, data []byte) []byte {
+	m.h.Reset()
+	m.h.Write(label)
+	m.h.Write(m.sep[:])
+	m.h.Write(data)
+	return append(dst, m.h.Sum(m.sum[:0])...)
 }
 
 // mac is HMAC-SHA256 of the domain label and then data.

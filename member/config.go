@@ -1,13 +1,16 @@
 package member
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"go.uber.org/zap"
 )
 
@@ -23,34 +26,69 @@ type Config struct {
 	Local     bool        // memberlist's DefaultLocalConfig timings (fast failure detection on loopback) instead of DefaultLANConfig
 	Log       *zap.Logger // nil: no logging; memberlist's own log lines are routed here too
 
+	// Failure detection (memberlist's SWIM with Lifeguard), set by the
+	// presets for nodes whose processors are busy with ranks: a live
+	// member that answers late must not be declared dead, a dead one is
+	// still declared within DetectionBound. 0 keeps memberlist's own
+	// value for the preset (DefaultLANConfig's or DefaultLocalConfig's).
+	ProbeInterval  time.Duration // how often this node probes one member
+	ProbeTimeout   time.Duration // how long it waits for the direct ack before asking IndirectChecks others
+	IndirectChecks int           // members asked to probe for it when the direct probe fails
+	// SuspicionMult scales a suspect's time to refute, in probe
+	// intervals × log10(members), and SuspicionMaxTimeoutMult the
+	// longest that gets before other members confirm the suspicion.
+	SuspicionMult           int
+	SuspicionMaxTimeoutMult int
+	// AwarenessMaxMultiplier bounds how far a node that itself misses
+	// acks (it is the slow one) stretches its probe interval and timeout.
+	AwarenessMaxMultiplier int
+
 	JoinAttempts int           // rounds of trying every Join address; 0 = 3
 	JoinBackoff  time.Duration // pause after the first failed round, doubling after each; 0 = 500ms
 	EventBuffer  int           // capacity of the Events channel; 0 = 256
 }
 
 // DefaultLANConfig is for a cluster on a LAN: memberlist's LAN timings
-// (probe every 1 s, suspicion ≈ 4·log(N+1) probes), gossip on all
-// interfaces at port 7946.
+// (probe every 1 s, a 500 ms ack timeout, 3 indirect probes, suspicion
+// 4·max(1, log10 N) probe intervals, up to 6 times that unconfirmed),
+// gossip on all interfaces at port 7946.
 func DefaultLANConfig() Config {
 	return Config{
-		Bind:         "0.0.0.0:7946",
-		Local:        false,
-		JoinAttempts: 3,                      // a member that starts a little later still answers
-		JoinBackoff:  500 * time.Millisecond, // 0.5 s, 1 s: rides out a peer's restart
-		EventBuffer:  256,                    // events are rare; the queue behind coalesces per member
+		Bind:                    "0.0.0.0:7946",
+		Local:                   false,
+		ProbeInterval:           time.Second,
+		ProbeTimeout:            500 * time.Millisecond,
+		IndirectChecks:          3,
+		SuspicionMult:           4,
+		SuspicionMaxTimeoutMult: 6,
+		AwarenessMaxMultiplier:  8,
+		JoinAttempts:            3,                      // a member that starts a little later still answers
+		JoinBackoff:             500 * time.Millisecond, // 0.5 s, 1 s: rides out a peer's restart
+		EventBuffer:             256,                    // events are rare; the queue behind coalesces per member
 	}
 }
 
 // DefaultLocalConfig is for a cluster of processes on one machine
 // (tests, laptops, network namespaces): loopback, a port picked by the
-// kernel, memberlist's local timings (failures noticed in a few seconds).
+// kernel, and failure detection for a host whose processors are all busy
+// (memberlist's local preset, with its 200 ms ack timeout, one indirect
+// probe and a short unconfirmed suspicion, declared live agents dead on a
+// 2-core host running 32 of them beside busy ranks): the LAN preset's
+// ack timeout and indirect probes, a suspicion 4·max(1, log10 N) probe
+// intervals long, up to 3 times that unconfirmed (DetectionBound).
 func DefaultLocalConfig() Config {
 	return Config{
-		Bind:         "127.0.0.1:0",
-		Local:        true,
-		JoinAttempts: 3,
-		JoinBackoff:  100 * time.Millisecond,
-		EventBuffer:  256,
+		Bind:                    "127.0.0.1:0",
+		Local:                   true,
+		ProbeInterval:           time.Second,
+		ProbeTimeout:            500 * time.Millisecond,
+		IndirectChecks:          3,
+		SuspicionMult:           4,
+		SuspicionMaxTimeoutMult: 3,
+		AwarenessMaxMultiplier:  8,
+		JoinAttempts:            3,
+		JoinBackoff:             100 * time.Millisecond,
+		EventBuffer:             256,
 	}
 }
 
@@ -88,6 +126,11 @@ func (cfg Config) check() (Config, string, int, error) {
 			errs = append(errs, fmt.Errorf("bad Advertise %q: not an IP address", cfg.Advertise))
 		}
 	}
+	if cfg.ProbeInterval < 0 || cfg.ProbeTimeout < 0 || cfg.IndirectChecks < 0 || cfg.SuspicionMult < 0 || cfg.SuspicionMaxTimeoutMult < 0 || cfg.AwarenessMaxMultiplier < 0 {
+		errs = append(errs, errors.New("negative ProbeInterval, ProbeTimeout, IndirectChecks, SuspicionMult, SuspicionMaxTimeoutMult or AwarenessMaxMultiplier"))
+	} else if cfg.ProbeInterval > 0 && cfg.ProbeTimeout >= cfg.ProbeInterval {
+		errs = append(errs, fmt.Errorf("ProbeTimeout %v not below ProbeInterval %v", cfg.ProbeTimeout, cfg.ProbeInterval))
+	}
 	if cfg.JoinAttempts < 0 || cfg.JoinBackoff < 0 || cfg.EventBuffer < 0 {
 		errs = append(errs, errors.New("negative JoinAttempts, JoinBackoff or EventBuffer"))
 	}
@@ -112,4 +155,36 @@ func (cfg Config) check() (Config, string, int, error) {
 		cfg.Log = zap.NewNop()
 	}
 	return cfg, host, port, nil
+}
+
+// DetectionBound is the longest a member that dies without a word (kill
+// -9, a lost host) stays in the others' member lists with cfg's timings
+// among n members, as long as the survivors are not themselves slowed
+// (Lifeguard's awareness stretches the probes of a slow prober by up to
+// AwarenessMaxMultiplier): each survivor probes one member a
+// ProbeInterval, so the dead one is probed within n intervals at worst
+// (in one on average, when every survivor probes); then it is suspected
+// for at most SuspicionMaxTimeoutMult × SuspicionMult × max(1, log10 n)
+// intervals (less as others confirm), and the verdict is gossiped within
+// a few gossip rounds, counted here as one more interval.
+func (cfg Config) DetectionBound(n int) time.Duration {
+	c := cfg.withPresetTimings()
+	scale := max(1, math.Log10(float64(max(n, 1))))
+	suspicion := time.Duration(float64(c.SuspicionMaxTimeoutMult*c.SuspicionMult) * scale * float64(c.ProbeInterval))
+	return time.Duration(n+1)*c.ProbeInterval + c.ProbeTimeout + suspicion
+}
+
+// withPresetTimings fills cfg's zero timings with memberlist's preset's.
+func (cfg Config) withPresetTimings() Config {
+	mc := memberlist.DefaultLANConfig()
+	if cfg.Local {
+		mc = memberlist.DefaultLocalConfig()
+	}
+	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, mc.ProbeInterval)
+	cfg.ProbeTimeout = cmp.Or(cfg.ProbeTimeout, mc.ProbeTimeout)
+	cfg.IndirectChecks = cmp.Or(cfg.IndirectChecks, mc.IndirectChecks)
+	cfg.SuspicionMult = cmp.Or(cfg.SuspicionMult, mc.SuspicionMult)
+	cfg.SuspicionMaxTimeoutMult = cmp.Or(cfg.SuspicionMaxTimeoutMult, mc.SuspicionMaxTimeoutMult)
+	cfg.AwarenessMaxMultiplier = cmp.Or(cfg.AwarenessMaxMultiplier, mc.AwarenessMaxMultiplier)
+	return cfg
 }

@@ -1,9 +1,13 @@
 package member
 
 import (
-	"github.com/cosched/cosched/internal/leakcheck"
+	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/internal/leakcheck"
 )
 
 // leaks watches this package's goroutines and memberlist's.
@@ -12,8 +16,26 @@ func leaks() leakcheck.Checker {
 }
 
 // TestMain fails the package if any goroutine of this package or of
-// memberlist outlives the tests.
-func TestMain(m *testing.M) { leaks().Main(m) }
+// memberlist outlives the tests. With MEMBER_HELPER_JOIN set, the test
+// binary is instead a member joining that address, which prints its
+// gossip address and runs until killed (a member to kill -9).
+func TestMain(m *testing.M) {
+	if join := os.Getenv("MEMBER_HELPER_JOIN"); join != "" {
+		cfg := DefaultLocalConfig()
+		if os.Getenv("MEMBER_HELPER_STOCK") != "" {
+			cfg = stockLocalConfig()
+		}
+		cfg.Name, cfg.Join = os.Getenv("MEMBER_HELPER_NAME"), []string{join}
+		ms, err := Join(context.Background(), cfg)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(ms.Addr())
+		select {}
+	}
+	leaks().Main(m)
+}
 
 // checkLeaks fails t if goroutines of this package (or memberlist) are
 // still running a few seconds after the test and its cleanups finish.

@@ -79,6 +79,9 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	// (memberlist's default never lets a dead name move to a new address,
 	// until the dead member is forgotten, 15–30 s later).
 	mc.DeadNodeReclaimTime = time.Second
+	t := cfg.withPresetTimings()
+	mc.ProbeInterval, mc.ProbeTimeout, mc.IndirectChecks = t.ProbeInterval, t.ProbeTimeout, t.IndirectChecks
+	mc.SuspicionMult, mc.SuspicionMaxTimeoutMult, mc.AwarenessMaxMultiplier = t.SuspicionMult, t.SuspicionMaxTimeoutMult, t.AwarenessMaxMultiplier
 	mc.Name = cfg.Name
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = cfg.Advertise, port

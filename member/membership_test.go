@@ -57,7 +57,7 @@ func names(ms []Meta) string {
 // waitEvent reads events from m until one matches.
 func waitEvent(t *testing.T, m *Membership, what string, match func(Event) bool) Event {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(30 * time.Second) // a hang detector: above DetectionBound(3)
 	for {
 		select {
 		case ev, ok := <-m.Events():
@@ -68,7 +68,7 @@ func waitEvent(t *testing.T, m *Membership, what string, match func(Event) bool)
 				return ev
 			}
 		case <-timeout:
-			t.Fatalf("no %s within 10s", what)
+			t.Fatalf("no %s within 30s", what)
 		}
 	}
 }

@@ -32,7 +32,7 @@ import (
 // life finds and cleans the old one's jobs) and distinct for two
 // clusters on one host that reuse agent names (tests, cluster up).
 func openCgroups(cfg Config, log *zap.Logger) (*jobcg.Tree, error) {
-	t, err := jobcg.Open(jobcg.Config{Agent: cgroupSubtree(cfg), Mode: cfg.Cgroups, Log: log})
+	t, err := jobcg.Open(jobcg.Config{Agent: cgroupSubtree(cfg), Mode: cfg.Cgroups, CPUWeight: cfg.JobsCPUWeight, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
+	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -146,6 +147,7 @@ type Settings struct {
 	MPI                 string `toml:"mpi"`
 	MPILib              string `toml:"mpi_lib"` // "": lib/cosched beside the executable's directory
 	Cgroups             string `toml:"cgroups"` // "": auto
+	JobsCPUWeight       int    `toml:"jobs_cpu_weight"`
 	Suspend             string `toml:"suspend"` // "": signal
 	MemReserve          string `toml:"mem_reserve"`
 	// The priority-backfill options: reservations, reservations_mode and
@@ -163,7 +165,7 @@ const DefaultMemReserve = "512MiB"
 // DefaultSettings are `cosched agent`'s defaults.
 func DefaultSettings() Settings {
 	return Settings{Bind: "0.0.0.0:7946", Controllers: 1, Mode: string(sharing.Gang), Slice: "50ms", MPL: 3, Policy: string(gang.EASY), Bandwidth: "100MB",
-		Nice: -10, Priority: 50, ControllerGrace: "5m", DeadControllerAfter: "0", LogLevel: "info", LogFormat: "console", MPI: api.MPINone, Cgroups: "auto", Suspend: api.SuspendSignal,
+		Nice: -10, Priority: 50, ControllerGrace: "5m", DeadControllerAfter: "0", LogLevel: "info", LogFormat: "console", MPI: api.MPINone, Cgroups: "auto", JobsCPUWeight: jobcg.DefaultCPUWeight, Suspend: api.SuspendSignal,
 		MemReserve: DefaultMemReserve, BackfillText: gang.BackfillText{Reservations: "1", ReservationsMode: string(gang.Dynamic)}}
 }
 
@@ -175,7 +177,7 @@ func DefaultSettings() Settings {
 func (s Settings) Config(stateBase string, given func(field string) bool) (Config, error) {
 	c := Config{Name: s.Name, Bind: s.Bind, Advertise: s.Advertise, Join: s.Join, Controller: s.Controller, Controllers: s.Controllers, RaftPort: s.RaftPort,
 		MPL: s.MPL, Processors: s.Processors, NoCompute: s.NoCompute, StateDir: s.StateDir, APIPort: s.APIPort, MetricsListen: s.MetricsListen, Local: s.Local,
-		Priority: s.Priority, StrobeFanout: s.StrobeFanout, StrobeMulticast: s.StrobeMulticast, Nice: s.Nice, RankNice: s.RankNice, Cgroups: s.Cgroups, MPILib: s.MPILib,
+		Priority: s.Priority, StrobeFanout: s.StrobeFanout, StrobeMulticast: s.StrobeMulticast, Nice: s.Nice, RankNice: s.RankNice, Cgroups: s.Cgroups, MPILib: s.MPILib, JobsCPUWeight: s.JobsCPUWeight,
 		Suspend: cmp.Or(s.Suspend, api.SuspendSignal), FirstJobID: s.FirstJobID, UnsealedStrobes: s.UnsealedStrobes}
 	if given == nil {
 		given = func(string) bool { return false }

@@ -151,12 +151,14 @@ type replayWindows map[replayKey]*clusterkey.ReplayWindow
 // message of another type than only (if only is set). A replay is checked
 // only after the MAC, so a forger cannot advance a window, and after the
 // type, so a packet sent to the wrong socket cannot spend a number.
-func (a *Auth) open(pkt []byte, windows replayWindows, only MsgType) (Message, error) {
+//
+// A strobe is decoded into buf (nil: a new one), valid until buf's next use.
+func (a *Auth) open(pkt []byte, windows replayWindows, only MsgType, buf *decodeBuf) (Message, error) {
 	if a == nil {
 		if len(pkt) >= len(sealedMagic) && string(pkt[:len(sealedMagic)]) == sealedMagic {
 			return nil, fmt.Errorf("strobe: unmarshal: %w: a sealed packet (protocol %d), and this node has no cluster key", ErrVersion, ProtocolVersionSealed)
 		}
-		m, err := Unmarshal(pkt)
+		m, err := unmarshal(pkt, protocolVersionPlain, buf)
 		if err == nil && only != 0 && m.MsgType() != only {
 			return nil, fmt.Errorf("%w for this socket: %v", ErrUnknownType, m.MsgType())
 		}
@@ -165,14 +167,24 @@ func (a *Auth) open(pkt []byte, windows replayWindows, only MsgType) (Message, e
 	if len(pkt) > MaxPacketSize+clusterkey.Overhead {
 		return nil, fmt.Errorf("strobe: open: %w: %d bytes (max %d)", ErrForged, len(pkt), MaxPacketSize+clusterkey.Overhead)
 	}
-	env, payload, err := a.key.Open(pkt)
+	var env clusterkey.Envelope
+	var payload []byte
+	var err error
+	if buf != nil {
+		if buf.opener == nil || buf.opener.Key() != a.key {
+			buf.opener = a.key.NewOpener()
+		}
+		env, payload, err = buf.opener.Open(pkt)
+	} else {
+		env, payload, err = a.key.Open(pkt)
+	}
 	if err != nil {
 		if errors.Is(err, clusterkey.ErrNotSealed) && len(pkt) > 0 && pkt[0]&0xf0 == 0x90 { // a msgpack array: an unsealed message
 			return nil, fmt.Errorf("strobe: open: %w: not sealed (does the sender have the cluster key?)", ErrForged)
 		}
 		return nil, fmt.Errorf("strobe: open: %w: %v", ErrForged, err)
 	}
-	m, err := unmarshal(payload, ProtocolVersionSealed)
+	m, err := unmarshal(payload, ProtocolVersionSealed, buf)
 	if err != nil {
 		return nil, err // sealed with our key: a bug or a newer build, not a forgery
 	}

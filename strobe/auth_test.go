@@ -92,7 +92,7 @@ func TestAuthenticatedStrobesOverUDP(t *testing.T) {
 	}
 	// Its heartbeat, to the peer, is sealed too.
 	hbWire := recv(t, peerHB).Data
-	if _, err := NewAuth(key, "peer").open(hbWire, make(replayWindows), TypeHeartbeat); err != nil {
+	if _, err := NewAuth(key, "peer").open(hbWire, make(replayWindows), TypeHeartbeat, nil); err != nil {
 		t.Fatalf("the follower's heartbeat does not open with the key: %v", err)
 	}
 
@@ -277,21 +277,21 @@ func TestAuthOpenErrors(t *testing.T) {
 		{"strobe on the heartbeat socket", good, TypeHeartbeat, ErrUnknownType},
 	}
 	for _, c := range cases {
-		if _, err := rx.open(c.pkt, make(replayWindows), c.only); !errors.Is(err, c.want) {
+		if _, err := rx.open(c.pkt, make(replayWindows), c.only, nil); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 	w := make(replayWindows)
-	if _, err := rx.open(good, w, TypeHeartbeat); err == nil {
+	if _, err := rx.open(good, w, TypeHeartbeat, nil); err == nil {
 		t.Fatal("strobe accepted on the heartbeat socket")
 	}
-	if _, err := rx.open(good, w, 0); err != nil {
+	if _, err := rx.open(good, w, 0, nil); err != nil {
 		t.Errorf("a strobe refused on the heartbeat socket then came to the strobe socket: %v", err)
 	}
-	if m, err := rx.open(good, w, 0); !errors.Is(err, ErrReplayed) || m.MsgType() != TypeStrobe {
+	if m, err := rx.open(good, w, 0, nil); !errors.Is(err, ErrReplayed) || m.MsgType() != TypeStrobe {
 		t.Errorf("second time: %v, %v", m, err)
 	}
-	if _, err := (*Auth)(nil).open(good, nil, 0); !errors.Is(err, ErrVersion) {
+	if _, err := (*Auth)(nil).open(good, nil, 0, nil); !errors.Is(err, ErrVersion) {
 		t.Errorf("no key, sealed packet: %v", err)
 	}
 }
@@ -335,7 +335,7 @@ func FuzzOpenSealed(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		rx := NewAuth(key, "rx")
 		w := make(replayWindows)
-		m, err := rx.open(pkt, w, 0)
+		m, err := rx.open(pkt, w, 0, nil)
 		if err != nil {
 			if !errors.Is(err, ErrForged) && !errors.Is(err, ErrReplayed) && !errors.Is(err, ErrMalformed) &&
 				!errors.Is(err, ErrVersion) && !errors.Is(err, ErrUnknownType) && !errors.Is(err, ErrTooLarge) {
@@ -346,7 +346,7 @@ func FuzzOpenSealed(f *testing.F) {
 		if err := m.validate(); err != nil {
 			t.Fatalf("opened an invalid message %+v: %v", m, err)
 		}
-		if _, err := rx.open(pkt, w, 0); !errors.Is(err, ErrReplayed) {
+		if _, err := rx.open(pkt, w, 0, nil); !errors.Is(err, ErrReplayed) {
 			t.Fatalf("the same packet twice: %v", err)
 		}
 	})
@@ -365,7 +365,7 @@ func BenchmarkStrobeSealOpen(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := rx.open(pkt, w, 0); err != nil {
+		if _, err := rx.open(pkt, w, 0, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -378,7 +378,7 @@ func BenchmarkStrobeEncodeDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := (*Auth)(nil).open(pkt, nil, 0); err != nil {
+		if _, err := (*Auth)(nil).open(pkt, nil, 0, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -395,7 +395,7 @@ func BenchmarkStrobeAuthRatio(b *testing.B) {
 	roundTrip := func(a, r *Auth, w replayWindows) {
 		pkt, err := a.encode(st)
 		if err == nil {
-			_, err = r.open(pkt, w, 0)
+			_, err = r.open(pkt, w, 0, nil)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -519,7 +519,7 @@ func BenchmarkStrobeAuthCold(b *testing.B) {
 		t0 := time.Now()
 		pkt, err := a.encode(st)
 		if err == nil {
-			_, err = r.open(pkt, w, 0)
+			_, err = r.open(pkt, w, 0, nil)
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -102,12 +102,14 @@ type Follower struct {
 	nextLive       []string
 	nextEvery      uint64
 	nextLiveQueued bool
+	livePeers      []string // the peers and the liveness peers: where a liveness slice's heartbeat goes
 	c              counters
 	shown          sliceView // what Stats reports of the slice sequence
 	records        ring[SliceRecord]
 	seen           map[string]PeerHeartbeat
 	parts          reassembly          // split heartbeats being put together
 	pendingHB      []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
+	spareHB        []outgoingHeartbeat // the sender's last batch, emptied: pendingHB's next array
 	lastDropLog    int64               // mono time of the last dropped-packet warning
 
 	// rejectLogs limit the log lines about forged and replayed packets,
@@ -312,13 +314,7 @@ func (f *Follower) slicePeersLocked(seq uint64) []string {
 	if len(f.liveness) == 0 || (seq+f.livePhase)%f.liveEvery != 0 {
 		return f.peers
 	}
-	peers := slices.Clone(f.peers)
-	for _, a := range f.liveness {
-		if !slices.Contains(f.peers, a) {
-			peers = append(peers, a)
-		}
-	}
-	return peers
+	return f.livePeers
 }
 
 // receiveMulticast reads the multicast socket until ctx is done: on the
@@ -418,12 +414,25 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 		f.c.epochLost += s.Seq - f.last - 1
 	}
 	f.last, f.row, f.memberEpoch = s.Seq, s.Row, s.MemberEpoch
-	if f.nextQueued {
-		f.peers, f.next, f.nextQueued = f.next, nil, false
-	}
-	if f.nextLiveQueued {
-		f.liveness, f.liveEvery, f.nextLive, f.nextLiveQueued = f.nextLive, f.nextEvery, nil, false
-		f.livePhase = livenessPhase(f.cfg.Name) % f.liveEvery
+	if f.nextQueued || f.nextLiveQueued {
+		if f.nextQueued {
+			f.peers, f.next, f.nextQueued = f.next, nil, false
+		}
+		if f.nextLiveQueued {
+			f.liveness, f.liveEvery, f.nextLive, f.nextLiveQueued = f.nextLive, f.nextEvery, nil, false
+			f.livePhase = livenessPhase(f.cfg.Name) % f.liveEvery
+		}
+		f.livePeers = f.peers
+		if len(f.liveness) > 0 {
+			// Once a change, not once a liveness slice: the strobe
+			// path allocates nothing in steady state.
+			f.livePeers = slices.Clone(f.peers)
+			for _, a := range f.liveness {
+				if !slices.Contains(f.peers, a) {
+					f.livePeers = append(f.livePeers, a)
+				}
+			}
+		}
 	}
 	peers := f.slicePeersLocked(s.Seq) // never mutated in place: SetPeers installs a new slice
 	f.c.applied++
@@ -528,10 +537,7 @@ func (f *Follower) sendHeartbeats(ctx context.Context) {
 			return
 		case <-f.hbWake:
 		}
-		f.mu.Lock()
-		outs := f.pendingHB
-		f.pendingHB = nil
-		f.mu.Unlock()
+		outs := f.takeHeartbeats()
 		for i := range outs {
 			out := &outs[i]
 			if f.cfg.HeartbeatData != nil {
@@ -543,7 +549,28 @@ func (f *Follower) sendHeartbeats(ctx context.Context) {
 			f.c.hbSendErrors += failed
 			f.mu.Unlock()
 		}
+		f.sentHeartbeats(outs)
 	}
+}
+
+// takeHeartbeats hands the sender the queued heartbeats, and the strobe
+// path the spare array to queue the next ones in: the two arrays swap
+// roles, so queueing a heartbeat on the real-time path does not allocate.
+func (f *Follower) takeHeartbeats() []outgoingHeartbeat {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	outs := f.pendingHB
+	f.pendingHB, f.spareHB = f.spareHB, nil
+	return outs
+}
+
+// sentHeartbeats returns a batch taken by takeHeartbeats, sent: emptied
+// (its peers and data no longer referenced), it becomes the spare.
+func (f *Follower) sentHeartbeats(outs []outgoingHeartbeat) {
+	clear(outs)
+	f.mu.Lock()
+	f.spareHB = outs[:0]
+	f.mu.Unlock()
 }
 
 // receiveHeartbeats reads the heartbeat socket when Heartbeats is set.

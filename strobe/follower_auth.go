@@ -18,14 +18,15 @@ type socket struct {
 	// windows are the replay windows of the senders heard from on this
 	// socket, touched only by its receive loop.
 	windows replayWindows
+	buf     decodeBuf // what its loop decodes into (a strobe: valid until its next packet)
 }
 
 // open authenticates (with a key) and decodes a packet that came to sock.
 // It drops, counts and logs whatever is not a message for sock; the error
 // says why, the caller just skips the packet. Call it only from sock's
-// receive loop.
+// receive loop; a Strobe returned is valid until its next call.
 func (f *Follower) open(p Packet, sock *socket) (Message, error) {
-	msg, err := f.cfg.Auth.open(p.Data, sock.windows, sock.only)
+	msg, err := f.cfg.Auth.open(p.Data, sock.windows, sock.only, &sock.buf)
 	switch {
 	case err == nil:
 		return msg, nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -166,7 +167,9 @@ func addrOf(sa unix.Sockaddr) netip.AddrPort {
 // Serve runs the receive loop on the calling goroutine, locked to its OS
 // thread at SCHED_FIFO, calling handle for each datagram on that thread,
 // until ctx is done or the transport is closed. handle must not block for
-// long: the next strobe waits for it. If the real-time policy cannot be
+// long: the next strobe waits for it. A Packet's Data is lent to handle:
+// it is overwritten by the next datagram, so copy what must outlive the
+// call. If the real-time policy cannot be
 // set (no privilege), Serve logs it once, carries on at normal priority,
 // and RealtimeError reports it.
 func (t *RealtimeUDP) Serve(ctx context.Context, handle func(Packet)) error {
@@ -189,11 +192,20 @@ func (t *RealtimeUDP) Serve(ctx context.Context, handle func(Packet)) error {
 			t.log.Warn("strobe: receiving at normal priority; switches may lag behind busy ranks", zap.Error(err))
 		}
 	}
-	return t.loop(ctx, handle)
+	return t.loop(ctx, handle, true)
 }
 
-func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet)) error {
+// loop receives until ctx is done or the transport closes. With borrow,
+// a Packet's Data is the loop's own buffer, valid only until handle
+// returns (Serve: the handler works synchronously); else each is a copy.
+// Nothing on the way from recvfrom to handle allocates when borrowing
+// from a sender already seen: on the real-time path an allocation can
+// start a garbage collection whose pauses the switch then waits out.
+func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool) error {
 	buf := make([]byte, 64<<10)
+	var rsa unix.RawSockaddrAny
+	var lastAddr netip.AddrPort
+	var lastFrom string
 	for {
 		if t.closed.Load() {
 			return nil
@@ -201,7 +213,7 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet)) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		n, from, err := unix.Recvfrom(t.fd, buf, 0)
+		n, from, err := recvfrom(t.fd, buf, &rsa)
 		now := mono.Now()
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
@@ -213,9 +225,45 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet)) error {
 			t.log.Debug("strobe: udp read", zap.Error(err))
 			continue
 		}
-		p := Packet{From: addrOf(from).String(), Data: append([]byte(nil), buf[:n]...), RecvMono: now}
-		handle(p)
+		if from != lastAddr || lastFrom == "" {
+			// Strobes come from one controller: its address is
+			// formatted once, not once a packet.
+			lastAddr, lastFrom = from, from.String()
+		}
+		data := buf[:n]
+		if !borrow {
+			data = append([]byte(nil), data...)
+		}
+		handle(Packet{From: lastFrom, Data: data, RecvMono: now})
 	}
+}
+
+// recvfrom is unix.Recvfrom without its allocation of the sender's
+// address (a Sockaddr per datagram): the address is read from rsa, the
+// caller's, into a value.
+func recvfrom(fd int, buf []byte, rsa *unix.RawSockaddrAny) (int, netip.AddrPort, error) {
+	l := uint32(unix.SizeofSockaddrAny)
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)),
+		0, uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&l)))
+	if errno != 0 {
+		return 0, netip.AddrPort{}, errno
+	}
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		return int(n), netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), ntohs(sa.Port)), nil
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		return int(n), netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), ntohs(sa.Port)), nil
+	}
+	return int(n), netip.AddrPort{}, nil
+}
+
+// ntohs reads a port as the kernel stores it (network byte order) in a
+// uint16 field.
+func ntohs(p uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(&p))
+	return uint16(b[0])<<8 | uint16(b[1])
 }
 
 // startLoop counts a receive loop in wg unless the transport is closed:
@@ -256,7 +304,7 @@ func (t *RealtimeUDP) Packets() <-chan Packet {
 				if !t.closed.Load() {
 					t.packets <- p
 				}
-			})
+			}, false)
 		}()
 	})
 	return t.packets

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/internal/msgpackcheck"
 )
 
@@ -195,20 +196,46 @@ func marshal(m Message, version uint8) ([]byte, error) {
 // wrap ErrMalformed, ErrVersion, ErrUnknownType or ErrTooLarge. The
 // envelope may carry more than three elements (reserved for additions);
 // they are skipped.
-func Unmarshal(b []byte) (Message, error) { return unmarshal(b, protocolVersionPlain) }
+func Unmarshal(b []byte) (Message, error) { return unmarshal(b, protocolVersionPlain, nil) }
+
+// decodeBuf is one receive loop's decoding state, reused packet after
+// packet so that opening a strobe on the real-time path allocates nothing
+// (an allocation there can start a garbage collection, whose pauses the
+// switch then waits out): the reader over the packet, and the Strobe a
+// strobe is decoded into, valid until the next packet.
+type decodeBuf struct {
+	r      bytes.Reader
+	strobe Strobe
+	// Its own decoder and MAC state rather than pooled ones: a pool may
+	// be emptied (a garbage collection; at random under the race
+	// detector), and refilling it allocates.
+	dec    *msgpack.Decoder
+	opener *clusterkey.Opener
+}
 
 // unmarshal is Unmarshal of a message of the given version: 1 unsealed,
 // 2 inside a seal (auth.go).
-func unmarshal(b []byte, version uint8) (Message, error) {
+// A Strobe is decoded into buf when buf is not nil.
+func unmarshal(b []byte, version uint8, buf *decodeBuf) (Message, error) {
 	if len(b) > MaxPacketSize {
 		return nil, fmt.Errorf("strobe: unmarshal: %w: %d bytes (max %d)", ErrTooLarge, len(b), MaxPacketSize)
 	}
 	if err := msgpackcheck.Check(b); err != nil {
 		return nil, malformed("packet", err)
 	}
-	r := bytes.NewReader(b)
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
+	var dec *msgpack.Decoder
+	if buf == nil {
+		buf = new(decodeBuf)
+		dec = msgpack.GetDecoder()
+		defer msgpack.PutDecoder(dec)
+	} else if buf.dec == nil {
+		buf.dec = msgpack.NewDecoder(nil)
+	}
+	if dec == nil {
+		dec = buf.dec
+	}
+	r := &buf.r
+	r.Reset(b)
 	dec.Reset(r)
 
 	n, err := dec.DecodeArrayLen()
@@ -238,7 +265,8 @@ func unmarshal(b []byte, version uint8) (Message, error) {
 	}
 	switch MsgType(t) {
 	case TypeStrobe:
-		m = new(Strobe)
+		buf.strobe = Strobe{} // nothing of the last one's (its Forward) is reused
+		m = &buf.strobe
 	case TypeHeartbeat:
 		m = new(Heartbeat)
 	default:

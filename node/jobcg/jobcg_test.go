@@ -84,7 +84,7 @@ func agentName(t *testing.T, mode string) string {
 }
 
 // startIn starts cmd born inside j, as the rank manager's spawner does.
-func startIn(t *testing.T, j *jobcg.Job, cmd *exec.Cmd) {
+func startIn(t testing.TB, j *jobcg.Job, cmd *exec.Cmd) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -41,8 +41,26 @@ type Config struct {
 	Mode string
 	// Root is the hierarchies' mount point; "" means /sys/fs/cgroup.
 	Root string
-	Log  *zap.Logger
+	// CPUWeight is the CPU weight of the parent of every agent's jobs on
+	// the host (<own cgroup>/cosched), on cgroup v2's scale (1–10000, the
+	// kernel's default 100; on v1 cpu.shares = weight × 1024 / 100, at
+	// least 2). The agent stays in its own cgroup at the default weight:
+	// with 10, all the jobs together get at most 10/110 of a processor
+	// the agent also wants, and all of it while the agent is idle (a
+	// weight only divides contended time), so the agent, its gossip and
+	// its API run when woken even when the ranks want every processor.
+	// 0 means DefaultCPUWeight. A negative value weighs nothing: the
+	// jobs stay in the agent's cpu cgroup on v1, and on v2 the parent
+	// keeps the kernel's default weight (100). An agent at real-time
+	// priority should pass -1 (node does): see docs/cgroups.md.
+	CPUWeight int
+	Log       *zap.Logger
 }
+
+// DefaultCPUWeight is the jobs' parent's CPU weight when Config.CPUWeight is
+// 0: a tenth of the agent's (the kernel's default 100), like Slurm's core
+// specialisation or a systemd slice with CPUWeight=10 for the work.
+const DefaultCPUWeight = 10
 
 // Stats is a job's accounting on this node, read from its cgroup.
 type Stats struct {
@@ -58,6 +76,9 @@ type Stats struct {
 // backend is one cgroup hierarchy's implementation.
 type backend interface {
 	create(name string, memLimit int64) (group, error)
+	// weighJobs sets the CPU weight (v2 scale) of the parent of every
+	// agent's job subtree and says what it wrote where.
+	weighJobs(weight int) (string, error)
 	// leftovers lists the job groups in the subtree (a previous life's).
 	leftovers() ([]string, error)
 	load(name string) (group, error)
@@ -82,6 +103,9 @@ type Tree struct {
 	log    *zap.Logger
 
 	cleaned int // job cgroups of a previous life killed and removed by Open
+	// cpu says how the jobs are weighed against the agent ("cpu.shares 102
+	// on …"), or why they are not ("not weighed: …").
+	cpu string
 
 	mu       sync.Mutex
 	jobs     map[int64]*Job
@@ -101,6 +125,9 @@ func Open(cfg Config) (*Tree, error) {
 	if !agentName.MatchString(cfg.Agent) || cfg.Agent == "." || cfg.Agent == ".." {
 		return nil, fmt.Errorf("jobcg: agent name %q: want letters, digits, '.', '_' or '-'", cfg.Agent)
 	}
+	if cfg.CPUWeight > 10000 {
+		return nil, fmt.Errorf("jobcg: CPU weight %d: want 1 to 10000 (0: the default, negative: the kernel's)", cfg.CPUWeight)
+	}
 	root := cfg.Root
 	if root == "" {
 		root = "/sys/fs/cgroup"
@@ -116,7 +143,7 @@ func Open(cfg Config) (*Tree, error) {
 			t.b, err = openV2(root, sub)
 		case cgroups.Legacy, cgroups.Hybrid:
 			t.mode = ModeV1
-			t.b, err = openV1(sub)
+			t.b, err = openV1(sub, cfg.CPUWeight >= 0)
 		default:
 			err = errors.New("no cgroup hierarchy mounted at " + root)
 		}
@@ -128,7 +155,7 @@ func Open(cfg Config) (*Tree, error) {
 		}
 	case "v1":
 		t.mode = ModeV1
-		t.b, err = openV1(sub)
+		t.b, err = openV1(sub, cfg.CPUWeight >= 0)
 	case "v2":
 		t.mode = ModeV2
 		mount := root
@@ -146,6 +173,21 @@ func Open(cfg Config) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobcg: %s: %w", cfg.Mode, err)
 	}
+	switch w := cfg.CPUWeight; {
+	case w < 0:
+		t.cpu = "not weighed: turned off"
+	default:
+		if w == 0 {
+			w = DefaultCPUWeight
+		}
+		if t.cpu, err = t.b.weighJobs(w); err != nil {
+			// Containment still works; the agent only loses its
+			// protection against its own ranks (nice and SCHED_RR are
+			// left).
+			t.cpu = "not weighed: " + err.Error()
+			t.log.Warn("the jobs' CPU weight is not lowered: busy ranks compete with the agent on equal terms (its nice value and real-time policy are what is left)", zap.Error(err))
+		}
+	}
 	n, err := t.cleanLeftovers()
 	t.cleaned = n
 	if err != nil {
@@ -153,7 +195,7 @@ func Open(cfg Config) (*Tree, error) {
 	} else if n > 0 {
 		t.log.Warn("killed and removed job cgroups a previous life of this agent left", zap.Int("jobs", n))
 	}
-	t.log.Info("jobs contained by cgroups", zap.String("mode", string(t.mode)), zap.String("subtree", sub))
+	t.log.Info("jobs contained by cgroups", zap.String("mode", string(t.mode)), zap.String("subtree", sub), zap.String("cpu", t.cpu))
 	if v2, ok := t.b.(*v2Backend); ok && v2.limited != "" {
 		t.log.Warn("cgroup v2 without controllers for jobs: contained, frozen and killed, but --mem is not enforced and memory not accounted (see docs/cgroups.md: Delegate=yes)",
 			zap.String("reason", v2.limited))
@@ -179,6 +221,11 @@ func Usable(probe string) string {
 	}
 	return ""
 }
+
+// CPU says how the jobs are weighed against the agent for CPU time
+// ("cpu.weight 10 on /sys/fs/cgroup/…/cosched"), or why they are not
+// ("not weighed: …"); "" in ModeNone.
+func (t *Tree) CPU() string { return t.cpu }
 
 // Mode says how jobs are contained.
 func (t *Tree) Mode() Mode { return t.mode }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 
 // v1Used are the legacy controllers a job's cgroup joins: the freezer
 // (required: suspension and race-free kills), memory (the limit, OOM and
-// peak), pids (the process count) and cpuacct (CPU time).
-var v1Used = []cgroup1.Name{cgroup1.Freezer, cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuacct}
+// peak), pids (the process count), cpuacct (CPU time) and cpu (the jobs'
+// weight against the agent, only when it is set: Config.CPUWeight).
+var v1Used = []cgroup1.Name{cgroup1.Freezer, cgroup1.Memory, cgroup1.Pids, cgroup1.Cpuacct, cgroup1.Cpu}
 
 // v1Backend keeps jobs in <own cgroup>/<sub>/job-N of each used hierarchy.
 type v1Backend struct {
@@ -25,9 +27,12 @@ type v1Backend struct {
 	base       cgroup1.Path // the agent's subtree
 	freezerDir string       // the subtree's directory in the freezer hierarchy
 	memory     bool
+	cpu        cgroup1.Subsystem // nil when the cpu controller is not mounted
 }
 
-func openV1(sub string) (*v1Backend, error) {
+// openV1 opens the subtree in the legacy hierarchies; jobs join the cpu
+// hierarchy only with weighCPU (their weight is to be set).
+func openV1(sub string, weighCPU bool) (*v1Backend, error) {
 	all, err := cgroup1.Default()
 	if err != nil {
 		return nil, fmt.Errorf("legacy hierarchies: %w", err)
@@ -35,7 +40,7 @@ func openV1(sub string) (*v1Backend, error) {
 	b := &v1Backend{}
 	for _, s := range all {
 		for _, n := range v1Used {
-			if s.Name() == n {
+			if s.Name() == n && (n != cgroup1.Cpu || weighCPU) {
 				b.subsystems = append(b.subsystems, s)
 			}
 		}
@@ -56,6 +61,8 @@ func openV1(sub string) (*v1Backend, error) {
 			fz = s
 		case cgroup1.Memory:
 			b.memory = true
+		case cgroup1.Cpu:
+			b.cpu = s
 		}
 	}
 	if fz == nil {
@@ -67,6 +74,26 @@ func openV1(sub string) (*v1Backend, error) {
 	p, _ := b.base(cgroup1.Freezer)
 	b.freezerDir = fz.(interface{ Path(string) string }).Path(p)
 	return b, nil
+}
+
+// weighJobs sets cpu.shares on <own>/cosched in the cpu hierarchy: the
+// level where the agent's threads (in <own>) and the jobs meet, so the
+// jobs of every agent on the host weigh as one low-weight task against
+// each agent thread (1024 at nice 0, more at the agent's negative nice).
+func (b *v1Backend) weighJobs(weight int) (string, error) {
+	if b.cpu == nil {
+		return "", errors.New("the cpu controller is not mounted")
+	}
+	own, err := b.own(cgroup1.Cpu)
+	if err != nil {
+		return "", fmt.Errorf("own cpu cgroup: %w", err)
+	}
+	dir := filepath.Join(b.cpu.(interface{ Path(string) string }).Path(own), "cosched")
+	shares := max(2, weight*1024/100)
+	if err := os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(strconv.Itoa(shares)), 0); err != nil {
+		return "", fmt.Errorf("the jobs' cpu.shares: %w", err)
+	}
+	return fmt.Sprintf("cpu.shares %d on %s", shares, dir), nil
 }
 
 func (b *v1Backend) hierarchy() ([]cgroup1.Subsystem, error) { return b.subsystems, nil }

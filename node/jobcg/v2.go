@@ -74,6 +74,25 @@ func (b *v2Backend) enable() error {
 	return os.WriteFile(filepath.Join(b.dir, "cgroup.subtree_control"), []byte("+"+strings.Join(b.ctrls, " +")), 0)
 }
 
+// weighJobs sets cpu.weight on <own>/cosched, the parent of every agent's
+// subtree, which is where the jobs meet the agent: its sibling leaf
+// <own>/cosched-agent (weight 100), or the agent's own threads when it
+// runs in the root cgroup.
+func (b *v2Backend) weighJobs(weight int) (string, error) {
+	if !slices.Contains(b.ctrls, "cpu") {
+		why := b.limited
+		if why == "" {
+			why = "no cpu controller available to this cgroup"
+		}
+		return "", errors.New(why)
+	}
+	dir := filepath.Dir(b.dir)
+	if err := os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte(strconv.Itoa(weight)), 0); err != nil {
+		return "", fmt.Errorf("the jobs' cpu.weight: %w", err)
+	}
+	return fmt.Sprintf("cpu.weight %d on %s", weight, dir), nil
+}
+
 func (b *v2Backend) create(name string, memLimit int64) (group, error) {
 	res := &cgroup2.Resources{}
 	if memLimit > 0 && slices.Contains(b.ctrls, "memory") {
