@@ -148,7 +148,9 @@ type Config struct {
 	// JobsCPUWeight is the CPU weight (cgroup v2 scale, 1–10000) of the
 	// parent of the jobs' cgroups, against the agent's 100: 0 means
 	// jobcg.DefaultCPUWeight (10), -1 leaves the kernel's default (see
-	// jobcg.Config.CPUWeight and docs/cgroups.md).
+	// jobcg.Config.CPUWeight and docs/cgroups.md). The agent's flag
+	// defaults to -1: weighed ranks starve behind anything else busy on
+	// the host (a rank's shim then misses its 10 s start).
 	JobsCPUWeight int
 	// Suspend is how ranks are suspended between their slices:
 	// SuspendSignal (SIGSTOP/SIGCONT, the default) or SuspendFreezer

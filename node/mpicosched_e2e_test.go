@@ -194,6 +194,9 @@ func TestMPICoschedInEveryMode(t *testing.T) {
 				t.Errorf("%s: messages announced for slices: %+v", mode, st)
 			}
 
+			if mode != sharing.Local {
+				runNetPIPE(t, c, mode)
+			}
 			if mode == sharing.Gang || mode == sharing.BCS {
 				id := c.submit(api.JobSpec{Command: []string{ring, "100000000"}, Processors: 3, MPI: api.MPICosched})
 				c.waitExec(id, 3, filepath.Base(ring))
@@ -206,6 +209,48 @@ func TestMPICoschedInEveryMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runNetPIPE runs Debian's NetPIPE build for MPICH (NPmpich2, a public
+// program no one here wrote), unmodified, as a --mpi cosched job of two
+// ranks, with its integrity check; under bcs every round
+// trip waits for slices, so over fewer sizes.
+func runNetPIPE(t *testing.T, c *testCluster, mode sharing.Mode) {
+	t.Helper()
+	np, err := exec.LookPath("NPmpich2")
+	if err != nil {
+		t.Log("NPmpich2 not installed (apt-get install netpipe-mpich2): NetPIPE not run")
+		return
+	}
+	args := []string{np, "-i", "-u", "65536", "-n", "2", "-o", "/dev/null"}
+	if mode == sharing.BCS {
+		args = []string{np, "-i", "-u", "4096", "-n", "2", "-o", "/dev/null"}
+	}
+	start := time.Now()
+	id := c.submit(api.JobSpec{Command: args, Processors: 2, MPI: api.MPICosched})
+	j := waitDone(t, c, id, 3*time.Minute)
+	said := func(rank int) string { // NetPIPE reports on both streams
+		all := c.rankOutput(id, rank)
+		for i := range c.agents {
+			b, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("n%d", i), "jobs", fmt.Sprint(id), fmt.Sprintf("rank-%d.err", rank)))
+			all += string(b)
+		}
+		return all
+	}
+	out := said(0)
+	ok := j.State == api.Completed && strings.Contains(out, "Integrity check")
+	for _, r := range j.Ranks {
+		o := said(r.Rank)
+		ok = ok && r.Code == 0 && !strings.Contains(o, "failed") && !strings.Contains(o, "FAIL")
+	}
+	if !ok {
+		c.dump()
+		t.Fatalf("NetPIPE (%s): job %d %s (%s), ranks %+v; rank 0 said:\n%s", strings.Join(args[1:], " "), id, j.State, j.Reason, j.Ranks, out)
+	}
+	if js := c.jobTraffic(id); js.Sent == 0 || js.Sent != js.Delivered {
+		t.Errorf("NetPIPE: the job's messages at the relays: %+v", js)
+	}
+	t.Logf("NetPIPE %s: %v", strings.Join(args[1:], " "), time.Since(start))
 }
 
 // A call outside cosched's subset fails the job with the call's name, and

@@ -19,7 +19,6 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/internal/textvalue"
-	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -165,7 +164,7 @@ const DefaultMemReserve = "512MiB"
 // DefaultSettings are `cosched agent`'s defaults.
 func DefaultSettings() Settings {
 	return Settings{Bind: "0.0.0.0:7946", Controllers: 1, Mode: string(sharing.Gang), Slice: "50ms", MPL: 3, Policy: string(gang.EASY), Bandwidth: "100MB",
-		Nice: -10, Priority: 50, ControllerGrace: "5m", DeadControllerAfter: "0", LogLevel: "info", LogFormat: "console", MPI: api.MPINone, Cgroups: "auto", JobsCPUWeight: jobcg.DefaultCPUWeight, Suspend: api.SuspendSignal,
+		Nice: -10, Priority: 50, ControllerGrace: "5m", DeadControllerAfter: "0", LogLevel: "info", LogFormat: "console", MPI: api.MPINone, Cgroups: "auto", JobsCPUWeight: -1, Suspend: api.SuspendSignal,
 		MemReserve: DefaultMemReserve, BackfillText: gang.BackfillText{Reservations: "1", ReservationsMode: string(gang.Dynamic)}}
 }
 

@@ -96,7 +96,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")
 	fl.StringVar(&f.Cgroups, "cgroups", f.Cgroups, "job containment: auto (v2 or v1 as the host has them; process groups only where neither works), v1, v2 or none")
-	fl.IntVar(&f.JobsCPUWeight, "jobs-cpu-weight", f.JobsCPUWeight, "CPU weight (1-10000, cgroup v2 scale; the agent has 100) of the parent of the jobs' cgroups, so busy ranks never starve an agent without real-time priority (a real-time agent leaves it); -1: none")
+	fl.IntVar(&f.JobsCPUWeight, "jobs-cpu-weight", f.JobsCPUWeight, "CPU weight (1-10000, cgroup v2 scale; the agent has 100) of the parent of the jobs' cgroups, so busy ranks never starve an agent without real-time priority (a real-time agent leaves it; 10 is the tested value); -1: none")
 	fl.StringVar(&f.Suspend, "suspend", f.Suspend, "how ranks are suspended between slices: signal (SIGSTOP/SIGCONT) or freezer (the job's cgroup freezer; needs cgroups)")
 	fl.StringVar(&f.MemReserve, "mem-reserve", f.MemReserve, "memory kept for the system: the agent offers MemTotal less this to jobs (the controller admits jobs by --mem against it); \"none\" offers no memory limit")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
