@@ -195,7 +195,7 @@ func expandExec(t *testing.T, key string, env map[string]string) []string {
 
 // The unit's command line, with the environment file's values, starts a
 // working agent: a controller and one agent that joins it (only the
-// addresses and the state directory are changed, to run here), and both
+// addresses, ports and the state directory are changed, to run here), and both
 // leave cleanly on SIGTERM, the unit's stop signal.
 func TestSystemdExecStartRuns(t *testing.T) {
 	if testing.Short() {
@@ -234,7 +234,7 @@ func TestSystemdExecStartRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("COSCHED_KEY_FILE", keyFile)
-	common := map[string]string{"COSCHED_AGENT_BIND": "127.0.0.1:0", "COSCHED_AGENT_API_PORT": "0", "COSCHED_AGENT_PROCESSORS": "1",
+	common := map[string]string{"COSCHED_AGENT_BIND": "127.0.0.1:0", "COSCHED_AGENT_API_PORT": "0", "COSCHED_AGENT_RAFT_PORT": "0", "COSCHED_AGENT_PROCESSORS": "1",
 		"COSCHED_AGENT_REALTIME_PRIORITY": "0", "COSCHED_AGENT_KEY_FILE": keyFile}
 	ctl := map[string]string{"COSCHED_AGENT_NAME": "c0", "COSCHED_AGENT_CONTROLLER": "true", "COSCHED_AGENT_STATE_DIR": filepath.Join(dir, "c0")}
 	wrk := map[string]string{"COSCHED_AGENT_NAME": "w1", "COSCHED_AGENT_STATE_DIR": filepath.Join(dir, "w1")}
