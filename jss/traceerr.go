@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/cosched/cosched/jss/swf"
@@ -35,12 +36,18 @@ func noJobs(name string, c SourceCounts) error {
 }
 
 // String lists the reasons jobs were dropped, with their counts ("1
-// wider than the machine, 1 with no runtime"); "" when none was.
+// wider than the machine (--procs), 1 with no runtime"); "" when none was.
 func (d Dropped) String() string {
+	return d.Format(func(n int64) string { return strconv.FormatInt(n, 10) })
+}
+
+// Format is String with each count written by count (a report's
+// thousands separators, say).
+func (d Dropped) Format(count func(int64) string) string {
 	var parts []string
 	add := func(n int64, what string) {
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+			parts = append(parts, count(n)+" "+what)
 		}
 	}
 	add(d.NoProcessors, "with no processor count")

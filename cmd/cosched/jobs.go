@@ -213,22 +213,15 @@ func newCancelCmd() *cobra.Command {
 		Short: "Cancel jobs: pending ones leave the queue, running ones' ranks are killed everywhere",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var ids []int64
-			var errs []error
-			for _, a := range args {
-				id, err := api.ParseJobID(a)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				ids = append(ids, id)
-			}
-			if len(errs) > 0 {
-				return flagErrors(errs)
+			ids, err := parseJobIDs(args)
+			if err != nil {
+				return err
 			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
+			var errs []error
 			for _, id := range ids {
 				if err := c.Cancel(cmd.Context(), id); err != nil {
 					errs = append(errs, err)
@@ -241,6 +234,23 @@ func newCancelCmd() *cobra.Command {
 	return cmd
 }
 
+// parseJobIDs reads job ids given as arguments, naming every bad one.
+func parseJobIDs(args []string) ([]int64, error) {
+	var ids []int64
+	var errs []error
+	for _, a := range args {
+		id, err := api.ParseJobID(a)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		ids = append(ids, id)
+	}
+	if len(errs) > 0 {
+		return nil, flagErrors(errs)
+	}
+	return ids, nil
+}
+
 func newShowCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
@@ -251,25 +261,18 @@ func newShowCmd() *cobra.Command {
 			if args[0] == "job" { // scontrol's spelling
 				args = args[1:]
 			}
-			var ids []int64
-			var errs []error
-			for _, a := range args {
-				id, err := api.ParseJobID(a)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				ids = append(ids, id)
-			}
-			switch {
-			case len(errs) > 0:
-				return usageError{errors.Join(errs...)}
-			case len(ids) == 0:
+			if len(args) == 0 {
 				return usageError{errors.New("give a job id: cosched show JOBID")}
+			}
+			ids, err := parseJobIDs(args)
+			if err != nil {
+				return err
 			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
+			var errs []error
 			for i, id := range ids {
 				j, err := c.Job(cmd.Context(), id)
 				if err != nil {

@@ -174,7 +174,7 @@ func Table(w io.Writer, results []jss.TraceResult) error {
 	fmt.Fprintf(&b, "trace    %s\nmachine  %d processors (from %s)\n", first.Trace, first.Processors, first.ProcessorsFrom)
 	fmt.Fprintf(&b, "jobs     %s read, %s simulated, %s dropped\n",
 		group(float64(first.Jobs.Read), 0), group(float64(first.Metrics.Jobs), 0), group(float64(first.Jobs.Dropped.Total()), 0))
-	if d := dropDetail(first.Jobs.Dropped); d != "" {
+	if d := first.Jobs.Dropped.Format(func(n int64) string { return group(float64(n), 0) }); d != "" {
 		fmt.Fprintf(&b, "dropped  %s\n", d)
 	}
 	if first.Jobs.Extended > 0 {
@@ -287,23 +287,6 @@ func writeAligned(b *strings.Builder, rows [][]string, labelCols int) {
 		b.WriteString(strings.TrimRight(line.String(), " "))
 		b.WriteByte('\n')
 	}
-}
-
-func dropDetail(d jss.Dropped) string {
-	var parts []string
-	add := func(n int64, what string) {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", group(float64(n), 0), what))
-		}
-	}
-	add(d.NoProcessors, "with no processor count")
-	add(d.TooWide, "wider than the machine")
-	add(d.NoRuntime, "with no runtime")
-	add(d.NoSubmit, "with no submit time")
-	add(d.Unsorted, "out of submit order")
-	add(d.Malformed, "malformed lines")
-	add(d.NoHost, "fitting no host (processors and memory)")
-	return strings.Join(parts, ", ")
 }
 
 // group formats v with the given decimals and thousands separators:

@@ -33,7 +33,7 @@ func TestTable(t *testing.T) {
 		"trace    t.swf",
 		"machine  100 processors (from MaxProcs)",
 		"jobs     12 read, 10 simulated, 2 dropped",
-		"dropped  2 wider than the machine",
+		"dropped  2 wider than the machine (--procs)",
 		"overrun  3 jobs ran past their estimate",
 		"1,234,568", // mean wait, grouped, no decimals
 		"68.8%",     // utilization
