@@ -26,11 +26,23 @@ type NodeStats struct {
 	// SlotReuses counts the ranks this agent continued in another row's
 	// slice because that slice's rank was blocked (BCS).
 	SlotReuses uint64 `json:"slot_reuses"`
+	// Lends breaks SlotReuses down by the matrix cell that lent its
+	// processor: the local slot (the node's Slot-th column) and the row
+	// whose slice it was.
+	Lends []SlotLends `json:"lends,omitempty"`
 	// Cgroups is how jobs are contained: "v1", "v2" or "none (why)".
 	Cgroups string `json:"cgroups"`
 	// Suspend is how ranks are suspended: "signal" or "freezer".
 	Suspend string                  `json:"suspend"`
 	Records []telemetry.SliceRecord `json:"records,omitempty"`
+}
+
+// SlotLends counts the slices of row Row in which local slot Slot lent its
+// processor to another row's rank (BCS slot reuse).
+type SlotLends struct {
+	Slot  int    `json:"slot"`
+	Row   int    `json:"row"`
+	Count uint64 `json:"count"`
 }
 
 // ClusterStats is what only the controller knows: its slice clock.

@@ -344,7 +344,7 @@ func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	st := api.NodeStats{Realtime: a.realtimeStatus(), Relay: api.RelayStats(a.relay.Stats()), SlotReuses: a.sw.slotReuses(),
-		Cgroups: a.cg.Status(), Suspend: a.suspendStatus()}
+		Lends: a.sw.slotLends(), Cgroups: a.cg.Status(), Suspend: a.suspendStatus()}
 	if a.follower != nil {
 		st.Strobe = a.follower.Stats()
 		for _, rec := range a.follower.Records() {

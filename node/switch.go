@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/sharing"
 	"go.uber.org/zap"
 )
@@ -42,7 +43,13 @@ type switcher struct {
 	row    int // the current slice's row; -1 before the first strobe
 	jobs   map[int64]*localJob
 	reuses uint64 // ranks continued to reuse a slot
+	// lends counts, per slot and row, the slices of that row in which
+	// the slot was lent to another row's rank: the matrix cell (row,
+	// slot's column) that lent its processor. Bounded: slots × MPL.
+	lends map[lendKey]uint64
 }
+
+type lendKey struct{ slot, row int }
 
 type localJob struct {
 	rows    []int
@@ -58,7 +65,7 @@ type localRank struct {
 }
 
 func newSwitcher(ranks signaller, shared bool, log *zap.Logger) *switcher {
-	return &switcher{ranks: ranks, shared: shared, log: log, row: -1, mpl: 1, jobs: map[int64]*localJob{}}
+	return &switcher{ranks: ranks, shared: shared, log: log, row: -1, mpl: 1, jobs: map[int64]*localJob{}, lends: map[lendKey]uint64{}}
 }
 
 // configure sets the controller's mode (from its hello): whether rows
@@ -175,6 +182,24 @@ func (s *switcher) slotReuses() uint64 {
 	return s.reuses
 }
 
+// slotLends lists, per slot and row, how often the slot lent its
+// processor in that row's slices (ordered by slot, then row).
+func (s *switcher) slotLends() []api.SlotLends {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]api.SlotLends, 0, len(s.lends))
+	for k, n := range s.lends {
+		out = append(out, api.SlotLends{Slot: k.slot, Row: k.row, Count: n})
+	}
+	slices.SortFunc(out, func(a, b api.SlotLends) int {
+		if a.Slot != b.Slot {
+			return a.Slot - b.Slot
+		}
+		return a.Row - b.Row
+	})
+	return out
+}
+
 // Switch moves to row and returns how long stopping and continuing took.
 // It is the strobe follower's callback.
 func (s *switcher) Switch(row int) time.Duration {
@@ -283,6 +308,7 @@ func (s *switcher) applyRanksLocked() {
 				s.setRank(id, rk, r, true)
 				if reuse[r] {
 					s.reuses++
+					s.lends[lendKey{r.slot, s.row}]++
 				}
 			}
 		}

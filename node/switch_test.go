@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/cosched/cosched/api"
 	"slices"
 	"sync"
 	"testing"
@@ -97,6 +98,12 @@ func TestSwitcherSlotReuse(t *testing.T) {
 	sig.mu.Unlock()
 	s.blocked(10, 0, false)
 	check("row 1's rank ended: row 2 blocked, row 0 ready", "10/0")
+	// Each lend is counted on the cell that lent: slot 0 in the row whose
+	// slice it was.
+	want := []api.SlotLends{{Slot: 0, Row: 0, Count: 2}, {Slot: 0, Row: 1, Count: 3}}
+	if got := s.slotLends(); !slices.Equal(got, want) || s.slotReuses() != 5 {
+		t.Fatalf("lends %+v (reuses %d), want %+v (5)", got, s.slotReuses(), want)
+	}
 }
 
 // Gang mode keeps job-level control: no reuse, whole jobs switch.

@@ -16,9 +16,25 @@ import (
 type State struct {
 	Jobs  []api.Job       `json:"jobs"`
 	Nodes api.NodesReport `json:"nodes"`
+	// Lent are the matrix cells that lent their processor to another
+	// row's rank under BCS (slot reuse), from the nodes' statistics:
+	// refreshed with them (every StatsEvery).
+	Lent []LentCell `json:"lent,omitempty"`
 	// Error says why the last refresh failed (the page keeps the state
 	// before it, marked stale).
 	Error string `json:"error,omitempty"`
+}
+
+// LentCell is a matrix cell (row, column of node) whose processor was lent
+// to another row's rank in that row's slices: Count times since the
+// node's agent started, Recent of them since the reading before
+// (StatsEvery earlier).
+type LentCell struct {
+	Node   string `json:"node"`
+	Column int    `json:"column"`
+	Row    int    `json:"row"`
+	Count  uint64 `json:"count"`
+	Recent uint64 `json:"recent"`
 }
 
 // Source is what the hub reads. Slice is called at the hub's slice rate,
@@ -56,8 +72,12 @@ type Hub struct {
 	kick chan struct{} // capacity 1: a new subscriber wants the state now
 	done chan struct{} // closed when Run has returned
 
-	// stats is the last report with statistics (stateLoop's own).
+	// stats is the last report with statistics, lent the cells that lent
+	// their processor in it, lends their counts by node/column/row
+	// (stateLoop's own).
 	stats *api.NodesReport
+	lent  []LentCell
+	lends map[lendKey]uint64
 
 	mu        sync.Mutex // guards subs, lastSlice, lastState
 	subs      map[*Sub]struct{}
@@ -208,9 +228,11 @@ func (h *Hub) stateLoop(ctx context.Context) {
 			if withStats {
 				lastStats = time.Now()
 				h.stats = &st.Nodes
+				h.lent = h.lentCells(st.Nodes)
 			} else {
 				h.keepStats(&st.Nodes)
 			}
+			st.Lent = h.lent
 			last = st
 		}
 		b, jerr := json.Marshal(st)
@@ -227,6 +249,37 @@ func (h *Hub) stateLoop(ctx context.Context) {
 			timer.Stop()
 		}
 	}
+}
+
+type lendKey struct {
+	node     string
+	col, row int
+}
+
+// lentCells maps the nodes' lends (per local slot) onto the matrix's cells
+// and counts those since the previous reading.
+func (h *Hub) lentCells(r api.NodesReport) []LentCell {
+	var out []LentCell
+	seen := map[lendKey]uint64{}
+	for _, n := range r.Nodes {
+		if n.Stats == nil {
+			continue
+		}
+		for _, l := range n.Stats.Lends {
+			if l.Slot < 0 || l.Slot >= len(n.Columns) {
+				continue // a slot the controller gave no column: not in the matrix
+			}
+			k := lendKey{n.Name, n.Columns[l.Slot], l.Row}
+			seen[k] = l.Count
+			prev, ok := h.lends[k]
+			if !ok || prev > l.Count { // new, or the agent restarted
+				prev = 0
+			}
+			out = append(out, LentCell{Node: n.Name, Column: k.col, Row: l.Row, Count: l.Count, Recent: l.Count - prev})
+		}
+	}
+	h.lends = seen
+	return out
 }
 
 // keepStats copies the last statistics into a report without them.

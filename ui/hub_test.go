@@ -168,3 +168,26 @@ func TestEventStream(t *testing.T) {
 		t.Fatal("the stream outlived its hub")
 	}
 }
+
+// A node's lends (per local slot) land on the matrix cell of the slot's
+// column, with the lends since the reading before.
+func TestHubLentCells(t *testing.T) {
+	h := NewHub(&fakeSource{}, HubConfig{})
+	report := func(count uint64) api.NodesReport {
+		return api.NodesReport{Nodes: []api.NodeInfo{
+			{Name: "a0", Columns: []int{0, 1}, Stats: &api.NodeStats{}},
+			{Name: "a1", Columns: []int{2, 3}, Stats: &api.NodeStats{Lends: []api.SlotLends{{Slot: 1, Row: 0, Count: count}, {Slot: 5, Row: 0, Count: 9}}}},
+		}}
+	}
+	got := h.lentCells(report(4))
+	want := []LentCell{{Node: "a1", Column: 3, Row: 0, Count: 4, Recent: 4}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("first reading: %+v, want %+v (slot 5 has no column: left out)", got, want)
+	}
+	if got := h.lentCells(report(4)); len(got) != 1 || got[0].Recent != 0 {
+		t.Fatalf("no lend since: %+v, want Recent 0", got)
+	}
+	if got := h.lentCells(report(7)); len(got) != 1 || got[0].Recent != 3 || got[0].Count != 7 {
+		t.Fatalf("three lends since: %+v", got)
+	}
+}

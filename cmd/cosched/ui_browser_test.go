@@ -318,3 +318,63 @@ func TestUIBrowserResults(t *testing.T) {
 		t.Fatal("ui --results still serving 30 s after SIGINT")
 	}
 }
+
+// waitJS evaluates js until ok accepts its value (a generous deadline: no
+// fixed sleep decides anything).
+func waitJS[T any](t *testing.T, ctx context.Context, what, js string, ok func(T) bool) T {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		v, err := chromedp.Run(ectx, chromedp.Evaluate[T](js))
+		cancel()
+		if err == nil && ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("page: waited 60s for %s; last %+v (%v)", what, v, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// browseUI logs a browser in through cosched ui --url (run is clusterCLI's)
+// and waits for the matrix.
+func browseUI(t *testing.T, run func(args ...string) string, args ...string) context.Context {
+	t.Helper()
+	link := strings.TrimSpace(run(append([]string{"ui", "--url"}, args...)...))
+	if !strings.Contains(link, "/ui/login?token=") {
+		t.Fatalf("cosched ui --url printed %q", link)
+	}
+	ctx := browser(t)
+	if err := run2(ctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`[data-testid="matrix"]`))); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// Under BCS a job whose ranks block in every exchange lends their
+// processors to the other row's job: the page marks the cells that lent
+// (data-lent="true", in the blocking job's row, on its cells).
+func TestUIBrowserSlotReuse(t *testing.T) {
+	chromium(t)
+	_, run := clusterCLI(t, "-N", "2", "--mode", "bcs", "--slice", "20ms", "--mpl", "2")
+	blocking := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "exchange",
+		"--bench", "5ms,2ms,transpose,B", "--iterations", "100000", "--work", "wall"))
+	computing := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "compute",
+		"--bench", "20ms,0ms,barrier,NB", "--iterations", "100000", "--work", "wall"))
+	t.Cleanup(func() { coschedCmd("cancel", blocking, computing).Run() }) // cluster down ends them anyway
+	ctx := browseUI(t, run)
+	type cell struct {
+		Job  string `json:"job"`
+		Row  string `json:"row"`
+		Lent bool   `json:"lent"`
+	}
+	const read = `[...document.querySelectorAll('[data-testid="matrix"] td[data-lends]')].map(c =>
+	  ({job: c.getAttribute('data-job'), row: c.dataset.row, lent: c.getAttribute('data-lent') === 'true'}))`
+	cells := waitJS(t, ctx, "a cell of the blocking job marked as having lent its processor", read, func(cs []cell) bool {
+		return slices.ContainsFunc(cs, func(c cell) bool { return c.Job == blocking && c.Lent })
+	})
+	screenshot(t, ctx, "ui-bcs.png")
+	t.Logf("cells that lent: %+v", cells)
+}

@@ -65,6 +65,10 @@ function renderMatrix(st) {
       for (const c of j.columns) at.set(r + "/" + c, [j, r !== j.row]);
     }
   }
+  // Cells that lent their processor to another row's rank (BCS slot
+  // reuse): "row/col" -> the lends.
+  const lent = new Map();
+  for (const l of st.lent || []) lent.set(l.row + "/" + l.column, l);
   const head1 = el("tr", {}, el("th", {}, ""));
   const head2 = el("tr", {}, el("th", {}, "row"));
   for (const n of nodes) {
@@ -87,6 +91,13 @@ function renderMatrix(st) {
           if (hit[1]) td.setAttribute("data-alt", "true");
           const id = hit[0].id;
           td.addEventListener("click", () => openJob(id));
+        }
+        const l = lent.get(r + "/" + c);
+        if (l) {
+          td.setAttribute("data-lends", l.count);
+          if (l.recent > 0) td.setAttribute("data-lent", "true");
+          td.title = (td.title ? td.title + "; " : `free in row ${r}; `) +
+            `lent its processor to another row's rank ${l.count} times (${l.recent} lately)`;
         }
         tr.append(td);
         cells.push(td);
