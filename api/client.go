@@ -355,6 +355,22 @@ func (c *Client) Cancel(ctx context.Context, id int64) error {
 	return c.do(ctx, http.MethodDelete, "/v1/jobs/"+strconv.FormatInt(id, 10), nil, nil)
 }
 
+// JobLive asks what a job's ranks do now and its cgroups' figures (its
+// owner and operators only).
+func (c *Client) JobLive(ctx context.Context, id int64) (JobLive, error) {
+	var l JobLive
+	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+strconv.FormatInt(id, 10)+"/live", nil, &l)
+	return l, err
+}
+
+// LocalJobLive asks the agent given to NewClient for its part of a job
+// now (agents and operators only).
+func (c *Client) LocalJobLive(ctx context.Context, id int64) (NodeLive, error) {
+	var l NodeLive
+	err := c.doAt(ctx, c.home, http.MethodGet, "/v1/local/jobs/"+strconv.FormatInt(id, 10)+"/live", nil, &l)
+	return l, err
+}
+
 // Nodes lists the cluster's agents, with their statistics if stats.
 func (c *Client) Nodes(ctx context.Context, stats bool) (NodesReport, error) {
 	var r NodesReport

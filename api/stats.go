@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/sharing"
@@ -107,3 +108,48 @@ func ParseMPI(s string) (string, error) {
 
 // RelayStats is an agent's message relay's counters.
 type RelayStats = telemetry.RelayStats
+
+// JobLive is GET /v1/jobs/ID/live: what a job's ranks do now, node by
+// node, as its owner and operators may see it.
+type JobLive struct {
+	ID    int64      `json:"id"`
+	State State      `json:"state"`
+	Nodes []NodeLive `json:"nodes"`
+}
+
+// NodeLive is one node's part of a job now (GET /v1/local/jobs/ID/live):
+// the state of its ranks in the slice this node is in, and the job's
+// cgroup figures here.
+type NodeLive struct {
+	Node  string     `json:"node"`
+	At    time.Time  `json:"at"`  // when it was read (rates: the difference of two readings)
+	Seq   uint64     `json:"seq"` // the slice this node last applied
+	Row   int        `json:"row"` // and its row
+	Ranks []RankLive `json:"ranks"`
+	// Cgroup is false where the agent runs without cgroups: no figures.
+	Cgroup     bool     `json:"cgroup"`
+	CPUTime    Duration `json:"cpu_time"`    // used so far by the job's processes here
+	Memory     int64    `json:"memory"`      // bytes in use now
+	PeakMemory int64    `json:"peak_memory"` // bytes, the most so far
+	Processes  int      `json:"processes"`
+	// Error says why this node did not answer (the others' parts stand).
+	Error string `json:"error,omitempty"`
+}
+
+// RankLive is a rank's state in the current slice: running, stopped,
+// blocked (in communication, asleep in the relay: under BCS its
+// processor goes to another row's rank) or exited; Reusing, that it runs
+// in another row's slice on a processor lent to it (BCS slot reuse).
+type RankLive struct {
+	Rank    int    `json:"rank"`
+	State   string `json:"state"`
+	Reusing bool   `json:"reusing,omitempty"`
+}
+
+// Rank states of RankLive.
+const (
+	RankRunning = "running"
+	RankStopped = "stopped"
+	RankBlocked = "blocked"
+	RankExited  = "exited"
+)

@@ -42,6 +42,8 @@ func (a *Agent) routes() http.Handler {
 		mux.HandleFunc("POST /v1/ui/login", a.apiUILogin)
 		mux.HandleFunc("GET /v1/jobs/{id}/output", a.withController(a.apiJobOutput))
 		mux.HandleFunc("GET /v1/local/output/{id}/{rank}", a.apiLocalOutput)
+		mux.HandleFunc("GET /v1/jobs/{id}/live", a.withController(a.apiJobLive))
+		mux.HandleFunc("GET /v1/local/jobs/{id}/live", a.apiLocalJobLive)
 		mux.Handle("/ui/", a.ui.server.Handler())
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))

@@ -200,6 +200,38 @@ func (s *switcher) slotLends() []api.SlotLends {
 	return out
 }
 
+// rankStates says what each of a job's ranks here does in the current
+// slice (nil: the job has no ranks here), and the slice's row.
+func (s *switcher) rankStates(job int64) ([]api.RankLive, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[job]
+	if j == nil {
+		return nil, s.row
+	}
+	perRank := s.reuse && s.shared
+	out := make([]api.RankLive, 0, len(j.ranks))
+	for rk, r := range j.ranks {
+		l := api.RankLive{Rank: rk, State: api.RankStopped}
+		running := !s.shared || j.running
+		if perRank {
+			running = r.running
+		}
+		switch {
+		case r.exited:
+			l.State = api.RankExited
+		case r.blocked && running:
+			l.State = api.RankBlocked
+		case running:
+			l.State = api.RankRunning
+			l.Reusing = perRank && !slices.Contains(j.rows, s.row)
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b api.RankLive) int { return a.Rank - b.Rank })
+	return out, s.row
+}
+
 // Switch moves to row and returns how long stopping and continuing took.
 // It is the strobe follower's callback.
 func (s *switcher) Switch(row int) time.Duration {

@@ -217,3 +217,102 @@ func (a *Agent) writeOutput(w http.ResponseWriter, id int64, rank int, stream st
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.Copy(w, io.LimitReader(f, maxOutputShown))
 }
+
+// apiJobLive is GET /v1/jobs/{id}/live: what the job's ranks do now and
+// its cgroups' figures, node by node, to its owner and operators. The
+// leader asks each of the job's nodes at once; a node that does not
+// answer has its error in its part.
+func (a *Agent) apiJobLive(c *Controller, w http.ResponseWriter, r *http.Request) {
+	id, ok := a.jobID(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	j, ok := a.accessibleJob(ctx, c, w, r, id, "see the ranks of")
+	if !ok {
+		return
+	}
+	live := api.JobLive{ID: id, State: j.State, Nodes: []api.NodeLive{}}
+	if j.State != api.Running {
+		api.WriteJSON(w, http.StatusOK, live)
+		return
+	}
+	var names []string
+	for _, n := range j.Nodes {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		api.WriteError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	live.Nodes = make([]api.NodeLive, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			k := slices.IndexFunc(nodes, func(n api.NodeInfo) bool { return n.Name == name })
+			if name == a.cfg.Name {
+				live.Nodes[i] = a.localJobLive(id)
+				return
+			}
+			if k < 0 || nodes[k].APIAddr == "" {
+				live.Nodes[i] = api.NodeLive{Node: name, Error: "not in the cluster now"}
+				return
+			}
+			cl := api.NewClient(nodes[k].APIAddr)
+			cl.Token = func() (string, error) { return a.token(a.self()), nil }
+			l, err := cl.LocalJobLive(ctx, id)
+			if err != nil {
+				l = api.NodeLive{Node: name, Error: err.Error()}
+			}
+			live.Nodes[i] = l
+		})
+	}
+	wg.Wait()
+	api.WriteJSON(w, http.StatusOK, live)
+}
+
+// apiLocalJobLive is GET /v1/local/jobs/{id}/live: this agent's part of
+// a job now, for the agents themselves (the leader asks for a user it
+// checked) and operators.
+func (a *Agent) apiLocalJobLive(w http.ResponseWriter, r *http.Request) {
+	c := caller(r)
+	if c.UID != uint32(os.Geteuid()) && !a.isOperator(c) {
+		a.authDenials.Inc()
+		api.WriteError(w, http.StatusForbidden, "only the agents and operators read a node's part of a job here: use GET /v1/jobs/ID/live")
+		return
+	}
+	id, ok := a.jobID(w, r)
+	if !ok {
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, a.localJobLive(id))
+}
+
+// localJobLive reads the job's ranks here from the switcher and its
+// figures from its cgroup.
+func (a *Agent) localJobLive(id int64) api.NodeLive {
+	l := api.NodeLive{Node: a.cfg.Name, At: time.Now(), Ranks: []api.RankLive{}}
+	ranks, row := a.sw.rankStates(id)
+	if ranks != nil {
+		l.Ranks = ranks
+	}
+	l.Row = row
+	if a.follower != nil {
+		l.Seq, _ = a.follower.Current()
+	}
+	if a.cg != nil {
+		if j := a.cg.Job(id); j != nil {
+			if st, err := j.Stats(); err == nil {
+				l.Cgroup = true
+				l.CPUTime.D, l.Memory, l.PeakMemory, l.Processes = st.CPUTime, st.Memory, st.PeakMemory, st.Processes
+			} else {
+				l.Error = err.Error()
+			}
+		}
+	}
+	return l
+}

@@ -118,6 +118,12 @@ func TestWebUIAuthentication(t *testing.T) {
 	if code, body, _ := get(path+"/output?rank=1", other); code != http.StatusForbidden {
 		t.Errorf("another user's output: %d %s, want 403", code, body)
 	}
+	if code, body, _ := get(path+"/live", other); code != http.StatusForbidden {
+		t.Errorf("another user's ranks now: %d %s, want 403", code, body)
+	}
+	if code, body, _ := get(fmt.Sprintf("/v1/local/jobs/%d/live", id), other); code != http.StatusForbidden {
+		t.Errorf("another user reading an agent's part of a job: %d %s, want 403", code, body)
+	}
 	if code, body, _ := get(fmt.Sprintf("/v1/local/output/%d/1", id), other); code != http.StatusForbidden {
 		t.Errorf("another user reading an agent's output file: %d %s, want 403", code, body)
 	}
@@ -179,6 +185,21 @@ func TestWebUIAuthentication(t *testing.T) {
 			}
 			return nil
 		})
+	}
+	// Its ranks now, node by node: each rank once, on its node.
+	var live api.JobLive
+	if code, body, _ := get(path+"/live", mine); code != http.StatusOK || json.Unmarshal([]byte(body), &live) != nil || len(live.Nodes) != 2 {
+		t.Errorf("own job's ranks now: %d %s", code, body)
+	}
+	for _, n := range live.Nodes {
+		if n.Error != "" || len(n.Ranks) != 1 || n.Seq == 0 {
+			t.Errorf("node %s's part of job %d: %+v", n.Node, id, n)
+		}
+		for _, r := range n.Ranks {
+			if r.State != api.RankRunning && r.State != api.RankStopped {
+				t.Errorf("node %s rank %d state %q, want running or stopped (gang)", n.Node, r.Rank, r.State)
+			}
+		}
 	}
 	if code, _, _ := get(path+"/output?rank=9", mine); code != http.StatusBadRequest {
 		t.Errorf("output of a rank the job does not have: %d, want 400", code)

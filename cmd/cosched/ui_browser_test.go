@@ -198,6 +198,33 @@ func TestUIBrowserMatrix(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// Its ranks now, slice by slice: with two rows each reading finds
+	// them running or stopped, and the readings find both; its cgroups'
+	// CPU and memory on each node.
+	type liveView struct {
+		Ranks  int      `json:"ranks"`
+		States []string `json:"states"`
+		Cgroup []string `json:"cgroup"`
+		Memory []int64  `json:"memory"`
+		CPU    []int64  `json:"cpu"`
+	}
+	const readLive = `(() => {
+	  const rows = [...document.querySelectorAll('[data-testid="rank-states"] tr[data-rank]')];
+	  const use = [...document.querySelectorAll('[data-testid="job-usage"] tr[data-node]')];
+	  return {ranks: rows.length, states: [...new Set(rows.flatMap(r => [...r.querySelectorAll('.strip i')].map(i => i.className)))],
+	    cgroup: use.map(u => u.dataset.cgroup || ''), memory: use.map(u => +(u.dataset.memory || 0)), cpu: use.map(u => +(u.dataset.cpuNs || 0))};
+	})()`
+	lv := waitJS(t, ctx, "both ranks seen running and stopped slice by slice, and each node's cgroup figures", readLive, func(v liveView) bool {
+		return v.Ranks == 2 && slices.Contains(v.States, "st-running") && slices.Contains(v.States, "st-stopped") && len(v.Cgroup) == 2
+	})
+	for i, cg := range lv.Cgroup {
+		switch {
+		case cg == "false":
+			t.Logf("node %d runs without cgroups: no CPU or memory figures", i)
+		case lv.Memory[i] <= 0 || lv.CPU[i] <= 0:
+			t.Errorf("node %d: job's memory %d bytes, CPU %d ns: want both above 0 (the ranks' shell ran)", i, lv.Memory[i], lv.CPU[i])
+		}
+	}
 	screenshot(t, ctx, "ui-job.png")
 
 	run("cancel", id2)

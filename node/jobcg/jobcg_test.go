@@ -294,6 +294,9 @@ func TestMemoryLimitKillsAndCounts(t *testing.T) {
 			if st.PeakMemory < limit/2 || st.PeakMemory > limit+(1<<20) {
 				t.Errorf("peak %d bytes, want about the limit %d", st.PeakMemory, limit)
 			}
+			if st.Memory < 0 || st.Memory >= st.PeakMemory {
+				t.Errorf("memory in use %d bytes once the allocator was killed, want below its peak %d", st.Memory, st.PeakMemory)
+			}
 		})
 	}
 }

@@ -66,6 +66,7 @@ const DefaultCPUWeight = 10
 type Stats struct {
 	CPUTime     time.Duration // user + system of every process the job ran here
 	PeakMemory  int64         // bytes; 0 when the memory controller is absent
+	Memory      int64         // bytes in use now (memory.current, v1 memory.usage_in_bytes)
 	MemoryLimit int64         // bytes; 0 means none
 	// Processes is the most processes seen at once, sampled at every
 	// Sample, Stats, Pids, Kill and Remove (v1 has no peak counter).

@@ -242,6 +242,7 @@ func (g *v1Group) stats() (Stats, error) {
 	}
 	if m.Memory != nil && m.Memory.Usage != nil {
 		st.PeakMemory = int64(m.Memory.Usage.Max)
+		st.Memory = int64(m.Memory.Usage.Usage)
 		if g.memLimit > 0 {
 			st.MemoryLimit = g.memLimit
 		} else if l := m.Memory.Usage.Limit; l < 1<<62 {

@@ -186,6 +186,7 @@ func (g *v2Group) stats() (Stats, error) {
 	}
 	if m.Memory != nil {
 		st.PeakMemory = int64(m.Memory.MaxUsage)
+		st.Memory = int64(m.Memory.Usage)
 	}
 	st.MemoryLimit = g.memLimit
 	if m.MemoryEvents != nil {

@@ -3,7 +3,7 @@
 // users are other people's input.
 "use strict";
 
-const S = { state: null, seq: 0, row: -1, me: null, cells: [], openJob: 0 };
+const S = { state: null, seq: 0, row: -1, me: null, cells: [], openJob: 0, live: null };
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -170,6 +170,7 @@ function render(st) {
 
 async function openJob(id) {
   S.openJob = id;
+  startLive(id);
   document.getElementById("jobpanel").hidden = false;
   document.getElementById("jobid").textContent = id;
   await refreshJob();
@@ -221,6 +222,89 @@ async function cancelJob(id) {
   refreshJob();
 }
 
+// The job page's live part: every LIVE_EVERY the state of the job's ranks
+// in the slice each node is in and its cgroups' figures (GET
+// /v1/jobs/ID/live, its owner's and operators' only), while the page is
+// open on a running job. 750 ms is not a multiple of common slices, so
+// successive readings fall on different rows.
+const LIVE_EVERY = 750;
+const LIVE_KEEP = 40; // readings kept per rank for its strip
+
+function startLive(id) {
+  if (S.live) clearTimeout(S.live.timer);
+  document.getElementById("joblive").replaceChildren();
+  S.live = id ? { id, prev: new Map(), hist: new Map(), timer: 0 } : null;
+  if (id) pollLive(S.live);
+}
+
+async function pollLive(L) {
+  if (S.live !== L) return;
+  let again = true;
+  try {
+    const r = await fetch(`/v1/jobs/${L.id}/live`, { credentials: "same-origin" });
+    if (r.ok) {
+      const live = await r.json();
+      if (S.live === L) renderLive(L, live);
+      again = live.state === "RUNNING" || live.state === "PENDING";
+    } else {
+      again = r.status !== 403 && r.status !== 404; // not yours: nothing to show
+    }
+  } catch (e) { /* the agent is away: try again */ }
+  if (again && S.live === L) L.timer = setTimeout(() => pollLive(L), LIVE_EVERY);
+}
+
+function mib(b) { return (b / 1048576).toFixed(1) + " MiB"; }
+
+function renderLive(L, live) {
+  const out = [];
+  if (!live.nodes.length) {
+    out.push(el("p", { class: "note" }, `no rank runs now (${live.state})`));
+    document.getElementById("joblive").replaceChildren(...out);
+    return;
+  }
+  const ranks = el("table", { class: "grid", "data-testid": "rank-states" },
+    el("tr", {}, ...["RANK", "NODE", "NOW", "SLICE (ROW)", "LAST READINGS"].map(h => el("th", {}, h))));
+  const rows = [];
+  for (const n of live.nodes) {
+    for (const k of n.ranks || []) {
+      const h = L.hist.get(k.rank) || [];
+      if (!h.length || h[h.length - 1].seq !== n.seq) h.push({ seq: n.seq, state: k.reusing ? "reusing" : k.state });
+      while (h.length > LIVE_KEEP) h.shift();
+      L.hist.set(k.rank, h);
+      const strip = el("span", { class: "strip" }, ...h.map(x => el("i", { class: "st-" + x.state, title: `slice ${x.seq}: ${x.state}` })));
+      rows.push([k.rank, el("tr", { "data-rank": k.rank, "data-node": n.node, "data-state": k.state, "data-seq": n.seq },
+        el("td", {}, k.rank), el("td", {}, n.node),
+        el("td", { class: "st-text st-" + k.state }, k.state + (k.reusing ? " (on a processor lent by another row)" : "")),
+        el("td", {}, `${n.seq} (${n.row})`), el("td", {}, strip))]);
+    }
+  }
+  rows.sort((a, b) => a[0] - b[0]);
+  ranks.append(...rows.map(x => x[1]));
+  out.push(el("h3", {}, "ranks now"), ranks);
+
+  const use = el("table", { class: "grid", "data-testid": "job-usage" },
+    el("tr", {}, ...["NODE", "CPU", "CPU TIME", "MEMORY", "PEAK", "PROCESSES"].map(h => el("th", {}, h))));
+  for (const n of live.nodes) {
+    if (n.error) {
+      use.append(el("tr", { "data-node": n.node }, el("td", {}, n.node), el("td", { colspan: 5, class: "stale" }, n.error)));
+      continue;
+    }
+    if (!n.cgroup) {
+      use.append(el("tr", { "data-node": n.node, "data-cgroup": "false" }, el("td", {}, n.node), el("td", { colspan: 5, class: "note" }, "no cgroups on this node")));
+      continue;
+    }
+    const cpu = goDur(n.cpu_time), at = Date.parse(n.at) / 1000;
+    const p = L.prev.get(n.node);
+    const rate = p && at > p.at ? Math.max(0, (cpu - p.cpu) / (at - p.at)) : null;
+    L.prev.set(n.node, { cpu, at });
+    use.append(el("tr", { "data-node": n.node, "data-cgroup": "true", "data-cpu-ns": Math.round(cpu * 1e9), "data-memory": n.memory },
+      el("td", {}, n.node), el("td", {}, rate == null ? "…" : (rate * 100).toFixed(0) + " %"), el("td", {}, dur(cpu * 1e9)),
+      el("td", {}, mib(n.memory)), el("td", {}, mib(n.peak_memory)), el("td", {}, n.processes)));
+  }
+  out.push(el("h3", {}, "cgroups now (CPU: share of one processor since the reading before)"), use);
+  document.getElementById("joblive").replaceChildren(...out);
+}
+
 function connect() {
   const conn = document.getElementById("conn");
   const es = new EventSource("/ui/events");
@@ -240,6 +324,7 @@ function connect() {
 
 document.getElementById("jobclose").addEventListener("click", () => {
   S.openJob = 0;
+  startLive(0);
   document.getElementById("jobpanel").hidden = true;
 });
 fetch("/ui/me", { credentials: "same-origin" }).then(r => r.json()).then(me => {
