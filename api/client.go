@@ -371,6 +371,14 @@ func (c *Client) LocalJobLive(ctx context.Context, id int64) (NodeLive, error) {
 	return l, err
 }
 
+// NodesRecords lists the cluster's agents with their statistics and each
+// one's last records slice records (at most MaxRecords).
+func (c *Client) NodesRecords(ctx context.Context, records int) (NodesReport, error) {
+	var r NodesReport
+	err := c.do(ctx, http.MethodGet, "/v1/nodes?stats=true&records="+strconv.Itoa(records), nil, &r)
+	return r, err
+}
+
 // Nodes lists the cluster's agents, with their statistics if stats.
 func (c *Client) Nodes(ctx context.Context, stats bool) (NodesReport, error) {
 	var r NodesReport

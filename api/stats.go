@@ -38,6 +38,10 @@ type NodeStats struct {
 	Records []telemetry.SliceRecord `json:"records,omitempty"`
 }
 
+// MaxRecords bounds GET /v1/nodes?records=N: the slice records an agent
+// keeps (strobe.FollowerConfig.History's default).
+const MaxRecords = 4096
+
 // SlotLends counts the slices of row Row in which local slot Slot lent its
 // processor to another row's rank (BCS slot reuse).
 type SlotLends struct {

@@ -304,6 +304,17 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 		nodes[i].Leader = nodes[i].Name == a.cfg.Name // this agent's controller answers: it leads
 	}
 	rep := api.NodesReport{Nodes: nodes}
+	// ?records=N keeps each agent's last N slice records in its stats
+	// (the web page's timeline).
+	keep := 0
+	if s := r.URL.Query().Get("records"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > api.MaxRecords {
+			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("records=%q: want a number of slices from 0 to %d", s, api.MaxRecords))
+			return
+		}
+		keep = n
+	}
 	if want, _ := strconv.ParseBool(r.URL.Query().Get("stats")); want {
 		cs, err := c.Stats(ctx)
 		if err != nil {
@@ -325,7 +336,10 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 				continue
 			}
 			records[n.Name] = st.Records
-			st.Records = nil
+			st.Records = st.Records[max(0, len(st.Records)-keep):]
+			if keep == 0 {
+				st.Records = nil
+			}
 			n.Stats = &st
 		}
 		skew := strobe.Skew(records)

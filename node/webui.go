@@ -65,7 +65,12 @@ func (s *uiSource) State(ctx context.Context, stats bool) (ui.State, error) {
 	if err != nil {
 		return ui.State{}, err
 	}
-	nodes, err := s.cl.Nodes(ctx, stats)
+	var nodes api.NodesReport
+	if stats {
+		nodes, err = s.cl.NodesRecords(ctx, ui.TimelineSlices) // the timeline's too
+	} else {
+		nodes, err = s.cl.Nodes(ctx, false)
+	}
 	if err != nil {
 		return ui.State{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // State is the cluster as every page sees it: the queue without any job's
@@ -20,6 +21,9 @@ type State struct {
 	// row's rank under BCS (slot reuse), from the nodes' statistics:
 	// refreshed with them (every StatsEvery).
 	Lent []LentCell `json:"lent,omitempty"`
+	// Timeline is which row each node ran when over the last slices
+	// (TimelineSlices at most), refreshed with the statistics.
+	Timeline *Timeline `json:"timeline,omitempty"`
 	// Error says why the last refresh failed (the page keeps the state
 	// before it, marked stale).
 	Error string `json:"error,omitempty"`
@@ -78,6 +82,8 @@ type Hub struct {
 	stats *api.NodesReport
 	lent  []LentCell
 	lends map[lendKey]uint64
+	tl    *timeline
+	tlv   *Timeline
 
 	mu        sync.Mutex // guards subs, lastSlice, lastState
 	subs      map[*Sub]struct{}
@@ -97,7 +103,8 @@ func NewHub(src Source, cfg HubConfig) *Hub {
 	if cfg.StatsEvery <= 0 {
 		cfg.StatsEvery = d.StatsEvery
 	}
-	return &Hub{src: src, cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*Sub]struct{}{}}
+	return &Hub{src: src, cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*Sub]struct{}{},
+		tl: newTimeline(TimelineSlices)}
 }
 
 // Sub is one page's subscription.
@@ -229,10 +236,11 @@ func (h *Hub) stateLoop(ctx context.Context) {
 				lastStats = time.Now()
 				h.stats = &st.Nodes
 				h.lent = h.lentCells(st.Nodes)
+				h.tlv = h.addRecords(&st.Nodes)
 			} else {
 				h.keepStats(&st.Nodes)
 			}
-			st.Lent = h.lent
+			st.Lent, st.Timeline = h.lent, h.tlv
 			last = st
 		}
 		b, jerr := json.Marshal(st)
@@ -249,6 +257,20 @@ func (h *Hub) stateLoop(ctx context.Context) {
 			timer.Stop()
 		}
 	}
+}
+
+// addRecords moves the nodes' slice records out of the report into the
+// timeline and returns its view.
+func (h *Hub) addRecords(r *api.NodesReport) *Timeline {
+	records := map[string][]telemetry.SliceRecord{}
+	for _, n := range r.Nodes {
+		if n.Stats != nil && len(n.Stats.Records) > 0 {
+			records[n.Name] = n.Stats.Records
+			n.Stats.Records = nil
+		}
+	}
+	h.tl.add(records)
+	return h.tl.view()
 }
 
 type lendKey struct {

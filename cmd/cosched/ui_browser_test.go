@@ -168,6 +168,20 @@ func TestUIBrowserMatrix(t *testing.T) {
 		}
 		return seen[v.Jobs[id1][0]] && seen[v.Jobs[id2][0]] && v.Slice > first
 	})
+	// The timeline: each node's lane shows both rows, and the skew band.
+	const readTimeline = `(() => {
+	  const tl = document.querySelector('[data-testid="timeline"]');
+	  const lanes = {};
+	  for (const g of tl ? tl.querySelectorAll('g[data-node]') : []) lanes[g.dataset.node] = [...new Set([...g.querySelectorAll('rect[data-row]')].map(r => r.dataset.row))].sort();
+	  return {lanes, band: tl ? tl.querySelectorAll('[data-testid="skew-band"] polyline').length : 0};
+	})()`
+	type timelineView struct {
+		Lanes map[string][]string `json:"lanes"`
+		Band  int                 `json:"band"`
+	}
+	waitJS(t, ctx, "the timeline to show rows 0 and 1 on both nodes", readTimeline, func(v timelineView) bool {
+		return len(v.Lanes) == 2 && slices.Equal(v.Lanes["a0"], []string{"0", "1"}) && slices.Equal(v.Lanes["a1"], []string{"0", "1"}) && v.Band == 1
+	})
 	screenshot(t, ctx, "ui-matrix.png")
 
 	// A job's page: its command, since it is ours.

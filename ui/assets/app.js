@@ -157,9 +157,91 @@ function renderNodes(st) {
     `${c.mode}, ${c.policy}, MPL ${c.mpl}, slice ${c.slice}, ${c.processors_online} processors` : "";
 }
 
+const ROW_COLORS = ["#2a9d6f", "#7b4bb7", "#d9822b", "#3b7dd8", "#c2417a", "#8a9a2b", "#2bb3c0", "#a0522d"];
+function rowColor(r) { return ROW_COLORS[r % ROW_COLORS.length]; }
+
+function svgEl(tag, attrs, ...kids) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  return e;
+}
+
+function secs(us) { // µs shown briefly
+  const a = Math.abs(us);
+  if (a >= 1e6) return (us / 1e6).toFixed(a >= 1e7 ? 0 : 1) + " s";
+  if (a >= 1e3) return (us / 1e3).toFixed(a >= 1e4 ? 0 : 1) + " ms";
+  return us.toFixed(0) + " µs";
+}
+
+// renderTimeline draws the Gantt chart of the last slices as SVG: a lane
+// per node (g[data-node]) of segments (rect[data-row]) coloured by the
+// row the node ran, then the switch skew of each slice as a band (its
+// height the skew, on its own scale), and the time axis.
+function renderTimeline(st) {
+  const tl = st.timeline, svg = document.getElementById("timeline"), note = document.getElementById("tlnote");
+  if (!tl || !tl.lanes || !tl.lanes.length) return;
+  const sig = tl.span_us + "/" + tl.lanes.map(l => l.seqs[l.seqs.length - 1] + ":" + l.t.length).join(",");
+  if (sig === S.tlSig) return;
+  S.tlSig = sig;
+  const W = 1000, L = 56, R = 8, LANE = 18, GAP = 4, SKEW = 34;
+  const span = Math.max(tl.span_us, 1), PW = W - L - R;
+  const x = t => L + PW * (t + span) / span;
+  const kids = [];
+  let y = 4;
+  for (const lane of tl.lanes) {
+    const g = svgEl("g", { "data-node": lane.node });
+    g.append(svgEl("text", { x: L - 6, y: y + LANE - 5, "text-anchor": "end", class: "tl-label" }, lane.node));
+    // Consecutive slices of one row make one segment.
+    for (let i = 0; i < lane.t.length;) {
+      let j = i + 1;
+      while (j < lane.t.length && lane.rows[j] === lane.rows[i]) j++;
+      const x0 = x(lane.t[i]), x1 = j < lane.t.length ? x(lane.t[j]) : x(0);
+      const r = svgEl("rect", { x: x0.toFixed(2), y, width: Math.max(x1 - x0, 0.5).toFixed(2), height: LANE, fill: rowColor(lane.rows[i]),
+        "data-row": lane.rows[i], "data-seq": lane.seqs[i] });
+      r.append(svgEl("title", {}, `${lane.node}: row ${lane.rows[i]}, slice ${lane.seqs[i]}${j - i > 1 ? "–" + lane.seqs[j - 1] : ""}, from ${secs(lane.t[i])}`));
+      g.append(r);
+      i = j;
+    }
+    kids.push(g);
+    y += LANE + GAP;
+  }
+  // The skew band: per slice, from its first to its last node's switch.
+  const skews = (tl.skew || []).map(([a, b]) => b - a);
+  const maxSkew = Math.max(1, ...skews);
+  const base = y + SKEW;
+  const band = svgEl("g", { "data-testid": "skew-band" });
+  band.append(svgEl("text", { x: L - 6, y: base - 4, "text-anchor": "end", class: "tl-label" }, "skew"));
+  let pts = `${L},${base} `;
+  for (const [a, b] of tl.skew || []) pts += `${x(a).toFixed(1)},${(base - SKEW * (b - a) / maxSkew).toFixed(1)} `;
+  pts += `${x(0)},${base}`;
+  band.append(svgEl("polyline", { points: pts, class: "tl-skew" }));
+  band.append(svgEl("line", { x1: L, x2: W - R, y1: base, y2: base, class: "tl-axis" }));
+  band.append(svgEl("text", { x: W - R, y: y + 9, "text-anchor": "end", class: "tl-label" }, "max " + secs(maxSkew)));
+  kids.push(band);
+  // The axis: a few round ticks back from now.
+  const step = [1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 3e7, 6e7, 12e7].find(s => span / s <= 6) || 3e8;
+  for (let t = 0; t <= span; t += step) {
+    kids.push(svgEl("line", { x1: x(-t), x2: x(-t), y1: base, y2: base + 4, class: "tl-axis" }));
+    kids.push(svgEl("text", { x: x(-t), y: base + 15, "text-anchor": t === 0 ? "end" : "middle", class: "tl-label" }, t === 0 ? "now" : "−" + secs(t)));
+  }
+  const H = base + 20;
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  svg.setAttribute("height", H);
+  svg.replaceChildren(...kids);
+  const rows = [...new Set(tl.lanes.flatMap(l => l.rows))].sort((a, b) => a - b);
+  note.replaceChildren(`the last ${secs(tl.span_us)}, ${Math.max(...tl.lanes.map(l => l.t.length))} slices; rows: `,
+    ...rows.map(r => {
+      const jobs = (st.jobs || []).filter(j => j.state === "RUNNING" && j.row === r).map(j => j.id);
+      return el("span", { class: "tl-key" }, el("i", { "data-row": r }), `${r}` + (jobs.length ? ` (now job ${jobs.join(", ")})` : "") + " ");
+    }));
+  for (const i of note.querySelectorAll("i[data-row]")) i.style.background = rowColor(+i.dataset.row);
+}
+
 function render(st) {
   S.state = st;
   renderMatrix(st);
+  renderTimeline(st);
   renderQueue(st);
   renderNodes(st);
   const stale = document.getElementById("stale");
