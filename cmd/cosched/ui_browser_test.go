@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cosched/cosched/localcluster"
 )
 
 // chromium is the browser the page's tests drive (Debian's chromium
@@ -418,4 +419,70 @@ func TestUIBrowserSlotReuse(t *testing.T) {
 	})
 	screenshot(t, ctx, "ui-bcs.png")
 	t.Logf("cells that lent: %+v", cells)
+}
+
+// A page left open on a compute agent through a controller failover: the
+// leader (a controller-only agent) is killed; the page stays connected,
+// shows the new leader, keeps the job in the matrix and the slices
+// counting.
+func TestUIBrowserFailover(t *testing.T) {
+	chromium(t)
+	dir, run := clusterCLI(t, "-N", "2", "--controllers", "3", "--mode", "gang", "--slice", "100ms", "--mpl", "2")
+	lc, err := localcluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a0 localcluster.Agent
+	for _, a := range lc.Agents {
+		if a.Name == "a0" {
+			a0 = a
+		}
+	}
+	if a0.API == "" {
+		t.Fatalf("no agent a0 in %+v", lc.Agents)
+	}
+	id := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "survivor", "--", "sleep", "600"))
+	t.Cleanup(func() { coschedCmd("cancel", id).Run() })
+	ctx := browseUI(t, run, "--addr", a0.API)
+
+	type view struct {
+		Leader string `json:"leader"`
+		Job    bool   `json:"job"`
+		Slice  int    `json:"slice"`
+		Conn   string `json:"conn"`
+		Stale  bool   `json:"stale"`
+	}
+	read := `(() => {
+	  const lead = [...document.querySelectorAll('[data-testid="nodes"] tbody tr')].find(r => r.cells[2] && r.cells[2].textContent.includes('leader'));
+	  const s = document.querySelector('[data-testid="slice"]');
+	  return {leader: lead ? lead.dataset.node : '', job: !!document.querySelector('[data-testid="matrix"] td[data-job="` + id + `"]'),
+	    slice: parseInt(s ? s.textContent : '') || 0, conn: document.getElementById('conn').textContent,
+	    stale: !document.getElementById('stale').hidden};
+	})()`
+	before := waitJS(t, ctx, "the job in the matrix and a leader among the nodes", read, func(v view) bool {
+		return v.Job && strings.HasPrefix(v.Leader, "c") && v.Slice > 0 && v.Conn == "live"
+	})
+	var victim localcluster.Agent
+	for _, a := range lc.Agents {
+		if a.Name == before.Leader {
+			victim = a
+		}
+	}
+	if victim.PID == 0 {
+		t.Fatalf("leader %s is not in the record %+v", before.Leader, lc.Agents)
+	}
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Through the failover: another leader, the job still placed, the
+	// slices counting again (twice, so the counter moves under the new
+	// leader), the stream of a0 still live.
+	after := waitJS(t, ctx, "another leader shown, the job still in the matrix, the page live and current", read, func(v view) bool {
+		return v.Leader != "" && v.Leader != before.Leader && v.Job && v.Conn == "live" && !v.Stale && v.Slice != before.Slice
+	})
+	waitJS(t, ctx, "the slice counter moving under the new leader", read, func(v view) bool {
+		return v.Slice != after.Slice && v.Job && v.Leader == after.Leader
+	})
+	screenshot(t, ctx, "ui-failover.png")
+	t.Logf("leader %s killed; %s leads; slice %d then %d", before.Leader, after.Leader, before.Slice, after.Slice)
 }
