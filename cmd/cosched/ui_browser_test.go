@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/internal/testuser"
 	"github.com/cosched/cosched/localcluster"
 )
 
@@ -485,4 +489,69 @@ func TestUIBrowserFailover(t *testing.T) {
 	})
 	screenshot(t, ctx, "ui-failover.png")
 	t.Logf("leader %s killed; %s leads; slice %d then %d", before.Leader, after.Leader, before.Slice, after.Slice)
+}
+
+// Another Unix user's page: root's job is in the matrix and the queue,
+// but its page shows neither its command nor its output, only why.
+func TestUIBrowserAnotherUser(t *testing.T) {
+	chromium(t)
+	u := testuser.Add(t, "cui")
+	dir, run := clusterCLI(t, "-N", "2", "--mode", "gang", "--slice", "100ms", "--mpl", "2")
+	id := strings.TrimSpace(run("submit", "--parsable", "-n", "2", "-t", "10", "-J", "roots", "--",
+		"sh", "-c", "echo secret-output-$COSCHED_RANK; exec sleep 600 # secret-command"))
+	t.Cleanup(func() { coschedCmd("cancel", id).Run() })
+	lc, err := localcluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := clusterkey.Load(localcluster.KeyFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user's own login link, with a token of theirs (what `cosched ui
+	// --url` gets when they run it).
+	cl := api.NewClient(lc.API)
+	cl.Token = func() (string, error) {
+		return key.Mint(u.UID, u.GID, time.Now(), clusterkey.DefaultTTL, crand.Reader)
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	login, err := cl.UILogin(lctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := browser(t)
+	if err := run2(ctx, chromedp.Navigate(login.URL), chromedp.WaitVisible(chromedp.CSS(`[data-testid="matrix"]`))); err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		Me     string `json:"me"`
+		Cells  int    `json:"cells"`
+		Queued bool   `json:"queued"`
+	}
+	waitJS(t, ctx, "root's job placed in the matrix and queued, on "+u.Name+"'s page", `(() => ({
+	  me: document.getElementById('me').textContent,
+	  cells: document.querySelectorAll('[data-testid="matrix"] td[data-job="`+id+`"]').length,
+	  queued: !!document.querySelector('[data-testid="queue"] tbody tr[data-job="`+id+`"]')}))()`,
+		func(v view) bool { return v.Me == u.Name && v.Cells >= 2 && v.Queued })
+	if err := run2(ctx, chromedp.Click(chromedp.CSS(`td[data-job="`+id+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="job-denied"]`))); err != nil {
+		t.Fatal(err)
+	}
+	type jobView struct {
+		Denied  string `json:"denied"`
+		Command int    `json:"command"`
+		Output  int    `json:"output"`
+		Secret  bool   `json:"secret"`
+	}
+	v := waitJS(t, ctx, "the job page's denial", `(() => ({
+	  denied: document.querySelector('[data-testid="job-denied"]').textContent,
+	  command: document.querySelectorAll('[data-testid="job-command"]').length,
+	  output: document.querySelectorAll('[data-testid="output"], [data-testid="rank-states"]').length,
+	  secret: document.documentElement.outerHTML.includes('secret-')}))()`,
+		func(v jobView) bool { return v.Denied != "" })
+	if !strings.Contains(v.Denied, "root") || v.Command != 0 || v.Output != 0 || v.Secret {
+		t.Errorf("%s's page of root's job: %+v, want a denial naming root and no command, output or ranks", u.Name, v)
+	}
+	screenshot(t, ctx, "ui-other-user.png")
 }

@@ -232,7 +232,7 @@ function renderTimeline(st) {
   const rows = [...new Set(tl.lanes.flatMap(l => l.rows))].sort((a, b) => a - b);
   note.replaceChildren(`the last ${secs(tl.span_us)}, ${Math.max(...tl.lanes.map(l => l.t.length))} slices; rows: `,
     ...rows.map(r => {
-      const jobs = (st.jobs || []).filter(j => j.state === "RUNNING" && j.row === r).map(j => j.id);
+      const jobs = (st.jobs || []).filter(j => j.state === "RUNNING" && (j.rows && j.rows.length ? j.rows : [j.row]).includes(r)).map(j => j.id);
       return el("span", { class: "tl-key" }, el("i", { "data-row": r }), `${r}` + (jobs.length ? ` (now job ${jobs.join(", ")})` : "") + " ");
     }));
   for (const i of note.querySelectorAll("i[data-row]")) i.style.background = rowColor(+i.dataset.row);
