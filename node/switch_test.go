@@ -98,6 +98,18 @@ func TestSwitcherSlotReuse(t *testing.T) {
 	sig.mu.Unlock()
 	s.blocked(10, 0, false)
 	check("row 1's rank ended: row 2 blocked, row 0 ready", "10/0")
+	// In row 1's slice: row 1's rank exited, row 0's runs on the slot
+	// row 1 lent it; row 2's is blocked but not running.
+	states := func(job int64) string {
+		l, _ := s.rankStates(job)
+		return fmt.Sprint(l)
+	}
+	if got := states(10) + states(11) + states(12); got != "[{0 running true}][{0 exited false}][{0 stopped false}]" {
+		t.Fatalf("rank states %s", got)
+	}
+	if l, row := s.rankStates(99); l != nil || row != 1 {
+		t.Fatalf("a job with no ranks here: %v in row %d", l, row)
+	}
 	// Each lend is counted on the cell that lent: slot 0 in the row whose
 	// slice it was.
 	want := []api.SlotLends{{Slot: 0, Row: 0, Count: 2}, {Slot: 0, Row: 1, Count: 3}}

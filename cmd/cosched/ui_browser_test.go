@@ -369,7 +369,7 @@ func TestUIBrowserResults(t *testing.T) {
 // fixed sleep decides anything).
 func waitJS[T any](t *testing.T, ctx context.Context, what, js string, ok func(T) bool) T {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // a loaded host: only a failure waits this long
 	for {
 		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		v, err := chromedp.Run(ectx, chromedp.Evaluate[T](js))
@@ -378,7 +378,7 @@ func waitJS[T any](t *testing.T, ctx context.Context, what, js string, ok func(T
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("page: waited 60s for %s; last %+v (%v)", what, v, err)
+			t.Fatalf("page: waited 2m for %s; last %+v (%v)", what, v, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -431,7 +431,7 @@ func TestUIBrowserSlotReuse(t *testing.T) {
 // counting.
 func TestUIBrowserFailover(t *testing.T) {
 	chromium(t)
-	dir, run := clusterCLI(t, "-N", "2", "--controllers", "3", "--mode", "gang", "--slice", "100ms", "--mpl", "2")
+	dir, run := clusterCLI(t, "--timeout", "2m", "-N", "2", "--controllers", "3", "--mode", "gang", "--slice", "100ms", "--mpl", "2")
 	lc, err := localcluster.Load(dir)
 	if err != nil {
 		t.Fatal(err)
