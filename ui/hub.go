@@ -210,6 +210,9 @@ func (h *Hub) Run(ctx context.Context) {
 func (h *Hub) stateLoop(ctx context.Context) {
 	var lastStats time.Time
 	var last State
+	// The first reading goes without the statistics (they ask every
+	// agent): a page shows the matrix at once, its health a reading later.
+	first := true
 	for {
 		if h.Subscribers() == 0 {
 			select {
@@ -218,10 +221,21 @@ func (h *Hub) stateLoop(ctx context.Context) {
 			case <-h.kick:
 			}
 		}
-		withStats := time.Since(lastStats) >= h.cfg.StatsEvery
+		withStats := !first && time.Since(lastStats) >= h.cfg.StatsEvery
+		first = false
 		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		st, err := h.src.State(fctx, withStats)
 		cancel()
+		if err != nil && withStats && ctx.Err() == nil {
+			// An agent slow to answer for its statistics must not keep
+			// the queue and the matrix from the pages: read them alone,
+			// and the statistics again in StatsEvery.
+			lastStats = time.Now()
+			withStats = false
+			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			st, err = h.src.State(fctx, false)
+			cancel()
+		}
 		if ctx.Err() != nil {
 			return
 		}

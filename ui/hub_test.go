@@ -191,3 +191,36 @@ func TestHubLentCells(t *testing.T) {
 		t.Fatalf("three lends since: %+v", got)
 	}
 }
+
+// statsFail answers without statistics only.
+type statsFail struct{ fakeSource }
+
+func (f *statsFail) State(ctx context.Context, stats bool) (State, error) {
+	if stats {
+		f.stats.Add(1)
+		return State{}, fmt.Errorf("an agent is slow")
+	}
+	return f.fakeSource.State(ctx, false)
+}
+
+// Statistics that cannot be read do not keep the queue and the matrix
+// from the pages: the hub reads them alone, and tries the statistics
+// again later.
+func TestHubStatsFailureStillShowsState(t *testing.T) {
+	src := &statsFail{}
+	h := runHub(t, src, HubConfig{StateEvery: 5 * time.Millisecond, StatsEvery: 20 * time.Millisecond})
+	sub, leave := h.Subscribe()
+	defer leave()
+	waitFor(t, "the statistics tried twice", func() bool { return src.stats.Load() >= 2 })
+	for {
+		<-sub.Wake()
+		for _, ev := range sub.Take() {
+			if strings.HasPrefix(string(ev), "event: state\n") {
+				if !strings.Contains(string(ev), `"columns":[0,1]`) || strings.Contains(string(ev), `"error"`) {
+					t.Fatalf("state event %s: want the job's place, no error", ev)
+				}
+				return
+			}
+		}
+	}
+}
