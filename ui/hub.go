@@ -73,7 +73,7 @@ func DefaultHubConfig() HubConfig {
 type Hub struct {
 	src  Source
 	cfg  HubConfig
-	kick chan struct{} // capacity 1: a new subscriber wants the state now
+	kick chan struct{} // capacity 1: a page opened with no state to show, or none was open
 	done chan struct{} // closed when Run has returned
 
 	// stats is the last report with statistics, lent the cells that lent
@@ -153,15 +153,21 @@ func (s *Sub) offer(slice, state []byte) {
 func (h *Hub) Subscribe() (*Sub, func()) {
 	s := &Sub{wake: make(chan struct{}, 1)}
 	h.mu.Lock()
+	idle := len(h.subs) == 0
 	h.subs[s] = struct{}{}
 	slice, state := h.lastSlice, h.lastState
 	h.mu.Unlock()
 	if slice != nil || state != nil {
 		s.offer(slice, state)
 	}
-	select {
-	case h.kick <- struct{}{}:
-	default:
+	// The state loop sleeps with no page open, and a page needs a state
+	// to draw anything: wake it then. Other pages get the latest state
+	// (at most StateEvery old): many opening at once cost no reading.
+	if idle || state == nil {
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
 	}
 	return s, func() {
 		h.mu.Lock()
