@@ -21,9 +21,6 @@ type State struct {
 	// row's rank under BCS (slot reuse), from the nodes' statistics:
 	// refreshed with them (every StatsEvery).
 	Lent []LentCell `json:"lent,omitempty"`
-	// Timeline is which row each node ran when over the last slices
-	// (TimelineSlices at most), refreshed with the statistics.
-	Timeline *Timeline `json:"timeline,omitempty"`
 	// Error says why the last refresh failed (the page keeps the state
 	// before it, marked stale).
 	Error string `json:"error,omitempty"`
@@ -83,13 +80,20 @@ type Hub struct {
 	lent  []LentCell
 	lends map[lendKey]uint64
 	tl    *timeline
-	tlv   *Timeline
 
-	mu        sync.Mutex // guards subs, lastSlice, lastState
-	subs      map[*Sub]struct{}
-	lastSlice []byte
-	lastState []byte
+	mu   sync.Mutex // guards subs, last
+	subs map[*Sub]struct{}
+	last [kinds][]byte // the last event of each kind
 }
+
+// The kinds of events, in the order a page takes them: the state, the
+// timeline (every StatsEvery: the largest), the slice.
+const (
+	kindState = iota
+	kindTimeline
+	kindSlice
+	kinds
+)
 
 // NewHub returns a hub reading src; zero rates in cfg take the defaults'.
 func NewHub(src Source, cfg HubConfig) *Hub {
@@ -111,35 +115,36 @@ func NewHub(src Source, cfg HubConfig) *Hub {
 type Sub struct {
 	wake chan struct{} // capacity 1: events are pending
 
-	mu           sync.Mutex
-	slice, state []byte
+	mu      sync.Mutex
+	pending [kinds][]byte
 }
 
 // Wake is signalled when events are pending (Take them).
 func (s *Sub) Wake() <-chan struct{} { return s.wake }
 
-// Take returns the pending events, encoded, the state first.
+// Take returns the pending events, encoded: the state, the timeline, the
+// slice.
 func (s *Sub) Take() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out [][]byte
-	if s.state != nil {
-		out = append(out, s.state)
+	for k, ev := range s.pending {
+		if ev != nil {
+			out = append(out, ev)
+			s.pending[k] = nil
+		}
 	}
-	if s.slice != nil {
-		out = append(out, s.slice)
-	}
-	s.slice, s.state = nil, nil
 	return out
 }
 
-func (s *Sub) offer(slice, state []byte) {
+// offer makes events pending (nil: none of that kind), each replacing the
+// one of its kind not yet taken.
+func (s *Sub) offer(evs [kinds][]byte) {
 	s.mu.Lock()
-	if slice != nil {
-		s.slice = slice
-	}
-	if state != nil {
-		s.state = state
+	for k, ev := range evs {
+		if ev != nil {
+			s.pending[k] = ev
+		}
 	}
 	s.mu.Unlock()
 	select {
@@ -155,11 +160,10 @@ func (h *Hub) Subscribe() (*Sub, func()) {
 	h.mu.Lock()
 	idle := len(h.subs) == 0
 	h.subs[s] = struct{}{}
-	slice, state := h.lastSlice, h.lastState
+	last := h.last
+	state := last[kindState]
 	h.mu.Unlock()
-	if slice != nil || state != nil {
-		s.offer(slice, state)
-	}
+	s.offer(last)
 	// The state loop sleeps with no page open, and a page needs a state
 	// to draw anything: wake it then. Other pages get the latest state
 	// (at most StateEvery old): many opening at once cost no reading.
@@ -209,7 +213,7 @@ func (h *Hub) Run(ctx context.Context) {
 			continue
 		}
 		lastSeq = seq
-		h.publish(event("slice", fmt.Appendf(nil, `{"seq":%d,"row":%d}`, seq, row)), nil)
+		h.publish(kindSlice, event("slice", fmt.Appendf(nil, `{"seq":%d,"row":%d}`, seq, row)))
 	}
 }
 
@@ -256,16 +260,20 @@ func (h *Hub) stateLoop(ctx context.Context) {
 				lastStats = time.Now()
 				h.stats = &st.Nodes
 				h.lent = h.lentCells(st.Nodes)
-				h.tlv = h.addRecords(&st.Nodes)
+				if tl := h.addRecords(&st.Nodes); tl != nil {
+					if b, err := json.Marshal(tl); err == nil {
+						h.publish(kindTimeline, event("timeline", b))
+					}
+				}
 			} else {
 				h.keepStats(&st.Nodes)
 			}
-			st.Lent, st.Timeline = h.lent, h.tlv
+			st.Lent = h.lent
 			last = st
 		}
 		b, jerr := json.Marshal(st)
 		if jerr == nil {
-			h.publish(nil, event("state", b))
+			h.publish(kindState, event("state", b))
 		}
 		timer := time.NewTimer(h.cfg.StateEvery)
 		select {
@@ -341,34 +349,24 @@ func (h *Hub) keepStats(r *api.NodesReport) {
 	}
 }
 
-// publish sends an event (nil: none of that kind) to every page, unless
-// it is the one published last.
-func (h *Hub) publish(slice, state []byte) {
+// publish sends an event of a kind to every page, unless it is the one of
+// that kind published last.
+func (h *Hub) publish(kind int, ev []byte) {
 	h.mu.Lock()
-	if slice != nil {
-		if bytes.Equal(slice, h.lastSlice) {
-			slice = nil
-		} else {
-			h.lastSlice = slice
-		}
+	if bytes.Equal(ev, h.last[kind]) {
+		h.mu.Unlock()
+		return
 	}
-	if state != nil {
-		if bytes.Equal(state, h.lastState) {
-			state = nil
-		} else {
-			h.lastState = state
-		}
-	}
+	h.last[kind] = ev
 	subs := make([]*Sub, 0, len(h.subs))
 	for s := range h.subs {
 		subs = append(subs, s)
 	}
 	h.mu.Unlock()
-	if slice == nil && state == nil {
-		return
-	}
+	var evs [kinds][]byte
+	evs[kind] = ev
 	for _, s := range subs {
-		s.offer(slice, state)
+		s.offer(evs)
 	}
 }
 

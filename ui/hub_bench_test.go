@@ -1,9 +1,13 @@
 package ui
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // BenchmarkHubFanout is the cost of one slice event for every open page:
@@ -23,7 +27,7 @@ func BenchmarkHubFanout(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				h.publish(event("slice", fmt.Appendf(nil, `{"seq":%d,"row":%d}`, i, i%2)), nil)
+				h.publish(kindSlice, event("slice", fmt.Appendf(nil, `{"seq":%d,"row":%d}`, i, i%2)))
 				for _, s := range subs {
 					<-s.Wake()
 					for _, ev := range s.Take() {
@@ -31,6 +35,55 @@ func BenchmarkHubFanout(b *testing.B) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkStateReading is the hub's cost of one statistics reading of a
+// 4-node cluster at 20 ms slices (250 new slices per node in 5 s, the
+// timeline full at TimelineSlices): timeline=false is the baseline (the
+// state encoded), timeline=true adds the records' merge, the view and the
+// timeline event's encoding. It reports the events' size.
+func BenchmarkStateReading(b *testing.B) {
+	const nodes, perReading = 4, 250
+	names := []string{"a0", "a1", "a2", "a3"}
+	jobs := []api.Job{{ID: 1, State: api.Running, Columns: []int{0, 1, 2, 3}}, {ID: 2, State: api.Running, Row: 1, Columns: []int{0, 1, 2, 3}}}
+	for _, withTimeline := range []bool{false, true} {
+		b.Run(fmt.Sprintf("timeline=%v", withTimeline), func(b *testing.B) {
+			tl := newTimeline(TimelineSlices)
+			var seq uint64
+			records := func() map[string][]telemetry.SliceRecord {
+				m := map[string][]telemetry.SliceRecord{}
+				for i := range perReading {
+					s := seq + uint64(i) + 1
+					for n, name := range names[:nodes] {
+						t := int64(s) * 20e6
+						m[name] = append(m[name], telemetry.SliceRecord{Epoch: 1, Seq: s, Row: int(s % 2), SentMono: t, RecvMono: t + 1e5, SwitchedMono: t + 1e5 + int64(n)*1e4})
+					}
+				}
+				seq += perReading
+				return m
+			}
+			for range TimelineSlices / perReading {
+				tl.add(records())
+			}
+			var size int
+			for b.Loop() {
+				buf, err := json.Marshal(State{Jobs: jobs})
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(buf)
+				if withTimeline {
+					tl.add(records())
+					buf, err := json.Marshal(tl.view())
+					if err != nil {
+						b.Fatal(err)
+					}
+					size += len(buf)
+				}
+			}
+			b.ReportMetric(float64(size), "bytes/event")
 		})
 	}
 }

@@ -178,8 +178,9 @@ function secs(us) { // µs shown briefly
 // per node (g[data-node]) of segments (rect[data-row]) coloured by the
 // row the node ran, then the switch skew of each slice as a band (its
 // height the skew, on its own scale), and the time axis.
-function renderTimeline(st) {
-  const tl = st.timeline, svg = document.getElementById("timeline"), note = document.getElementById("tlnote");
+function renderTimeline(tl) {
+  const st = S.state || {};
+  const svg = document.getElementById("timeline"), note = document.getElementById("tlnote");
   if (!tl || !tl.lanes || !tl.lanes.length) return;
   const sig = tl.span_us + "/" + tl.lanes.map(l => l.seqs[l.seqs.length - 1] + ":" + l.t.length).join(",");
   if (sig === S.tlSig) return;
@@ -241,7 +242,6 @@ function renderTimeline(st) {
 function render(st) {
   S.state = st;
   renderMatrix(st);
-  renderTimeline(st);
   renderQueue(st);
   renderNodes(st);
   const stale = document.getElementById("stale");
@@ -396,6 +396,7 @@ function connect() {
   // matrix, marked, until the stream is back.
   es.onerror = () => { conn.textContent = "reconnecting"; conn.className = "conn lost"; };
   es.addEventListener("state", ev => render(JSON.parse(ev.data)));
+  es.addEventListener("timeline", ev => renderTimeline(JSON.parse(ev.data)));
   es.addEventListener("slice", ev => {
     const s = JSON.parse(ev.data);
     S.seq = s.seq;
