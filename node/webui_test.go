@@ -201,6 +201,19 @@ func TestWebUIAuthentication(t *testing.T) {
 			}
 		}
 	}
+	// The timeline's records: the last N of each agent, N bounded.
+	var rep api.NodesReport
+	if code, body, _ := get("/v1/nodes?stats=1&records=3", mine); code != http.StatusOK || json.Unmarshal([]byte(body), &rep) != nil || len(rep.Nodes) != 2 {
+		t.Errorf("nodes with 3 records each: %d %s", code, body)
+	}
+	for _, n := range rep.Nodes {
+		if n.Stats == nil || len(n.Stats.Records) == 0 || len(n.Stats.Records) > 3 {
+			t.Errorf("node %s's stats %+v: want 1 to 3 slice records", n.Name, n.Stats)
+		}
+	}
+	if code, body, _ := get("/v1/nodes?stats=1&records=99999", mine); code != http.StatusBadRequest || !strings.Contains(body, "records=") {
+		t.Errorf("too many records: %d %s, want 400 naming records=", code, body)
+	}
 	if code, _, _ := get(path+"/output?rank=9", mine); code != http.StatusBadRequest {
 		t.Errorf("output of a rank the job does not have: %d, want 400", code)
 	}
