@@ -151,6 +151,10 @@ type Options struct {
 	// one (agent --mpi: api.MPIPMI1, api.MPICosched or api.MPINone; "": the agent's
 	// default, none).
 	MPI string
+	// MPILib is the directory of cosched's MPI library the agents give
+	// --mpi cosched jobs (agent --mpi-lib; "": lib/cosched beside Exe's
+	// bin directory).
+	MPILib string
 	// UnsealedStrobes leaves strobes and heartbeats unsealed despite the
 	// cluster key (--unsealed-strobes): insecure, only for bench strobe
 	// --auth to measure what sealing costs.
@@ -505,6 +509,9 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 		"--realtime-priority", strconv.Itoa(o.RealtimePriority)}
 	if o.Suspend != "" {
 		args = append(args, "--suspend", o.Suspend)
+	}
+	if o.MPILib != "" {
+		args = append(args, "--mpi-lib", o.MPILib)
 	}
 	if o.UnsealedStrobes {
 		args = append(args, "--unsealed-strobes")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench"
+	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/sweep"
@@ -36,6 +37,17 @@ type Job struct {
 	Dedicated time.Duration `json:"dedicated_ns"`
 	Estimate  time.Duration `json:"estimate_ns"`
 	Seed      uint64        `json:"seed"` // of the compute-time draws: the simulator's for this job
+	// Program, Command and MPI make the job an MPI program's (bench run
+	// --mpi-programs): Command is submitted with MPI instead of a
+	// benchmark rank, and Template is the program's calibrated model.
+	Program string   `json:"program,omitempty"`
+	Command []string `json:"command,omitempty"`
+	MPI     string   `json:"mpi,omitempty"`
+	Dir     string   `json:"dir,omitempty"` // its ranks' working directory
+	// SoloCompute is an MPI program's useful computation summed over its
+	// ranks, from its model: what processor utilization counts for it,
+	// since its ranks report none.
+	SoloCompute time.Duration `json:"solo_compute_ns,omitempty"`
 }
 
 // Workload returns the jobs of point p on machine m: the generator's jobs,
@@ -137,6 +149,11 @@ func Replay(ctx context.Context, c *api.Client, jobs []Job, o Options) ([]Record
 				BenchSeed: j.Seed, BenchWork: o.Work, Processors: j.Processors,
 				TimeLimit: api.Duration{D: j.Estimate}, Overrun: "extend",
 			}
+			if len(j.Command) > 0 {
+				spec.Name = fmt.Sprintf("w%d-%s", j.Seq, j.Program)
+				spec.Bench, spec.BenchIterations, spec.BenchSeed, spec.BenchWork = "", 0, 0, ""
+				spec.Command, spec.MPI, spec.Dir = j.Command, j.MPI, j.Dir
+			}
 			id, err := c.Submit(ctx, spec)
 			if err != nil {
 				return finish(recs, running, c, fmt.Errorf("experiment: submit job %d: %w", j.Seq, err))
@@ -207,6 +224,9 @@ func record(r Record, j api.Job) Record {
 			r.CommWait += rk.Bench.CommWait.D
 			r.Reports++
 		}
+	}
+	if r.Reports == 0 && r.State == api.Completed {
+		r.Compute = r.SoloCompute // an MPI program: its calibrated work
 	}
 	return r
 }
@@ -314,4 +334,46 @@ func SimulateJobs(ctx context.Context, m sweep.Machine, p sweep.Point, mode shar
 	}
 	slices.SortFunc(out, func(a, b SimJob) int { return a.Seq - b.Seq })
 	return out, nil
+}
+
+// listSource delivers a fixed list of jobs to the simulator.
+type listSource struct{ jobs []jss.Job }
+
+func (s *listSource) Next() (jss.Job, error) {
+	if len(s.jobs) == 0 {
+		return jss.Job{}, io.EOF
+	}
+	j := s.jobs[0]
+	s.jobs = s.jobs[1:]
+	return j, nil
+}
+
+// SimulateList is Simulate and SimulateJobs for a workload of the
+// caller's (jobs in submit order, each with a template and a dedicated
+// Runtime, as bench run --mpi-programs makes from its calibration)
+// instead of p's generated one: the row and every job's run.
+func SimulateList(ctx context.Context, m sweep.Machine, p sweep.Point, mode sharing.Mode, jobs []Job) (sweep.Row, []SimJob, error) {
+	if err := jss.CheckMode(mode); err != nil {
+		return sweep.Row{}, nil, fmt.Errorf("experiment: %w", err)
+	}
+	p.Mode = mode
+	if mode == sharing.Space {
+		p.MPL, p.Slice = 1, 0
+	}
+	src := &listSource{}
+	for _, j := range jobs {
+		src.jobs = append(src.jobs, jss.Job{
+			Job:    gang.Job{ID: gang.JobID(j.Seq + 1), Submit: j.Submit, Processors: j.Processors, Estimate: j.Estimate, Template: j.Template},
+			Number: int64(j.Seq + 1), Runtime: j.Runtime,
+		})
+	}
+	var out []SimJob
+	row, err := sweep.RunSource(ctx, m, p, src, func(r jss.Result) {
+		out = append(out, SimJob{Seq: int(r.Number) - 1, Start: r.Start, End: r.End, Runtime: r.Runtime})
+	})
+	if err != nil {
+		return sweep.Row{}, nil, fmt.Errorf("experiment: simulate %v: %w", p, err)
+	}
+	slices.SortFunc(out, func(a, b SimJob) int { return a.Seq - b.Seq })
+	return row, out, nil
 }

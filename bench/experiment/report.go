@@ -53,7 +53,11 @@ func WriteReport(dir string, run *Run) (string, error) {
 func reportMarkdown(run *Run, figErrs []string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# cosched bench run: %s, %d jobs, load %g\n\n", run.Workload, run.Jobs, run.Load)
+	if run.MPIPrograms != "" {
+		p("# cosched bench run: %d jobs of %d MPI programs (%s)\n\n", run.Jobs, len(run.MPIModels), run.MPIPrograms)
+	} else {
+		p("# cosched bench run: %s, %d jobs, load %g\n\n", run.Workload, run.Jobs, run.Load)
+	}
 	v := Decide(run.Modes)
 	if len(v.Metrics) > 0 {
 		p("**Verdict:** %s.\n\n", v.Headline())
@@ -70,10 +74,14 @@ func reportMarkdown(run *Run, figErrs []string) string {
 	p("| setting | value |\n| --- | --- |\n")
 	p("| cluster | %s |\n", run.Cluster)
 	p("| processors | %d |\n", run.Nodes)
-	p("| slice, MPL (gang, bcs) | %v, %d |\n", run.Slice, run.MPL)
+	p("| slice, MPL (gang, bcs) | %v, %d%s |\n", run.Slice, run.MPL, armsNote(run))
 	p("| queue policy | %s |\n", run.Policy)
-	p("| mean runtime at load 1 | %v |\n", run.MeanRuntime)
-	p("| ranks' work | %s |\n", run.Work)
+	if run.MPIPrograms == "" {
+		p("| mean runtime at load 1 | %v |\n", run.MeanRuntime)
+		p("| ranks' work | %s |\n", run.Work)
+	} else {
+		p("| workload | `%s`: every job submitted at once, run with `--mpi cosched` |\n", run.MPIPrograms)
+	}
 	p("| workload seed | %d |\n", run.Seed)
 	c := run.Machine
 	p("| simulated machine | job switch %v, process switch %v, %s messages at %.0f MB/s, latency %v |\n",
@@ -87,13 +95,16 @@ func reportMarkdown(run *Run, figErrs []string) string {
 	}
 	p("\n")
 
+	if run.MPIPrograms != "" {
+		writeMPIModels(&b, run)
+	}
 	p("## Measured and simulated\n\n")
 	p("The simulator runs the same jobs (arrivals, sizes, templates, compute-time draws) through the same scheduler core. ")
 	p("Error is (simulated − measured) / measured.\n\n")
 	p("| mode | metric | measured | simulated | error |\n| --- | --- | ---: | ---: | ---: |\n")
 	for _, m := range run.Modes {
 		for _, cmp := range m.Compared() {
-			p("| %s | %s | %s | %s | %s |\n", m.Mode, cmp.Metric, valueText(cmp.Measured, cmp.Unit), valueText(cmp.Simulated, cmp.Unit), errText(cmp.RelError()))
+			p("| %s | %s | %s | %s | %s |\n", m.Name(), cmp.Metric, valueText(cmp.Measured, cmp.Unit), valueText(cmp.Simulated, cmp.Unit), errText(cmp.RelError()))
 		}
 	}
 	p("\n![measured and simulated metrics per mode](%s)\n\n", CompareFigure)
@@ -107,16 +118,19 @@ func reportMarkdown(run *Run, figErrs []string) string {
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, m := range run.Modes {
 		n := m.Nodes
-		p("| %s | %d/%d | %.1f s | %v | %d | %d | %d | %d | %d |\n", m.Mode, m.Summary.Completed, m.Summary.Jobs, m.Summary.Metrics.Makespan,
+		p("| %s | %d/%d | %.1f s | %v | %d | %d | %d | %d | %d |\n", m.Name(), m.Summary.Completed, m.Summary.Jobs, m.Summary.Metrics.Makespan,
 			m.Elapsed.Round(time.Second), n.SlotReuses, n.Transferred, n.Deferred, n.HeartbeatWaits, n.StrobesLost)
 	}
 	for _, m := range run.Modes {
 		if m.Error != "" {
-			p("\n**%s failed:** %s\n", m.Mode, m.Error)
+			p("\n**%s failed:** %s\n", m.Name(), m.Error)
 		}
 	}
 	p("\n## Definitions\n\n")
 	p("- Response = end − submit; wait = start − submit; execution slowdown = (end − start) / the job's dedicated runtime.\n")
+	if run.MPIPrograms != "" {
+		p("- An MPI program's ranks report no compute time: its processor utilization counts, for each completed job, the computation of its model (its calibrated run alone less the simulated network's share).\n")
+	}
 	p("- Processor utilization = the compute time the ranks report / (processors × (last end − first submit)); the simulator's is its programs' compute over the same span.\n")
 	p("- Measured times come from the controller's clock; every number above is computed from the per-job records in MODE/jobs.csv.\n\n")
 	p("## Files\n\n")
@@ -177,7 +191,7 @@ func writeCompareFigure(path string, run *Run) error {
 	}
 	names := make([]string, len(run.Modes))
 	for i, m := range run.Modes {
-		names[i] = string(m.Mode)
+		names[i] = m.Name()
 	}
 	const rows, cols = 2, 2
 	panels := make([][]*gplot.Plot, rows)
@@ -257,7 +271,7 @@ func responseSeries(run *Run) []cdfSeries {
 		}
 		if len(meas) > 0 {
 			slices.Sort(meas)
-			out = append(out, cdfSeries{Mode: m.Mode, Response: meas})
+			out = append(out, cdfSeries{Mode: sharing.Mode(m.Name()), Response: meas})
 		}
 		var sim []float64
 		for _, j := range m.SimJobs {
@@ -267,7 +281,7 @@ func responseSeries(run *Run) []cdfSeries {
 		}
 		if len(sim) > 0 {
 			slices.Sort(sim)
-			out = append(out, cdfSeries{Mode: m.Mode, Simulated: true, Response: sim})
+			out = append(out, cdfSeries{Mode: sharing.Mode(m.Name()), Simulated: true, Response: sim})
 		}
 	}
 	return out
@@ -359,4 +373,42 @@ func zeroIfNaN(x float64) float64 {
 		return 0
 	}
 	return x
+}
+
+// armsNote lists the arms with a slice or MPL of their own.
+func armsNote(run *Run) string {
+	var own []string
+	for _, m := range run.Modes {
+		if m.Label != "" {
+			own = append(own, fmt.Sprintf("%s: %v, %d", m.Label, m.Slice, m.MPL))
+		}
+	}
+	if len(own) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(own, "; ") + ")"
+}
+
+// writeMPIModels is report.md's section on the MPI programs: each one's
+// calibration run alone and the simulator's model of it.
+func writeMPIModels(b *strings.Builder, run *Run) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("## The MPI programs and their models\n\n")
+	p("Each program ran once alone on a space-shared cluster of the same agents (its calibration); the relays counted its traffic. ")
+	p("The simulator runs each as the benchmark template below: its iterations from the counters, its grain what makes its dedicated run last the calibrated runtime (docs/mpi.md, \"Compare modes on your own MPI programs\").\n\n")
+	p("| program | ranks | jobs | alone | messages | bytes | collectives | model ⟨g,v,comm,sync⟩ × iterations | simulated alone | why |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |\n")
+	for _, m := range run.MPIModels {
+		c := m.Calibration
+		ded := time.Duration(0)
+		for _, j := range run.WorkloadJobs {
+			if j.Program == m.Name {
+				ded = j.Dedicated
+				break
+			}
+		}
+		p("| %s | %d | %d | %.3f s | %d | %d | %d | %s × %d | %.3f s | %s |\n", m.Name, m.Ranks, m.Weight, c.Runtime.Seconds(), c.Sent, c.SentBytes,
+			c.Collectives, m.Model.Template, m.Model.Iterations, ded.Seconds(), m.Model.Why)
+	}
+	p("\n")
 }

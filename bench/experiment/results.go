@@ -39,10 +39,15 @@ type Run struct {
 	// Machine is the simulated machine's costs (defaults, or a profile's).
 	Machine MachineCosts `json:"machine"`
 	// Profile is the machine profile the simulated side used (--profile).
-	Profile      *ProfileRef  `json:"profile,omitempty"`
-	Started      time.Time    `json:"started"`
-	WorkloadJobs []Job        `json:"workload_jobs"`
-	Modes        []ModeResult `json:"modes"`
+	Profile      *ProfileRef `json:"profile,omitempty"`
+	Started      time.Time   `json:"started"`
+	WorkloadJobs []Job       `json:"workload_jobs"`
+	// MPIPrograms is the --mpi-programs file the workload came from, and
+	// MPIModels each program's calibration and model ("" and nil for a
+	// benchmark workload).
+	MPIPrograms string            `json:"mpi_programs,omitempty"`
+	MPIModels   []MPIProgramModel `json:"mpi_models,omitempty"`
+	Modes       []ModeResult      `json:"modes"`
 }
 
 // ProfileRef is a machine profile a run simulated with, and its file.
@@ -69,7 +74,13 @@ func CostsOf(m sweep.Machine) MachineCosts {
 // ModeResult is one mode's measured run and the simulator's prediction
 // for the same jobs.
 type ModeResult struct {
-	Mode      sharing.Mode  `json:"mode"`
+	Mode sharing.Mode `json:"mode"`
+	// Label names an arm of the run that has its own slice or MPL
+	// ("bcs-2ms", "gang-10ms-mpl3"), so that one run can compare a mode
+	// at several settings; "" when the arm is the mode at the run's.
+	Label     string        `json:"label,omitempty"`
+	Slice     time.Duration `json:"slice_ns,omitempty"` // the arm's (time-shared modes)
+	MPL       int           `json:"mpl,omitempty"`      // the arm's
 	Summary   Summary       `json:"summary"`
 	Nodes     NodeTotals    `json:"nodes"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
@@ -78,6 +89,15 @@ type ModeResult struct {
 	// SimJobs is every job's simulated run, for the figures.
 	SimJobs []SimJob `json:"simulated_jobs,omitempty"`
 	Jobs    []Record `json:"jobs"`
+}
+
+// Name is the arm's label, or its mode: how tables, figures and the
+// results directory (NAME/jobs.csv) call it.
+func (m ModeResult) Name() string {
+	if m.Label != "" {
+		return m.Label
+	}
+	return string(m.Mode)
 }
 
 // NodeTotals sums the agents' counters at the end of a mode's run.
@@ -188,7 +208,7 @@ func WriteResults(dir string, run *Run) error {
 			}
 			return f(get(m.Simulated))
 		}
-		w.Write([]string{string(m.Mode), strconv.Itoa(s.Jobs), strconv.Itoa(s.Completed), f(s.Metrics.Response.Mean), f(s.Metrics.Wait.Mean),
+		w.Write([]string{m.Name(), strconv.Itoa(s.Jobs), strconv.Itoa(s.Completed), f(s.Metrics.Response.Mean), f(s.Metrics.Wait.Mean),
 			f(s.Metrics.ExecSlowdown.Mean), f(s.Metrics.Slowdown.Mean), f(s.Metrics.BoundedSlowdown.Mean), f(s.Metrics.Makespan), f(s.ProcessorUtil),
 			strconv.FormatUint(m.Nodes.SlotReuses, 10),
 			sim(func(r *sweep.Row) float64 { return r.MeanResponse }), sim(func(r *sweep.Row) float64 { return r.MeanWait }),
@@ -232,7 +252,11 @@ func WriteRecordsCSV(path string, recs []Record) error {
 // "measured/simulated", then the verdict. wide prints a column per
 // measured and per simulated value, with more metrics, instead.
 func WriteTable(out io.Writer, run *Run, wide bool) {
-	fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work: ", run.Workload, run.Jobs, run.Load, run.Nodes, run.Slice, run.MPL, run.Work)
+	if run.MPIPrograms != "" {
+		fmt.Fprintf(out, "\n%d jobs of %d MPI programs, %d nodes, slice %v, MPL %d%s: ", run.Jobs, len(run.MPIModels), run.Nodes, run.Slice, run.MPL, armsNote(run))
+	} else {
+		fmt.Fprintf(out, "\n%s, %d jobs, load %g, %d nodes, slice %v, MPL %d, %s work: ", run.Workload, run.Jobs, run.Load, run.Nodes, run.Slice, run.MPL, run.Work)
+	}
 	if wide {
 		fmt.Fprintf(out, "measured (meas) and simulated (sim)\n\n")
 	} else {
@@ -250,7 +274,7 @@ func WriteTable(out io.Writer, run *Run, wide bool) {
 	tw.Flush()
 	for _, m := range run.Modes {
 		if m.Error != "" {
-			fmt.Fprintf(out, "%s: %s\n", m.Mode, m.Error)
+			fmt.Fprintf(out, "%s: %s\n", m.Name(), m.Error)
 		}
 	}
 	if lines := Decide(run.Modes).Lines(); len(lines) > 0 {
@@ -290,7 +314,7 @@ func writeRows(tw io.Writer, run *Run) {
 			}
 			return x
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%s/%ss%s\t%s/%s\t%s/%ss\t%s/%ss\t%s/%s%%\t\n", m.Mode, s.Completed, s.Jobs,
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s/%ss%s\t%s/%s\t%s/%ss\t%s/%ss\t%s/%s%%\t\n", m.Name(), s.Completed, s.Jobs,
 			simOr(meas(c[0].Measured), "%.2f"), simOr(c[0].Simulated, "%.2f"), errText,
 			simOr(meas(s.Metrics.Slowdown.Mean), "%.2f"), simOr(simValue(m, func(r *sweep.Row) float64 { return r.MeanSlowdown }), "%.2f"),
 			simOr(meas(s.Metrics.Makespan), "%.1f"), simOr(simValue(m, func(r *sweep.Row) float64 { return r.Makespan }), "%.1f"),
@@ -308,7 +332,7 @@ func writeWideRows(tw io.Writer, run *Run) {
 		if e := m.ResponseError(); !math.IsNaN(e) {
 			errText = fmt.Sprintf("%+.0f%%", 100*e)
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%.2fs\t%s\t%s\t%.2fs\t%s\t%.2f\t%s\t%.2f\t%s\t%.1fs\t%s\t%.1f%%\t%s\t%d\t\n", m.Mode, s.Completed, s.Jobs,
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.2fs\t%s\t%s\t%.2fs\t%s\t%.2f\t%s\t%.2f\t%s\t%.1fs\t%s\t%.1f%%\t%s\t%d\t\n", m.Name(), s.Completed, s.Jobs,
 			c[0].Measured, simOr(c[0].Simulated, "%.2fs"), errText, c[1].Measured, simOr(c[1].Simulated, "%.2fs"),
 			c[2].Measured, simOr(c[2].Simulated, "%.2f"),
 			s.Metrics.Slowdown.Mean, simOr(simValue(m, func(r *sweep.Row) float64 { return r.MeanSlowdown }), "%.2f"),

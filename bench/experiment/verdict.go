@@ -30,7 +30,7 @@ type MetricVerdict struct {
 
 // ModeValue is one mode's value of a metric.
 type ModeValue struct {
-	Mode  sharing.Mode `json:"mode"`
+	Mode  sharing.Mode `json:"mode"` // or the arm's label (ModeResult.Name)
 	Value float64      `json:"value"`
 }
 
@@ -65,7 +65,7 @@ func Decide(modes []ModeResult) Verdict {
 	var ok []ModeResult
 	for _, m := range modes {
 		if m.Error != "" || m.Summary.Jobs == 0 || m.Summary.Completed < m.Summary.Jobs {
-			v.LeftOut = append(v.LeftOut, m.Mode)
+			v.LeftOut = append(v.LeftOut, sharing.Mode(m.Name()))
 			continue
 		}
 		ok = append(ok, m)
@@ -77,11 +77,11 @@ func Decide(modes []ModeResult) Verdict {
 		mv := MetricVerdict{Metric: vm.name, Unit: vm.unit}
 		simulated := true
 		for _, m := range ok {
-			mv.Measured = append(mv.Measured, ModeValue{m.Mode, vm.measured(m.Summary)})
+			mv.Measured = append(mv.Measured, ModeValue{sharing.Mode(m.Name()), vm.measured(m.Summary)})
 			if m.Simulated == nil || math.IsNaN(vm.simulated(m.Simulated)) {
 				simulated = false
 			} else {
-				mv.Simulated = append(mv.Simulated, ModeValue{m.Mode, vm.simulated(m.Simulated)})
+				mv.Simulated = append(mv.Simulated, ModeValue{sharing.Mode(m.Name()), vm.simulated(m.Simulated)})
 			}
 		}
 		if !simulated {

@@ -29,7 +29,11 @@ import (
 
 // RunOptions say how Run and RunModes run a workload of benchmark jobs.
 type RunOptions struct {
-	Modes            []sharing.Mode
+	Modes []sharing.Mode
+	// Arms, if set, are the configurations compared instead of Modes at
+	// Slice and MPL: a mode at a slice or MPL of its own (--mode
+	// bcs:2ms,gang:10ms:3,space); Modes holds their modes.
+	Arms             []Arm
 	Nodes            int // processors (local clusters: agents of one processor)
 	Slice            time.Duration
 	MPL              int
@@ -57,7 +61,14 @@ type RunOptions struct {
 	Machine sweep.Machine
 	// Profile is the machine profile (bench calibrate's) whose costs the
 	// simulated side applies to Machine; nil: Machine's own.
-	Profile  *experiment.ProfileRef
+	Profile *experiment.ProfileRef
+	// Programs, if set, are the workload instead of Point's benchmark
+	// jobs: MPI programs (an --mpi-programs file) run with --mpi cosched,
+	// each calibrated alone first for the simulator's model of it.
+	Programs *MPIPrograms
+	// MPILib is the directory of cosched's MPI library the agents give
+	// the programs ("": DefaultMPILib of Exe).
+	MPILib   string
 	Exe      string    // the cosched binary (default: this process's)
 	Progress io.Writer // progress lines (nil: none)
 }
@@ -94,20 +105,35 @@ func (o RunOptions) Validate() error {
 	bad := func(field string, v any, format string, args ...any) {
 		errs = append(errs, fielderr.New(field, v, format, args...))
 	}
-	seen := map[sharing.Mode]bool{}
-	for _, m := range o.Modes {
+	seen := map[Arm]bool{}
+	for _, a := range o.arms() {
+		m := a.Mode
 		switch {
 		case !slices.Contains(sharing.Modes(), m):
 			bad("Modes", nil, "unknown mode %q (valid: space, gang, bcs)", m)
 		case m == sharing.Local:
 			bad("Modes", nil, "local is not a scheduling mode to compare (use space, gang, bcs)")
-		case seen[m]:
-			bad("Modes", nil, "%s twice", m)
+		case seen[a]:
+			bad("Modes", nil, "%s twice", armText(a))
+		case a.Slice != 0 && (a.Slice < localcluster.MinSlice || a.Slice > localcluster.MaxSlice):
+			bad("Modes", nil, "%s: the slice must be from %v to %v", armText(a), localcluster.MinSlice, localcluster.MaxSlice)
+		case a.MPL > localcluster.MaxMPL:
+			bad("Modes", nil, "%s: the MPL must be from 1 to %d", armText(a), localcluster.MaxMPL)
 		}
-		seen[m] = true
+		seen[a] = true
 	}
-	if len(o.Modes) == 0 {
+	if len(o.arms()) == 0 {
 		bad("Modes", nil, "no mode")
+	}
+	if o.Programs != nil {
+		for _, p := range o.Programs.Programs {
+			if p.Ranks > o.Nodes {
+				bad("Programs", nil, "%s:%d: ranks: %s has %d ranks, more than the %d processors (--nodes)", o.Programs.File, p.Line, p.Name, p.Ranks, o.Nodes)
+			}
+		}
+		if o.Cluster != nil {
+			bad("Programs", nil, "MPI programs run on local clusters only, not on the cluster at {Addr}")
+		}
 	}
 	if o.Nodes < 1 || o.Nodes > 1<<20 {
 		bad("Nodes", o.Nodes, "must be from 1 to %d", 1<<20)
@@ -167,21 +193,43 @@ func Run(ctx context.Context, out io.Writer, o RunOptions, wide bool) error {
 		return err
 	}
 	o = o.resolved()
-	jobs, err := experiment.Workload(o.Machine, o.Point)
-	if err != nil {
-		return err
+	if o.Programs != nil {
+		if err := checkMPILib(o.MPILib); err != nil {
+			return fmt.Errorf("--mpi-programs: %w", err)
+		}
 	}
 	o.Dir = cmp.Or(o.Dir, "cosched-bench-"+time.Now().Format("20060102-150405"))
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("measure: the results directory: %w", err)
 	}
+	var jobs []experiment.Job
+	var models []experiment.MPIProgramModel
+	var err error
+	if o.Programs != nil {
+		jobs, models, err = o.mpiWorkload(ctx)
+	} else {
+		jobs, err = experiment.Workload(o.Machine, o.Point)
+	}
+	if err != nil {
+		return err
+	}
 	where := fmt.Sprintf("a local cluster of %d agents per mode", o.Nodes)
 	if o.Cluster != nil {
 		where = "the cluster at " + o.ClusterAddr
 	}
-	fmt.Fprintf(o.Progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
-		len(jobs), o.Point.Workload, o.Nodes, where, o.Point.Load, jobs[len(jobs)-1].Submit.Round(time.Second), modesText(o.Modes), o.Work, o.Dir)
+	if o.Programs != nil {
+		fmt.Fprintf(o.Progress, "%d jobs of %d MPI programs (%s) on %d processors (%s), all submitted at once; modes %s; results in %s\n",
+			len(jobs), len(models), o.Programs.File, o.Nodes, where, armsText(o.arms()), o.Dir)
+	} else {
+		fmt.Fprintf(o.Progress, "%d %s jobs on %d processors (%s), load %g, last arrival at %v; modes %s; ranks' work: %s; results in %s\n",
+			len(jobs), o.Point.Workload, o.Nodes, where, o.Point.Load, jobs[len(jobs)-1].Submit.Round(time.Second), armsText(o.arms()), o.Work, o.Dir)
+	}
 	run := o.record(jobs)
+	if o.Programs != nil {
+		run.MPIPrograms = o.Programs.File
+		run.Workload, run.Load, run.Jobs = "MPI programs", 0, len(jobs)
+		run.MPIModels = models
+	}
 	runErr := RunModes(ctx, o, jobs, &run)
 	if err := experiment.WriteAll(out, o.Dir, &run, wide); err != nil {
 		return err
@@ -196,6 +244,9 @@ func (o RunOptions) resolved() RunOptions {
 	o.Progress = cmp.Or[io.Writer](o.Progress, io.Discard)
 	o.Machine.Processors = o.Nodes
 	o.Point.MPL, o.Point.Slice, o.Point.Policy = o.MPL, o.Slice, o.Policy
+	if o.Programs != nil && o.MPILib == "" {
+		o.MPILib = DefaultMPILib(o.Exe)
+	}
 	return o
 }
 
@@ -214,21 +265,36 @@ func (o RunOptions) simulated() sweep.Machine {
 func RunModes(ctx context.Context, o RunOptions, jobs []experiment.Job, run *experiment.Run) error {
 	o = o.resolved()
 	var runErr error
-	for i, mode := range o.Modes {
-		res, err := runMode(ctx, o, mode, jobs, fmt.Sprintf("[%s %d/%d]", mode, i+1, len(o.Modes)))
-		if row, serr := experiment.Simulate(ctx, o.simulated(), o.Point, mode); serr == nil {
-			res.Simulated = &row
-		} else if err == nil {
-			err = fmt.Errorf("simulating: %w", serr)
+	arms := o.arms()
+	for i, arm := range arms {
+		oa := o // the arm's slice and MPL
+		oa.Slice, oa.MPL = cmp.Or(arm.Slice, o.Slice), cmp.Or(arm.MPL, o.MPL)
+		oa.Point.Slice, oa.Point.MPL = oa.Slice, oa.MPL
+		mode := arm.Mode
+		res, err := runMode(ctx, oa, arm, jobs, fmt.Sprintf("[%s %d/%d]", armText(arm), i+1, len(arms)))
+		if arm.Own() {
+			res.Label, res.Slice, res.MPL = arm.Label(), oa.Slice, oa.MPL
 		}
-		if sj, serr := experiment.SimulateJobs(ctx, o.simulated(), o.Point, mode); serr == nil {
-			res.SimJobs = sj
-		} else if err == nil {
+		var serr error
+		if o.Programs != nil {
+			var row sweep.Row
+			row, res.SimJobs, serr = experiment.SimulateList(ctx, oa.simulated(), oa.Point, mode, jobs)
+			if serr == nil {
+				res.Simulated = &row
+			}
+		} else {
+			var row sweep.Row
+			if row, serr = experiment.Simulate(ctx, oa.simulated(), oa.Point, mode); serr == nil {
+				res.Simulated = &row
+				res.SimJobs, serr = experiment.SimulateJobs(ctx, oa.simulated(), oa.Point, mode)
+			}
+		}
+		if serr != nil && err == nil {
 			err = fmt.Errorf("simulating: %w", serr)
 		}
 		run.Modes = append(run.Modes, res)
 		if err != nil {
-			runErr = fmt.Errorf("%s: %w", mode, err)
+			runErr = fmt.Errorf("%s: %w", armText(arm), err)
 			break
 		}
 	}
@@ -238,8 +304,8 @@ func RunModes(ctx context.Context, o RunOptions, jobs []experiment.Job, run *exp
 		for _, r := range m.Jobs {
 			if !r.Completed() && runErr == nil {
 				runErr = fmt.Errorf("%s: %d of %d jobs did not complete; job %d (workload job %d) is %s: %s (rank output under %s)",
-					m.Mode, m.Summary.Jobs-m.Summary.Completed, m.Summary.Jobs, r.ID, r.Seq, r.State, r.Reason,
-					filepath.Join(o.Dir, string(m.Mode), "state", "agents"))
+					m.Name(), m.Summary.Jobs-m.Summary.Completed, m.Summary.Jobs, r.ID, r.Seq, r.State, r.Reason,
+					filepath.Join(o.Dir, m.Name(), "state", "agents"))
 			}
 		}
 	}
@@ -248,8 +314,9 @@ func RunModes(ctx context.Context, o RunOptions, jobs []experiment.Job, run *exp
 
 // runMode runs the workload in one mode: on a fresh local cluster, or on
 // o.Cluster.
-func runMode(ctx context.Context, o RunOptions, mode sharing.Mode, jobs []experiment.Job, tag string) (res experiment.ModeResult, err error) {
+func runMode(ctx context.Context, o RunOptions, arm Arm, jobs []experiment.Job, tag string) (res experiment.ModeResult, err error) {
 	progress, dir, cl := o.Progress, o.Dir, o.Cluster
+	mode, name := arm.Mode, armText(arm)
 	res.Mode = mode
 	start := time.Now()
 	defer func() {
@@ -258,23 +325,16 @@ func runMode(ctx context.Context, o RunOptions, mode sharing.Mode, jobs []experi
 			res.Error = err.Error()
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(dir, string(mode)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
 		return res, err
 	}
 	if cl == nil {
-		state := filepath.Join(dir, string(mode), "state")
+		state := filepath.Join(dir, name, "state")
 		if err := os.MkdirAll(state, 0o755); err != nil {
 			return res, err
 		}
 		fmt.Fprintf(progress, "%s starting %d agents...\n", tag, o.Nodes)
-		up := localcluster.DefaultOptions()
-		up.Exe, up.Agents, up.Mode, up.Slice, up.MPL, up.Policy = o.Exe, o.Nodes, mode, o.Slice, o.MPL, o.Policy
-		up.StateDir, up.RealtimePriority, up.Bandwidth = state, o.RealtimePriority, o.Bandwidth
-		if mode == sharing.Space {
-			up.MPL = 1
-		}
-		up.Timeout = 30*time.Second + time.Duration(o.Nodes)*2*time.Second
-		rec, err := localcluster.Up(ctx, up)
+		rec, err := localcluster.Up(ctx, o.clusterOptions(mode, state))
 		if err != nil {
 			return res, err
 		}
@@ -297,7 +357,7 @@ func runMode(ctx context.Context, o RunOptions, mode sharing.Mode, jobs []experi
 	if errors.Is(err, experiment.ErrStalled) {
 		// What every agent knew when the run hung: the evidence a bug
 		// report needs, taken before the cluster is stopped.
-		path := filepath.Join(dir, string(mode), "nodes-at-stall.json")
+		path := filepath.Join(dir, name, "nodes-at-stall.json")
 		if derr := dumpNodeStats(cl, path); derr == nil {
 			err = fmt.Errorf("%w (the agents' state: %s)", err, path)
 		}
@@ -307,7 +367,7 @@ func runMode(ctx context.Context, o RunOptions, mode sharing.Mode, jobs []experi
 	tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	res.Nodes, _ = experiment.CollectNodeTotals(tctx, cl) // best effort: the counters are for the record
 	cancel()
-	if werr := experiment.WriteRecordsCSV(filepath.Join(dir, string(mode), "jobs.csv"), recs); werr != nil && err == nil {
+	if werr := experiment.WriteRecordsCSV(filepath.Join(dir, name, "jobs.csv"), recs); werr != nil && err == nil {
 		err = werr
 	}
 	return res, err

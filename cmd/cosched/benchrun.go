@@ -21,13 +21,15 @@ import (
 
 var benchRunFlagNames = flagNames{"Modes": "--mode", "Nodes": "--nodes", "Slice": "--slice", "MPL": "--mpl", "Policy": "--policy",
 	"Bandwidth": "--bandwidth", "Work": "--work", "StallTimeout": "--stall-timeout", "RealtimePriority": "--realtime-priority",
-	"Point.Workload": "--workload", "Point.Jobs": "--jobs", "Point.Load": "--load", "Machine.MeanRuntime": "--mean-runtime", "Addr": "--addr"}
+	"Point.Workload": "--workload", "Point.Jobs": "--jobs", "Point.Load": "--load", "Machine.MeanRuntime": "--mean-runtime", "Addr": "--addr",
+	"Programs": "--mpi-programs"}
 
 func newBenchRunCmd() *cobra.Command {
 	o := measure.DefaultRunOptions()
-	modes := textvalue.NewFlag(&o.Modes, "Modes", "bcs,gang,space", measure.ParseModes)
+	var arms []measure.Arm
+	modes := textvalue.NewFlag(&arms, "Modes", "bcs,gang,space", measure.ParseArms)
 	bandwidth := textvalue.NewFlag(&o.Bandwidth, "Bandwidth", "100MB", textvalue.Bandwidth)
-	var addr, profilePath string
+	var addr, profilePath, mpiPrograms string
 	var wide bool
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -39,6 +41,25 @@ func newBenchRunCmd() *cobra.Command {
 				printWarnings(cmd.ErrOrStderr(), []string{"--modes is the former name of --mode; write --mode (--modes will stop working)"})
 			}
 			o.Progress = cmd.ErrOrStderr()
+			o.Modes = measure.ModesOf(arms)
+			for _, a := range arms {
+				if a.Own() { // a mode at a slice or MPL of its own
+					o.Arms = arms
+				}
+			}
+			if mpiPrograms != "" {
+				if err := mpiProgramsFlags(fl); err != nil {
+					return err
+				}
+				p, err := measure.LoadMPIPrograms(mpiPrograms)
+				if err != nil {
+					return err
+				}
+				o.Programs = p
+			}
+			if addr != "" && (o.Arms != nil || o.Programs != nil) {
+				return errors.New("--addr: a mode at its own slice or MPL (--mode MODE:SLICE) and --mpi-programs need local clusters: leave out --addr")
+			}
 			if addr != "" {
 				if err := benchRunOn(cmd.Context(), addr, &o, fl); err != nil {
 					return err
@@ -66,7 +87,7 @@ func newBenchRunCmd() *cobra.Command {
 	fl.StringVar(&o.Point.Workload, "workload", o.Point.Workload, "named workload (template mix): w0 … w4")
 	fl.IntVar(&o.Point.Jobs, "jobs", o.Point.Jobs, "jobs in the workload")
 	fl.Float64Var(&o.Point.Load, "load", o.Point.Load, "offered load")
-	fl.Var(modes, "mode", "comma-separated modes to run: space, gang, bcs")
+	fl.Var(modes, "mode", "comma-separated modes to run: space, gang, bcs; MODE:SLICE[:MPL] runs a mode at a slice (and MPL) of its own, e.g. bcs:2ms,bcs:50ms,gang:10ms,space")
 	fl.Var(modes, "modes", "former name of --mode")
 	_ = fl.MarkHidden("modes") // still read, with a warning
 	fl.IntVar(&o.Nodes, "nodes", o.Nodes, "agents (nodes of one processor)")
@@ -81,6 +102,8 @@ func newBenchRunCmd() *cobra.Command {
 	fl.IntVar(&o.RealtimePriority, "realtime-priority", o.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off)")
 	fl.StringVar(&addr, "addr", "", "run on the existing cluster whose controller API is at HOST:PORT (its mode, processors, slice and MPL) instead of starting local ones")
 	fl.StringVar(&profilePath, "profile", "", "simulate with this machine profile (from cosched bench calibrate) instead of the default machine costs")
+	fl.StringVar(&mpiPrograms, "mpi-programs", "", "run these MPI programs (a TOML file: path, args, ranks, weight; docs/mpi.md) with --mpi cosched instead of benchmark jobs, each calibrated alone first for the simulator's model")
+	fl.StringVar(&o.MPILib, "mpi-lib", "", "directory of cosched's MPI library for --mpi-programs (default: lib/cosched beside cosched's bin directory, where make build puts it)")
 	fl.BoolVar(&wide, "wide", false, "print a column per measured and simulated value, with slowdown, makespan and slot reuses (the default table pairs them)")
 	fl.DurationVar(&o.StallTimeout, "stall-timeout", 0, "fail a mode when no job ends for this long while jobs are running (default: max(2m, 4 × MPL × the longest time limit))")
 	return cmd
@@ -109,4 +132,16 @@ func benchRunOn(ctx context.Context, addr string, o *measure.RunOptions, fl *pfl
 		fmt.Fprintf(o.Progress, "warning: %s\n", fielderr.Expand(warning, benchRunFlagNames.flag))
 	}
 	return benchRunFlagNames.errors(err)
+}
+
+// mpiProgramsFlags refuses, with --mpi-programs, the flags that shape a
+// generated benchmark workload: the file is the workload.
+func mpiProgramsFlags(fl *pflag.FlagSet) error {
+	var errs []error
+	for _, name := range []string{"workload", "jobs", "load", "mean-runtime", "work"} {
+		if fl.Changed(name) {
+			errs = append(errs, fmt.Errorf("--%s: not with --mpi-programs (the file is the workload: its programs, ranks and weights)", name))
+		}
+	}
+	return errors.Join(errs...)
 }

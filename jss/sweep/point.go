@@ -141,9 +141,19 @@ func RunPoint(ctx context.Context, m Machine, p Point) (Row, error) {
 	if err != nil {
 		return Row{}, fmt.Errorf("sweep: %v: %w", p, err)
 	}
+	return RunSource(ctx, m, p, gen, nil)
+}
+
+// RunSource simulates src's jobs (templated, as a generator's) under
+// point p's configuration and computes the row, calling each, if not nil,
+// with every job's result: RunPoint with a workload of the caller's.
+func RunSource(ctx context.Context, m Machine, p Point, src jss.Source, each func(jss.Result)) (Row, error) {
 	col := metrics.NewCollector(m.Processors, 0)
-	st, err := jss.RunModel(ctx, m.Config(p), gen, func(r jss.Result) error {
+	st, err := jss.RunModel(ctx, m.Config(p), src, func(r jss.Result) error {
 		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+		if each != nil {
+			each(r)
+		}
 		return nil
 	})
 	if err != nil {
