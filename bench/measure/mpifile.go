@@ -73,6 +73,10 @@ func ParseMPIPrograms(path, text string) (*MPIPrograms, error) {
 	md, err := toml.Decode(text, &f)
 	if err != nil {
 		var pe toml.ParseError
+		if m := tomlTypeError.FindStringSubmatch(err.Error()); m != nil {
+			// The decoder's type errors are text: "toml: line 3 (last key …): …".
+			return nil, fmt.Errorf("--mpi-programs: %s:%s: %s: %s", path, m[1], m[2], m[3])
+		}
 		if errors.As(err, &pe) {
 			if pe.LastKey != "" {
 				return nil, fmt.Errorf("--mpi-programs: %s:%d: %s: %s", path, pe.Position.Line, pe.LastKey, pe.Message)
@@ -183,6 +187,7 @@ func ParseMPIPrograms(path, text string) (*MPIPrograms, error) {
 }
 
 var (
+	tomlTypeError = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
 	validName     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	programHeader = regexp.MustCompile(`^\s*\[\[\s*program\s*\]\]`)
 )
