@@ -88,7 +88,12 @@ func (o RunOptions) mpiWorkload(ctx context.Context) ([]experiment.Job, []experi
 	return jobs, models, nil
 }
 
-// calibrateMPI runs each program alone, once, on a fresh space-shared
+// calibrationRuns is how often each program runs alone: the first run
+// on a fresh cluster pays for cold caches and the agents' first launch,
+// so the faster run is the program's.
+const calibrationRuns = 2
+
+// calibrateMPI runs each program alone, calibrationRuns times, on a fresh space-shared
 // local cluster of o.Nodes agents, and reads its runtime and the relays'
 // counters of its traffic. A program that does not complete is an error
 // naming it, its state and where its ranks' output is.
@@ -116,26 +121,32 @@ func (o RunOptions) calibrateMPI(ctx context.Context) ([]experiment.MPICalibrati
 	}
 	var out []experiment.MPICalibration
 	for _, p := range o.Programs.Programs {
-		spec := api.JobSpec{Name: "calibrate-" + p.Name, Command: append([]string{p.Path}, p.Args...), Processors: p.Ranks,
-			TimeLimit: api.Duration{D: limit}, MPI: api.MPICosched, Dir: o.Programs.Dir}
-		id, err := cl.Submit(ctx, spec)
-		if err != nil {
-			return nil, fmt.Errorf("calibration of %s (%s:%d): submit: %w", p.Name, o.Programs.File, p.Line, err)
+		var c experiment.MPICalibration
+		for run := range calibrationRuns {
+			spec := api.JobSpec{Name: "calibrate-" + p.Name, Command: append([]string{p.Path}, p.Args...), Processors: p.Ranks,
+				TimeLimit: api.Duration{D: limit}, MPI: api.MPICosched, Dir: o.Programs.Dir}
+			id, err := cl.Submit(ctx, spec)
+			if err != nil {
+				return nil, fmt.Errorf("calibration of %s (%s:%d): submit: %w", p.Name, o.Programs.File, p.Line, err)
+			}
+			j, err := waitJob(ctx, cl, id, limit)
+			if err != nil {
+				return nil, fmt.Errorf("calibration of %s (%s:%d): %w", p.Name, o.Programs.File, p.Line, err)
+			}
+			if j.State != api.Completed || j.Start == nil || j.End == nil {
+				return nil, fmt.Errorf("calibration of %s (%s:%d): alone, the program ended %s: %s (its ranks' output: %s)",
+					p.Name, o.Programs.File, p.Line, j.State, j.Reason, filepath.Join(state, "agents"))
+			}
+			rc := experiment.MPICalibration{Program: p.Name, Ranks: p.Ranks, JobID: id, Runtime: j.End.Sub(*j.Start)}
+			if err := addRelayCounters(ctx, cl, id, &rc); err != nil {
+				return nil, fmt.Errorf("calibration of %s: the relays' counters: %w", p.Name, err)
+			}
+			if run == 0 || rc.Runtime < c.Runtime {
+				c = rc
+			}
 		}
-		j, err := waitJob(ctx, cl, id, limit)
-		if err != nil {
-			return nil, fmt.Errorf("calibration of %s (%s:%d): %w", p.Name, o.Programs.File, p.Line, err)
-		}
-		if j.State != api.Completed || j.Start == nil || j.End == nil {
-			return nil, fmt.Errorf("calibration of %s (%s:%d): alone, the program ended %s: %s (its ranks' output: %s)",
-				p.Name, o.Programs.File, p.Line, j.State, j.Reason, filepath.Join(state, "agents"))
-		}
-		c := experiment.MPICalibration{Program: p.Name, Ranks: p.Ranks, JobID: id, Runtime: j.End.Sub(*j.Start)}
-		if err := addRelayCounters(ctx, cl, id, &c); err != nil {
-			return nil, fmt.Errorf("calibration of %s: the relays' counters: %w", p.Name, err)
-		}
-		fmt.Fprintf(o.Progress, "[calibrate] %s on %d ranks: %v alone, %d messages (%d bytes), %d collectives\n",
-			p.Name, p.Ranks, c.Runtime.Round(time.Millisecond), c.Sent, c.SentBytes, c.Collectives)
+		fmt.Fprintf(o.Progress, "[calibrate] %s on %d ranks: %v alone (the faster of %d runs), %d messages (%d bytes), %d collectives\n",
+			p.Name, p.Ranks, c.Runtime.Round(time.Millisecond), calibrationRuns, c.Sent, c.SentBytes, c.Collectives)
 		out = append(out, c)
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
