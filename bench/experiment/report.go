@@ -114,12 +114,12 @@ func reportMarkdown(run *Run, figErrs []string) string {
 	}
 
 	p("## Each mode's run\n\n")
-	p("| mode | completed | makespan | elapsed | slot reuses | relay transfers | deferred | heartbeat waits | strobes lost |\n")
-	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	p("| mode | completed | makespan | elapsed | host load | slot reuses | relay transfers | deferred | heartbeat waits | strobes lost |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, m := range run.Modes {
 		n := m.Nodes
-		p("| %s | %d/%d | %.1f s | %v | %d | %d | %d | %d | %d |\n", m.Name(), m.Summary.Completed, m.Summary.Jobs, m.Summary.Metrics.Makespan,
-			m.Elapsed.Round(time.Second), n.SlotReuses, n.Transferred, n.Deferred, n.HeartbeatWaits, n.StrobesLost)
+		p("| %s | %d/%d | %.1f s | %v | %.1f → %.1f | %d | %d | %d | %d | %d |\n", m.Name(), m.Summary.Completed, m.Summary.Jobs, m.Summary.Metrics.Makespan,
+			m.Elapsed.Round(time.Second), m.HostLoad[0], m.HostLoad[1], n.SlotReuses, n.Transferred, n.Deferred, n.HeartbeatWaits, n.StrobesLost)
 	}
 	for _, m := range run.Modes {
 		if m.Error != "" {
@@ -132,6 +132,7 @@ func reportMarkdown(run *Run, figErrs []string) string {
 		p("- An MPI program's ranks report no compute time: its processor utilization counts, for each completed job, the computation of its model (its calibrated run alone less the simulated network's share).\n")
 	}
 	p("- Processor utilization = the compute time the ranks report / (processors × (last end − first submit)); the simulator's is its programs' compute over the same span.\n")
+	p("- Host load is this host's 1-minute load average as the mode started and ended, against its %d cores: a local cluster shares them with everything else.\n", runtime.NumCPU())
 	p("- Measured times come from the controller's clock; every number above is computed from the per-job records in MODE/jobs.csv.\n\n")
 	p("## Files\n\n")
 	p("- `results.json`: the whole run (workload, per-job records, summaries, simulated rows); `results.csv`: a row per mode.\n")

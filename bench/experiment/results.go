@@ -84,6 +84,9 @@ type ModeResult struct {
 	Summary   Summary       `json:"summary"`
 	Nodes     NodeTotals    `json:"nodes"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
+	// HostLoad is this host's 1-minute load average as the mode started
+	// and ended (local clusters share the host with everything else).
+	HostLoad [2]float64 `json:"host_load"`
 	Error     string        `json:"error,omitempty"`
 	Simulated *sweep.Row    `json:"simulated,omitempty"`
 	// SimJobs is every job's simulated run, for the figures.

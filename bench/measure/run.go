@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -319,7 +320,9 @@ func runMode(ctx context.Context, o RunOptions, arm Arm, jobs []experiment.Job, 
 	mode, name := arm.Mode, armText(arm)
 	res.Mode = mode
 	start := time.Now()
+	res.HostLoad[0] = hostLoad()
 	defer func() {
+		res.HostLoad[1] = hostLoad()
 		res.Elapsed = time.Since(start)
 		if err != nil {
 			res.Error = err.Error()
@@ -333,7 +336,7 @@ func runMode(ctx context.Context, o RunOptions, arm Arm, jobs []experiment.Job, 
 		if err := os.MkdirAll(state, 0o755); err != nil {
 			return res, err
 		}
-		fmt.Fprintf(progress, "%s starting %d agents...\n", tag, o.Nodes)
+		fmt.Fprintf(progress, "%s starting %d agents (host load %.1f)...\n", tag, o.Nodes, res.HostLoad[0])
 		rec, err := localcluster.Up(ctx, o.clusterOptions(mode, state))
 		if err != nil {
 			return res, err
@@ -451,4 +454,19 @@ func localAddrs() map[string]bool {
 		}
 	}
 	return out
+}
+
+// hostLoad is this host's 1-minute load average (0 where unknown): a
+// measured mode's figures mean little beside a load far above the cores.
+func hostLoad() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	x, _ := strconv.ParseFloat(f[0], 64)
+	return x
 }
