@@ -395,7 +395,7 @@ func armsNote(run *Run) string {
 func writeMPIModels(b *strings.Builder, run *Run) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## The MPI programs and their models\n\n")
-	p("Each program ran once alone on a space-shared cluster of the same agents (its calibration); the relays counted its traffic. ")
+	p("Each program ran alone, twice, on a space-shared cluster of the same agents (its calibration: the faster run is its runtime); the relays counted its traffic. ")
 	p("The simulator runs each as the benchmark template below: its iterations from the counters, its grain what makes its dedicated run last the calibrated runtime (docs/mpi.md, \"Compare modes on your own MPI programs\").\n\n")
 	p("| program | ranks | jobs | alone | messages | bytes | collectives | model ⟨g,v,comm,sync⟩ × iterations | simulated alone | why |\n")
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |\n")
