@@ -214,6 +214,11 @@ func writeCompareFigure(path string, run *Run) error {
 		}
 		p.Title.Text = title
 		w := vg.Points(22)
+		if len(names) > 4 { // narrower bars, names slanted: they would overlap
+			w = vg.Points(max(6, 88/float64(len(names))))
+			p.X.Tick.Label.Rotation = math.Pi / 6
+			p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+		}
 		bm, err := plotter.NewBarChart(meas, w)
 		if err != nil {
 			return fmt.Errorf("%s: %w", title, err)
