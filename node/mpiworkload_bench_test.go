@@ -129,7 +129,8 @@ func simulateMPIWorkload(b *testing.B, mode sharing.Mode, mpl int, slice time.Du
 // (work "wall", time stopped not counted), since 4 agents outnumber the
 // cores. The table printed at the end compares the modes with each other
 // within the run (its ÷space column needs the space sub-benchmark to run
-// first). docs/mpi.md discusses two runs.
+// first). docs/mpi.md compares the modes with `cosched bench run
+// --mpi-programs`, which pairs calibrated models with the same programs.
 //
 //	go test -run=^$ -bench=MPIWorkloadModes -benchtime=1x -timeout 60m ./node/
 func BenchmarkMPIWorkloadModes(b *testing.B) {

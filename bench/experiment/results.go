@@ -78,17 +78,17 @@ type ModeResult struct {
 	// Label names an arm of the run that has its own slice or MPL
 	// ("bcs-2ms", "gang-10ms-mpl3"), so that one run can compare a mode
 	// at several settings; "" when the arm is the mode at the run's.
-	Label     string        `json:"label,omitempty"`
-	Slice     time.Duration `json:"slice_ns,omitempty"` // the arm's (time-shared modes)
-	MPL       int           `json:"mpl,omitempty"`      // the arm's
-	Summary   Summary       `json:"summary"`
-	Nodes     NodeTotals    `json:"nodes"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
+	Label   string        `json:"label,omitempty"`
+	Slice   time.Duration `json:"slice_ns,omitempty"` // the arm's (time-shared modes)
+	MPL     int           `json:"mpl,omitempty"`      // the arm's
+	Summary Summary       `json:"summary"`
+	Nodes   NodeTotals    `json:"nodes"`
+	Elapsed time.Duration `json:"elapsed_ns"`
 	// HostLoad is this host's 1-minute load average as the mode started
 	// and ended (local clusters share the host with everything else).
-	HostLoad [2]float64 `json:"host_load"`
-	Error     string        `json:"error,omitempty"`
-	Simulated *sweep.Row    `json:"simulated,omitempty"`
+	HostLoad  [2]float64 `json:"host_load"`
+	Error     string     `json:"error,omitempty"`
+	Simulated *sweep.Row `json:"simulated,omitempty"`
 	// SimJobs is every job's simulated run, for the figures.
 	SimJobs []SimJob `json:"simulated_jobs,omitempty"`
 	Jobs    []Record `json:"jobs"`
