@@ -107,6 +107,7 @@ type Follower struct {
 	shown          sliceView // what Stats reports of the slice sequence
 	records        ring[SliceRecord]
 	seen           map[string]PeerHeartbeat
+	heardAt        map[string]int64    // mono time of each peer's last heartbeat (Heard)
 	parts          reassembly          // split heartbeats being put together
 	pendingHB      []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
 	spareHB        []outgoingHeartbeat // the sender's last batch, emptied: pendingHB's next array
@@ -183,6 +184,7 @@ func NewFollower(cfg FollowerConfig) *Follower {
 		log:        cfg.Log.With(zap.String("node", cfg.Name)),
 		records:    newRing[SliceRecord](cfg.History),
 		seen:       make(map[string]PeerHeartbeat),
+		heardAt:    make(map[string]int64),
 		hbWake:     make(chan struct{}, 1),
 		rejectLogs: make(map[rejectKind]*logLimiter),
 		strobeSock: socket{name: "strobe socket", kind: TypeStrobe, windows: make(replayWindows)},
@@ -573,6 +575,19 @@ func (f *Follower) sentHeartbeats(outs []outgoingHeartbeat) {
 	f.mu.Unlock()
 }
 
+// Heard says how long ago the last heartbeat from the named node was
+// received, ok false if none ever was: evidence that it is alive
+// (member.Config.Heard), whatever gossip says.
+func (f *Follower) Heard(name string) (ago time.Duration, ok bool) {
+	f.mu.Lock()
+	at, ok := f.heardAt[name]
+	f.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(mono.Now() - at), true
+}
+
 // receiveHeartbeats reads the heartbeat socket when Heartbeats is set.
 // Only heartbeats are accepted there: a strobe on it is dropped, so that
 // switches happen on the strobe path alone.
@@ -632,6 +647,7 @@ func (f *Follower) onHeartbeat(p Packet, hb *Heartbeat) {
 			prev.Epoch, prev.Seq, prev.Addr = hb.Epoch, hb.Seq, p.From
 		}
 		f.seen[hb.From] = prev
+		f.heardAt[hb.From] = max(f.heardAt[hb.From], p.RecvMono)
 	}
 	if hb.Parts > 1 { // liveness counted above; the data waits for every part
 		data, complete, dropped := f.parts.add(hb)
