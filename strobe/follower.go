@@ -550,6 +550,19 @@ func (f *Follower) sendHeartbeats(ctx context.Context) {
 	}
 }
 
+// Heard says how long ago the last heartbeat from the named node was
+// received, ok false if none ever was: evidence that it is alive
+// (member.Config.Heard), whatever gossip says.
+func (f *Follower) Heard(name string) (ago time.Duration, ok bool) {
+	f.mu.Lock()
+	at, ok := f.heardAt[name]
+	f.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(mono.Now() - at), true
+}
+
 // receiveHeartbeats reads the heartbeat socket when Heartbeats is set.
 // Only heartbeats are accepted there: a strobe on it is dropped, so that
 // switches happen on the strobe path alone.
