@@ -430,7 +430,9 @@ const statsAttempts = 3
 
 // statsDeadline bounds one statistics call to one of n agents: 10 s, and
 // 250 ms more per agent sharing the host.
-func statsDeadline(n int) time.Duration { return 10*time.Second + time.Duration(n)*250*time.Millisecond }
+func statsDeadline(n int) time.Duration {
+	return 10*time.Second + time.Duration(n)*250*time.Millisecond
+}
 
 func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, o StrobeOptions) (*StrobeReport, error) {
 	ctl := rec.Client()
