@@ -374,15 +374,16 @@ func ratio(a, b time.Duration) string {
 // every processor busy, so one agent's slow answer must not hold up the
 // others, nor fail the run. Each agent gets statsAttempts tries, each
 // within a deadline that grows with the cluster (more agents share the
-// processors); only an agent that never answers fails the poll.
-func pollStats(ctx context.Context, agents map[string]*api.Client, since func(string) uint64) (map[string]api.NodeStats, error) {
+// processors); only an agent that never answers fails the poll. At most
+// parallel agents are asked at once.
+func pollStats(ctx context.Context, agents map[string]*api.Client, parallel int, since func(string) uint64) (map[string]api.NodeStats, error) {
 	type answer struct {
 		name string
 		st   api.NodeStats
 		err  error
 	}
 	out := make(chan answer, len(agents))
-	sem := make(chan struct{}, statsParallel)
+	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
 	perTry := statsDeadline(len(agents))
 	for name, c := range agents {
@@ -422,7 +423,8 @@ func pollStats(ctx context.Context, agents map[string]*api.Client, since func(st
 	return all, nil
 }
 
-// statsParallel agents are asked for their statistics at once.
+// statsParallel agents are asked for their statistics at once before and
+// after the measurement.
 const statsParallel = 4
 
 // statsAttempts is how often an agent is asked before the poll fails.
@@ -472,7 +474,7 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 	since := map[string]uint64{}
 	records := map[string][]strobe.SliceRecord{}
 	rep := &StrobeReport{Agents: o.Agents, Slice: o.Slice, MPL: o.MPL, Duration: o.Duration, Priority: o.RealtimePriority, Fanout: o.Fanout, Realtime: map[string]string{}}
-	first, err := pollStats(ctx, agents, func(string) uint64 { return ^uint64(0) })
+	first, err := pollStats(ctx, agents, statsParallel, func(string) uint64 { return ^uint64(0) })
 	if err != nil {
 		return nil, err
 	}
@@ -480,8 +482,10 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		base[name], since[name] = st, st.Strobe.LastSeq
 		rep.Realtime[name] = st.Realtime
 	}
-	poll := func() (map[string]api.NodeStats, error) {
-		all, err := pollStats(ctx, agents, func(name string) uint64 { return since[name] })
+	// During the measurement one agent at a time answers (as few as
+	// possible are disturbed at once); before and after it, a few.
+	poll := func(parallel int) (map[string]api.NodeStats, error) {
+		all, err := pollStats(ctx, agents, parallel, func(name string) uint64 { return since[name] })
 		if err != nil {
 			return nil, err
 		}
@@ -505,11 +509,11 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		if err := sleepCtx(ctx, min(every, time.Until(end))); err != nil {
 			return nil, err
 		}
-		if _, err := poll(); err != nil {
+		if _, err := poll(1); err != nil {
 			return nil, err
 		}
 	}
-	last, err := poll()
+	last, err := poll(statsParallel)
 	if err != nil {
 		return nil, err
 	}
