@@ -43,6 +43,23 @@ type Config struct {
 	// acks (it is the slow one) stretches its probe interval and timeout.
 	AwarenessMaxMultiplier int
 
+	// Heard, if set, is evidence of life from outside gossip: how long
+	// ago this node last heard from the named member by other means (the
+	// slice protocol's heartbeats), ok false if never. A member that
+	// gossip declares dead while it was heard within HeardWindow is busy,
+	// not dead: it stays in Members and its EventLeave is held. The hold
+	// ends when gossip takes it back (it refutes its death as soon as it
+	// gets the processor: the leave is withdrawn, the consumer sees an
+	// EventUpdate) or when HeardWindow passes without a word from it (the
+	// leave goes out). A member that dies is heard no more, so its leave
+	// goes out by the later of gossip's verdict and its last heartbeat +
+	// HeardWindow: DetectionBound still holds when HeardWindow is below
+	// it. A member that leaves gracefully while heard is held the same
+	// way (memberlist does not tell a leave from a death). Called from
+	// memberlist's goroutines and the Membership's: it must not block.
+	Heard       func(name string) (ago time.Duration, ok bool)
+	HeardWindow time.Duration // 0 = DefaultHeardWindow
+
 	JoinAttempts int           // rounds of trying every Join address; 0 = 3
 	JoinBackoff  time.Duration // pause after the first failed round, doubling after each; 0 = 500ms
 	EventBuffer  int           // capacity of the Events channel; 0 = 256
@@ -92,6 +109,14 @@ func DefaultLocalConfig() Config {
 	}
 }
 
+// DefaultHeardWindow is how recently a member must have been heard (Config.Heard)
+// for gossip's verdict of death to be held: longer than a busy node's
+// pauses between heartbeats (the strobe thread runs at real-time
+// priority; its heartbeat sender does not), well below the suspicion
+// that precedes a death (4 probe intervals at least), so a killed
+// member, silent since its death, is not held at all.
+const DefaultHeardWindow = 2 * time.Second
+
 // check lists every problem with cfg, and returns cfg with its documented
 // zero-value defaults filled in.
 func (cfg Config) check() (Config, string, int, error) {
@@ -131,8 +156,8 @@ func (cfg Config) check() (Config, string, int, error) {
 	} else if cfg.ProbeInterval > 0 && cfg.ProbeTimeout >= cfg.ProbeInterval {
 		errs = append(errs, fmt.Errorf("ProbeTimeout %v not below ProbeInterval %v", cfg.ProbeTimeout, cfg.ProbeInterval))
 	}
-	if cfg.JoinAttempts < 0 || cfg.JoinBackoff < 0 || cfg.EventBuffer < 0 {
-		errs = append(errs, errors.New("negative JoinAttempts, JoinBackoff or EventBuffer"))
+	if cfg.JoinAttempts < 0 || cfg.JoinBackoff < 0 || cfg.EventBuffer < 0 || cfg.HeardWindow < 0 {
+		errs = append(errs, errors.New("negative JoinAttempts, JoinBackoff, EventBuffer or HeardWindow"))
 	}
 	if cfg.Name != "" && len(cfg.Name) <= MaxNameLen {
 		if _, err := encodeMeta(cfg.Meta); err != nil {
@@ -150,6 +175,9 @@ func (cfg Config) check() (Config, string, int, error) {
 	}
 	if cfg.EventBuffer == 0 {
 		cfg.EventBuffer = 256
+	}
+	if cfg.HeardWindow == 0 {
+		cfg.HeardWindow = DefaultHeardWindow
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()

@@ -49,6 +49,9 @@ type Membership struct {
 
 	mu       sync.RWMutex // Leave and UpdateMeta hold it shared, Shutdown exclusively
 	shutdown bool
+
+	stopHold chan struct{}  // closed by Shutdown: the hold checker exits
+	holdDone sync.WaitGroup // the hold checker (Config.Heard set)
 }
 
 // Join starts gossip on cfg.Bind and joins the members at cfg.Join,
@@ -99,7 +102,8 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 		meta:     &metaDelegate{meta: metaBytes},
 		closeLog: closeLog,
 	}
-	m.table = &eventDelegate{q: m.events, log: log, members: map[string]Meta{cfg.Name: cfg.Meta}}
+	m.table = &eventDelegate{q: m.events, log: log, members: map[string]Meta{cfg.Name: cfg.Meta},
+		self: cfg.Name, heard: cfg.Heard, window: cfg.HeardWindow, held: map[string]heldLeave{}}
 	mc.Delegate = m.meta
 	mc.Events = m.table
 
@@ -111,6 +115,11 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	}
 	m.ml = ml
 	m.addr = ml.LocalNode().Address() // fixed once bound; read now, before gossip can touch it
+	m.stopHold = make(chan struct{})
+	if cfg.Heard != nil {
+		m.holdDone.Add(1)
+		go func() { defer m.holdDone.Done(); m.table.checkHeld(m.stopHold) }()
+	}
 	if len(cfg.Join) == 0 {
 		log.Info("member: started a new cluster", zap.String("gossip", m.Addr()))
 		return m, nil
@@ -220,6 +229,8 @@ func (m *Membership) Shutdown() error {
 		if e := m.ml.Shutdown(); e != nil {
 			err = fmt.Errorf("member: shutdown gossip: %w", e)
 		}
+		close(m.stopHold)
+		m.holdDone.Wait()
 	}
 	m.events.close()
 	m.closeLog()
@@ -260,11 +271,21 @@ func (d *metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
 // fields can be read without racing its gossip. It must not block, and
 // does not (push only queues).
 type eventDelegate struct {
-	q   *eventQueue
-	log *zap.Logger
+	q      *eventQueue
+	log    *zap.Logger
+	self   string
+	heard  func(string) (time.Duration, bool) // Config.Heard; nil: gossip's verdict is final
+	window time.Duration                      // Config.HeardWindow
 
 	mu      sync.Mutex
 	members map[string]Meta
+	held    map[string]heldLeave // members gossip declared dead while heard: in members, their leave not sent
+}
+
+// heldLeave is a leave held back because the member was still heard.
+type heldLeave struct {
+	since time.Time
+	meta  Meta
 }
 
 func (d *eventDelegate) NotifyJoin(n *memberlist.Node)   { d.notify(EventJoin, n) }
@@ -284,6 +305,26 @@ func (d *eventDelegate) notify(kind EventKind, n *memberlist.Node) {
 		meta = Meta{Name: n.Name}
 	}
 	d.mu.Lock()
+	if h, ok := d.held[n.Name]; ok && kind != EventLeave {
+		// It refuted its death: the consumer never saw it leave.
+		delete(d.held, n.Name)
+		kind = EventUpdate
+		d.log.Info("member: a member declared dead while heard is alive again; its leave is withdrawn",
+			zap.String("member", n.Name), zap.Duration("held", time.Since(h.since)))
+	}
+	if kind == EventLeave && d.heard != nil && n.Name != d.self {
+		if _, ok := d.held[n.Name]; ok {
+			d.mu.Unlock()
+			return
+		}
+		if ago, ok := d.heard(n.Name); ok && ago < d.window {
+			d.held[n.Name] = heldLeave{since: time.Now(), meta: meta}
+			d.mu.Unlock()
+			d.log.Warn("member: gossip declared a member dead that was heard recently; holding its leave",
+				zap.String("member", n.Name), zap.Duration("heard_ago", ago), zap.Duration("window", d.window))
+			return
+		}
+	}
 	if kind == EventLeave {
 		delete(d.members, n.Name)
 	} else {
@@ -294,6 +335,34 @@ func (d *eventDelegate) notify(kind EventKind, n *memberlist.Node) {
 	// NotifyLeave a Node whose State field it never updates, so the two
 	// cannot be told apart here.
 	d.q.push(Event{Kind: kind, Meta: meta})
+}
+
+// checkHeld releases held leaves of members no longer heard, until stop
+// is closed: every quarter window, so a release comes at most a quarter
+// window after the member's last heartbeat + window.
+func (d *eventDelegate) checkHeld(stop <-chan struct{}) {
+	t := time.NewTicker(d.window / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		for name, h := range d.held {
+			ago, ok := d.heard(name)
+			if ok && ago < d.window {
+				continue
+			}
+			delete(d.held, name)
+			delete(d.members, name)
+			d.q.push(Event{Kind: EventLeave, Meta: h.meta})
+			d.log.Info("member: a member declared dead while heard is heard no more; its leave goes out",
+				zap.String("member", name), zap.Duration("held", time.Since(h.since)))
+		}
+		d.mu.Unlock()
+	}
 }
 
 func (d *eventDelegate) list() []Meta {

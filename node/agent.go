@@ -591,8 +591,17 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 			a.log.Error("strobe follower", zap.Error(err))
 		}
 	})
-	ml, err := member.Join(ctx, member.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join,
-		SecretKey: cfg.SecretKey, Advertise: advertiseIP(cfg.Advertise), Meta: meta, Local: cfg.Local, Log: a.log})
+	// The presets' failure detection is tuned for hosts whose processors
+	// the ranks keep busy, and the slice heartbeats this agent hears are
+	// evidence of life: gossip's verdict of death on an agent heard within
+	// the last HeardWindow is held (member.Config.Heard).
+	mcfg := member.DefaultLANConfig()
+	if cfg.Local {
+		mcfg = member.DefaultLocalConfig()
+	}
+	mcfg.Name, mcfg.Bind, mcfg.Join, mcfg.SecretKey = cfg.Name, cfg.Bind, cfg.Join, cfg.SecretKey
+	mcfg.Advertise, mcfg.Meta, mcfg.Log, mcfg.Heard = advertiseIP(cfg.Advertise), meta, a.log, a.follower.Heard
+	ml, err := member.Join(ctx, mcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

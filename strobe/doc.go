@@ -125,10 +125,15 @@
 //     heartbeat receiver goroutine, and with a multicast socket a
 //     receiver for it (a real-time thread of its own when that socket is
 //     a RealtimeUDP); all have ended when Run returns. The strobe
-//     receivers apply strobes one at a time (a lock): SwitchFunc is never
-//     called concurrently. SwitchFunc and HeartbeatFunc must not block
-//     for long (nothing is read or sent meanwhile). SetPeers, Stats and
-//     Records are safe from any goroutine.
+//     receivers apply strobes one at a time (a lock only they take):
+//     SwitchFunc is never called concurrently. The strobe path shares no
+//     lock with anything slower: it publishes the slice view, the
+//     records and the queued heartbeats without one (publish.go), and
+//     takes SetPeers' sets through atomic pointers, so a reader the
+//     scheduler preempts never delays a switch. SwitchFunc and
+//     HeartbeatFunc must not block for long (nothing is read or sent
+//     meanwhile). SetPeers, Heard, Stats and Records are safe from any
+//     goroutine.
 //   - Sender: safe for concurrent use; it owns no goroutine.
 //   - Auth: safe for concurrent use; one per node, shared by its Sender
 //     and Follower (their packets share one sequence).

@@ -79,38 +79,45 @@ type Follower struct {
 	active atomic.Bool
 
 	// handleMu serialises handle: strobes may come from Transport and
-	// Multicast, and Switch is never called concurrently.
+	// Multicast, and Switch is never called concurrently. Only the strobe
+	// handlers take it; it guards the strobe path's own state below.
+	// Nothing slower shares a lock with the strobe path: what it tells
+	// others it publishes without one (view, records, hbq, the atomic
+	// counters), and what others tell it it takes without one (nextPeers,
+	// nextLive), so a reader preempted anywhere never delays a switch.
 	handleMu sync.Mutex
-
-	mu sync.Mutex // guards everything below: Run writes, Stats and Records read
-	// Sequence state of the current epoch.
+	// Sequence state of the current epoch (under handleMu).
 	have        bool
 	epoch, last uint64
 	first       uint64
 	row         int
 	memberEpoch uint64
-	// Peers: the set in use for the current slice, and the one SetPeers
-	// queued for the next boundary.
-	peers      []string
-	next       []string
-	nextQueued bool
+	sc          strobeCounters
+	// The heartbeat peers in use for the current slice (under handleMu).
+	peers []string
 	// Liveness peers (the controllers): heartbeated on one slice in
 	// every liveEvery, this node's slices being those ≡ livePhase.
-	liveness       []string
-	liveEvery      uint64
-	livePhase      uint64
-	nextLive       []string
-	nextEvery      uint64
-	nextLiveQueued bool
-	livePeers      []string // the peers and the liveness peers: where a liveness slice's heartbeat goes
-	c              counters
-	shown          sliceView // what Stats reports of the slice sequence
-	records        ring[SliceRecord]
-	seen           map[string]PeerHeartbeat
-	parts          reassembly          // split heartbeats being put together
-	pendingHB      []outgoingHeartbeat // Heartbeats set: heartbeats not yet sent, oldest first
-	spareHB        []outgoingHeartbeat // the sender's last batch, emptied: pendingHB's next array
-	lastDropLog    int64               // mono time of the last dropped-packet warning
+	liveness  []string
+	liveEvery uint64
+	livePhase uint64
+	livePeers []string // the peers and the liveness peers: where a liveness slice's heartbeat goes
+	// What SetPeers and SetLivenessPeers queue for the next boundary.
+	nextPeers atomic.Pointer[[]string]
+	nextLive  atomic.Pointer[liveSet]
+	targets   atomic.Pointer[[]string] // the peers in use, for Stats
+	view      publishedView            // what Stats reports of the slice sequence
+	records   recordRing
+	hbq       hbQueue // Heartbeats set: heartbeats not yet sent, oldest first
+	// Counted on the strobe path, read by Stats.
+	multicast, forwarded, forwardErrors atomic.Uint64
+	hbSent, hbSendErrors, hbDropped     atomic.Uint64
+
+	mu          sync.Mutex // guards everything below: the heartbeat receivers, drops, rejections, Stats
+	c           counters
+	seen        map[string]PeerHeartbeat
+	heardAt     map[string]int64 // mono time of each peer's last heartbeat (Heard)
+	parts       reassembly       // split heartbeats being put together
+	lastDropLog int64            // mono time of the last dropped-packet warning
 
 	// rejectLogs limit the log lines about forged and replayed packets,
 	// one limiter per reason and kind.
@@ -127,27 +134,24 @@ type outgoingHeartbeat struct {
 	peers []string
 }
 
-// sliceView is the slice sequence as Stats reports it: decided when a
-// strobe is accepted, published only after its switch, so a reader who
-// sees slice N as the last also sees its switch done and counted, and
-// Applied + Lost always account for FirstSeq…LastSeq (Stats.Accounted).
-// Publishing the fields one at a time let a reader see LastSeq 2 with
-// Applied 1.
-type sliceView struct {
-	epoch, first, last, memberEpoch        uint64
-	row                                    int
-	applied, lost, epochApplied, epochLost uint64
+// liveSet is a SetLivenessPeers call queued for the strobe path.
+type liveSet struct {
+	addrs []string
+	every uint64
 }
 
+// strobeCounters are the strobe path's counts (under handleMu).
+type strobeCounters struct {
+	applied, lost, late, stale, epochs, epochApplied, epochLost uint64
+}
+
+// counters are the counts of everything else (under mu).
 type counters struct {
-	applied, lost, late, stale, malformed, unknown uint64
-	epochs, epochApplied, epochLost                uint64
-	hbSent, hbSendErrors, hbRecv, hbUntracked      uint64
-	hbDropped                                      uint64
-	forwarded, forwardErrors, hbPartsDropped       uint64
-	multicast                                      uint64
-	strobesForged, hbForged                        uint64
-	strobesReplayed, hbReplayed                    uint64
+	malformed, unknown          uint64
+	hbRecv, hbUntracked         uint64
+	hbPartsDropped              uint64
+	strobesForged, hbForged     uint64
+	strobesReplayed, hbReplayed uint64
 }
 
 // maxTrackedPeers bounds the per-peer heartbeat table: names come off the
@@ -181,8 +185,9 @@ func NewFollower(cfg FollowerConfig) *Follower {
 	f := &Follower{
 		cfg:        cfg,
 		log:        cfg.Log.With(zap.String("node", cfg.Name)),
-		records:    newRing[SliceRecord](cfg.History),
+		records:    newRecordRing(cfg.History),
 		seen:       make(map[string]PeerHeartbeat),
+		heardAt:    make(map[string]int64),
 		hbWake:     make(chan struct{}, 1),
 		rejectLogs: make(map[rejectKind]*logLimiter),
 		strobeSock: socket{name: "strobe socket", kind: TypeStrobe, windows: make(replayWindows)},
@@ -274,9 +279,7 @@ func (f *Follower) SetPeers(heartbeatTargets []string) {
 			peers = append(peers, p)
 		}
 	}
-	f.mu.Lock()
-	f.next, f.nextQueued = peers, true
-	f.mu.Unlock()
+	f.nextPeers.Store(&peers)
 }
 
 // SetLivenessPeers sets the addresses that hear this node's heartbeat
@@ -293,9 +296,7 @@ func (f *Follower) SetLivenessPeers(addrs []string, every int) {
 			live = append(live, a)
 		}
 	}
-	f.mu.Lock()
-	f.nextLive, f.nextEvery, f.nextLiveQueued = live, uint64(max(every, 1)), true
-	f.mu.Unlock()
+	f.nextLive.Store(&liveSet{addrs: live, every: uint64(max(every, 1))})
 }
 
 // livenessPhase spreads the nodes' liveness slices: FNV-1a of the name.
@@ -307,10 +308,10 @@ func livenessPhase(name string) uint64 {
 	return h
 }
 
-// slicePeersLocked is where the heartbeat of slice seq goes besides the
+// slicePeers is where the heartbeat of slice seq goes besides the
 // controller: the peers, and on this node's liveness slices the liveness
-// peers that are not peers already.
-func (f *Follower) slicePeersLocked(seq uint64) []string {
+// peers that are not peers already. Under handleMu.
+func (f *Follower) slicePeers(seq uint64) []string {
 	if len(f.liveness) == 0 || (seq+f.livePhase)%f.liveEvery != 0 {
 		return f.peers
 	}
@@ -335,9 +336,7 @@ func (f *Follower) handleMulticast(p Packet) {
 	if err != nil {
 		return
 	}
-	f.mu.Lock()
-	f.c.multicast++
-	f.mu.Unlock()
+	f.multicast.Add(1)
 	f.handleMu.Lock()
 	f.onStrobe(p, msg.(*Strobe))
 	f.handleMu.Unlock()
@@ -390,59 +389,34 @@ func (f *Follower) drop(p Packet, socket string, err error) {
 }
 
 // onStrobe decides whether s starts a new slice, and if so switches and
-// heartbeats. The order is the protocol's: switch, stamp, then tell.
+// heartbeats. The order is the protocol's: switch, stamp, then tell. It
+// runs under handleMu and takes no other lock.
 func (f *Follower) onStrobe(p Packet, s *Strobe) {
-	f.mu.Lock()
 	switch {
 	case !f.have || s.Epoch > f.epoch: // first strobe, or a restarted controller
 		if f.have {
-			f.c.epochs++
+			f.sc.epochs++
 			f.log.Info("strobe: new controller epoch", zap.Uint64("old", f.epoch), zap.Uint64("epoch", s.Epoch), zap.Uint64("seq", s.Seq))
 		}
 		f.have, f.epoch, f.first = true, s.Epoch, s.Seq
-		f.c.epochApplied, f.c.epochLost = 0, 0
+		f.sc.epochApplied, f.sc.epochLost = 0, 0
 	case s.Epoch < f.epoch: // from a controller that has been replaced
-		f.c.stale++
-		f.mu.Unlock()
+		f.sc.stale++
+		f.publish()
 		return
 	case s.Seq <= f.last: // late (overtaken) or duplicate: keep the current row
-		f.c.late++
-		f.mu.Unlock()
+		f.sc.late++
+		f.publish()
 		return
 	case s.Seq > f.last+1: // the row was kept through the missing slices
-		f.c.lost += s.Seq - f.last - 1
-		f.c.epochLost += s.Seq - f.last - 1
+		f.sc.lost += s.Seq - f.last - 1
+		f.sc.epochLost += s.Seq - f.last - 1
 	}
 	f.last, f.row, f.memberEpoch = s.Seq, s.Row, s.MemberEpoch
-	if f.nextQueued || f.nextLiveQueued {
-		if f.nextQueued {
-			f.peers, f.next, f.nextQueued = f.next, nil, false
-		}
-		if f.nextLiveQueued {
-			f.liveness, f.liveEvery, f.nextLive, f.nextLiveQueued = f.nextLive, f.nextEvery, nil, false
-			f.livePhase = livenessPhase(f.cfg.Name) % f.liveEvery
-		}
-		f.livePeers = f.peers
-		if len(f.liveness) > 0 {
-			// Once a change, not once a liveness slice: the strobe
-			// path allocates nothing in steady state.
-			f.livePeers = slices.Clone(f.peers)
-			for _, a := range f.liveness {
-				if !slices.Contains(f.peers, a) {
-					f.livePeers = append(f.livePeers, a)
-				}
-			}
-		}
-	}
-	peers := f.slicePeersLocked(s.Seq) // never mutated in place: SetPeers installs a new slice
-	f.c.applied++
-	f.c.epochApplied++
-	lost, late := f.c.lost, f.c.late
-	view := sliceView{
-		epoch: f.epoch, first: f.first, last: f.last, memberEpoch: f.memberEpoch, row: f.row,
-		applied: f.c.applied, lost: f.c.lost, epochApplied: f.c.epochApplied, epochLost: f.c.epochLost,
-	}
-	f.mu.Unlock()
+	f.takePeerSets()
+	peers := f.slicePeers(s.Seq) // never mutated in place: SetPeers installs a new slice
+	f.sc.applied++
+	f.sc.epochApplied++
 
 	if len(s.Forward) > 0 { // an inner node of the fan-out tree: its subtree first, then the switch
 		f.forward(*s)
@@ -453,7 +427,7 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	hb := Heartbeat{
 		From: f.cfg.Name, Epoch: s.Epoch, Seq: s.Seq,
 		RecvMono: p.RecvMono, SwitchedMono: switched, SwitchCost: int64(cost),
-		Lost: lost, Late: late,
+		Lost: f.sc.lost, Late: f.sc.late,
 	}
 	rec := SliceRecord{
 		Epoch: s.Epoch, Seq: s.Seq, Row: s.Row, MemberEpoch: s.MemberEpoch,
@@ -462,38 +436,68 @@ func (f *Follower) onStrobe(p Packet, s *Strobe) {
 	if f.cfg.Applied != nil {
 		f.cfg.Applied(rec)
 	}
-	var sent, failed uint64
 	if f.cfg.Heartbeats == nil {
 		if f.cfg.HeartbeatData != nil {
 			hb.Data = f.cfg.HeartbeatData(s.Epoch, s.Seq)
 		}
-		sent, failed = f.sendHeartbeat(f.cfg.Transport, &hb, p.From, peers)
+		sent, failed := f.sendHeartbeat(f.cfg.Transport, &hb, p.From, peers)
+		f.hbSent.Add(sent)
+		f.hbSendErrors.Add(failed)
 	}
-
-	f.mu.Lock()
-	if view.epoch > f.shown.epoch || view.epoch == f.shown.epoch && view.last > f.shown.last {
-		f.shown = view // a strobe applied on the other socket meanwhile may be newer
-	}
-	f.c.hbSent += sent
-	f.c.hbSendErrors += failed
+	// Published after the switch, so a reader who sees slice N as the
+	// last also sees its switch done, recorded and counted.
+	f.records.add(rec)
+	f.publish()
 	if f.cfg.Heartbeats != nil {
 		// Every heartbeat matters (BCS's control data rides on it), so a
 		// slow sender catches up rather than skipping; only a sender that
-		// has fallen hopelessly behind loses the oldest.
-		if len(f.pendingHB) >= maxPendingHeartbeats {
-			f.pendingHB = f.pendingHB[1:]
-			f.c.hbDropped++
+		// has fallen a whole queue behind loses heartbeats (the newest).
+		if !f.hbq.push(outgoingHeartbeat{hb: hb, peers: peers}) {
+			f.hbDropped.Add(1)
 		}
-		f.pendingHB = append(f.pendingHB, outgoingHeartbeat{hb: hb, peers: peers})
-	}
-	f.records.add(rec)
-	f.mu.Unlock()
-	if f.cfg.Heartbeats != nil {
 		select {
 		case f.hbWake <- struct{}{}:
 		default: // already signalled
 		}
 	}
+}
+
+// takePeerSets installs the peer sets SetPeers and SetLivenessPeers
+// queued, at a slice boundary. Under handleMu.
+func (f *Follower) takePeerSets() {
+	np, nl := f.nextPeers.Swap(nil), f.nextLive.Swap(nil)
+	if np == nil && nl == nil {
+		return
+	}
+	if np != nil {
+		f.peers = *np
+		f.targets.Store(np)
+	}
+	if nl != nil {
+		f.liveness, f.liveEvery = nl.addrs, nl.every
+		f.livePhase = livenessPhase(f.cfg.Name) % f.liveEvery
+	}
+	f.livePeers = f.peers
+	if len(f.liveness) > 0 {
+		// Once a change, not once a liveness slice: the strobe
+		// path allocates nothing in steady state.
+		f.livePeers = slices.Clone(f.peers)
+		for _, a := range f.liveness {
+			if !slices.Contains(f.peers, a) {
+				f.livePeers = append(f.livePeers, a)
+			}
+		}
+	}
+}
+
+// publish makes the slice sequence visible to Stats and Current. Under
+// handleMu.
+func (f *Follower) publish() {
+	f.view.store(sliceView{
+		epoch: f.epoch, first: f.first, last: f.last, memberEpoch: f.memberEpoch, row: f.row,
+		applied: f.sc.applied, lost: f.sc.lost, epochApplied: f.sc.epochApplied, epochLost: f.sc.epochLost,
+		late: f.sc.late, stale: f.sc.stale, epochs: f.sc.epochs,
+	})
 }
 
 // forward sends an applied strobe on to this node's children in the
@@ -519,10 +523,8 @@ func (f *Follower) forward(s Strobe) {
 		}
 		sent++
 	}, f.cfg.Auth, f.log)
-	f.mu.Lock()
-	f.c.forwarded += sent
-	f.c.forwardErrors += failed
-	f.mu.Unlock()
+	f.forwarded.Add(sent)
+	f.forwardErrors.Add(failed)
 }
 
 // maxPendingHeartbeats bounds the heartbeats waiting for the sender.
@@ -537,40 +539,28 @@ func (f *Follower) sendHeartbeats(ctx context.Context) {
 			return
 		case <-f.hbWake:
 		}
-		outs := f.takeHeartbeats()
-		for i := range outs {
-			out := &outs[i]
+		f.hbq.drain(func(out *outgoingHeartbeat) {
 			if f.cfg.HeartbeatData != nil {
 				out.hb.Data = f.cfg.HeartbeatData(out.hb.Epoch, out.hb.Seq)
 			}
 			sent, failed := f.sendHeartbeat(f.cfg.Heartbeats, &out.hb, "", out.peers)
-			f.mu.Lock()
-			f.c.hbSent += sent
-			f.c.hbSendErrors += failed
-			f.mu.Unlock()
-		}
-		f.sentHeartbeats(outs)
+			f.hbSent.Add(sent)
+			f.hbSendErrors.Add(failed)
+		})
 	}
 }
 
-// takeHeartbeats hands the sender the queued heartbeats, and the strobe
-// path the spare array to queue the next ones in: the two arrays swap
-// roles, so queueing a heartbeat on the real-time path does not allocate.
-func (f *Follower) takeHeartbeats() []outgoingHeartbeat {
+// Heard says how long ago the last heartbeat from the named node was
+// received, ok false if none ever was: evidence that it is alive
+// (member.Config.Heard), whatever gossip says.
+func (f *Follower) Heard(name string) (ago time.Duration, ok bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	outs := f.pendingHB
-	f.pendingHB, f.spareHB = f.spareHB, nil
-	return outs
-}
-
-// sentHeartbeats returns a batch taken by takeHeartbeats, sent: emptied
-// (its peers and data no longer referenced), it becomes the spare.
-func (f *Follower) sentHeartbeats(outs []outgoingHeartbeat) {
-	clear(outs)
-	f.mu.Lock()
-	f.spareHB = outs[:0]
+	at, ok := f.heardAt[name]
 	f.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(mono.Now() - at), true
 }
 
 // receiveHeartbeats reads the heartbeat socket when Heartbeats is set.
@@ -632,6 +622,7 @@ func (f *Follower) onHeartbeat(p Packet, hb *Heartbeat) {
 			prev.Epoch, prev.Seq, prev.Addr = hb.Epoch, hb.Seq, p.From
 		}
 		f.seen[hb.From] = prev
+		f.heardAt[hb.From] = max(f.heardAt[hb.From], p.RecvMono)
 	}
 	if hb.Parts > 1 { // liveness counted above; the data waits for every part
 		data, complete, dropped := f.parts.add(hb)

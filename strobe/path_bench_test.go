@@ -3,6 +3,8 @@ package strobe
 import (
 	"context"
 	"net/netip"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,8 +62,8 @@ func TestStrobePathDoesNotAllocate(t *testing.T) {
 	net := NewMockNetwork(1)
 	strobeTr, hbTr := net.Transport("a1"), net.Transport("a1-hb")
 	t.Cleanup(func() { strobeTr.Close(); hbTr.Close() })
-	// Not Run: this test plays the heartbeat sender (takeHeartbeats,
-	// sentHeartbeats), so only the strobe path's allocations are counted.
+	// Not Run: this test plays the heartbeat sender (hbq.drain), so only
+	// the strobe path's allocations are counted.
 	f := NewFollower(FollowerConfig{Name: "a1", Transport: strobeTr, Heartbeats: hbTr,
 		Switch: func(int) time.Duration { return 0 }, Applied: func(SliceRecord) {}, Auth: NewAuth(key, "a1")})
 	f.SetPeers([]string{"a2-hb", "a3-hb"})
@@ -80,7 +82,7 @@ func TestStrobePathDoesNotAllocate(t *testing.T) {
 	strobe := func() {
 		f.handle(pkts[next])
 		next++
-		f.sentHeartbeats(f.takeHeartbeats())
+		f.hbq.drain(func(*outgoingHeartbeat) {}) // the sender, sending nothing
 	}
 	for range 4 { // warm up: the peer sets installed, the arrays and pools filled
 		strobe()
@@ -165,5 +167,61 @@ func BenchmarkRealtimeReceive(b *testing.B) {
 			b.Fatal(err)
 		}
 		<-got
+	}
+}
+
+// BenchmarkStrobePathBesideReaders times each strobe's handling (open,
+// sequence, switch, record, queue the heartbeat) alone, then while other
+// goroutines read the Follower as an agent's API and metrics do (Stats,
+// which copies the slice records, and Records, in a loop) and its peer
+// sets change: what a reader holding a lock the strobe path needs costs
+// the switch. Reports each handling's p50, p99 and max; the "alone" run is
+// the baseline of the same process.
+func BenchmarkStrobePathBesideReaders(b *testing.B) {
+	for _, readers := range []int{0, 2} {
+		name := "alone"
+		if readers > 0 {
+			name = "beside-readers"
+		}
+		b.Run(name, func(b *testing.B) {
+			f, pkts := benchFollower(b, b.N+4096)
+			for i := range 4096 { // the records full, as in an agent that has run a while
+				f.handle(pkts[i])
+			}
+			pkts = pkts[4096:]
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for r := range readers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						if r == 0 {
+							_ = f.Stats()
+							f.SetPeers([]string{"a2-hb", "a3-hb"})
+						} else {
+							_ = f.Records()
+						}
+					}
+				}()
+			}
+			lat := make([]int64, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				f.handle(pkts[i])
+				lat[i] = int64(time.Since(t0))
+				if i%64 == 0 {
+					time.Sleep(50 * time.Microsecond) // strobes come a slice apart: the readers run between them
+				}
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
+			b.ReportMetric(float64(lat[len(lat)-1]), "max-ns")
+		})
 	}
 }

@@ -7,21 +7,25 @@ import (
 
 // Stats returns the Follower's counters and distributions.
 func (f *Follower) Stats() Stats {
-	f.mu.Lock()
+	v := f.view.load()
 	st := Stats{
-		Epoch: f.shown.epoch, FirstSeq: f.shown.first, LastSeq: f.shown.last, Row: f.shown.row, MemberEpoch: f.shown.memberEpoch,
-		Applied: f.shown.applied, Lost: f.shown.lost, Late: f.c.late, Stale: f.c.stale,
-		Malformed: f.c.malformed, Unknown: f.c.unknown, Epochs: f.c.epochs,
-		StrobesForged: f.c.strobesForged, HeartbeatsForged: f.c.hbForged,
-		StrobesReplayed: f.c.strobesReplayed, HeartbeatsReplayed: f.c.hbReplayed,
-		EpochApplied: f.shown.epochApplied, EpochLost: f.shown.epochLost,
-		Multicast: f.c.multicast, Forwarded: f.c.forwarded, ForwardErrors: f.c.forwardErrors,
-		HeartbeatsSent: f.c.hbSent, HeartbeatSendErrors: f.c.hbSendErrors, HeartbeatsDropped: f.c.hbDropped, HeartbeatsReceived: f.c.hbRecv,
-		HeartbeatPartsDropped: f.c.hbPartsDropped,
-		Peers:                 maps.Clone(f.seen), Targets: slices.Clone(f.peers),
+		Epoch: v.epoch, FirstSeq: v.first, LastSeq: v.last, Row: v.row, MemberEpoch: v.memberEpoch,
+		Applied: v.applied, Lost: v.lost, Late: v.late, Stale: v.stale, Epochs: v.epochs,
+		EpochApplied: v.epochApplied, EpochLost: v.epochLost,
+		Multicast: f.multicast.Load(), Forwarded: f.forwarded.Load(), ForwardErrors: f.forwardErrors.Load(),
+		HeartbeatsSent: f.hbSent.Load(), HeartbeatSendErrors: f.hbSendErrors.Load(), HeartbeatsDropped: f.hbDropped.Load(),
 	}
-	recs := f.records.snapshot()
+	if t := f.targets.Load(); t != nil {
+		st.Targets = slices.Clone(*t)
+	}
+	f.mu.Lock()
+	st.Malformed, st.Unknown = f.c.malformed, f.c.unknown
+	st.StrobesForged, st.HeartbeatsForged = f.c.strobesForged, f.c.hbForged
+	st.StrobesReplayed, st.HeartbeatsReplayed = f.c.strobesReplayed, f.c.hbReplayed
+	st.HeartbeatsReceived, st.HeartbeatPartsDropped = f.c.hbRecv, f.c.hbPartsDropped
+	st.Peers = maps.Clone(f.seen)
 	f.mu.Unlock()
+	recs := f.records.snapshot()
 	lat := make([]int64, len(recs))
 	cost := make([]int64, len(recs))
 	for i, r := range recs {
@@ -36,14 +40,11 @@ func (f *Follower) Stats() Stats {
 // of them, without copying anything else (a web page reads it ten times a
 // second).
 func (f *Follower) Current() (seq uint64, row int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.shown.last, f.shown.row
+	v := f.view.load()
+	return v.last, v.row
 }
 
 // Records returns the last History slices applied, oldest first.
 func (f *Follower) Records() []SliceRecord {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	return f.records.snapshot()
 }

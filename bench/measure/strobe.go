@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -134,7 +135,9 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 	up.Suspend = suspend
 	up.StrobeFanout = o.Fanout
 	up.UnsealedStrobes = o.Unsealed
-	up.Timeout = 30*time.Second + time.Duration(o.Agents)*2*time.Second
+	// The agents start one after another beside other work: 32 of them
+	// took over 94 s at a load average of 46 (3 s each).
+	up.Timeout = 30*time.Second + time.Duration(o.Agents)*5*time.Second
 	cl, err := localcluster.Up(ctx, up)
 	if err != nil {
 		return nil, err
@@ -366,6 +369,73 @@ func ratio(a, b time.Duration) string {
 	return fmt.Sprintf("%s (×%.2f)", fmtDur(a), float64(a)/float64(b))
 }
 
+// pollStats asks every agent for its statistics (and records since
+// since(name)), a few at a time: the agents answer while their ranks keep
+// every processor busy, so one agent's slow answer must not hold up the
+// others, nor fail the run. Each agent gets statsAttempts tries, each
+// within a deadline that grows with the cluster (more agents share the
+// processors); only an agent that never answers fails the poll. At most
+// parallel agents are asked at once.
+func pollStats(ctx context.Context, agents map[string]*api.Client, parallel int, since func(string) uint64) (map[string]api.NodeStats, error) {
+	type answer struct {
+		name string
+		st   api.NodeStats
+		err  error
+	}
+	out := make(chan answer, len(agents))
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	perTry := statsDeadline(len(agents))
+	for name, c := range agents {
+		from := since(name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var st api.NodeStats
+			var err error
+			for range statsAttempts {
+				tctx, cancel := context.WithTimeout(ctx, perTry)
+				st, err = c.LocalStats(tctx, from)
+				cancel()
+				if err == nil || ctx.Err() != nil {
+					break
+				}
+			}
+			out <- answer{name, st, err}
+		}()
+	}
+	wg.Wait()
+	close(out)
+	all := make(map[string]api.NodeStats, len(agents))
+	var errs []error
+	for a := range out {
+		if a.err != nil {
+			errs = append(errs, fmt.Errorf("agent %s: %d tries of %v: %w", a.name, statsAttempts, perTry, a.err))
+			continue
+		}
+		all[a.name] = a.st
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return all, nil
+}
+
+// statsParallel agents are asked for their statistics at once before and
+// after the measurement.
+const statsParallel = 4
+
+// statsAttempts is how often an agent is asked before the poll fails.
+const statsAttempts = 3
+
+// statsDeadline bounds one statistics call to one of n agents: 10 s, and
+// 250 ms more per agent sharing the host.
+func statsDeadline(n int) time.Duration {
+	return 10*time.Second + time.Duration(n)*250*time.Millisecond
+}
+
 func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.Cluster, o StrobeOptions) (*StrobeReport, error) {
 	ctl := rec.Client()
 	var ids []int64
@@ -404,21 +474,23 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 	since := map[string]uint64{}
 	records := map[string][]strobe.SliceRecord{}
 	rep := &StrobeReport{Agents: o.Agents, Slice: o.Slice, MPL: o.MPL, Duration: o.Duration, Priority: o.RealtimePriority, Fanout: o.Fanout, Realtime: map[string]string{}}
-	for name, c := range agents {
-		st, err := c.LocalStats(ctx, ^uint64(0))
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: %w", name, err)
-		}
+	first, err := pollStats(ctx, agents, statsParallel, func(string) uint64 { return ^uint64(0) })
+	if err != nil {
+		return nil, err
+	}
+	for name, st := range first {
 		base[name], since[name] = st, st.Strobe.LastSeq
 		rep.Realtime[name] = st.Realtime
 	}
-	poll := func() (map[string]api.NodeStats, error) {
+	// During the measurement one agent at a time answers (as few as
+	// possible are disturbed at once); before and after it, a few.
+	poll := func(parallel int) (map[string]api.NodeStats, error) {
+		all, err := pollStats(ctx, agents, parallel, func(name string) uint64 { return since[name] })
+		if err != nil {
+			return nil, err
+		}
 		last := map[string]api.NodeStats{}
-		for name, c := range agents {
-			st, err := c.LocalStats(ctx, since[name])
-			if err != nil {
-				return nil, fmt.Errorf("agent %s: %w", name, err)
-			}
+		for name, st := range all {
 			for _, r := range st.Records {
 				if r.Epoch == base[name].Strobe.Epoch && r.Seq > since[name] {
 					records[name] = append(records[name], r)
@@ -437,11 +509,11 @@ func measureStrobes(ctx context.Context, progress io.Writer, rec *localcluster.C
 		if err := sleepCtx(ctx, min(every, time.Until(end))); err != nil {
 			return nil, err
 		}
-		if _, err := poll(); err != nil {
+		if _, err := poll(1); err != nil {
 			return nil, err
 		}
 	}
-	last, err := poll()
+	last, err := poll(statsParallel)
 	if err != nil {
 		return nil, err
 	}

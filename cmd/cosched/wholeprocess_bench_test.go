@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/internal/sharedtest"
+)
+
+// Whole-process timings: a command as a shell runs it, from exec to exit,
+// against a baseline run alternately in the same benchmark. Wall time on
+// a shared host is noisy; CPU time (user + system, from the kernel's
+// accounting of the child) is steadier, so both are reported, as medians.
+//
+//	go test ./cmd/cosched -run '^$' -bench WholeProcess -benchtime 30x
+
+// buildBinaries builds cosched (without the race detector, as make build
+// does) and a Go "hello, world" into a temporary directory.
+func buildBinaries(b *testing.B) (cosched, hello string) {
+	b.Helper()
+	dir := b.TempDir()
+	cosched, hello = filepath.Join(dir, "cosched"), filepath.Join(dir, "hello")
+	if out, err := exec.Command("go", "build", "-o", cosched, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build cosched: %v\n%s", err, out)
+	}
+	src := filepath.Join(dir, "hello.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command("go", "build", "-o", hello, src).CombinedOutput(); err != nil {
+		b.Fatalf("build hello: %v\n%s", err, out)
+	}
+	return cosched, hello
+}
+
+// runTimed runs argv to completion and returns its wall and CPU time.
+func runTimed(b *testing.B, argv ...string) (wall, cpu time.Duration) {
+	b.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v: %v\n%s", argv, err, out)
+	}
+	wall = time.Since(start)
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// compare runs base and subject alternately b.N times each and reports
+// the medians of both and their ratios.
+func compare(b *testing.B, baseName string, base []string, name string, subject []string) {
+	var bw, bc, sw, sc []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		// Alternate which goes first: neither always finds the caches warm.
+		if i%2 == 0 {
+			w, c := runTimed(b, base...)
+			bw, bc = append(bw, w), append(bc, c)
+		}
+		w, c := runTimed(b, subject...)
+		sw, sc = append(sw, w), append(sc, c)
+		if i%2 == 1 {
+			w, c := runTimed(b, base...)
+			bw, bc = append(bw, w), append(bc, c)
+		}
+	}
+	b.StopTimer()
+	med := func(d []time.Duration) float64 { slices.Sort(d); return float64(d[len(d)/2]) / 1e6 }
+	b.ReportMetric(med(bw), baseName+"-wall-ms")
+	b.ReportMetric(med(bc), baseName+"-cpu-ms")
+	b.ReportMetric(med(sw), name+"-wall-ms")
+	b.ReportMetric(med(sc), name+"-cpu-ms")
+	b.ReportMetric(med(sw)/med(bw), "wall-ratio")
+	b.ReportMetric(med(sc)/med(bc), "cpu-ratio")
+}
+
+// BenchmarkWholeProcessVersion is `cosched --version` against a Go
+// hello-world binary.
+func BenchmarkWholeProcessVersion(b *testing.B) {
+	cosched, hello := buildBinaries(b)
+	compare(b, "hello", []string{hello}, "cosched", []string{cosched, "--version"})
+}
+
+// BenchmarkWholeProcessSimVsPython is `cosched sim --trace KTH --policy
+// easy` against bench/testdata/easy.py, a straightforward Python EASY, on
+// the same trace: the ratios are Python's time over cosched's. The trace
+// is ../shared's, or the file COSCHED_KTH names.
+func BenchmarkWholeProcessSimVsPython(b *testing.B) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		b.Skip("python3 not installed")
+	}
+	trace := os.Getenv("COSCHED_KTH") // a worktree beside no ../shared
+	if trace == "" {
+		trace = sharedtest.Path(b, "traces", "KTH-SP2-1996-2.swf")
+	}
+	cosched, _ := buildBinaries(b)
+	script, err := filepath.Abs("../../bench/testdata/easy.py")
+	if err != nil {
+		b.Fatal(err)
+	}
+	compare(b, "cosched", []string{cosched, "sim", "--trace", trace, "--policy", "easy"}, "python", []string{python, script, trace})
+}
