@@ -298,10 +298,15 @@ func rankNode(pid int) string {
 
 var busy = []string{"sh", "-c", "while :; do :; done"}
 
+// startBound is how long the waits for ranks to appear, exec or go may
+// take: a rank's shim is this test binary re-executed with the race
+// detector, which at load 20–30 took over 20 s to reach its program.
+const startBound = time.Minute
+
 func (c *testCluster) waitPIDs(id int64, n int) []int {
 	c.t.Helper()
 	var pids []int
-	eventually(c.t, 20*time.Second, func() error {
+	eventually(c.t, startBound, func() error {
 		pids = jobPIDs(c.t, id)
 		if len(pids) != n {
 			return fmt.Errorf("job %d has %d processes, want %d", id, len(pids), n)
@@ -313,7 +318,7 @@ func (c *testCluster) waitPIDs(id int64, n int) []int {
 
 func (c *testCluster) waitGone(id int64) {
 	c.t.Helper()
-	eventually(c.t, 20*time.Second, func() error {
+	eventually(c.t, startBound, func() error {
 		if pids := jobPIDs(c.t, id); len(pids) > 0 {
 			return fmt.Errorf("job %d still has processes %v", id, pids)
 		}
@@ -325,7 +330,7 @@ func (c *testCluster) waitGone(id int64) {
 func (c *testCluster) waitExec(id int64, n int, program string) []int {
 	c.t.Helper()
 	var pids []int
-	eventually(c.t, 20*time.Second, func() error {
+	eventually(c.t, startBound, func() error {
 		pids = pids[:0]
 		for _, p := range jobPIDs(c.t, id) {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
