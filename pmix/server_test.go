@@ -1,0 +1,205 @@
+package pmix
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/pmi"
+)
+
+// built compiles the helper (build.sh) and the Open MPI check program
+// once per test binary run, skipping without gcc, libpmix-dev or Open
+// MPI's mpicc (.ci/run installs them).
+func built(t *testing.T) (helper, check string) {
+	t.Helper()
+	if _, err := exec.LookPath("mpicc.openmpi"); err != nil {
+		t.Skip("no mpicc.openmpi (apt-get install openmpi-bin libopenmpi-dev libpmix-dev)")
+	}
+	dir := t.TempDir()
+	_, file, _, _ := runtime.Caller(0)
+	here := filepath.Dir(file)
+	out, err := exec.Command("sh", filepath.Join(here, "build.sh"), dir).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
+		t.Skipf("PMIx helper not built: %s", out)
+	}
+	if err != nil {
+		t.Fatalf("build.sh: %v\n%s", err, out)
+	}
+	check = filepath.Join(dir, "check")
+	if out, err := exec.Command("mpicc.openmpi", "-O2", "-o", check, filepath.Join(here, "testdata", "check.c")).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc.openmpi: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, HelperName), check
+}
+
+// cluster is a job's servers on several "nodes" in one process, with the
+// controller's gather between them, as the agents do it.
+type cluster struct {
+	mu      sync.Mutex
+	gather  *pmi.Gather
+	servers map[string]*Server
+	failed  chan string
+}
+
+func newCluster(t *testing.T, nodes []string) *cluster {
+	c := &cluster{gather: pmi.NewGather(nodes), servers: map[string]*Server{}, failed: make(chan string, 16)}
+	for _, n := range nodes {
+		c.servers[n] = NewServer(Hooks{
+			Barrier: func(job int64, b pmi.Barrier) {
+				c.mu.Lock()
+				done, to, err := c.gather.In(n, b)
+				c.mu.Unlock()
+				if err != nil {
+					c.failed <- err.Error()
+					return
+				}
+				for _, node := range to {
+					go c.servers[node].BarrierDone(job, *done)
+				}
+			},
+			Fail: func(job int64, reason string) { c.failed <- reason },
+		}, nil)
+	}
+	t.Cleanup(func() {
+		for _, s := range c.servers {
+			s.Close()
+		}
+	})
+	return c
+}
+
+type rankProc struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+// run starts a job of the check program on nodes with args; it returns
+// the started ranks.
+func (c *cluster) run(t *testing.T, helperPath, check string, nodes []string, args ...string) []*rankProc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	procs := make([]*rankProc, len(nodes))
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		env, err := c.servers[n].AddJob(ctx, JobConfig{Job: 7, Nodes: nodes, Here: n, Helper: helperPath, LogDir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("AddJob on %s: %v", n, err)
+		}
+		for r, node := range nodes {
+			if node != n {
+				continue
+			}
+			if env[r] == nil {
+				t.Fatalf("no environment for rank %d on %s", r, n)
+			}
+			if os.Getenv("PMIX_DEBUG_WAIT") != "" {
+				t.Logf("rank %d env %q", r, env[r])
+			}
+			p := &rankProc{cmd: exec.Command(check, args...)}
+			p.cmd.Env = append(os.Environ(), env[r]...)
+			p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+			if err := p.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			procs[r] = p
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			if p != nil && p.cmd.ProcessState == nil {
+				p.cmd.Process.Kill()
+				p.cmd.Wait()
+			}
+		}
+	})
+	return procs
+}
+
+func waitAll(t *testing.T, procs []*rankProc) {
+	t.Helper()
+	for r, p := range procs {
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("rank %d: %v\n%s", r, err, p.out.String())
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("rank %d did not end\n%s", r, p.out.String())
+		}
+		if os.Getenv("PMIX_DEBUG_WAIT") != "" {
+			t.Logf("rank %d: %s", r, p.out.String())
+		}
+		if want := fmt.Sprintf("OK rank %d of %d", r, len(procs)); !strings.Contains(p.out.String(), want) {
+			t.Fatalf("rank %d: no OK\n%s", r, p.out.String())
+		}
+	}
+}
+
+// Open MPI's ranks, direct-launched under cosched's helpers on two
+// "nodes" with the fence gathered across them, pass their own checks.
+func TestOpenMPIRanksUnderHelpers(t *testing.T) {
+	helperPath, check := built(t)
+	nodes := []string{"a", "a", "b", "b"}
+	c := newCluster(t, []string{"a", "b"})
+	procs := c.run(t, helperPath, check, nodes)
+	waitAll(t, procs)
+	for r := range nodes {
+		if f := c.servers[nodes[r]].Failure(7, r, true); f != "" {
+			t.Errorf("rank %d: failure %q", r, f)
+		}
+	}
+	select {
+	case f := <-c.failed:
+		t.Fatalf("job failed: %s", f)
+	default:
+	}
+}
+
+// A rank's MPI_Abort reaches the server as the job's failure, with the
+// rank and the code.
+func TestOpenMPIAbortFailsJob(t *testing.T) {
+	helperPath, check := built(t)
+	nodes := []string{"a", "b", "b"}
+	c := newCluster(t, []string{"a", "b"})
+	procs := c.run(t, helperPath, check, nodes, "abort", "2", "7")
+	select {
+	case f := <-c.failed:
+		if !strings.Contains(f, "rank 2 called MPI_Abort") || !strings.Contains(f, "exit code 7") {
+			t.Fatalf("failure %q", f)
+		}
+	case <-time.After(20 * time.Second):
+		if os.Getenv("PMIX_DEBUG_WAIT") != "" {
+			t.Logf("pids: %d %d %d", procs[0].cmd.Process.Pid, procs[1].cmd.Process.Pid, procs[2].cmd.Process.Pid)
+			time.Sleep(20 * time.Second)
+		}
+		procs[2].cmd.Process.Kill()
+		procs[2].cmd.Wait()
+		t.Fatalf("no failure after MPI_Abort; rank 2: %s", procs[2].out.String())
+	}
+}
+
+// The helper refuses a start it cannot serve, with the reason.
+func TestHelperMissing(t *testing.T) {
+	s := NewServer(Hooks{Barrier: func(int64, pmi.Barrier) {}, Fail: func(int64, string) {}}, nil)
+	defer s.Close()
+	_, err := s.AddJob(context.Background(), JobConfig{Job: 1, Nodes: []string{"a"}, Here: "a", Helper: "/nonexistent/cosched-pmix"})
+	if err == nil || !strings.Contains(err.Error(), "no PMIx helper") || !strings.Contains(err.Error(), "make build") {
+		t.Fatalf("err = %v", err)
+	}
+}
