@@ -89,10 +89,13 @@ const (
 	// agent puts it ahead of MPICH's): every message goes through the
 	// agents' relays, buffer-coscheduled under bcs.
 	MPICosched = "cosched"
+	// MPIPMIx serves PMIx through OpenPMIx's server library, in a helper
+	// per job and node: Open MPI programs.
+	MPIPMIx = "pmix"
 )
 
 // mpiWant lists the interfaces, for errors.
-const mpiWant = "want none, pmi1 or cosched"
+const mpiWant = "want none, pmi1, pmix or cosched"
 
 // Validate reports every problem with a spec at once, each a
 // *fielderr.Error keyed by its field ("Processors"); the error's text
@@ -121,7 +124,7 @@ func (s *JobSpec) Validate(maxProcs int) error {
 	}
 	switch s.MPI {
 	case "", MPINone:
-	case MPIPMI1, MPICosched:
+	case MPIPMI1, MPICosched, MPIPMIx:
 		if s.Bench != "" {
 			bad("MPI", nil, "a benchmark job runs bench-rank, which speaks comm, not MPI")
 		}

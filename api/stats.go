@@ -104,7 +104,7 @@ const AuthScheme = "Cosched"
 // ParseMPI checks an --mpi value ("" means the cluster's default).
 func ParseMPI(s string) (string, error) {
 	switch s {
-	case "", MPINone, MPIPMI1, MPICosched:
+	case "", MPINone, MPIPMI1, MPICosched, MPIPMIx:
 		return s, nil
 	}
 	return "", fmt.Errorf("mpi %q: %s", s, mpiWant)

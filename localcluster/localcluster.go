@@ -148,7 +148,7 @@ type Options struct {
 	// (--strobe-fanout; 0: direct).
 	StrobeFanout int
 	// MPI is the process-management interface of jobs that do not name
-	// one (agent --mpi: api.MPIPMI1, api.MPICosched or api.MPINone; "": the agent's
+	// one (agent --mpi: api.MPIPMI1, api.MPIPMIx, api.MPICosched or api.MPINone; "": the agent's
 	// default, none).
 	MPI string
 	// MPILib is the directory of cosched's MPI library the agents give
@@ -217,7 +217,7 @@ func (o Options) Validate() error {
 		bad("Suspend", o.Suspend, "want signal or freezer")
 	}
 	if _, err := api.ParseMPI(o.MPI); err != nil {
-		bad("MPI", o.MPI, "want none, pmi1 or cosched")
+		bad("MPI", o.MPI, "want none, pmi1, pmix or cosched")
 	}
 	if o.StrobeFanout < 0 || o.StrobeFanout > 255 {
 		bad("StrobeFanout", o.StrobeFanout, "must be 0 (direct) to 255")

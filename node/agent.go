@@ -33,6 +33,7 @@ import (
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/pmi"
+	"github.com/cosched/cosched/pmix"
 	"github.com/cosched/cosched/strobe"
 )
 
@@ -135,7 +136,7 @@ type Config struct {
 	// executable's "bench-rank").
 	BenchRank []string
 	// MPI is the cluster's default process-management interface for jobs
-	// that do not choose one (controller; "", none, pmi1 or cosched).
+	// that do not choose one (controller; "", none, pmi1, pmix or cosched).
 	MPI string
 	// MPILib is the directory of cosched's MPI library (MPILibName) for
 	// api.MPICosched jobs; empty: lib/cosched beside the directory of the
@@ -306,8 +307,9 @@ type Agent struct {
 	controllersRemoved *prometheus.CounterVec
 	unixLn             net.Listener
 	proxies            proxies
-	pmi                *pmi.Server // MPI jobs' PMI connections
-	mpiLib             string      // where cosched's MPI library is looked for (Config.MPILib)
+	pmi                *pmi.Server  // MPI jobs' PMI connections
+	pmix               *pmix.Server // --mpi pmix jobs' helpers
+	mpiLib             string       // where cosched's MPI library is looked for (Config.MPILib)
 
 	// strobeAuth seals and opens strobes and heartbeats (nil: no key):
 	// the node's one sequence, its Follower's and, while it leads, its
@@ -465,6 +467,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
+	a.pmix = pmix.NewServer(pmix.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
 	if a.mpiLib, err = filepath.Abs(mpiLibDir(cfg.MPILib)); err != nil {
 		return nil, fmt.Errorf("node: --mpi-lib: %w", err)
 	}
@@ -871,6 +874,9 @@ func (a *Agent) closeAll() error {
 	}
 	if a.pmi != nil {
 		a.pmi.Close()
+	}
+	if a.pmix != nil {
+		a.pmix.Close()
 	}
 	if a.udp != nil {
 		a.udp.Close()

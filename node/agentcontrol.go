@@ -204,6 +204,18 @@ func (a *Agent) launch(l launch) {
 		a.mpiJobs[l.Job] = true
 		a.mu.Unlock()
 	}
+	var pmixEnv map[int][]string
+	if l.MPI == api.MPIPMIx {
+		var err error
+		if pmixEnv, err = a.pmixStart(l, user.cred, dir); err != nil {
+			// Refused at once, with the reason: no rank starts.
+			a.log.Warn("job refused", zap.Int64("job", l.Job), zap.Error(err))
+			for _, r := range l.Ranks {
+				a.report(rankExit{Job: l.Job, Rank: r.Rank, Node: a.cfg.Name, Code: 127, Err: truncate(err.Error(), maxExitText)})
+			}
+			return
+		}
+	}
 	argv := l.Argv
 	if l.Bench != nil {
 		argv = a.cfg.BenchRank
@@ -242,6 +254,7 @@ func (a *Agent) launch(l launch) {
 		}
 		spec := rank.Spec{Job: l.Job, Rank: r.Rank, Size: l.Size, Argv: argv, Env: slices.Clone(env), LogDir: dir, CPU: cpu, Stopped: shared, Cgroup: cg,
 			Credential: user.cred, Dir: user.dir}
+		spec.Env = append(spec.Env, pmixEnv[r.Rank]...)
 		pmiFile, err := a.rankLayout(l, &spec)
 		if err != nil {
 			// Not started: its exit is reported here, as the manager would.
@@ -293,6 +306,9 @@ func (a *Agent) forwardExits() {
 		m.Failure, m.Reason = a.relayFailure(m)
 		if m.Failure == "" {
 			m.Failure = a.pmi.Failure(e.Job, e.Rank, m.Code == 0 && m.Signal == "" && m.Err == "")
+		}
+		if m.Failure == "" {
+			m.Failure = a.pmix.Failure(e.Job, e.Rank, m.Code == 0 && m.Signal == "" && m.Err == "")
 		}
 		a.mu.Lock()
 		if s, ok := a.stats[rankKey{e.Job, e.Rank}]; ok {

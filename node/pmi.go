@@ -1,10 +1,12 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,6 +16,7 @@ import (
 	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/pmi"
+	"github.com/cosched/cosched/pmix"
 )
 
 // pmiBarrier carries a PMI barrier between an agent and the controller:
@@ -92,9 +95,14 @@ func (a *Agent) pmiBarrierOut(b pmiBarrier) {
 	a.mu.Unlock()
 	if b.Err != "" {
 		a.pmi.Fail(b.Job, b.Err)
+		a.pmix.Fail(b.Job, b.Err)
 		return
 	}
 	if !pending {
+		return
+	}
+	if a.pmix.Has(b.Job) {
+		a.goRun(func() { a.pmix.BarrierDone(b.Job, pmi.Barrier{Epoch: b.Epoch, Puts: b.Puts}) })
 		return
 	}
 	// Replies to ranks have write deadlines; off the control loop.
@@ -104,6 +112,7 @@ func (a *Agent) pmiBarrierOut(b pmiBarrier) {
 // pmiJobGone forgets a job whose last local rank ended.
 func (a *Agent) pmiJobGone(job int64) {
 	a.pmi.RemoveJob(job)
+	a.pmix.RemoveJob(job)
 	a.mu.Lock()
 	delete(a.pmiPending, job)
 	a.mu.Unlock()
@@ -158,4 +167,17 @@ func (c *Controller) pmiBarrierIn(m *ctl.Machine, node string, b pmiBarrier) {
 			}
 		}
 	}
+}
+
+// pmixStart starts a --mpi pmix job's helper on this node (package
+// pmix): each local rank's PMIx environment, or why the job cannot run
+// here (no helper built, the helper failed to start).
+func (a *Agent) pmixStart(l launch, cred *syscall.Credential, dir string) (map[int][]string, error) {
+	if len(l.Nodes) != l.Size {
+		return nil, fmt.Errorf("pmix: launch without the job's node list")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return a.pmix.AddJob(ctx, pmix.JobConfig{Job: l.Job, Nodes: l.Nodes, Here: a.cfg.Name,
+		Helper: filepath.Join(a.mpiLib, pmix.HelperName), Cred: cred, LogDir: dir})
 }

@@ -91,7 +91,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
 	fl.StringVar(&f.ControllerGrace, "controller-grace", f.ControllerGrace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
 	fl.StringVar(&f.DeadControllerAfter, "dead-controller-after", f.DeadControllerAfter, "controller: the leader removes from the controllers' raft group a controller whose agent gossip has not seen for this long (one at a time, never below a majority; 0: never, an operator removes it with operator raft remove-peer)")
-	fl.StringVar(&f.MPI, "mpi", f.MPI, "controller: the cluster's default process-management interface for jobs that give no --mpi: none, pmi1 or cosched (docs/mpi.md)")
+	fl.StringVar(&f.MPI, "mpi", f.MPI, "controller: the cluster's default process-management interface for jobs that give no --mpi: none, pmi1, pmix or cosched (docs/mpi.md)")
 	fl.StringVar(&f.MPILib, "mpi-lib", "", "directory of cosched's MPI library (libmpich.so.12) for --mpi cosched jobs (default: lib/cosched beside the agent's bin directory, where make build puts it; docs/mpi.md)")
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "console or json")

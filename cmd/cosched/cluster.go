@@ -113,7 +113,7 @@ func newClusterUpCmd() *cobra.Command {
 	fl.DurationVar(&f.opts.Timeout, "timeout", f.opts.Timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
 	fl.StringVar(&f.opts.Suspend, "suspend", api.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
-	fl.StringVar(&f.opts.MPI, "mpi", "", "process-management interface of jobs that name none (submit --mpi): pmi1 (MPICH programs on MPICH), cosched (MPICH programs on cosched's MPI library; docs/mpi.md) or none (the default)")
+	fl.StringVar(&f.opts.MPI, "mpi", "", "process-management interface of jobs that name none (submit --mpi): pmi1 (MPICH programs on MPICH), pmix (Open MPI programs), cosched (MPICH programs on cosched's MPI library; docs/mpi.md) or none (the default)")
 	return cmd
 }
 

@@ -60,7 +60,7 @@ func newSubmitCmd() *cobra.Command {
 	fl.IntVar(&spec.BenchIterations, "iterations", 0, "benchmark: iterations")
 	fl.StringVar(&spec.BenchWork, "work", "cpu", "benchmark: compute by burning CPU (cpu) or by waiting (wall, for more agents than cores)")
 	fl.Uint64Var(&spec.BenchSeed, "seed", 0, "benchmark: seed of the compute-time draws (default: the job id)")
-	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI), cosched (MPICH programs run on cosched's MPI library, every message through the agents' relays: buffer-coscheduled under bcs) or none (default: the cluster's; docs/mpi.md)")
+	fl.StringVar(&spec.MPI, "mpi", "", "process-management interface for an MPI program, as srun's --mpi: pmi1 (MPICH's simple PMI), pmix (PMIx, for Open MPI programs), cosched (MPICH programs run on cosched's MPI library, every message through the agents' relays: buffer-coscheduled under bcs) or none (default: the cluster's; docs/mpi.md)")
 	fl.StringVar(&f.sub.Export, "export", "NONE", "environment the ranks get, as sbatch's --export: NONE (a clean one), ALL (this shell's), or NAME[=VALUE],… optionally after ALL or NONE (docs/security.md)")
 	fl.BoolVar(&f.parsable, "parsable", false, "print only the job id")
 	fl.StringVarP(&f.chdir, "chdir", "D", "", "the ranks' working directory, on every node, where a relative COMMAND is found (default: this directory)")

@@ -1,0 +1,228 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/pmix"
+	"github.com/cosched/cosched/sharing"
+)
+
+// pmixKit builds cosched's PMIx helper (pmix/build.sh) into a library
+// directory for the agents and the Open MPI check program
+// (pmix/testdata/check.c) with Open MPI's mpicc, or skips the test
+// without them (.ci/run installs openmpi-bin, libopenmpi-dev and
+// libpmix-dev).
+func pmixKit(t testing.TB) (lib, check string) {
+	t.Helper()
+	if _, err := exec.LookPath("mpicc.openmpi"); err != nil {
+		t.Skip("no mpicc.openmpi: apt-get install openmpi-bin libopenmpi-dev libpmix-dev (.ci/run does)")
+	}
+	dir := t.TempDir()
+	lib = filepath.Join(dir, "lib")
+	out, err := exec.Command("sh", filepath.Join("..", "pmix", "build.sh"), lib).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
+		t.Skipf("PMIx helper not built: %s", out)
+	}
+	if err != nil {
+		t.Fatalf("pmix/build.sh: %v\n%s", err, out)
+	}
+	check = filepath.Join(dir, "check")
+	if out, err := exec.Command("mpicc.openmpi", "-O2", "-o", check, filepath.Join("..", "pmix", "testdata", "check.c")).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc.openmpi: %v\n%s", err, out)
+	}
+	return lib, check
+}
+
+func pmixCluster(t *testing.T, lib string, o clusterOpts) *testCluster {
+	o.configure = func(cfg *node.Config) { cfg.MPILib = lib }
+	return startCluster(t, o)
+}
+
+// checkRanks asserts every rank of a completed Open MPI check job said
+// it passed, knowing its rank and the job's size.
+func checkRanks(t *testing.T, c *testCluster, id int64, j api.Job) {
+	t.Helper()
+	for _, r := range j.Ranks {
+		out := c.rankOutput(id, r.Rank)
+		if want := fmt.Sprintf("OK rank %d of %d", r.Rank, len(j.Ranks)); r.Code != 0 || !strings.Contains(out, want) {
+			t.Errorf("job %d rank %d on %s: %+v, output %q, want %q", id, r.Rank, r.Node, r, out, want)
+		}
+	}
+}
+
+// An Open MPI program (point-to-point, collectives, a communicator split,
+// each checked by the program) completes as a --mpi pmix job over two
+// agents in space mode, and as two copies at MPL 2 in gang mode.
+func TestOpenMPIJobSpaceAndGang(t *testing.T) {
+	lib, check := pmixKit(t)
+	t.Run("space", func(t *testing.T) {
+		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
+		id := c.submit(api.JobSpec{Command: []string{check}, Processors: 4, MPI: api.MPIPMIx})
+		checkRanks(t, c, id, c.waitState(id, api.Completed, 60*time.Second))
+		c.waitGone(id)
+	})
+	t.Run("gang", func(t *testing.T) {
+		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
+		a := c.submit(api.JobSpec{Command: []string{check, "loop", "200"}, Processors: 2, MPI: api.MPIPMIx})
+		b := c.submit(api.JobSpec{Command: []string{check, "loop", "200"}, Processors: 2, MPI: api.MPIPMIx})
+		checkRanks(t, c, a, c.waitState(a, api.Completed, 90*time.Second))
+		checkRanks(t, c, b, c.waitState(b, api.Completed, 90*time.Second))
+		c.waitGone(a)
+		c.waitGone(b)
+	})
+}
+
+// A rank's MPI_Abort fails the job with the rank and the code; no
+// process is left. A rank that ends without MPI_Finalize fails its job
+// too.
+func TestOpenMPIAbortAndNoFinalize(t *testing.T) {
+	lib, check := pmixKit(t)
+	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Command: []string{check, "abort", "2", "5"}, Processors: 3, MPI: api.MPIPMIx})
+	j := c.waitState(id, api.Failed, 60*time.Second)
+	if !strings.Contains(j.Reason, "rank 2 called MPI_Abort") || !strings.Contains(j.Reason, "exit code 5") {
+		t.Errorf("reason %q, want rank 2's abort and its code", j.Reason)
+	}
+	t.Logf("abort: %s", j.Reason)
+	c.waitGone(id)
+
+	id = c.submit(api.JobSpec{Command: []string{check, "nofinal"}, Processors: 2, MPI: api.MPIPMIx})
+	j = c.waitState(id, api.Failed, 60*time.Second)
+	if !strings.Contains(j.Reason, "without PMIx_Finalize") {
+		t.Errorf("reason %q, want a rank that ended without finalizing", j.Reason)
+	}
+	t.Logf("no finalize: %s", j.Reason)
+	c.waitGone(id)
+}
+
+// Cancelling a running Open MPI job under gang leaves no process: no
+// rank, no helper.
+func TestOpenMPICancel(t *testing.T) {
+	lib, check := pmixKit(t)
+	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
+	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx})
+	c.waitState(id, api.Running, 20*time.Second)
+	c.waitExec(id, 2, "check")
+	if err := c.client.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	c.waitState(id, api.Cancelled, 20*time.Second)
+	c.waitGone(id)
+	waitNoHelper(t, id)
+}
+
+// waitNoHelper waits until no helper of the job runs (the helpers are
+// the agents' children, outside the job's ranks).
+func waitNoHelper(t *testing.T, id int64) {
+	t.Helper()
+	ns := pmix.Nspace(id)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := helperPIDs(ns)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("helpers of %s still running: %v", ns, left)
+		}
+	}
+}
+
+// helperPIDs lists the processes of this test's helpers serving nspace.
+func helperPIDs(nspace string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 2 && filepath.Base(args[0]) == pmix.HelperName && args[1] == nspace && os.Getppid() != pid {
+			if ppid(pid) == os.Getpid() {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	var state string
+	var pp int
+	fmt.Sscan(s[i+2:], &state, &pp)
+	return pp
+}
+
+// A hostile client on a job's PMIx socket (garbage, then a flood) never
+// takes the agent down: the job ends or runs on, and the agents run the
+// next job.
+func TestOpenMPIHostileClient(t *testing.T) {
+	lib, check := pmixKit(t)
+	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx})
+	pids := c.waitExec(id, 2, "check")
+	// The server's address is in the rank's environment.
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`PMIX_SERVER_URI4=[^;]*;tcp4://([0-9.]+:[0-9]+)`).FindSubmatch(env)
+	if m == nil {
+		t.Fatalf("no PMIx server address in the rank's environment")
+	}
+	for _, payload := range [][]byte{
+		[]byte("garbage\n"),
+		append([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, make([]byte, 4096)...),
+		make([]byte, 1<<20),
+	} {
+		conn, err := net.DialTimeout("tcp", string(m[1]), 5*time.Second)
+		if err != nil {
+			break // the helper may have gone with the job
+		}
+		conn.SetDeadline(time.Now().Add(3 * time.Second))
+		conn.Write(payload)
+		buf := make([]byte, 256)
+		conn.Read(buf)
+		conn.Close()
+	}
+	if err := c.client.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	var j api.Job
+	eventually(t, 20*time.Second, func() error {
+		var err error
+		if j, err = c.client.Job(context.Background(), id); err != nil {
+			return err
+		}
+		if j.State != api.Cancelled && j.State != api.Failed {
+			return fmt.Errorf("job %d is %s", id, j.State)
+		}
+		return nil
+	})
+	t.Logf("job after the hostile client: %s %s", j.State, j.Reason)
+	c.waitGone(id)
+	// The agents are alive and serve the next job.
+	id = c.submit(api.JobSpec{Command: []string{check}, Processors: 2, MPI: api.MPIPMIx})
+	checkRanks(t, c, id, c.waitState(id, api.Completed, 60*time.Second))
+}
