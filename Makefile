@@ -8,10 +8,13 @@ all: build
 # bin/cosched, and beside it lib/cosched/libmpich.so.12 (and libmpi.so.12):
 # cosched's MPI library for --mpi cosched (mpi/build.sh; needs gcc and
 # MPICH's mpi.h, else it says so and is skipped: the agent then fails
-# --mpi cosched jobs naming where it looked).
+# --mpi cosched jobs naming where it looked); and lib/cosched/cosched-pmix,
+# the PMIx helper for --mpi pmix (pmix/build.sh; needs libpmix-dev, else
+# skipped the same way).
 build:
 	$(GO) build -o bin/cosched ./cmd/cosched
 	sh mpi/build.sh lib/cosched || [ $$? -eq 3 ]
+	sh pmix/build.sh lib/cosched || [ $$? -eq 3 ]
 
 # All tests, with the race detector. Tests that read ../shared (real traces,
 # scheduling oracles) skip with a message when it is absent.

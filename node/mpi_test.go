@@ -23,7 +23,12 @@ import (
 // skips the test.
 func mpiProgram(t testing.TB, name string) string {
 	t.Helper()
-	cc, err := exec.LookPath("mpicc")
+	// MPICH's own wrapper by name: with Open MPI installed too, "mpicc" is
+	// whichever the alternatives pick.
+	cc, err := exec.LookPath("mpicc.mpich")
+	if err != nil {
+		cc, err = exec.LookPath("mpicc")
+	}
 	if err != nil {
 		t.Skip("mpicc not found: install Debian's mpich and libmpich-dev (.ci/run does)")
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/mpi/mpibuild"
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
@@ -50,7 +51,7 @@ func buildMPIKit(ctx context.Context, dir string) (kit *mpiLibKit, skip string, 
 	if _, err := os.Stat(script); err != nil {
 		return nil, "cosched's MPI library is not in this tree (" + script + ")", nil
 	}
-	if _, err := exec.LookPath("mpicc"); err != nil {
+	if _, err := exec.LookPath(mpibuild.MPICC()); err != nil {
 		return nil, "mpicc not found: install Debian's mpich and libmpich-dev (.ci/run does)", nil
 	}
 	kit = &mpiLibKit{LibDir: filepath.Join(dir, "lib"), binDir: filepath.Join(dir, "bin"), progs: map[string]string{}}
@@ -77,7 +78,7 @@ func (k *mpiLibKit) program(ctx context.Context, src string) (string, error) {
 		return p, nil
 	}
 	out := filepath.Join(k.binDir, fmt.Sprintf("%s-%d", strings.TrimSuffix(filepath.Base(src), ".c"), len(k.progs)))
-	if b, err := exec.CommandContext(ctx, "mpicc", "-O2", "-o", out, filepath.Join(repoRoot, src), "-lm").CombinedOutput(); err != nil {
+	if b, err := exec.CommandContext(ctx, mpibuild.MPICC(), "-O2", "-o", out, filepath.Join(repoRoot, src), "-lm").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("mpicc %s: %v\n%s", src, err, b)
 	}
 	k.progs[src] = out

@@ -196,6 +196,7 @@ func (s *Server) fence(id int64, data []byte) {
 	}
 	b := pmi.Barrier{Epoch: j.epoch, Puts: map[string]string{keyPrefix + j.cfg.Here: base64.StdEncoding.EncodeToString(data)}}
 	s.mu.Unlock()
+	s.log.Debug("PMIx fence in", zap.Int64("job", id), zap.Uint64("epoch", b.Epoch), zap.Int("bytes", len(data)))
 	s.hooks.Barrier(id, b)
 }
 
@@ -209,6 +210,7 @@ func (s *Server) BarrierDone(id int64, b pmi.Barrier) {
 		return
 	}
 	j.epoch++
+	s.log.Debug("PMIx fence out", zap.Int64("job", id), zap.Uint64("epoch", b.Epoch))
 	h := j.h
 	s.mu.Unlock()
 	keys := make([]string, 0, len(b.Puts))

@@ -268,7 +268,12 @@ func TestSubmitBenchAndNodesStats(t *testing.T) {
 // MPICH program submitted without --mpi runs, every rank knowing its rank
 // and the job's size.
 func TestClusterUpMPIDefault(t *testing.T) {
-	cc, err := exec.LookPath("mpicc")
+	// MPICH's own wrapper by name: with Open MPI installed too, "mpicc" is
+	// whichever the alternatives pick.
+	cc, err := exec.LookPath("mpicc.mpich")
+	if err != nil {
+		cc, err = exec.LookPath("mpicc")
+	}
 	if err != nil {
 		t.Skip("mpicc not found: install Debian's mpich and libmpich-dev (.ci/run does)")
 	}

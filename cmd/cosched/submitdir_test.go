@@ -89,7 +89,11 @@ func TestSubmitDirWaitAndShow(t *testing.T) {
 
 	// An MPICH program of several ranks without PMI is refused at its
 	// launch, saying what to do, instead of hanging to its limit.
-	if cc, err := exec.LookPath("mpicc"); err == nil {
+	cc, err := exec.LookPath("mpicc.mpich") // MPICH's, whatever the alternatives pick
+	if err != nil {
+		cc, err = exec.LookPath("mpicc")
+	}
+	if err == nil {
 		if b, err := exec.Command(cc, "-O2", "-o", filepath.Join(work, "ring"), filepath.Join("..", "..", "pmi", "testdata", "ring.c")).CombinedOutput(); err != nil {
 			t.Fatalf("mpicc: %v\n%s", err, b)
 		}

@@ -57,9 +57,19 @@ func Root() (string, error) {
 	}
 }
 
+// MPICC is MPICH's compiler wrapper: mpicc.mpich when installed (with
+// Open MPI installed too, plain mpicc is whichever the alternatives
+// pick), else mpicc.
+func MPICC() string {
+	if _, err := exec.LookPath("mpicc.mpich"); err == nil {
+		return "mpicc.mpich"
+	}
+	return "mpicc"
+}
+
 // Check says whether gcc and mpicc are installed.
 func Check() error {
-	for _, tool := range []string{"gcc", "mpicc"} {
+	for _, tool := range []string{"gcc", MPICC()} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%w: no %s (apt-get install mpich libmpich-dev)", ErrUnavailable, tool)
 		}
@@ -122,7 +132,7 @@ func (k *Kit) Program(ctx context.Context, src string, extra ...string) (string,
 	out := filepath.Join(k.BinDir, fmt.Sprintf("%s-%d", name, len(k.progs)))
 	args := append([]string{"-O2", "-o", out, src}, extra...)
 	args = append(args, "-lm")
-	cmd := exec.CommandContext(ctx, "mpicc", args...)
+	cmd := exec.CommandContext(ctx, MPICC(), args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("mpibuild: mpicc %s: %w\n%s", src, err, b)
 	}
