@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosched/cosched/mpi/mpibuild"
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/mpi/mpibuild"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
