@@ -44,6 +44,13 @@ func pmixKit(t testing.TB) (lib, check string) {
 	return lib, check
 }
 
+// ompiEnv tells Open MPI's ranks to yield the processor while they wait:
+// the test agents share the machine's two cores, so ranks of one job
+// share a core, and a rank spinning for its peer's message holds that
+// core for its whole time slice (as in production with more ranks than
+// processors; cosched gives each rank its own).
+var ompiEnv = []string{"OMPI_MCA_mpi_yield_when_idle=1"}
+
 func pmixCluster(t *testing.T, lib string, o clusterOpts) *testCluster {
 	o.configure = func(cfg *node.Config) { cfg.MPILib = lib }
 	return startCluster(t, o)
@@ -58,6 +65,7 @@ func checkRanks(t *testing.T, c *testCluster, id int64, j api.Job) {
 		if want := fmt.Sprintf("OK rank %d of %d", r.Rank, len(j.Ranks)); r.Code != 0 || !strings.Contains(out, want) {
 			t.Errorf("job %d rank %d on %s: %+v, output %q, want %q", id, r.Rank, r.Node, r, out, want)
 		}
+		t.Logf("job %d: %s", id, strings.TrimSpace(out))
 	}
 }
 
@@ -68,14 +76,14 @@ func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 	lib, check := pmixKit(t)
 	t.Run("space", func(t *testing.T) {
 		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
-		id := c.submit(api.JobSpec{Command: []string{check}, Processors: 4, MPI: api.MPIPMIx})
+		id := c.submit(api.JobSpec{Command: []string{check}, Processors: 4, MPI: api.MPIPMIx, Env: ompiEnv})
 		checkRanks(t, c, id, c.waitState(id, api.Completed, 90*time.Second))
 		c.waitGone(id)
 	})
 	t.Run("gang", func(t *testing.T) {
 		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
-		a := c.submit(api.JobSpec{Command: []string{check, "loop", "20"}, Processors: 2, MPI: api.MPIPMIx})
-		b := c.submit(api.JobSpec{Command: []string{check, "loop", "20"}, Processors: 2, MPI: api.MPIPMIx})
+		a := c.submit(api.JobSpec{Command: []string{check, "loop", "20"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
+		b := c.submit(api.JobSpec{Command: []string{check, "loop", "20"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 		checkRanks(t, c, a, c.waitState(a, api.Completed, 2*time.Minute))
 		checkRanks(t, c, b, c.waitState(b, api.Completed, 2*time.Minute))
 		c.waitGone(a)
@@ -89,7 +97,7 @@ func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 func TestOpenMPIAbortAndNoFinalize(t *testing.T) {
 	lib, check := pmixKit(t)
 	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
-	id := c.submit(api.JobSpec{Command: []string{check, "abort", "2", "5"}, Processors: 3, MPI: api.MPIPMIx})
+	id := c.submit(api.JobSpec{Command: []string{check, "abort", "2", "5"}, Processors: 3, MPI: api.MPIPMIx, Env: ompiEnv})
 	j := c.waitState(id, api.Failed, 60*time.Second)
 	if !strings.Contains(j.Reason, "rank 2 called MPI_Abort") || !strings.Contains(j.Reason, "exit code 5") {
 		t.Errorf("reason %q, want rank 2's abort and its code", j.Reason)
@@ -97,7 +105,7 @@ func TestOpenMPIAbortAndNoFinalize(t *testing.T) {
 	t.Logf("abort: %s", j.Reason)
 	c.waitGone(id)
 
-	id = c.submit(api.JobSpec{Command: []string{check, "nofinal"}, Processors: 2, MPI: api.MPIPMIx})
+	id = c.submit(api.JobSpec{Command: []string{check, "nofinal"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 	j = c.waitState(id, api.Failed, 60*time.Second)
 	if !strings.Contains(j.Reason, "without PMIx_Finalize") {
 		t.Errorf("reason %q, want a rank that ended without finalizing", j.Reason)
@@ -111,7 +119,7 @@ func TestOpenMPIAbortAndNoFinalize(t *testing.T) {
 func TestOpenMPICancel(t *testing.T) {
 	lib, check := pmixKit(t)
 	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
-	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx})
+	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 	c.waitState(id, api.Running, 20*time.Second)
 	c.waitExec(id, 2, "check")
 	if err := c.client.Cancel(context.Background(), id); err != nil {
@@ -180,7 +188,7 @@ func ppid(pid int) int {
 func TestOpenMPIHostileClient(t *testing.T) {
 	lib, check := pmixKit(t)
 	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Space})
-	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx})
+	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 	pids := c.waitExec(id, 2, "check")
 	// The server's address is in the rank's environment.
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pids[0]))
@@ -223,6 +231,6 @@ func TestOpenMPIHostileClient(t *testing.T) {
 	t.Logf("job after the hostile client: %s %s", j.State, j.Reason)
 	c.waitGone(id)
 	// The agents are alive and serve the next job.
-	id = c.submit(api.JobSpec{Command: []string{check}, Processors: 2, MPI: api.MPIPMIx})
+	id = c.submit(api.JobSpec{Command: []string{check}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 	checkRanks(t, c, id, c.waitState(id, api.Completed, 60*time.Second))
 }

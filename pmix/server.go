@@ -154,6 +154,7 @@ func (s *Server) start(ctx context.Context, j *job) (map[int][]string, error) {
 	s.mu.Lock()
 	j.h = h
 	s.mu.Unlock()
+	s.log.Debug("PMIx helper ready", zap.Int64("job", id))
 	for r, e := range env {
 		env[r] = append(e, OpenMPIEnv(dir)...)
 	}

@@ -145,6 +145,7 @@ func waitAll(t *testing.T, procs []*rankProc) {
 		if os.Getenv("PMIX_DEBUG_WAIT") != "" {
 			t.Logf("rank %d: %s", r, p.out.String())
 		}
+		t.Logf("rank %d: %s", r, strings.TrimSpace(p.out.String()))
 		if want := fmt.Sprintf("OK rank %d of %d", r, len(procs)); !strings.Contains(p.out.String(), want) {
 			t.Fatalf("rank %d: no OK\n%s", r, p.out.String())
 		}

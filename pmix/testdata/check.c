@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int rank, size;
@@ -105,9 +106,18 @@ static void checks(int iter)
 	MPI_Comm_free(&half);
 }
 
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 int main(int argc, char **argv)
 {
+	double t0 = now();
 	MPI_Init(&argc, &argv);
+	double t1 = now();
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -117,10 +127,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		checks(i);
 	if (strcmp(mode, "abort") == 0 && argc > 3 && rank == atoi(argv[2]))
-		fprintf(stderr, "rank %d aborting\n", rank), MPI_Abort(MPI_COMM_WORLD, atoi(argv[3]));
+		MPI_Abort(MPI_COMM_WORLD, atoi(argv[3]));
 	if (strcmp(mode, "abort") == 0)
 		sleep(600);
-	printf("OK rank %d of %d\n", rank, size);
+	double t2 = now();
+	printf("OK rank %d of %d (MPI_Init %.2f s, checks %.2f s)\n", rank, size, t1 - t0, t2 - t1);
 	fflush(stdout);
 	if (strcmp(mode, "nofinal") == 0)
 		return 0;
