@@ -132,7 +132,21 @@ func TestMPIGangRowsNeverTogether(t *testing.T) {
 	c := startCluster(t, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
 	a := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
 	b := c.submit(api.JobSpec{Command: []string{prog, "100000000"}, Processors: 2, MPI: api.MPIPMI1})
-	pa, pb := c.waitExec(a, 2, "ring"), c.waitExec(b, 2, "ring")
+	rowsNeverTogether(t, c.waitExec(a, 2, "ring"), c.waitExec(b, 2, "ring"))
+	for _, id := range []int64{a, b} {
+		if err := c.client.Cancel(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitGone(a)
+	c.waitGone(b)
+}
+
+// rowsNeverTogether samples /proc for 2 s: on each node the ranks of job
+// a (pids pa) and job b (pb), in two gang rows, must never execute
+// together, and each must execute at some point.
+func rowsNeverTogether(t *testing.T, pa, pb []int) {
+	t.Helper()
 	byNode := map[string][2]int{}
 	for i, pids := range [][]int{pa, pb} {
 		for _, p := range pids {
@@ -190,13 +204,6 @@ func TestMPIGangRowsNeverTogether(t *testing.T) {
 		}
 	}
 	t.Logf("samples: %v", seen)
-	for _, id := range []int64{a, b} {
-		if err := c.client.Cancel(context.Background(), id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.waitGone(a)
-	c.waitGone(b)
 }
 
 // A PMI barrier survives a control connection that breaks around it: the

@@ -71,7 +71,8 @@ func checkRanks(t *testing.T, c *testCluster, id int64, j api.Job) {
 
 // An Open MPI program (point-to-point, collectives, a communicator split,
 // each checked by the program) completes as a --mpi pmix job over two
-// agents in space mode, and as two copies at MPL 2 in gang mode.
+// agents in space mode, and as two copies at MPL 2 in gang mode, whose
+// ranks never run together.
 func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 	lib, check := pmixKit(t)
 	t.Run("space", func(t *testing.T) {
@@ -81,13 +82,26 @@ func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 		c.waitGone(id)
 	})
 	t.Run("gang", func(t *testing.T) {
-		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
+		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
 		a := c.submit(api.JobSpec{Command: []string{check, "loop", "20"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 		b := c.submit(api.JobSpec{Command: []string{check, "loop", "20"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 		checkRanks(t, c, a, c.waitState(a, api.Completed, 2*time.Minute))
 		checkRanks(t, c, b, c.waitState(b, api.Completed, 2*time.Minute))
 		c.waitGone(a)
 		c.waitGone(b)
+		// Two long copies: their ranks never run together.
+		a = c.submit(api.JobSpec{Command: []string{check, "loop", "100000000"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
+		b = c.submit(api.JobSpec{Command: []string{check, "loop", "100000000"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
+		rowsNeverTogether(t, c.waitExec(a, 2, "check"), c.waitExec(b, 2, "check"))
+		for _, id := range []int64{a, b} {
+			if err := c.client.Cancel(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.waitGone(a)
+		c.waitGone(b)
+		waitNoHelper(t, a)
+		waitNoHelper(t, b)
 	})
 }
 
@@ -208,7 +222,7 @@ func TestOpenMPIHostileClient(t *testing.T) {
 		if err != nil {
 			break // the helper may have gone with the job
 		}
-		conn.SetDeadline(time.Now().Add(3 * time.Second))
+		conn.SetDeadline(time.Now().Add(time.Second))
 		conn.Write(payload)
 		buf := make([]byte, 256)
 		conn.Read(buf)
@@ -233,4 +247,86 @@ func TestOpenMPIHostileClient(t *testing.T) {
 	// The agents are alive and serve the next job.
 	id = c.submit(api.JobSpec{Command: []string{check}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
 	checkRanks(t, c, id, c.waitState(id, api.Completed, 60*time.Second))
+}
+
+// HPC Challenge (Debian's hpcc, built against Open MPI: HPL, DGEMM,
+// STREAM, PTRANS, RandomAccess, FFT, latency and bandwidth), a real
+// package no one here wrote, runs unmodified as a --mpi pmix job over two
+// agents with a tiny input and passes its own checks. Opt-in
+// (COSCHED_TEST_HPCC=1): its latency and bandwidth section runs timed
+// loops of ~30 s whatever the input, more than the suite's budget.
+func TestOpenMPIHPCC(t *testing.T) {
+	if os.Getenv("COSCHED_TEST_HPCC") == "" {
+		t.Skip("set COSCHED_TEST_HPCC=1 to run HPC Challenge (about a minute, more on a loaded machine)")
+	}
+	lib, _ := pmixKit(t)
+	hpcc, err := exec.LookPath("hpcc")
+	if err != nil {
+		t.Skip("no hpcc: apt-get install hpcc")
+	}
+	work := t.TempDir()
+	// HPL of order 200 on a 1×2 grid; HPCC sizes its other kernels from it.
+	in := `HPLinpack benchmark input file
+cosched test
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+1            # of problems sizes (N)
+200          Ns
+1            # of NBs
+40           NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+1            # of process grids (P x Q)
+1            Ps
+2            Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+2            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+##### This line (no. 32) is ignored (it serves as a separator). ######
+0                      		Number of additional problem sizes for PTRANS
+1200 10000 30000        	values of N
+0                       	number of additional blocking sizes for PTRANS
+40 9 8 13 13 20 16 32 64       	values of NB
+`
+	if err := os.WriteFile(filepath.Join(work, "hpccinf.txt"), []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Command: []string{hpcc}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv, Dir: work,
+		TimeLimit: api.Duration{D: 3 * time.Minute}})
+	j := c.waitState(id, api.Completed, 3*time.Minute)
+	out, err := os.ReadFile(filepath.Join(work, "hpccoutf.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CommWorldProcs=2", "HPL_Tflops=", "End of HPC Challenge tests"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("hpccoutf.txt lacks %q", want)
+		}
+	}
+	if strings.Contains(string(out), "FAILED") {
+		t.Errorf("hpcc reports a failed check")
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "HPL_Tflops=") || strings.HasPrefix(line, "PTRANS_GBs=") || strings.HasPrefix(line, "MPIRandomAccess_GUPs=") {
+			t.Logf("%s", line)
+		}
+	}
+	t.Logf("job %d: %s in %v", id, j.State, j.Elapsed.D)
+	c.waitGone(id)
 }
