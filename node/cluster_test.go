@@ -57,6 +57,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	code := m.Run()
 	removeMPIKit()
+	removePMIxKit()
 	os.Exit(code)
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,15 @@ import (
 	"github.com/cosched/cosched/sharing"
 )
 
+// sharedPMIx is what pmixKit builds, once for the package's tests;
+// TestMain removes its directory.
+var sharedPMIx struct {
+	once            sync.Once
+	dir, lib, check string
+	skip            string
+	err             error
+}
+
 // pmixKit builds cosched's PMIx helper (pmix/build.sh) into a library
 // directory for the agents and the Open MPI check program
 // (pmix/testdata/check.c) with Open MPI's mpicc, or skips the test
@@ -25,23 +35,44 @@ import (
 // libpmix-dev).
 func pmixKit(t testing.TB) (lib, check string) {
 	t.Helper()
-	if _, err := exec.LookPath("mpicc.openmpi"); err != nil {
-		t.Skip("no mpicc.openmpi: apt-get install openmpi-bin libopenmpi-dev libpmix-dev (.ci/run does)")
+	k := &sharedPMIx
+	k.once.Do(func() {
+		if _, err := exec.LookPath("mpicc.openmpi"); err != nil {
+			k.skip = "no mpicc.openmpi: apt-get install openmpi-bin libopenmpi-dev libpmix-dev (.ci/run does)"
+			return
+		}
+		if k.dir, k.err = os.MkdirTemp("", "cosched-node-pmix"); k.err != nil {
+			return
+		}
+		k.lib = filepath.Join(k.dir, "lib")
+		out, err := exec.Command("sh", filepath.Join("..", "pmix", "build.sh"), k.lib).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
+			k.skip = "PMIx helper not built: " + strings.TrimSpace(string(out))
+			return
+		}
+		if err != nil {
+			k.err = fmt.Errorf("pmix/build.sh: %v\n%s", err, out)
+			return
+		}
+		k.check = filepath.Join(k.dir, "check")
+		if out, err := exec.Command("mpicc.openmpi", "-O2", "-o", k.check, filepath.Join("..", "pmix", "testdata", "check.c")).CombinedOutput(); err != nil {
+			k.err = fmt.Errorf("mpicc.openmpi: %v\n%s", err, out)
+		}
+	})
+	switch {
+	case k.err != nil:
+		t.Fatal(k.err)
+	case k.skip != "":
+		t.Skip(k.skip)
 	}
-	dir := t.TempDir()
-	lib = filepath.Join(dir, "lib")
-	out, err := exec.Command("sh", filepath.Join("..", "pmix", "build.sh"), lib).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
-		t.Skipf("PMIx helper not built: %s", out)
+	return k.lib, k.check
+}
+
+// removePMIxKit removes what pmixKit built.
+func removePMIxKit() {
+	if sharedPMIx.dir != "" {
+		os.RemoveAll(sharedPMIx.dir)
 	}
-	if err != nil {
-		t.Fatalf("pmix/build.sh: %v\n%s", err, out)
-	}
-	check = filepath.Join(dir, "check")
-	if out, err := exec.Command("mpicc.openmpi", "-O2", "-o", check, filepath.Join("..", "pmix", "testdata", "check.c")).CombinedOutput(); err != nil {
-		t.Fatalf("mpicc.openmpi: %v\n%s", err, out)
-	}
-	return lib, check
 }
 
 // ompiEnv tells Open MPI's ranks to yield the processor while they wait:
@@ -134,12 +165,12 @@ func TestOpenMPICancel(t *testing.T) {
 	lib, check := pmixKit(t)
 	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 30 * time.Millisecond})
 	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
-	c.waitState(id, api.Running, 20*time.Second)
+	c.waitState(id, api.Running, 60*time.Second)
 	c.waitExec(id, 2, "check")
 	if err := c.client.Cancel(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	c.waitState(id, api.Cancelled, 20*time.Second)
+	c.waitState(id, api.Cancelled, 60*time.Second)
 	c.waitGone(id)
 	waitNoHelper(t, id)
 }
@@ -232,7 +263,7 @@ func TestOpenMPIHostileClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	var j api.Job
-	eventually(t, 20*time.Second, func() error {
+	eventually(t, 60*time.Second, func() error {
 		var err error
 		if j, err = c.client.Job(context.Background(), id); err != nil {
 			return err

@@ -243,7 +243,7 @@ func (s *Server) abort(id int64, rank, code int, msg string) {
 		return
 	}
 	reason := fmt.Sprintf("rank %d called MPI_Abort/PMIx_Abort (exit code %d)", rank, code)
-	if msg = strings.TrimSpace(msg); msg != "" {
+	if msg = strings.TrimSpace(msg); msg != "" && msg != "N/A" { // Open MPI 4.1 passes N/A
 		reason += ": " + truncate(msg, 512)
 	}
 	first := j.failure == ""

@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -225,6 +226,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: cosched-pmix NSPACE TMPDIR UID GID NODE NODE-OF-RANK-0 ...\n");
 		return 2;
 	}
+	/* An agent at a real-time policy passes it on to its children: the
+	 * library's threads, born from this one, must not run at it. */
+	struct sched_param sp = {0};
+	sched_setscheduler(0, SCHED_OTHER, &sp);
 	signal(SIGPIPE, SIG_IGN);
 	prctl(PR_SET_PDEATHSIG, SIGKILL); /* the agent's death ends the job's server */
 	snprintf(nspace, sizeof nspace, "%s", argv[1]);
