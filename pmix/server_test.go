@@ -16,29 +16,60 @@ import (
 	"github.com/cosched/cosched/pmi"
 )
 
-// built compiles the helper (build.sh) and the Open MPI check program
-// once per test binary run, skipping without gcc, libpmix-dev or Open
-// MPI's mpicc (.ci/run installs them).
+// kit is what built makes, once per test binary run; TestMain removes
+// its directory.
+var kit struct {
+	once               sync.Once
+	dir, helper, check string
+	skip               string
+	err                error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if kit.dir != "" {
+		os.RemoveAll(kit.dir)
+	}
+	os.Exit(code)
+}
+
+// built compiles the helper (build.sh) and the Open MPI check program,
+// skipping without gcc, libpmix-dev or Open MPI's mpicc (.ci/run
+// installs them).
 func built(t *testing.T) (helper, check string) {
 	t.Helper()
-	if _, err := exec.LookPath("mpicc.openmpi"); err != nil {
-		t.Skip("no mpicc.openmpi (apt-get install openmpi-bin libopenmpi-dev libpmix-dev)")
+	kit.once.Do(func() {
+		if _, err := exec.LookPath("mpicc.openmpi"); err != nil {
+			kit.skip = "no mpicc.openmpi (apt-get install openmpi-bin libopenmpi-dev libpmix-dev)"
+			return
+		}
+		if kit.dir, kit.err = os.MkdirTemp("", "cosched-pmix-test"); kit.err != nil {
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		here := filepath.Dir(file)
+		out, err := exec.Command("sh", filepath.Join(here, "build.sh"), kit.dir).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
+			kit.skip = "PMIx helper not built: " + strings.TrimSpace(string(out))
+			return
+		}
+		if err != nil {
+			kit.err = fmt.Errorf("build.sh: %v\n%s", err, out)
+			return
+		}
+		kit.helper = filepath.Join(kit.dir, HelperName)
+		kit.check = filepath.Join(kit.dir, "check")
+		if out, err := exec.Command("mpicc.openmpi", "-O2", "-o", kit.check, filepath.Join(here, "testdata", "check.c")).CombinedOutput(); err != nil {
+			kit.err = fmt.Errorf("mpicc.openmpi: %v\n%s", err, out)
+		}
+	})
+	switch {
+	case kit.err != nil:
+		t.Fatal(kit.err)
+	case kit.skip != "":
+		t.Skip(kit.skip)
 	}
-	dir := t.TempDir()
-	_, file, _, _ := runtime.Caller(0)
-	here := filepath.Dir(file)
-	out, err := exec.Command("sh", filepath.Join(here, "build.sh"), dir).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
-		t.Skipf("PMIx helper not built: %s", out)
-	}
-	if err != nil {
-		t.Fatalf("build.sh: %v\n%s", err, out)
-	}
-	check = filepath.Join(dir, "check")
-	if out, err := exec.Command("mpicc.openmpi", "-O2", "-o", check, filepath.Join(here, "testdata", "check.c")).CombinedOutput(); err != nil {
-		t.Fatalf("mpicc.openmpi: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, HelperName), check
+	return kit.helper, kit.check
 }
 
 // cluster is a job's servers on several "nodes" in one process, with the
@@ -106,9 +137,6 @@ func (c *cluster) run(t *testing.T, helperPath, check string, nodes []string, ar
 			if env[r] == nil {
 				t.Fatalf("no environment for rank %d on %s", r, n)
 			}
-			if os.Getenv("PMIX_DEBUG_WAIT") != "" {
-				t.Logf("rank %d env %q", r, env[r])
-			}
 			p := &rankProc{cmd: exec.Command(check, args...)}
 			p.cmd.Env = append(os.Environ(), env[r]...)
 			p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
@@ -141,9 +169,6 @@ func waitAll(t *testing.T, procs []*rankProc) {
 			}
 		case <-time.After(2 * time.Minute):
 			t.Fatalf("rank %d did not end\n%s", r, p.out.String())
-		}
-		if os.Getenv("PMIX_DEBUG_WAIT") != "" {
-			t.Logf("rank %d: %s", r, p.out.String())
 		}
 		t.Logf("rank %d: %s", r, strings.TrimSpace(p.out.String()))
 		if want := fmt.Sprintf("OK rank %d of %d", r, len(procs)); !strings.Contains(p.out.String(), want) {
@@ -185,10 +210,6 @@ func TestOpenMPIAbortFailsJob(t *testing.T) {
 			t.Fatalf("failure %q", f)
 		}
 	case <-time.After(20 * time.Second):
-		if os.Getenv("PMIX_DEBUG_WAIT") != "" {
-			t.Logf("pids: %d %d %d", procs[0].cmd.Process.Pid, procs[1].cmd.Process.Pid, procs[2].cmd.Process.Pid)
-			time.Sleep(20 * time.Second)
-		}
 		procs[2].cmd.Process.Kill()
 		procs[2].cmd.Wait()
 		t.Fatalf("no failure after MPI_Abort; rank 2: %s", procs[2].out.String())
