@@ -28,7 +28,7 @@ func TestValidateKeysFieldsAndSpeaksJSON(t *testing.T) {
 	if got := fields(err); !slices.Equal(got, want) {
 		t.Errorf("fields %v, want %v", got, want)
 	}
-	if want := `invalid job: command: a benchmark job (bench) runs bench-rank, not a command; mpi: "pmi2", want none, pmi1 or cosched; ` +
+	if want := `invalid job: command: a benchmark job (bench) runs bench-rank, not a command; mpi: "pmi2", want none, pmi1, pmix or cosched; ` +
 		`processors: 5, more than the cluster's 4 processors; time_limit: 0s, must be positive; memory: -1, must not be negative; ` +
 		`dir: "rel", want an absolute path of at most 4096 bytes`; err == nil || err.Error() != want {
 		t.Errorf("error %v\nwant  %s", err, want)

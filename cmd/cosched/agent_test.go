@@ -229,7 +229,7 @@ func TestAgentMPICosched(t *testing.T) {
 	if cfg, err = agentSettings(t, "--config", conf, "--mpi-lib", "/elsewhere"); err != nil || cfg.MPILib != "/elsewhere" {
 		t.Errorf("--mpi-lib over the file: %q, %v", cfg.MPILib, err)
 	}
-	if _, err := agentSettings(t, "--mpi", "mpich"); err == nil || !strings.Contains(err.Error(), "--mpi") || !strings.Contains(err.Error(), "want none, pmi1 or cosched") {
+	if _, err := agentSettings(t, "--mpi", "mpich"); err == nil || !strings.Contains(err.Error(), "--mpi") || !strings.Contains(err.Error(), "want none, pmi1, pmix or cosched") {
 		t.Errorf("--mpi mpich: %v", err)
 	}
 }
