@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,6 +172,29 @@ func TestOpenMPICancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitState(id, api.Cancelled, 60*time.Second)
+	c.waitGone(id)
+	waitNoHelper(t, id)
+}
+
+// A job's helper that dies (here killed) fails its job with the reason;
+// the agent carries on.
+func TestOpenMPIHelperDeathFailsJob(t *testing.T) {
+	lib, check := pmixKit(t)
+	c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Space})
+	id := c.submit(api.JobSpec{Command: []string{check, "sleep"}, Processors: 2, MPI: api.MPIPMIx, Env: ompiEnv})
+	c.waitExec(id, 2, "check")
+	helpers := helperPIDs(pmix.Nspace(id))
+	if len(helpers) != 2 {
+		t.Fatalf("helpers of job %d: %v, want one per agent", id, helpers)
+	}
+	if err := syscall.Kill(helpers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	j := c.waitState(id, api.Failed, 60*time.Second)
+	if !strings.Contains(j.Reason, "PMIx server on") || !strings.Contains(j.Reason, "ended") {
+		t.Errorf("reason %q, want the helper's end", j.Reason)
+	}
+	t.Logf("reason: %s", j.Reason)
 	c.waitGone(id)
 	waitNoHelper(t, id)
 }
