@@ -83,7 +83,7 @@ func removePMIxKit() {
 // processors; cosched gives each rank its own).
 var ompiEnv = []string{"OMPI_MCA_mpi_yield_when_idle=1"}
 
-func pmixCluster(t *testing.T, lib string, o clusterOpts) *testCluster {
+func pmixCluster(t testing.TB, lib string, o clusterOpts) *testCluster {
 	o.configure = func(cfg *node.Config) { cfg.MPILib = lib }
 	return startCluster(t, o)
 }
