@@ -83,8 +83,15 @@ func removePMIxKit() {
 // processors; cosched gives each rank its own).
 var ompiEnv = []string{"OMPI_MCA_mpi_yield_when_idle=1"}
 
+// pmixCluster starts a test cluster whose agents find the helper in lib.
+// Its agents run at real-time priority: at normal priority on a loaded
+// machine they starve, and Open MPI's MPI_Init, whose fences cross them,
+// took 10 to 40 s instead of 1.
 func pmixCluster(t testing.TB, lib string, o clusterOpts) *testCluster {
 	o.configure = func(cfg *node.Config) { cfg.MPILib = lib }
+	if o.priority == 0 {
+		o.priority = 50
+	}
 	return startCluster(t, o)
 }
 
@@ -109,8 +116,8 @@ func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 	lib, check := pmixKit(t)
 	t.Run("space", func(t *testing.T) {
 		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.Space})
-		id := c.submit(api.JobSpec{Command: []string{check}, Processors: 4, MPI: api.MPIPMIx, Env: ompiEnv})
-		checkRanks(t, c, id, c.waitState(id, api.Completed, 90*time.Second))
+		id := c.submit(api.JobSpec{Command: []string{check}, Processors: 4, MPI: api.MPIPMIx, Env: ompiEnv, TimeLimit: api.Duration{D: 3 * time.Minute}})
+		checkRanks(t, c, id, c.waitState(id, api.Completed, 3*time.Minute))
 		c.waitGone(id)
 	})
 	t.Run("gang", func(t *testing.T) {
