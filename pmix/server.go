@@ -242,7 +242,7 @@ func (s *Server) abort(id int64, rank, code int, msg string) {
 		s.mu.Unlock()
 		return
 	}
-	reason := fmt.Sprintf("rank %d called MPI_Abort/PMIx_Abort (exit code %d)", rank, code)
+	reason := fmt.Sprintf("PMIx: rank %d called MPI_Abort/PMIx_Abort (exit code %d)", rank, code)
 	if msg = strings.TrimSpace(msg); msg != "" && msg != "N/A" { // Open MPI 4.1 passes N/A
 		reason += ": " + truncate(msg, 512)
 	}
@@ -336,7 +336,7 @@ func (s *Server) Failure(id int64, rank int, cleanExit bool) string {
 	case j.failure != "":
 		return j.failure
 	case cleanExit && j.connected[rank] && !j.finalized[rank]:
-		return fmt.Sprintf("rank %d ended after PMIx_Init (MPI_Init) without PMIx_Finalize (MPI_Finalize)", rank)
+		return fmt.Sprintf("PMIx: rank %d ended after PMIx_Init (MPI_Init) without PMIx_Finalize (MPI_Finalize)", rank)
 	}
 	return ""
 }
