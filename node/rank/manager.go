@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +21,8 @@ type Manager struct {
 	nice         *int     // Config.Nice
 	shim         []string // Shim with [0] resolved; nil when not configured
 	startTimeout time.Duration
+	keepDir      string // Config.KeepDir
+	keepOwner    string
 
 	spawnc      chan spawnReq // to the spawner; closed by Close after the last reap
 	spawnerDone chan struct{}
@@ -57,6 +61,8 @@ type proc struct {
 	pending     []unix.Signal // signals sent to a placeholder, delivered once forked
 	exiting     bool          // the leader has exited: pgid no longer ours to signal
 	startErr    error         // why Start gave up on it (reported in its Exit)
+	kept        bool          // started through a keeper (Config.KeepDir)
+	killed      bool          // the manager sent it SIGKILL (Kill, Close)
 }
 
 // readyMsg tells Start whether a Stopped rank's shim reached its stop.
@@ -71,6 +77,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		log:          cfg.Log,
 		nice:         cfg.Nice,
 		startTimeout: cfg.StartTimeout,
+		keepDir:      cfg.KeepDir,
+		keepOwner:    cfg.KeepOwner,
 		spawnc:       make(chan spawnReq),
 		spawnerDone:  make(chan struct{}),
 		exits:        make(chan Exit, 64),
@@ -88,6 +96,14 @@ func NewManager(cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("rank: shim: %w", err)
 		}
 		m.shim = append([]string{path}, cfg.Shim[1:]...)
+	}
+	if m.keepDir != "" {
+		if m.shim == nil {
+			return nil, errors.New("rank: KeepDir needs Config.Shim (the keeper)")
+		}
+		if err := os.MkdirAll(m.keepDir, 0o755); err != nil {
+			return nil, fmt.Errorf("rank: keep dir: %w", err)
+		}
 	}
 	m.cond = sync.NewCond(&m.mu)
 	go m.spawner(m.spawnc, m.spawnerDone)
@@ -107,7 +123,7 @@ func (m *Manager) Start(s Spec) (int, error) {
 		m.mu.Unlock()
 		return 0, ErrClosed
 	}
-	p := &proc{job: s.Job, rank: s.Rank}
+	p := &proc{job: s.Job, rank: s.Rank, kept: m.keepDir != ""}
 	if _, dup := m.jobs[s.Job][s.Rank]; dup {
 		err := fmt.Errorf("rank: job %d rank %d: already running on this node", s.Job, s.Rank)
 		m.pushLocked(failed(&s, time.Now(), err))
@@ -131,6 +147,12 @@ func (m *Manager) Start(s Spec) (int, error) {
 		return 0, err
 	}
 
+	if m.keepDir != "" {
+		if err := m.writeKeepRecord(&s, pid, started); err != nil {
+			// The rank runs, but a later life of the agent would not find it.
+			m.log.Error("rank: keeper record not written", zap.Int64("job", s.Job), zap.Int("rank", s.Rank), zap.Error(err))
+		}
+	}
 	var ready chan readyMsg
 	if s.Stopped {
 		ready = make(chan readyMsg, 1)
@@ -179,7 +201,16 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		return 0, err
 	}
 	argv := append([]string{path}, s.Argv[1:]...)
-	if s.Stopped {
+	if m.keepDir != "" {
+		mode := "running"
+		if s.Stopped {
+			mode = "stopped"
+		}
+		exitFile := keepBase(m.keepDir, s.Job, s.Rank) + ".exit"
+		os.Remove(exitFile) // a previous run's under this name
+		argv = append(append(slices.Clone(m.shim), keeperArg, exitFile, strconv.Itoa(3+len(s.ExtraFiles)), mode, "--"), argv...)
+		path = m.shim[0]
+	} else if s.Stopped {
 		if m.shim == nil {
 			return 0, errors.New("a stopped start needs Config.Shim")
 		}
@@ -200,6 +231,7 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		cpu:   s.CPU,
 		cred:  s.Credential,
 		cg:    s.Cgroup,
+		keep:  m.keepDir != "",
 		reply: make(chan spawnResult, 1),
 	}
 	m.spawnc <- req // open: Close waits for in-flight Starts before closing it

@@ -41,7 +41,7 @@ func (m *Manager) reap(p *proc, s *Spec, started time.Time, ready chan<- readyMs
 	m.mu.Lock()
 	p.exiting = true
 	m.removeLocked(p)
-	startErr := p.startErr
+	startErr, kept, killed := p.startErr, p.kept, p.killed
 	m.mu.Unlock()
 
 	e := Exit{Job: s.Job, Rank: s.Rank, PID: pid, Code: -1, Started: started, Ended: ended}
@@ -60,6 +60,9 @@ func (m *Manager) reap(p *proc, s *Spec, started time.Time, ready chan<- readyMs
 		if werr == nil {
 			describe(&e, ws, &ru)
 		}
+	}
+	if kept && werr == nil && startErr == nil && (ready == nil || sawStop) {
+		m.keptExit(&e, s, killed)
 	}
 	switch {
 	case werr != nil:
@@ -82,6 +85,25 @@ func (m *Manager) reap(p *proc, s *Spec, started time.Time, ready chan<- readyMs
 	log.Info("rank ended", zap.Int("code", e.Code), zap.String("signal", e.Signal),
 		zap.Duration("cpu", e.CPUTime), zap.Int64("maxrss", e.MaxRSS),
 		zap.Duration("elapsed", e.Ended.Sub(e.Started)), zap.Error(e.Err))
+}
+
+// keptExit replaces a keeper's exit status with its program's, from the
+// keeper's record: a keeper that exits without one failed to start the
+// program (its status says how, as the shim's would), or was killed.
+func (m *Manager) keptExit(e *Exit, s *Spec, killed bool) {
+	base := keepBase(m.keepDir, s.Job, s.Rank)
+	defer forgetKept(base)
+	rec, ok, err := readExit(base)
+	switch {
+	case err != nil:
+		e.Err = fmt.Errorf("rank: job %d rank %d: %w", s.Job, s.Rank, err)
+	case ok:
+		cpu, rss := e.CPUTime, e.MaxRSS // the keeper's: its reaped program included
+		rec.apply(e)
+		e.CPUTime, e.MaxRSS = max(e.CPUTime, cpu), max(e.MaxRSS, rss)
+	case e.Signal != "" && !killed:
+		e.Err = keeperLost(s.Job, s.Rank, e.PID, "was terminated by a signal ("+e.Signal+")")
+	}
 }
 
 // cldStopped is si_code CLD_STOPPED (include/uapi/asm-generic/siginfo.h),

@@ -29,6 +29,13 @@ const ShimExitCode = 127
 // execve only the exec'ing thread's setting survives. Without this a rank
 // started stopped could outlive a killed agent.
 func ShimMain(args []string) int {
+	if len(args) > 0 && args[0] == keeperArg {
+		if err := keeperMain(args[1:]); err != nil {
+			fmt.Fprintf(os.Stderr, "cosched rank keeper: %v\n", err)
+			return ShimExitCode
+		}
+		return 0
+	}
 	ppid := os.Getppid()
 	if err := shim(args, ppid); err != nil {
 		fmt.Fprintf(os.Stderr, "cosched rank shim: %v\n", err)

@@ -78,6 +78,9 @@ func (m *Manager) deliverLocked(p *proc, sig unix.Signal) error {
 // false guarantees the group id is still this rank's: the leader has not
 // been reaped (its zombie pins the id), see reap.
 func (m *Manager) killLocked(p *proc, sig unix.Signal) error {
+	if sig == unix.SIGKILL {
+		p.killed = true // a keeper that dies of it was killed by us, not lost
+	}
 	if err := unix.Kill(-p.pid, sig); err != nil {
 		return fmt.Errorf("rank: job %d rank %d: kill(-%d, %s): %w", p.job, p.rank, p.pid, unix.SignalName(sig), err)
 	}

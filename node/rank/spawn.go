@@ -21,6 +21,7 @@ type spawnReq struct {
 	cpu   int        // ≥ 0: pin the child to this CPU from its first instruction
 	cred  *syscall.Credential
 	cg    Cgroup // where the child is born (nil: the agent's cgroups)
+	keep  bool   // a keeper: its own session, not killed by the agent's death
 	reply chan spawnResult
 }
 
@@ -87,6 +88,12 @@ func forkExec(r spawnReq, log *zap.Logger) (int, error) {
 		Setpgid:    true, // own group: pgid = pid
 		Pdeathsig:  syscall.SIGKILL,
 		Credential: r.cred, // nil: the agent's user
+	}
+	if r.keep {
+		// Its own session (and group: pgid = pid): the agent's death
+		// neither kills it nor orphans its group into a SIGHUP. SIGUSR2
+		// tells it its agent died (the keeper catches it).
+		sys.Setpgid, sys.Setsid, sys.Pdeathsig = false, true, syscall.SIGUSR2
 	}
 	if r.cg != nil {
 		// Like the CPU mask: the child is born in its job's cgroup,

@@ -108,6 +108,14 @@ type Config struct {
 	// the agent's own (typically raised) priority, not even for an
 	// instant. Nil leaves the spawner at the agent's value.
 	Nice *int
+	// KeepDir, when set, starts every rank through a keeper (ShimMain's
+	// keeper mode; needs Shim) that outlives the agent, and records each
+	// keeper there so that a later life of the agent can Adopt it (see
+	// the package doc, "Keepers"). Empty: ranks die with the agent.
+	KeepDir string
+	// KeepOwner names the agent in its keeper records: a record of
+	// another owner is refused.
+	KeepOwner string
 }
 
 // defaultStartTimeout is generous because the shim is the agent's own

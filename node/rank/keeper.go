@@ -1,0 +1,379 @@
+package rank
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file is the keeper: with Config.KeepDir every rank is started
+// through a small process that stays its parent, so that the rank
+// outlives its agent (see the package doc, "Keepers").
+
+// keeperArg starts ShimMain's keeper mode: "--keep EXITFILE NFDS
+// stopped|running -- program args...".
+const keeperArg = "--keep"
+
+// keepRecord is what the manager writes for each kept rank when it has
+// forked its keeper (JOB.RANK.keeper in KeepDir): enough for a later life
+// of the agent to find the keeper again and to know it is the same
+// process (its start time, not its bare pid).
+type keepRecord struct {
+	Version int    `json:"version"`
+	Owner   string `json:"owner"` // Config.KeepOwner: the agent's name
+	Job     int64  `json:"job"`
+	Rank    int    `json:"rank"`
+	PID     int    `json:"pid"`
+	// StartTicks is field 22 of /proc/PID/stat: when the process started,
+	// in clock ticks after boot. A recycled pid has another.
+	StartTicks uint64    `json:"start_ticks"`
+	Started    time.Time `json:"started"`
+}
+
+// exitRecord is what the keeper writes when its program has ended
+// (JOB.RANK.exit): the program's status and resource use, which the
+// keeper's own exit status does not carry.
+type exitRecord struct {
+	Code    int       `json:"code"`
+	Signal  string    `json:"signal,omitempty"`
+	CPUTime int64     `json:"cpu_ns"`
+	MaxRSS  int64     `json:"maxrss"`
+	Ended   time.Time `json:"ended"`
+}
+
+const keepVersion = 1
+
+func keepBase(dir string, job int64, rank int) string {
+	return filepath.Join(dir, strconv.FormatInt(job, 10)+"."+strconv.Itoa(rank))
+}
+
+// keeperMain is the keeper's life: it stops itself (a Stopped rank) until
+// the agent continues it, forks the program into its own process group
+// (the keeper is the group's leader), waits for it and writes its exit
+// record. It survives the signals a group receives that would kill it by
+// default (SIGTERM reaches the program, not the keeper's record), and when
+// its agent dies it stops its group if asked to (time-shared ranks must
+// not run outside their slices while no agent switches them). The program
+// gets SIGKILL if the keeper dies (Pdeathsig): a rank never runs without
+// its keeper.
+func keeperMain(args []string) error {
+	if len(args) < 5 || args[3] != "--" {
+		return fmt.Errorf("usage: %s EXITFILE NFDS stopped|running -- program [args...] (got %q)", keeperArg, args)
+	}
+	exitPath, stopped := args[0], args[2] == "stopped"
+	nfds, err := strconv.Atoi(args[1])
+	if err != nil || nfds < 3 {
+		return fmt.Errorf("keeper: descriptors %q: want 3 or more", args[1])
+	}
+	argv := args[4:]
+	path, err := exec.LookPath(argv[0])
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return err
+	}
+	ppid := os.Getppid()
+	sigs := make(chan os.Signal, 8)
+	// Caught, not ignored: an ignored signal would stay ignored in the
+	// program after execve; a caught one is reset to its default.
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2,
+		unix.SIGALRM, unix.SIGPIPE, unix.SIGVTALRM, unix.SIGPROF, unix.SIGXCPU, unix.SIGXFSZ)
+	go func() {
+		for s := range sigs {
+			// SIGUSR2 is also the agent's death (Pdeathsig).
+			if s == unix.SIGUSR2 && os.Getppid() != ppid && stopped {
+				_ = unix.Kill(0, unix.SIGSTOP) // the whole group, keeper included
+			}
+		}
+	}()
+
+	runtime.LockOSThread() // never unlocked: the program's Pdeathsig is this thread's
+	if stopped {
+		if err := unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGSTOP); err != nil {
+			return fmt.Errorf("stopping itself: %w", err)
+		}
+	}
+	fds := make([]uintptr, nfds)
+	for i := range fds {
+		fds[i] = uintptr(i)
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: fds,
+		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", path, err)
+	}
+	for fd := 3; fd < nfds; fd++ {
+		unix.Close(fd) // a PMI socket: its server sees the program's end, not the keeper's
+	}
+	var ws unix.WaitStatus
+	var ru unix.Rusage
+	for {
+		_, err = unix.Wait4(pid, &ws, 0, &ru)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for pid %d: %w", pid, err)
+	}
+	var e Exit
+	describe(&e, ws, &ru)
+	rec := exitRecord{Code: e.Code, Signal: e.Signal, CPUTime: int64(e.CPUTime), MaxRSS: e.MaxRSS, Ended: time.Now()}
+	if err := writeJSON(exitPath, rec); err != nil {
+		return fmt.Errorf("exit record: %w", err)
+	}
+	return nil
+}
+
+// writeJSON writes v to path atomically (a reader sees all or nothing).
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// startTicks reads when process pid started (field 22 of /proc/pid/stat).
+func startTicks(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64) // field 22; f[0] is field 3
+}
+
+// readExit reads a kept rank's exit record; ok is false when there is none.
+func readExit(base string) (exitRecord, bool, error) {
+	var rec exitRecord
+	b, err := os.ReadFile(base + ".exit")
+	if errors.Is(err, os.ErrNotExist) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, false, fmt.Errorf("%s.exit: %w", base, err)
+	}
+	return rec, true, nil
+}
+
+// applyExit fills e from the keeper's record of its program's end.
+func (r exitRecord) apply(e *Exit) {
+	e.Code, e.Signal, e.CPUTime, e.MaxRSS, e.Ended = r.Code, r.Signal, time.Duration(r.CPUTime), r.MaxRSS, r.Ended
+}
+
+// forgetKept removes a rank's records once its Exit is queued.
+func forgetKept(base string) {
+	os.Remove(base + ".keeper")
+	os.Remove(base + ".exit")
+}
+
+// Kept is a rank a previous life of the agent started and whose keeper
+// Adopt found (Alive) or whose end it found recorded.
+type Kept struct {
+	Job   int64
+	Rank  int
+	PID   int
+	Alive bool
+}
+
+// ReadKept lists the kept ranks recorded in dir without touching them:
+// the jobs a restarting agent must not clean up. A record that cannot be
+// read, or that belongs to another owner, is an error naming the file:
+// the directory is refused rather than misread.
+func ReadKept(dir, owner string) ([]Kept, error) {
+	recs, err := readKeepRecords(dir, owner)
+	if err != nil {
+		return nil, err
+	}
+	var out []Kept
+	for _, r := range recs {
+		t, err := startTicks(r.PID)
+		out = append(out, Kept{Job: r.Job, Rank: r.Rank, PID: r.PID, Alive: err == nil && t == r.StartTicks})
+	}
+	return out, nil
+}
+
+func readKeepRecords(dir, owner string) ([]keepRecord, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.keeper"))
+	if err != nil {
+		return nil, err
+	}
+	var out []keepRecord
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("rank: keeper record %s: %w", name, err)
+		}
+		var r keepRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("rank: keeper record %s is corrupt (%v); move the state directory aside or remove the file (its rank, if alive, is then not adopted)", name, err)
+		}
+		switch {
+		case r.Version != keepVersion:
+			return nil, fmt.Errorf("rank: keeper record %s has version %d; this agent reads version %d", name, r.Version, keepVersion)
+		case r.Owner != owner:
+			return nil, fmt.Errorf("rank: keeper record %s belongs to agent %q, not %q: a state directory of another agent", name, r.Owner, owner)
+		case r.PID <= 1 || r.Rank < 0 || filepath.Base(keepBase(dir, r.Job, r.Rank))+".keeper" != filepath.Base(name):
+			return nil, fmt.Errorf("rank: keeper record %s is corrupt (job %d rank %d pid %d)", name, r.Job, r.Rank, r.PID)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// KillKept kills the process groups of the kept ranks recorded in dir
+// that still run (verified by start time) and removes the records: the
+// cleanup of an agent that will not come back. It returns how many it
+// killed.
+func KillKept(dir, owner string) (int, error) {
+	recs, err := readKeepRecords(dir, owner)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if t, err := startTicks(r.PID); err == nil && t == r.StartTicks {
+			_ = unix.Kill(-r.PID, unix.SIGKILL)
+			_ = unix.Kill(-r.PID, unix.SIGCONT)
+			n++
+		}
+		forgetKept(keepBase(dir, r.Job, r.Rank))
+	}
+	return n, nil
+}
+
+// Adopt takes over the kept ranks a previous life of the agent left in
+// Config.KeepDir, before any Start: a live keeper (same pid and start
+// time) becomes a rank of this manager, signalled and reported like any
+// other (its Exit comes from its record when the keeper ends); a rank
+// that ended meanwhile has its recorded Exit queued at once; one whose
+// keeper is gone without a record gets an Exit with Err. It returns the
+// ranks, by job and rank, with Alive telling which run.
+func (m *Manager) Adopt() ([]Kept, error) {
+	if m.keepDir == "" {
+		return nil, nil
+	}
+	recs, err := readKeepRecords(m.keepDir, m.keepOwner)
+	if err != nil {
+		return nil, err
+	}
+	var out []Kept
+	for _, r := range recs {
+		base := keepBase(m.keepDir, r.Job, r.Rank)
+		fd, err := unix.PidfdOpen(r.PID, 0)
+		var t uint64
+		if err == nil {
+			t, err = startTicks(r.PID) // after the open: the pidfd is of this very process
+		}
+		if err != nil || t != r.StartTicks {
+			if fd >= 0 && err == nil {
+				unix.Close(fd)
+			}
+			out = append(out, Kept{Job: r.Job, Rank: r.Rank, PID: r.PID})
+			m.pushEnded(r, base)
+			continue
+		}
+		p := &proc{job: r.Job, rank: r.Rank, pid: r.PID, ready: true, kept: true}
+		m.mu.Lock()
+		m.addLocked(p)
+		m.reapers.Add(1)
+		m.mu.Unlock()
+		go m.watchAdopted(p, fd, r, base)
+		out = append(out, Kept{Job: r.Job, Rank: r.Rank, PID: r.PID, Alive: true})
+	}
+	return out, nil
+}
+
+// pushEnded queues the Exit of a kept rank found ended.
+func (m *Manager) pushEnded(r keepRecord, base string) {
+	e := Exit{Job: r.Job, Rank: r.Rank, PID: r.PID, Code: -1, Started: r.Started, Ended: time.Now()}
+	rec, ok, err := readExit(base)
+	switch {
+	case err != nil:
+		e.Err = fmt.Errorf("rank: job %d rank %d: %w", r.Job, r.Rank, err)
+	case ok:
+		rec.apply(&e)
+	default:
+		e.Err = fmt.Errorf("rank: job %d rank %d: its keeper (pid %d) ended while the agent was away and left no exit record: killed", r.Job, r.Rank, r.PID)
+	}
+	_ = unix.Kill(-r.PID, unix.SIGKILL) // leftovers of its group, if any (the id is pinned while it has members)
+	forgetKept(base)
+	m.mu.Lock()
+	m.pushLocked(e)
+	m.mu.Unlock()
+}
+
+// watchAdopted owns an adopted keeper as reap owns a forked one: it is not
+// this process's child, so it waits for its pidfd to become readable
+// (the keeper has exited), then reports the recorded exit.
+func (m *Manager) watchAdopted(p *proc, fd int, r keepRecord, base string) {
+	defer m.reapers.Done()
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+			break
+		}
+	}
+	m.mu.Lock()
+	p.exiting = true
+	m.removeLocked(p)
+	killed := p.killed
+	m.mu.Unlock()
+	e := Exit{Job: r.Job, Rank: r.Rank, PID: r.PID, Code: -1, Started: r.Started, Ended: time.Now()}
+	rec, ok, err := readExit(base)
+	switch {
+	case err != nil:
+		e.Err = fmt.Errorf("rank: job %d rank %d: %w", r.Job, r.Rank, err)
+	case ok:
+		rec.apply(&e)
+	case killed:
+		e.Signal = "killed"
+	default:
+		e.Err = keeperLost(r.Job, r.Rank, r.PID, "ended")
+	}
+	_ = unix.Kill(-r.PID, unix.SIGKILL)
+	forgetKept(base)
+	m.mu.Lock()
+	m.pushLocked(e)
+	m.mu.Unlock()
+}
+
+func keeperLost(job int64, rank, pid int, how string) error {
+	return fmt.Errorf("rank: job %d rank %d: its keeper (pid %d) %s before its program did (killed from outside cosched?); the program was killed with it", job, rank, pid, how)
+}
+
+// writeKeepRecord records a forked keeper for the next life of the agent.
+func (m *Manager) writeKeepRecord(s *Spec, pid int, started time.Time) error {
+	t, err := startTicks(pid)
+	if err != nil {
+		return err
+	}
+	return writeJSON(keepBase(m.keepDir, s.Job, s.Rank)+".keeper", keepRecord{Version: keepVersion, Owner: m.keepOwner,
+		Job: s.Job, Rank: s.Rank, PID: pid, StartTicks: t, Started: started})
+}

@@ -1,0 +1,142 @@
+package rank
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// keepMgr is a manager whose ranks are kept in dir/keep.
+func keepMgr(t *testing.T, keep string) (*Manager, string) {
+	return newManager(t, func(c *Config) { c.KeepDir, c.KeepOwner = keep, "n0" })
+}
+
+// A kept rank reports its program's status (not the keeper's), stopped
+// ranks included, and leaves no record behind.
+func TestKeeperReportsTheProgramsExit(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "keep")
+	m, dir := keepMgr(t, keep)
+	mustStart(t, m, spec(dir, 1, 0, false, "sh", "-c", "exit 3"))
+	pid := mustStart(t, m, spec(dir, 1, 1, true, "sh", "-c", "kill -TERM $$"))
+	if err := m.Cont(1); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]Exit{}
+	for range 2 {
+		e := nextExit(t, m)
+		got[e.Rank] = e
+	}
+	if e := got[0]; e.Code != 3 || e.Err != nil {
+		t.Errorf("rank 0: %+v, want code 3", e)
+	}
+	if e := got[1]; e.Signal != "terminated" || e.Err != nil || e.PID != pid {
+		t.Errorf("rank 1: %+v, want terminated (pid %d)", e, pid)
+	}
+	if left, _ := filepath.Glob(filepath.Join(keep, "*")); len(left) != 0 {
+		t.Errorf("records left: %v", left)
+	}
+}
+
+// A keeper killed from outside fails its rank with that reason, and its
+// program dies with it.
+func TestKeeperKilledByHand(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "keep")
+	m, dir := keepMgr(t, keep)
+	pid := mustStart(t, m, spec(dir, 2, 0, false, "sleep", "60"))
+	var child int
+	eventually(t, func() bool { child = childOf(pid); return child != 0 })
+	if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e := nextExit(t, m)
+	if e.Err == nil || !strings.Contains(e.Err.Error(), "keeper") {
+		t.Fatalf("exit %+v: want a lost keeper", e)
+	}
+	eventually(t, func() bool { return unix.Kill(child, 0) != nil })
+}
+
+// A second manager (the agent's next life) adopts a live keeper: it
+// signals its group and reports its exit from the record.
+func TestAdoptKeptRank(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "keep")
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "go")
+	m1, err := NewManager(Config{Shim: []string{os.Args[0]}, KeepDir: keep, KeepOwner: "n0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := mustStart(t, m1, spec(dir, 3, 0, false, "sh", "-c", "while [ ! -e "+mark+" ]; do sleep 0.05; done; exit 5"))
+	// As if m1's agent had died: it stays the keeper's parent (its reaper
+	// reaps it) but no longer reads or removes its records.
+	m1.mu.Lock()
+	m1.jobs[3][0].kept = false
+	m1.mu.Unlock()
+
+	if _, err := ReadKept(keep, "other"); err == nil || !strings.Contains(err.Error(), "another agent") {
+		t.Fatalf("foreign owner: %v", err)
+	}
+	m2, _ := keepMgr(t, keep)
+	kept, err := m2.Adopt()
+	if err != nil || len(kept) != 1 || !kept[0].Alive || kept[0].PID != pid {
+		t.Fatalf("Adopt: %+v, %v", kept, err)
+	}
+	if live := m2.Live(); len(live) != 1 || live[0].PID != pid {
+		t.Fatalf("Live: %+v", live)
+	}
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := nextExit(t, m2)
+	if e.Code != 5 || e.Err != nil || e.Job != 3 {
+		t.Fatalf("adopted exit %+v, want code 5", e)
+	}
+	if e := nextExit(t, m1); e.Code != 0 {
+		t.Errorf("the keeper itself ended with %+v, want 0", e)
+	}
+	closeAndDrain(t, m1)
+}
+
+// A corrupt record refuses the directory, naming the file.
+func TestAdoptRefusesACorruptRecord(t *testing.T) {
+	keep := t.TempDir()
+	bad := filepath.Join(keep, "4.0.keeper")
+	if err := os.WriteFile(bad, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := keepMgr(t, keep)
+	if _, err := m.Adopt(); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("Adopt: %v, want an error naming %s", err, bad)
+	}
+}
+
+func childOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range f[0] {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func eventually(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
