@@ -120,6 +120,12 @@ type Config struct {
 	// them as soon as the controller leaves the cluster (the CLI's
 	// default is 5m).
 	ControllerGrace time.Duration
+	// KeepRanks starts every rank under a keeper that outlives the agent
+	// (SIGKILL, a crash, an upgrade): the same agent started again with
+	// the same name and state directory takes its ranks back, and the
+	// controller waits ControllerGrace for it (docs/runtime.md, "Agent
+	// restarts"). Without it a dead agent's ranks die with it.
+	KeepRanks bool
 	// DeadControllerAfter, on a controller-eligible agent, lets the leader
 	// remove from the controllers' raft group a voter whose agent gossip
 	// has not seen (failed or left) for longer than this, one at a time
@@ -459,11 +465,21 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		a.log.Info("jobs not weighed against the agent: it runs at real-time priority (docs/cgroups.md)")
 		cfg.JobsCPUWeight = -1
 	}
-	if a.cg, err = openCgroups(cfg, a.log); err != nil {
+	// What a previous life left is read, and refused if unreadable or
+	// another agent's, before any process or cgroup is touched.
+	kept, launches, err := keptLaunches(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("node: state dir %s: %w", cfg.StateDir, err)
+	}
+	if a.cg, err = openCgroups(cfg, a.log, liveJobs(kept)...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	rankNice := cfg.RankNice // ranks never run at the agent's raised priority
-	if a.ranks, err = rank.NewManager(rank.Config{Shim: cfg.Shim, Log: a.log, Nice: &rankNice}); err != nil {
+	rcfg := rank.Config{Shim: cfg.Shim, Log: a.log, Nice: &rankNice}
+	if cfg.KeepRanks {
+		rcfg.KeepDir, rcfg.KeepOwner = keepDir(cfg), cfg.Name
+	}
+	if a.ranks, err = rank.NewManager(rcfg); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
@@ -506,6 +522,9 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
 		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnAbort: a.rankAborted, OnHeartbeatNodes: a.setHeartbeatPeers, Key: cfg.Key}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := a.reattach(launches); err != nil {
+		return nil, fmt.Errorf("node: state dir %s: %w", cfg.StateDir, err)
 	}
 	if d := unsearchable(a.relay.SocketPath()); d != "" && os.Geteuid() == 0 {
 		a.log.Warn("other users' ranks cannot reach the relay socket: comm jobs of users other than root will fail (chmod o+x the directory, docs/security.md)", zap.String("directory", d))

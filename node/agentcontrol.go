@@ -235,6 +235,9 @@ func (a *Agent) launch(l launch) {
 	for _, r := range l.Ranks {
 		slots[r.Rank] = r.Slot
 	}
+	if err := a.saveLaunch(l); err != nil {
+		a.log.Error("launch not recorded: its ranks would not be taken back after a restart", zap.Int64("job", l.Job), zap.Error(err))
+	}
 	cg := a.jobCgroup(l) // before the switcher may freeze it
 	a.sw.add(l.Job, slots)
 	if l.MPI == api.MPIPMI1 {
@@ -320,6 +323,9 @@ func (a *Agent) forwardExits() {
 		last := len(a.ranks.Ranks(e.Job)) == 0
 		if last {
 			a.sw.remove(e.Job)
+			if a.cfg.KeepRanks {
+				os.Remove(launchFile(a.cfg, e.Job))
+			}
 			a.relay.FinishJob(e.Job)
 			a.pmiJobGone(e.Job)
 			a.mu.Lock()
@@ -399,7 +405,7 @@ func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 		}
 	}
 	slices.SortFunc(w.Ranks, func(x, y liveRank) int { return cmp.Or(cmp.Compare(x.Job, y.Job), cmp.Compare(x.Rank, y.Rank)) })
-	w.Incarnation = a.incarnation
+	w.Incarnation, w.Keeps = a.incarnation, a.cfg.KeepRanks
 	w.Launched, w.LaunchedFloor = a.launched.list()
 	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
 	w.Exits = append(slices.Clone(a.delivered), a.pending[:n]...)

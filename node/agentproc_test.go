@@ -41,6 +41,7 @@ func agentProcMain(args []string) int {
 	mpl := fs.Int("mpl", 1, "")
 	grace := fs.Duration("controller-grace", time.Minute, "")
 	deadAfter := fs.Duration("dead-controller-after", 0, "")
+	keep := fs.Bool("keep-ranks", false, "")
 	fs.Var(&join, "join", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -51,7 +52,7 @@ func agentProcMain(args []string) int {
 	defer stop()
 	err := node.Run(ctx, node.Config{Name: *name, Bind: *bind, Local: true, StateDir: *state, Join: join,
 		Controller: *controller, Controllers: *controllers, RaftPort: *raftPort, NoCompute: *noCompute, Processors: *processors,
-		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace, DeadControllerAfter: *deadAfter,
+		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace, DeadControllerAfter: *deadAfter, KeepRanks: *keep,
 		Shim: []string{exe, "__rank-exec"}, Log: log}, func(a *node.Agent) error {
 		b, _ := json.Marshal(map[string]any{"name": *name, "pid": os.Getpid(), "gossip": a.GossipAddr(), "api": a.APIAddr()})
 		return atomicfile.WriteFile(*ready, b)

@@ -31,8 +31,8 @@ import (
 // and a digest of its state directory: stable across restarts (a new
 // life finds and cleans the old one's jobs) and distinct for two
 // clusters on one host that reuse agent names (tests, cluster up).
-func openCgroups(cfg Config, log *zap.Logger) (*jobcg.Tree, error) {
-	t, err := jobcg.Open(jobcg.Config{Agent: cgroupSubtree(cfg), Mode: cfg.Cgroups, CPUWeight: cfg.JobsCPUWeight, Log: log})
+func openCgroups(cfg Config, log *zap.Logger, keep ...int64) (*jobcg.Tree, error) {
+	t, err := jobcg.Open(jobcg.Config{Agent: cgroupSubtree(cfg), Mode: cfg.Cgroups, CPUWeight: cfg.JobsCPUWeight, Log: log, Keep: keep})
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
@@ -117,6 +117,13 @@ func CleanupCgroups(cfg Config) (int, error) {
 		return 0, fmt.Errorf("node: %w", err)
 	}
 	defer lock.Close()
+	if _, err := os.Stat(keepDir(cfg)); err == nil {
+		// Kept ranks outlive their agent: without cgroups, only this
+		// finds them.
+		if _, err := rank.KillKept(keepDir(cfg), cfg.Name); err != nil {
+			return 0, fmt.Errorf("node: %w", err)
+		}
+	}
 	t, err := openCgroups(cfg, cfg.Log)
 	if err != nil {
 		return 0, fmt.Errorf("node: %w", err)

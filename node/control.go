@@ -59,6 +59,8 @@ type welcome struct {
 	Incarnation   uint64  `msgpack:"inc,omitempty"`
 	Launched      []int64 `msgpack:"launched,omitempty"`
 	LaunchedFloor int64   `msgpack:"launched_floor,omitempty"`
+	// Keeps: the agent's ranks outlive it (--keep-ranks); appended.
+	Keeps bool `msgpack:"keeps,omitempty"`
 }
 
 // liveRank is a rank an agent runs.

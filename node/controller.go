@@ -493,7 +493,7 @@ func (c *Controller) MemberLeft(name string) {
 			l.close()
 			delete(c.links, name)
 		}
-		m.AgentGone(name, "left the cluster")
+		m.AgentLeft(name)
 	})
 }
 
@@ -530,7 +530,7 @@ func (c *Controller) linkUp(m *ctl.Machine, meta member.Meta, l *link, w welcome
 	}
 	c.links[meta.Name] = l
 	report := ctl.AgentReport{Name: meta.Name, CPUs: meta.CPUs, Memory: meta.Memory,
-		Incarnation: w.Incarnation, Launched: w.Launched, LaunchedFloor: w.LaunchedFloor}
+		Incarnation: w.Incarnation, Launched: w.Launched, LaunchedFloor: w.LaunchedFloor, KeepsRanks: w.Keeps}
 	for _, r := range w.Ranks {
 		report.Ranks = append(report.Ranks, ctl.LiveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: r.Stopped})
 	}

@@ -139,6 +139,7 @@ type Settings struct {
 	Nice            int    `toml:"nice"`
 	RankNice        int    `toml:"rank_nice"`
 	ControllerGrace string `toml:"controller_grace"`
+	KeepRanks       bool   `toml:"keep_ranks"`
 	// DeadControllerAfter: Config.DeadControllerAfter ("0": never).
 	DeadControllerAfter string `toml:"dead_controller_after"`
 	LogLevel            string `toml:"log_level"`
@@ -177,7 +178,7 @@ func (s Settings) Config(stateBase string, given func(field string) bool) (Confi
 	c := Config{Name: s.Name, Bind: s.Bind, Advertise: s.Advertise, Join: s.Join, Controller: s.Controller, Controllers: s.Controllers, RaftPort: s.RaftPort,
 		MPL: s.MPL, Processors: s.Processors, NoCompute: s.NoCompute, StateDir: s.StateDir, APIPort: s.APIPort, MetricsListen: s.MetricsListen, Local: s.Local,
 		Priority: s.Priority, StrobeFanout: s.StrobeFanout, StrobeMulticast: s.StrobeMulticast, Nice: s.Nice, RankNice: s.RankNice, Cgroups: s.Cgroups, MPILib: s.MPILib, JobsCPUWeight: s.JobsCPUWeight,
-		Suspend: cmp.Or(s.Suspend, api.SuspendSignal), FirstJobID: s.FirstJobID, UnsealedStrobes: s.UnsealedStrobes}
+		Suspend: cmp.Or(s.Suspend, api.SuspendSignal), KeepRanks: s.KeepRanks, FirstJobID: s.FirstJobID, UnsealedStrobes: s.UnsealedStrobes}
 	if given == nil {
 		given = func(string) bool { return false }
 	}

@@ -90,6 +90,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.Nice, "nice", f.Nice, "the agent's own nice value, so switches preempt busy ranks (negative needs root or CAP_SYS_NICE; the agent warns and carries on without)")
 	fl.IntVar(&f.RankNice, "rank-nice", 0, "nice value the ranks run at")
 	fl.StringVar(&f.ControllerGrace, "controller-grace", f.ControllerGrace, "how long ranks outlive a lost controller: a controller that comes back within it (restarted, or reached again) adopts them; then they are killed (0: at once)")
+	fl.BoolVar(&f.KeepRanks, "keep-ranks", f.KeepRanks, "ranks outlive the agent (a crash, SIGKILL, an upgrade): each runs under a small keeper, and the agent started again with the same --name and --state-dir takes them back; the controller waits --controller-grace for it (docs/runtime.md). Off: a dead agent's ranks die with it")
 	fl.StringVar(&f.DeadControllerAfter, "dead-controller-after", f.DeadControllerAfter, "controller: the leader removes from the controllers' raft group a controller whose agent gossip has not seen for this long (one at a time, never below a majority; 0: never, an operator removes it with operator raft remove-peer)")
 	fl.StringVar(&f.MPI, "mpi", f.MPI, "controller: the cluster's default process-management interface for jobs that give no --mpi: none, pmi1, pmix or cosched (docs/mpi.md)")
 	fl.StringVar(&f.MPILib, "mpi-lib", "", "directory of cosched's MPI library (libmpich.so.12) for --mpi cosched jobs (default: lib/cosched beside the agent's bin directory, where make build puts it; docs/mpi.md)")

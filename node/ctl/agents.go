@@ -78,7 +78,7 @@ func (m *Machine) AgentUp(r AgentReport) error {
 		m.persist(Record{Kind: RecAgent, Agent: r.Name, Base: m.agents[r.Name].base, CPUs: r.CPUs})
 		a = m.agents[r.Name]
 	}
-	a.incarnation = r.Incarnation
+	a.incarnation, a.keeps = r.Incarnation, r.KeepsRanks
 	if !a.up {
 		a.up, a.downSince = true, time.Time{}
 		m.membersChanged()
@@ -214,6 +214,18 @@ func (m *Machine) AgentGone(name, why string) {
 			}
 		}
 	}
+}
+
+// AgentLeft handles an agent's departure from the cluster (gossip says it
+// left or died): one whose ranks outlive it (KeepsRanks) is only down, and
+// has Config.ReconnectGrace to come back with them (a restart); the
+// others' ranks died with them, and their jobs fail now.
+func (m *Machine) AgentLeft(name string) {
+	if a := m.agents[name]; a != nil && a.keeps {
+		m.AgentDown(name)
+		return
+	}
+	m.AgentGone(name, "left the cluster")
 }
 
 // expireAgents gives up on agents that did not come back in time.

@@ -92,6 +92,7 @@ type agent struct {
 	incarnation uint64 // the agent process's life, as it last reported (0: unknown)
 	up          bool
 	downSince   time.Time // while !up
+	keeps       bool      // its ranks outlive it (AgentReport.KeepsRanks)
 }
 
 type owner struct {

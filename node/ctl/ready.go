@@ -92,6 +92,9 @@ type AgentReport struct {
 	Incarnation   uint64
 	Launched      []int64
 	LaunchedFloor int64
+	// KeepsRanks: its ranks outlive it (Config.KeepRanks), so when it
+	// leaves the cluster it may come back with them (AgentLeft).
+	KeepsRanks bool
 }
 
 // LiveRank is a rank an agent runs.

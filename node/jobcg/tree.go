@@ -55,6 +55,9 @@ type Config struct {
 	// priority should pass -1 (node does): see docs/cgroups.md.
 	CPUWeight int
 	Log       *zap.Logger
+	// Keep lists jobs whose cgroups a previous life left and this one
+	// adopts (their ranks outlived it) instead of killing them.
+	Keep []int64
 }
 
 // DefaultCPUWeight is the jobs' parent's CPU weight when Config.CPUWeight is
@@ -189,7 +192,7 @@ func Open(cfg Config) (*Tree, error) {
 			t.log.Warn("the jobs' CPU weight is not lowered: busy ranks compete with the agent on equal terms (its nice value and real-time policy are what is left)", zap.Error(err))
 		}
 	}
-	n, err := t.cleanLeftovers()
+	n, err := t.cleanLeftovers(cfg.Keep)
 	t.cleaned = n
 	if err != nil {
 		t.log.Error("cleaning the previous life's job cgroups", zap.Error(err))
@@ -244,14 +247,25 @@ func (t *Tree) Status() string {
 
 func jobName(id int64) string { return "job-" + strconv.FormatInt(id, 10) }
 
-func (t *Tree) cleanLeftovers() (int, error) {
+func (t *Tree) cleanLeftovers(keep []int64) (int, error) {
 	names, err := t.b.leftovers()
 	if err != nil {
 		return 0, err
 	}
 	var errs []error
+	n := 0
 	for _, name := range names {
 		g, err := t.b.load(name)
+		if id, ok := keptJob(name, keep); ok && err == nil {
+			// Adopted as it is; thawed, so that its state is known
+			// (Job.frozen false): the kept ranks stopped themselves.
+			if err := g.setFrozen(false); err != nil {
+				errs = append(errs, fmt.Errorf("%s: thaw: %w", name, err))
+			}
+			t.jobs[id] = &Job{id: id, g: g}
+			continue
+		}
+		n++
 		if err == nil {
 			err = killAndRemove(g)
 		}
@@ -259,7 +273,17 @@ func (t *Tree) cleanLeftovers() (int, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	return len(names), errors.Join(errs...)
+	return n, errors.Join(errs...)
+}
+
+// keptJob reports whether a leftover job group is one of keep's.
+func keptJob(name string, keep []int64) (int64, bool) {
+	for _, id := range keep {
+		if name == jobName(id) {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 // Create makes job's cgroup with a memory limit (0: none). In ModeNone it
@@ -359,7 +383,7 @@ func (t *Tree) Close() error {
 	// A Remove from another goroutine (a job's last rank exiting) may be
 	// under way; then anything that still failed to go, as at start.
 	t.removing.Wait()
-	if _, err := t.cleanLeftovers(); err != nil {
+	if _, err := t.cleanLeftovers(nil); err != nil {
 		errs = append(errs, err)
 	}
 	if err := t.b.removeSubtree(); err != nil && !errors.Is(err, os.ErrNotExist) {

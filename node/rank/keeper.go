@@ -162,6 +162,9 @@ func startTicks(pid int) (uint64, error) {
 	if len(f) < 20 {
 		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, fmt.Errorf("pid %d has exited", pid) // a zombie is not a keeper
+	}
 	return strconv.ParseUint(f[19], 10, 64) // field 22; f[0] is field 3
 }
 

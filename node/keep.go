@@ -1,0 +1,148 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/node/rank"
+)
+
+// This file lets ranks outlive their agent (Config.KeepRanks): each rank
+// runs under a keeper (node/rank), each launch is recorded in the state
+// directory, and a restarted agent reattaches the jobs it finds there
+// (docs/runtime.md, "Agent restarts").
+
+// keepDir is where the rank manager records its keepers.
+func keepDir(cfg Config) string { return filepath.Join(cfg.StateDir, "ranks") }
+
+// launchFile is where a job's launch on this node is recorded.
+func launchFile(cfg Config, job int64) string {
+	return filepath.Join(cfg.StateDir, "jobs", strconv.FormatInt(job, 10), "launch.msgpack")
+}
+
+// saveLaunch records a launch before its ranks start, so that the agent's
+// next life can register the job again (relay, switcher, PMI).
+func (a *Agent) saveLaunch(l launch) error {
+	if !a.cfg.KeepRanks {
+		return nil
+	}
+	b, err := msgpack.Marshal(l)
+	if err != nil {
+		return err
+	}
+	path := launchFile(a.cfg, l.Job)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b)
+}
+
+// keptLaunches reads what a previous life of the agent left: its kept
+// ranks and the launch of each of their jobs. It reads only, and fails
+// with an error naming the file on anything it cannot read or that is not
+// this agent's: the agent then refuses to start, before it touches any
+// process or cgroup.
+func keptLaunches(cfg Config) ([]rank.Kept, map[int64]launch, error) {
+	if !cfg.KeepRanks {
+		return nil, nil, nil
+	}
+	kept, err := rank.ReadKept(keepDir(cfg), cfg.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	launches := map[int64]launch{}
+	for _, k := range kept {
+		if _, ok := launches[k.Job]; ok {
+			continue
+		}
+		path := launchFile(cfg, k.Job)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("job %d has kept ranks but its launch record cannot be read: %w", k.Job, err)
+		}
+		var l launch
+		if err := msgpack.Unmarshal(b, &l); err != nil || l.Job != k.Job {
+			return nil, nil, fmt.Errorf("launch record %s is corrupt (%v); move the state directory aside", path, err)
+		}
+		launches[k.Job] = l
+	}
+	return kept, launches, nil
+}
+
+// liveJobs lists the jobs with a live kept rank: their cgroups are adopted,
+// not cleaned.
+func liveJobs(kept []rank.Kept) []int64 {
+	var ids []int64
+	for _, k := range kept {
+		if k.Alive && !slices.Contains(ids, k.Job) {
+			ids = append(ids, k.Job)
+		}
+	}
+	return ids
+}
+
+// reattach adopts the kept ranks of a previous life and registers their
+// jobs again as their launch did (relay, switcher, PMI), without starting
+// anything. Ranks that ended meanwhile have their exits queued; the
+// welcome reports the live ones, and the controller's rows follow.
+func (a *Agent) reattach(launches map[int64]launch) error {
+	kept, err := a.ranks.Adopt()
+	if err != nil {
+		return err // read once already: a file changed under us
+	}
+	alive := map[int64]map[int]bool{}
+	for _, k := range kept {
+		if k.Alive {
+			if alive[k.Job] == nil {
+				alive[k.Job] = map[int]bool{}
+			}
+			alive[k.Job][k.Rank] = true
+		}
+	}
+	for _, id := range slices.Sorted(func(yield func(int64) bool) {
+		for id := range alive {
+			if !yield(id) {
+				return
+			}
+		}
+	}) {
+		l := launches[id]
+		slots := map[int]int{}
+		for _, r := range l.Ranks {
+			if alive[id][r.Rank] {
+				slots[r.Rank] = r.Slot
+			}
+		}
+		if len(l.Nodes) > 0 {
+			uid := uint32(os.Geteuid())
+			if u, err := runAs(l.Owner, l.Dir); err == nil {
+				uid = u.uid()
+			}
+			if err := a.relay.AddJobAs(id, l.Nodes, uid); err != nil {
+				a.log.Warn("relay", zap.Error(err))
+			}
+		}
+		if l.MPI == api.MPICosched {
+			a.mu.Lock()
+			a.mpiJobs[id] = true
+			a.mu.Unlock()
+		}
+		a.sw.add(id, slots)
+		if l.MPI == api.MPIPMI1 {
+			a.pmi.AddJob(id, l.Nodes, a.cfg.Name)
+		}
+		for _, row := range l.Rows {
+			a.sw.setRow(id, row, true)
+		}
+		a.log.Info("job reattached: its ranks outlived the agent's previous life", zap.Int64("job", id), zap.Int("ranks", len(slots)))
+	}
+	return nil
+}
