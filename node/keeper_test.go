@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -113,6 +115,18 @@ func (k *keptCluster) keeperOf(name string, id int64) int {
 	return keeper
 }
 
+// jobCgroups lists agent name's job cgroups (v2, or any v1 hierarchy).
+func (k *keptCluster) jobCgroups(name string) []string {
+	sum := sha256.Sum256([]byte(filepath.Join(k.dir, name)))
+	sub := name + "-" + hex.EncodeToString(sum[:4])
+	var out []string
+	for _, pat := range []string{"/sys/fs/cgroup/cosched/" + sub + "/job-*", "/sys/fs/cgroup/*/cosched/" + sub + "/job-*"} {
+		m, _ := filepath.Glob(pat)
+		out = append(out, m...)
+	}
+	return out
+}
+
 // waitLines waits until a file has at least n lines.
 func waitLines(t *testing.T, path string, n int) {
 	eventually(t, 20*time.Second, func() error {
@@ -183,6 +197,9 @@ func TestKeptRanksPastTheGraceAreKilled(t *testing.T) {
 	id := k.submit([]string{"sleep", "120"})
 	waitJob(t, k.client(), id, 20*time.Second, inState(api.Running))
 	keeper := k.keeperOf("w1", id)
+	if len(k.jobCgroups("w1")) == 0 {
+		t.Log("no job cgroups on this host: only the processes are checked")
+	}
 	k.w1.kill9(t)
 	j := waitJob(t, api.NewClient(k.c0.ready.API), id, 30*time.Second, inState(api.Failed))
 	if !strings.Contains(j.Reason, "w1") || !strings.Contains(j.Reason, "within "+grace.String()) {
@@ -202,6 +219,9 @@ func TestKeptRanksPastTheGraceAreKilled(t *testing.T) {
 	eventually(t, 10*time.Second, func() error {
 		if left, _ := filepath.Glob(filepath.Join(k.dir, "w1", "ranks", "*")); len(left) > 0 {
 			return fmt.Errorf("keeper records left: %v", left)
+		}
+		if left := k.jobCgroups("w1"); len(left) > 0 {
+			return fmt.Errorf("job cgroups left: %v", left)
 		}
 		return nil
 	})

@@ -101,6 +101,22 @@
 // SIGCHLD to SIG_IGN (the kernel would reap ranks itself and their statuses
 // would be lost; such Exits carry Err). CPUs are numbered below 1024.
 //
+// # Keepers
+//
+// With Config.KeepDir every rank starts under a keeper (ShimMain with
+// "--keep"): a process in a session of its own, leader of the rank's group,
+// started without a lethal parent-death signal (SIGUSR2 tells it the agent
+// died; a time-shared keeper then stops its group). It stops itself like
+// the shim, then forks the program (Pdeathsig=SIGKILL: the program never
+// outlives its keeper), waits for it and writes its exit record; the
+// manager's Exit carries the program's status from that record. The
+// manager records every keeper (pid and /proc start time) in KeepDir; a
+// later manager's Adopt takes the live ones back (watching each through a
+// pidfd, since it is not their parent) and reports the ones that ended
+// meanwhile. A keeper that dies without a record (killed from outside)
+// gives an Exit with Err. The Pdeathsig guarantee above does not hold for
+// kept ranks: that is their point.
+//
 // # Testing with the test binary as the shim
 //
 // A package's tests cannot rely on the cosched binary being built, so they
