@@ -159,7 +159,10 @@ type Options struct {
 	// cluster key (--unsealed-strobes): insecure, only for bench strobe
 	// --auth to measure what sealing costs.
 	UnsealedStrobes bool
-	StateDir        string
+	// KeepRanks starts the agents with --keep-ranks: their ranks outlive
+	// them, so RollingRestart restarts them with the jobs running.
+	KeepRanks bool
+	StateDir  string
 	// Timeout bounds how long Up waits for the agents to come up and join.
 	Timeout time.Duration
 }
@@ -516,6 +519,9 @@ func (c *Cluster) startAgent(ctx context.Context, o Options, i int, deadline tim
 	if o.UnsealedStrobes {
 		args = append(args, "--unsealed-strobes")
 	}
+	if o.KeepRanks {
+		args = append(args, "--keep-ranks")
+	}
 	var join []string
 	switch {
 	case o.Controllers > 1:
@@ -605,6 +611,75 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 	}
 	b, _ := json.MarshalIndent(c, "", "  ")
 	return restarted, atomicfile.WriteFile(File(c.dir), b)
+}
+
+// RollingRestart restarts every agent in turn, with the jobs running: it
+// kills one (SIGKILL: its ranks live on under their keepers), starts it
+// again with its flags and state directory, waits until the controller has
+// it again, and goes on to the next. Compute agents go first, the
+// controllers' agents last, one at a time. Every agent must keep its ranks
+// (cluster up --keep-ranks): otherwise it refuses before touching any.
+// The record is rewritten after each restart; the names restarted are
+// returned. exe is the cosched binary ("" for this process's executable).
+func (c *Cluster) RollingRestart(ctx context.Context, exe string, timeout time.Duration) ([]string, error) {
+	var order []int
+	for i, a := range c.Agents {
+		if !slices.Contains(a.Args, "--keep-ranks") {
+			return nil, fmt.Errorf("agent %s does not keep its ranks (start the cluster with cluster up --keep-ranks): restarting it would fail its jobs", a.Name)
+		}
+		if !a.running() {
+			return nil, fmt.Errorf("agent %s is not running: start it again first (cluster up)", a.Name)
+		}
+		if !slices.Contains(a.Args, "--controller") {
+			order = append(order, i)
+		}
+	}
+	for i, a := range c.Agents {
+		if slices.Contains(a.Args, "--controller") {
+			order = append(order, i)
+		}
+	}
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("locating the cosched binary: %w", err)
+		}
+	}
+	var restarted []string
+	for _, i := range order {
+		a := &c.Agents[i]
+		var join []string
+		for _, o := range c.Agents {
+			if o.Name != a.Name {
+				join = append(join, o.Gossip)
+			}
+		}
+		wasAPI := c.API == a.API
+		if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
+			return restarted, fmt.Errorf("killing agent %s: %w", a.Name, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); a.running(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return restarted, fmt.Errorf("agent %s (pid %d) still runs 10s after SIGKILL", a.Name, a.PID)
+			}
+		}
+		deadline := time.Now().Add(timeout)
+		if err := c.launch(ctx, exe, nil, a, join, deadline); err != nil {
+			return restarted, err
+		}
+		if wasAPI {
+			c.API = a.API
+		}
+		restarted = append(restarted, a.Name)
+		b, _ := json.MarshalIndent(c, "", "  ")
+		if err := atomicfile.WriteFile(File(c.dir), b); err != nil {
+			return restarted, err
+		}
+		if err := c.waitJoined(ctx, c.compute(), timeout, deadline); err != nil {
+			return restarted, err
+		}
+	}
+	return restarted, nil
 }
 
 // controllerArgs are agent a0's flags for the controller's settings.

@@ -3,12 +3,14 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/sharing"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -228,5 +230,84 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(o.StateDir, "agents", "a0", "journal.prev")); err != nil {
 		t.Fatalf("the first cluster's journal was not kept: %v", err)
+	}
+}
+
+// A rolling restart of a cluster whose agents keep their ranks: every
+// agent is killed and started again in turn, the controller's last, while
+// a gang job runs; the job completes, each rank's output showing one run.
+// A cluster without --keep-ranks is refused before any agent is touched.
+func TestRollingRestartKeepsJobsRunning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	o := DefaultOptions()
+	o.Exe, o.StateDir, o.Agents, o.Mode, o.MPL, o.RealtimePriority, o.KeepRanks = testExe(t), t.TempDir(), 2, sharing.Gang, 2, 0, true
+	c, err := Up(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if rec, err := Load(o.StateDir); err == nil {
+			rec.Down(5 * time.Second)
+			return
+		}
+		c.Down(5 * time.Second)
+	}()
+	const n = 30
+	cmd := []string{"sh", "-c", fmt.Sprintf(`echo start; i=0; while [ $i -lt %d ]; do i=$((i+1)); echo $i; sleep 0.1; done`, n)}
+	id, err := c.Client().Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: 2 * time.Minute}, Command: cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := func(agent string, r int) string {
+		return filepath.Join(o.StateDir, "agents", agent, "jobs", strconv.FormatInt(id, 10), fmt.Sprintf("rank-%d.out", r))
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b0, _ := os.ReadFile(out("a0", 0))
+		b1, _ := os.ReadFile(out("a1", 1))
+		if strings.Count(string(b0), "\n") >= 2 && strings.Count(string(b1), "\n") >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d did not start: %q %q", id, b0, b1)
+		}
+	}
+	start := time.Now()
+	names, err := c.RollingRestart(context.Background(), "", 30*time.Second)
+	if err != nil || !slices.Equal(names, []string{"a1", "a0"}) {
+		t.Fatalf("RollingRestart: %v, %v; want a1 then a0", names, err)
+	}
+	t.Logf("rolling restart of 2 agents: %v", time.Since(start).Round(time.Millisecond))
+	rec, err := Load(o.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j api.Job
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if j, err = rec.Client().Job(context.Background(), id); err == nil && j.State.Done() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d not ended: %+v %v", id, j, err)
+		}
+	}
+	if j.State != api.Completed {
+		t.Fatalf("job %d is %s (%s)", id, j.State, j.Reason)
+	}
+	want := "start"
+	for i := 1; i <= n; i++ {
+		want += " " + strconv.Itoa(i)
+	}
+	for i, r := range j.Ranks {
+		b, _ := os.ReadFile(out(r.Node, i))
+		if got := strings.Join(strings.Fields(string(b)), " "); got != want {
+			t.Errorf("rank %d on %s: %q, want one run", i, r.Node, got)
+		}
+	}
+
+	plain := &Cluster{Agents: []Agent{{Ready: Ready{Name: "a0"}, Args: []string{"agent"}}}}
+	if _, err := plain.RollingRestart(context.Background(), "", time.Second); err == nil || !strings.Contains(err.Error(), "--keep-ranks") {
+		t.Errorf("a cluster without --keep-ranks: %v", err)
 	}
 }

@@ -86,7 +86,7 @@ func agentConfig(args []string) (cfg node.Config, ready string, cleanup bool, er
 		"raft-port": &s.RaftPort, "mpl": &s.MPL, "strobe-fanout": &s.StrobeFanout} {
 		fs.IntVar(p, name, *p, "")
 	}
-	for name, p := range map[string]*bool{"local": &s.Local, "no-compute": &s.NoCompute, "controller": &s.Controller, "unsealed-strobes": &s.UnsealedStrobes} {
+	for name, p := range map[string]*bool{"local": &s.Local, "no-compute": &s.NoCompute, "controller": &s.Controller, "unsealed-strobes": &s.UnsealedStrobes, "keep-ranks": &s.KeepRanks} {
 		fs.BoolVar(p, name, *p, "")
 	}
 	fs.Int64Var(&s.FirstJobID, "first-job-id", 0, "")

@@ -65,7 +65,7 @@ func newClusterCmd() *cobra.Command {
 		Use:   "cluster",
 		Short: "Start or stop a local cluster of agents on loopback",
 	}
-	cmd.AddCommand(newClusterUpCmd(), newClusterDownCmd())
+	cmd.AddCommand(newClusterUpCmd(), newClusterDownCmd(), newClusterRestartCmd())
 	return cmd
 }
 
@@ -81,7 +81,7 @@ type clusterUpFlags struct {
 var clusterUpFlagNames = flagNames{"Agents": "-N", "Processors": "--processors", "Mode": "--mode", "Slice": "--slice",
 	"MPL": "--mpl", "Policy": "--policy", "Backfill": "--reservations", "Backfill.Reservations": "--reservations", "Reservations": "--reservations",
 	"ReservationsMode": "--reservations-mode", "Weights": "--weights", "Bandwidth": "--bandwidth", "RealtimePriority": "--realtime-priority",
-	"StateDir": "--state-dir", "Timeout": "--timeout", "Suspend": "--suspend", "Controllers": "--controllers", "MPI": "--mpi"}
+	"StateDir": "--state-dir", "Timeout": "--timeout", "Suspend": "--suspend", "Controllers": "--controllers", "MPI": "--mpi", "KeepRanks": "--keep-ranks"}
 
 func newClusterUpCmd() *cobra.Command {
 	f := clusterUpFlags{opts: localcluster.DefaultOptions()}
@@ -113,6 +113,7 @@ func newClusterUpCmd() *cobra.Command {
 	fl.DurationVar(&f.opts.Timeout, "timeout", f.opts.Timeout, "how long to wait for the agents to come up")
 	fl.IntVar(&f.opts.RealtimePriority, "realtime-priority", f.opts.RealtimePriority, "agents' SCHED_FIFO priority for the strobe path (0: off; see cosched agent --help)")
 	fl.StringVar(&f.opts.Suspend, "suspend", api.SuspendSignal, "how agents suspend ranks between slices: signal or freezer (cgroups; see docs/cgroups.md)")
+	fl.BoolVar(&f.opts.KeepRanks, "keep-ranks", false, "agents start with --keep-ranks: ranks outlive their agent, and `cluster restart` restarts every agent with the jobs running (docs/runtime.md)")
 	fl.StringVar(&f.opts.MPI, "mpi", "", "process-management interface of jobs that name none (submit --mpi): pmi1 (MPICH programs on MPICH), pmix (Open MPI programs), cosched (MPICH programs on cosched's MPI library; docs/mpi.md) or none (the default)")
 	return cmd
 }
@@ -179,6 +180,38 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 		fmt.Fprintf(out, "warning: %s\n", n)
 	}
 	return nil
+}
+
+func newClusterRestartCmd() *cobra.Command {
+	var stateDir string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "restart",
+		Short: "Restart every agent of the local cluster in turn, the controller's last, with the jobs running (needs cluster up --keep-ranks)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := localcluster.FindStateDir(stateDir)
+			if err != nil {
+				return err
+			}
+			c, err := localcluster.Load(dir)
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("no local cluster in %s: start one with `cosched cluster up --keep-ranks`", dir)
+				}
+				return err
+			}
+			start := time.Now()
+			names, err := c.RollingRestart(cmd.Context(), c.Exe, timeout)
+			if len(names) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "restarted %s in %v (controller at %s)\n", strings.Join(names, ", "), time.Since(start).Round(10*time.Millisecond), c.API)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", stateDirHelp)
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long each agent gets to come back and be seen by the controller")
+	return cmd
 }
 
 func newClusterDownCmd() *cobra.Command {
