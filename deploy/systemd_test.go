@@ -158,7 +158,7 @@ func TestSystemdUnitMatchesAgent(t *testing.T) {
 	}
 
 	// What the agent needs of the service.
-	want := map[string]string{"KillMode": "mixed", "KillSignal": "SIGTERM", "EnvironmentFile": "/etc/cosched/agent.env",
+	want := map[string]string{"KillMode": "process", "KillSignal": "SIGTERM", "EnvironmentFile": "/etc/cosched/agent.env",
 		"AmbientCapabilities": "CAP_SYS_NICE", "CapabilityBoundingSet": "CAP_SYS_NICE", "StateDirectory": "cosched"}
 	for k, v := range want {
 		if got := unit[k]; len(got) != 1 || got[0] != v {

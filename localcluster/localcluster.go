@@ -876,7 +876,8 @@ func alive(pid int) bool {
 	return err == nil && strings.Contains(string(cmdline), "agent\x00")
 }
 
-// Stop asks the agents to leave (SIGTERM: they kill their ranks) and
+// Stop asks the agents to leave (SIGTERM: they kill their ranks, or with
+// --keep-ranks leave them, and cleanup below kills them) and
 // kills those still there after grace. The record stays in the state
 // directory (with the logs, as the evidence of a run). The error names
 // agents that survived even SIGKILL.
@@ -891,7 +892,13 @@ func (c *Cluster) Stop(grace time.Duration) error {
 	if len(left) > 0 {
 		return fmt.Errorf("agents still running after SIGKILL: %s", strings.Join(left, ", "))
 	}
-	return c.cleanup(append(crashed, killed...))
+	names := append(crashed, killed...)
+	for _, a := range c.Agents {
+		if slices.Contains(a.Args, "--keep-ranks") && !slices.Contains(names, a.Name) {
+			names = append(names, a.Name) // SIGTERM left its ranks to a next start that will not come
+		}
+	}
+	return c.cleanup(names)
 }
 
 // cleanup runs `cosched agent --cleanup` for the named agents.
@@ -905,7 +912,8 @@ func (c *Cluster) cleanup(names []string) error {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, c.Exe, append(slices.Clone(a.Args), "--cleanup")...).CombinedOutput()
+		args := slices.DeleteFunc(slices.Clone(a.Args), func(s string) bool { return s == "--keep-ranks" }) // kept ranks go too
+		out, err := exec.CommandContext(ctx, c.Exe, append(args, "--cleanup")...).CombinedOutput()
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cleaning up after agent %s: %w: %s", a.Name, err, bytes.TrimSpace(out)))

@@ -332,6 +332,9 @@ type Agent struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	done     chan struct{}
+	// detached is closed by Detach: the agent exits leaving its kept
+	// ranks running (forwardExits stops reading their exits).
+	detached chan struct{}
 	stopOnce sync.Once
 	stopErr  error
 
@@ -427,7 +430,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 		cfg.Advertise = adv
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), metrics: prometheus.NewRegistry(),
+	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), detached: make(chan struct{}), metrics: prometheus.NewRegistry(),
 		stats: map[rankKey]comm.Stats{}, mpiJobs: map[int64]bool{}, unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
@@ -827,6 +830,37 @@ func (a *Agent) Shutdown() error {
 	return a.stopErr
 }
 
+// Detach stops the agent like Shutdown but, with Config.KeepRanks, leaves
+// its ranks running under their keepers, their cgroups and records in
+// place, for its next life to take back (a restart, an upgrade); the
+// controller waits ControllerGrace for it. Without KeepRanks it is
+// Shutdown.
+func (a *Agent) Detach() error {
+	if a.cfg.KeepRanks {
+		a.stopOnce.Do(func() {
+			close(a.detached)
+			if a.ml != nil {
+				if err := a.ml.Leave(leaveTimeout); err != nil {
+					a.log.Warn("leave", zap.Error(err))
+				}
+			}
+			a.stopErr = a.closeAll()
+			close(a.done)
+		})
+	}
+	return a.Shutdown()
+}
+
+// detaching reports whether Detach has begun.
+func (a *Agent) detaching() bool {
+	select {
+	case <-a.detached:
+		return true
+	default:
+		return false
+	}
+}
+
 // newIncarnation is a random, non-zero name for an agent's life.
 func newIncarnation() uint64 {
 	var b [8]byte
@@ -881,14 +915,20 @@ func (a *Agent) closeAll() error {
 	}
 	// The cgroups first: a frozen rank would not die of the rank
 	// manager's signals, and its Close waits for every rank's death.
-	if a.cg != nil {
-		if err := a.cg.Close(); err != nil {
-			errs = append(errs, err)
+	if a.detaching() {
+		if a.ranks != nil {
+			a.ranks.Detach() // the ranks and their cgroups stay
 		}
-	}
-	if a.ranks != nil {
-		if err := a.ranks.Close(); err != nil {
-			errs = append(errs, err)
+	} else {
+		if a.cg != nil {
+			if err := a.cg.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if a.ranks != nil {
+			if err := a.ranks.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if a.pmi != nil {

@@ -300,7 +300,17 @@ func (a *Agent) kill(job int64, reason string) {
 
 // forwardExits reports every rank's end to the controller.
 func (a *Agent) forwardExits() {
-	for e := range a.ranks.Exits() {
+	for {
+		var e rank.Exit
+		select {
+		case <-a.detached:
+			return // the next life reports the rest
+		case x, ok := <-a.ranks.Exits():
+			if !ok {
+				return
+			}
+			e = x
+		}
 		m := rankExit{Job: e.Job, Rank: e.Rank, Node: a.cfg.Name, PID: e.PID, Code: e.Code, Signal: e.Signal,
 			CPUTime: int64(e.CPUTime), MaxRSS: e.MaxRSS}
 		if e.Err != nil {

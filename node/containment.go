@@ -99,7 +99,9 @@ func lockStateDir(ctx context.Context, dir string) (*os.File, error) {
 // without stopping (SIGKILL, a crash) and will not start again, whose
 // ranks' escaped children would otherwise live on (the next start of the
 // agent does the same). It returns how many job cgroups it cleaned, and
-// refuses while that agent runs (its state directory is locked).
+// refuses while that agent runs (its state directory is locked). It kills
+// the kept ranks of an agent with --keep-ranks too, unless cfg.KeepRanks
+// says the agent will start again and take them (then their cgroups stay).
 func CleanupCgroups(cfg Config) (int, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
@@ -117,14 +119,23 @@ func CleanupCgroups(cfg Config) (int, error) {
 		return 0, fmt.Errorf("node: %w", err)
 	}
 	defer lock.Close()
+	var keep []int64
 	if _, err := os.Stat(keepDir(cfg)); err == nil {
-		// Kept ranks outlive their agent: without cgroups, only this
-		// finds them.
-		if _, err := rank.KillKept(keepDir(cfg), cfg.Name); err != nil {
+		if cfg.KeepRanks {
+			// The agent will start again (systemd's ExecStopPost after a
+			// crash or a restart): its kept ranks and their cgroups wait.
+			kept, err := rank.ReadKept(keepDir(cfg), cfg.Name)
+			if err != nil {
+				return 0, fmt.Errorf("node: %w", err)
+			}
+			keep = liveJobs(kept)
+		} else if _, err := rank.KillKept(keepDir(cfg), cfg.Name); err != nil {
+			// Kept ranks outlive their agent: without cgroups, only
+			// this finds them.
 			return 0, fmt.Errorf("node: %w", err)
 		}
 	}
-	t, err := openCgroups(cfg, cfg.Log)
+	t, err := openCgroups(cfg, cfg.Log, keep...)
 	if err != nil {
 		return 0, fmt.Errorf("node: %w", err)
 	}

@@ -30,6 +30,15 @@ func startKeptCluster(t *testing.T, grace time.Duration) *keptCluster {
 	dir := t.TempDir()
 	common := []string{"--processors", "1", "--keep-ranks", "--mode", "gang", "--mpl", "2", "--slice", "50ms", "--controller-grace", grace.String()}
 	k := &keptCluster{t: t, dir: dir}
+	// Last (cleanups run in reverse): the agents have stopped, leaving
+	// their kept ranks (SIGTERM detaches); nothing may outlive the test.
+	t.Cleanup(func() {
+		for _, name := range []string{"c0", "w1"} {
+			if _, err := node.CleanupCgroups(node.Config{Name: name, StateDir: filepath.Join(dir, name)}); err != nil {
+				t.Errorf("cleaning up after %s: %v", name, err)
+			}
+		}
+	})
 	k.c0 = startAgentProc(t, dir, "c0", append([]string{"--controller"}, common...)...)
 	k.w1 = startAgentProc(t, dir, "w1", append(common, "--join", k.c0.ready.Gossip)...)
 	return k
@@ -138,10 +147,11 @@ func waitLines(t *testing.T, path string, n int) {
 	})
 }
 
-// A shell job runs on while first a compute agent and then the agent that
-// runs the controller are killed with SIGKILL and started again: its
-// ranks are the same processes, each rank's output shows one run, and the
-// job completes.
+// A shell job runs on while first a compute agent is stopped with SIGTERM
+// (with --keep-ranks it leaves its ranks, as for `systemctl restart`) and
+// then the agent that runs the controller is killed with SIGKILL, each
+// started again: its ranks are the same processes, each rank's output
+// shows one run, and the job completes.
 func TestKeptRanksOutliveTheirAgent(t *testing.T) {
 	k := startKeptCluster(t, time.Minute)
 	const n = 40
@@ -152,9 +162,16 @@ func TestKeptRanksOutliveTheirAgent(t *testing.T) {
 	r1 := rankOn(t, j, "w1")
 	waitLines(t, k.outOf("w1", id, r1), 3)
 
-	for _, step := range []struct{ p, other *agentProc }{{k.w1, k.c0}, {k.c0, k.w1}} {
+	for _, step := range []struct {
+		p, other *agentProc
+		term     bool
+	}{{k.w1, k.c0, true}, {k.c0, k.w1, false}} {
 		keeper := keepers[step.p.name]
-		step.p.kill9(t)
+		if step.term {
+			step.p.stop()
+		} else {
+			step.p.kill9(t)
+		}
 		if !alive(keeper) {
 			t.Fatalf("the keeper of %s's rank (pid %d) died with its agent", step.p.name, keeper)
 		}

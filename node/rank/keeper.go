@@ -371,6 +371,18 @@ func keeperLost(job int64, rank, pid int, how string) error {
 	return fmt.Errorf("rank: job %d rank %d: its keeper (pid %d) %s before its program did (killed from outside cosched?); the program was killed with it", job, rank, pid, how)
 }
 
+// Detach ends the manager's service without touching the ranks: Start
+// refuses from now on, nothing is killed or waited for, and Exits is never
+// closed. For an agent that exits leaving its kept ranks to its next life
+// (their keepers outlive it); the process must exit soon after, since the
+// reapers stay blocked until it does.
+func (m *Manager) Detach() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.log.Info("rank manager detached: kept ranks left to the agent's next life")
+}
+
 // writeKeepRecord records a forked keeper for the next life of the agent.
 func (m *Manager) writeKeepRecord(s *Spec, pid int, started time.Time) error {
 	t, err := startTicks(pid)
