@@ -329,9 +329,9 @@ type Agent struct {
 
 	ui *webUI // the web page's sessions and events (package ui)
 
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	done     chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{}
 	// detached is closed by Detach: the agent exits leaving its kept
 	// ranks running (forwardExits stops reading their exits).
 	detached chan struct{}
