@@ -42,6 +42,7 @@ func agentProcMain(args []string) int {
 	grace := fs.Duration("controller-grace", time.Minute, "")
 	deadAfter := fs.Duration("dead-controller-after", 0, "")
 	keep := fs.Bool("keep-ranks", false, "")
+	cpuWeight := fs.Int("jobs-cpu-weight", 0, "")
 	fs.Var(&join, "join", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -52,7 +53,7 @@ func agentProcMain(args []string) int {
 	defer stop()
 	err := node.Run(ctx, node.Config{Name: *name, Bind: *bind, Local: true, StateDir: *state, Join: join,
 		Controller: *controller, Controllers: *controllers, RaftPort: *raftPort, NoCompute: *noCompute, Processors: *processors,
-		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace, DeadControllerAfter: *deadAfter, KeepRanks: *keep,
+		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace, DeadControllerAfter: *deadAfter, KeepRanks: *keep, JobsCPUWeight: *cpuWeight,
 		Shim: []string{exe, "__rank-exec"}, Log: log}, func(a *node.Agent) error {
 		b, _ := json.Marshal(map[string]any{"name": *name, "pid": os.Getpid(), "gossip": a.GossipAddr(), "api": a.APIAddr()})
 		return atomicfile.WriteFile(*ready, b)

@@ -21,14 +21,18 @@ import (
 // keptCluster is two agent processes with --keep-ranks, each with one
 // processor, time-sharing in gang mode: c0 also runs the controller.
 type keptCluster struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	c0, w1 *agentProc
 }
 
-func startKeptCluster(t *testing.T, grace time.Duration) *keptCluster {
+func startKeptCluster(t testing.TB, grace time.Duration) *keptCluster {
 	dir := t.TempDir()
-	common := []string{"--processors", "1", "--keep-ranks", "--mode", "gang", "--mpl", "2", "--slice", "50ms", "--controller-grace", grace.String()}
+	common := []string{"--processors", "1", "--keep-ranks", "--mode", "gang", "--mpl", "2", "--slice", "50ms", "--controller-grace", grace.String(),
+		// Not weighed below the agents: on a host shared with other
+		// clusters' busy jobs a keeper's start-up could starve past the
+		// rank manager's start timeout.
+		"--jobs-cpu-weight", "-1"}
 	k := &keptCluster{t: t, dir: dir}
 	// Last (cleanups run in reverse): the agents have stopped, leaving
 	// their kept ranks (SIGTERM detaches); nothing may outlive the test.
@@ -137,7 +141,7 @@ func (k *keptCluster) jobCgroups(name string) []string {
 }
 
 // waitLines waits until a file has at least n lines.
-func waitLines(t *testing.T, path string, n int) {
+func waitLines(t testing.TB, path string, n int) {
 	eventually(t, 20*time.Second, func() error {
 		b, _ := os.ReadFile(path)
 		if got := strings.Count(string(b), "\n"); got < n {
@@ -300,4 +304,42 @@ func startSleep(t *testing.T) int {
 		syscall.Wait4(pid, &ws, 0, nil)
 	})
 	return pid
+}
+
+// What an agent's restart costs a gang job: the same 2-rank counter job
+// (3 s of work) runs once undisturbed and once while its compute agent is
+// killed with SIGKILL and started again at once; the metrics are both
+// runtimes and their ratio.
+func BenchmarkAgentRestartCost(b *testing.B) {
+	for range b.N {
+		k := startKeptCluster(b, time.Minute)
+		run := func(restart bool) time.Duration {
+			id := k.submit(counterJob(30))
+			if restart {
+				waitLines(b, k.outOf("w1", id, 1), 3)
+				k.w1.kill9(b)
+				k.w1.args = append(k.w1.args, "--join", k.c0.ready.Gossip)
+				k.w1.start(b, k.dir)
+			}
+			var j api.Job
+			eventually(b, 60*time.Second, func() error {
+				var err error
+				if j, err = k.client().Job(context.Background(), id); err != nil {
+					return err
+				}
+				if !j.State.Done() {
+					return fmt.Errorf("job %d is %s", id, j.State)
+				}
+				return nil
+			})
+			if j.State != api.Completed {
+				b.Fatalf("job %d is %s (%s)", id, j.State, j.Reason)
+			}
+			return j.Elapsed.D
+		}
+		base, restarted := run(false), run(true)
+		b.ReportMetric(base.Seconds(), "s-undisturbed")
+		b.ReportMetric(restarted.Seconds(), "s-restarted")
+		b.ReportMetric(restarted.Seconds()/base.Seconds(), "ratio")
+	}
 }
