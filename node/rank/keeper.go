@@ -129,10 +129,37 @@ func keeperMain(args []string) error {
 	var e Exit
 	describe(&e, ws, &ru)
 	rec := exitRecord{Code: e.Code, Signal: e.Signal, CPUTime: int64(e.CPUTime), MaxRSS: e.MaxRSS, Ended: time.Now()}
-	if err := writeJSON(exitPath, rec); err != nil {
-		return fmt.Errorf("exit record: %w", err)
+	if err := writeExitRecord(exitPath, rec); err != nil {
+		// The agent, if it waits for this keeper, still learns the
+		// status from the keeper's own: mirror it.
+		fmt.Fprintf(os.Stderr, "cosched rank keeper: exit record: %v\n", err)
+		if ws.Signaled() {
+			signal.Reset(ws.Signal())
+			_ = unix.Kill(os.Getpid(), ws.Signal())
+			os.Exit(128 + int(ws.Signal()))
+		}
+		os.Exit(ws.ExitStatus())
 	}
 	return nil
+}
+
+// writeExitRecord writes the record into the file the manager made for it
+// (owned by the rank's user, who may not write in the directory).
+// Written once, in one write, and read only after the keeper exited.
+func writeExitRecord(path string, rec exitRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeJSON writes v to path atomically (a reader sees all or nothing).
@@ -178,6 +205,9 @@ func readExit(base string) (exitRecord, bool, error) {
 	if err != nil {
 		return rec, false, err
 	}
+	if len(b) == 0 {
+		return rec, false, nil // made for the keeper, not yet written
+	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, false, fmt.Errorf("%s.exit: %w", base, err)
 	}
@@ -187,6 +217,21 @@ func readExit(base string) (exitRecord, bool, error) {
 // applyExit fills e from the keeper's record of its program's end.
 func (r exitRecord) apply(e *Exit) {
 	e.Code, e.Signal, e.CPUTime, e.MaxRSS, e.Ended = r.Code, r.Signal, time.Duration(r.CPUTime), r.MaxRSS, r.Ended
+}
+
+// makeExitFile makes a rank's empty exit record, writable by the user its
+// keeper runs as (a previous run's under this name goes).
+func makeExitFile(path string, cred *syscall.Credential) error {
+	os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if cred != nil {
+		return f.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	return nil
 }
 
 // forgetKept removes a rank's records once its Exit is queued.

@@ -207,7 +207,9 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 			mode = "stopped"
 		}
 		exitFile := keepBase(m.keepDir, s.Job, s.Rank) + ".exit"
-		os.Remove(exitFile) // a previous run's under this name
+		if err := makeExitFile(exitFile, s.Credential); err != nil {
+			return 0, fmt.Errorf("keeper exit record: %w", err)
+		}
 		argv = append(append(slices.Clone(m.shim), keeperArg, exitFile, strconv.Itoa(3+len(s.ExtraFiles)), mode, "--"), argv...)
 		path = m.shim[0]
 	} else if s.Stopped {
