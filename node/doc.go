@@ -10,7 +10,11 @@
 // HTTP API. Its node metadata carries the strobe, heartbeat, control and
 // API addresses and its processor count. Shutdown (and SIGINT/SIGTERM in
 // the CLI) leaves the cluster and kills every rank; a killed agent's
-// ranks die by their parent-death signal.
+// ranks die by their parent-death signal. With Config.KeepRanks each rank
+// runs under a keeper that outlives the agent (keep.go, node/rank): a
+// signal detaches the agent instead (Detach), a killed agent's ranks live
+// on, and the agent started again with the same name and state directory
+// adopts them and reports them live in its welcome.
 //
 // # Controller
 //
