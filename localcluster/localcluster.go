@@ -614,7 +614,8 @@ func (c *Cluster) Restart(ctx context.Context, exe string, timeout time.Duration
 }
 
 // RollingRestart restarts every agent in turn, with the jobs running: it
-// kills one (SIGKILL: its ranks live on under their keepers), starts it
+// stops one (SIGTERM, SIGKILL after 10 s: its ranks live on under their
+// keepers either way), starts it
 // again with its flags and state directory, waits until the controller has
 // it again, and goes on to the next. Compute agents go first, the
 // controllers' agents last, one at a time. Every agent must keep its ranks
@@ -655,13 +656,11 @@ func (c *Cluster) RollingRestart(ctx context.Context, exe string, timeout time.D
 			}
 		}
 		wasAPI := c.API == a.API
-		if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
-			return restarted, fmt.Errorf("killing agent %s: %w", a.Name, err)
-		}
-		for deadline := time.Now().Add(10 * time.Second); a.running(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				return restarted, fmt.Errorf("agent %s (pid %d) still runs 10s after SIGKILL", a.Name, a.PID)
-			}
+		// SIGTERM: with --keep-ranks the agent leaves the cluster and
+		// exits, leaving its ranks. A left member's name is free at once;
+		// a killed one's only once gossip declares it dead (seconds).
+		if left, _ := stop([]Agent{*a}, 10*time.Second); len(left) > 0 {
+			return restarted, fmt.Errorf("agent %s (pid %d) still runs after SIGTERM and SIGKILL", a.Name, a.PID)
 		}
 		deadline := time.Now().Add(timeout)
 		if err := c.launch(ctx, exe, nil, a, join, deadline); err != nil {

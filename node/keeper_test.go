@@ -308,18 +308,34 @@ func startSleep(t *testing.T) int {
 
 // What an agent's restart costs a gang job: the same 2-rank counter job
 // (3 s of work) runs once undisturbed and once while its compute agent is
-// killed with SIGKILL and started again at once; the metrics are both
-// runtimes and their ratio.
+// restarted (SIGTERM, which with --keep-ranks leaves the ranks, then
+// started again at once, as systemctl restart does); the metrics are both
+// runtimes, their ratio, and the times from the stop to the agent serving
+// again and to its rank running again.
 func BenchmarkAgentRestartCost(b *testing.B) {
 	for range b.N {
 		k := startKeptCluster(b, time.Minute)
+		var ready, running time.Duration // from the kill
 		run := func(restart bool) time.Duration {
 			id := k.submit(counterJob(30))
 			if restart {
-				waitLines(b, k.outOf("w1", id, 1), 3)
-				k.w1.kill9(b)
+				out := k.outOf("w1", id, 1)
+				waitLines(b, out, 3)
+				keeper := k.keeperOf("w1", id)
+				killed := time.Now()
+				k.w1.stop()
+				eventually(b, 10*time.Second, func() error {
+					if procState(keeper) != 'T' {
+						return fmt.Errorf("keeper %d not stopped", keeper)
+					}
+					return nil
+				})
+				b0, _ := os.ReadFile(out)
 				k.w1.args = append(k.w1.args, "--join", k.c0.ready.Gossip)
 				k.w1.start(b, k.dir)
+				ready = time.Since(killed)
+				waitLines(b, out, strings.Count(string(b0), "\n")+1)
+				running = time.Since(killed)
 			}
 			var j api.Job
 			eventually(b, 60*time.Second, func() error {
@@ -341,5 +357,7 @@ func BenchmarkAgentRestartCost(b *testing.B) {
 		b.ReportMetric(base.Seconds(), "s-undisturbed")
 		b.ReportMetric(restarted.Seconds(), "s-restarted")
 		b.ReportMetric(restarted.Seconds()/base.Seconds(), "ratio")
+		b.ReportMetric(ready.Seconds(), "s-stop-to-ready")
+		b.ReportMetric(running.Seconds(), "s-stop-to-running")
 	}
 }
