@@ -626,7 +626,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	mcfg.Name, mcfg.Bind, mcfg.Join, mcfg.SecretKey = cfg.Name, cfg.Bind, cfg.Join, cfg.SecretKey
 	mcfg.Advertise, mcfg.Meta, mcfg.Log, mcfg.Heard = advertiseIP(cfg.Advertise), meta, a.log, a.follower.Heard
-	ml, err := member.Join(ctx, mcfg)
+	ml, err := a.joinGossip(ctx, mcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -1,17 +1,21 @@
 package node
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/member"
 	"github.com/cosched/cosched/node/rank"
 )
 
@@ -145,4 +149,45 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 		a.log.Info("job reattached: its ranks outlived the agent's previous life", zap.Int64("job", id), zap.Int("ranks", len(slots)))
 	}
 	return nil
+}
+
+// gossipPortFile remembers, in the state directory, the gossip port an
+// agent with --keep-ranks bound to when --bind asked for any (port 0).
+const gossipPortFile = "gossip.port"
+
+// joinGossip joins the cluster. An agent that keeps its ranks and was
+// given no fixed gossip port binds the one its previous life had, if it is
+// free: the others then see the same member at the same address coming
+// back with new metadata, rather than a second member of the same name at
+// another address, which they refuse until gossip declares the first dead
+// (seconds, during which the agent cannot be reached).
+func (a *Agent) joinGossip(ctx context.Context, mcfg member.Config) (*member.Membership, error) {
+	host, port, err := net.SplitHostPort(a.cfg.Bind)
+	reuse := a.cfg.KeepRanks && err == nil && (port == "0" || port == "")
+	path := filepath.Join(a.cfg.StateDir, gossipPortFile)
+	if reuse {
+		if b, err := os.ReadFile(path); err == nil {
+			if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 65536 {
+				again := mcfg
+				again.Bind = net.JoinHostPort(host, strconv.Itoa(p))
+				if ml, err := member.Join(ctx, again); err == nil {
+					return ml, nil
+				} else {
+					a.log.Info("previous gossip port not reusable; binding another", zap.Int("port", p), zap.Error(err))
+				}
+			}
+		}
+	}
+	ml, err := member.Join(ctx, mcfg)
+	if err != nil {
+		return nil, err
+	}
+	if reuse {
+		if _, p, err := net.SplitHostPort(ml.Addr()); err == nil {
+			if err := atomicfile.WriteFile(path, []byte(p+"\n")); err != nil {
+				a.log.Warn("gossip port not recorded", zap.Error(err))
+			}
+		}
+	}
+	return ml, nil
 }
