@@ -45,6 +45,22 @@ func startKeptCluster(t testing.TB, grace time.Duration) *keptCluster {
 	})
 	k.c0 = startAgentProc(t, dir, "c0", append([]string{"--controller"}, common...)...)
 	k.w1 = startAgentProc(t, dir, "w1", append(common, "--join", k.c0.ready.Gossip)...)
+	eventually(t, 20*time.Second, func() error { // a submit before would not fit
+		rep, err := k.client().Nodes(context.Background(), false)
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, n := range rep.Nodes {
+			if n.State == "up" && n.CPUs > 0 {
+				up++
+			}
+		}
+		if up != 2 {
+			return fmt.Errorf("%d agents up, want 2", up)
+		}
+		return nil
+	})
 	return k
 }
 
@@ -314,11 +330,17 @@ func startSleep(t *testing.T) int {
 
 // What an agent's restart costs a gang job: the same 2-rank counter job
 // (3 s of work) runs once undisturbed and once while its compute agent is
-// restarted (SIGTERM, which with --keep-ranks leaves the ranks, then
-// started again at once, as systemctl restart does); the metrics are both
+// restarted (SIGTERM, which with --keep-ranks leaves the ranks, as
+// systemctl restart does; or SIGKILL, a crash) and started again at once;
+// the metrics are both
 // runtimes, their ratio, and the times from the stop to the agent serving
 // again and to its rank running again.
 func BenchmarkAgentRestartCost(b *testing.B) {
+	b.Run("sigterm", func(b *testing.B) { benchRestartCost(b, false) })
+	b.Run("sigkill", func(b *testing.B) { benchRestartCost(b, true) })
+}
+
+func benchRestartCost(b *testing.B, kill bool) {
 	for range b.N {
 		k := startKeptCluster(b, time.Minute)
 		var ready, running time.Duration // from the kill
@@ -329,7 +351,11 @@ func BenchmarkAgentRestartCost(b *testing.B) {
 				waitLines(b, out, 3)
 				keeper := k.keeperOf("w1", id)
 				killed := time.Now()
-				k.w1.stop()
+				if kill {
+					k.w1.kill9(b)
+				} else {
+					k.w1.stop()
+				}
 				eventually(b, 10*time.Second, func() error {
 					if procState(keeper) != 'T' {
 						return fmt.Errorf("keeper %d not stopped", keeper)
