@@ -56,6 +56,15 @@ func (a *Agent) saveLaunch(l launch) error {
 // process or cgroup.
 func keptLaunches(cfg Config) ([]rank.Kept, map[int64]launch, error) {
 	if !cfg.KeepRanks {
+		if _, err := os.Stat(keepDir(cfg)); err == nil {
+			// A previous life kept ranks and this one does not take
+			// them: they go, as a killed agent's ranks do.
+			if n, err := rank.KillKept(keepDir(cfg), cfg.Name); err != nil {
+				return nil, nil, err
+			} else if n > 0 {
+				cfg.Log.Warn("killed the ranks a previous life kept: this agent runs without --keep-ranks", zap.Int("ranks", n))
+			}
+		}
 		return nil, nil, nil
 	}
 	kept, err := rank.ReadKept(keepDir(cfg), cfg.Name)
