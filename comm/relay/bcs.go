@@ -149,7 +149,7 @@ func (b *bcsState) dropJob(id int64) {
 // due, whichever comes first.
 func (r *Relay) Cut(epoch, seq uint64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if r.mode != Buffered {
 		return
 	}
@@ -230,7 +230,7 @@ func (r *Relay) planLocked(p *slicePlan) {
 // epoch (nil if that slice was not cut here in buffered mode).
 func (r *Relay) HeartbeatData(epoch, seq uint64) []byte {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	p := r.bcs.plans[seq]
 	if r.mode != Buffered || epoch != r.bcs.epoch || p == nil {
 		return nil
@@ -256,7 +256,7 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	b := &r.bcs
 	if r.mode != Buffered || epoch != b.epoch {
 		return
@@ -345,7 +345,7 @@ func (r *Relay) transferLoop(ctx context.Context) {
 		}
 		r.mu.Lock()
 		next := r.transferDueLocked(false)
-		r.mu.Unlock()
+		r.unlock()
 		if next > 0 {
 			timer.Reset(next)
 		}

@@ -860,7 +860,7 @@ func TestSliceReadyCarriesTheRelease(t *testing.T) {
 	r1.Cut(1, 1)
 	r1.mu.Lock()
 	r1.inboundLocked(inbound{from: "n0", ready: &sliceReady{Job: 5, Epoch: 1, Seq: 1, Released: 1, Msgs: 2, Bytes: 10}})
-	r1.mu.Unlock()
+	r1.unlock()
 	if b.release() != 1 {
 		t.Fatal("not released")
 	}
