@@ -61,10 +61,12 @@ type qtail struct {
 }
 
 // payload says whose a frame's payload is: copied into the queue, the
-// relay's own (referred to), or borrowed from a Reader's chunk.
+// relay's own (referred to), or borrowed from a Reader's chunk (referred
+// to: the Reader's goroutine pushes it, and keeps the chunk if the
+// payload may be written after its next Read).
 type payload struct {
-	ref bool          // the relay's, never changes: referred to
-	rd  *frame.Reader // borrowed from rd's chunk: referred to if the pusher flushes, else copied
+	ref bool          // the relay's, never changes
+	rd  *frame.Reader // borrowed from rd's chunk
 }
 
 // maxSpare is the largest buffer kept for reuse: one huge frame does not
@@ -97,9 +99,10 @@ func (q *writeQueue) pushRef(t frame.Type, v any) (bool, error) {
 
 // enqueue queues a frame. With direct, it claims the queue for the
 // caller if no one writes it (claimed: the caller must flush it), in
-// critical section gen of the relay; a payload borrowed (pay.rd) is
-// referred to only if the caller flushes, that is if it claims the queue
-// now or did in this critical section.
+// critical section gen of the relay. A payload borrowed (pay.rd) whose
+// frame the caller does not flush itself (it claimed the queue neither
+// now nor earlier in this critical section) makes the Reader keep its
+// chunk.
 func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen uint64) (ok, claimed bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -108,12 +111,8 @@ func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen 
 	}
 	claim := direct && q.raw != nil && !q.broken && !q.writing && !q.flushing && !q.claimed
 	mine := claim || q.claimed && q.claimGen == gen && direct
-	rd := pay.rd
-	if rd != nil && !mine {
-		rd = nil // the payload will not outlive the Reader's next Read here: copied
-	}
 	var b, tail []byte
-	if pay.ref || rd != nil {
+	if pay.ref || pay.rd != nil {
 		b, tail, err = q.split.Append(q.buf, t, v)
 	} else {
 		b, err = frame.Append(q.buf, t, v)
@@ -122,6 +121,14 @@ func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen 
 		return false, false, err
 	}
 	q.buf = b
+	rd := pay.rd
+	if tail != nil && rd != nil && !mine {
+		// Someone else writes this queue, maybe after the Reader's next
+		// Read: its chunk is kept (the caller is the Reader's goroutine)
+		// rather than the payload copied under the relay's lock.
+		rd.Keep()
+		rd = nil
+	}
 	if tail != nil {
 		q.tails = append(q.tails, qtail{Tail: frame.Tail{At: len(b), Data: tail}, rd: rd})
 	}
