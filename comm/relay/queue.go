@@ -17,7 +17,7 @@ import (
 // a buffer that is written whole: whoever produces a frame never waits
 // for the socket, frames cost no allocation of their own, and a burst
 // goes out in one system call. The two buffers are reused, so the memory
-// written is warm. A large payload the relay owns (pushRef) is not
+// written is warm. A large payload the relay owns (payload.ref) is not
 // copied at all: it is sent from where it lies, between the encoded
 // bytes around it (writev).
 //
@@ -87,13 +87,6 @@ func newWriteQueue() *writeQueue {
 // closed or v does not encode (the error then says why).
 func (q *writeQueue) push(t frame.Type, v any) (bool, error) {
 	ok, _, err := q.enqueue(t, v, payload{}, false, 0)
-	return ok, err
-}
-
-// pushRef is push for a v whose payload (frame.PutBytes) is the relay's
-// own and never changes: the queue refers to it instead of copying it.
-func (q *writeQueue) pushRef(t frame.Type, v any) (bool, error) {
-	ok, _, err := q.enqueue(t, v, payload{ref: true}, false, 0)
 	return ok, err
 }
 

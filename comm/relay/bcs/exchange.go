@@ -112,7 +112,7 @@ func Redirect(flows []Flow, from, self string, mine func(f Flow) bool) []Ready {
 		if f.Node == self || f.Node == from || !mine(f) {
 			continue
 		}
-		rs = append(rs, Ready{Node: f.Node, Job: f.Job, Msgs: f.Msgs, Bytes: f.Bytes})
+		rs = append(rs, Ready(f))
 	}
 	return rs
 }
