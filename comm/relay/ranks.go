@@ -71,6 +71,9 @@ func (r *Relay) acceptRanks() {
 			}
 			return
 		}
+		// A socket buffer that holds a large Deliver whole lets it go in
+		// one direct write (the kernel caps it at net.core.wmem_max).
+		c.SetWriteBuffer(rankSocketBuffer)
 		rc := &rankConn{c: c, q: newWriteQueue(), log: r.log}
 		rc.q.setRaw(c)
 		rc.uid, rc.credErr = peerUID(c)
@@ -91,6 +94,10 @@ func (r *Relay) acceptRanks() {
 		r.goRun(func() { r.serveRank(rc) })
 	}
 }
+
+// rankSocketBuffer is the send buffer asked for on rank connections: a
+// 1 MiB message and its neighbours.
+const rankSocketBuffer = 4 << 20
 
 // serveRank reads one rank's frames until its connection ends.
 func (r *Relay) serveRank(rc *rankConn) {

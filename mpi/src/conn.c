@@ -502,6 +502,10 @@ int conn_open(void)
 		fprintf(stderr, "cosched MPI: connect to the relay at %s: %s\n", path, strerror(errno));
 		exit(1);
 	}
+	/* a send buffer that holds a large message whole: it goes in one
+	 * sendmsg (the kernel caps it at net.core.wmem_max) */
+	int sndbuf = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
 	G.fd = fd;
 	G.job = job;
 	G.rank = (int)rank;
