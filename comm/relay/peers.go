@@ -272,6 +272,9 @@ func (r *Relay) writePeer(pc *peerConn) {
 		backoff = 10 * time.Millisecond
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
+			// A 1 MiB message goes in one direct write (writeQueue.flush)
+			// when the peer keeps up; the kernel caps it at wmem_max.
+			tc.SetWriteBuffer(rankSocketBuffer)
 		}
 		stop := context.AfterFunc(r.ctx, func() { c.Close() })
 		var conn io.Writer = c

@@ -37,6 +37,7 @@ type writeQueue struct {
 	tails      []qtail // payloads that go in buf, at their offsets
 	spare      []byte  // a written buffer given back
 	spareTails []qtail
+	rest       []byte // a buffer for what a direct write left (flush)
 	split      frame.Splitter
 	closed     bool // no more pushes; the writer drains what is left, then ends
 
@@ -53,8 +54,8 @@ type writeQueue struct {
 
 // qtail is a payload left out of a queue's buffer (frame.Tail). rd, if
 // set, is the Reader whose chunk the payload is borrowed from, valid
-// until its next Read: the flusher (that Reader's goroutine) keeps the
-// chunk (frame.Reader.Keep) if the payload is not written by then.
+// until its next Read: the flusher (that Reader's goroutine) copies what
+// its direct write left of it.
 type qtail struct {
 	frame.Tail
 	rd *frame.Reader
@@ -62,8 +63,8 @@ type qtail struct {
 
 // payload says whose a frame's payload is: copied into the queue, the
 // relay's own (referred to), or borrowed from a Reader's chunk (referred
-// to: the Reader's goroutine pushes it, and keeps the chunk if the
-// payload may be written after its next Read).
+// to: the Reader's goroutine pushes it, and copies what it did not write
+// before its next Read, or keeps the chunk if someone else writes it).
 type payload struct {
 	ref bool          // the relay's, never changes
 	rd  *frame.Reader // borrowed from rd's chunk
@@ -72,6 +73,12 @@ type payload struct {
 // maxSpare is the largest buffer kept for reuse: one huge frame does not
 // pin its memory.
 const maxSpare = 4 << 20
+
+// directMax bounds a direct write: a larger batch goes to the writer
+// goroutine, which writes it while the reader reads on (on two
+// processors, a 1 MiB message pipelined through the relay beats one
+// written by the goroutine that read it).
+const directMax = 64 << 10
 
 // maxIov bounds the pieces of one direct write (IOV_MAX is 1024).
 const maxIov = 1024
@@ -103,25 +110,27 @@ func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen 
 		return false, false, nil
 	}
 	claim := direct && q.raw != nil && !q.broken && !q.writing && !q.flushing && !q.claimed
-	mine := claim || q.claimed && q.claimGen == gen && direct
+	mine := q.claimed && q.claimGen == gen && direct
+	start := len(q.buf)
 	var b, tail []byte
-	if pay.ref || pay.rd != nil {
+	if pay.ref || pay.rd != nil && (claim || mine) {
 		b, tail, err = q.split.Append(q.buf, t, v)
 	} else {
-		b, err = frame.Append(q.buf, t, v)
+		b, err = frame.Append(q.buf, t, v) // a borrowed payload someone else writes: copied
 	}
 	if err != nil {
 		return false, false, err
 	}
-	q.buf = b
 	rd := pay.rd
-	if tail != nil && rd != nil && !mine {
-		// Someone else writes this queue, maybe after the Reader's next
-		// Read: its chunk is kept (the caller is the Reader's goroutine)
-		// rather than the payload copied under the relay's lock.
-		rd.Keep()
-		rd = nil
+	if claim && len(b)-start+len(tail) > directMax {
+		// Large: its writer goroutine writes it, while this one reads on
+		// (a direct write of it would serialise the two).
+		claim = false
+		if tail != nil && rd != nil {
+			b, tail = append(b, tail...), nil
+		}
 	}
+	q.buf = b
 	if tail != nil {
 		q.tails = append(q.tails, qtail{Tail: frame.Tail{At: len(b), Data: tail}, rd: rd})
 	}
@@ -150,7 +159,7 @@ func (q *writeQueue) setRaw(c net.Conn) {
 // flush writes what is queued without blocking, for the producer that
 // claimed the queue (enqueue), which must call it once it no longer
 // holds the relay's lock; what the socket does not take is left to the
-// writer goroutine (a borrowed payload among it: its chunk is kept).
+// writer goroutine (a borrowed payload's rest copied).
 func (q *writeQueue) flush() {
 	q.mu.Lock()
 	q.claimed = false
@@ -171,11 +180,13 @@ func (q *writeQueue) flush() {
 		total += len(p)
 	}
 	n, werr := 0, error(nil)
-	if err := raw.Write(func(fd uintptr) bool {
-		n, werr = unix.Writev(int(fd), iov)
-		return true // once, never waiting: what is left goes to the writer
-	}); err != nil {
-		werr = err
+	if total <= directMax { // else: to the writer, as in enqueue
+		if err := raw.Write(func(fd uintptr) bool {
+			n, werr = unix.Writev(int(fd), iov)
+			return true // once, never waiting: what is left goes to the writer
+		}); err != nil {
+			werr = err
+		}
 	}
 	if n < 0 || errors.Is(werr, unix.EAGAIN) {
 		n = 0
@@ -195,16 +206,21 @@ func (q *writeQueue) flush() {
 		}
 		q.spareTails = tails[:0]
 	} else {
-		rb, rt := remainder(batch, tails, n)
-		for _, t := range rt {
-			if t.rd != nil {
-				t.rd.Keep()
-			}
-		}
+		// The rest goes first, in a buffer of its own (reused); a
+		// borrowed payload's rest is copied into it rather than its
+		// chunk kept: a new chunk per large message would be garbage
+		// at the rate messages pass.
+		rb, rt := remainder(q.rest[:0], batch, tails, n)
 		for _, t := range q.tails { // pushed meanwhile, after it
 			rt = append(rt, qtail{Tail: frame.Tail{At: len(rb) + t.At, Data: t.Data}, rd: t.rd})
 		}
+		q.rest = q.buf[:0]
 		q.buf, q.tails = append(rb, q.buf...), rt
+		clear(tails)
+		if cap(batch) <= maxSpare {
+			q.spare = batch[:0]
+		}
+		q.spareTails = tails[:0]
 	}
 	if len(q.buf) > 0 || len(q.tails) > 0 || q.closed {
 		q.cond.Signal()
@@ -243,9 +259,9 @@ func gather(iov [][]byte, buf []byte, tails []qtail, max int) [][]byte {
 }
 
 // remainder is what is left of batch (with its tails) once its first n
-// bytes are written: a new buffer, and the tails not wholly written.
-func remainder(batch []byte, tails []qtail, n int) ([]byte, []qtail) {
-	var rb []byte
+// bytes are written, appended to rb, and the tails not wholly written; a
+// borrowed one's rest is copied into rb.
+func remainder(rb []byte, batch []byte, tails []qtail, n int) ([]byte, []qtail) {
 	var rt []qtail
 	seg := func(b []byte) {
 		if n >= len(b) {
@@ -263,7 +279,11 @@ func remainder(batch []byte, tails []qtail, n int) ([]byte, []qtail) {
 			n -= len(t.Data)
 			continue
 		}
-		rt = append(rt, qtail{Tail: frame.Tail{At: len(rb), Data: t.Data[n:]}, rd: t.rd})
+		if t.rd != nil {
+			rb = append(rb, t.Data[n:]...)
+		} else {
+			rt = append(rt, qtail{Tail: frame.Tail{At: len(rb), Data: t.Data[n:]}})
+		}
 		n = 0
 	}
 	seg(batch[last:])
