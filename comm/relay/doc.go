@@ -63,9 +63,11 @@
 // payload sent from where it lies (writev). A payload that passes straight
 // through is written from the chunk it was read into before the next read
 // (direct writes, below); one that stays longer (its receive is not posted
-// yet, a buffered slice, a job not registered yet, a socket that did not
-// take it all) keeps its chunk, which the reader then leaves alone
-// (Keep). Small payloads are copied. The garbage collector frees a chunk
+// yet, a buffered slice, a job not registered yet) keeps its chunk, which
+// the reader then leaves alone (Keep). One written by a connection's
+// writer goroutine (the connection was busy, a message over 64 KiB, what
+// a direct write left) is copied into its queue. Small payloads are
+// copied. The garbage collector frees a chunk
 // once nothing refers into it.
 //
 // # Direct writes
@@ -75,7 +77,8 @@
 // it itself, once it has released the lock (Relay.unlock), with one
 // non-blocking writev: a message goes from the socket it was read from to
 // the next one on the goroutine that read it, with no hand-off. What the
-// socket does not take goes to the connection's writer goroutine, which
+// socket does not take, and batches over 64 KiB (pipelined: written while
+// the reader reads on), go to the connection's writer goroutine, which
 // may block; the two never write one connection at once.
 //
 // # Threading

@@ -63,8 +63,8 @@ type qtail struct {
 
 // payload says whose a frame's payload is: copied into the queue, the
 // relay's own (referred to), or borrowed from a Reader's chunk (referred
-// to: the Reader's goroutine pushes it, and copies what it did not write
-// before its next Read, or keeps the chunk if someone else writes it).
+// to if the Reader's goroutine writes it directly, which copies what it
+// did not write before its next Read; copied if someone else writes it).
 type payload struct {
 	ref bool          // the relay's, never changes
 	rd  *frame.Reader // borrowed from rd's chunk
@@ -99,10 +99,9 @@ func (q *writeQueue) push(t frame.Type, v any) (bool, error) {
 
 // enqueue queues a frame. With direct, it claims the queue for the
 // caller if no one writes it (claimed: the caller must flush it), in
-// critical section gen of the relay. A payload borrowed (pay.rd) whose
-// frame the caller does not flush itself (it claimed the queue neither
-// now nor earlier in this critical section) makes the Reader keep its
-// chunk.
+// critical section gen of the relay, if the frame is at most directMax.
+// A payload borrowed (pay.rd) whose frame the caller does not flush
+// itself is copied.
 func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen uint64) (ok, claimed bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
