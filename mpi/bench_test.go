@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,4 +87,80 @@ func BenchmarkRankStart(b *testing.B) {
 		}
 		report(b, outs)
 	})
+}
+
+// BenchmarkPingPong runs node/testdata/pingpong.c between two ranks on
+// two relays in this process (rank → Unix socket → relay → TCP → relay
+// → Unix socket → rank, immediate delivery), without agents: the path
+// issue 21's latency and bandwidth targets are about, cheap enough to
+// alternate builds (docs/mpi.md, "Figures"). Each iteration is one run
+// of the program: cosched-µs is the one-way latency of 8-byte messages,
+// cosched-MB/s the 1 MiB ping-pong bandwidth, the mean over the runs.
+// mpich is the same binary on MPICH's own transport, started by
+// mpiexec.mpich on this host (shared memory), as the floor.
+// relay-cpu-ms is the CPU time of this process (the two relays) per run,
+// which a loaded host inflates less than the wall-clock figures.
+//
+//	go test -run '^$' -bench PingPong -benchtime 3x ./mpi
+func BenchmarkPingPong(b *testing.B) {
+	prog := program(b, "node/testdata/pingpong.c")
+	args := []string{"5000", "100"}
+	report := func(b *testing.B, what string, outs []string) {
+		var lat, bw float64
+		for _, o := range outs {
+			var l, w float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(o), "latency_us %g bandwidth_MBps %g", &l, &w); err != nil {
+				b.Fatalf("pingpong said %q: %v", o, err)
+			}
+			lat, bw = lat+l, bw+w
+		}
+		n := float64(len(outs))
+		b.ReportMetric(lat/n, what+"-µs")
+		b.ReportMetric(bw/n, what+"-MB/s")
+	}
+	b.Run("cosched", func(b *testing.B) {
+		c := newCluster(b, 2, false)
+		var outs []string
+		b.ResetTimer()
+		cpu0 := selfCPU()
+		for range b.N {
+			res := c.run(b, prog, []int{0, 1}, 5*time.Minute, args...)
+			for _, r := range res {
+				if r.exit != 0 {
+					b.Fatalf("rank %d: exit %d: %s", r.rank, r.exit, r.err)
+				}
+			}
+			outs = append(outs, res[0].out)
+		}
+		b.ReportMetric(float64(selfCPU()-cpu0)/float64(b.N)/1e6, "relay-cpu-ms")
+		report(b, "cosched", outs)
+	})
+	b.Run("mpich", func(b *testing.B) {
+		mpiexec, err := exec.LookPath("mpiexec.mpich")
+		if err != nil {
+			b.Skip("no mpiexec.mpich (apt-get install mpich)")
+		}
+		var outs []string
+		for range b.N {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			cmd := exec.CommandContext(ctx, mpiexec, append([]string{"-n", "2", prog}, args...)...)
+			cmd.WaitDelay = 5 * time.Second
+			out, err := cmd.Output()
+			cancel()
+			if err != nil {
+				b.Fatalf("mpiexec: %v\n%s", err, out)
+			}
+			outs = append(outs, string(out))
+		}
+		report(b, "mpich", outs)
+	})
+}
+
+// selfCPU is this process's CPU time (user and system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -149,7 +149,7 @@ func (b *bcsState) dropJob(id int64) {
 // due, whichever comes first.
 func (r *Relay) Cut(epoch, seq uint64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if r.mode != Buffered {
 		return
 	}
@@ -230,7 +230,7 @@ func (r *Relay) planLocked(p *slicePlan) {
 // epoch (nil if that slice was not cut here in buffered mode).
 func (r *Relay) HeartbeatData(epoch, seq uint64) []byte {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	p := r.bcs.plans[seq]
 	if r.mode != Buffered || epoch != r.bcs.epoch || p == nil {
 		return nil
@@ -256,7 +256,7 @@ func (r *Relay) PeerHeartbeat(from string, epoch, seq uint64, data []byte) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	b := &r.bcs
 	if r.mode != Buffered || epoch != b.epoch {
 		return
@@ -345,7 +345,7 @@ func (r *Relay) transferLoop(ctx context.Context) {
 		}
 		r.mu.Lock()
 		next := r.transferDueLocked(false)
-		r.mu.Unlock()
+		r.unlock()
 		if next > 0 {
 			timer.Reset(next)
 		}
@@ -495,14 +495,10 @@ func (r *Relay) keepLeftLocked(j *job) {
 // slice, at its heartbeat timeout if its nodes' heartbeats came here).
 func (r *Relay) leftFlowsLocked(from string, seq uint64, ld *load) {
 	b := &r.bcs
-	for _, f := range ld.Flows {
+	r.redirectLocked(seq, bcs.Redirect(ld.flows(), from, r.cfg.Node, func(f bcs.Flow) bool {
 		lj := b.left[f.Job]
-		if lj == nil || lj.epoch != b.epoch || f.Node == r.cfg.Node || f.Node == from || !slices.Contains(lj.hosts, f.Node) ||
-			seq > lj.leftAt && from == lj.successor {
-			continue
-		}
-		r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: f.Job, Epoch: b.epoch, Seq: seq, Released: lj.released, Msgs: f.Msgs, Bytes: f.Bytes})
-	}
+		return lj != nil && lj.epoch == b.epoch && slices.Contains(lj.hosts, f.Node) && !(seq > lj.leftAt && from == lj.successor)
+	}), func(job int64) uint64 { return b.left[job].released })
 }
 
 // exchangedLocked says whether slice seq's control data is complete here
@@ -564,31 +560,38 @@ func (r *Relay) rootReadyLocked(p *slicePlan, force bool) {
 			b.readySent[p.seq] = map[int64]bool{}
 		}
 		b.readySent[p.seq][j.id] = true
-		out := map[string]*sliceReady{}
-		for _, h := range j.hosts {
-			if h != r.cfg.Node && !j.left[h] {
-				out[h] = &sliceReady{Job: j.id, Epoch: b.epoch, Seq: p.seq}
-			}
-		}
-		add := func(ld *load, from string) {
-			for _, f := range ld.Flows {
-				if sr := out[f.Node]; sr != nil && f.Job == j.id && f.Node != from {
-					sr.Msgs += f.Msgs
-					sr.Bytes += f.Bytes
-				}
-			}
-		}
-		add(&p.load, r.cfg.Node)
+		heard := map[string][]bcs.Flow{}
 		for from, ld := range b.loads[p.seq] {
-			add(ld, from)
+			heard[from] = ld.flows()
 		}
-		for _, h := range j.hosts {
-			if sr := out[h]; sr != nil {
-				sr.Released = j.released
-				r.sendPeerLocked(h, frameSliceReady, sr)
-			}
+		for _, rd := range bcs.Answer(exchangeJob(j), r.cfg.Node, p.load.flows(), heard) {
+			r.sendPeerLocked(rd.Node, frameSliceReady, &sliceReady{Job: j.id, Epoch: b.epoch, Seq: p.seq, Released: j.released, Msgs: rd.Msgs, Bytes: rd.Bytes})
 		}
 	}
+}
+
+// flows is ld's flows as package bcs sees them.
+func (ld *load) flows() []bcs.Flow {
+	fs := make([]bcs.Flow, len(ld.Flows))
+	for i, f := range ld.Flows {
+		fs[i] = bcs.Flow{Node: f.Node, Job: f.Job, Msgs: f.Msgs, Bytes: f.Bytes}
+	}
+	return fs
+}
+
+// redirectLocked sends the Ready frames of bcs.Redirect, for slice seq.
+func (r *Relay) redirectLocked(seq uint64, rs []bcs.Ready, released func(job int64) uint64) {
+	for _, rd := range rs {
+		r.sendPeerLocked(rd.Node, frameSliceReady, &sliceReady{Job: rd.Job, Epoch: r.bcs.epoch, Seq: seq, Released: released(rd.Job), Msgs: rd.Msgs, Bytes: rd.Bytes})
+	}
+}
+
+// jobReleased is a registered job's highest barrier released.
+func (r *Relay) jobReleased(id int64) uint64 {
+	if j := r.jobs[id]; j != nil {
+		return j.released
+	}
+	return 0
 }
 
 // lateFlowsLocked, at a job's root: a heartbeat that comes after the
@@ -600,14 +603,10 @@ func (r *Relay) lateFlowsLocked(from string, epoch, seq uint64, ld *load) {
 	if epoch != b.epoch {
 		return
 	}
-	for _, f := range ld.Flows {
+	r.redirectLocked(seq, bcs.Redirect(ld.flows(), from, r.cfg.Node, func(f bcs.Flow) bool {
 		j := r.jobs[f.Job]
-		if j == nil || f.Node == r.cfg.Node || f.Node == from || r.rootLocked(j) != r.cfg.Node ||
-			!b.readySent[seq][j.id] && seq > b.done {
-			continue
-		}
-		r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: j.id, Epoch: epoch, Seq: seq, Released: j.released, Msgs: f.Msgs, Bytes: f.Bytes})
-	}
+		return j != nil && r.rootLocked(j) == r.cfg.Node && (b.readySent[seq][j.id] || seq <= b.done)
+	}), r.jobReleased)
 }
 
 // unreadiedFlowsLocked, at a job's root: heartbeats of a slice this
@@ -617,13 +616,10 @@ func (r *Relay) lateFlowsLocked(from string, epoch, seq uint64, ld *load) {
 func (r *Relay) unreadiedFlowsLocked(seq uint64) {
 	b := &r.bcs
 	for from, ld := range b.loads[seq] {
-		for _, f := range ld.Flows {
+		r.redirectLocked(seq, bcs.Redirect(ld.flows(), from, r.cfg.Node, func(f bcs.Flow) bool {
 			j := r.jobs[f.Job]
-			if j == nil || f.Node == r.cfg.Node || f.Node == from || r.rootLocked(j) != r.cfg.Node || b.readySent[seq][j.id] {
-				continue
-			}
-			r.sendPeerLocked(f.Node, frameSliceReady, &sliceReady{Job: j.id, Epoch: b.epoch, Seq: seq, Released: j.released, Msgs: f.Msgs, Bytes: f.Bytes})
-		}
+			return j != nil && r.rootLocked(j) == r.cfg.Node && !b.readySent[seq][j.id]
+		}), r.jobReleased)
 	}
 }
 

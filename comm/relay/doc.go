@@ -59,14 +59,27 @@
 //
 // A message's payload is copied by neither the relay nor comm on its way
 // through, when it is large (comm.KeepMin): connections are read in chunks
-// (frame.Reader), a payload the relay must hold (its receive is not
-// posted yet, a buffered slice, a job not registered yet) stays in its
-// chunk, which the reader then leaves alone (Keep), and Deliver and peer
-// frames are written with the payload sent from where it lies (writev,
-// writeQueue.pushRef). A payload that passes straight through (its receive
-// is posted) is copied once into the outgoing frames, which keeps the read
-// chunk reusable. Small payloads are copied. The garbage collector frees a
-// chunk once nothing refers into it.
+// (frame.Reader), and Deliver and peer frames are written with the
+// payload sent from where it lies (writev). A payload that passes straight
+// through is written from the chunk it was read into before the next read
+// (direct writes, below); one that stays longer (its receive is not posted
+// yet, a buffered slice, a job not registered yet) keeps its chunk, which
+// the reader then leaves alone (Keep). One written by a connection's
+// writer goroutine (the connection was busy, a message over 64 KiB, what
+// a direct write left) is copied into its queue. Small payloads are
+// copied. The garbage collector frees a chunk
+// once nothing refers into it.
+//
+// # Direct writes
+//
+// A frame is queued on its connection's writeQueue under the lock; the
+// goroutine that queued it on a connection no one was writing then writes
+// it itself, once it has released the lock (Relay.unlock), with one
+// non-blocking writev: a message goes from the socket it was read from to
+// the next one on the goroutine that read it, with no hand-off. What the
+// socket does not take, and batches over 64 KiB (pipelined: written while
+// the reader reads on), go to the connection's writer goroutine, which
+// may block; the two never write one connection at once.
 //
 // # Threading
 //
@@ -74,7 +87,8 @@
 // Unix and TCP accept loops; a reader and a writer per rank connection; a
 // reader per inbound peer connection; a writer per outbound peer
 // connection (it dials); the notifier that calls OnBlocked in order; the
-// buffered mode's transfer loop. Writers drain unbounded queues, so no
-// state change ever waits for a socket: a stopped rank that does not read
-// costs memory, not progress.
+// buffered mode's transfer loop. Writers drain unbounded queues and
+// direct writes never block, so no state change ever waits for a socket:
+// a stopped rank that does not read costs memory, not progress; and no
+// socket write happens under the lock.
 package relay

@@ -23,7 +23,7 @@ func newBCSNodes(t *testing.T, names ...string) bcsNodes {
 		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
 		r.mu.Lock()
 		r.hbTimeout = time.Minute // every transfer waits for the exchange
-		r.mu.Unlock()
+		r.unlock()
 		rs = append(rs, r)
 	}
 	link(rs...)
@@ -68,7 +68,7 @@ func (rs bcsNodes) heartbeatTimeout(node string, d time.Duration) {
 	r := rs.node(node)
 	r.mu.Lock()
 	r.hbTimeout = d
-	r.mu.Unlock()
+	r.unlock()
 }
 
 // heartbeat sends from's heartbeat for seq to targets.
@@ -224,7 +224,7 @@ func TestBufferedFinishingRootWaitsASliceAfterATimeout(t *testing.T) {
 	rs := newBCSNodes(t, "n0", "n1", "n2")
 	rs[0].mu.Lock()
 	rs[0].hbTimeout = 20 * time.Millisecond // the root alone times out
-	rs[0].mu.Unlock()
+	rs[0].unlock()
 	nodes := []string{"n0", "n1", "n2"}
 	rs.addJob(t, 5, nodes)
 	b, c := dialRank(t, rs[1], 5, 1, 3), dialRank(t, rs[2], 5, 2, 3)
@@ -301,7 +301,7 @@ func TestBufferedLeftRootRecordKeepsTheNewestWhenFull(t *testing.T) {
 		rs[0].bcs.left[1000+i] = &leftJob{hosts: []string{"n0", "n9"}, left: map[string]bool{"n0": true}, successor: "n9",
 			epoch: 1, at: time.Now().Add(-time.Second + time.Duration(i)*time.Microsecond)}
 	}
-	rs[0].mu.Unlock()
+	rs[0].unlock()
 	nodes := []string{"n0", "n1", "n2"}
 	rs.addJob(t, 5, nodes)
 	c := dialRank(t, rs[2], 5, 2, 3)
@@ -322,7 +322,7 @@ func TestBufferedLeftRootRecordKeepsTheNewestWhenFull(t *testing.T) {
 	announcedAll(t, rs[1], 1, 5)
 	rs[0].mu.Lock()
 	n, kept := len(rs[0].bcs.left), rs[0].bcs.left[5] != nil
-	rs[0].mu.Unlock()
+	rs[0].unlock()
 	if n > maxLeftJobs || !kept {
 		t.Fatalf("left record: %d jobs, job 5 kept %v; want at most %d with job 5", n, kept, maxLeftJobs)
 	}

@@ -108,6 +108,9 @@ func TestProbe(t *testing.T) {
 	if d := b.deliver(); d.Req != req || string(d.Data) != "other context" {
 		t.Fatalf("deliver %+v", d)
 	}
+	// OnBlocked is called from the notifier's goroutine: the Deliver may
+	// come first.
+	eventually(t, "two block events", func() bool { return len(blocks.get()) >= 2 })
 	if got := blocks.get(); len(got) != 2 || got[0] != "1/1:true" || got[1] != "1/1:false" {
 		t.Fatalf("block events %v", got)
 	}

@@ -41,7 +41,7 @@ const handshakeTimeout = 5 * time.Second
 func (r *Relay) refused() {
 	r.mu.Lock()
 	r.st.Refused++
-	r.mu.Unlock()
+	r.unlock()
 }
 
 // warnRefused logs a refused link or rank, at most once per 10 s with the
@@ -272,6 +272,9 @@ func (r *Relay) writePeer(pc *peerConn) {
 		backoff = 10 * time.Millisecond
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
+			// A 1 MiB message goes in one direct write (writeQueue.flush)
+			// when the peer keeps up; the kernel caps it at wmem_max.
+			tc.SetWriteBuffer(rankSocketBuffer)
 		}
 		stop := context.AfterFunc(r.ctx, func() { c.Close() })
 		var conn io.Writer = c
@@ -297,7 +300,11 @@ func (r *Relay) writePeer(pc *peerConn) {
 		}
 		err = frame.Write(conn, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
 		if err == nil {
+			if r.link == nil { // after the hello: frames may be written directly now
+				pc.q.setRaw(c)
+			}
 			err = drain(pc.q, conn)
+			pc.q.setRaw(nil)
 		}
 		stop()
 		c.Close()
@@ -314,7 +321,7 @@ func (r *Relay) waitPeerAddr(pc *peerConn) (string, error) {
 	for {
 		r.mu.Lock()
 		addr, closed := r.peers[pc.node], r.closed
-		r.mu.Unlock()
+		r.unlock()
 		if closed {
 			return "", errors.New("closed")
 		}
@@ -343,11 +350,11 @@ func (r *Relay) forwardLocked(node string, m peerMsg, slice uint64) {
 		return
 	}
 	m.Slice = slice
-	push := r.peerLocked(node).q.push
-	if m.owned {
-		push = r.peerLocked(node).q.pushRef
+	pay := payload{ref: m.owned}
+	if !m.owned {
+		pay.rd = m.rd
 	}
-	if _, err := push(framePeerMsg, &m); err != nil {
+	if err := r.pushLocked(r.peerLocked(node).q, framePeerMsg, &m, pay); err != nil {
 		r.log.Error("encode message for peer", zap.Error(err))
 		return
 	}
@@ -355,7 +362,7 @@ func (r *Relay) forwardLocked(node string, m peerMsg, slice uint64) {
 }
 
 func (r *Relay) sendPeerLocked(node string, t frame.Type, v any) {
-	if _, err := r.peerLocked(node).q.push(t, v); err != nil {
+	if err := r.pushLocked(r.peerLocked(node).q, t, v, payload{}); err != nil {
 		r.log.Error("encode frame for peer", zap.Error(err))
 	}
 }
@@ -371,12 +378,12 @@ func (r *Relay) acceptPeers() {
 		}
 		r.mu.Lock()
 		if r.closed {
-			r.mu.Unlock()
+			r.unlock()
 			c.Close()
 			return
 		}
 		r.inConns[c] = struct{}{}
-		r.mu.Unlock()
+		r.unlock()
 		r.goRun(func() { r.servePeer(c) })
 	}
 }
@@ -387,7 +394,7 @@ func (r *Relay) servePeer(c net.Conn) {
 	defer func() {
 		r.mu.Lock()
 		delete(r.inConns, c)
-		r.mu.Unlock()
+		r.unlock()
 		c.Close()
 	}()
 	log := r.log.With(zap.String("remote", c.RemoteAddr().String()))
@@ -466,7 +473,7 @@ func (r *Relay) servePeer(c net.Conn) {
 		}
 		r.mu.Lock()
 		r.inboundLocked(in)
-		r.mu.Unlock()
+		r.unlock()
 	}
 }
 

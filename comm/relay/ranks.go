@@ -39,10 +39,10 @@ func (rc *rankConn) send(t frame.Type, v any) {
 	}
 }
 
-// sendRef is send for a frame whose payload is the relay's own and never
-// changes (writeQueue.pushRef).
-func (rc *rankConn) sendRef(t frame.Type, v any) {
-	if _, err := rc.q.pushRef(t, v); err != nil {
+// sendLocked is send under the relay's lock: the frame may be written
+// directly at its unlock (Relay.pushLocked), its payload as pay says.
+func (rc *rankConn) sendLocked(r *Relay, t frame.Type, v any, pay payload) {
+	if err := r.pushLocked(rc.q, t, v, pay); err != nil {
 		rc.log.Error("encode frame for rank", zap.Error(err))
 	}
 }
@@ -71,16 +71,20 @@ func (r *Relay) acceptRanks() {
 			}
 			return
 		}
+		// A socket buffer that holds a large Deliver whole lets it go in
+		// one direct write (the kernel caps it at net.core.wmem_max).
+		c.SetWriteBuffer(rankSocketBuffer)
 		rc := &rankConn{c: c, q: newWriteQueue(), log: r.log}
+		rc.q.setRaw(c)
 		rc.uid, rc.credErr = peerUID(c)
 		r.mu.Lock()
 		if r.closed {
-			r.mu.Unlock()
+			r.unlock()
 			c.Close()
 			return
 		}
 		r.rankConns[rc] = struct{}{}
-		r.mu.Unlock()
+		r.unlock()
 		r.goRun(func() {
 			if err := drain(rc.q, c); err != nil && r.ctx.Err() == nil {
 				r.log.Debug("write to rank", zap.Error(err))
@@ -90,6 +94,10 @@ func (r *Relay) acceptRanks() {
 		r.goRun(func() { r.serveRank(rc) })
 	}
 }
+
+// rankSocketBuffer is the send buffer asked for on rank connections: a
+// 1 MiB message and its neighbours.
+const rankSocketBuffer = 4 << 20
 
 // serveRank reads one rank's frames until its connection ends.
 func (r *Relay) serveRank(rc *rankConn) {
@@ -105,7 +113,7 @@ func (r *Relay) serveRank(rc *rankConn) {
 				r.log.Warn("rank left without Finalize", zap.Int64("job", rs.job.id), zap.Int("rank", rs.rank))
 			}
 		}
-		r.mu.Unlock()
+		r.unlock()
 		rc.q.close() // the writer flushes a pending Fatal or Bye, then closes
 	}()
 	fr := frame.NewReader(rc.c, comm.MaxFrame)
@@ -159,7 +167,7 @@ func (r *Relay) serveRank(rc *rankConn) {
 // live on this node and not be connected already.
 func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	j := r.jobs[h.Job]
 	switch {
 	case j == nil:
@@ -242,7 +250,7 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 			}
 		}
 		rs.recompute(r)
-		r.mu.Unlock()
+		r.unlock()
 		return nil
 	case comm.FrameUnwait:
 		var u comm.Unwait
@@ -260,7 +268,7 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 			rs.inBarrier = false
 		}
 		rs.recompute(r)
-		r.mu.Unlock()
+		r.unlock()
 		return nil
 	case comm.FrameArrive:
 		var a comm.Arrive
@@ -284,9 +292,9 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 		rs.probing = nil
 		rs.recompute(r)
 		if rs.conn != nil {
-			rs.conn.send(comm.FrameBye, &comm.Bye{})
+			rs.conn.sendLocked(r, comm.FrameBye, &comm.Bye{}, payload{})
 		}
-		r.mu.Unlock()
+		r.unlock()
 		return nil
 	case comm.FrameProbe:
 		var p comm.Probe
@@ -338,7 +346,7 @@ func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 		return fmt.Errorf("send in context %d, outside [0, %d)", s.Context, comm.MaxContext)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if r.jobs[j.id] != j || j.finishing {
 		return errors.New("the job has ended")
 	}
@@ -362,13 +370,13 @@ func (r *Relay) rankPost(rs *rankState, p comm.Post) error {
 		return err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if _, dup := rs.pending[p.Req]; dup {
 		return fmt.Errorf("receive request %d posted twice", p.Req)
 	}
 	rs.pending[p.Req] = struct{}{}
 	if env, ok := rs.q.post(posted{req: p.Req, src: p.Src, tag: p.Tag, ctx: p.Context}); ok {
-		r.completeLocked(rs, p.Req, env, true)
+		r.completeLocked(rs, p.Req, env, payload{ref: true})
 	}
 	return nil
 }
@@ -383,11 +391,11 @@ func (r *Relay) rankProbe(rs *rankState, p comm.Probe) error {
 		return err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	rs.job.st.Probes++
 	if env, ok := rs.q.peek(posted{src: p.Src, tag: p.Tag, ctx: p.Context}); ok || !p.Block {
 		if rs.conn != nil {
-			rs.conn.send(comm.FrameProbed, &comm.Probed{Req: p.Req, Found: ok, Src: env.src, Tag: env.tag, Len: len(env.data)})
+			rs.conn.sendLocked(r, comm.FrameProbed, &comm.Probed{Req: p.Req, Found: ok, Src: env.src, Tag: env.tag, Len: len(env.data)}, payload{})
 		}
 		return nil
 	}
@@ -418,7 +426,7 @@ func (r *Relay) rankColl(rs *rankState, c comm.Coll) error {
 		return fmt.Errorf("collective of %d bytes", c.Bytes)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	j.st.Collectives++
 	j.st.CollectiveBytes += uint64(c.Bytes)
 	return nil
@@ -435,7 +443,7 @@ func (r *Relay) rankAbort(rs *rankState, a comm.Abort) {
 	clear(rs.waiting)
 	rs.probing = nil
 	rs.recompute(r)
-	r.mu.Unlock()
+	r.unlock()
 	r.log.Info("rank called MPI_Abort", zap.Int64("job", rs.job.id), zap.Int("rank", rs.rank), zap.Int("code", a.Code), zap.String("message", a.Error))
 	if r.cfg.OnAbort != nil {
 		r.cfg.OnAbort(rs.job.id, rs.rank, a)
@@ -465,7 +473,7 @@ func cleanText(s string, max int) string {
 
 func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	j := rs.job
 	switch {
 	case rs.barrier != 0:

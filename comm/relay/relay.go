@@ -17,6 +17,7 @@ import (
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay/barrier"
+	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/internal/ratelog"
 )
 
@@ -108,6 +109,11 @@ type Relay struct {
 	inConns    map[net.Conn]struct{}
 	bcs        bcsState
 	st         Stats
+	// gen numbers the critical sections under mu; dirty is the queues
+	// the current one claimed for direct writing (push), which unlock
+	// flushes.
+	gen   uint64
+	dirty []*writeQueue
 	// endedStats is the traffic of the jobs in ended, for Stats.
 	endedStats map[int64]telemetry.RelayJobStats
 }
@@ -220,6 +226,29 @@ func New(cfg Config) (*Relay, error) {
 	return r, nil
 }
 
+// unlock releases r.mu, then writes what the critical section queued on
+// connections no one was writing (writeQueue.flush): without blocking,
+// and without a hand-off to their writer goroutines.
+func (r *Relay) unlock() {
+	dirty := r.dirty
+	r.dirty = nil
+	r.gen++
+	r.mu.Unlock()
+	for _, q := range dirty {
+		q.flush()
+	}
+}
+
+// pushLocked queues a frame on q, under r.mu, claiming q for this
+// critical section's unlock if no one writes it (writeQueue.enqueue).
+func (r *Relay) pushLocked(q *writeQueue, t frame.Type, v any, pay payload) error {
+	_, claimed, err := q.enqueue(t, v, pay, true, r.gen)
+	if claimed {
+		r.dirty = append(r.dirty, q)
+	}
+	return err
+}
+
 func (r *Relay) goRun(f func()) {
 	r.wg.Add(1)
 	go func() {
@@ -239,7 +268,7 @@ func (r *Relay) SocketPath() string { return r.cfg.SocketPath }
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	if r.closed {
-		r.mu.Unlock()
+		r.unlock()
 		return nil
 	}
 	r.closed = true
@@ -252,7 +281,7 @@ func (r *Relay) Close() error {
 	for _, pc := range r.out {
 		pc.close()
 	}
-	r.mu.Unlock()
+	r.unlock()
 	r.cancel()
 	r.unixLn.Close()
 	r.tcpLn.Close()
@@ -267,7 +296,7 @@ func (r *Relay) Close() error {
 // whatever is still buffered at once.
 func (r *Relay) SetDelivery(mode Delivery, slice time.Duration, bandwidth float64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	r.hmax = 0
 	if bandwidth > 0 && slice > 0 {
 		r.hmax = max(1, int64(bandwidth*slice.Seconds()))
@@ -283,7 +312,7 @@ func (r *Relay) SetDelivery(mode Delivery, slice time.Duration, bandwidth float6
 // membership learns them. This node's own entry is ignored.
 func (r *Relay) SetPeers(peers map[string]string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	r.peers = make(map[string]string, len(peers))
 	for n, a := range peers {
 		if n != r.cfg.Node && a != "" {
@@ -313,7 +342,7 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 		return fmt.Errorf("relay: job %d without ranks", id)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if _, ok := r.jobs[id]; ok {
 		return fmt.Errorf("relay: job %d registered twice", id)
 	}
@@ -356,7 +385,7 @@ const maxEarlyFlows = 1024
 // business with.
 func (r *Relay) SharedNodes() []string {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return sortStrings(mapKeys(r.sharedLocked()))
 }
 
@@ -366,7 +395,7 @@ func (r *Relay) SharedNodes() []string {
 // with a sliceReady frame; it heartbeats none of them.
 func (r *Relay) HeartbeatNodes() []string {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	roots := map[string]bool{}
 	for _, j := range r.jobs {
 		if root := r.rootLocked(j); root != r.cfg.Node && root != "" {
@@ -393,7 +422,7 @@ func (r *Relay) sharedLocked() map[string]bool {
 // its buffered messages are dropped, and late messages for it will be.
 func (r *Relay) RemoveJob(id int64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if j := r.jobs[id]; j != nil && j.finishing {
 		// Its nodes know it is finishing and wait for its last
 		// heartbeats: removed now (the job was killed), it leaves as a
@@ -418,7 +447,7 @@ func (r *Relay) RemoveJob(id int64) {
 // OnHeartbeatNodes says when it has left.
 func (r *Relay) FinishJob(id int64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	j := r.jobs[id]
 	if j == nil || j.finishing {
 		return
@@ -478,7 +507,7 @@ func (r *Relay) forgetJobLocked(id int64) {
 // Finalize has failed.
 func (r *Relay) RankState(id int64, rank int) (connected, finalized bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if j := r.jobs[id]; j != nil {
 		if rs := j.local[rank]; rs != nil {
 			return rs.inited, rs.finalized
@@ -510,7 +539,7 @@ func (r *Relay) RankEnd(ctx context.Context, id int64, rank int) RankEnd {
 			done = rs.done
 		}
 	}
-	r.mu.Unlock()
+	r.unlock()
 	if done != nil {
 		select {
 		case <-done:
@@ -518,7 +547,7 @@ func (r *Relay) RankEnd(ctx context.Context, id int64, rank int) RankEnd {
 		}
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	var e RankEnd
 	if j := r.jobs[id]; j != nil {
 		if rs := j.local[rank]; rs != nil {
@@ -536,7 +565,7 @@ func (r *Relay) RankEnd(ctx context.Context, id int64, rank int) RankEnd {
 // here, and which rank sent it.
 func (r *Relay) JobAbort(id int64) (rank int, a comm.Abort, ok bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	if j := r.jobs[id]; j != nil && j.abort != nil {
 		return j.abort.rank, j.abort.Abort, true
 	}
@@ -546,7 +575,7 @@ func (r *Relay) JobAbort(id int64) (rank int, a comm.Abort, ok bool) {
 // Stats returns the counters.
 func (r *Relay) Stats() Stats {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	st := r.st
 	for _, j := range r.jobs {
 		st.Jobs = append(st.Jobs, j.st)
@@ -599,23 +628,22 @@ func (r *Relay) deliverLocked(j *job, m peerMsg) {
 		r.answerProbesLocked(rs, env)
 		return
 	}
-	r.completeLocked(rs, p.req, env, false)
+	pay := payload{ref: m.owned}
+	if !m.owned {
+		pay.rd = m.rd
+	}
+	r.completeLocked(rs, p.req, env, pay)
 }
 
 // completeLocked sends the Deliver of receive req and updates the rank's
-// blocked state. owned: env's data is the relay's (a queued message), so
-// the Deliver refers to it instead of copying it.
-func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope, owned bool) {
+// blocked state. pay says whose env's data is: the relay's (a queued
+// message: the Deliver refers to it instead of copying it), or borrowed.
+func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope, pay payload) {
 	delete(rs.pending, req)
 	rs.job.st.Delivered++
 	rs.job.st.DeliveredBytes += uint64(len(env.data))
 	if rs.conn != nil {
-		d := &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data}
-		if owned {
-			rs.conn.sendRef(comm.FrameDeliver, d)
-		} else {
-			rs.conn.send(comm.FrameDeliver, d)
-		}
+		rs.conn.sendLocked(r, comm.FrameDeliver, &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data}, pay)
 	}
 	r.st.Delivered++
 	if _, ok := rs.waiting[req]; ok {
@@ -638,7 +666,7 @@ func (r *Relay) answerProbesLocked(rs *rankState, env envelope) {
 			continue
 		}
 		if rs.conn != nil {
-			rs.conn.send(comm.FrameProbed, &comm.Probed{Req: p.Req, Found: true, Src: env.src, Tag: env.tag, Len: len(env.data)})
+			rs.conn.sendLocked(r, comm.FrameProbed, &comm.Probed{Req: p.Req, Found: true, Src: env.src, Tag: env.tag, Len: len(env.data)}, payload{})
 		}
 	}
 	clear(rs.probing[len(kept):])
@@ -657,7 +685,7 @@ func (r *Relay) releaseLocked(j *job, seq uint64) {
 			released := rs.barrier
 			rs.barrier, rs.inBarrier = 0, false
 			if rs.conn != nil {
-				rs.conn.send(comm.FrameRelease, &comm.Release{Seq: released})
+				rs.conn.sendLocked(r, comm.FrameRelease, &comm.Release{Seq: released}, payload{})
 			}
 			rs.recompute(r)
 		}

@@ -246,6 +246,9 @@ func TestImmediateOneNode(t *testing.T) {
 			t.Fatalf("released %d", seq)
 		}
 	}
+	// OnBlocked is called from the notifier's goroutine: the Release may
+	// come first.
+	eventually(t, "two block events", func() bool { return len(blocks.get()) >= 2 })
 	if got, want := blocks.get(), []string{"7/1:true", "7/1:false"}; !slices.Equal(got[:2], want) {
 		t.Fatalf("block events %v, want %v first", got, want)
 	}
@@ -456,6 +459,8 @@ func TestUnwait(t *testing.T) {
 	eventually(t, "blocked again", func() bool { return r.Stats().Blocked == 1 })
 	a.send(comm.FrameFinalize, &comm.Finalize{})
 	eventually(t, "finalized, not blocked", func() bool { return r.Stats().Blocked == 0 })
+	// OnBlocked is called from the notifier's goroutine, after Stats says it.
+	eventually(t, "six block events", func() bool { return len(blocks.get()) >= 6 })
 	if got := blocks.get(); len(got) != 6 {
 		t.Fatalf("block events %v", got)
 	}
@@ -860,7 +865,7 @@ func TestSliceReadyCarriesTheRelease(t *testing.T) {
 	r1.Cut(1, 1)
 	r1.mu.Lock()
 	r1.inboundLocked(inbound{from: "n0", ready: &sliceReady{Job: 5, Epoch: 1, Seq: 1, Released: 1, Msgs: 2, Bytes: 10}})
-	r1.mu.Unlock()
+	r1.unlock()
 	if b.release() != 1 {
 		t.Fatal("not released")
 	}

@@ -167,6 +167,8 @@ struct cmpi {
 	struct buf in;
 	size_t in_off;
 	struct buf out;
+	struct buf pend; /* frames not written yet (conn.c) */
+	int cork;        /* >0: frames wait in pend for conn_flush or pump */
 	uint32_t msgid;
 	int next_k;
 	uint64_t barrier_seq, released;
@@ -206,6 +208,7 @@ void cmpi_need_init(const char *fn);
 int conn_open(void);
 void conn_write(int type, struct buf *b);
 void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, size_t tlen);
+void conn_flush(void);
 void pump(int block);
 uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off);
 void post_cancel_for(struct req *r);

@@ -1,6 +1,6 @@
 /* The rank's connection to its agent's relay: Hello/Welcome, writing
  * frames, and pump(), which reads what the relay sent and completes the
- * requests it concerns. Reads block in poll(2), never spin: a rank waiting
+ * requests it concerns. Reads block in recv(2), never spin: a rank waiting
  * for a message sleeps in the kernel, and under bcs the relay has been
  * told (Wait) so that it can lend the processor. */
 #define _GNU_SOURCE
@@ -112,27 +112,76 @@ static void write_all(const struct iovec *iov0, int n)
 	}
 }
 
-/* conn_writev2 writes one frame whose body is head followed by tail. */
-void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, size_t tlen)
+/* Frames are gathered in G.pend and written together: a blocking receive's
+ * Post and Wait (and a Sendrecv's Send before them) leave in one sendmsg,
+ * and the relay reads them in one read. The rule: what is written goes
+ * out at once unless G.cork is set, and in any case before the rank
+ * blocks (pump) — so no frame waits in the library while the rank
+ * computes. Large payloads are written from where they lie (one sendmsg
+ * with what is pending before them), never copied into G.pend. */
+#define PEND_COPY_MAX 16384
+
+void conn_flush(void)
 {
-	uint8_t h[6];
-	uint32_t l = 2 + hlen + tlen;
+	if (G.pend.len == 0)
+		return;
+	struct iovec iov = {G.pend.p, G.pend.len};
+	G.pend.len = 0; /* before writing: a failure exits, and must not write it again */
+	write_all(&iov, 1);
+}
+
+static void frame_header(uint8_t h[6], int type, size_t blen)
+{
+	uint32_t l = 2 + blen;
 	h[0] = l >> 24;
 	h[1] = l >> 16;
 	h[2] = l >> 8;
 	h[3] = l;
 	h[4] = 1;
 	h[5] = type;
-	struct iovec iov[3] = {{h, 6}, {(void *)head, hlen}, {(void *)tail, tlen}};
-	write_all(iov, tlen ? 3 : 2);
+}
+
+/* conn_writev2 writes one frame whose body is head followed by tail (at
+ * once, unless corked). */
+void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, size_t tlen)
+{
+	uint8_t h[6];
+	frame_header(h, type, hlen + tlen);
+	if (tlen > PEND_COPY_MAX) {
+		buf_reserve(&G.pend, 6 + hlen);
+		memcpy(G.pend.p + G.pend.len, h, 6);
+		memcpy(G.pend.p + G.pend.len + 6, head, hlen);
+		struct iovec iov[2] = {{G.pend.p, G.pend.len + 6 + hlen}, {(void *)tail, tlen}};
+		G.pend.len = 0;
+		write_all(iov, 2);
+		return;
+	}
+	buf_reserve(&G.pend, 6 + hlen + tlen);
+	memcpy(G.pend.p + G.pend.len, h, 6);
+	memcpy(G.pend.p + G.pend.len + 6, head, hlen);
+	if (tlen)
+		memcpy(G.pend.p + G.pend.len + 6 + hlen, tail, tlen);
+	G.pend.len += 6 + hlen + tlen;
+	if (!G.cork)
+		conn_flush();
 }
 
 void conn_write(int type, struct buf *b) { conn_writev2(type, b->p, b->len, NULL, 0); }
 
+/* conn_write_lazy queues a frame that may wait for the next one or for
+ * pump (an announcement: Coll). */
+static void conn_write_lazy(int type, struct buf *b)
+{
+	G.cork++;
+	conn_write(type, b);
+	G.cork--;
+}
+
 static void handle(const struct inframe *f);
 
-/* read_some reads what is there (never blocks); returns 0 at end of file. */
-static int read_some(void)
+/* read_some reads what is there; with block it first sleeps in recv(2)
+ * until something is. Returns 0 at end of file. */
+static int read_some(int block)
 {
 	for (;;) {
 		if (G.in_off > 0 && G.in_off == G.in.len)
@@ -145,9 +194,13 @@ static int read_some(void)
 			}
 			buf_reserve(&G.in, 65536);
 		}
-		ssize_t n = recv(G.fd, G.in.p + G.in.len, G.in.cap - G.in.len, MSG_DONTWAIT);
+		size_t room = G.in.cap - G.in.len;
+		ssize_t n = recv(G.fd, G.in.p + G.in.len, room, block ? 0 : MSG_DONTWAIT);
 		if (n > 0) {
 			G.in.len += n;
+			if ((size_t)n < room)
+				return 1; /* drained: a read more would say EAGAIN */
+			block = 0;
 			continue;
 		}
 		if (n == 0)
@@ -191,16 +244,12 @@ static void parse_frames(void)
 	}
 }
 
-/* pump processes what the relay sent; with block it first sleeps until
- * something arrives. */
+/* pump writes what is pending, then processes what the relay sent; with
+ * block it first sleeps (in recv, not spinning) until something arrives. */
 void pump(int block)
 {
-	if (block) {
-		struct pollfd pf = {G.fd, POLLIN, 0};
-		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
-			;
-	}
-	int alive = read_some();
+	conn_flush();
+	int alive = read_some(block);
 	parse_frames();
 	if (!alive) {
 		G.fd = -1;
@@ -392,7 +441,7 @@ void send_coll(struct comm *c, const char *kind, int root, int64_t bytes)
 	mp_int(&G.out, root);
 	mp_str(&G.out, "n");
 	mp_int(&G.out, bytes);
-	conn_write(FR_COLL, &G.out);
+	conn_write_lazy(FR_COLL, &G.out);
 }
 
 void send_abort(int code, const char *msg)
@@ -407,6 +456,7 @@ void send_abort(int code, const char *msg)
 	mp_str(&b, "e");
 	mp_strn(&b, msg, strnlen(msg, 4096));
 	conn_write(FR_ABORT, &b);
+	conn_flush(); /* whatever was corked, and the Abort */
 	free(b.p);
 }
 
@@ -452,6 +502,10 @@ int conn_open(void)
 		fprintf(stderr, "cosched MPI: connect to the relay at %s: %s\n", path, strerror(errno));
 		exit(1);
 	}
+	/* a send buffer that holds a large message whole: it goes in one
+	 * sendmsg (the kernel caps it at net.core.wmem_max) */
+	int sndbuf = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
 	G.fd = fd;
 	G.job = job;
 	G.rank = (int)rank;
@@ -470,10 +524,7 @@ int conn_open(void)
 	free(b.p);
 	/* the Welcome (a Fatal exits in handle) */
 	for (;;) {
-		struct pollfd pf = {G.fd, POLLIN, 0};
-		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
-			;
-		int alive = read_some();
+		int alive = read_some(1);
 		int type;
 		const uint8_t *body;
 		size_t bl;

@@ -272,7 +272,7 @@ static int ndone(struct req **rs, int n)
 }
 
 /* wait_reqs returns when every request (any: one) in rs is complete;
- * NULL entries count as complete. It sleeps in poll(2), having told the
+ * NULL entries count as complete. It sleeps in recv(2), having told the
  * relay which receives it waits for. */
 void wait_reqs(struct req **rs, int n, int any)
 {
@@ -289,7 +289,8 @@ void wait_reqs(struct req **rs, int n, int any)
 				return;
 	} else if (ndone(rs, n) == n)
 		return;
-	pump(0);
+	if (G.pend.len == 0) /* else the relay has not even seen what was just posted */
+		pump(0);
 	for (;;) {
 		int d = 0;
 		if (any) {
@@ -454,8 +455,11 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 	int rc = check("MPI_Recv", comm, &c, count, datatype, &dt, source, tag, 1);
 	if (rc)
 		return rc;
+	G.cork++; /* the Post goes with the Wait, in one write */
 	struct req *r = p2p_irecv(c, source, tag, PCTX(c), buf, count, dt);
 	wait_reqs(&r, 1, 0);
+	G.cork--;
+	conn_flush();
 	return complete("MPI_Recv", r, status);
 }
 
@@ -470,9 +474,12 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 	rc = check("MPI_Sendrecv", comm, &c, recvcount, recvtype, &rdt, source, recvtag, 1);
 	if (rc)
 		return rc;
+	G.cork++; /* Post, Send and Wait in one write */
 	struct req *r = p2p_irecv(c, source, recvtag, PCTX(c), recvbuf, recvcount, rdt);
 	p2p_send(c, dest, sendtag, PCTX(c), sendbuf, sendcount, sdt, 0, NULL);
 	wait_reqs(&r, 1, 0);
+	G.cork--;
+	conn_flush();
 	return complete("MPI_Sendrecv", r, status);
 }
 
@@ -492,9 +499,12 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
 	if (!tmp)
 		cmpi_die(1, "out of memory");
 	struct dtype *byte = dt_get(MPI_BYTE);
+	G.cork++; /* Post, Send and Wait in one write */
 	struct req *r = p2p_irecv(c, source, recvtag, PCTX(c), tmp, (int)n, byte);
 	p2p_send(c, dest, sendtag, PCTX(c), buf, count, dt, 0, NULL);
 	wait_reqs(&r, 1, 0);
+	G.cork--;
+	conn_flush();
 	uint64_t got = r->total < n ? r->total : n;
 	dt_unpack(tmp, dt->size ? (int)(got / dt->size) : 0, dt, buf);
 	free(tmp);

@@ -7,8 +7,10 @@
 // whether a slice's rooted exchange is complete here (Exchanged,
 // AllReported). The relay keeps the message payloads as the values it
 // adds; this package sees only their destinations, jobs and sizes. What
-// the exchange carries (sliceReady contents, late and left flows) stays
-// in the relay.
+// the exchange carries is decided here too: a root's answer to a slice
+// (Answer: what each of the job's nodes is told is coming) and where a
+// heartbeat heard too late sends its flows (Redirect); the relay sends
+// the frames.
 package bcs
 
 import (

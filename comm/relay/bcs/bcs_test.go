@@ -25,6 +25,10 @@ import (
 //	                                    what node self heard of a slice: prints each
 //	                                    job's root and whether all its nodes reported,
 //	                                    and whether the slice is exchanged
+//	answer job=1 self=a                 the root answers the slice: prints each Ready;
+//	  <from> <node> <job> <msgs> <bytes>  input: the flows announced, by sender (self's own too)
+//	redirect from=b self=a mine=(1,…)   a late heartbeat's flows: prints each Ready;
+//	  <node> <job> <msgs> <bytes>         input: its flows (mine: the jobs self announces)
 //
 // Regenerate with `go test ./comm/relay/bcs -run TestScripts -rewrite` and
 // review the diff.
@@ -67,6 +71,32 @@ func TestScripts(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "exchanged %v\n", Exchanged(jobs, h))
 				return b.String()
+			case "answer":
+				id := int64(intArg(t, d, "job", 0))
+				i := slices.IndexFunc(jobs, func(j Job) bool { return j.ID == id })
+				if i < 0 {
+					t.Fatalf("%s: no job %d", d.Pos, id)
+				}
+				self := strArg(t, d, "self")
+				var own []Flow
+				heard := map[string][]Flow{}
+				for _, l := range inputLines(d) {
+					from, f := l[0], flowOf(t, d, l[1:])
+					if from == self {
+						own = append(own, f)
+					} else {
+						heard[from] = append(heard[from], f)
+					}
+				}
+				return readyText(Answer(jobs[i], self, own, heard))
+			case "redirect":
+				mine := setArg(d, "mine")
+				var flows []Flow
+				for _, l := range inputLines(d) {
+					flows = append(flows, flowOf(t, d, l))
+				}
+				return readyText(Redirect(flows, strArg(t, d, "from"), strArg(t, d, "self"),
+					func(f Flow) bool { return mine[strconv.FormatInt(f.Job, 10)] }))
 			case "leave":
 				leave, overdue := Leave(Finished{Pending: d.HasArg("pending"), Queued: d.HasArg("queued"), TimedOut: d.HasArg("timedout"),
 					Overdue: d.HasArg("overdue")}, d.HasArg("force"))
@@ -138,4 +168,42 @@ func strArg(t *testing.T, d *datadriven.TestData, key string) string {
 	var s string
 	d.ScanArgs(t, key, &s)
 	return s
+}
+
+func inputLines(d *datadriven.TestData) [][]string {
+	var ls [][]string
+	for _, l := range strings.Split(d.Input, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			ls = append(ls, f)
+		}
+	}
+	return ls
+}
+
+// flowOf reads "node job msgs bytes".
+func flowOf(t *testing.T, d *datadriven.TestData, f []string) Flow {
+	t.Helper()
+	if len(f) != 4 {
+		t.Fatalf("%s: flow %q: want node job msgs bytes", d.Pos, f)
+	}
+	var n [3]int64
+	for i, s := range f[1:] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: flow %q: %v", d.Pos, f, err)
+		}
+		n[i] = v
+	}
+	return Flow{Node: f[0], Job: n[0], Msgs: int(n[1]), Bytes: n[2]}
+}
+
+func readyText(rs []Ready) string {
+	if len(rs) == 0 {
+		return "nothing\n"
+	}
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "ready → %s job %d: %d msgs %d B\n", r.Node, r.Job, r.Msgs, r.Bytes)
+	}
+	return b.String()
 }

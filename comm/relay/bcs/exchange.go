@@ -56,3 +56,63 @@ func Exchanged(jobs []Job, h Heard) bool {
 	}
 	return true
 }
+
+// Ready is what a job's root tells one of the job's nodes about a slice
+// (the relay's sliceReady frame): what the job's nodes transfer to it.
+type Ready struct {
+	Node  string
+	Job   int64
+	Msgs  int
+	Bytes int64
+}
+
+// Answer is a job's root answering a slice once its nodes reported it
+// (or its timeout passed): one Ready for each of the job's nodes that has
+// not left it, other than the root, with the flows to it that the job's
+// nodes announced in the slice (own: the root's; heard: every other
+// node's heartbeat, by sender), sorted by node. A node's flow to itself
+// is not announced: it never crosses the network.
+func Answer(j Job, self string, own []Flow, heard map[string][]Flow) []Ready {
+	out := map[string]*Ready{}
+	var nodes []string
+	for _, h := range j.Hosts {
+		if h != self && !j.Left[h] {
+			out[h] = &Ready{Node: h, Job: j.ID}
+			nodes = append(nodes, h)
+		}
+	}
+	add := func(from string, flows []Flow) {
+		for _, f := range flows {
+			if r := out[f.Node]; r != nil && f.Job == j.ID && f.Node != from {
+				r.Msgs += f.Msgs
+				r.Bytes += f.Bytes
+			}
+		}
+	}
+	add(self, own)
+	for from, flows := range heard {
+		add(from, flows)
+	}
+	rs := make([]Ready, 0, len(nodes))
+	for _, n := range nodes {
+		rs = append(rs, *out[n])
+	}
+	return rs
+}
+
+// Redirect is a heartbeat that a job's root hears too late for the
+// slice's Answer (its timeout passed, it never cut the slice, or it left
+// the job and the sender did not know yet): each of its flows of a job
+// the root announces (mine) goes to its destination in a Ready of its
+// own, so that what is announced is what arrives. Flows to the root
+// itself, or that the sender sends itself, are not.
+func Redirect(flows []Flow, from, self string, mine func(f Flow) bool) []Ready {
+	var rs []Ready
+	for _, f := range flows {
+		if f.Node == self || f.Node == from || !mine(f) {
+			continue
+		}
+		rs = append(rs, Ready(f))
+	}
+	return rs
+}
