@@ -330,6 +330,11 @@ func (a *Agent) forwardExits() {
 		}
 		a.mu.Unlock()
 		a.sw.rankExited(e.Job, e.Rank)
+		// A rank that exits while its job's launch here is under way
+		// (true, a crash in main) is not the last: its siblings not yet
+		// started are in no count, and removing the cgroup would kill
+		// those being started into it. The launch ends first.
+		a.launchMu.Lock()
 		last := len(a.ranks.Ranks(e.Job)) == 0
 		if last {
 			a.sw.remove(e.Job)
@@ -344,6 +349,7 @@ func (a *Agent) forwardExits() {
 			a.setHeartbeatPeers()
 		}
 		a.cgroupExit(&m, last)
+		a.launchMu.Unlock()
 		a.report(m)
 	}
 }
