@@ -182,6 +182,18 @@ func clusterUp(ctx context.Context, out io.Writer, f *clusterUpFlags) error {
 	return nil
 }
 
+// loadCluster reads the local cluster's record from --state-dir or where
+// commands look by default, and says where it looked; an error wrapping
+// os.ErrNotExist means no cluster is recorded there.
+func loadCluster(stateDir string) (*localcluster.Cluster, string, error) {
+	dir, err := localcluster.FindStateDir(stateDir)
+	if err != nil {
+		return nil, dir, err
+	}
+	c, err := localcluster.Load(dir)
+	return c, dir, err
+}
+
 func newClusterRestartCmd() *cobra.Command {
 	var stateDir string
 	var timeout time.Duration
@@ -190,15 +202,10 @@ func newClusterRestartCmd() *cobra.Command {
 		Short: "Restart every agent of the local cluster in turn, the controller's last, with the jobs running (needs cluster up --keep-ranks)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := localcluster.FindStateDir(stateDir)
-			if err != nil {
-				return err
-			}
-			c, err := localcluster.Load(dir)
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("no local cluster in %s: start one with `cosched cluster up --keep-ranks`", dir)
-				}
+			c, dir, err := loadCluster(stateDir)
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("no local cluster in %s: start one with `cosched cluster up --keep-ranks`", dir)
+			} else if err != nil {
 				return err
 			}
 			start := time.Now()
@@ -222,16 +229,11 @@ func newClusterDownCmd() *cobra.Command {
 		Short: "Stop the local cluster: every agent and every rank",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := localcluster.FindStateDir(stateDir)
-			if err != nil {
-				return err
-			}
-			c, err := localcluster.Load(dir)
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					fmt.Fprintln(cmd.OutOrStdout(), "no local cluster is running")
-					return nil
-				}
+			c, _, err := loadCluster(stateDir)
+			if errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintln(cmd.OutOrStdout(), "no local cluster is running")
+				return nil
+			} else if err != nil {
 				return err
 			}
 			if err := c.Down(grace); err != nil {
