@@ -27,6 +27,12 @@ var sharedPMIx struct {
 	dir, lib, check string
 	skip            string
 	err             error
+
+	// Open MPI's own examples (pmix/testdata/ompi-examples), built by
+	// ompiExamples: program name to binary.
+	examplesOnce sync.Once
+	examples     map[string]string
+	examplesErr  error
 }
 
 // pmixKit builds cosched's PMIx helper (pmix/build.sh) into a library
@@ -67,6 +73,84 @@ func pmixKit(t testing.TB) (lib, check string) {
 		t.Skip(k.skip)
 	}
 	return k.lib, k.check
+}
+
+// ompiExampleNames are Open MPI's example programs the tests run
+// (pmix/testdata/ompi-examples/NAME.c, copied unmodified from Open MPI).
+var ompiExampleNames = []string{"hello_c", "ring_c", "connectivity_c"}
+
+// ompiExamples builds Open MPI's example programs with mpicc.openmpi
+// beside the check program, once, and returns the helper directory and
+// each program's binary by name.
+func ompiExamples(t testing.TB) (lib string, bin map[string]string) {
+	t.Helper()
+	lib, _ = pmixKit(t)
+	k := &sharedPMIx
+	k.examplesOnce.Do(func() {
+		k.examples = map[string]string{}
+		for _, name := range ompiExampleNames {
+			exe := filepath.Join(k.dir, name)
+			src := filepath.Join("..", "pmix", "testdata", "ompi-examples", name+".c")
+			if out, err := exec.Command("mpicc.openmpi", "-O2", "-o", exe, src).CombinedOutput(); err != nil {
+				k.examplesErr = fmt.Errorf("mpicc.openmpi %s: %v\n%s", src, err, out)
+				return
+			}
+			k.examples[name] = exe
+		}
+	})
+	if k.examplesErr != nil {
+		t.Fatal(k.examplesErr)
+	}
+	return lib, k.examples
+}
+
+// runOMPIExamples runs each of Open MPI's example programs as a 4-rank
+// --mpi pmix job on c and checks what the programs themselves print:
+// hello's greeting from every rank, ring's token counted down to 0 and
+// every rank's exit, connectivity's verdict after every pair exchanged.
+func runOMPIExamples(t *testing.T, c *testCluster, bin map[string]string) {
+	t.Helper()
+	for _, name := range ompiExampleNames {
+		id := c.submit(api.JobSpec{Command: []string{bin[name]}, Processors: 4, MPI: api.MPIPMIx, Env: ompiEnv,
+			TimeLimit: api.Duration{D: 3 * time.Minute}})
+		j := c.waitState(id, api.Completed, 3*time.Minute)
+		if len(j.Ranks) != 4 {
+			t.Fatalf("%s: job %d ranks %+v, want 4", name, id, j.Ranks)
+		}
+		for _, r := range j.Ranks {
+			out := c.rankOutput(id, r.Rank)
+			var want []string
+			switch name {
+			case "hello_c":
+				want = []string{fmt.Sprintf("Hello, world, I am %d of 4, (Open MPI v4.1", r.Rank)}
+			case "ring_c":
+				want = []string{fmt.Sprintf("Process %d exiting", r.Rank)}
+				if r.Rank == 0 {
+					want = append(want, "Process 0 sending 10 to 1, tag 201 (4 processes in ring)", "Process 0 decremented value: 0")
+				}
+			case "connectivity_c":
+				if r.Rank == 0 {
+					want = []string{"Connectivity test on 4 processes PASSED."}
+				}
+			}
+			if r.Code != 0 {
+				t.Errorf("%s: job %d rank %d on %s exited %d", name, id, r.Rank, r.Node, r.Code)
+			}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s: job %d rank %d on %s: output %q, want %q", name, id, r.Rank, r.Node, out, w)
+				}
+			}
+		}
+		t.Logf("%s: job %d %s in %v; rank 0: %q", name, id, j.State, j.Elapsed.D, lastLine(c.rankOutput(id, 0)))
+		c.waitGone(id)
+	}
+}
+
+// lastLine is s's last non-empty line.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // removePMIxKit removes what pmixKit built.
@@ -111,7 +195,8 @@ func checkRanks(t *testing.T, c *testCluster, id int64, j api.Job) {
 // An Open MPI program (point-to-point, collectives, a communicator split,
 // each checked by the program) completes as a --mpi pmix job over two
 // agents in space mode, and as two copies at MPL 2 in gang mode, whose
-// ranks never run together.
+// ranks never run together. Open MPI's own examples (hello, ring,
+// connectivity) pass their own checks as 4-rank jobs in space and bcs.
 func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 	lib, check := pmixKit(t)
 	t.Run("space", func(t *testing.T) {
@@ -119,6 +204,15 @@ func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 		id := c.submit(api.JobSpec{Command: []string{check}, Processors: 4, MPI: api.MPIPMIx, Env: ompiEnv, TimeLimit: api.Duration{D: 3 * time.Minute}})
 		checkRanks(t, c, id, c.waitState(id, api.Completed, 3*time.Minute))
 		c.waitGone(id)
+		_, examples := ompiExamples(t)
+		runOMPIExamples(t, c, examples)
+	})
+	// Under bcs Open MPI's ranks are time-shared as under gang; their
+	// messages bypass the relays (docs/mpi.md).
+	t.Run("bcs", func(t *testing.T) {
+		_, examples := ompiExamples(t)
+		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.BCS, mpl: 2, slice: 30 * time.Millisecond})
+		runOMPIExamples(t, c, examples)
 	})
 	t.Run("gang", func(t *testing.T) {
 		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
