@@ -196,7 +196,8 @@ func checkRanks(t *testing.T, c *testCluster, id int64, j api.Job) {
 // each checked by the program) completes as a --mpi pmix job over two
 // agents in space mode, and as two copies at MPL 2 in gang mode, whose
 // ranks never run together. Open MPI's own examples (hello, ring,
-// connectivity) pass their own checks as 4-rank jobs in space and bcs.
+// connectivity) pass their own checks as 4-rank jobs in space and bcs, and
+// the program passes under local.
 func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 	lib, check := pmixKit(t)
 	t.Run("space", func(t *testing.T) {
@@ -213,6 +214,14 @@ func TestOpenMPIJobSpaceAndGang(t *testing.T) {
 		_, examples := ompiExamples(t)
 		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.BCS, mpl: 2, slice: 30 * time.Millisecond})
 		runOMPIExamples(t, c, examples)
+	})
+	// Under local every placed rank runs and Linux shares the processors.
+	t.Run("local", func(t *testing.T) {
+		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 2, mode: sharing.Local, mpl: 2})
+		id := c.submit(api.JobSpec{Command: []string{check}, Processors: 4, MPI: api.MPIPMIx, Env: ompiEnv, TimeLimit: api.Duration{D: 3 * time.Minute}})
+		checkRanks(t, c, id, c.waitState(id, api.Completed, 3*time.Minute))
+		c.waitGone(id)
+		waitNoHelper(t, id)
 	})
 	t.Run("gang", func(t *testing.T) {
 		c := pmixCluster(t, lib, clusterOpts{agents: 2, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50})
