@@ -22,7 +22,7 @@ import (
 // that cluster (failing the test if one fails). The cluster is brought
 // down when the test ends (a second down, after the test's own, is a
 // no-op).
-func clusterCLI(t *testing.T, upArgs ...string) (string, func(args ...string) string) {
+func clusterCLI(t testing.TB, upArgs ...string) (string, func(args ...string) string) {
 	t.Helper()
 	dir := t.TempDir()
 	env := append(os.Environ(), "COSCHED_STATE_DIR="+dir)

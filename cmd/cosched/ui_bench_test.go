@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/clusterkey"
+	"github.com/cosched/cosched/localcluster"
+	"github.com/cosched/cosched/strobe"
+	"github.com/cosched/cosched/ui"
+)
+
+// uiBenchPages is how many pages the loaded windows hold open (issue 24:
+// "many open pages, say 50").
+const uiBenchPages = 50
+
+// uiBenchWindow is how long each window measures (1000 slices at 10 ms).
+const uiBenchWindow = 10 * time.Second
+
+// BenchmarkUIPagesSkew: does a crowd of open web pages delay a strobe? A
+// 3-agent gang cluster (`cosched cluster up`, real processes) at 10 ms
+// slices and MPL 2 time-shares two jobs; the switch skew across the
+// agents (p50/p99 of every slice, from their slice records as `cosched
+// bench strobe` computes it) and the CPU of agent a1 (whose API serves the
+// pages) are measured over windows with no page and with 50 authenticated
+// event streams on a1 read continuously, alternating 0, 50, 0, 50. Run
+// without -race:
+//
+//	go test -run '^$' -bench UIPagesSkew -benchtime 1x ./cmd/cosched
+func BenchmarkUIPagesSkew(b *testing.B) {
+	dir, run := clusterCLI(b, "-N", "3", "--mode", "gang", "--slice", "10ms", "--mpl", "2")
+	var ids []string
+	for i := range 2 {
+		ids = append(ids, strings.TrimSpace(run("submit", "--parsable", "-n", "3", "-t", "30", "-J", "job"+strconv.Itoa(i), "--", "sleep", "3600")))
+	}
+	lc, err := localcluster.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := clusterkey.Load(localcluster.KeyFile(dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var served localcluster.Agent
+	clients := map[string]*api.Client{}
+	for _, a := range lc.Agents {
+		clients[a.Name] = lc.ClientFor(a.API)
+		if a.Name == "a1" {
+			served = a
+		}
+	}
+	if served.PID == 0 {
+		b.Fatalf("no agent a1 in %+v", lc.Agents)
+	}
+	ctx := context.Background()
+	ctl := lc.ClientFor(lc.API)
+	waitRunning(b, ctl, ids)
+	time.Sleep(time.Second) // past the jobs' start
+
+	// Each page logs in on its own (a login link spent for a session
+	// cookie), as a browser would.
+	tokenClient := api.NewClient(served.API)
+	tokenClient.Token = func() (string, error) {
+		return key.Mint(uint32(os.Geteuid()), uint32(os.Getegid()), time.Now(), clusterkey.DefaultTTL, crand.Reader)
+	}
+	noRedirect := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	cookies := make([]string, uiBenchPages)
+	for i := range cookies {
+		cookies[i] = uiSession(b, ctx, tokenClient, noRedirect, served.API)
+	}
+
+	type totals struct {
+		records map[string][]strobe.SliceRecord
+		cpu     time.Duration
+		wall    time.Duration
+	}
+	sum := map[int]*totals{0: {records: map[string][]strobe.SliceRecord{}}, uiBenchPages: {records: map[string][]strobe.SliceRecord{}}}
+	b.ResetTimer()
+	for range b.N {
+		for _, pages := range []int{0, uiBenchPages, 0, uiBenchPages} {
+			stop := openPages(b, ctx, served.API, cookies[:pages])
+			time.Sleep(time.Second) // the streams' first events sent
+			recs, cpu, wall := measureWindow(b, ctx, clients, served.PID, uiBenchWindow)
+			stop()
+			t := sum[pages]
+			for name, rs := range recs {
+				t.records[name] = append(t.records[name], rs...)
+			}
+			t.cpu += cpu
+			t.wall += wall
+		}
+	}
+	b.StopTimer()
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	var p50, p99 [2]time.Duration
+	var cpu [2]float64
+	for i, pages := range []int{0, uiBenchPages} {
+		t := sum[pages]
+		sk := strobe.Skew(t.records)
+		if sk.Slices == 0 {
+			b.Fatalf("%d pages: no slice seen by two agents", pages)
+		}
+		p50[i], p99[i] = sk.Skew.P50, sk.Skew.P99
+		cpu[i] = 100 * float64(t.cpu) / float64(t.wall)
+		b.ReportMetric(us(p50[i]), fmt.Sprintf("skew-p50-us/%dpages", pages))
+		b.ReportMetric(us(p99[i]), fmt.Sprintf("skew-p99-us/%dpages", pages))
+		b.ReportMetric(cpu[i], fmt.Sprintf("a1-cpu-%%/%dpages", pages))
+		b.Logf("%d pages: %d slices, skew p50 %v p99 %v max %v, a1 CPU %.2f%% of a core", pages, sk.Slices, sk.Skew.P50, sk.Skew.P99, sk.Skew.Max, cpu[i])
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	b.ReportMetric(ratio(float64(p50[1]), float64(p50[0])), "skew-p50-ratio")
+	b.ReportMetric(ratio(float64(p99[1]), float64(p99[0])), "skew-p99-ratio")
+	b.ReportMetric(ratio(cpu[1], cpu[0]), "a1-cpu-ratio")
+}
+
+// waitRunning waits until every job of ids runs.
+func waitRunning(b *testing.B, c *api.Client, ids []string) {
+	b.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		jobs, err := c.Jobs(context.Background(), true)
+		running := 0
+		for _, j := range jobs {
+			for _, id := range ids {
+				if strconv.FormatInt(j.ID, 10) == id && j.State == api.Running {
+					running++
+				}
+			}
+		}
+		if err == nil && running == len(ids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("jobs %v not all running after 60s (%d running, %v)", ids, running, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// uiSession is a session cookie of the page of the agent at addr: a login
+// link (cosched ui --url's) spent.
+func uiSession(b *testing.B, ctx context.Context, c *api.Client, hc *http.Client, addr string) string {
+	b.Helper()
+	l, err := c.UILogin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := hc.Get(l.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, ck := range resp.Cookies() {
+		if ck.Name == ui.CookieName(addr) {
+			return ck.Value
+		}
+	}
+	b.Fatalf("login link %s: %s and no session cookie", l.URL, resp.Status)
+	return ""
+}
+
+// openPages opens an event stream per cookie on the agent at addr, each
+// read continuously until stop; it returns once every stream has its
+// first bytes.
+func openPages(b *testing.B, ctx context.Context, addr string, cookies []string) (stop func()) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	started := make(chan error, len(cookies))
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
+	for _, ck := range cookies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ui/events", nil)
+			req.AddCookie(&http.Cookie{Name: ui.CookieName(addr), Value: ck})
+			resp, err := hc.Do(req)
+			if err != nil {
+				started <- err
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				started <- fmt.Errorf("GET /ui/events: %s", resp.Status)
+				return
+			}
+			buf := make([]byte, 32<<10)
+			_, err = resp.Body.Read(buf)
+			started <- err
+			io.CopyBuffer(io.Discard, resp.Body, buf) // until stop
+		}()
+	}
+	stop = func() {
+		cancel()
+		wg.Wait()
+	}
+	for range cookies {
+		if err := <-started; err != nil {
+			stop()
+			b.Fatal(err)
+		}
+	}
+	return stop
+}
+
+// measureWindow waits d and returns every agent's slice records of that
+// window (the current controller epoch's), and the CPU time the process
+// pid used meanwhile, over the wall time it was read across.
+func measureWindow(b *testing.B, ctx context.Context, agents map[string]*api.Client, pid int, d time.Duration) (map[string][]strobe.SliceRecord, time.Duration, time.Duration) {
+	b.Helper()
+	since := map[string]uint64{}
+	epoch := map[string]uint64{}
+	for name, c := range agents {
+		st, err := c.LocalStats(ctx, ^uint64(0)) // no records: where they are
+		if err != nil {
+			b.Fatalf("agent %s's stats: %v", name, err)
+		}
+		since[name], epoch[name] = st.Strobe.LastSeq, st.Strobe.Epoch
+	}
+	cpu0, t0 := procCPU(b, pid), time.Now()
+	time.Sleep(d)
+	cpu1, t1 := procCPU(b, pid), time.Now()
+	recs := map[string][]strobe.SliceRecord{}
+	for name, c := range agents {
+		st, err := c.LocalStats(ctx, since[name])
+		if err != nil {
+			b.Fatalf("agent %s's stats: %v", name, err)
+		}
+		for _, r := range st.Records {
+			if r.Epoch == epoch[name] && r.Seq > since[name] {
+				recs[name] = append(recs[name], r)
+			}
+		}
+	}
+	return recs, cpu1 - cpu0, t1.Sub(t0)
+}
+
+// procCPU is the user and system CPU time process pid used so far
+// (/proc/PID/stat, in clock ticks of 10 ms).
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command (which may hold spaces), from the state (3).
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
