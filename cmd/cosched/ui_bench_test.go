@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,7 +92,10 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 			stop := openPages(b, ctx, served.API, cookies[:pages])
 			time.Sleep(time.Second) // the streams' first events sent
 			recs, cpu, wall := measureWindow(b, ctx, clients, served.PID, uiBenchWindow)
-			stop()
+			read := stop()
+			sk := strobe.Skew(recs)
+			b.Logf("window, %d pages: skew p50 %v p99 %v over %d slices, a1 CPU %.2f%% of a core, %d KB read by the pages",
+				pages, sk.Skew.P50, sk.Skew.P99, sk.Slices, 100*float64(cpu)/float64(wall), read>>10)
 			t := sum[pages]
 			for name, rs := range recs {
 				t.records[name] = append(t.records[name], rs...)
@@ -176,11 +180,12 @@ func uiSession(b *testing.B, ctx context.Context, c *api.Client, hc *http.Client
 
 // openPages opens an event stream per cookie on the agent at addr, each
 // read continuously until stop; it returns once every stream has its
-// first bytes.
-func openPages(b *testing.B, ctx context.Context, addr string, cookies []string) (stop func()) {
+// first bytes. stop says how many bytes the pages read in all.
+func openPages(b *testing.B, ctx context.Context, addr string, cookies []string) (stop func() int64) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	var read atomic.Int64
 	started := make(chan error, len(cookies))
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
 	for _, ck := range cookies {
@@ -200,14 +205,16 @@ func openPages(b *testing.B, ctx context.Context, addr string, cookies []string)
 				return
 			}
 			buf := make([]byte, 32<<10)
-			_, err = resp.Body.Read(buf)
+			n, err := resp.Body.Read(buf)
 			started <- err
-			io.CopyBuffer(io.Discard, resp.Body, buf) // until stop
+			m, _ := io.CopyBuffer(io.Discard, resp.Body, buf) // until stop
+			read.Add(int64(n) + m)
 		}()
 	}
-	stop = func() {
+	stop = func() int64 {
 		cancel()
 		wg.Wait()
+		return read.Load()
 	}
 	for range cookies {
 		if err := <-started; err != nil {
