@@ -5,8 +5,10 @@ import (
 	crand "crypto/rand"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,8 +96,8 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 			recs, cpu, wall := measureWindow(b, ctx, clients, served.PID, uiBenchWindow)
 			read := stop()
 			sk := strobe.Skew(recs)
-			b.Logf("window, %d pages: skew p50 %v p99 %v over %d slices, a1 CPU %.2f%% of a core, %d KB read by the pages",
-				pages, sk.Skew.P50, sk.Skew.P99, sk.Slices, 100*float64(cpu)/float64(wall), read>>10)
+			b.Logf("window, %d pages: skew p50 %v p99 %v over %d slices, a1 CPU %.2f%% of a core, %d KB read by the pages; strobe-to-switch p99 %s",
+				pages, sk.Skew.P50, sk.Skew.P99, sk.Slices, 100*float64(cpu)/float64(wall), read>>10, latencyP99(recs))
 			t := sum[pages]
 			for name, rs := range recs {
 				t.records[name] = append(t.records[name], rs...)
@@ -130,6 +132,23 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 	b.ReportMetric(ratio(float64(p50[1]), float64(p50[0])), "skew-p50-ratio")
 	b.ReportMetric(ratio(float64(p99[1]), float64(p99[0])), "skew-p99-ratio")
 	b.ReportMetric(ratio(cpu[1], cpu[0]), "a1-cpu-ratio")
+}
+
+// latencyP99 is each agent's strobe-to-switch p99 over recs: which agent
+// the skew's tail comes from.
+func latencyP99(recs map[string][]strobe.SliceRecord) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(recs)) {
+		var lat []time.Duration
+		for _, r := range recs[name] {
+			lat = append(lat, time.Duration(r.SwitchedMono-r.SentMono))
+		}
+		slices.Sort(lat)
+		if len(lat) > 0 {
+			out = append(out, fmt.Sprintf("%s %v", name, lat[len(lat)*99/100]))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // waitRunning waits until every job of ids runs.
