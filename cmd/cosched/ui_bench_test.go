@@ -266,11 +266,9 @@ func measureWindow(b *testing.B, ctx context.Context, agents map[string]*api.Cli
 		}
 		since[name], epoch[name] = st.Strobe.LastSeq, st.Strobe.Epoch
 	}
-	cpu0, self0, t0 := procCPU(b, pid), procCPU(b, os.Getpid()), time.Now()
+	cpu0, t0 := procCPU(b, pid), time.Now()
 	time.Sleep(d)
-	cpu1, self1, t1 := procCPU(b, pid), procCPU(b, os.Getpid()), time.Now()
-	// The pages' readers share the host's processors with the agents.
-	b.Logf("the pages' readers (this process): %.2f%% of a core", 100*float64(self1-self0)/float64(t1.Sub(t0)))
+	cpu1, t1 := procCPU(b, pid), time.Now()
 	recs := map[string][]strobe.SliceRecord{}
 	for name, c := range agents {
 		st, err := c.LocalStats(ctx, since[name])
