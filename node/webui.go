@@ -158,17 +158,23 @@ func (a *Agent) apiJobOutput(c *Controller, w http.ResponseWriter, r *http.Reque
 	_, _ = io.Copy(w, io.LimitReader(resp.Body, maxOutputShown+4096))
 }
 
+// localJobID is the job of a /v1/local/jobs request, which only the
+// agents themselves (the leader asks for a user it checked) and operators
+// may make; others get 403 saying what they may not do and where to ask.
+func (a *Agent) localJobID(w http.ResponseWriter, r *http.Request, refused string) (int64, bool) {
+	if c := caller(r); c.UID != uint32(os.Geteuid()) && !a.isOperator(c) {
+		a.authDenials.Inc()
+		api.WriteError(w, http.StatusForbidden, "only the agents and operators "+refused)
+		return 0, false
+	}
+	return a.jobID(w, r)
+}
+
 // apiLocalOutput is GET /v1/local/output/{id}/{rank}?stream=: a rank's
 // output file on this agent, for the agents themselves (the leader asks
 // for a user it checked) and operators.
 func (a *Agent) apiLocalOutput(w http.ResponseWriter, r *http.Request) {
-	c := caller(r)
-	if c.UID != uint32(os.Geteuid()) && !a.isOperator(c) {
-		a.authDenials.Inc()
-		api.WriteError(w, http.StatusForbidden, "only the agents and operators read output here: use GET /v1/jobs/ID/output")
-		return
-	}
-	id, ok := a.jobID(w, r)
+	id, ok := a.localJobID(w, r, "read output here: use GET /v1/jobs/ID/output")
 	if !ok {
 		return
 	}
@@ -284,13 +290,7 @@ func (a *Agent) apiJobLive(c *Controller, w http.ResponseWriter, r *http.Request
 // a job now, for the agents themselves (the leader asks for a user it
 // checked) and operators.
 func (a *Agent) apiLocalJobLive(w http.ResponseWriter, r *http.Request) {
-	c := caller(r)
-	if c.UID != uint32(os.Geteuid()) && !a.isOperator(c) {
-		a.authDenials.Inc()
-		api.WriteError(w, http.StatusForbidden, "only the agents and operators read a node's part of a job here: use GET /v1/jobs/ID/live")
-		return
-	}
-	id, ok := a.jobID(w, r)
+	id, ok := a.localJobID(w, r, "read a node's part of a job here: use GET /v1/jobs/ID/live")
 	if !ok {
 		return
 	}
