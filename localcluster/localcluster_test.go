@@ -235,8 +235,11 @@ func TestJobIDsGoOnAcrossClusters(t *testing.T) {
 
 // A rolling restart of a cluster whose agents keep their ranks: every
 // agent is killed and started again in turn, the controller's last, while
-// a gang job runs; the job completes, each rank's output showing one run.
-// A cluster without --keep-ranks is refused before any agent is touched.
+// two gang jobs run, a long one and a short one that ends during the
+// restart (its ranks' ends must reach the controller through the agents'
+// next lives, not be taken for lost ranks); both complete, each rank's
+// output showing one run. A cluster without --keep-ranks is refused
+// before any agent is touched.
 func TestRollingRestartKeepsJobsRunning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
@@ -254,23 +257,26 @@ func TestRollingRestartKeepsJobsRunning(t *testing.T) {
 		}
 		c.Down(5 * time.Second)
 	}()
-	const n = 30
-	cmd := []string{"sh", "-c", fmt.Sprintf(`echo start; i=0; while [ $i -lt %d ]; do i=$((i+1)); echo $i; sleep 0.1; done`, n)}
-	id, err := c.Client().Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: 2 * time.Minute}, Command: cmd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := func(agent string, r int) string {
+	counts := map[int64]int{}
+	out := func(id int64, agent string, r int) string {
 		return filepath.Join(o.StateDir, "agents", agent, "jobs", strconv.FormatInt(id, 10), fmt.Sprintf("rank-%d.out", r))
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		b0, _ := os.ReadFile(out("a0", 0))
-		b1, _ := os.ReadFile(out("a1", 1))
-		if strings.Count(string(b0), "\n") >= 2 && strings.Count(string(b1), "\n") >= 2 {
-			break
+	for _, n := range []int{30, 4} {
+		cmd := []string{"sh", "-c", fmt.Sprintf(`echo start; i=0; while [ $i -lt %d ]; do i=$((i+1)); echo $i; sleep 0.1; done`, n)}
+		id, err := c.Client().Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: 2 * time.Minute}, Command: cmd})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d did not start: %q %q", id, b0, b1)
+		counts[id] = n
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			b0, _ := os.ReadFile(out(id, "a0", 0))
+			b1, _ := os.ReadFile(out(id, "a1", 1))
+			if strings.Count(string(b0), "\n") >= 2 && strings.Count(string(b1), "\n") >= 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d did not start: %q %q", id, b0, b1)
+			}
 		}
 	}
 	start := time.Now()
@@ -283,26 +289,29 @@ func TestRollingRestartKeepsJobsRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j api.Job
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if j, err = rec.Client().Job(context.Background(), id); err == nil && j.State.Done() {
-			break
+	for id, n := range counts {
+		var j api.Job
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if j, err = rec.Client().Job(context.Background(), id); err == nil && j.State.Done() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d not ended: %+v %v", id, j, err)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d not ended: %+v %v", id, j, err)
+		if j.State != api.Completed {
+			t.Errorf("job %d (%d lines) is %s (%s)", id, n, j.State, j.Reason)
+			continue
 		}
-	}
-	if j.State != api.Completed {
-		t.Fatalf("job %d is %s (%s)", id, j.State, j.Reason)
-	}
-	want := "start"
-	for i := 1; i <= n; i++ {
-		want += " " + strconv.Itoa(i)
-	}
-	for i, r := range j.Ranks {
-		b, _ := os.ReadFile(out(r.Node, i))
-		if got := strings.Join(strings.Fields(string(b)), " "); got != want {
-			t.Errorf("rank %d on %s: %q, want one run", i, r.Node, got)
+		want := "start"
+		for i := 1; i <= n; i++ {
+			want += " " + strconv.Itoa(i)
+		}
+		for i, r := range j.Ranks {
+			b, _ := os.ReadFile(out(id, r.Node, i))
+			if got := strings.Join(strings.Fields(string(b)), " "); got != want {
+				t.Errorf("job %d rank %d on %s: %q, want one run", id, i, r.Node, got)
+			}
 		}
 	}
 

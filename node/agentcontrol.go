@@ -590,8 +590,11 @@ func (a *Agent) writeExitLocked(m rankExit) {
 }
 
 // deliveredLocked records m among the latest exits delivered, which every
-// welcome repeats (with a.mu held).
+// welcome repeats (with a.mu held). A kept rank's records go now, not at
+// its end: the next life of an agent that dies before this point reports
+// the exit from them.
 func (a *Agent) deliveredLocked(m rankExit) {
+	a.ranks.Forget(m.Job, m.Rank, m.PID)
 	if len(a.delivered) == maxDeliveredExits {
 		a.delivered = slices.Delete(a.delivered, 0, 1)
 	}

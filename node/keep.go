@@ -73,8 +73,8 @@ func keptLaunches(cfg Config) ([]rank.Kept, map[int64]launch, error) {
 	}
 	launches := map[int64]launch{}
 	for _, k := range kept {
-		if _, ok := launches[k.Job]; ok {
-			continue
+		if _, ok := launches[k.Job]; ok || !k.Alive {
+			continue // an ended rank needs no launch: only its exit is reported
 		}
 		path := launchFile(cfg, k.Job)
 		b, err := os.ReadFile(path)
@@ -112,6 +112,14 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 		return err // read once already: a file changed under us
 	}
 	alive := map[int64]map[int]bool{}
+	a.mu.Lock()
+	for _, k := range kept {
+		// Listed in the welcomes until its exit is reported, ended ones
+		// too: their exits are queued, and a controller told of neither
+		// would call them lost.
+		a.unreported[rankKey{k.Job, k.Rank}] = k.PID
+	}
+	a.mu.Unlock()
 	for _, k := range kept {
 		if k.Alive {
 			if alive[k.Job] == nil {

@@ -113,7 +113,9 @@
 // manager records every keeper (pid and /proc start time) in KeepDir; a
 // later manager's Adopt takes the live ones back (watching each through a
 // pidfd, since it is not their parent) and reports the ones that ended
-// meanwhile. A keeper that dies without a record (killed from outside)
+// meanwhile. The records stay after an Exit until the agent calls Forget
+// (it has delivered the Exit), so an Exit the agent never delivered is
+// reported again by its next life. A keeper that dies without a record (killed from outside)
 // gives an Exit with Err. The Pdeathsig guarantee above does not hold for
 // kept ranks: that is their point.
 //

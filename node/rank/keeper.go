@@ -234,7 +234,7 @@ func makeExitFile(path string, cred *syscall.Credential) error {
 	return nil
 }
 
-// forgetKept removes a rank's records once its Exit is queued.
+// forgetKept removes a rank's records.
 func forgetKept(base string) {
 	os.Remove(base + ".keeper")
 	os.Remove(base + ".exit")
@@ -370,7 +370,6 @@ func (m *Manager) pushEnded(r keepRecord, base string) {
 		e.Err = fmt.Errorf("rank: job %d rank %d: its keeper (pid %d) ended while the agent was away and left no exit record: killed", r.Job, r.Rank, r.PID)
 	}
 	_ = unix.Kill(-r.PID, unix.SIGKILL) // leftovers of its group, if any (the id is pinned while it has members)
-	forgetKept(base)
 	m.mu.Lock()
 	m.pushLocked(e)
 	m.mu.Unlock()
@@ -406,10 +405,30 @@ func (m *Manager) watchAdopted(p *proc, fd int, r keepRecord, base string) {
 		e.Err = keeperLost(r.Job, r.Rank, r.PID, "ended")
 	}
 	_ = unix.Kill(-r.PID, unix.SIGKILL)
-	forgetKept(base)
 	m.mu.Lock()
 	m.pushLocked(e)
 	m.mu.Unlock()
+}
+
+// Forget removes the records of a kept rank once its agent has delivered
+// its Exit to a controller; pid is the Exit's (the keeper's), so that a
+// later run of the same rank keeps its own. Until then the records stay:
+// an agent that exits (or is killed) between a rank's end and its
+// report leaves the end to its next life, which finds the keeper gone
+// and reports the recorded exit (Adopt). Without Config.KeepDir it does
+// nothing.
+func (m *Manager) Forget(job int64, rank, pid int) {
+	if m.keepDir == "" {
+		return
+	}
+	base := keepBase(m.keepDir, job, rank)
+	if b, err := os.ReadFile(base + ".keeper"); err == nil {
+		var r keepRecord
+		if json.Unmarshal(b, &r) == nil && r.PID != pid {
+			return // another run's
+		}
+	}
+	forgetKept(base)
 }
 
 func keeperLost(job int64, rank, pid int, how string) error {

@@ -37,8 +37,41 @@ func TestKeeperReportsTheProgramsExit(t *testing.T) {
 	if e := got[1]; e.Signal != "terminated" || e.Err != nil || e.PID != pid {
 		t.Errorf("rank 1: %+v, want terminated (pid %d)", e, pid)
 	}
+	for _, e := range got {
+		m.Forget(e.Job, e.Rank, e.PID)
+	}
 	if left, _ := filepath.Glob(filepath.Join(keep, "*")); len(left) != 0 {
-		t.Errorf("records left: %v", left)
+		t.Errorf("records left after Forget: %v", left)
+	}
+}
+
+// A kept rank's end outlives an agent that dies before delivering it: the
+// records stay until Forget, so the next life's Adopt reports the exit
+// with the program's status; a Forget with another run's pid leaves them.
+func TestKeptExitSurvivesItsUndeliveredReport(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "keep")
+	m1, dir := keepMgr(t, keep)
+	pid := mustStart(t, m1, spec(dir, 5, 0, false, "sh", "-c", "exit 7"))
+	if e := nextExit(t, m1); e.Code != 7 || e.PID != pid {
+		t.Fatalf("exit %+v, want code 7 (pid %d)", e, pid)
+	}
+	// m1's agent dies here, its report never sent.
+	m2, _ := keepMgr(t, keep)
+	kept, err := m2.Adopt()
+	if err != nil || len(kept) != 1 || kept[0].Alive || kept[0].PID != pid {
+		t.Fatalf("Adopt: %+v, %v; want the ended rank", kept, err)
+	}
+	e := nextExit(t, m2)
+	if e.Code != 7 || e.Err != nil || e.Job != 5 || e.PID != pid {
+		t.Fatalf("the next life's exit %+v, want code 7 of pid %d", e, pid)
+	}
+	m2.Forget(5, 0, pid+1)
+	if left, _ := filepath.Glob(filepath.Join(keep, "5.0.*")); len(left) != 2 {
+		t.Fatalf("records after another run's Forget: %v, want both kept", left)
+	}
+	m2.Forget(5, 0, pid)
+	if left, _ := filepath.Glob(filepath.Join(keep, "*")); len(left) != 0 {
+		t.Errorf("records left after Forget: %v", left)
 	}
 }
 

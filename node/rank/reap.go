@@ -92,7 +92,6 @@ func (m *Manager) reap(p *proc, s *Spec, started time.Time, ready chan<- readyMs
 // program (its status says how, as the shim's would), or was killed.
 func (m *Manager) keptExit(e *Exit, s *Spec, killed bool) {
 	base := keepBase(m.keepDir, s.Job, s.Rank)
-	defer forgetKept(base)
 	rec, ok, err := readExit(base)
 	switch {
 	case err != nil:
