@@ -393,3 +393,40 @@ func benchRestartCost(b *testing.B, kill bool) {
 		b.ReportMetric(running.Seconds(), "s-stop-to-running")
 	}
 }
+
+// Two agents started at once on one state directory (a unit started twice,
+// an operator's typo): exactly one starts; the other is refused, naming
+// the directory, before it reads the kept ranks or touches a cgroup.
+func TestTwoAgentsRaceForOneStateDir(t *testing.T) {
+	dir := t.TempDir()
+	type result struct {
+		a   *node.Agent
+		err error
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			a, err := node.Start(node.Config{Name: "n0", Bind: "127.0.0.1:0", Local: true, StateDir: dir, KeepRanks: true, Shim: testShim(t)})
+			results <- result{a, err}
+		}()
+	}
+	var started []*node.Agent
+	var refusals []error
+	for range 2 {
+		r := <-results
+		if r.err == nil {
+			started = append(started, r.a)
+		} else {
+			refusals = append(refusals, r.err)
+		}
+	}
+	for _, a := range started {
+		a.Shutdown()
+	}
+	if len(started) != 1 || len(refusals) != 1 {
+		t.Fatalf("%d agents started, refusals %v; want exactly one of each", len(started), refusals)
+	}
+	if err := refusals[0]; !strings.Contains(err.Error(), "in use by a running agent") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("the second agent: %v; want a refusal naming %s", err, dir)
+	}
+}
