@@ -338,12 +338,12 @@ type Agent struct {
 	stopOnce sync.Once
 	stopErr  error
 
-	// ctlChanged wakes watchController when conn changes (capacity 1: a
+	// ctlChanged wakes watchController when link changes (capacity 1: a
 	// pending wake-up covers any number of changes).
 	ctlChanged chan struct{}
 
-	mu      sync.Mutex // guards conn, pending, delivered, unreported, welcomes, launched, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
-	conn    net.Conn
+	mu      sync.Mutex // guards link, pending, delivered, unreported, welcomes, launched, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
+	link    *controlLink // the controller's connection, nil without one
 	pending []rankExit // exits no controller has heard of (at most maxPendingExits)
 	// delivered are the latest exits written to a controller (at most
 	// maxDeliveredExits): a controller that dies before it journals one
@@ -950,8 +950,8 @@ func (a *Agent) closeAll() error {
 		a.relay.Close()
 	}
 	a.mu.Lock()
-	if a.conn != nil {
-		a.conn.Close()
+	if a.link != nil {
+		a.link.close()
 	}
 	a.mu.Unlock()
 	a.wg.Wait()

@@ -87,19 +87,14 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 	if err == nil {
 		err = frame.Decode(body, &h)
 	}
-	var exits int
-	var gen uint64
-	if err == nil {
-		// From here on rank exits go to this connection, after the
-		// welcome.
-		exits, gen, err = a.greet(conn)
-	}
 	if err != nil {
 		log.Warn("control handshake failed; connection closed", zap.Error(err))
 		return
 	}
+	// From here on rank exits go to this connection, after the welcome.
+	exits, gen := a.greet(conn)
 	defer a.clearController(conn)
-	conn.SetDeadline(time.Time{})
+	conn.SetReadDeadline(time.Time{}) // the link's writer sets its own
 	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode), zap.Int("exits reported", exits))
 	mode := sharing.Mode(h.Mode)
 	a.sw.configure(mode, h.MPL)
@@ -393,8 +388,8 @@ func (a *Agent) rankStarted(job int64, rank, pid int) {
 }
 
 // greet answers a controller's hello on conn with the agent's welcome and
-// makes conn the connection rank exits go to (the previous one is closed:
-// one controller, one connection); the exits recorded since follow. It
+// makes conn the link rank exits go to (the previous one is closed: one
+// controller, one connection); the exits recorded since follow. It
 // returns the exits the welcome handed over and the welcome's number
 // (takeLaunch).
 //
@@ -402,11 +397,13 @@ func (a *Agent) rankStarted(job int64, rank, pid int) {
 // stopped, still starting, or ended with their exit not yet reported),
 // the latest exits it delivered (the previous controller may have died
 // before journaling them), and the exits no controller has heard of. It is
-// taken, written and conn installed under mu, the lock launches are taken
-// and exits reported under: every rank of every launch it got is either
-// listed or has its exit in the welcome or after it on conn, whatever
-// happens meanwhile.
-func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
+// taken, queued first on the new link and the link installed under mu,
+// the lock launches are taken and exits reported under: every rank of
+// every launch it got is either listed or has its exit in the welcome or
+// after it on conn, whatever happens meanwhile. The link's writer sends
+// it (controlLink): a welcome that cannot be written closes the link, and
+// its exits go back to pending for the next controller.
+func (a *Agent) greet(conn net.Conn) (int, uint64) {
 	w := welcome{Node: a.cfg.Name, Jobs: a.sw.jobIDs()}
 	listed := map[rankKey]bool{}
 	for _, r := range a.ranks.Live() {
@@ -423,33 +420,34 @@ func (a *Agent) greet(conn net.Conn) (int, uint64, error) {
 	slices.SortFunc(w.Ranks, func(x, y liveRank) int { return cmp.Or(cmp.Compare(x.Job, y.Job), cmp.Compare(x.Rank, y.Rank)) })
 	w.Incarnation, w.Keeps = a.incarnation, a.cfg.KeepRanks
 	w.Launched, w.LaunchedFloor = a.launched.list()
+	// An exit whose link died before writing it is pending again and
+	// still among the delivered: once is enough.
+	a.pending = slices.DeleteFunc(a.pending, func(m rankExit) bool { return slices.ContainsFunc(a.delivered, m.same) })
 	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
 	w.Exits = append(slices.Clone(a.delivered), a.pending[:n]...)
-	if err := frame.Write(conn, msgWelcome, w); err != nil {
-		// The exits stay pending (the next controller hears of them) and
-		// the current connection stays current: counting this welcome
-		// would make its launches and rows stale.
-		return 0, 0, err
+	handed := slices.Clone(a.pending[:n])
+	if a.link != nil {
+		a.link.close()
 	}
+	a.link = newControlLink(conn)
+	a.link.send(outFrame{typ: msgWelcome, body: w, exits: handed})
+	l := a.link
+	a.goRun(func() { a.writeControl(l) })
 	a.welcomes++
-	for _, m := range a.pending[:n] {
+	for _, m := range handed {
 		a.deliveredLocked(m) // this controller may die before it journals them
 	}
 	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits
-	if a.conn != nil {
-		a.conn.Close()
-	}
-	a.conn = conn
 	pending := a.pending
 	a.pending = nil
 	for _, m := range pending {
-		a.writeExitLocked(m)
+		a.queueExitLocked(m)
 	}
 	for _, m := range a.pmiPending {
 		a.writePMIBarrierLocked(m)
 	}
 	a.controllerChanged()
-	return n, a.welcomes, nil
+	return n, a.welcomes
 }
 
 // launchedJobs remembers the jobs an agent's life got a launch for: the
@@ -490,8 +488,9 @@ func processStopped(pid int) bool {
 func (a *Agent) clearController(conn net.Conn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.conn == conn {
-		a.conn = nil
+	if a.link != nil && a.link.conn == conn {
+		a.link.close()
+		a.link = nil
 		a.controllerChanged()
 	}
 }
@@ -522,7 +521,7 @@ func (a *Agent) watchController(ctx context.Context) {
 			return
 		case <-a.ctlChanged:
 			a.mu.Lock()
-			connected := a.conn != nil
+			connected := a.link != nil
 			a.mu.Unlock()
 			switch {
 			case connected && timer != nil:
@@ -538,7 +537,7 @@ func (a *Agent) watchController(ctx context.Context) {
 		case <-expiry:
 			timer, expiry = nil, nil
 			a.mu.Lock()
-			connected := a.conn != nil
+			connected := a.link != nil
 			a.mu.Unlock()
 			if !connected {
 				a.killAll(fmt.Sprintf("no controller for %v (controller grace)", grace))
@@ -571,30 +570,34 @@ func (a *Agent) report(m rankExit) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.unreported, rankKey{m.Job, m.Rank})
-	a.writeExitLocked(m)
+	a.queueExitLocked(m)
 }
 
-func (a *Agent) writeExitLocked(m rankExit) {
-	if a.conn != nil {
-		a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if err := frame.Write(a.conn, msgRankExit, m); err == nil {
-			a.deliveredLocked(m)
-			return
-		}
-		a.conn.Close() // the reader sees it and clears it
-		a.conn = nil
+// queueExitLocked queues m for the controller's link, or keeps it pending
+// without one (with a.mu held). Queued, it counts as delivered: a welcome
+// built before the writer gets to it repeats it, so a controller that
+// replaces this one hears of it either way.
+func (a *Agent) queueExitLocked(m rankExit) {
+	if a.link != nil && a.link.send(outFrame{typ: msgRankExit, body: m, exits: []rankExit{m}}) {
+		a.deliveredLocked(m)
+		return
 	}
 	if len(a.pending) < maxPendingExits {
 		a.pending = append(a.pending, m)
 	}
 }
 
+// same reports whether o is the exit of the same run of the same rank.
+func (m rankExit) same(o rankExit) bool { return m.Job == o.Job && m.Rank == o.Rank && m.PID == o.PID }
+
 // deliveredLocked records m among the latest exits delivered, which every
-// welcome repeats (with a.mu held). A kept rank's records go now, not at
-// its end: the next life of an agent that dies before this point reports
-// the exit from them.
+// welcome repeats (with a.mu held). A kept rank's records go only once
+// its exit is written (writeControl): the next life of an agent that dies
+// before reports the exit from them.
 func (a *Agent) deliveredLocked(m rankExit) {
-	a.ranks.Forget(m.Job, m.Rank, m.PID)
+	if slices.ContainsFunc(a.delivered, m.same) {
+		return // queued again after its link died
+	}
 	if len(a.delivered) == maxDeliveredExits {
 		a.delivered = slices.Delete(a.delivered, 0, 1)
 	}
@@ -612,11 +615,12 @@ func (a *Agent) controllerGone(name string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.conn != nil {
+	if a.link != nil {
 		// Gossip knows before TCP does (a partition sends no FIN): close
 		// the connection, the grace starts now. A controller that is in
 		// fact alive dials again.
-		a.conn.Close()
+		a.link.close()
+		a.link = nil
 	}
 	a.controllerChanged()
 }

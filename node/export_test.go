@@ -16,10 +16,10 @@ import (
 func ControlPeer(a *Agent) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.conn == nil {
+	if a.link == nil {
 		return ""
 	}
-	return a.conn.RemoteAddr().String()
+	return a.link.conn.RemoteAddr().String()
 }
 
 // BreakControl closes the agent's control connection, as a network fault
@@ -28,10 +28,10 @@ func ControlPeer(a *Agent) string {
 func BreakControl(a *Agent) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.conn == nil {
+	if a.link == nil {
 		return false
 	}
-	a.conn.Close()
+	a.link.conn.Close() // not link.close(): the writer and reader find out, as from a fault
 	return true
 }
 

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"errors"
+	"io"
 	"net"
 	"slices"
 	"testing"
@@ -38,8 +40,8 @@ func greetPipe(t *testing.T, a *Agent) (welcome, *frame.Reader, net.Conn, uint64
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, gen, err := a.greet(agentEnd)
-		done <- result{gen, err}
+		_, gen := a.greet(agentEnd)
+		done <- result{gen, nil}
 	}()
 	ctlEnd.SetDeadline(time.Now().Add(10 * time.Second))
 	r := frame.NewReader(ctlEnd, maxControlFrame)
@@ -126,30 +128,46 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 }
 
 // A welcome that cannot be written (the new controller's connection broke
-// during the handshake) changes nothing: the connection that was current
-// stays current, and its launches and rows are still taken. Counting the
-// failed welcome made the live controller's launches "stale": dropped
-// without a word, their ranks never started.
-func TestFailedWelcomeKeepsTheCurrentConnection(t *testing.T) {
+// during the handshake) loses nothing: the exits it carried go back to
+// pending and the next welcome carries them, once each; the connection
+// it replaced is closed, not left current with its launches silently
+// dropped as stale, so its controller sees the break and dials again.
+func TestFailedWelcomeLosesNoExit(t *testing.T) {
 	a := controlAgent(t)
+	a.unreported[rankKey{4, 0}] = 0
+	a.report(rankExit{Job: 4, Rank: 0, Node: "n1", Code: 3}) // no controller: kept pending
 
-	_, _, _, gen := greetPipe(t, a)
+	_, _, first, _ := greetPipe(t, a)
+	a.report(rankExit{Job: 4, Rank: 1, Node: "n1", Code: 0}) // queued on the first link
 	broken, agentEnd := net.Pipe()
 	broken.Close()
-	if _, _, err := a.greet(agentEnd); err == nil {
-		t.Fatal("welcome written on a closed connection")
+	a.greet(agentEnd)
+	first.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var err error
+	for err == nil { // the welcome, maybe the exit, then the close
+		_, err = first.Read(make([]byte, 4096))
 	}
-	if !a.currentWelcome(gen) {
-		t.Fatal("a failed welcome replaced the current connection: its rows are dropped")
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("the replaced connection: %v, want it closed", err)
 	}
-	if !a.takeLaunch(launch{Job: 9, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen) {
-		t.Fatal("a failed welcome replaced the current connection: its launch was dropped")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // the failed link's writer lets go
+		a.mu.Lock()
+		gone := a.link == nil
+		a.mu.Unlock()
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failed welcome's link is still current")
+		}
 	}
-	a.mu.Lock()
-	current := a.conn
-	a.mu.Unlock()
-	if current == nil {
-		t.Fatal("no connection for rank exits")
+	w, _, _, _ := greetPipe(t, a)
+	got := map[rankKey]int{}
+	for _, x := range w.Exits {
+		got[rankKey{x.Job, x.Rank}]++
+	}
+	if len(got) != 2 || got[rankKey{4, 0}] != 1 || got[rankKey{4, 1}] != 1 {
+		t.Fatalf("welcome after the failed one: exits %+v, want job 4's ranks 0 and 1, once each", w.Exits)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/api"
-	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/node/ctl"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/pmi"
@@ -69,16 +68,11 @@ func (a *Agent) pmiBarrierIn(job int64, b pmi.Barrier) {
 	a.writePMIBarrierLocked(m)
 }
 
-// writePMIBarrierLocked sends a barrier if a controller is connected
-// (with a.mu held).
+// writePMIBarrierLocked queues a barrier for the controller's link, if
+// there is one (with a.mu held); it stays pending until its end comes.
 func (a *Agent) writePMIBarrierLocked(m pmiBarrier) {
-	if a.conn == nil {
-		return
-	}
-	a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if err := frame.Write(a.conn, msgPMIBarrier, m); err != nil {
-		a.conn.Close() // the reader sees it and clears it
-		a.conn = nil
+	if a.link != nil {
+		a.link.send(outFrame{typ: msgPMIBarrier, body: m})
 	}
 }
 
