@@ -15,9 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// This file is the keeper: with Config.KeepDir every rank is started
-// through a small process that stays its parent, so that the rank
-// outlives its agent (see the package doc, "Keepers").
+// This file is the manager's side of keepers: with Config.KeepDir every
+// rank is started through a small process that stays its parent, so that
+// the rank outlives its agent (see the package doc, "Keepers"); the
+// keeper itself is node/rank/shim's.
 
 // keepRecord is what the manager writes for each kept rank when it has
 // forked its keeper (JOB.RANK.keeper in KeepDir): enough for a later life
