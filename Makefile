@@ -5,7 +5,10 @@ GO ?= go
 
 all: build
 
-# bin/cosched, and beside it lib/cosched/libmpich.so.12 (and libmpi.so.12):
+# bin/cosched, and beside it lib/cosched/cosched-rank: the small rank shim
+# and keeper the agent starts every rank through (cmd/cosched-rank; without
+# it the agent re-executes bin/cosched, slower to start and larger to keep);
+# lib/cosched/libmpich.so.12 (and libmpi.so.12):
 # cosched's MPI library for --mpi cosched (mpi/build.sh; needs gcc and
 # MPICH's mpi.h, else it says so and is skipped: the agent then fails
 # --mpi cosched jobs naming where it looked); and lib/cosched/cosched-pmix,
@@ -13,6 +16,7 @@ all: build
 # skipped the same way).
 build:
 	$(GO) build -o bin/cosched ./cmd/cosched
+	$(GO) build -o lib/cosched/cosched-rank ./cmd/cosched-rank
 	sh mpi/build.sh lib/cosched || [ $$? -eq 3 ]
 	sh pmix/build.sh lib/cosched || [ $$? -eq 3 ]
 

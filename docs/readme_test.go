@@ -230,6 +230,10 @@ func TestReadmeCommands(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "cosched"), "../cmd/cosched").CombinedOutput(); err != nil {
 		t.Fatalf("go build -o bin/cosched ./cmd/cosched: %v\n%s", err, out)
 	}
+	// make build's layout: the agents start ranks through lib/cosched/cosched-rank.
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(work, "lib", "cosched", "cosched-rank"), "../cmd/cosched-rank").CombinedOutput(); err != nil {
+		t.Fatalf("go build -o lib/cosched/cosched-rank ./cmd/cosched-rank: %v\n%s", err, out)
+	}
 	state := filepath.Join(work, "state")
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"COSCHED_STATE_DIR="+state, "COSCHED_SRC="+src, "COSCHED_ADDR=")

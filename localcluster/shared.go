@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/cosched/cosched/node/rank/shim"
 )
 
 // sharedExe is the binary the agents of a cluster root starts in dir
@@ -23,6 +25,13 @@ func sharedExe(exe, dir string) (string, string, error) {
 	bin := filepath.Join(dir, "bin", "cosched")
 	if err := copyExecutable(exe, bin); err != nil {
 		return exe, "", fmt.Errorf("localcluster: a copy of %s that every user may run (%s is closed to them): %w", exe, closed, err)
+	}
+	// The rank shim beside it too, where the agents look for it
+	// (shim.Path): without it they would start ranks through the copy.
+	if sh, ok := shim.Installed(exe); ok {
+		if err := copyExecutable(sh, shim.Path(bin)); err != nil {
+			return exe, "", fmt.Errorf("localcluster: a copy of %s that every user may run (%s is closed to them): %w", sh, closed, err)
+		}
 	}
 	return bin, "", nil
 }

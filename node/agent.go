@@ -32,6 +32,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
+	"github.com/cosched/cosched/node/rank/shim"
 	"github.com/cosched/cosched/pmi"
 	"github.com/cosched/cosched/pmix"
 	"github.com/cosched/cosched/strobe"
@@ -414,7 +415,10 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node: locating the rank shim: %w", err)
 		}
-		cfg.Shim = []string{exe, "__rank-exec"}
+		// A small binary beside the agent's when make build put one
+		// there: every rank start and every kept rank's memory pays for
+		// the shim's binary (cmd/cosched-rank).
+		cfg.Shim = shim.Command(exe)
 		if len(cfg.BenchRank) == 0 {
 			cfg.BenchRank = []string{exe, "bench-rank"}
 		}
@@ -478,6 +482,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	rankNice := cfg.RankNice // ranks never run at the agent's raised priority
+	a.log.Info("rank shim", zap.Strings("command", cfg.Shim))
 	rcfg := rank.Config{Shim: cfg.Shim, Log: a.log, Nice: &rankNice}
 	if cfg.KeepRanks {
 		rcfg.KeepDir, rcfg.KeepOwner = keepDir(cfg), cfg.Name

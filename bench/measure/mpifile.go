@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -73,7 +74,7 @@ func ParseMPIPrograms(path, text string) (*MPIPrograms, error) {
 	md, err := toml.Decode(text, &f)
 	if err != nil {
 		var pe toml.ParseError
-		if m := tomlTypeError.FindStringSubmatch(err.Error()); m != nil {
+		if m := tomlTypeError().FindStringSubmatch(err.Error()); m != nil {
 			// The decoder's type errors are text: "toml: line 3 (last key …): …".
 			return nil, fmt.Errorf("--mpi-programs: %s:%s: %s: %s", path, m[1], m[2], m[3])
 		}
@@ -145,7 +146,7 @@ func ParseMPIPrograms(path, text string) (*MPIPrograms, error) {
 		if mp.Name == "" {
 			mp.Name = filepath.Base(p.Path)
 		}
-		if !validName.MatchString(mp.Name) {
+		if !validName().MatchString(mp.Name) {
 			bad(at("name"), "name", "%q: want letters, digits, '.', '_' or '-' (it names the jobs)", mp.Name)
 		} else if prev, ok := names[mp.Name]; ok {
 			bad(at("name"), "name", "%q is also the program at line %d: give each a name", mp.Name, prev)
@@ -186,17 +187,22 @@ func ParseMPIPrograms(path, text string) (*MPIPrograms, error) {
 	return out, nil
 }
 
+// Compiled on first use, not at package initialisation: every cosched
+// command links this package and would pay for them at start-up (1,045
+// allocations, 79 KB), though only an --mpi-programs file reads them.
 var (
-	tomlTypeError = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
-	validName     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-	programHeader = regexp.MustCompile(`^\s*\[\[\s*program\s*\]\]`)
+	tomlTypeError = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+	})
+	validName     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
+	programHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[\s*program\s*\]\]`) })
 )
 
 // programHeaders returns the 0-based line of every [[program]] header.
 func programHeaders(lines []string) []int {
 	var out []int
 	for i, l := range lines {
-		if programHeader.MatchString(l) {
+		if programHeader().MatchString(l) {
 			out = append(out, i)
 		}
 	}

@@ -52,18 +52,25 @@ func runTimed(b *testing.B, argv ...string) (wall, cpu time.Duration) {
 // compare runs base and subject alternately b.N times each and reports
 // the medians of both and their ratios.
 func compare(b *testing.B, baseName string, base []string, name string, subject []string) {
+	compareRuns(b, baseName, func() (time.Duration, time.Duration) { return runTimed(b, base...) },
+		name, func() (time.Duration, time.Duration) { return runTimed(b, subject...) })
+}
+
+// compareRuns is compare with runs other than a plain command's: each
+// returns its wall and CPU time.
+func compareRuns(b *testing.B, baseName string, base func() (wall, cpu time.Duration), name string, subject func() (wall, cpu time.Duration)) {
 	var bw, bc, sw, sc []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		// Alternate which goes first: neither always finds the caches warm.
 		if i%2 == 0 {
-			w, c := runTimed(b, base...)
+			w, c := base()
 			bw, bc = append(bw, w), append(bc, c)
 		}
-		w, c := runTimed(b, subject...)
+		w, c := subject()
 		sw, sc = append(sw, w), append(sc, c)
 		if i%2 == 1 {
-			w, c := runTimed(b, base...)
+			w, c := base()
 			bw, bc = append(bw, w), append(bc, c)
 		}
 	}

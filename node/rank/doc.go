@@ -20,7 +20,8 @@
 //
 // Start with Stopped=false forks and execs the program directly. Start with
 // Stopped=true runs "Shim... -- program args..." instead: the shim (ShimMain,
-// which cmd/cosched exposes as a hidden subcommand) resolves the program,
+// that is node/rank/shim.Main, which cmd/cosched-rank is and cmd/cosched
+// exposes as a hidden subcommand) resolves the program,
 // stops itself, and once continued execs the program. It directs its SIGSTOP
 // at the thread that will call execve (tgkill): a SIGSTOP sent to the whole
 // process may be taken by another thread while this one races on into

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,13 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// This file is the keeper: with Config.KeepDir every rank is started
-// through a small process that stays its parent, so that the rank
-// outlives its agent (see the package doc, "Keepers").
-
-// keeperArg starts ShimMain's keeper mode: "--keep EXITFILE NFDS
-// stopped|running -- program args...".
-const keeperArg = "--keep"
+// This file is the manager's side of keepers: with Config.KeepDir every
+// rank is started through a small process that stays its parent, so that
+// the rank outlives its agent (see the package doc, "Keepers"); the
+// keeper itself is node/rank/shim's.
 
 // keepRecord is what the manager writes for each kept rank when it has
 // forked its keeper (JOB.RANK.keeper in KeepDir): enough for a later life
@@ -42,124 +36,10 @@ type keepRecord struct {
 	Started    time.Time `json:"started"`
 }
 
-// exitRecord is what the keeper writes when its program has ended
-// (JOB.RANK.exit): the program's status and resource use, which the
-// keeper's own exit status does not carry.
-type exitRecord struct {
-	Code    int       `json:"code"`
-	Signal  string    `json:"signal,omitempty"`
-	CPUTime int64     `json:"cpu_ns"`
-	MaxRSS  int64     `json:"maxrss"`
-	Ended   time.Time `json:"ended"`
-}
-
 const keepVersion = 1
 
 func keepBase(dir string, job int64, rank int) string {
 	return filepath.Join(dir, strconv.FormatInt(job, 10)+"."+strconv.Itoa(rank))
-}
-
-// keeperMain is the keeper's life: it stops itself (a Stopped rank) until
-// the agent continues it, forks the program into its own process group
-// (the keeper is the group's leader), waits for it and writes its exit
-// record. It survives the signals a group receives that would kill it by
-// default (SIGTERM reaches the program, not the keeper's record), and when
-// its agent dies it stops its group if asked to (time-shared ranks must
-// not run outside their slices while no agent switches them). The program
-// gets SIGKILL if the keeper dies (Pdeathsig): a rank never runs without
-// its keeper.
-func keeperMain(args []string) error {
-	if len(args) < 5 || args[3] != "--" {
-		return fmt.Errorf("usage: %s EXITFILE NFDS stopped|running -- program [args...] (got %q)", keeperArg, args)
-	}
-	exitPath, stopped := args[0], args[2] == "stopped"
-	nfds, err := strconv.Atoi(args[1])
-	if err != nil || nfds < 3 {
-		return fmt.Errorf("keeper: descriptors %q: want 3 or more", args[1])
-	}
-	argv := args[4:]
-	path, err := exec.LookPath(argv[0])
-	if err != nil && !errors.Is(err, exec.ErrDot) {
-		return err
-	}
-	ppid := os.Getppid()
-	sigs := make(chan os.Signal, 8)
-	// Caught, not ignored: an ignored signal would stay ignored in the
-	// program after execve; a caught one is reset to its default.
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2,
-		unix.SIGALRM, unix.SIGPIPE, unix.SIGVTALRM, unix.SIGPROF, unix.SIGXCPU, unix.SIGXFSZ)
-	go func() {
-		for s := range sigs {
-			// SIGUSR2 is also the agent's death (Pdeathsig).
-			if s == unix.SIGUSR2 && os.Getppid() != ppid && stopped {
-				_ = unix.Kill(0, unix.SIGSTOP) // the whole group, keeper included
-			}
-		}
-	}()
-
-	runtime.LockOSThread() // never unlocked: the program's Pdeathsig is this thread's
-	if stopped {
-		if err := unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGSTOP); err != nil {
-			return fmt.Errorf("stopping itself: %w", err)
-		}
-	}
-	fds := make([]uintptr, nfds)
-	for i := range fds {
-		fds[i] = uintptr(i)
-	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: fds,
-		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
-	if err != nil {
-		return fmt.Errorf("exec %s: %w", path, err)
-	}
-	for fd := 3; fd < nfds; fd++ {
-		unix.Close(fd) // a PMI socket: its server sees the program's end, not the keeper's
-	}
-	var ws unix.WaitStatus
-	var ru unix.Rusage
-	for {
-		_, err = unix.Wait4(pid, &ws, 0, &ru)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("waiting for pid %d: %w", pid, err)
-	}
-	var e Exit
-	describe(&e, ws, &ru)
-	rec := exitRecord{Code: e.Code, Signal: e.Signal, CPUTime: int64(e.CPUTime), MaxRSS: e.MaxRSS, Ended: time.Now()}
-	if err := writeExitRecord(exitPath, rec); err != nil {
-		// The agent, if it waits for this keeper, still learns the
-		// status from the keeper's own: mirror it.
-		fmt.Fprintf(os.Stderr, "cosched rank keeper: exit record: %v\n", err)
-		if ws.Signaled() {
-			signal.Reset(ws.Signal())
-			_ = unix.Kill(os.Getpid(), ws.Signal())
-			os.Exit(128 + int(ws.Signal()))
-		}
-		os.Exit(ws.ExitStatus())
-	}
-	return nil
-}
-
-// writeExitRecord writes the record into the file the manager made for it
-// (owned by the rank's user, who may not write in the directory).
-// Written once, in one write, and read only after the keeper exited.
-func writeExitRecord(path string, rec exitRecord) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // writeJSON writes v to path atomically (a reader sees all or nothing).
@@ -215,7 +95,7 @@ func readExit(base string) (exitRecord, bool, error) {
 }
 
 // applyExit fills e from the keeper's record of its program's end.
-func (r exitRecord) apply(e *Exit) {
+func applyExit(r exitRecord, e *Exit) {
 	e.Code, e.Signal, e.CPUTime, e.MaxRSS, e.Ended = r.Code, r.Signal, time.Duration(r.CPUTime), r.MaxRSS, r.Ended
 }
 
@@ -365,7 +245,7 @@ func (m *Manager) pushEnded(r keepRecord, base string) {
 	case err != nil:
 		e.Err = fmt.Errorf("rank: job %d rank %d: %w", r.Job, r.Rank, err)
 	case ok:
-		rec.apply(&e)
+		applyExit(rec, &e)
 	default:
 		e.Err = fmt.Errorf("rank: job %d rank %d: its keeper (pid %d) ended while the agent was away and left no exit record: killed", r.Job, r.Rank, r.PID)
 	}
@@ -398,7 +278,7 @@ func (m *Manager) watchAdopted(p *proc, fd int, r keepRecord, base string) {
 	case err != nil:
 		e.Err = fmt.Errorf("rank: job %d rank %d: %w", r.Job, r.Rank, err)
 	case ok:
-		rec.apply(&e)
+		applyExit(rec, &e)
 	case killed:
 		e.Signal = "killed"
 	default:

@@ -98,7 +98,7 @@ func (m *Manager) keptExit(e *Exit, s *Spec, killed bool) {
 		e.Err = fmt.Errorf("rank: job %d rank %d: %w", s.Job, s.Rank, err)
 	case ok:
 		cpu, rss := e.CPUTime, e.MaxRSS // the keeper's: its reaped program included
-		rec.apply(e)
+		applyExit(rec, e)
 		e.CPUTime, e.MaxRSS = max(e.CPUTime, cpu), max(e.MaxRSS, rss)
 	case e.Signal != "" && !killed:
 		e.Err = keeperLost(s.Job, s.Rank, e.PID, "was terminated by a signal ("+e.Signal+")")
@@ -122,22 +122,6 @@ func waitNoReap(pid, options int) (int32, error) {
 			return 0, err
 		}
 	}
-}
-
-// describe fills the status and resource fields of e.
-func describe(e *Exit, ws unix.WaitStatus, ru *unix.Rusage) {
-	switch {
-	case ws.Exited():
-		e.Code = ws.ExitStatus()
-	case ws.Signaled():
-		e.Code = -1
-		e.Signal = ws.Signal().String()
-		if ws.CoreDump() {
-			e.Signal += " (core dumped)"
-		}
-	}
-	e.CPUTime = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	e.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
 }
 
 // how says how the process ended, for messages.

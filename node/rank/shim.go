@@ -1,81 +1,30 @@
 package rank
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/node/rank/shim"
 )
 
 // ShimExitCode is the status with which ShimMain reports any failure.
-const ShimExitCode = 127
+const ShimExitCode = shim.ExitCode
 
-// ShimMain is the body of the hidden subcommand that starts a rank stopped.
-// args are the subcommand's arguments verbatim: "--" followed by the
-// program's argv (with cobra, set DisableFlagParsing so "--" is kept, or
-// pass os.Args after the subcommand name). It resolves argv[0] on PATH,
-// stops its own process with SIGSTOP (the agent's SIGCONT releases it), and
-// then executes the program with the inherited environment, so the program
-// runs no instruction before that SIGCONT. It returns only on failure, after
-// writing the reason to stderr, with ShimExitCode; the caller should exit
-// with it.
-//
-// The shim re-arms Pdeathsig=SIGKILL on the thread that will call execve:
-// the kernel keeps the parent-death signal per thread, the Go runtime may
-// run this code on a thread other than the one the agent forked, and after
-// execve only the exec'ing thread's setting survives. Without this a rank
-// started stopped could outlive a killed agent.
-func ShimMain(args []string) int {
-	if len(args) > 0 && args[0] == keeperArg {
-		if err := keeperMain(args[1:]); err != nil {
-			fmt.Fprintf(os.Stderr, "cosched rank keeper: %v\n", err)
-			return ShimExitCode
-		}
-		return 0
-	}
-	ppid := os.Getppid()
-	if err := shim(args, ppid); err != nil {
-		fmt.Fprintf(os.Stderr, "cosched rank shim: %v\n", err)
-		return ShimExitCode
-	}
-	return 0 // not reached: shim returns only on failure
-}
+// keeperArg starts ShimMain's keeper mode (shim.KeeperArg).
+const keeperArg = shim.KeeperArg
 
-func shim(args []string, ppid int) error {
-	if len(args) == 0 || args[0] != "--" {
-		return fmt.Errorf("usage: -- program [args...] (got %q)", args)
-	}
-	argv := args[1:]
-	if len(argv) == 0 || argv[0] == "" {
-		return errors.New("no program after --")
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil && !errors.Is(err, exec.ErrDot) {
-		return err
-	}
+// ShimMain is the body of the hidden subcommand that starts a rank stopped
+// or keeps it (shim.Main, which a shim binary can call without linking the
+// manager: cmd/cosched-rank).
+func ShimMain(args []string) int { return shim.Main(args) }
 
-	runtime.LockOSThread() // never unlocked: execve must run on this thread
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_PDEATHSIG): %w", err)
-	}
-	if os.Getppid() != ppid {
-		return errors.New("the agent exited before the rank started")
-	}
-	// SIGSTOP must be directed at this thread (as raise(3) does), not at
-	// the process: kill(getpid()) lets the kernel hand the signal to
-	// another thread (the main one, if idle) and return to this one, which
-	// could then reach execve before the group stop, losing the stop: the
-	// program would run before Cont. Directed at this thread, the stop is
-	// taken on the way out of tgkill, before execve.
-	if err := unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGSTOP); err != nil {
-		return fmt.Errorf("stopping itself: %w", err)
-	}
-	// Continued by the agent.
-	if err := unix.Exec(path, argv, os.Environ()); err != nil {
-		return fmt.Errorf("exec %s: %w", path, err)
-	}
-	return nil
+// exitRecord is what the keeper writes when its program has ended
+// (JOB.RANK.exit).
+type exitRecord = shim.ExitRecord
+
+// describe fills the status and resource fields of e.
+func describe(e *Exit, ws unix.WaitStatus, ru *unix.Rusage) {
+	r := shim.Describe(ws, ru)
+	e.Code, e.Signal, e.CPUTime, e.MaxRSS = r.Code, r.Signal, time.Duration(r.CPUTime), r.MaxRSS
 }
