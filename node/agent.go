@@ -343,9 +343,9 @@ type Agent struct {
 	// pending wake-up covers any number of changes).
 	ctlChanged chan struct{}
 
-	mu      sync.Mutex // guards link, pending, delivered, unreported, welcomes, launched, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
+	mu      sync.Mutex   // guards link, pending, delivered, unreported, welcomes, launched, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
 	link    *controlLink // the controller's connection, nil without one
-	pending []rankExit // exits no controller has heard of (at most maxPendingExits)
+	pending []rankExit   // exits no controller has heard of (at most maxPendingExits)
 	// delivered are the latest exits written to a controller (at most
 	// maxDeliveredExits): a controller that dies before it journals one
 	// must not leave its successor believing the rank lost.
