@@ -79,6 +79,8 @@ func program(t testing.TB, src string) string {
 type cluster struct {
 	// started, when set, learns each rank's process as it starts.
 	started func(rank, pid int)
+	// env, when set, is added to every rank's environment.
+	env []string
 	// blocked records the relays' OnBlocked calls: "job/rank:true".
 	blockedMu sync.Mutex
 	blocked   []string
@@ -257,6 +259,7 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 		cmd.Env = needKit(t).Env(append(os.Environ(),
 			fmt.Sprintf("COSCHED_JOB=%d", id), fmt.Sprintf("COSCHED_RANK=%d", rank),
 			fmt.Sprintf("COSCHED_SIZE=%d", len(place)), "COSCHED_RELAY="+c.relays[p].SocketPath()))
+		cmd.Env = append(cmd.Env, c.env...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 5 * time.Second
