@@ -94,6 +94,17 @@ type cluster struct {
 
 func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
 	t.Helper()
+	slice := time.Duration(0)
+	if bcs {
+		slice = 4 * time.Millisecond
+	}
+	return newClusterSlice(t, nodes, slice)
+}
+
+// newClusterSlice is newCluster with bcs's slice length; 0 means
+// immediate delivery.
+func newClusterSlice(t testing.TB, nodes int, slice time.Duration) *cluster {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "mpirl")
 	if err != nil {
 		t.Fatal(err)
@@ -128,11 +139,10 @@ func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
 	if !relaySpeaksV2(t, c.relays[0]) {
 		t.Skip("the relay predates protocol 2 (Probe, Coll, Abort, MPI contexts): cosched's MPI library needs it")
 	}
-	if !bcs {
+	if slice == 0 {
 		c.stop = func() {}
 		return c
 	}
-	const slice = 4 * time.Millisecond
 	for _, r := range c.relays {
 		// 50 MB/s: h_max of 200 KB per slice, so large messages span slices
 		r.SetDelivery(relay.Buffered, slice, 50e6)
