@@ -20,8 +20,8 @@ func TestCollectiveSlices(t *testing.T) {
 	}
 	const (
 		ranks = 8
-		k     = 12                    // collectives per job
-		slice = 40 * time.Millisecond // long against a collective's work, also under load
+		k     = 10                    // collectives per job
+		slice = 100 * time.Millisecond // long against a collective's work, also under load
 		bound = 1.5                   // slices per collective
 	)
 	// extra is the point-to-point slices slices.c adds per call: Scan's
