@@ -55,11 +55,17 @@ static void *xmalloc(size_t n)
  * h_max than the two steps of reduce + direct broadcast do. */
 #define DIRECT_ALLREDUCE_MAX (1 << 20)
 
+/* coll_init picks the algorithms. Every rank must pick alike: the job's
+ * mode comes from the controller in COSCHED_MODE (one value for the whole
+ * job); the relay's Welcome ("bcs" or "immediate") is the fallback for
+ * ranks started without it (older agents, tests with relays only). */
 void coll_init(void)
 {
-	const char *e = getenv("COSCHED_MPI_COLL");
+	const char *e = getenv("COSCHED_MPI_COLL"), *mode = getenv("COSCHED_MODE");
+	if (!mode || !*mode)
+		mode = G.mode;
 	if (!e || !*e)
-		G.coll_direct = strcmp(G.mode, "bcs") == 0;
+		G.coll_direct = strcmp(mode, "bcs") == 0;
 	else if (!strcmp(e, "direct"))
 		G.coll_direct = 1;
 	else if (!strcmp(e, "tree"))
