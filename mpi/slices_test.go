@@ -20,9 +20,9 @@ func TestCollectiveSlices(t *testing.T) {
 	}
 	const (
 		ranks = 8
-		k     = 10                    // collectives per job
+		k     = 10                     // collectives per job
 		slice = 100 * time.Millisecond // long against a collective's work, also under load
-		bound = 1.5                   // slices per collective
+		bound = 1.5                    // slices per collective
 	)
 	// extra is the point-to-point slices slices.c adds per call: Scan's
 	// result goes back from rank n-1 to rank 0 (see slices.c)
