@@ -79,6 +79,8 @@ func program(t testing.TB, src string) string {
 type cluster struct {
 	// started, when set, learns each rank's process as it starts.
 	started func(rank, pid int)
+	// env, when set, is added to every rank's environment.
+	env []string
 	// blocked records the relays' OnBlocked calls: "job/rank:true".
 	blockedMu sync.Mutex
 	blocked   []string
@@ -91,6 +93,17 @@ type cluster struct {
 }
 
 func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
+	t.Helper()
+	slice := time.Duration(0)
+	if bcs {
+		slice = 4 * time.Millisecond
+	}
+	return newClusterSlice(t, nodes, slice)
+}
+
+// newClusterSlice is newCluster with bcs's slice length; 0 means
+// immediate delivery.
+func newClusterSlice(t testing.TB, nodes int, slice time.Duration) *cluster {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "mpirl")
 	if err != nil {
@@ -126,11 +139,10 @@ func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
 	if !relaySpeaksV2(t, c.relays[0]) {
 		t.Skip("the relay predates protocol 2 (Probe, Coll, Abort, MPI contexts): cosched's MPI library needs it")
 	}
-	if !bcs {
+	if slice == 0 {
 		c.stop = func() {}
 		return c
 	}
-	const slice = 4 * time.Millisecond
 	for _, r := range c.relays {
 		// 50 MB/s: h_max of 200 KB per slice, so large messages span slices
 		r.SetDelivery(relay.Buffered, slice, 50e6)
@@ -257,6 +269,7 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 		cmd.Env = needKit(t).Env(append(os.Environ(),
 			fmt.Sprintf("COSCHED_JOB=%d", id), fmt.Sprintf("COSCHED_RANK=%d", rank),
 			fmt.Sprintf("COSCHED_SIZE=%d", len(place)), "COSCHED_RELAY="+c.relays[p].SocketPath()))
+		cmd.Env = append(cmd.Env, c.env...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 5 * time.Second

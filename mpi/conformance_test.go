@@ -16,25 +16,37 @@ func errorsIsUnavailable(err error) bool { return errors.Is(err, mpibuild.ErrUna
 // The conformance programs, each on several rank counts (non-powers of
 // two among them) and placements, under immediate delivery and under bcs.
 func TestConformance(t *testing.T) {
-	// sizes: immediate, then bcs (slower: a message waits for its slice)
+	// sizes: immediate, then bcs (slower: a message waits for its slice,
+	// and the collectives are the one-round ones), then immediate with the
+	// one-round collectives forced (COSCHED_MPI_COLL=direct: bcs's
+	// algorithms on more rank counts, fast)
 	progs := []struct {
-		src        string
-		sizes, bcs []int
+		src                string
+		sizes, bcs, direct []int
 	}{
-		{"mpi/testdata/conformance/p2p.c", []int{2, 3}, []int{3}},
-		{"mpi/testdata/conformance/coll.c", []int{1, 4, 5}, []int{3}},
-		{"mpi/testdata/conformance/types.c", []int{2, 3}, []int{3}},
-		{"mpi/testdata/conformance/comm.c", []int{1, 4, 5}, []int{5}},
+		{"mpi/testdata/conformance/p2p.c", []int{2, 3}, []int{3}, nil},
+		{"mpi/testdata/conformance/coll.c", []int{1, 4, 5}, []int{3}, []int{4, 5}},
+		{"mpi/testdata/conformance/types.c", []int{2, 3}, []int{3}, nil},
+		{"mpi/testdata/conformance/comm.c", []int{1, 4, 5}, []int{5}, []int{4}},
 	}
-	for _, mode := range []string{"immediate", "bcs"} {
+	for _, mode := range []string{"immediate", "bcs", "direct"} {
 		t.Run(mode, func(t *testing.T) {
 			c := newCluster(t, 2, mode == "bcs")
+			if mode == "direct" {
+				c.env = []string{"COSCHED_MPI_COLL=direct"}
+			}
 			for _, p := range progs {
-				prog := program(t, p.src)
 				sizes := p.sizes
-				if mode == "bcs" {
+				switch mode {
+				case "bcs":
 					sizes = p.bcs
+				case "direct":
+					sizes = p.direct
 				}
+				if len(sizes) == 0 {
+					continue
+				}
+				prog := program(t, p.src)
 				for _, n := range sizes {
 					t.Run(fmt.Sprintf("%s/%d", strings.TrimSuffix(filepath.Base(p.src), ".c"), n), func(t *testing.T) {
 						res := c.run(t, prog, spread(n, 2), 60*time.Second)

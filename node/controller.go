@@ -380,6 +380,11 @@ func (c *Controller) launchOf(l *ctl.Launch) launch {
 		t, _ := bench.ParseTemplate(s.Bench) // valid: checked at submission
 		bj = &bench.Job{Template: t, Iterations: s.BenchIterations, Seed: s.BenchSeed, Work: cmp.Or(s.BenchWork, "cpu")}
 	}
+	// The job's sharing mode, the same in every agent's launch: cosched's
+	// MPI library picks its collective algorithms by it, and every rank
+	// must pick alike (an agent's relay mode could differ for a moment
+	// after a controller change).
+	env = append(env, "COSCHED_MODE="+string(c.cfg.Mode))
 	ranks := make([]launchRank, len(l.Ranks))
 	for i, r := range l.Ranks {
 		ranks[i] = launchRank{Rank: r.Rank, Slot: r.Slot}

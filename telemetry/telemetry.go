@@ -173,5 +173,10 @@ type RelayJobStats struct {
 	DeliveredBytes  uint64 `json:"delivered_bytes"`  // their payload bytes
 	Collectives     uint64 `json:"collectives"`      // collective entries they announced
 	CollectiveBytes uint64 `json:"collective_bytes"` // the bytes they said they contribute
-	Probes          uint64 `json:"probes"`           // probes they made
+	// CollectiveSlices is, in buffered mode, the slices this relay cut
+	// from the job's first collective announcement here to its latest:
+	// over the collectives one rank made, minus one, it is the slices a
+	// collective takes (the BCS measure: wall time would count load).
+	CollectiveSlices uint64 `json:"collective_slices"`
+	Probes           uint64 `json:"probes"` // probes they made
 }

@@ -429,6 +429,10 @@ func (r *Relay) rankColl(rs *rankState, c comm.Coll) error {
 	defer r.unlock()
 	j.st.Collectives++
 	j.st.CollectiveBytes += uint64(c.Bytes)
+	if !j.collSeen {
+		j.collSeen, j.collFrom = true, r.st.Slices
+	}
+	j.st.CollectiveSlices = r.st.Slices - j.collFrom
 	return nil
 }
 

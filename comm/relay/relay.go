@@ -133,9 +133,13 @@ type job struct {
 	// left is the job's other nodes whose ranks have all ended (their
 	// relay said so, buffered mode): no heartbeat of theirs is waited for,
 	// and they no longer count barriers.
-	left  map[string]bool
-	st    telemetry.RelayJobStats // its traffic here
-	abort *rankAbort              // the first Abort of one of its local ranks
+	left map[string]bool
+	st   telemetry.RelayJobStats // its traffic here
+	// collFrom is Stats.Slices when its first collective was announced
+	// here (collSeen), for st.CollectiveSlices.
+	collFrom uint64
+	collSeen bool
+	abort    *rankAbort // the first Abort of one of its local ranks
 	// finishing: this node's ranks of the job have all ended (FinishJob,
 	// buffered mode), but it stays in the job's exchange until the slices
 	// that carry their last messages are announced and transferred, then

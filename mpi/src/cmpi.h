@@ -164,6 +164,7 @@ struct cmpi {
 	int rank, size;
 	int relay_v;
 	char mode[16];
+	int coll_direct; /* one-round collectives (bcs, or COSCHED_MPI_COLL=direct): coll.c */
 	struct buf in;
 	size_t in_off;
 	struct buf out;
@@ -244,6 +245,7 @@ int op_apply(MPI_Op op, struct dtype *d, int count, const uint8_t *in, uint8_t *
 int op_check(MPI_Op op, struct dtype *d);
 
 /* collectives helpers (coll.c) */
+void coll_init(void);
 int coll_barrier(struct comm *c);
 int coll_allgather_ints(struct comm *c, const int *mine, int n, int *all);
 

@@ -2,11 +2,28 @@
  * (Coll, protocol 2: its number, kind, root and this rank's bytes), then
  * its data travel as ordinary messages in the communicator's collective
  * context, tagged with the call's number, so they never match a user
- * receive and two calls never mix. The algorithms are the plain ones
- * (linear gathers to the root, a binomial broadcast): correct for every
- * op, commutative or not, and rank counts of any size; the relay, not the
- * algorithm, is what this library is about. Barriers of a communicator
- * spanning the whole job use the relay's own barrier (Arrive/Release). */
+ * receive and two calls never mix.
+ *
+ * Two families of algorithms, chosen once at MPI_Init (coll_init) and
+ * identically on every rank, since the mode is the cluster's:
+ *
+ *  - tree (immediate delivery: space, gang, local): linear gathers to the
+ *    root and a binomial broadcast; Allreduce is a reduce then a
+ *    broadcast, Scan a chain. Few messages; the extra dependent steps cost
+ *    a relay hop each, microseconds.
+ *  - direct (bcs): under buffered coscheduling a message sent in slice k
+ *    is delivered at slice k's end, so every dependent step costs a whole
+ *    slice. As in the BCS paper, every rank sends its contribution to
+ *    every rank that needs it in the same slice, and each completes
+ *    locally after the strobe: one slice per collective. More messages
+ *    (n(n-1) for Allreduce), which the slice's exchange carries together.
+ *
+ * Either way reductions combine the contributions in rank order 0..n-1
+ * (a0 op (a1 op (... op a(n-1)))), so non-commutative ops are right and
+ * every rank of an Allreduce gets bit-identical results, floats too.
+ * Barriers of a communicator spanning the whole job use the relay's own
+ * barrier (Arrive/Release), which under bcs completes in one slice's
+ * exchange as well. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +48,30 @@ static void *xmalloc(size_t n)
 	if (!p)
 		xmalloc_fail();
 	return p;
+}
+
+/* Allreduce goes direct while what a rank sends, its contribution times
+ * n-1, stays under this; above it the n-fold traffic costs more slices at
+ * h_max than the two steps of reduce + direct broadcast do. */
+#define DIRECT_ALLREDUCE_MAX (1 << 20)
+
+/* coll_init picks the algorithms. Every rank must pick alike: the job's
+ * mode comes from the controller in COSCHED_MODE (one value for the whole
+ * job); the relay's Welcome ("bcs" or "immediate") is the fallback for
+ * ranks started without it (older agents, tests with relays only). */
+void coll_init(void)
+{
+	const char *e = getenv("COSCHED_MPI_COLL"), *mode = getenv("COSCHED_MODE");
+	if (!mode || !*mode)
+		mode = G.mode;
+	if (!e || !*e)
+		G.coll_direct = strcmp(mode, "bcs") == 0;
+	else if (!strcmp(e, "direct"))
+		G.coll_direct = 1;
+	else if (!strcmp(e, "tree"))
+		G.coll_direct = 0;
+	else
+		cmpi_die(1, "COSCHED_MPI_COLL=%.40s: want direct or tree (unset: direct under bcs, else tree)", e);
 }
 
 /* finish_reqs waits for rs and frees them; a message longer than its
@@ -75,6 +116,63 @@ static void bcast_packed(struct comm *c, int tag, uint8_t *p, size_t n, int root
 	}
 }
 
+/* bcast_direct: the root sends to every rank itself (one step). */
+static void bcast_direct(struct comm *c, int tag, uint8_t *p, size_t n, int root, const char *fn)
+{
+	if (c->rank != root) {
+		recv1(c, fn, root, tag, p, n);
+		return;
+	}
+	for (int i = 0; i < c->size; i++)
+		if (i != root)
+			p2p_send_bytes(c, i, tag, CCTX(c), p, n);
+}
+
+static void bcast_any(struct comm *c, int tag, uint8_t *p, size_t n, int root, const char *fn)
+{
+	if (G.coll_direct)
+		bcast_direct(c, tag, p, n, root, fn);
+	else
+		bcast_packed(c, tag, p, n, root, fn);
+}
+
+/* reduce_local: out = a0 op (a1 op (... op a(k-1))) of the k contributions
+ * at all, n bytes apart: the rank order every algorithm here uses. */
+static void reduce_local(const uint8_t *all, int k, size_t n, uint8_t *out, int count, struct dtype *d, MPI_Op op)
+{
+	if (k <= 0)
+		return;
+	memcpy(out, all + (size_t)(k - 1) * n, n);
+	for (int i = k - 2; i >= 0; i--)
+		op_apply(op, d, count, all + (size_t)i * n, out);
+}
+
+/* exchange: every rank sends mine (myn bytes) to every rank in [to0, to1)
+ * but itself and receives from every rank in [from0, from1) but itself
+ * sizes[i] bytes at all + offs[i]; its own part is copied to all +
+ * offs[me] when me is in [from0, from1). One step: the direct algorithms'
+ * core. */
+static int exchange(struct comm *c, int tag, const uint8_t *mine, size_t myn, int to0, int to1, uint8_t *all,
+		    const size_t *sizes, const size_t *offs, int from0, int from1, const char *fn)
+{
+	struct req **rs = xmalloc(c->size * sizeof *rs);
+	for (int i = 0; i < c->size; i++)
+		rs[i] = i == c->rank || i < from0 || i >= from1
+			    ? NULL
+			    : p2p_irecv(c, i, tag, CCTX(c), all + offs[i], (int)sizes[i], bytetype());
+	/* start after this rank, so not every rank sends to rank 0 first */
+	for (int k = 1; k < c->size; k++) {
+		int i = (c->rank + k) % c->size;
+		if (i >= to0 && i < to1)
+			p2p_send_bytes(c, i, tag, CCTX(c), mine, myn);
+	}
+	if (c->rank >= from0 && c->rank < from1 && myn)
+		memcpy(all + offs[c->rank], mine, myn < sizes[c->rank] ? myn : sizes[c->rank]);
+	int rc = finish_reqs(c, fn, rs, c->size);
+	free(rs);
+	return rc;
+}
+
 /* reduce_packed: root gets in op-order a0 op a1 op … op a(n-1) into out. */
 static int reduce_packed(struct comm *c, int tag, const uint8_t *in, uint8_t *out, int count, struct dtype *d,
 			 MPI_Op op, int root, const char *fn)
@@ -95,11 +193,30 @@ static int reduce_packed(struct comm *c, int tag, const uint8_t *in, uint8_t *ou
 		free(all);
 		return rc;
 	}
-	memcpy(out, all + (c->size - 1) * n, n);
-	for (int i = c->size - 2; i >= 0; i--)
-		op_apply(op, d, count, all + i * n, out);
+	reduce_local(all, c->size, n, out, count, d, op);
 	free(all);
 	return MPI_SUCCESS;
+}
+
+/* allreduce_direct: every rank sends its contribution to every other and
+ * reduces all of them locally, in rank order: one step. */
+static int allreduce_direct(struct comm *c, int tag, const uint8_t *in, uint8_t *out, int count, struct dtype *d,
+			    MPI_Op op, const char *fn)
+{
+	size_t n = (size_t)count * d->size;
+	uint8_t *all = xmalloc(n * c->size);
+	size_t *sizes = xmalloc(c->size * sizeof *sizes), *offs = xmalloc(c->size * sizeof *offs);
+	for (int i = 0; i < c->size; i++) {
+		sizes[i] = n;
+		offs[i] = (size_t)i * n;
+	}
+	int rc = exchange(c, tag, in, n, 0, c->size, all, sizes, offs, 0, c->size, fn);
+	if (!rc)
+		reduce_local(all, c->size, n, out, count, d, op);
+	free(sizes);
+	free(offs);
+	free(all);
+	return rc;
 }
 
 #define COMMARG(fn, h, c)                                                                          \
@@ -140,6 +257,14 @@ int coll_barrier(struct comm *c)
 		return MPI_SUCCESS;
 	}
 	uint8_t z = 0;
+	if (G.coll_direct) {
+		/* every rank tells every other it is here: one step */
+		size_t *zs = xmalloc(c->size * sizeof *zs);
+		memset(zs, 0, c->size * sizeof *zs);
+		int rc = exchange(c, tag, &z, 0, 0, c->size, &z, zs, zs, 0, c->size, "MPI_Barrier");
+		free(zs);
+		return rc;
+	}
 	if (c->rank == 0) {
 		struct req **rs = xmalloc(c->size * sizeof *rs);
 		for (int i = 0; i < c->size; i++)
@@ -168,13 +293,13 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 	size_t n = (size_t)count * d->size;
 	int tag = begin(c, "bcast", root, c->rank == root ? (int64_t)n : 0);
 	if (d->contig) {
-		bcast_packed(c, tag, buffer, n, root, "MPI_Bcast");
+		bcast_any(c, tag, buffer, n, root, "MPI_Bcast");
 		return MPI_SUCCESS;
 	}
 	uint8_t *p = xmalloc(n);
 	if (c->rank == root)
 		dt_pack(buffer, count, d, p);
-	bcast_packed(c, tag, p, n, root, "MPI_Bcast");
+	bcast_any(c, tag, p, n, root, "MPI_Bcast");
 	if (c->rank != root)
 		dt_unpack(p, count, d, buffer);
 	free(p);
@@ -209,10 +334,17 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 	int tag = begin(c, "allreduce", -1, (int64_t)n);
 	uint8_t *in = xmalloc(n), *out = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, in);
-	int rc = reduce_packed(c, tag, in, out, count, d, op, 0, "MPI_Allreduce");
-	if (!rc) {
-		bcast_packed(c, tag, out, n, 0, "MPI_Allreduce");
-		dt_unpack(out, count, d, recvbuf);
+	int rc;
+	if (G.coll_direct && n * (size_t)(c->size - 1) <= DIRECT_ALLREDUCE_MAX) {
+		rc = allreduce_direct(c, tag, in, out, count, d, op, "MPI_Allreduce");
+		if (!rc)
+			dt_unpack(out, count, d, recvbuf);
+	} else {
+		rc = reduce_packed(c, tag, in, out, count, d, op, 0, "MPI_Allreduce");
+		if (!rc) {
+			bcast_any(c, tag, out, n, 0, "MPI_Allreduce");
+			dt_unpack(out, count, d, recvbuf);
+		}
 	}
 	free(in);
 	free(out);
@@ -280,10 +412,14 @@ static int gatherv(const char *fn, const char *kind, const void *sendbuf, int se
 	} else
 		dt_pack(sendbuf, sendcount, sd, mine);
 	uint8_t *packed = isroot ? xmalloc(tot) : NULL;
-	int r0 = all ? 0 : root;
-	int rc = gatherv_packed(c, tag, mine, myn, packed, sizes, offs, r0, fn);
-	if (!rc && all)
-		bcast_packed(c, tag, packed, tot, 0, fn);
+	int rc;
+	if (all && G.coll_direct)
+		rc = exchange(c, tag, mine, myn, 0, c->size, packed, sizes, offs, 0, c->size, fn);
+	else {
+		rc = gatherv_packed(c, tag, mine, myn, packed, sizes, offs, all ? 0 : root, fn);
+		if (!rc && all)
+			bcast_packed(c, tag, packed, tot, 0, fn);
+	}
 	if (!rc && isroot)
 		for (int i = 0; i < c->size; i++) {
 			int cnt = recvcounts ? recvcounts[i] : rcount;
@@ -339,10 +475,16 @@ int coll_allgather_ints(struct comm *c, const int *mine, int n, int *all)
 		sizes[i] = (size_t)n * sizeof(int);
 		offs[i] = (size_t)i * n * sizeof(int);
 	}
-	int rc = gatherv_packed(c, tag, (const uint8_t *)mine, n * sizeof(int), (uint8_t *)all, sizes, offs, 0,
-				"MPI_Comm_create");
-	if (!rc)
-		bcast_packed(c, tag, (uint8_t *)all, (size_t)n * sizeof(int) * c->size, 0, "MPI_Comm_create");
+	int rc;
+	if (G.coll_direct)
+		rc = exchange(c, tag, (const uint8_t *)mine, n * sizeof(int), 0, c->size, (uint8_t *)all, sizes, offs,
+			      0, c->size, "MPI_Comm_create");
+	else {
+		rc = gatherv_packed(c, tag, (const uint8_t *)mine, n * sizeof(int), (uint8_t *)all, sizes, offs, 0,
+				    "MPI_Comm_create");
+		if (!rc)
+			bcast_packed(c, tag, (uint8_t *)all, (size_t)n * sizeof(int) * c->size, 0, "MPI_Comm_create");
+	}
 	free(sizes);
 	free(offs);
 	return rc;
@@ -505,6 +647,42 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 			 rdispls, 0, recvtype, comm);
 }
 
+/* reduce_scatter_direct: rank i gets block i of every rank's packed
+ * contribution in (each rank sends block i to rank i) and reduces them in
+ * rank order: one step. */
+static int reduce_scatter_direct(struct comm *c, int tag, const uint8_t *in, const int *counts, int bcount,
+				 struct dtype *d, MPI_Op op, void *recvbuf, const char *fn)
+{
+	int p = c->size, mine = counts ? counts[c->rank] : bcount;
+	size_t n = (size_t)mine * d->size;
+	uint8_t *all = xmalloc(n * p), *out = xmalloc(n);
+	struct req **rs = xmalloc(p * sizeof *rs);
+	for (int i = 0; i < p; i++)
+		rs[i] = i == c->rank ? NULL : p2p_irecv(c, i, tag, CCTX(c), all + (size_t)i * n, (int)n, bytetype());
+	size_t *off = xmalloc(p * sizeof *off), o = 0, myoff = 0;
+	for (int i = 0; i < p; i++) {
+		off[i] = o;
+		if (i == c->rank)
+			myoff = o;
+		o += (size_t)(counts ? counts[i] : bcount) * d->size;
+	}
+	for (int k = 1; k < p; k++) {
+		int i = (c->rank + k) % p;
+		p2p_send_bytes(c, i, tag, CCTX(c), in + off[i], (size_t)(counts ? counts[i] : bcount) * d->size);
+	}
+	memcpy(all + (size_t)c->rank * n, in + myoff, n);
+	int rc = finish_reqs(c, fn, rs, p);
+	if (!rc) {
+		reduce_local(all, p, n, out, mine, d, op);
+		dt_unpack(out, mine, d, recvbuf);
+	}
+	free(off);
+	free(rs);
+	free(all);
+	free(out);
+	return rc;
+}
+
 static int reduce_scatter(const char *fn, const char *kind, const void *sendbuf, void *recvbuf, const int *counts,
 			  int bcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -522,13 +700,19 @@ static int reduce_scatter(const char *fn, const char *kind, const void *sendbuf,
 	int tag = begin(c, kind, -1, (int64_t)n);
 	uint8_t *in = xmalloc(n), *out = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, total, d, in);
+	int mine = counts ? counts[c->rank] : bcount;
+	if (G.coll_direct) {
+		int rc = reduce_scatter_direct(c, tag, in, counts, bcount, d, op, recvbuf, fn);
+		free(in);
+		free(out);
+		return rc;
+	}
 	int rc = reduce_packed(c, tag, in, out, total, d, op, 0, fn);
 	if (rc) {
 		free(in);
 		free(out);
 		return rc;
 	}
-	int mine = counts ? counts[c->rank] : bcount;
 	if (c->rank == 0) {
 		size_t off = 0;
 		for (int i = 0; i < p; i++) {
@@ -574,6 +758,26 @@ static int scan(const char *fn, const char *kind, const void *sendbuf, void *rec
 	uint8_t *mine = xmalloc(n), *prev = xmalloc(n), *acc = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, mine);
 	int rc = MPI_SUCCESS;
+	if (G.coll_direct) {
+		/* every rank sends its part to every higher rank; rank r reduces
+		 * a0..ar (a0..a(r-1) for Exscan) in rank order: one step */
+		uint8_t *all = xmalloc(n * (c->rank + 1));
+		size_t *sizes = xmalloc(c->size * sizeof *sizes), *offs = xmalloc(c->size * sizeof *offs);
+		for (int i = 0; i < c->size; i++) {
+			sizes[i] = n;
+			offs[i] = i <= c->rank ? (size_t)i * n : 0;
+		}
+		rc = exchange(c, tag, mine, n, c->rank + 1, c->size, all, sizes, offs, 0, c->rank + 1, fn);
+		int k = ex ? c->rank : c->rank + 1;
+		if (!rc && k > 0) {
+			reduce_local(all, k, n, acc, count, d, op);
+			dt_unpack(acc, count, d, recvbuf);
+		}
+		free(all);
+		free(sizes);
+		free(offs);
+		goto out;
+	}
 	/* the chain: rank r receives a0 op … op a(r-1), sends a0 op … op ar */
 	memcpy(acc, mine, n);
 	if (c->rank > 0) {

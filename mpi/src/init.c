@@ -24,6 +24,7 @@ static int do_init(const char *fn)
 	G.t0 = cmpi_now();
 	dt_init_predefined();
 	conn_open();
+	coll_init();
 	int *w = malloc(G.size * sizeof(int));
 	if (!w)
 		cmpi_die(1, "out of memory");

@@ -208,6 +208,133 @@ static void test_user_op(MPI_Comm comm, const char *name)
 	OK(MPI_Type_free(&mat));
 }
 
+/* the shear of rank k's slot i: [[1, 1], [(k+i)%2, 1+k+i]]; products of
+ * them depend on the order */
+static void shear(int k, int i, int *m)
+{
+	m[0] = 1, m[1] = 1, m[2] = (k + i) % 2, m[3] = 1 + k + i;
+}
+
+/* acc = acc · a (2x2, row-major) */
+static void rmul(int *acc, const int *a)
+{
+	int c[4] = {acc[0] * a[0] + acc[1] * a[2], acc[0] * a[1] + acc[1] * a[3], acc[2] * a[0] + acc[3] * a[2],
+		    acc[2] * a[1] + acc[3] * a[3]};
+	memcpy(acc, c, sizeof c);
+}
+
+/* want = shear(k0,i) · … · shear(k1-1,i) */
+static void prod(int k0, int k1, int i, int *want)
+{
+	want[0] = 1, want[1] = 0, want[2] = 0, want[3] = 1;
+	for (int k = k0; k < k1; k++) {
+		int a[4];
+		shear(k, i, a);
+		rmul(want, a);
+	}
+}
+
+/* What the one-round algorithms (bcs) do differently: operand order of
+ * a non-commutative op in every reducing collective, IN_PLACE, zero
+ * counts in the v-variants, and bit-identical floating-point Allreduce
+ * results on every rank. */
+static void test_order(MPI_Comm comm, const char *name)
+{
+	int n, r;
+	MPI_Comm_size(comm, &n);
+	MPI_Comm_rank(comm, &r);
+	MPI_Datatype mat;
+	OK(MPI_Type_contiguous(4, MPI_INT, &mat));
+	OK(MPI_Type_commit(&mat));
+	MPI_Op op;
+	OK(MPI_Op_create(matmul, 0, &op));
+	int *m = malloc((n + 1) * 4 * sizeof(int)), *o = malloc((n + 1) * 4 * sizeof(int)), want[4];
+	/* Allreduce in place */
+	shear(r, 0, o);
+	OK(MPI_Allreduce(MPI_IN_PLACE, o, 1, mat, op, comm));
+	prod(0, n, 0, want);
+	CHECK(!memcmp(o, want, sizeof want), "%s: non-commutative Allreduce IN_PLACE", name);
+	/* Reduce in place at the root */
+	for (int root = 0; root < n; root += n > 2 ? n - 1 : 1) {
+		shear(r, 0, o);
+		if (r == root)
+			OK(MPI_Reduce(MPI_IN_PLACE, o, 1, mat, op, root, comm));
+		else
+			OK(MPI_Reduce(o, NULL, 1, mat, op, root, comm));
+		if (r == root)
+			CHECK(!memcmp(o, want, sizeof want), "%s: non-commutative Reduce IN_PLACE root %d", name, root);
+	}
+	/* Exscan, and Scan in place */
+	shear(r, 0, m);
+	memset(o, 0x5a, 4 * sizeof(int));
+	OK(MPI_Exscan(m, o, 1, mat, op, comm));
+	prod(0, r, 0, want);
+	if (r > 0)
+		CHECK(!memcmp(o, want, sizeof want), "%s: non-commutative Exscan at %d", name, r);
+	shear(r, 0, o);
+	OK(MPI_Scan(MPI_IN_PLACE, o, 1, mat, op, comm));
+	prod(0, r + 1, 0, want);
+	CHECK(!memcmp(o, want, sizeof want), "%s: non-commutative Scan IN_PLACE at %d", name, r);
+	/* Reduce_scatter_block: rank r's slot i is shear(r, i); rank i gets
+	 * the product over r of slot i */
+	for (int i = 0; i < n; i++)
+		shear(r, i, m + 4 * i);
+	OK(MPI_Reduce_scatter_block(m, o, 1, mat, op, comm));
+	prod(0, n, r, want);
+	CHECK(!memcmp(o, want, sizeof want), "%s: non-commutative Reduce_scatter_block at %d", name, r);
+	/* Reduce_scatter with zero counts (odd ranks get one, even none), in place */
+	{
+		int *counts = malloc(n * sizeof(int)), slot = 0, mine = -1;
+		for (int i = 0; i < n; i++) {
+			counts[i] = i % 2;
+			if (i == r && counts[i])
+				mine = slot;
+			slot += counts[i];
+		}
+		for (int i = 0; i < slot; i++)
+			shear(r, i, m + 4 * i);
+		OK(MPI_Reduce_scatter(MPI_IN_PLACE, m, counts, mat, op, comm));
+		if (mine >= 0) {
+			prod(0, n, mine, want);
+			CHECK(!memcmp(m, want, sizeof want), "%s: Reduce_scatter IN_PLACE zero counts at %d", name, r);
+		}
+		free(counts);
+	}
+	OK(MPI_Op_free(&op));
+	OK(MPI_Type_free(&mat));
+	/* Gatherv / Scatterv / Allgatherv with only zero counts but one */
+	{
+		int *counts = calloc(n, sizeof(int)), *displs = calloc(n, sizeof(int)), x = 1000 + r, got = -1;
+		int *all = malloc((n + 1) * sizeof(int));
+		counts[n - 1] = 1;
+		for (int root = 0; root < n; root += n > 2 ? n - 1 : 1) {
+			all[0] = -1;
+			OK(MPI_Gatherv(&x, r == n - 1, MPI_INT, all, counts, displs, MPI_INT, root, comm));
+			if (r == root)
+				CHECK(all[0] == 1000 + n - 1, "%s: Gatherv zero counts root %d got %d", name, root, all[0]);
+			all[0] = 77;
+			got = -1;
+			OK(MPI_Scatterv(all, counts, displs, MPI_INT, &got, r == n - 1, MPI_INT, root, comm));
+			CHECK(got == (r == n - 1 ? 77 : -1), "%s: Scatterv zero counts root %d got %d", name, root, got);
+		}
+		all[0] = -1;
+		OK(MPI_Allgatherv(&x, r == n - 1, MPI_INT, all, counts, displs, MPI_INT, comm));
+		CHECK(all[0] == 1000 + n - 1, "%s: Allgatherv zero counts got %d", name, all[0]);
+		free(counts), free(displs), free(all);
+	}
+	/* floating point whose sum depends on the order: every rank the same bits */
+	{
+		double x = (r % 2 ? 1e16 : -1e16) + (r + 1) * 0.1, s;
+		OK(MPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, comm));
+		double *alls = malloc(n * sizeof(double));
+		OK(MPI_Allgather(&s, 1, MPI_DOUBLE, alls, 1, MPI_DOUBLE, comm));
+		for (int k = 0; k < n; k++)
+			CHECK(!memcmp(&alls[k], &s, sizeof s), "%s: Allreduce of doubles differs between ranks %d and %d", name, r, k);
+		free(alls);
+	}
+	free(m), free(o);
+}
+
 static void test_movement(MPI_Comm comm, const char *name)
 {
 	int n, r;
@@ -399,13 +526,16 @@ int main(int argc, char **argv)
 	test_movement(MPI_COMM_WORLD, "world");
 	test_reductions(MPI_COMM_WORLD, "world");
 	test_user_op(MPI_COMM_WORLD, "world");
+	test_order(MPI_COMM_WORLD, "world");
 	/* a split: odd and even ranks (sizes ceil(n/2), floor(n/2)), reversed order */
 	MPI_Comm half;
 	OK(MPI_Comm_split(MPI_COMM_WORLD, me % 2, -me, &half));
 	test_movement(half, "half");
 	test_reductions(half, "half");
 	test_user_op(half, "half");
+	test_order(half, "half");
 	OK(MPI_Comm_free(&half));
 	test_movement(MPI_COMM_SELF, "self");
+	test_order(MPI_COMM_SELF, "self");
 	DONE();
 }
