@@ -15,6 +15,9 @@ import (
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (s Send) EncodeMsgpack(e *msgpack.Encoder) error {
+	if s.Seq != 0 { // only then: a relay before ResumeVersion knows no "q" (it would skip it)
+		return encodeMap(e, []string{"d", "t", "c", "q"}, []int64{int64(s.Dst), int64(s.Tag), int64(s.Context), int64(s.Seq)}, "x", s.Data)
+	}
 	return encodeMap(e, []string{"d", "t", "c"}, []int64{int64(s.Dst), int64(s.Tag), int64(s.Context)}, "x", s.Data)
 }
 
@@ -29,6 +32,8 @@ func (s *Send) DecodeMsgpack(d *msgpack.Decoder) error {
 			s.Tag, err = d.DecodeInt()
 		case "c":
 			s.Context, err = d.DecodeInt()
+		case "q":
+			s.Seq, err = d.DecodeUint64()
 		case "x":
 			s.Data, err = frame.Bytes(d)
 		default:
@@ -40,7 +45,11 @@ func (s *Send) DecodeMsgpack(d *msgpack.Decoder) error {
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (m Deliver) EncodeMsgpack(e *msgpack.Encoder) error {
-	if err := e.EncodeMapLen(4); err != nil {
+	n := 4
+	if m.Seq != 0 {
+		n = 5
+	}
+	if err := e.EncodeMapLen(n); err != nil {
 		return err
 	}
 	if err := e.EncodeString("r"); err != nil {
@@ -48,6 +57,14 @@ func (m Deliver) EncodeMsgpack(e *msgpack.Encoder) error {
 	}
 	if err := e.EncodeUint(m.Req); err != nil {
 		return err
+	}
+	if m.Seq != 0 {
+		if err := e.EncodeString("q"); err != nil {
+			return err
+		}
+		if err := e.EncodeUint(m.Seq); err != nil {
+			return err
+		}
 	}
 	return encodeFields(e, []string{"s", "t"}, []int64{int64(m.Src), int64(m.Tag)}, "x", m.Data)
 }
@@ -63,6 +80,8 @@ func (m *Deliver) DecodeMsgpack(d *msgpack.Decoder) error {
 			m.Src, err = d.DecodeInt()
 		case "t":
 			m.Tag, err = d.DecodeInt()
+		case "q":
+			m.Seq, err = d.DecodeUint64()
 		case "x":
 			m.Data, err = frame.Bytes(d)
 		default:

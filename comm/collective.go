@@ -142,19 +142,19 @@ func (c *Comm) exchange(ctx context.Context, data func(j int) []byte) ([]Message
 		tag := c.coll
 		for j := range n {
 			if j != self {
-				r := c.postLocked(j, tag)
+				r := c.postLocked(j, tag, ContextCollective)
 				reqs = append(reqs, r)
 				fs = append(fs, out{FramePost, Post{Req: r.id, Src: j, Tag: tag, Context: ContextCollective}})
 			}
 		}
-		c.mu.Unlock()
 		// Receives first: the relay can then match the others' messages
 		// on arrival instead of queueing them.
 		for j := range n {
 			if j != self {
-				fs = append(fs, out{FrameSend, Send{Dst: j, Tag: tag, Context: ContextCollective, Data: data(j)}})
+				fs = append(fs, out{FrameSend, c.numberLocked(Send{Dst: j, Tag: tag, Context: ContextCollective, Data: data(j)})})
 			}
 		}
+		c.mu.Unlock()
 		return fs
 	})
 	if err != nil {

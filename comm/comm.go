@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cosched/cosched/internal/frame"
 )
@@ -22,6 +23,7 @@ const (
 	envJob   = "COSCHED_JOB"
 	envRank  = "COSCHED_RANK"
 	envSize  = "COSCHED_SIZE"
+	envGrace = "COSCHED_RELAY_GRACE"
 )
 
 // Config says which relay to talk to and who this rank is; Init reads it
@@ -31,6 +33,11 @@ type Config struct {
 	Job   int64  // COSCHED_JOB
 	Rank  int    // COSCHED_RANK
 	Size  int    // COSCHED_SIZE
+	// Grace, when positive, is how long the rank waits for its relay to
+	// come back when the connection breaks (its agent keeps its ranks
+	// and restarts: COSCHED_RELAY_GRACE, a Go duration); it then numbers
+	// its messages and keeps each until it is delivered (resume.go).
+	Grace time.Duration
 }
 
 func (cfg Config) validate() error {
@@ -58,6 +65,7 @@ type Request struct {
 	c    *Comm
 	src  int           // as posted (may be AnySource), to check the Deliver
 	tag  int           // as posted (may be AnyTag)
+	ctxt int           // as posted: a resumed connection posts it again
 	done chan struct{} // closed by the reader once msg is set; nil for a send
 	msg  Message
 }
@@ -87,6 +95,12 @@ type Comm struct {
 	barrier   uint64              // last barrier arrived at
 	released  chan struct{}       // closed on barrier's Release; nil before the first barrier
 	coll      int                 // last collective sequence number (the tag) used
+	// numbered: messages carry numbers and are kept until acknowledged
+	// (resume.go); set at the Welcome, before any Send.
+	numbered bool
+	sent     map[int]*sentLog // by destination
+	got      map[int]*gotLog  // by source
+	closing  bool             // the Comm closed the connection itself: no resuming
 
 	// Closed by the reader goroutine only.
 	welcome    chan struct{}
@@ -136,6 +150,13 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 		return cfg, err
 	}
 	cfg.Job, cfg.Rank, cfg.Size = job, int(rank), int(size)
+	if g := getenv(envGrace); g != "" {
+		d, err := time.ParseDuration(g)
+		if err != nil || d < 0 {
+			return cfg, fmt.Errorf("comm: %s=%q is not a duration ≥ 0 (like 5m)", envGrace, g)
+		}
+		cfg.Grace = d
+	}
 	if cfg.Size < 1 {
 		return cfg, fmt.Errorf("comm: %s=%q, want ≥ 1", envSize, getenv(envSize))
 	}
@@ -169,6 +190,8 @@ func newComm(conn net.Conn, cfg Config) *Comm {
 		conn:       conn,
 		dead:       make(chan struct{}),
 		pending:    make(map[uint64]*Request),
+		sent:       make(map[int]*sentLog),
+		got:        make(map[int]*gotLog),
 		welcome:    make(chan struct{}),
 		bye:        make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -184,7 +207,7 @@ func (c *Comm) handshake(ctx context.Context) error {
 	// the wait below.
 	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
 	err := c.emit(func() []out {
-		return []out{{FrameHello, Hello{Job: c.cfg.Job, Rank: c.cfg.Rank, Size: c.cfg.Size, PID: os.Getpid()}}}
+		return []out{{FrameHello, Hello{Job: c.cfg.Job, Rank: c.cfg.Rank, Size: c.cfg.Size, PID: os.Getpid(), Numbers: c.cfg.Grace > 0}}}
 	})
 	if err == nil {
 		select {
@@ -199,11 +222,20 @@ func (c *Comm) handshake(ctx context.Context) error {
 		err = ctx.Err() // whatever failed, it failed because ctx closed the connection
 	}
 	if err != nil {
-		c.conn.Close()
+		c.closeConn()
 		<-c.readerDone
 		return err
 	}
 	return nil
+}
+
+// closeConn closes the connection for good: the reader does not resume.
+func (c *Comm) closeConn() {
+	c.mu.Lock()
+	c.closing = true
+	conn := c.conn
+	c.mu.Unlock()
+	conn.Close()
 }
 
 // Rank is this rank's number.
@@ -255,7 +287,9 @@ func (c *Comm) isend(dst, tag, ctxt int, data []byte) (*Request, error) {
 		return nil, err
 	}
 	err := c.emit(func() []out {
-		return []out{{FrameSend, Send{Dst: dst, Tag: tag, Context: ctxt, Data: data}}}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return []out{{FrameSend, c.numberLocked(Send{Dst: dst, Tag: tag, Context: ctxt, Data: data})}}
 	})
 	if err != nil {
 		return nil, err
@@ -297,7 +331,7 @@ func (c *Comm) irecv(src, tag int) (*Request, error) {
 	var r *Request
 	err := c.emit(func() []out {
 		c.mu.Lock()
-		r = c.postLocked(src, tag)
+		r = c.postLocked(src, tag, ContextUser)
 		c.mu.Unlock()
 		return []out{{FramePost, Post{Req: r.id, Src: src, Tag: tag, Context: ContextUser}}}
 	})
@@ -309,9 +343,9 @@ func (c *Comm) irecv(src, tag int) (*Request, error) {
 
 // postLocked registers a receive; it must be in pending before its Post
 // is written, or the Deliver could arrive first.
-func (c *Comm) postLocked(src, tag int) *Request {
+func (c *Comm) postLocked(src, tag, ctxt int) *Request {
 	c.lastReq++
-	r := &Request{id: c.lastReq, c: c, src: src, tag: tag, done: make(chan struct{})}
+	r := &Request{id: c.lastReq, c: c, src: src, tag: tag, ctxt: ctxt, done: make(chan struct{})}
 	c.pending[r.id] = r
 	return r
 }
@@ -425,7 +459,7 @@ func (c *Comm) ReportStats(s Stats) error {
 // the connection had already failed; a second call returns ErrFinalized.
 func (c *Comm) Finalize(ctx context.Context) error {
 	// A relay that stops reading could block the Finalize write forever.
-	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
+	stop := context.AfterFunc(ctx, c.closeConn)
 	defer stop()
 
 	c.wmu.Lock()
@@ -446,6 +480,12 @@ func (c *Comm) Finalize(ctx context.Context) error {
 	if prev == nil {
 		// Under wmu, with err already set: no frame can follow Finalize.
 		err = c.writeLocked([]out{{FrameFinalize, Finalize{}}})
+		if err != nil && c.numbered && ctx.Err() == nil {
+			// The relay is gone: the reader resumes the connection
+			// and sends Finalize again; its Bye ends the wait below.
+			c.conn.Close()
+			err = nil
+		}
 	}
 	c.wmu.Unlock()
 
@@ -462,7 +502,7 @@ func (c *Comm) Finalize(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	c.conn.Close()
+	c.closeConn()
 	<-c.readerDone
 	var fatal fatalError
 	switch {

@@ -61,8 +61,13 @@ func (c *Comm) emit(mk func() []out) error {
 		return err
 	}
 	if err := c.writeLocked(mk()); err != nil {
-		c.fail(err)
 		c.conn.Close() // the stream may hold half a frame: nothing more can follow
+		if c.numbered {
+			// The reader resumes the connection and sends again what
+			// this wrote (resume.go): the call goes on meanwhile.
+			return nil
+		}
+		c.fail(err)
 		return c.state()
 	}
 	return nil
@@ -107,15 +112,26 @@ func (c *Comm) writeLocked(fs []out) error {
 // relay sends Bye or Fatal, or the Comm closes the connection.
 func (c *Comm) read() {
 	defer close(c.readerDone)
-	err := c.readLoop(frame.NewReader(c.conn, MaxFrame))
+	fr := frame.NewReader(c.conn, MaxFrame)
+	welcomed := false
+	var err error
+	for {
+		err = c.readLoop(fr, welcomed)
+		if !c.resumable(err) {
+			break
+		}
+		if fr, err = c.resume(err); err != nil {
+			break
+		}
+		welcomed = true
+	}
 	c.readErr = err
 	c.fail(err)
 	// The relay is gone, done or not to be trusted: make writes fail too.
-	c.conn.Close()
+	c.closeConn()
 }
 
-func (c *Comm) readLoop(fr *frame.Reader) error {
-	welcomed := false
+func (c *Comm) readLoop(fr *frame.Reader, welcomed bool) error {
 	for {
 		t, body, err := fr.Read()
 		switch {
@@ -139,6 +155,9 @@ func (c *Comm) readLoop(fr *frame.Reader) error {
 				return err
 			}
 			welcomed = true // w.Mode is informational
+			c.mu.Lock()
+			c.numbered = c.cfg.Grace > 0 && w.Version >= ResumeVersion
+			c.mu.Unlock()
 			close(c.welcome)
 		case FrameDeliver:
 			var d Deliver
@@ -154,6 +173,22 @@ func (c *Comm) readLoop(fr *frame.Reader) error {
 				d.Data = append(make([]byte, 0, len(d.Data)), d.Data...)
 			}
 			if err := c.deliver(d); err != nil {
+				return err
+			}
+		case FrameAcked:
+			var a Acked
+			if err := decode(t, body, &a); err != nil {
+				return err
+			}
+			if err := c.acked(a); err != nil {
+				return err
+			}
+		case FrameResend:
+			var r Resend
+			if err := decode(t, body, &r); err != nil {
+				return err
+			}
+			if err := c.resend(r.Dsts); err != nil {
 				return err
 			}
 		case FrameRelease:
@@ -215,6 +250,16 @@ func (c *Comm) deliver(d Deliver) error {
 	case len(d.Data) > MaxMessage:
 		return protocolErr("Deliver for request %d with %d bytes, limit %d", d.Req, len(d.Data), MaxMessage)
 	}
+	if d.Seq != 0 {
+		g := c.got[d.Src]
+		if g == nil {
+			g = &gotLog{}
+			c.got[d.Src] = g
+		}
+		if !g.got(d.Seq) {
+			return protocolErr("Deliver for request %d of message %d from rank %d, delivered before", d.Req, d.Seq, d.Src)
+		}
+	}
 	delete(c.pending, d.Req)
 	r.msg = Message{Source: d.Src, Tag: d.Tag, Data: d.Data}
 	close(r.done)
@@ -268,6 +313,10 @@ func frameName(t frame.Type) string {
 		return "Coll"
 	case FrameAbort:
 		return "Abort"
+	case FrameAcked:
+		return "Acked"
+	case FrameResend:
+		return "Resend"
 	}
 	return fmt.Sprintf("frame type %d", t)
 }

@@ -21,6 +21,8 @@ import "github.com/cosched/cosched/internal/frame"
 //	14 Probe    is a message there?
 //	16 Coll     entering a collective (MPI library; no answer)
 //	18 Abort    MPI_Abort: fail the job (no answer; 17 is unused)
+//	                                     19 Acked    messages delivered (v3)
+//	                                     20 Resend   a destination's relay restarted (v3)
 //
 // Semantics the relay provides and the library relies on:
 //   - Sends complete locally: a Send frame is the message handed over (the
@@ -59,12 +61,20 @@ const (
 	FrameProbed   frame.Type = 15
 	FrameColl     frame.Type = 16
 	FrameAbort    frame.Type = 18
+	FrameAcked    frame.Type = 19
+	FrameResend   frame.Type = 20
 )
 
 // ProtocolVersion is the protocol the relay speaks, in Welcome.V: 2 has
 // Probe, Coll, Abort and contexts up to MaxContext; a relay that predates
-// them sends no version (0).
-const ProtocolVersion = 2
+// them sends no version (0). 3 has numbered messages (Send.Seq,
+// Deliver.Seq), Acked, Resend and resumed Hellos: a rank numbers its
+// messages only when its relay says 3 (docs/runtime.md, "Relay restarts").
+const ProtocolVersion = 3
+
+// ResumeVersion is the first protocol with numbered messages and resumed
+// connections.
+const ResumeVersion = 3
 
 // MaxContext bounds message contexts: a rank may use [0, MaxContext).
 // 0 and 1 are this library's; cosched's MPI library gives each
@@ -100,12 +110,29 @@ const (
 	ContextCollective = 1 // Barrier (immediate modes), Alltoall, Allreduce
 )
 
-// Hello opens a rank's connection.
+// Hello opens a rank's connection. Numbers says the rank numbers its
+// messages (Send.Seq) if the relay speaks ResumeVersion: its agent keeps
+// its ranks, and it understands Acked and Resend. Resume says the rank connected before,
+// to a relay that has since died (its agent restarted), and numbers its
+// messages; Got is what it had received then: the relay drops what a
+// sender resends of it and delivers the rest in order.
 type Hello struct {
-	Job  int64 `msgpack:"job"`
-	Rank int   `msgpack:"rank"`
-	Size int   `msgpack:"size"`
-	PID  int   `msgpack:"pid"`
+	Job     int64    `msgpack:"job"`
+	Rank    int      `msgpack:"rank"`
+	Size    int      `msgpack:"size"`
+	PID     int      `msgpack:"pid"`
+	Numbers bool     `msgpack:"numbers,omitempty"`
+	Resume  bool     `msgpack:"resume,omitempty"`
+	Got     []Stream `msgpack:"got,omitempty"`
+}
+
+// Stream is what a rank has received of one source's numbered messages:
+// every one up to Floor, and those in Above (all greater than Floor:
+// receives may match out of order across tags and contexts).
+type Stream struct {
+	Src   int      `msgpack:"s"`
+	Floor uint64   `msgpack:"f"`
+	Above []uint64 `msgpack:"a,omitempty"`
 }
 
 // Welcome accepts a Hello.
@@ -114,12 +141,29 @@ type Welcome struct {
 	Version int    `msgpack:"v"`    // ProtocolVersion (0: a relay before version 2)
 }
 
-// Send hands a message to the relay. Tag ≥ 0.
+// Send hands a message to the relay. Tag ≥ 0. Seq numbers the messages
+// from this rank to Dst, 1, 2, … (all contexts together), when the relay
+// speaks ResumeVersion; 0 is an unnumbered message.
 type Send struct {
 	Dst     int    `msgpack:"d"`
 	Tag     int    `msgpack:"t"`
 	Context int    `msgpack:"c"`
 	Data    []byte `msgpack:"x"`
+	Seq     uint64 `msgpack:"q,omitempty"`
+}
+
+// Acked says the rank's messages to Dst numbered Seqs were delivered to
+// Dst (written to its connection): the rank may forget them.
+type Acked struct {
+	Dst  int      `msgpack:"d"`
+	Seqs []uint64 `msgpack:"q"`
+}
+
+// Resend asks the rank to send again, in order, every numbered message
+// to the ranks Dsts not acknowledged yet: their relay restarted and what
+// it held is lost. The receiving relay drops what was delivered already.
+type Resend struct {
+	Dsts []int `msgpack:"d"`
 }
 
 // EncodedSizeHint lets frames carrying a payload be encoded in one piece.
@@ -158,6 +202,7 @@ type Deliver struct {
 	Src  int    `msgpack:"s"`
 	Tag  int    `msgpack:"t"`
 	Data []byte `msgpack:"x"`
+	Seq  uint64 `msgpack:"q,omitempty"` // the message's Send.Seq (0: unnumbered)
 }
 
 // Arrive enters barrier number Seq (1, 2, … per rank; every rank of a job
