@@ -183,6 +183,11 @@ func (a *Agent) launch(l launch) {
 		return
 	}
 	env := append(append(user.env, l.Env...), "COSCHED_NODE="+a.cfg.Name, "COSCHED_RELAY="+a.relay.SocketPath())
+	if a.cfg.KeepRanks {
+		// The relay comes back with the agent: comm ranks wait for it
+		// instead of failing (docs/runtime.md, "Relay restarts").
+		env = append(env, "COSCHED_RELAY_GRACE="+relayGrace(a.cfg).String())
+	}
 	if l.MPI == api.MPICosched {
 		lib, err := a.mpiLibEnv(env)
 		if err != nil {

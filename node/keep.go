@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/zap"
@@ -147,7 +149,7 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 			if u, err := runAs(l.Owner, l.Dir); err == nil {
 				uid = u.uid()
 			}
-			if err := a.relay.AddJobAs(id, l.Nodes, uid); err != nil {
+			if err := a.relay.ReattachJob(id, l.Nodes, uid); err != nil {
 				a.log.Warn("relay", zap.Error(err))
 			}
 		}
@@ -166,6 +168,13 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 		a.log.Info("job reattached: its ranks outlived the agent's previous life", zap.Int64("job", id), zap.Int("ranks", len(slots)))
 	}
 	return nil
+}
+
+// relayGrace is how long a kept rank waits for its relay to come back
+// (COSCHED_RELAY_GRACE): as long as the controller waits for the agent,
+// and a little more, since the rank counts from when it noticed.
+func relayGrace(cfg Config) time.Duration {
+	return cmp.Or(cfg.ControllerGrace, time.Minute) + 30*time.Second
 }
 
 // gossipPortFile remembers, in the state directory, the gossip port an

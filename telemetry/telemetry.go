@@ -129,6 +129,9 @@ type RelayStats struct {
 	Received  uint64 `json:"received"`   // messages received from other relays
 	Held      uint64 `json:"held"`       // messages held for a job not registered yet
 	Dropped   uint64 `json:"dropped"`    // messages for ended jobs, unknown ranks, or beyond the hold limit
+	// Duplicates counts numbered messages dropped because they had come
+	// before: sent again after a relay restart (docs/runtime.md).
+	Duplicates uint64 `json:"duplicates,omitempty"`
 
 	// Buffered mode.
 	Slices           uint64 `json:"slices"`             // strobes cut

@@ -10,6 +10,7 @@ import (
 type envelope struct {
 	src, tag, ctx int
 	data          []byte
+	seq           uint64 // its number from src (0: unnumbered)
 }
 
 // posted is a receive waiting for a message.
@@ -76,6 +77,16 @@ func (m *matcher) post(p posted) (envelope, bool) {
 	}
 	m.posted = append(m.posted, p)
 	return envelope{}, false
+}
+
+// queuedSeq reports whether message seq from src is queued.
+func (m *matcher) queuedSeq(src int, seq uint64) bool {
+	for _, e := range m.unexpected {
+		if e.src == src && e.seq == seq {
+			return true
+		}
+	}
+	return false
 }
 
 // peek returns the oldest queued message p matches, leaving it queued.

@@ -28,6 +28,8 @@ const (
 	frameBarrierDone  frame.Type = 4 // barrierDone: the root's release, to every node of the job (both modes)
 	frameJobLeft      frame.Type = 5 // jobLeft: a node's ranks of a job have all ended (buffered mode)
 	frameSliceReady   frame.Type = 6 // sliceReady: a job's root to its nodes, once per slice (buffered mode)
+	framePeerAck      frame.Type = 7 // peerAck: numbered messages delivered, to the sender's node (resume.go)
+	frameRestarted    frame.Type = 8 // restarted: a node's relay restarted with a job's ranks (resume.go)
 )
 
 // A relay skips a frame of a type it does not know (a later build's),
@@ -80,6 +82,7 @@ type peerMsg struct {
 	Ctx   int
 	Slice uint64
 	Data  []byte
+	Seq   uint64 // the sender's number (comm.Send.Seq); 0: unnumbered, and not sent
 	// Not sent. Data is borrowed from the frame being handled unless
 	// owned; whatever keeps it calls own. rd, if set, read that frame.
 	owned bool
@@ -107,7 +110,11 @@ func (m peerMsg) EncodedSizeHint() int { return len(m.Data) + 64 }
 // EncodeMsgpack writes the array by hand: every message between relays is
 // one, and msgpack's reflection cost more than the copy of its data.
 func (m peerMsg) EncodeMsgpack(e *msgpack.Encoder) error {
-	if err := e.EncodeArrayLen(7); err != nil {
+	n := 7
+	if m.Seq != 0 {
+		n = 8 // the number after the data: a relay of an earlier build skips it
+	}
+	if err := e.EncodeArrayLen(n); err != nil {
 		return err
 	}
 	for _, v := range []int64{m.Job, int64(m.Src), int64(m.Dst), int64(m.Tag), int64(m.Ctx)} {
@@ -118,7 +125,13 @@ func (m peerMsg) EncodeMsgpack(e *msgpack.Encoder) error {
 	if err := e.EncodeUint(m.Slice); err != nil {
 		return err
 	}
-	return frame.PutBytes(e, m.Data) // last: a writer may send it from where it is
+	if m.Seq == 0 {
+		return frame.PutBytes(e, m.Data) // last: a writer may send it from where it is
+	}
+	if err := frame.PutBytes(e, m.Data); err != nil {
+		return err
+	}
+	return e.EncodeUint(m.Seq)
 }
 
 // DecodeMsgpack reads what EncodeMsgpack writes; elements beyond the
@@ -143,6 +156,12 @@ func (m *peerMsg) DecodeMsgpack(d *msgpack.Decoder) error {
 	}
 	if m.Data, err = frame.Bytes(d); err != nil {
 		return err
+	}
+	if n >= 8 {
+		if m.Seq, err = d.DecodeUint64(); err != nil {
+			return err
+		}
+		n--
 	}
 	for range n - 7 {
 		if err := d.Skip(); err != nil {
@@ -195,6 +214,8 @@ type inbound struct {
 	done  *barrierDone
 	left  *jobLeft
 	ready *sliceReady
+	ack   *peerAck
+	again *restarted
 }
 
 func (in inbound) size() int {
@@ -214,6 +235,10 @@ func (in inbound) job() int64 {
 		return in.left.Job
 	case in.ready != nil:
 		return in.ready.Job
+	case in.ack != nil:
+		return in.ack.Job
+	case in.again != nil:
+		return in.again.Job
 	}
 	return in.done.Job
 }
@@ -249,6 +274,7 @@ func (r *Relay) peerLocked(node string) *peerConn {
 func (r *Relay) writePeer(pc *peerConn) {
 	log := r.log.With(zap.String("peer", pc.node))
 	backoff := 10 * time.Millisecond
+	lost := false // a connection to the peer failed before
 	for {
 		addr, err := r.waitPeerAddr(pc)
 		if err != nil {
@@ -299,6 +325,14 @@ func (r *Relay) writePeer(pc *peerConn) {
 			conn = sealedWriter(tc)
 		}
 		err = frame.Write(conn, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
+		if err == nil && lost {
+			// What the failed connection carried may be lost: the
+			// ranks send again what the peer's ranks have not
+			// acknowledged (resume.go).
+			r.mu.Lock()
+			r.peerBackLocked(pc.node)
+			r.unlock()
+		}
 		if err == nil {
 			if r.link == nil { // after the hello: frames may be written directly now
 				pc.q.setRaw(c)
@@ -311,6 +345,7 @@ func (r *Relay) writePeer(pc *peerConn) {
 		if err == nil || r.ctx.Err() != nil {
 			return // queue closed: the peer left, or the relay is closing
 		}
+		lost = true
 		log.Warn("relay connection lost; redialling", zap.Error(err))
 	}
 }
@@ -460,6 +495,12 @@ func (r *Relay) servePeer(c net.Conn) {
 		case frameSliceReady:
 			in.ready = new(sliceReady)
 			err = frame.Decode(body, in.ready)
+		case framePeerAck:
+			in.ack = new(peerAck)
+			err = frame.Decode(body, in.ack)
+		case frameRestarted:
+			in.again = new(restarted)
+			err = frame.Decode(body, in.again)
 		default:
 			if !warnedUnknown {
 				log.Warn("relay frame of an unknown type (a later build's?) skipped", zap.Int("type", int(t)))
@@ -525,6 +566,14 @@ func (r *Relay) inboundLocked(in inbound) {
 		}
 	case in.ready != nil:
 		r.readyLocked(j, in.ready, in.from)
+	case in.ack != nil:
+		if a := in.ack; a.Src >= 0 && a.Src < j.size && a.Dst >= 0 && a.Dst < j.size {
+			r.ackRankLocked(j, a.Src, a.Dst, a.Seqs)
+		}
+	case in.again != nil:
+		if in.again.Node != r.cfg.Node && slices.Contains(j.hosts, in.again.Node) {
+			r.resendLocked(j, in.again.Node)
+		}
 	}
 }
 

@@ -193,7 +193,11 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 		return nil, fmt.Errorf("rank %d of job %d is already connected", h.Rank, h.Job)
 	}
 	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
+	rs.numbers = h.Numbers
 	rc.send(comm.FrameWelcome, &comm.Welcome{Mode: r.mode.String(), Version: comm.ProtocolVersion})
+	// After the Welcome: what the rank is owed may be delivered at once
+	// to the receives it posts again.
+	r.resumeLocked(rs, h.Got)
 	return rs, nil
 }
 

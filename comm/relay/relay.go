@@ -164,6 +164,13 @@ type rankState struct {
 	blocked   bool
 	abort     *comm.Abort   // what its Abort said
 	done      chan struct{} // closed when its connection's reader has ended
+	// Numbered messages (resume.go): numbers says the rank numbers its
+	// messages and takes Acked and Resend; streams order what comes from
+	// each source; awaiting: the job was reattached and the rank has not
+	// said yet what it received.
+	numbers  bool
+	streams  map[int]*inStream[peerMsg]
+	awaiting bool
 }
 
 // rankAbort is a rank's Abort.
@@ -342,6 +349,10 @@ func (r *Relay) AddJob(id int64, nodes []string) error {
 // AddJobAs is AddJob for a job whose ranks run as uid: only processes of
 // that user (or root) may connect as its ranks.
 func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
+	return r.addJob(id, nodes, uid, false)
+}
+
+func (r *Relay) addJob(id int64, nodes []string, uid uint32, reattached bool) error {
 	if len(nodes) == 0 {
 		return fmt.Errorf("relay: job %d without ranks", id)
 	}
@@ -354,7 +365,7 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 		arrived: map[uint64]int{}, root: map[uint64]int{}, count: barrier.NewCounter(len(nodes)), left: map[string]bool{}}
 	for rk, n := range nodes {
 		if n == r.cfg.Node {
-			j.local[rk] = &rankState{job: j, rank: rk, pending: map[uint64]struct{}{}, waiting: map[uint64]struct{}{}}
+			j.local[rk] = &rankState{job: j, rank: rk, pending: map[uint64]struct{}{}, waiting: map[uint64]struct{}{}, awaiting: reattached}
 		}
 	}
 	j.hosts = slices.Compact(slices.Sorted(slices.Values(nodes)))
@@ -368,6 +379,9 @@ func (r *Relay) AddJobAs(id int64, nodes []string, uid uint32) error {
 			r.st.AnnouncedInBytes += fc.bytes
 		}
 		delete(r.earlyFlows, id)
+	}
+	if reattached {
+		r.restartedLocked(j)
 	}
 	held := r.early[id]
 	delete(r.early, id)
@@ -614,8 +628,9 @@ func (rs *rankState) recompute(r *Relay) {
 	rs.setBlocked(r, rs.conn != nil && !rs.finalized && (len(rs.waiting) > 0 || len(rs.probing) > 0 || rs.barrier != 0 && rs.inBarrier))
 }
 
-// deliverLocked hands a message to a local rank: to its oldest matching
-// receive, else to its queue.
+// deliverLocked hands a message to a local rank: a numbered one in its
+// source's order (resume.go), then to its oldest matching receive, else
+// to its queue.
 func (r *Relay) deliverLocked(j *job, m peerMsg) {
 	rs := j.local[m.Dst]
 	if rs == nil {
@@ -623,7 +638,16 @@ func (r *Relay) deliverLocked(j *job, m peerMsg) {
 		r.log.Warn("message for a rank not on this node; dropped", zap.Int64("job", j.id), zap.Int("rank", m.Dst), zap.Int("from", m.Src))
 		return
 	}
-	env := envelope{src: m.Src, tag: m.Tag, ctx: m.Ctx, data: m.Data}
+	if m.Seq != 0 {
+		r.numberedLocked(rs, m)
+		return
+	}
+	r.acceptLocked(rs, m)
+}
+
+// acceptLocked matches a message for rs against its receives.
+func (r *Relay) acceptLocked(rs *rankState, m peerMsg) {
+	env := envelope{src: m.Src, tag: m.Tag, ctx: m.Ctx, data: m.Data, seq: m.Seq}
 	p, ok := rs.q.take(env)
 	if !ok {
 		m.own()
@@ -647,7 +671,10 @@ func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope, pay payl
 	rs.job.st.Delivered++
 	rs.job.st.DeliveredBytes += uint64(len(env.data))
 	if rs.conn != nil {
-		rs.conn.sendLocked(r, comm.FrameDeliver, &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data}, pay)
+		rs.conn.sendLocked(r, comm.FrameDeliver, &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data, Seq: env.seq}, pay)
+	}
+	if env.seq != 0 {
+		r.ackLocked(rs.job, env.src, rs.rank, env.seq)
 	}
 	r.st.Delivered++
 	if _, ok := rs.waiting[req]; ok {
