@@ -48,6 +48,8 @@ func commScenario(name string) int {
 		err = semantics(ctx, c)
 	case "pingpong":
 		err = commPingPong(ctx, c)
+	case "stream":
+		err = commStream(ctx, c)
 	case "exit-early":
 		if c.Rank() == 1 {
 			return 0 // no Finalize: the job must fail, not hang

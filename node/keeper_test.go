@@ -27,8 +27,13 @@ type keptCluster struct {
 }
 
 func startKeptCluster(t testing.TB, grace time.Duration) *keptCluster {
+	return startKeptClusterMode(t, grace, "gang")
+}
+
+// startKeptClusterMode is startKeptCluster in another time-sharing mode.
+func startKeptClusterMode(t testing.TB, grace time.Duration, mode string) *keptCluster {
 	dir := t.TempDir()
-	common := []string{"--processors", "1", "--keep-ranks", "--mode", "gang", "--mpl", "2", "--slice", "50ms", "--controller-grace", grace.String(),
+	common := []string{"--processors", "1", "--keep-ranks", "--mode", mode, "--mpl", "2", "--slice", "50ms", "--controller-grace", grace.String(),
 		// Not weighed below the agents: on a host shared with other
 		// clusters' busy jobs a keeper's start-up could starve past the
 		// rank manager's start timeout.

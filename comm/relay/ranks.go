@@ -358,7 +358,7 @@ func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 	r.st.SentBytes += uint64(len(s.Data))
 	j.st.Sent++
 	j.st.SentBytes += uint64(len(s.Data))
-	m := peerMsg{Job: j.id, Src: rs.rank, Dst: s.Dst, Tag: s.Tag, Ctx: s.Context, Data: s.Data}
+	m := peerMsg{Job: j.id, Src: rs.rank, Dst: s.Dst, Tag: s.Tag, Ctx: s.Context, Data: s.Data, Seq: s.Seq}
 	m.rd = fr
 	node := j.nodes[s.Dst]
 	if r.mode == Buffered {
