@@ -1,0 +1,215 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/cosched/cosched/comm"
+)
+
+// TestInStreamScripts runs testdata/resume: one source's numbered
+// messages to one rank, as its relay orders and deduplicates them.
+//
+//	new known=true|false          a stream (false: the relay restarted)
+//	arrive seq=N                  prints what is accepted now, or held / seen
+//	resume floor=N above=(a,b)    the rank's Hello: accepted now, and the held ones it had
+//
+// Regenerate with `go test ./comm/relay -run TestInStreamScripts -rewrite`
+// and review the diff.
+func TestInStreamScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/resume", func(t *testing.T, path string) {
+		var s *inStream[uint64]
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			u := func(key string) uint64 {
+				var v string
+				d.ScanArgs(t, key, &v)
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %s=%q", d.Pos, key, v)
+				}
+				return n
+			}
+			switch d.Cmd {
+			case "new":
+				var known bool
+				d.ScanArgs(t, "known", &known)
+				s = newInStream[uint64](known)
+				return "ok\n"
+			case "arrive":
+				seq := u("seq")
+				ready, kind := s.arrive(seq, seq)
+				switch kind {
+				case seenHeld:
+					return "duplicate of a held message\n"
+				case seenPast:
+					return "duplicate: accepted before\n"
+				}
+				if len(ready) == 0 {
+					return "held\n"
+				}
+				return fmt.Sprintf("accept %v\n", ready)
+			case "resume":
+				var above []uint64
+				if d.HasArg("above") {
+					var as []string
+					d.ScanArgs(t, "above", &as)
+					for _, a := range as {
+						n, _ := strconv.ParseUint(a, 10, 64)
+						above = append(above, n)
+					}
+				}
+				ready, past := s.resume(u("floor"), above)
+				return fmt.Sprintf("accept %v\nreceived before %v\n", ready, past)
+			}
+			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+			return ""
+		})
+	})
+}
+
+// Two relays, a rank on each numbering its messages (comm with a grace):
+// one relay is closed (what it holds is lost, its ranks' connections
+// break) and a new one takes its socket with the job reattached; the
+// ranks resume, and every message of a two-tag stream in both directions
+// arrives exactly once, in order. Then the same with the other relay.
+func TestRanksResumeOnARestartedRelay(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	nodes := []string{"n0", "n1"}
+	start := func(node string) *Relay {
+		r, err := New(Config{Node: node, SocketPath: filepath.Join(dir, node+".sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var mu sync.Mutex // guards relays: the strobes read it
+	relays := []*Relay{start("n0"), start("n1")}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range relays {
+			r.Close()
+		}
+	})
+	link(relays...)
+	for _, r := range relays {
+		r.SetDelivery(Buffered, 5*time.Millisecond, 0)
+		if err := r.AddJob(1, nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopStrobes := make(chan struct{})
+	strobed := make(chan struct{})
+	go func() { // the strobes of buffered mode; heartbeats time out
+		defer close(strobed)
+		for seq := uint64(1); ; seq++ {
+			select {
+			case <-stopStrobes:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			mu.Lock()
+			for _, r := range relays {
+				r.Cut(1, seq)
+			}
+			mu.Unlock()
+		}
+	}()
+	defer func() { close(stopStrobes); <-strobed }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const rounds = 200
+	errs := make(chan error, 2)
+	progress := [2]chan int{make(chan int, rounds), make(chan int, rounds)}
+	for rank := range 2 {
+		c, err := comm.Dial(ctx, comm.Config{Relay: relays[rank].SocketPath(), Job: 1, Rank: rank, Size: 2, Grace: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			errs <- func() error {
+				peer := 1 - rank
+				for i := 1; i <= rounds; i++ {
+					for _, tag := range []int{1, 2} {
+						if err := c.Send(ctx, peer, tag, []byte(strconv.Itoa(i))); err != nil {
+							return err
+						}
+					}
+					for _, tag := range []int{2, 1} {
+						m, err := c.Recv(ctx, peer, tag)
+						if err != nil {
+							return err
+						}
+						if string(m.Data) != strconv.Itoa(i) {
+							return fmt.Errorf("rank %d round %d tag %d: got %q: lost, repeated or out of order", rank, i, tag, m.Data)
+						}
+					}
+					progress[rank] <- i
+				}
+				return c.Finalize(ctx)
+			}()
+		}()
+	}
+	waitRound := func(n int) {
+		t.Helper()
+		for rank := range 2 {
+			for {
+				select {
+				case i := <-progress[rank]:
+					if i < n {
+						continue
+					}
+				case err := <-errs:
+					t.Fatalf("a rank ended early: %v", err)
+				case <-ctx.Done():
+					t.Fatal(ctx.Err())
+				}
+				break
+			}
+		}
+	}
+	began := time.Now()
+	waitRound(50)
+	t.Logf("50 rounds in %v", time.Since(began).Round(time.Millisecond))
+	for _, down := range []int{1, 0} {
+		began = time.Now()
+		mu.Lock()
+		relays[down].Close()
+		relays[down] = start(nodes[down])
+		relays[down].SetDelivery(Buffered, 5*time.Millisecond, 0)
+		link(relays...)
+		err := relays[down].ReattachJob(1, nodes, uint32(os.Getuid()))
+		mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRound(50 * (3 - down))
+		t.Logf("n%d restarted; 50 rounds after it in %v", down, time.Since(began).Round(time.Millisecond))
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var dups uint64
+	for _, r := range relays {
+		dups += r.Stats().Duplicates
+	}
+	t.Logf("duplicates dropped: %d", dups)
+}
