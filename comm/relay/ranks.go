@@ -193,7 +193,7 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 		return nil, fmt.Errorf("rank %d of job %d is already connected", h.Rank, h.Job)
 	}
 	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
-	rs.numbers = h.Numbers
+	rs.numbers, rs.resumed = h.Numbers, h.Resume
 	rc.send(comm.FrameWelcome, &comm.Welcome{Mode: r.mode.String(), Version: comm.ProtocolVersion})
 	// After the Welcome: what the rank is owed may be delivered at once
 	// to the receives it posts again.
@@ -486,6 +486,12 @@ func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
 	switch {
 	case rs.barrier != 0:
 		return fmt.Errorf("barrier %d entered while in barrier %d", seq, rs.barrier)
+	case seq <= j.released && rs.resumed:
+		// Sent again by a rank that resumed its connection: the
+		// barrier completed while its relay was away (learnt from the
+		// job's other nodes), and the Release died with that relay.
+		rs.conn.sendLocked(r, comm.FrameRelease, &comm.Release{Seq: seq}, payload{})
+		return nil
 	case seq <= j.released:
 		return fmt.Errorf("barrier %d already completed", seq)
 	}

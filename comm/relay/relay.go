@@ -169,6 +169,7 @@ type rankState struct {
 	// each source; awaiting: the job was reattached and the rank has not
 	// said yet what it received.
 	numbers  bool
+	resumed  bool // its Hello resumed a connection to the relay's previous life
 	streams  map[int]*inStream[peerMsg]
 	awaiting bool
 }
