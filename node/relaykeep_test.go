@@ -22,7 +22,8 @@ const envStreamStop = "COSCHED_TEST_STREAM_STOP"
 // sends i to the other twice, with tags 1 and 2, and receives the
 // other's, tag 2 first (so the relay queues tag 1's: messages are matched
 // out of order), checking that every number comes exactly once and in
-// order; it prints "got i" for each round.
+// order; it prints "got i" for each round, and enters a barrier every
+// fourth.
 // Round i also says whether its sender saw the stop file: both ranks end
 // after the same round, the first where either did.
 func commStream(ctx context.Context, c *comm.Comm) error {
@@ -61,6 +62,11 @@ func commStream(ctx context.Context, c *comm.Comm) error {
 		fmt.Println("got", i)
 		if mine || len(f) > 1 {
 			return nil
+		}
+		if i%4 == 0 {
+			if err := c.Barrier(ctx); err != nil {
+				return fmt.Errorf("barrier after round %d: %w", i, err)
+			}
 		}
 	}
 }

@@ -80,7 +80,8 @@ func TestInStreamScripts(t *testing.T) {
 // one relay is closed (what it holds is lost, its ranks' connections
 // break) and a new one takes its socket with the job reattached; the
 // ranks resume, and every message of a two-tag stream in both directions
-// arrives exactly once, in order. Then the same with the other relay.
+// arrives exactly once, in order, and every tenth round's barrier
+// completes. Then the same with the other relay.
 func TestRanksResumeOnARestartedRelay(t *testing.T) {
 	dir, err := os.MkdirTemp("", "rr")
 	if err != nil {
@@ -113,7 +114,7 @@ func TestRanksResumeOnARestartedRelay(t *testing.T) {
 	}
 	stopStrobes := make(chan struct{})
 	strobed := make(chan struct{})
-	go func() { // the strobes of buffered mode; heartbeats time out
+	go func() { // the strobes and heartbeats of buffered mode
 		defer close(strobed)
 		for seq := uint64(1); ; seq++ {
 			select {
@@ -125,6 +126,9 @@ func TestRanksResumeOnARestartedRelay(t *testing.T) {
 			for _, r := range relays {
 				r.Cut(1, seq)
 			}
+			h0, h1 := relays[0].HeartbeatData(1, seq), relays[1].HeartbeatData(1, seq)
+			relays[1].PeerHeartbeat("n0", 1, seq, h0)
+			relays[0].PeerHeartbeat("n1", 1, seq, h1)
 			mu.Unlock()
 		}
 	}()
@@ -156,6 +160,11 @@ func TestRanksResumeOnARestartedRelay(t *testing.T) {
 						}
 						if string(m.Data) != strconv.Itoa(i) {
 							return fmt.Errorf("rank %d round %d tag %d: got %q: lost, repeated or out of order", rank, i, tag, m.Data)
+						}
+					}
+					if i%10 == 0 { // barriers too: sent again by a resumed rank
+						if err := c.Barrier(ctx); err != nil {
+							return fmt.Errorf("rank %d barrier after round %d: %w", rank, i, err)
 						}
 					}
 					progress[rank] <- i
