@@ -51,7 +51,7 @@ func benchRelays(b *testing.B, n int, key *clusterkey.Key) []*Relay {
 
 // benchRanks registers a two-rank job with rank i on relay rs[i] and
 // connects both.
-func benchRanks(b *testing.B, rs []*Relay, nodes []string) [2]*comm.Comm {
+func benchRanks(b *testing.B, rs []*Relay, nodes []string, grace time.Duration) [2]*comm.Comm {
 	b.Helper()
 	for _, r := range rs {
 		if err := r.AddJob(1, nodes); err != nil {
@@ -64,7 +64,7 @@ func benchRanks(b *testing.B, rs []*Relay, nodes []string) [2]*comm.Comm {
 		if nodes[i] != rs[0].cfg.Node {
 			r = rs[1]
 		}
-		c, err := comm.Dial(context.Background(), comm.Config{Relay: r.SocketPath(), Job: 1, Rank: i, Size: 2})
+		c, err := comm.Dial(context.Background(), comm.Config{Relay: r.SocketPath(), Job: 1, Rank: i, Size: 2, Grace: grace})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func BenchmarkPingPong(b *testing.B) {
 	})
 	for _, tc := range benchCases(b) {
 		b.Run(tc.name, func(b *testing.B) {
-			cs := benchRanks(b, benchRelays(b, tc.n, tc.key), tc.nodes)
+			cs := benchRanks(b, benchRelays(b, tc.n, tc.key), tc.nodes, tc.grace)
 			ctx := context.Background()
 			msg := make([]byte, benchMsg)
 			done := make(chan error, 1)
@@ -156,7 +156,7 @@ func BenchmarkStream(b *testing.B) {
 	})
 	for _, tc := range benchCases(b) {
 		b.Run(tc.name, func(b *testing.B) {
-			cs := benchRanks(b, benchRelays(b, tc.n, tc.key), tc.nodes)
+			cs := benchRanks(b, benchRelays(b, tc.n, tc.key), tc.nodes, tc.grace)
 			ctx := context.Background()
 			b.SetBytes(benchMsg)
 			// The receiver keeps a window of receives posted, as an
@@ -210,6 +210,7 @@ type benchCase struct {
 	nodes []string
 	n     int
 	key   *clusterkey.Key
+	grace time.Duration // the ranks number and keep their messages (comm.Config.Grace)
 }
 
 // benchCases are the relay set-ups measured: one node, two nodes, and two
@@ -221,9 +222,12 @@ func benchCases(b *testing.B) []benchCase {
 		b.Fatal(err)
 	}
 	return []benchCase{
-		{"relay-one-node", []string{"a", "a"}, 1, nil},
-		{"relay-two-nodes", []string{"a", "b"}, 2, nil},
-		{"relay-two-nodes-keyed", []string{"a", "b"}, 2, key},
+		{"relay-one-node", []string{"a", "a"}, 1, nil, 0},
+		{"relay-two-nodes", []string{"a", "b"}, 2, nil, 0},
+		{"relay-two-nodes-keyed", []string{"a", "b"}, 2, key, 0},
+		// What surviving a relay restart costs: numbers, a kept copy
+		// and an acknowledgement per message (resume.go).
+		{"relay-two-nodes-numbered", []string{"a", "b"}, 2, nil, time.Minute},
 	}
 }
 
