@@ -4,7 +4,7 @@
 // time slice and delivers it after the strobe (bcs mode): the program is
 // the same either way.
 //
-//	c, err := comm.Init(ctx)                 // from COSCHED_JOB, COSCHED_RANK, COSCHED_SIZE, COSCHED_RELAY
+//	c, err := comm.Init(ctx)                 // from COSCHED_JOB, COSCHED_RANK, COSCHED_SIZE, COSCHED_RELAY (and COSCHED_RELAY_GRACE)
 //	defer c.Finalize(ctx)
 //	err = c.Send(ctx, dst, tag, data)        // completes once handed to the relay (buffered send)
 //	m, err := c.Recv(ctx, comm.AnySource, comm.AnyTag)   // m.Source, m.Tag, m.Data
