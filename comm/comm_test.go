@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cosched/cosched/internal/frame"
 )
@@ -887,6 +888,14 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil || cfg != (Config{Relay: "/run/r.sock", Job: 42, Rank: 3, Size: 4}) {
 		t.Fatalf("%+v, %v", cfg, err)
 	}
+	if g, err := configFromEnv(func(k string) string {
+		if k == envGrace {
+			return "90s"
+		}
+		return good[k]
+	}); err != nil || g.Grace != 90*time.Second {
+		t.Fatalf("with a grace: %+v, %v", g, err)
+	}
 	for _, tc := range []struct {
 		name, value string
 		want        []string // in the error
@@ -900,6 +909,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{envRank, "-1", []string{envRank, `"-1"`}},
 		{envSize, "0", []string{envSize, `"0"`, "≥ 1"}},
 		{envSize, "", []string{envSize, "not set"}},
+		{envGrace, "5", []string{envGrace, `"5"`, "duration"}},
+		{envGrace, "-1s", []string{envGrace, `"-1s"`}},
 	} {
 		env := maps.Clone(good)
 		env[tc.name] = tc.value
