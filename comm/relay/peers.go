@@ -247,6 +247,9 @@ func (in inbound) job() int64 {
 type peerConn struct {
 	node string
 	q    *writeQueue
+	// moved wakes a writer waiting to redial: the peer's address
+	// changed (its relay restarted elsewhere), so the backoff is moot.
+	moved chan struct{}
 }
 
 func (pc *peerConn) close() { pc.q.close() }
@@ -257,7 +260,7 @@ func (r *Relay) peerLocked(node string) *peerConn {
 	if pc := r.out[node]; pc != nil {
 		return pc
 	}
-	pc := &peerConn{node: node, q: newWriteQueue()}
+	pc := &peerConn{node: node, q: newWriteQueue(), moved: make(chan struct{}, 1)}
 	r.out[node] = pc
 	if r.closed {
 		pc.close()
@@ -291,6 +294,8 @@ func (r *Relay) writePeer(pc *peerConn) {
 			case <-r.ctx.Done():
 				return
 			case <-time.After(backoff):
+			case <-pc.moved:
+				backoff = 10 * time.Millisecond
 			}
 			backoff = min(2*backoff, 2*time.Second)
 			continue

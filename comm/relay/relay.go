@@ -325,10 +325,17 @@ func (r *Relay) SetDelivery(mode Delivery, slice time.Duration, bandwidth float6
 func (r *Relay) SetPeers(peers map[string]string) {
 	r.mu.Lock()
 	defer r.unlock()
+	old := r.peers
 	r.peers = make(map[string]string, len(peers))
 	for n, a := range peers {
 		if n != r.cfg.Node && a != "" {
 			r.peers[n] = a
+			if pc := r.out[n]; pc != nil && old[n] != a {
+				select { // a writer in its backoff dials the new address now
+				case pc.moved <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}
 	for n, pc := range r.out {
