@@ -143,7 +143,7 @@ func TestMPICoschedAbort(t *testing.T) {
 		c.waitGone(id)
 		// The aborting rank was welcomed (the others may be killed
 		// before they are).
-		if out := c.rankOutput(id, tc.rank); !strings.Contains(out, "welcome 2 LD_LIBRARY_PATH="+lib) || !strings.Contains(out, "PMI_FD=\n") {
+		if out := c.rankOutput(id, tc.rank); !strings.Contains(out, fmt.Sprintf("welcome %d LD_LIBRARY_PATH=%s", comm.ProtocolVersion, lib)) || !strings.Contains(out, "PMI_FD=\n") {
 			t.Errorf("rank %d said %q", tc.rank, out)
 		}
 	}
