@@ -105,6 +105,8 @@ func BenchmarkRankStart(b *testing.B) {
 func BenchmarkPingPong(b *testing.B) {
 	prog := program(b, "node/testdata/pingpong.c")
 	args := []string{"5000", "100"}
+	// pingpong.c's round trips, warm-ups included (iters/10+1 each).
+	roundTrips := 5000 + 5000/10 + 1 + 100 + 100/10 + 1
 	report := func(b *testing.B, what string, outs []string) {
 		var lat, bw float64
 		for _, o := range outs {
@@ -118,23 +120,37 @@ func BenchmarkPingPong(b *testing.B) {
 		b.ReportMetric(lat/n, what+"-µs")
 		b.ReportMetric(bw/n, what+"-MB/s")
 	}
-	b.Run("cosched", func(b *testing.B) {
-		c := newCluster(b, 2, false)
-		var outs []string
-		b.ResetTimer()
-		cpu0 := selfCPU()
-		for range b.N {
-			res := c.run(b, prog, []int{0, 1}, 5*time.Minute, args...)
-			for _, r := range res {
-				if r.exit != 0 {
-					b.Fatalf("rank %d: exit %d: %s", r.rank, r.exit, r.err)
+	// cosched: the ranks on two nodes (two relays, TCP between them);
+	// cosched-1node: both on one node (one relay, no TCP).
+	for _, place := range []struct {
+		name  string
+		nodes int
+		ranks []int
+	}{{"cosched", 2, []int{0, 1}}, {"cosched-1node", 1, []int{0, 0}}} {
+		b.Run(place.name, func(b *testing.B) {
+			c := newCluster(b, place.nodes, false)
+			var outs []string
+			b.ResetTimer()
+			cpu0 := selfCPU()
+			sw0, rsw0 := switches(syscall.RUSAGE_SELF), switches(syscall.RUSAGE_CHILDREN)
+			for range b.N {
+				res := c.run(b, prog, place.ranks, 5*time.Minute, args...)
+				for _, r := range res {
+					if r.exit != 0 {
+						b.Fatalf("rank %d: exit %d: %s", r.rank, r.exit, r.err)
+					}
 				}
+				outs = append(outs, res[0].out)
 			}
-			outs = append(outs, res[0].out)
-		}
-		b.ReportMetric(float64(selfCPU()-cpu0)/float64(b.N)/1e6, "relay-cpu-ms")
-		report(b, "cosched", outs)
-	})
+			b.ReportMetric(float64(selfCPU()-cpu0)/float64(b.N)/1e6, "relay-cpu-ms")
+			// Context switches per message (one way), at the relays and at
+			// the two ranks: what a loaded host inflates least.
+			msgs := float64(2 * b.N * roundTrips)
+			b.ReportMetric(float64(switches(syscall.RUSAGE_SELF)-sw0)/msgs, "relay-csw/msg")
+			b.ReportMetric(float64(switches(syscall.RUSAGE_CHILDREN)-rsw0)/msgs, "ranks-csw/msg")
+			report(b, "cosched", outs)
+		})
+	}
 	b.Run("mpich", func(b *testing.B) {
 		mpiexec, err := exec.LookPath("mpiexec.mpich")
 		if err != nil {
@@ -154,6 +170,17 @@ func BenchmarkPingPong(b *testing.B) {
 		}
 		report(b, "mpich", outs)
 	})
+}
+
+// switches is the context switches, voluntary and not, of who
+// (syscall.RUSAGE_SELF: this process; RUSAGE_CHILDREN: its children
+// waited for).
+func switches(who int) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return ru.Nvcsw + ru.Nivcsw
 }
 
 // selfCPU is this process's CPU time (user and system).

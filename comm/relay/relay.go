@@ -114,6 +114,9 @@ type Relay struct {
 	// flushes.
 	gen   uint64
 	dirty []*writeQueue
+	// inlineNotes: the current critical section is a reader's
+	// (lockReader), which makes the OnBlocked calls it causes itself.
+	inlineNotes bool
 	// endedStats is the traffic of the jobs in ended, for Stats.
 	endedStats map[int64]telemetry.RelayJobStats
 }
@@ -242,13 +245,27 @@ func New(cfg Config) (*Relay, error) {
 // connections no one was writing (writeQueue.flush): without blocking,
 // and without a hand-off to their writer goroutines.
 func (r *Relay) unlock() {
-	dirty := r.dirty
-	r.dirty = nil
+	dirty, inline := r.dirty, r.inlineNotes
+	r.dirty, r.inlineNotes = nil, false
 	r.gen++
 	r.mu.Unlock()
 	for _, q := range dirty {
 		q.flush()
 	}
+	if inline {
+		r.notes.drainInline()
+	}
+}
+
+// lockReader takes r.mu on a connection's reader goroutine (a rank's, a
+// peer's), which holds no other lock: the OnBlocked calls its critical
+// section causes are made by it, at unlock, after its writes, rather than
+// handed to the notifier goroutine (a wake-up of another thread per
+// message, measured in docs/mpi.md). The API's methods, which the agent
+// may call holding its own locks, keep the notifier goroutine.
+func (r *Relay) lockReader() {
+	r.mu.Lock()
+	r.inlineNotes = true
 }
 
 // pushLocked queues a frame on q, under r.mu, claiming q for this
@@ -629,7 +646,7 @@ func (rs *rankState) setBlocked(r *Relay, b bool) {
 		return
 	}
 	rs.blocked = b
-	r.notes.push(blockEvent{job: rs.job.id, rank: rs.rank, blocked: b})
+	r.notes.push(blockEvent{job: rs.job.id, rank: rs.rank, blocked: b}, r.inlineNotes)
 }
 
 func (rs *rankState) recompute(r *Relay) {
