@@ -181,10 +181,7 @@ func (q *writeQueue) flush() {
 	n, werr := 0, error(nil)
 	if total <= directMax { // else: to the writer, as in enqueue
 		if err := raw.Write(func(fd uintptr) bool {
-			// MSG_DONTWAIT, not the descriptor's O_NONBLOCK: a rank
-			// connection's descriptor blocks (its reader sleeps in
-			// read(2), see blockingReads), and this write must not.
-			n, werr = unix.SendmsgBuffers(int(fd), iov, nil, nil, unix.MSG_DONTWAIT)
+			n, werr = unix.Writev(int(fd), iov)
 			return true // once, never waiting: what is left goes to the writer
 		}); err != nil {
 			werr = err

@@ -54,38 +54,12 @@ func (rc *rankConn) fatal(msg string) {
 	rc.q.close()
 }
 
-// close ends the connection now. The descriptor blocks (blockingReads):
-// shutdown wakes its reader, and its writer, from read(2) and write(2)
-// first, which Close alone would wait for.
+// close ends the connection now.
 func (rc *rankConn) close() {
 	rc.once.Do(func() {
 		rc.q.close()
-		if raw, err := rc.c.SyscallConn(); err == nil {
-			raw.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) })
-		}
 		rc.c.Close()
 	})
-}
-
-// blockingReads clears O_NONBLOCK on a rank connection, so that its reader
-// sleeps in read(2) rather than in Go's network poller: the kernel then
-// wakes the reader's thread itself when the rank writes, where the poller
-// would wake a thread blocked in epoll_wait that hands the goroutine to
-// another (measured: about 15 context switches per round trip between two
-// ranks of one relay with the poller; docs/mpi.md). It costs a thread per
-// rank connection while its rank is connected. Writes stay non-blocking
-// where they must (writeQueue.flush: MSG_DONTWAIT); the writer
-// goroutine's may block, as it may anyway.
-func blockingReads(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = unix.SetNonblock(int(fd), false) }); err != nil {
-		return err
-	}
-	return serr
 }
 
 func (r *Relay) acceptRanks() {
@@ -100,9 +74,6 @@ func (r *Relay) acceptRanks() {
 		// A socket buffer that holds a large Deliver whole lets it go in
 		// one direct write (the kernel caps it at net.core.wmem_max).
 		c.SetWriteBuffer(rankSocketBuffer)
-		if err := blockingReads(c); err != nil {
-			r.log.Warn("rank connection stays non-blocking", zap.Error(err))
-		}
 		rc := &rankConn{c: c, q: newWriteQueue(), log: r.log}
 		rc.q.setRaw(c)
 		rc.uid, rc.credErr = peerUID(c)
