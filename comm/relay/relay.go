@@ -50,14 +50,16 @@ type Config struct {
 	Log        *zap.Logger
 	// OnBlocked learns, in order, when a local rank becomes blocked in
 	// communication (a Wait for undelivered receives, or a barrier) and
-	// when it can proceed again. Called from one goroutine; it may block
-	// briefly but must not call back into the Relay.
+	// when it can proceed again. Called one call at a time, never under
+	// the Relay's lock: by the reader goroutine whose frame caused the
+	// change (a rank's, a peer link's), else by the notifier goroutine.
+	// It may block briefly (it delays that connection's next frame).
 	OnBlocked func(job int64, rank int, blocked bool)
 	// OnHeartbeatNodes, optional, learns that HeartbeatNodes may have
 	// changed for a reason other than AddJob or RemoveJob: a job's root
 	// left it, or this node left a job it finished (FinishJob), which in
 	// buffered mode happens once the job's last slice from here has gone.
-	// Called from the goroutine that calls OnBlocked.
+	// Called as OnBlocked is, in order with its calls.
 	OnHeartbeatNodes func()
 	// OnStats receives a rank's benchmark statistics (comm.Stats).
 	OnStats func(job int64, rank int, s comm.Stats)
