@@ -11,11 +11,11 @@ import (
 )
 
 // TestOnBlockedInOrderFromReaders: the OnBlocked calls a rank's frames
-// cause are made by the relay's reader goroutines (the receiver's Wait,
-// the sender's Send that unblocks it) and by the notifier goroutine (a
-// job removed by the agent), one at a time and in the order the changes
-// happened, and a callback that calls back into the relay does not
-// deadlock it (no lock is held during the calls).
+// cause (the receiver's Wait, the sender's Send that unblocks it) and the
+// agent's calls cause (a job removed) are made one at a time and in the
+// order the changes happened, and a callback that calls back into the
+// relay does not deadlock it (no lock of the relay's is held during the
+// calls): what moving the calls to other goroutines must keep.
 func TestOnBlockedInOrderFromReaders(t *testing.T) {
 	var (
 		mu         sync.Mutex
