@@ -438,7 +438,7 @@ func (r *Relay) leaveFinishedLocked(force bool) {
 			r.keepLeftLocked(j)
 		}
 		r.forgetJobLocked(id)
-		r.notes.push(blockEvent{targets: true}, r.inlineNotes) // this node no longer heartbeats the job's root
+		r.notes.push(blockEvent{targets: true}) // this node no longer heartbeats the job's root
 	}
 }
 

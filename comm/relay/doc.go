@@ -86,9 +86,7 @@
 // One mutex guards the relay's state. Goroutines, all ended by Close: the
 // Unix and TCP accept loops; a reader and a writer per rank connection; a
 // reader per inbound peer connection; a writer per outbound peer
-// connection (it dials); the notifier that calls OnBlocked in order (a
-// reader goroutine makes the calls its own frames cause itself, after its
-// writes: no hand-off per message, docs/mpi.md); the
+// connection (it dials); the notifier that calls OnBlocked in order; the
 // buffered mode's transfer loop. Writers drain unbounded queues and
 // direct writes never block, so no state change ever waits for a socket:
 // a stopped rank that does not read costs memory, not progress; and no

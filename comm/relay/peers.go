@@ -517,7 +517,7 @@ func (r *Relay) servePeer(c net.Conn) {
 			log.Warn("bad frame from relay; connection closed", zap.Error(err))
 			return
 		}
-		r.lockReader()
+		r.mu.Lock()
 		r.inboundLocked(in)
 		r.unlock()
 	}
@@ -565,7 +565,7 @@ func (r *Relay) inboundLocked(in inbound) {
 			root := r.rootLocked(j)
 			j.left[in.left.Node] = true
 			if r.rootLocked(j) != root { // heartbeats go to the next root
-				r.notes.push(blockEvent{targets: true}, r.inlineNotes)
+				r.notes.push(blockEvent{targets: true})
 			}
 			r.bcs.wakeUp() // a transfer may have been waiting for its heartbeat
 		}

@@ -103,7 +103,7 @@ const rankSocketBuffer = 4 << 20
 func (r *Relay) serveRank(rc *rankConn) {
 	var rs *rankState
 	defer func() {
-		r.lockReader()
+		r.mu.Lock()
 		delete(r.rankConns, rc)
 		if rs != nil && rs.conn == rc {
 			rs.conn = nil
@@ -247,7 +247,7 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 		if err := frame.Decode(body, &w); err != nil {
 			return fmt.Errorf("malformed wait: %w", err)
 		}
-		r.lockReader()
+		r.mu.Lock()
 		for _, req := range w.Reqs {
 			if _, ok := rs.pending[req]; ok {
 				rs.waiting[req] = struct{}{}
@@ -261,7 +261,7 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 		if err := frame.Decode(body, &u); err != nil {
 			return fmt.Errorf("malformed unwait: %w", err)
 		}
-		r.lockReader()
+		r.mu.Lock()
 		for _, req := range u.Reqs {
 			delete(rs.waiting, req)
 		}
@@ -290,7 +290,7 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 		}
 		return nil
 	case comm.FrameFinalize:
-		r.lockReader()
+		r.mu.Lock()
 		rs.finalized = true
 		clear(rs.waiting)
 		rs.probing = nil
@@ -349,7 +349,7 @@ func (r *Relay) rankSend(rs *rankState, fr *frame.Reader, s comm.Send) error {
 	case s.Context < 0 || s.Context >= comm.MaxContext:
 		return fmt.Errorf("send in context %d, outside [0, %d)", s.Context, comm.MaxContext)
 	}
-	r.lockReader()
+	r.mu.Lock()
 	defer r.unlock()
 	if r.jobs[j.id] != j || j.finishing {
 		return errors.New("the job has ended")
@@ -373,7 +373,7 @@ func (r *Relay) rankPost(rs *rankState, p comm.Post) error {
 	if err := checkMatch("receive", rs.job, p.Src, p.Tag, p.Context); err != nil {
 		return err
 	}
-	r.lockReader()
+	r.mu.Lock()
 	defer r.unlock()
 	if _, dup := rs.pending[p.Req]; dup {
 		return fmt.Errorf("receive request %d posted twice", p.Req)
@@ -394,7 +394,7 @@ func (r *Relay) rankProbe(rs *rankState, p comm.Probe) error {
 	if err := checkMatch("probe", rs.job, p.Src, p.Tag, p.Context); err != nil {
 		return err
 	}
-	r.lockReader()
+	r.mu.Lock()
 	defer r.unlock()
 	rs.job.st.Probes++
 	if env, ok := rs.q.peek(posted{src: p.Src, tag: p.Tag, ctx: p.Context}); ok || !p.Block {
@@ -429,7 +429,7 @@ func (r *Relay) rankColl(rs *rankState, c comm.Coll) error {
 	case c.Bytes < 0:
 		return fmt.Errorf("collective of %d bytes", c.Bytes)
 	}
-	r.lockReader()
+	r.mu.Lock()
 	defer r.unlock()
 	j.st.Collectives++
 	j.st.CollectiveBytes += uint64(c.Bytes)
@@ -443,7 +443,7 @@ func (r *Relay) rankColl(rs *rankState, c comm.Coll) error {
 // rankAbort records a rank's Abort and tells the agent.
 func (r *Relay) rankAbort(rs *rankState, a comm.Abort) {
 	a.Error = cleanText(a.Error, comm.MaxAbortText)
-	r.lockReader()
+	r.mu.Lock()
 	rs.abort = &a
 	if rs.job.abort == nil {
 		rs.job.abort = &rankAbort{rank: rs.rank, Abort: a}
@@ -480,7 +480,7 @@ func cleanText(s string, max int) string {
 }
 
 func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
-	r.lockReader()
+	r.mu.Lock()
 	defer r.unlock()
 	j := rs.job
 	switch {
@@ -513,17 +513,15 @@ type blockEvent struct {
 	targets bool
 }
 
-// notifier calls OnBlocked and OnHeartbeatNodes one call at a time, in
-// the order the changes happened, never while the relay's lock is held:
-// from its goroutine, or from the reader goroutine whose frame caused
-// them (Relay.lockReader), which holds no lock of anyone's then.
+// notifier calls OnBlocked and OnHeartbeatNodes from one goroutine, in
+// the order the changes happened, so the relay never calls out while
+// holding its lock.
 type notifier struct {
 	fn      func(job int64, rank int, blocked bool)
 	targets func()
 	mu      sync.Mutex
 	cond    *sync.Cond
 	events  []blockEvent
-	running bool // someone is making calls: no one else may, for their order
 	done    bool
 }
 
@@ -533,49 +531,14 @@ func newNotifier(fn func(int64, int, bool), targets func()) *notifier {
 	return n
 }
 
-// push queues e. With inline, the caller drains the queue itself
-// (drainInline) once it holds no lock, and the notifier goroutine is not
-// woken: a rank blocking in a receive then costs no goroutine hand-off.
-func (n *notifier) push(e blockEvent, inline bool) {
+func (n *notifier) push(e blockEvent) {
 	if e.targets && n.targets == nil || !e.targets && n.fn == nil {
 		return
 	}
 	n.mu.Lock()
 	n.events = append(n.events, e)
-	if !inline {
-		n.cond.Signal()
-	}
+	n.cond.Signal()
 	n.mu.Unlock()
-}
-
-// drainInline makes the calls queued, on the calling goroutine, unless
-// the notifier goroutine is making calls: it then takes the rest, in
-// order, after them.
-func (n *notifier) drainInline() {
-	n.mu.Lock()
-	for len(n.events) > 0 && !n.running && !n.done {
-		evs := n.events
-		n.events = nil
-		n.running = true
-		n.mu.Unlock()
-		n.call(evs)
-		n.mu.Lock()
-		n.running = false
-	}
-	if len(n.events) > 0 {
-		n.cond.Signal()
-	}
-	n.mu.Unlock()
-}
-
-func (n *notifier) call(evs []blockEvent) {
-	for _, e := range evs {
-		if e.targets {
-			n.targets()
-		} else {
-			n.fn(e.job, e.rank, e.blocked)
-		}
-	}
 }
 
 func (n *notifier) run(ctx context.Context) {
@@ -588,7 +551,7 @@ func (n *notifier) run(ctx context.Context) {
 	defer stop()
 	for {
 		n.mu.Lock()
-		for (len(n.events) == 0 || n.running) && !n.done {
+		for len(n.events) == 0 && !n.done {
 			n.cond.Wait()
 		}
 		if n.done {
@@ -597,11 +560,13 @@ func (n *notifier) run(ctx context.Context) {
 		}
 		evs := n.events
 		n.events = nil
-		n.running = true
 		n.mu.Unlock()
-		n.call(evs)
-		n.mu.Lock()
-		n.running = false
-		n.mu.Unlock()
+		for _, e := range evs {
+			if e.targets {
+				n.targets()
+			} else {
+				n.fn(e.job, e.rank, e.blocked)
+			}
+		}
 	}
 }

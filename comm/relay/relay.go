@@ -50,16 +50,14 @@ type Config struct {
 	Log        *zap.Logger
 	// OnBlocked learns, in order, when a local rank becomes blocked in
 	// communication (a Wait for undelivered receives, or a barrier) and
-	// when it can proceed again. Called one call at a time, never under
-	// the Relay's lock: by the reader goroutine whose frame caused the
-	// change (a rank's, a peer link's), else by the notifier goroutine.
-	// It may block briefly (it delays that connection's next frame).
+	// when it can proceed again. Called from one goroutine; it may block
+	// briefly but must not call back into the Relay.
 	OnBlocked func(job int64, rank int, blocked bool)
 	// OnHeartbeatNodes, optional, learns that HeartbeatNodes may have
 	// changed for a reason other than AddJob or RemoveJob: a job's root
 	// left it, or this node left a job it finished (FinishJob), which in
 	// buffered mode happens once the job's last slice from here has gone.
-	// Called as OnBlocked is, in order with its calls.
+	// Called from the goroutine that calls OnBlocked.
 	OnHeartbeatNodes func()
 	// OnStats receives a rank's benchmark statistics (comm.Stats).
 	OnStats func(job int64, rank int, s comm.Stats)
@@ -116,9 +114,6 @@ type Relay struct {
 	// flushes.
 	gen   uint64
 	dirty []*writeQueue
-	// inlineNotes: the current critical section is a reader's
-	// (lockReader), which makes the OnBlocked calls it causes itself.
-	inlineNotes bool
 	// endedStats is the traffic of the jobs in ended, for Stats.
 	endedStats map[int64]telemetry.RelayJobStats
 }
@@ -247,27 +242,13 @@ func New(cfg Config) (*Relay, error) {
 // connections no one was writing (writeQueue.flush): without blocking,
 // and without a hand-off to their writer goroutines.
 func (r *Relay) unlock() {
-	dirty, inline := r.dirty, r.inlineNotes
-	r.dirty, r.inlineNotes = nil, false
+	dirty := r.dirty
+	r.dirty = nil
 	r.gen++
 	r.mu.Unlock()
 	for _, q := range dirty {
 		q.flush()
 	}
-	if inline {
-		r.notes.drainInline()
-	}
-}
-
-// lockReader takes r.mu on a connection's reader goroutine (a rank's, a
-// peer's), which holds no other lock: the OnBlocked calls its critical
-// section causes are made by it, at unlock, after its writes, rather than
-// handed to the notifier goroutine (a wake-up of another thread per
-// message, measured in docs/mpi.md). The API's methods, which the agent
-// may call holding its own locks, keep the notifier goroutine.
-func (r *Relay) lockReader() {
-	r.mu.Lock()
-	r.inlineNotes = true
 }
 
 // pushLocked queues a frame on q, under r.mu, claiming q for this
@@ -648,7 +629,7 @@ func (rs *rankState) setBlocked(r *Relay, b bool) {
 		return
 	}
 	rs.blocked = b
-	r.notes.push(blockEvent{job: rs.job.id, rank: rs.rank, blocked: b}, r.inlineNotes)
+	r.notes.push(blockEvent{job: rs.job.id, rank: rs.rank, blocked: b})
 }
 
 func (rs *rankState) recompute(r *Relay) {
