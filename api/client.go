@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -379,6 +380,19 @@ func (c *Client) NodesRecords(ctx context.Context, records int) (NodesReport, er
 	return r, err
 }
 
+// NodesSince lists the cluster's agents with their statistics and, per
+// agent, the slice records added after those the cursor names (the
+// newest records of each, at most MaxRecords, for an agent it does not
+// name). Pass the report's Cursor to the next call; when Cursor.Behind
+// names an agent, drop what was read and start again from an empty
+// cursor.
+func (c *Client) NodesSince(ctx context.Context, records int, cursor Cursor) (NodesReport, error) {
+	var r NodesReport
+	q := url.Values{"stats": {"true"}, "records": {strconv.Itoa(records)}, "since": {cursor.String()}}
+	err := c.do(ctx, http.MethodGet, "/v1/nodes?"+q.Encode(), nil, &r)
+	return r, err
+}
+
 // Nodes lists the cluster's agents, with their statistics if stats.
 func (c *Client) Nodes(ctx context.Context, stats bool) (NodesReport, error) {
 	var r NodesReport
@@ -408,6 +422,14 @@ func (c *Client) Wait(ctx context.Context, id int64, every time.Duration) (Job, 
 func (c *Client) LocalStats(ctx context.Context, since uint64) (NodeStats, error) {
 	var st NodeStats
 	err := c.doAt(ctx, c.home, http.MethodGet, fmt.Sprintf("/v1/local/stats?since=%d", since), nil, &st)
+	return st, err
+}
+
+// LocalStatsAfter is LocalStats with only the records after the one named
+// after, in any epoch (a zero RecordID: all of them).
+func (c *Client) LocalStatsAfter(ctx context.Context, after RecordID) (NodeStats, error) {
+	var st NodeStats
+	err := c.doAt(ctx, c.home, http.MethodGet, "/v1/local/stats?since="+after.String(), nil, &st)
 	return st, err
 }
 

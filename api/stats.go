@@ -15,6 +15,10 @@ type NodesReport struct {
 	Nodes   []NodeInfo           `json:"nodes"`
 	Cluster *ClusterStats        `json:"cluster,omitempty"`
 	Skew    *telemetry.SkewStats `json:"skew,omitempty"`
+	// Cursor is, with ?since=, what the reader now has: pass it back as
+	// the next since= for the records added after these (Cursor's
+	// String).
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // NodeStats is one agent's view of the strobes.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cosched/cosched/node/ctl"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -305,9 +306,20 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 	}
 	rep := api.NodesReport{Nodes: nodes}
 	// ?records=N keeps each agent's last N slice records in its stats
-	// (the web page's timeline).
+	// (the web page's timeline); ?since=CURSOR only those after the
+	// cursor's, per agent (api.Cursor), all of them by default.
+	q := r.URL.Query()
 	keep := 0
-	if s := r.URL.Query().Get("records"); s != "" {
+	var since api.Cursor
+	if q.Has("since") {
+		var err error
+		if since, err = api.ParseCursor(q.Get("since")); err != nil {
+			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("since=%q: %v (pass back the last report's cursor, or nothing)", q.Get("since"), err))
+			return
+		}
+		keep = api.MaxRecords
+	}
+	if s := q.Get("records"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 || n > api.MaxRecords {
 			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("records=%q: want a number of slices from 0 to %d", s, api.MaxRecords))
@@ -315,56 +327,95 @@ func (a *Agent) apiNodes(c *Controller, w http.ResponseWriter, r *http.Request) 
 		}
 		keep = n
 	}
-	if want, _ := strconv.ParseBool(r.URL.Query().Get("stats")); want {
+	if want, _ := strconv.ParseBool(q.Get("stats")); want {
 		cs, err := c.Stats(ctx)
 		if err != nil {
 			api.WriteError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
 		rep.Cluster = &cs
-		records := map[string][]strobe.SliceRecord{}
-		for i := range rep.Nodes {
-			n := &rep.Nodes[i]
-			if n.State != "up" || n.APIAddr == "" {
-				continue
-			}
-			cl := api.NewClient(n.APIAddr)
-			cl.Token = func() (string, error) { return a.token(a.self()), nil }
-			st, err := cl.LocalStats(ctx, 0)
-			if err != nil {
-				a.log.Warn("node stats", zap.String("node", n.Name), zap.Error(err))
-				continue
-			}
-			records[n.Name] = st.Records
-			st.Records = st.Records[max(0, len(st.Records)-keep):]
-			if keep == 0 {
-				st.Records = nil
-			}
-			n.Stats = &st
-		}
-		skew := strobe.Skew(records)
-		rep.Skew = &skew
+		rep.Skew, rep.Cursor = a.nodeStats(ctx, rep.Nodes, keep, since)
 	}
 	api.WriteJSON(w, http.StatusOK, rep)
+}
+
+// nodeStats asks every agent up for its statistics, one after the other, and puts
+// them in nodes, each with its last keep slice records, and returns the
+// skew across them. With a cursor (since non-nil) an agent sends only the
+// records after the cursor's for it, and the skew is over those; the
+// cursor returned names, per agent, the newest record the reader now
+// has (the one it had for an agent that did not answer: asked again next
+// time, nothing is skipped). Without one, each agent sends all it keeps
+// (the skew over its History).
+func (a *Agent) nodeStats(ctx context.Context, nodes []api.NodeInfo, keep int, since api.Cursor) (*strobe.SkewStats, string) {
+	records := make([][]strobe.SliceRecord, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		if n.State != "up" || n.APIAddr == "" {
+			continue
+		}
+		cl := api.NewClient(n.APIAddr)
+		cl.Token = func() (string, error) { return a.token(a.self()), nil }
+		st, err := cl.LocalStatsAfter(ctx, since[n.Name])
+		if err != nil {
+			a.log.Warn("node stats", zap.String("node", n.Name), zap.Error(err))
+			continue
+		}
+		records[i] = st.Records
+		st.Records = st.Records[max(0, len(st.Records)-keep):]
+		if keep == 0 {
+			st.Records = nil
+		}
+		n.Stats = &st
+	}
+	byNode := map[string][]strobe.SliceRecord{}
+	for i, recs := range records {
+		byNode[nodes[i].Name] = recs
+	}
+	skew := strobe.Skew(byNode)
+	if since == nil {
+		return &skew, ""
+	}
+	next := maps.Clone(since)
+	for _, n := range nodes {
+		if n.Stats != nil && len(n.Stats.Records) > 0 {
+			next[n.Name] = api.IDOf(n.Stats.Records[len(n.Stats.Records)-1])
+		}
+	}
+	return &skew, next.String()
 }
 
 // apiLocalStats is GET /v1/local/stats[?since=SEQ]: this agent's strobe
 // statistics and its per-slice records (only those after slice SEQ).
 func (a *Agent) apiLocalStats(w http.ResponseWriter, r *http.Request) {
-	var since uint64
-	if s := r.URL.Query().Get("since"); s != "" {
-		var err error
-		if since, err = strconv.ParseUint(s, 10, 64); err != nil {
-			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("since=%q: not a slice number", s))
+	// since=SEQ: the records of slices after SEQ, whatever their epoch;
+	// since=EPOCH.SEQ: those after that one (api.RecordID's order), which
+	// a controller failover does not disturb.
+	var after func(strobe.SliceRecord) bool
+	if s := r.URL.Query().Get("since"); strings.Contains(s, ".") {
+		id, err := api.ParseRecordID(s)
+		if err != nil {
+			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("since=%v", err))
 			return
 		}
+		after = func(rec strobe.SliceRecord) bool { return api.IDOf(rec).Compare(id) > 0 }
+	} else {
+		var since uint64
+		if s != "" {
+			var err error
+			if since, err = strconv.ParseUint(s, 10, 64); err != nil {
+				api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("since=%q: not a slice number (SEQ or EPOCH.SEQ)", s))
+				return
+			}
+		}
+		after = func(rec strobe.SliceRecord) bool { return rec.Seq > since }
 	}
 	st := api.NodeStats{Realtime: a.realtimeStatus(), Relay: api.RelayStats(a.relay.Stats()), SlotReuses: a.sw.slotReuses(),
 		Lends: a.sw.slotLends(), Cgroups: a.cg.Status(), Suspend: a.suspendStatus()}
 	if a.follower != nil {
 		st.Strobe = a.follower.Stats()
 		for _, rec := range a.follower.Records() {
-			if rec.Seq > since {
+			if after(rec) {
 				st.Records = append(st.Records, rec)
 			}
 		}
