@@ -53,7 +53,7 @@ func (s *uiSource) Slice() (uint64, int) {
 	return s.a.follower.Current()
 }
 
-func (s *uiSource) State(ctx context.Context, stats bool) (ui.State, error) {
+func (s *uiSource) State(ctx context.Context, stats bool, since api.Cursor) (ui.State, error) {
 	s.once.Do(func() {
 		s.a.mu.Lock()
 		addr := s.a.meta.APIAddr
@@ -67,7 +67,7 @@ func (s *uiSource) State(ctx context.Context, stats bool) (ui.State, error) {
 	}
 	var nodes api.NodesReport
 	if stats {
-		nodes, err = s.cl.NodesRecords(ctx, ui.TimelineSlices) // the timeline's too
+		nodes, err = s.cl.NodesSince(ctx, ui.TimelineSlices, since) // the timeline's new records too
 	} else {
 		nodes, err = s.cl.Nodes(ctx, false)
 	}

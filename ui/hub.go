@@ -42,10 +42,13 @@ type LentCell struct {
 // from one goroutine, and must be cheap (an agent's last strobe, under a
 // lock); State is called at most every StateEvery and may take a round trip
 // to the controller: stats asks for the nodes' strobe statistics too
-// (GET /v1/nodes?stats=1, which asks every agent).
+// (GET /v1/nodes?stats=1, which asks every agent), with each agent's slice
+// records after those since names (all it keeps, up to TimelineSlices,
+// for an agent since does not name) and the cursor to ask with next
+// (NodesReport.Cursor).
 type Source interface {
 	Slice() (seq uint64, row int)
-	State(ctx context.Context, stats bool) (State, error)
+	State(ctx context.Context, stats bool, since api.Cursor) (State, error)
 }
 
 // HubConfig bounds the hub's rates: however short the slices and however
@@ -80,6 +83,9 @@ type Hub struct {
 	lent  []LentCell
 	lends map[lendKey]uint64
 	tl    *timeline
+	// cursor names the newest record tl has of each agent: a statistics
+	// reading asks only for the records after it.
+	cursor api.Cursor
 
 	mu   sync.Mutex // guards subs, last
 	subs map[*Sub]struct{}
@@ -234,7 +240,7 @@ func (h *Hub) stateLoop(ctx context.Context) {
 		withStats := !first && time.Since(lastStats) >= h.cfg.StatsEvery
 		first = false
 		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		st, err := h.src.State(fctx, withStats)
+		st, err := h.src.State(fctx, withStats, h.cursor)
 		cancel()
 		if err != nil && withStats && ctx.Err() == nil {
 			// An agent slow to answer for its statistics must not keep
@@ -243,7 +249,7 @@ func (h *Hub) stateLoop(ctx context.Context) {
 			lastStats = time.Now()
 			withStats = false
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			st, err = h.src.State(fctx, false)
+			st, err = h.src.State(fctx, false, nil)
 			cancel()
 		}
 		if ctx.Err() != nil {
@@ -255,6 +261,15 @@ func (h *Hub) stateLoop(ctx context.Context) {
 		} else {
 			for i := range st.Jobs {
 				st.Jobs[i] = PublicJob(st.Jobs[i])
+			}
+			if withStats && len(h.cursor.Behind(st.Nodes)) > 0 {
+				// An agent's history went backwards (it restarted): what
+				// the timeline has of it is gone there. Start again from
+				// nothing: the next reading (in StateEvery) asks every
+				// agent for all it keeps.
+				h.tl, h.cursor = newTimeline(TimelineSlices), nil
+				withStats = false
+				lastStats = time.Time{}
 			}
 			if withStats {
 				lastStats = time.Now()
@@ -288,8 +303,12 @@ func (h *Hub) stateLoop(ctx context.Context) {
 }
 
 // addRecords moves the nodes' slice records out of the report into the
-// timeline and returns its view.
+// timeline, keeps the report's cursor for the next reading, and returns
+// the timeline's view.
 func (h *Hub) addRecords(r *api.NodesReport) *Timeline {
+	// A cursor that does not parse (never from a controller of this
+	// version) reads everything again: the timeline merges by slice.
+	h.cursor, _ = api.ParseCursor(r.Cursor)
 	records := map[string][]telemetry.SliceRecord{}
 	for _, n := range r.Nodes {
 		if n.Stats != nil && len(n.Stats.Records) > 0 {

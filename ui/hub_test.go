@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // fakeSource is a slice clock that advances at every read, and a cluster
@@ -28,7 +31,7 @@ func (f *fakeSource) Slice() (uint64, int) {
 	return s, int(s % 2)
 }
 
-func (f *fakeSource) State(_ context.Context, stats bool) (State, error) {
+func (f *fakeSource) State(_ context.Context, stats bool, _ api.Cursor) (State, error) {
 	f.states.Add(1)
 	st := State{Jobs: []api.Job{{ID: 7, State: api.Running, Columns: []int{0, 1}, Ranks: []api.RankInfo{{Rank: 0}},
 		Spec: api.JobSpec{Name: "j", Command: []string{"secret-command"}, Dir: "/secret/dir", Env: []string{"K=secret"}}}},
@@ -195,12 +198,12 @@ func TestHubLentCells(t *testing.T) {
 // statsFail answers without statistics only.
 type statsFail struct{ fakeSource }
 
-func (f *statsFail) State(ctx context.Context, stats bool) (State, error) {
+func (f *statsFail) State(ctx context.Context, stats bool, since api.Cursor) (State, error) {
 	if stats {
 		f.stats.Add(1)
 		return State{}, fmt.Errorf("an agent is slow")
 	}
-	return f.fakeSource.State(ctx, false)
+	return f.fakeSource.State(ctx, false, since)
 }
 
 // Statistics that cannot be read do not keep the queue and the matrix
@@ -221,6 +224,84 @@ func TestHubStatsFailureStillShowsState(t *testing.T) {
 				}
 				return
 			}
+		}
+	}
+}
+
+// recordSource is one agent whose history grows by three slices at every
+// statistics reading and answers only the records after the cursor, as
+// GET /v1/nodes?since= does; restart empties its history.
+type recordSource struct {
+	fakeSource
+	mu        sync.Mutex
+	newest    uint64         // the agent's last slice
+	asked     []string       // the cursor of each statistics reading
+	delivered map[uint64]int // how often each slice's record was handed over
+	restarted bool
+}
+
+func (f *recordSource) State(ctx context.Context, stats bool, since api.Cursor) (State, error) {
+	st, _ := f.fakeSource.State(ctx, false, nil)
+	if !stats {
+		return st, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, since.String())
+	ns := &api.NodeStats{}
+	if !f.restarted {
+		f.newest += 3
+		ns.Strobe.Epoch, ns.Strobe.LastSeq = 1, f.newest
+		for seq := since["a0"].Seq + 1; seq <= f.newest; seq++ {
+			ns.Records = append(ns.Records, telemetry.SliceRecord{Epoch: 1, Seq: seq, Row: int(seq % 2), SwitchedMono: int64(seq) * 1e7})
+			f.delivered[seq]++
+		}
+	}
+	next := api.Cursor{}
+	maps.Copy(next, since)
+	if len(ns.Records) > 0 {
+		next["a0"] = api.IDOf(ns.Records[len(ns.Records)-1])
+	}
+	st.Nodes.Nodes[0].Stats = ns
+	st.Nodes.Cursor = next.String()
+	return st, nil
+}
+
+// A statistics reading asks only for the records after those the hub has
+// (each delivered once, the timeline growing by them); when the agent's
+// history goes backwards the hub forgets its timeline and asks for all.
+func TestHubReadsNewRecordsOnly(t *testing.T) {
+	src := &recordSource{delivered: map[uint64]int{}}
+	h := runHub(t, src, HubConfig{StateEvery: 2 * time.Millisecond, StatsEvery: 5 * time.Millisecond})
+	_, leave := h.Subscribe()
+	defer leave()
+	asked := func() []string {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return slices.Clone(src.asked)
+	}
+	waitFor(t, "four statistics readings", func() bool { return len(asked()) >= 4 })
+	src.mu.Lock()
+	src.restarted = true
+	src.mu.Unlock()
+	waitFor(t, "a reading after the restart with no cursor", func() bool {
+		a := asked()
+		return slices.Contains(a[4:], "")
+	})
+	got := asked()
+	if got[0] != "" {
+		t.Errorf("first reading asked with cursor %q, want none", got[0])
+	}
+	for i := 1; i < 4; i++ {
+		if want := fmt.Sprintf("a0:1.%d", 3*i); got[i] != want {
+			t.Errorf("reading %d asked since %q, want %q (the newest record of the reading before)", i, got[i], want)
+		}
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	for seq := uint64(1); seq <= 12; seq++ {
+		if n := src.delivered[seq]; n != 1 {
+			t.Errorf("slice %d's record handed over %d times, want once", seq, n)
 		}
 	}
 }
