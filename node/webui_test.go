@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/sharing"
+	"github.com/cosched/cosched/telemetry"
 	"github.com/cosched/cosched/ui"
 )
 
@@ -214,6 +218,7 @@ func TestWebUIAuthentication(t *testing.T) {
 	if code, body, _ := get("/v1/nodes?stats=1&records=99999", mine); code != http.StatusBadRequest || !strings.Contains(body, "records=") {
 		t.Errorf("too many records: %d %s, want 400 naming records=", code, body)
 	}
+	checkNodesSince(t, owner, func(path string) (int, string) { code, body, _ := get(path, mine); return code, body })
 	if code, _, _ := get(path+"/output?rank=9", mine); code != http.StatusBadRequest {
 		t.Errorf("output of a rank the job does not have: %d, want 400", code)
 	}
@@ -227,3 +232,93 @@ func TestWebUIAuthentication(t *testing.T) {
 		t.Errorf("page after logout: %d, want 401", code)
 	}
 }
+
+// checkNodesSince checks GET /v1/nodes?stats=1&since=: malformed cursors
+// get a 400 naming since; a cursor past every agent's newest slice gets no
+// record (and comes back unchanged); successive calls hand every record
+// over exactly once, the same records a full reading shows.
+func checkNodesSince(t *testing.T, cl *api.Client, get func(path string) (int, string)) {
+	t.Helper()
+	for _, bad := range []string{"nonsense", "a0:12", "a0:x.1", "a0:1.2,a0:1.3", "a0:1.2,"} {
+		if code, body := get("/v1/nodes?stats=1&since=" + url.QueryEscape(bad)); code != http.StatusBadRequest || !strings.Contains(body, "since=") {
+			t.Errorf("since=%s: %d %s, want 400 naming since=", bad, code, body)
+		}
+	}
+	if code, body := get("/v1/local/stats?since=1.x"); code != http.StatusBadRequest || !strings.Contains(body, "since=") {
+		t.Errorf("local since=1.x: %d %s, want 400 naming since=", code, body)
+	}
+	ctx := context.Background()
+	full, err := cl.NodesSince(ctx, api.MaxRecords, nil)
+	if err != nil || len(full.Nodes) != 2 {
+		t.Fatalf("nodes since nothing: %+v, %v", full, err)
+	}
+	future := api.Cursor{}
+	for _, n := range full.Nodes {
+		future[n.Name] = api.RecordID{Epoch: math.MaxUint64, Seq: 1}
+	}
+	if rep, err := cl.NodesSince(ctx, api.MaxRecords, future); err != nil || rep.Cursor != future.String() {
+		t.Errorf("since a future slice: cursor %q (%v), want %q unchanged", rep.Cursor, err, future)
+	} else {
+		for _, n := range rep.Nodes {
+			if n.Stats == nil || len(n.Stats.Records) != 0 {
+				t.Errorf("node %s since a future slice: %+v, want statistics and no record", n.Name, n.Stats)
+			}
+		}
+	}
+
+	got := map[string][]telemetry.SliceRecord{}
+	take := func(rep api.NodesReport) {
+		for _, n := range rep.Nodes {
+			if n.Stats != nil {
+				got[n.Name] = append(got[n.Name], n.Stats.Records...)
+			}
+		}
+	}
+	take(full)
+	cursor := full.Cursor
+	for range 2 { // two successive calls, each once every agent has new slices
+		var rep api.NodesReport
+		eventually(t, 30*time.Second, func() error {
+			c, err := api.ParseCursor(cursor)
+			if err != nil {
+				t.Fatalf("cursor %q: %v", cursor, err)
+			}
+			if rep, err = cl.NodesSince(ctx, api.MaxRecords, c); err != nil {
+				return err
+			}
+			for _, n := range rep.Nodes {
+				if n.Stats == nil || len(n.Stats.Records) == 0 {
+					return fmt.Errorf("node %s has no new record since %s", n.Name, cursor)
+				}
+			}
+			return nil
+		})
+		take(rep)
+		cursor = rep.Cursor
+	}
+	last, _ := api.ParseCursor(cursor)
+	// Read everything the agents keep now, without a cursor: up to the
+	// last cursor, the same records as the three readings, each once.
+	all, err := cl.NodesRecords(ctx, api.MaxRecords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range all.Nodes {
+		var kept []api.RecordID
+		for _, r := range n.Stats.Records {
+			if api.IDOf(r).Compare(last[n.Name]) <= 0 {
+				kept = append(kept, api.IDOf(r))
+			}
+		}
+		var read []api.RecordID
+		for _, r := range got[n.Name] {
+			read = append(read, api.IDOf(r))
+		}
+		// The agent forgets its oldest beyond MaxRecords: compare the tail.
+		if len(kept) > len(read) || (len(kept) < len(read) && len(n.Stats.Records) < api.MaxRecords) || !slices.Equal(kept, read[len(read)-len(kept):]) {
+			t.Errorf("node %s: records read with since= %v…, the agent's %v…: want the same, each once", n.Name, headIDs(read), headIDs(kept))
+		}
+	}
+}
+
+func headIDs(ids []api.RecordID) []api.RecordID { return ids[:min(len(ids), 5)] }
