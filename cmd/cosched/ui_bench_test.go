@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	crand "crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -36,8 +37,9 @@ const uiBenchWindow = 10 * time.Second
 // agents (p50/p99 of every slice, from their slice records as `cosched
 // bench strobe` computes it) and the CPU of agent a1 (whose API serves the
 // pages) are measured over windows with no page and with 50 authenticated
-// event streams on a1 read continuously (and with one), alternating 0, 1,
-// 50, 0, 1, 50. Run
+// event streams on a1 read continuously (and with one), and with no page
+// but the statistics reading of a page's hub on its own, as it was before
+// since= and as it is now: alternating 0, full, since, 1, 50 twice. Run
 // without -race:
 //
 //	go test -run '^$' -bench UIPagesSkew -benchtime 1x ./cmd/cosched
@@ -88,24 +90,35 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 		cpu     time.Duration
 		wall    time.Duration
 	}
-	// One page too: what any open page costs (the 5 s statistics reading
-	// behind the timeline) apart from what each page adds.
-	kinds := []int{0, 1, uiBenchPages}
-	sum := map[int]*totals{}
+	// One page too: what any open page costs apart from what each page
+	// adds. And no page but the statistics reading an open page's hub
+	// makes every 5 s (GET /v1/nodes?stats=1 on a1), as it was before
+	// since= (every agent's whole history, "full") and as it is now (the
+	// records after the last reading's, "since"): what that reading costs
+	// on its own, before and after, in the same run.
+	type window struct {
+		name   string
+		pages  int
+		reader string // "", "full" or "since"
+	}
+	kinds := []window{{"0pages", 0, ""}, {"full-reading", 0, "full"}, {"since-reading", 0, "since"}, {"1pages", 1, ""}, {"50pages", uiBenchPages, ""}}
+	sum := map[string]*totals{}
 	for _, k := range kinds {
-		sum[k] = &totals{records: map[string][]strobe.SliceRecord{}}
+		sum[k.name] = &totals{records: map[string][]strobe.SliceRecord{}}
 	}
 	b.ResetTimer()
 	for range b.N {
-		for _, pages := range slices.Concat(kinds, kinds) {
-			stop := openPages(b, ctx, served.API, cookies[:pages])
+		for _, w := range slices.Concat(kinds, kinds) {
+			stop := openPages(b, ctx, served.API, cookies[:w.pages])
+			stopReader := statsReader(ctx, clients["a1"], w.reader)
 			time.Sleep(time.Second) // the streams' first events sent
 			recs, cpu, wall := measureWindow(b, ctx, clients, served.PID, uiBenchWindow)
 			read := stop()
+			got := stopReader()
 			sk := strobe.Skew(recs)
-			b.Logf("window, %d pages: skew p50 %v p99 %v over %d slices, a1 CPU %.2f%% of a core, %d KB read by the pages; strobe-to-switch p99 %s",
-				pages, sk.Skew.P50, sk.Skew.P99, sk.Slices, 100*float64(cpu)/float64(wall), read>>10, latencyP99(recs))
-			t := sum[pages]
+			b.Logf("window %s: skew p50 %v p99 %v over %d slices, a1 CPU %.2f%% of a core, %d KB read by the pages, %d KB by the reader; strobe-to-switch p99 %s",
+				w.name, sk.Skew.P50, sk.Skew.P99, sk.Slices, 100*float64(cpu)/float64(wall), read>>10, got>>10, latencyP99(recs))
+			t := sum[w.name]
 			for name, rs := range recs {
 				t.records[name] = append(t.records[name], rs...)
 			}
@@ -115,20 +128,19 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 	}
 	b.StopTimer()
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	var p50, p99 [3]time.Duration
-	var cpu [3]float64
-	for i, pages := range kinds {
-		t := sum[pages]
+	p50, p99, cpu := map[string]time.Duration{}, map[string]time.Duration{}, map[string]float64{}
+	for _, w := range kinds {
+		t := sum[w.name]
 		sk := strobe.Skew(t.records)
 		if sk.Slices == 0 {
-			b.Fatalf("%d pages: no slice seen by two agents", pages)
+			b.Fatalf("%s: no slice seen by two agents", w.name)
 		}
-		p50[i], p99[i] = sk.Skew.P50, sk.Skew.P99
-		cpu[i] = 100 * float64(t.cpu) / float64(t.wall)
-		b.ReportMetric(us(p50[i]), fmt.Sprintf("skew-p50-us/%dpages", pages))
-		b.ReportMetric(us(p99[i]), fmt.Sprintf("skew-p99-us/%dpages", pages))
-		b.ReportMetric(cpu[i], fmt.Sprintf("a1-cpu-%%/%dpages", pages))
-		b.Logf("%d pages: %d slices, skew p50 %v p99 %v max %v, a1 CPU %.2f%% of a core", pages, sk.Slices, sk.Skew.P50, sk.Skew.P99, sk.Skew.Max, cpu[i])
+		p50[w.name], p99[w.name] = sk.Skew.P50, sk.Skew.P99
+		cpu[w.name] = 100 * float64(t.cpu) / float64(t.wall)
+		b.ReportMetric(us(p50[w.name]), "skew-p50-us/"+w.name)
+		b.ReportMetric(us(p99[w.name]), "skew-p99-us/"+w.name)
+		b.ReportMetric(cpu[w.name], "a1-cpu-%/"+w.name)
+		b.Logf("%s: %d slices, skew p50 %v p99 %v max %v, a1 CPU %.2f%% of a core", w.name, sk.Slices, sk.Skew.P50, sk.Skew.P99, sk.Skew.Max, cpu[w.name])
 	}
 	ratio := func(a, b float64) float64 {
 		if b == 0 {
@@ -136,10 +148,52 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 		}
 		return a / b
 	}
-	b.ReportMetric(ratio(float64(p50[2]), float64(p50[0])), "skew-p50-ratio-50/0")
-	b.ReportMetric(ratio(float64(p99[2]), float64(p99[0])), "skew-p99-ratio-50/0")
-	b.ReportMetric(ratio(cpu[2], cpu[0]), "a1-cpu-ratio-50/0")
-	b.ReportMetric(ratio(float64(p99[1]), float64(p99[0])), "skew-p99-ratio-1/0")
+	b.ReportMetric(ratio(float64(p50["50pages"]), float64(p50["0pages"])), "skew-p50-ratio-50/0")
+	b.ReportMetric(ratio(cpu["50pages"], cpu["0pages"]), "a1-cpu-ratio-50/0")
+	for _, w := range kinds[1:] {
+		b.ReportMetric(ratio(float64(p99[w.name]), float64(p99["0pages"])), "skew-p99-ratio-"+w.name+"/0")
+	}
+}
+
+// statsReader reads GET /v1/nodes?stats=1 through c every 5 s (an open
+// page's hub's statistics reading, ui.DefaultHubConfig's StatsEvery) until
+// stop, which says how many bytes of JSON it got: "full" asks for every
+// agent's last ui.TimelineSlices records every time (as the hub did
+// before since=), "since" for the records after the last reading's
+// cursor, "" reads nothing.
+func statsReader(ctx context.Context, c *api.Client, how string) (stop func() int64) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var got atomic.Int64
+	wg.Go(func() {
+		var cursor api.Cursor
+		for how != "" {
+			var rep api.NodesReport
+			var err error
+			if how == "full" {
+				rep, err = c.NodesRecords(ctx, ui.TimelineSlices)
+			} else {
+				rep, err = c.NodesSince(ctx, ui.TimelineSlices, cursor)
+				if err == nil {
+					cursor, _ = api.ParseCursor(rep.Cursor)
+				}
+			}
+			if err == nil {
+				b, _ := json.Marshal(rep) // about what came over the wire
+				got.Add(int64(len(b)))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	return func() int64 {
+		cancel()
+		wg.Wait()
+		return got.Load()
+	}
 }
 
 // latencyP99 is each agent's strobe-to-switch p99 over recs: which agent
