@@ -111,6 +111,18 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 	for _, k := range kinds {
 		sum[k.name] = &totals{records: map[string][]strobe.SliceRecord{}}
 	}
+	// What one statistics reading costs the agents, in CPU time (not
+	// wall time: other work on the host does not change it), full and with
+	// a cursor 500 slices back (the 5 s between two readings at 10 ms).
+	perReading := map[string]time.Duration{}
+	for _, how := range []string{"full", "since"} {
+		cpu, size := readingCost(b, ctx, clients, pids, how, 20)
+		perReading[how] = cpu
+		b.ReportMetric(float64(cpu)/float64(time.Millisecond), "agents-cpu-ms/"+how+"-reading")
+		b.ReportMetric(float64(size)/1024, "KB/"+how+"-reading")
+		b.Logf("one %s reading: %v of the agents' CPU, %d KB to the reader", how, cpu, size>>10)
+	}
+	b.ReportMetric(float64(perReading["full"])/float64(perReading["since"]), "agents-cpu-ratio-full/since-reading")
 	b.ResetTimer()
 	for range b.N {
 		for _, w := range slices.Concat(kinds, kinds) {
@@ -168,6 +180,45 @@ func BenchmarkUIPagesSkew(b *testing.B) {
 	for _, w := range kinds[1:] {
 		b.ReportMetric(ratio(float64(p99[w.name]), float64(p99["0pages"])), "skew-p99-ratio-"+w.name+"/0")
 	}
+}
+
+// readingCost makes n statistics readings through agent a1 back to back
+// and returns the CPU time the agents (pids) spent per reading, and the
+// size of a reading's report: "full" as the hub read before since=, or
+// "since" with a cursor 500 slices behind each agent's newest.
+func readingCost(b *testing.B, ctx context.Context, agents map[string]*api.Client, pids []int, how string, n int) (time.Duration, int64) {
+	b.Helper()
+	cursor := api.Cursor{}
+	for name, c := range agents {
+		st, err := c.LocalStats(ctx, ^uint64(0))
+		if err != nil {
+			b.Fatalf("agent %s's stats: %v", name, err)
+		}
+		cursor[name] = api.RecordID{Epoch: st.Strobe.Epoch, Seq: st.Strobe.LastSeq - min(st.Strobe.LastSeq, 500)}
+	}
+	var cpu time.Duration
+	for _, pid := range pids {
+		cpu -= procCPU(b, pid)
+	}
+	var size int64
+	for range n {
+		var rep api.NodesReport
+		var err error
+		if how == "full" {
+			rep, err = agents["a1"].NodesRecords(ctx, ui.TimelineSlices)
+		} else {
+			rep, err = agents["a1"].NodesSince(ctx, ui.TimelineSlices, cursor)
+		}
+		if err != nil {
+			b.Fatalf("%s reading: %v", how, err)
+		}
+		j, _ := json.Marshal(rep)
+		size = int64(len(j))
+	}
+	for _, pid := range pids {
+		cpu += procCPU(b, pid)
+	}
+	return cpu / time.Duration(n), size
 }
 
 // statsReader reads GET /v1/nodes?stats=1 through c every 5 s (an open
