@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/telemetry"
 	"net"
 	"os"
 	"os/exec"
@@ -317,6 +318,18 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 	}
 	waitJob(t, client, ids[0], 20*time.Second, inState(api.Running))
 	before := waitPIDs(t, ids[0], 2, w1, w2)
+	// The workers' slice records, read before the failover…
+	records := map[string][]telemetry.SliceRecord{}
+	rep, err := client.NodesSince(context.Background(), api.MaxRecords, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range rep.Nodes {
+		if n.Stats != nil {
+			records[n.Name] = n.Stats.Records
+		}
+	}
+	cursor := rep.Cursor
 
 	start := time.Now()
 	controllers[leader].kill9(t)
@@ -335,6 +348,40 @@ func TestStandbyControllerTakesOver(t *testing.T) {
 		return errors.New("no new leader")
 	})
 	t.Logf("%s leads %v after %s was killed", next, time.Since(start).Round(time.Millisecond), leader)
+	// …and after it with the cursor from before, through the new leader:
+	// its slices (a new epoch, numbered from 1 again) come after the old
+	// leader's, none skipped nor repeated.
+	old, err := api.ParseCursor(cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		rep, err := client.NodesSince(context.Background(), api.MaxRecords, old)
+		if err != nil {
+			return err
+		}
+		for _, w := range []string{"w1", "w2"} {
+			var s *api.NodeStats
+			for _, n := range rep.Nodes {
+				if n.Name == w {
+					s = n.Stats
+				}
+			}
+			if s == nil || len(s.Records) == 0 || s.Records[len(s.Records)-1].Epoch <= old[w].Epoch {
+				return fmt.Errorf("no slice of the new leader's on %s yet", w)
+			}
+		}
+		for _, w := range []string{"w1", "w2"} {
+			for _, n := range rep.Nodes {
+				if n.Name == w {
+					records[w] = append(records[w], n.Stats.Records...)
+				}
+			}
+		}
+		cursor = rep.Cursor
+		return nil
+	})
+	recordsOnce(t, client, records, cursor, []string{"w1", "w2"})
 	for _, id := range ids {
 		waitJob(t, client, id, 60*time.Second, inState(api.Completed))
 	}

@@ -296,14 +296,32 @@ func checkNodesSince(t *testing.T, cl *api.Client, get func(path string) (int, s
 		take(rep)
 		cursor = rep.Cursor
 	}
-	last, _ := api.ParseCursor(cursor)
+	recordsOnce(t, cl, got, cursor, nil)
+}
+
+// recordsOnce checks that the records read with since= (got, by node, in
+// the order read) are those the agents (of names; nil: all) keep up to
+// cursor, the last report's, each once.
+func recordsOnce(t *testing.T, cl *api.Client, got map[string][]telemetry.SliceRecord, cursor string, names []string) {
+	t.Helper()
+	last, err := api.ParseCursor(cursor)
+	if err != nil {
+		t.Fatalf("cursor %q: %v", cursor, err)
+	}
 	// Read everything the agents keep now, without a cursor: up to the
-	// last cursor, the same records as the three readings, each once.
-	all, err := cl.NodesRecords(ctx, api.MaxRecords)
+	// last cursor, the same records as those read, each once.
+	all, err := cl.NodesRecords(context.Background(), api.MaxRecords)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range all.Nodes {
+		if names != nil && !slices.Contains(names, n.Name) {
+			continue
+		}
+		if n.Stats == nil {
+			t.Errorf("node %s: no statistics", n.Name)
+			continue
+		}
 		var kept []api.RecordID
 		for _, r := range n.Stats.Records {
 			if api.IDOf(r).Compare(last[n.Name]) <= 0 {
