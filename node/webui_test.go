@@ -95,7 +95,7 @@ func TestWebUIAuthentication(t *testing.T) {
 		return ""
 	}
 
-	for _, p := range []string{"/ui/", "/ui/events", "/ui/static/app.js", "/ui/me"} {
+	for _, p := range []string{"/ui/", "/ui/events", "/ui/static/app.js", "/ui/me", "/ui/timeline"} {
 		if code, _, _ := get(p, ""); code != http.StatusUnauthorized {
 			t.Errorf("GET %s without a credential: %d, want 401", p, code)
 		}

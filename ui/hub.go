@@ -83,13 +83,21 @@ type Hub struct {
 	lent  []LentCell
 	lends map[lendKey]uint64
 	tl    *timeline
+	// tlReset: the timeline started again from nothing (an agent's
+	// history went backwards): its next event is the full form.
+	tlReset bool
 	// cursor names the newest record tl has of each agent: a statistics
 	// reading asks only for the records after it.
 	cursor api.Cursor
 
-	mu   sync.Mutex // guards subs, last
+	mu   sync.Mutex // guards subs, last, tlN, tlFull
 	subs map[*Sub]struct{}
 	last [kinds][]byte // the last event of each kind
+	// tlN numbers the timeline events; tlFull is the full form of event
+	// tlN (TimelineEvent as JSON): a new page's first timeline event, and
+	// GET /ui/timeline's answer to a page that missed one.
+	tlN    uint64
+	tlFull []byte
 }
 
 // The kinds of events, in the order a page takes them: the state, the
@@ -168,6 +176,10 @@ func (h *Hub) Subscribe() (*Sub, func()) {
 	h.subs[s] = struct{}{}
 	last := h.last
 	state := last[kindState]
+	// The timeline's last event is a delta: a new page needs it all.
+	if h.tlFull != nil {
+		last[kindTimeline] = event("timeline", h.tlFull)
+	}
 	h.mu.Unlock()
 	s.offer(last)
 	// The state loop sleeps with no page open, and a page needs a state
@@ -184,6 +196,17 @@ func (h *Hub) Subscribe() (*Sub, func()) {
 		delete(h.subs, s)
 		h.mu.Unlock()
 	}
+}
+
+// Timeline is the full form of the last timeline event, as JSON (a
+// TimelineEvent; N 0 and no records before the first).
+func (h *Hub) Timeline() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tlFull == nil {
+		return []byte(`{"n":0,"full":true,"max":` + fmt.Sprint(TimelineSlices) + `,"nodes":[],"recs":[]}`)
+	}
+	return h.tlFull
 }
 
 // Subscribers is the number of open pages.
@@ -268,6 +291,7 @@ func (h *Hub) stateLoop(ctx context.Context) {
 				// nothing: the next reading (in StateEvery) asks every
 				// agent for all it keeps.
 				h.tl, h.cursor = newTimeline(TimelineSlices), nil
+				h.tlReset = true
 				withStats = false
 				lastStats = time.Time{}
 			}
@@ -275,11 +299,7 @@ func (h *Hub) stateLoop(ctx context.Context) {
 				lastStats = time.Now()
 				h.stats = &st.Nodes
 				h.lent = h.lentCells(st.Nodes)
-				if tl := h.addRecords(&st.Nodes); tl != nil {
-					if b, err := json.Marshal(tl); err == nil {
-						h.publish(kindTimeline, event("timeline", b))
-					}
-				}
+				h.publishTimeline(h.addRecords(&st.Nodes))
 			} else {
 				h.keepStats(&st.Nodes)
 			}
@@ -302,10 +322,43 @@ func (h *Hub) stateLoop(ctx context.Context) {
 	}
 }
 
+// publishTimeline numbers the next timeline event and sends the pages the
+// records new to the timeline (after a reset, all of them, as the full
+// form); it keeps the full form for new pages and GET /ui/timeline. Pages
+// get only the records they lack (a few KB rather than all the timeline,
+// about 100 KB, every StatsEvery); one that missed an event (it read
+// slowly: a newer one replaced it) sees a gap in the numbers and asks for
+// the full form.
+func (h *Hub) publishTimeline(added []tlRecord) {
+	if len(added) == 0 && !h.tlReset {
+		return
+	}
+	h.mu.Lock()
+	n := h.tlN + 1
+	h.mu.Unlock()
+	full, err := json.Marshal(h.tl.event(n, true, h.tl.records()))
+	if err != nil {
+		return
+	}
+	delta := full
+	if !h.tlReset {
+		if delta, err = json.Marshal(h.tl.event(n, false, added)); err != nil {
+			return
+		}
+	}
+	h.tlReset = false
+	// The full form first: a page that sees event n and asks for the
+	// full form gets n or later.
+	h.mu.Lock()
+	h.tlN, h.tlFull = n, full
+	h.mu.Unlock()
+	h.publish(kindTimeline, event("timeline", delta))
+}
+
 // addRecords moves the nodes' slice records out of the report into the
 // timeline, keeps the report's cursor for the next reading, and returns
-// the timeline's view.
-func (h *Hub) addRecords(r *api.NodesReport) *Timeline {
+// the records new to the timeline.
+func (h *Hub) addRecords(r *api.NodesReport) []tlRecord {
 	// A cursor that does not parse (never from a controller of this
 	// version) reads everything again: the timeline merges by slice.
 	h.cursor, _ = api.ParseCursor(r.Cursor)
@@ -316,8 +369,7 @@ func (h *Hub) addRecords(r *api.NodesReport) *Timeline {
 			n.Stats.Records = nil
 		}
 	}
-	h.tl.add(records)
-	return h.tl.view()
+	return h.tl.add(records)
 }
 
 type lendKey struct {

@@ -75,6 +75,13 @@ func (s *Server) Handler() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /ui/events", s.events)
+	// The full timeline, for a page that missed a timeline event (a
+	// gap in their numbers): authenticated like the stream itself.
+	mux.HandleFunc("GET /ui/timeline", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(s.Hub.Timeline())
+	})
 	return mux
 }
 
@@ -101,8 +108,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 }
 
-// events is the page's stream: "state" events (State as JSON) and "slice"
-// events ({"seq":N,"row":R}).
+// events is the page's stream: "state" events (State as JSON), "timeline"
+// events (TimelineEvent) and "slice" events ({"seq":N,"row":R}).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {

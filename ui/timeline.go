@@ -33,18 +33,47 @@ type Lane struct {
 	Seqs []uint64 `json:"seqs"`
 }
 
+// TimelineEvent is the page's "timeline" event, and GET /ui/timeline's
+// answer: slice records, either all the hub keeps (Full) or those it got
+// since event N-1 (a delta: the page adds them to what it has; a page that
+// missed a number asks GET /ui/timeline for the full form).
+type TimelineEvent struct {
+	N    uint64 `json:"n"`
+	Full bool   `json:"full"`
+	// Max is how many slices the page keeps: the newest (by first switch).
+	Max   int      `json:"max"`
+	Nodes []string `json:"nodes"`
+	// Recs are the records, each [slice, row, node, switch]: the slice as
+	// the hub numbers them (a slice's records share it), node an index in
+	// Nodes, the switch in µs on the controller's monotonic clock. Sorted
+	// by slice then node, slice and switch are each given as the
+	// difference from the record before (the first's from 0): small
+	// numbers, a few bytes a record.
+	Recs [][4]int64 `json:"recs"`
+}
+
+// tlRecord is one node's switch to a slice, as the timeline keeps it.
+type tlRecord struct {
+	id   uint64
+	row  int
+	node string
+	at   int64 // mono ns
+}
+
 // timeline keeps the last TimelineSlices slices of every node's records,
 // merged reading after reading. Not safe for concurrent use (the hub's
 // state loop owns it).
 type timeline struct {
 	max    int
 	slices map[sliceKey]*tlSlice
+	nextID uint64 // the id of the next new slice: ids grow with first sight
 }
 
 type sliceKey struct{ epoch, seq uint64 }
 
 type tlSlice struct {
 	key sliceKey
+	id  uint64
 	row int
 	at  map[string]int64 // node → its switch (mono ns)
 	min int64
@@ -67,8 +96,11 @@ func switchedAt(r telemetry.SliceRecord) int64 {
 	return r.SwitchedMono
 }
 
-// add merges records by node, then forgets all but the newest slices.
-func (t *timeline) add(records map[string][]telemetry.SliceRecord) {
+// add merges records by node, then forgets all but the newest slices. It
+// returns the records new to it (a node's switch to a slice it did not
+// have) among those it keeps.
+func (t *timeline) add(records map[string][]telemetry.SliceRecord) []tlRecord {
+	var added []tlRecord
 	for node, recs := range records {
 		for _, r := range recs {
 			if r.SwitchedMono == 0 {
@@ -77,23 +109,75 @@ func (t *timeline) add(records map[string][]telemetry.SliceRecord) {
 			k := sliceKey{r.Epoch, r.Seq}
 			s := t.slices[k]
 			if s == nil {
-				s = &tlSlice{key: k, row: r.Row, at: map[string]int64{}}
+				t.nextID++
+				s = &tlSlice{key: k, id: t.nextID, row: r.Row, at: map[string]int64{}}
 				t.slices[k] = s
 			}
 			at := switchedAt(r)
+			if _, had := s.at[node]; !had {
+				added = append(added, tlRecord{id: s.id, row: s.row, node: node})
+			}
 			s.at[node] = at
 			if len(s.at) == 1 || at < s.min {
 				s.min = at
 			}
 		}
 	}
-	if len(t.slices) <= t.max {
-		return
+	if len(t.slices) > t.max {
+		all := t.sorted()
+		for _, s := range all[:len(all)-t.max] {
+			delete(t.slices, s.key)
+		}
 	}
-	all := t.sorted()
-	for _, s := range all[:len(all)-t.max] {
-		delete(t.slices, s.key)
+	// Only those kept, each at its last time (a record read twice, from
+	// a controller that could not say since when, counts once).
+	ids := make(map[uint64]*tlSlice, len(t.slices))
+	for _, s := range t.slices {
+		ids[s.id] = s
 	}
+	kept := added[:0]
+	for _, r := range added {
+		if s := ids[r.id]; s != nil {
+			r.at = s.at[r.node]
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// records lists every record the timeline keeps.
+func (t *timeline) records() []tlRecord {
+	var out []tlRecord
+	for _, s := range t.slices {
+		for node, at := range s.at {
+			out = append(out, tlRecord{id: s.id, row: s.row, node: node, at: at})
+		}
+	}
+	return out
+}
+
+// timelineEvent encodes records as event n (sorting them).
+func (t *timeline) event(n uint64, full bool, recs []tlRecord) TimelineEvent {
+	slices.SortFunc(recs, func(a, b tlRecord) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.node, b.node)) })
+	ev := TimelineEvent{N: n, Full: full, Max: t.max, Nodes: []string{}, Recs: make([][4]int64, 0, len(recs))}
+	index := map[string]int{}
+	for _, r := range recs {
+		if _, ok := index[r.node]; !ok {
+			index[r.node] = 0
+			ev.Nodes = append(ev.Nodes, r.node)
+		}
+	}
+	slices.Sort(ev.Nodes)
+	for i, n := range ev.Nodes {
+		index[n] = i
+	}
+	var id, at int64
+	for _, r := range recs {
+		us := r.at / 1e3
+		ev.Recs = append(ev.Recs, [4]int64{int64(r.id) - id, int64(r.row), int64(index[r.node]), us - at})
+		id, at = int64(r.id), us
+	}
+	return ev
 }
 
 // sorted lists the slices in time order.
