@@ -43,18 +43,20 @@ type TimelineEvent struct {
 	// Max is how many slices the page keeps: the newest (by first switch).
 	Max   int      `json:"max"`
 	Nodes []string `json:"nodes"`
-	// Recs are the records, each [slice, row, node, switch]: the slice as
-	// the hub numbers them (a slice's records share it), node an index in
+	// Recs are the records, each [slice, row, node, switch, seq]: the
+	// slice as the hub numbers them (a slice's records share it; seq, the
+	// controller's number, starts again at a failover), node an index in
 	// Nodes, the switch in µs on the controller's monotonic clock. Sorted
-	// by slice then node, slice and switch are each given as the
+	// by slice then node, slice, switch and seq are each given as the
 	// difference from the record before (the first's from 0): small
 	// numbers, a few bytes a record.
-	Recs [][4]int64 `json:"recs"`
+	Recs [][5]int64 `json:"recs"`
 }
 
 // tlRecord is one node's switch to a slice, as the timeline keeps it.
 type tlRecord struct {
 	id   uint64
+	seq  uint64
 	row  int
 	node string
 	at   int64 // mono ns
@@ -115,7 +117,7 @@ func (t *timeline) add(records map[string][]telemetry.SliceRecord) []tlRecord {
 			}
 			at := switchedAt(r)
 			if _, had := s.at[node]; !had {
-				added = append(added, tlRecord{id: s.id, row: s.row, node: node})
+				added = append(added, tlRecord{id: s.id, seq: k.seq, row: s.row, node: node})
 			}
 			s.at[node] = at
 			if len(s.at) == 1 || at < s.min {
@@ -150,7 +152,7 @@ func (t *timeline) records() []tlRecord {
 	var out []tlRecord
 	for _, s := range t.slices {
 		for node, at := range s.at {
-			out = append(out, tlRecord{id: s.id, row: s.row, node: node, at: at})
+			out = append(out, tlRecord{id: s.id, seq: s.key.seq, row: s.row, node: node, at: at})
 		}
 	}
 	return out
@@ -159,7 +161,7 @@ func (t *timeline) records() []tlRecord {
 // timelineEvent encodes records as event n (sorting them).
 func (t *timeline) event(n uint64, full bool, recs []tlRecord) TimelineEvent {
 	slices.SortFunc(recs, func(a, b tlRecord) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.node, b.node)) })
-	ev := TimelineEvent{N: n, Full: full, Max: t.max, Nodes: []string{}, Recs: make([][4]int64, 0, len(recs))}
+	ev := TimelineEvent{N: n, Full: full, Max: t.max, Nodes: []string{}, Recs: make([][5]int64, 0, len(recs))}
 	index := map[string]int{}
 	for _, r := range recs {
 		if _, ok := index[r.node]; !ok {
@@ -171,11 +173,11 @@ func (t *timeline) event(n uint64, full bool, recs []tlRecord) TimelineEvent {
 	for i, n := range ev.Nodes {
 		index[n] = i
 	}
-	var id, at int64
+	var id, at, seq int64
 	for _, r := range recs {
 		us := r.at / 1e3
-		ev.Recs = append(ev.Recs, [4]int64{int64(r.id) - id, int64(r.row), int64(index[r.node]), us - at})
-		id, at = int64(r.id), us
+		ev.Recs = append(ev.Recs, [5]int64{int64(r.id) - id, int64(r.row), int64(index[r.node]), us - at, int64(r.seq) - seq})
+		id, at, seq = int64(r.id), us, int64(r.seq)
 	}
 	return ev
 }

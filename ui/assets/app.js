@@ -178,10 +178,13 @@ function secs(us) { // µs shown briefly
 // per node (g[data-node]) of segments (rect[data-row]) coloured by the
 // row the node ran, then the switch skew of each slice as a band (its
 // height the skew, on its own scale), and the time axis.
-function renderTimeline(tl) {
+function renderTimeline(tl, n, count) {
   const st = S.state || {};
   const svg = document.getElementById("timeline"), note = document.getElementById("tlnote");
   if (!tl || !tl.lanes || !tl.lanes.length) return;
+  // For tests and scripts: the event drawn and the slices in it.
+  svg.dataset.n = n;
+  svg.dataset.slices = count;
   const sig = tl.span_us + "/" + tl.lanes.map(l => l.seqs[l.seqs.length - 1] + ":" + l.t.length).join(",");
   if (sig === S.tlSig) return;
   S.tlSig = sig;
@@ -237,6 +240,70 @@ function renderTimeline(tl) {
       return el("span", { class: "tl-key" }, el("i", { "data-row": r }), `${r}` + (jobs.length ? ` (now job ${jobs.join(", ")})` : "") + " ");
     }));
   for (const i of note.querySelectorAll("i[data-row]")) i.style.background = rowColor(+i.dataset.row);
+}
+
+// The timeline arrives in numbered events: the full form (a new stream's
+// first, or after the hub started again) or the records since the event
+// before (a delta), which the page adds to its own. A page that missed a
+// number asks for the full form once (GET /ui/timeline) and goes on from
+// its number.
+function onTimeline(ev) {
+  if (ev.full) { applyTimeline(ev); return; }
+  if (S.tlFetch) { S.tlNext = ev; return; } // the full form is on its way
+  if (S.tl && ev.n <= S.tl.n) return;
+  if (S.tl && ev.n === S.tl.n + 1) { applyTimeline(ev); return; }
+  S.tlFetch = true;
+  fetch("/ui/timeline", { credentials: "same-origin" }).then(r => r.ok ? r.json() : Promise.reject(new Error(r.statusText)))
+    .then(full => {
+      applyTimeline(full);
+      const next = S.tlNext;
+      if (next && next.n === S.tl.n + 1) applyTimeline(next);
+    })
+    .catch(() => { S.tl = null; }) // the next event asks again
+    .finally(() => { S.tlFetch = false; S.tlNext = null; });
+}
+
+// applyTimeline adds an event's records (replacing them all if it is the
+// full form), keeps the newest max slices and draws them.
+function applyTimeline(ev) {
+  if (ev.full || !S.tl) S.tl = { n: 0, slices: new Map() };
+  const tl = S.tl;
+  tl.n = ev.n;
+  let id = 0, t = 0, seq = 0;
+  for (const [di, row, ni, dt, ds] of ev.recs) {
+    id += di; t += dt; seq += ds;
+    let s = tl.slices.get(id);
+    if (!s) { s = { id, seq, row, at: new Map() }; tl.slices.set(id, s); }
+    s.at.set(ev.nodes[ni], t);
+  }
+  const all = [...tl.slices.values()];
+  for (const s of all) s.min = Math.min(...s.at.values());
+  all.sort((a, b) => a.min - b.min || a.id - b.id);
+  for (const s of all.splice(0, Math.max(0, all.length - ev.max))) tl.slices.delete(s.id);
+  renderTimeline(timelineView(all), tl.n, all.length);
+}
+
+// timelineView turns slices (in time order) into lanes of switches per
+// node and the skew per slice, in µs before the newest switch.
+function timelineView(all) {
+  if (!all.length) return null;
+  let end = -Infinity;
+  for (const s of all) for (const at of s.at.values()) end = Math.max(end, at);
+  const lanes = new Map(), skew = [];
+  for (const s of all) {
+    let last = -Infinity;
+    for (const [node, at] of s.at) {
+      if (!lanes.has(node)) lanes.set(node, []);
+      lanes.get(node).push([at - end, s.row, s.seq]);
+      last = Math.max(last, at);
+    }
+    if (s.at.size >= 2) skew.push([s.min - end, last - end]);
+  }
+  const out = [...lanes.keys()].sort().map(node => {
+    const sw = lanes.get(node).sort((a, b) => a[0] - b[0]);
+    return { node, t: sw.map(x => x[0]), rows: sw.map(x => x[1]), seqs: sw.map(x => x[2]) };
+  });
+  return { lanes: out, skew, span_us: end - all[0].min };
 }
 
 function render(st) {
@@ -396,7 +463,7 @@ function connect() {
   // matrix, marked, until the stream is back.
   es.onerror = () => { conn.textContent = "reconnecting"; conn.className = "conn lost"; };
   es.addEventListener("state", ev => render(JSON.parse(ev.data)));
-  es.addEventListener("timeline", ev => renderTimeline(JSON.parse(ev.data)));
+  es.addEventListener("timeline", ev => onTimeline(JSON.parse(ev.data)));
   es.addEventListener("slice", ev => {
     const s = JSON.parse(ev.data);
     S.seq = s.seq;
