@@ -340,8 +340,8 @@ func (h *Hub) publishTimeline(added []tlRecord) {
 	if err != nil {
 		return
 	}
-	delta := full
-	if !h.tlReset {
+	delta := full // the first event, or the first after a reset, is all of it
+	if !h.tlReset && n > 1 {
 		if delta, err = json.Marshal(h.tl.event(n, false, added)); err != nil {
 			return
 		}
