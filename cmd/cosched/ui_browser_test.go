@@ -188,6 +188,11 @@ func TestUIBrowserMatrix(t *testing.T) {
 		return len(v.Lanes) == 2 && slices.Equal(v.Lanes["a0"], []string{"0", "1"}) && slices.Equal(v.Lanes["a1"], []string{"0", "1"}) && v.Band == 1
 	})
 	screenshot(t, ctx, "ui-matrix.png")
+	// The timeline event drawn and its slices: later events are deltas,
+	// checked below (two of them, 5 s apart, by the test's end).
+	const readDrawn = `(() => { const tl = document.querySelector('[data-testid="timeline"]'); return {n: +(tl.dataset.n || 0), slices: +(tl.dataset.slices || 0), fetches: +(tl.dataset.fetches || 0)}; })()`
+	type drawnView struct{ N, Slices, Fetches int }
+	drawn := waitJS(t, ctx, "the timeline's event number", readDrawn, func(v drawnView) bool { return v.N > 0 && v.Slices > 0 })
 
 	// A job's page: its command, since it is ours.
 	if err := run2(ctx, chromedp.Click(chromedp.CSS(`td[data-job="`+id1+`"]`)),
@@ -244,6 +249,12 @@ func TestUIBrowserMatrix(t *testing.T) {
 	waitPage(t, ctx, "the cancelled job to leave the matrix and the queue", func(v matrixView) bool {
 		return len(v.Jobs[id2]) == 0 && len(v.Jobs[id1]) > 0 && v.Queue == 1
 	})
+	// Two timeline deltas later the page drew more slices (at 100 ms
+	// slices the timeline's 1200 take two minutes to fill).
+	grown := waitJS(t, ctx, "the timeline to grow across two more events", readDrawn, func(v drawnView) bool {
+		return v.N >= drawn.N+2 && v.Slices > drawn.Slices
+	})
+	t.Logf("timeline: event %d with %d slices, then %d with %d; full forms fetched after a gap: %d", drawn.N, drawn.Slices, grown.N, grown.Slices, grown.Fetches)
 }
 
 // run2 runs actions with a generous deadline (a loaded host: only a

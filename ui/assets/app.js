@@ -253,6 +253,8 @@ function onTimeline(ev) {
   if (S.tl && ev.n <= S.tl.n) return;
   if (S.tl && ev.n === S.tl.n + 1) { applyTimeline(ev); return; }
   S.tlFetch = true;
+  S.tlFetches = (S.tlFetches || 0) + 1;
+  document.getElementById("timeline").dataset.fetches = S.tlFetches;
   fetch("/ui/timeline", { credentials: "same-origin" }).then(r => r.ok ? r.json() : Promise.reject(new Error(r.statusText)))
     .then(full => {
       applyTimeline(full);
