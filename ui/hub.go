@@ -336,15 +336,10 @@ func (h *Hub) publishTimeline(added []tlRecord) {
 	h.mu.Lock()
 	n := h.tlN + 1
 	h.mu.Unlock()
-	full, err := json.Marshal(h.tl.event(n, true, h.tl.records()))
-	if err != nil {
-		return
-	}
+	full := h.tl.encode(n, true, h.tl.records())
 	delta := full // the first event, or the first after a reset, is all of it
 	if !h.tlReset && n > 1 {
-		if delta, err = json.Marshal(h.tl.event(n, false, added)); err != nil {
-			return
-		}
+		delta = h.tl.encode(n, false, added)
 	}
 	h.tlReset = false
 	// The full form first: a page that sees event n and asks for the

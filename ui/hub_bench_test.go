@@ -42,8 +42,11 @@ func BenchmarkHubFanout(b *testing.B) {
 // BenchmarkStateReading is the hub's cost of one statistics reading of a
 // 4-node cluster at 20 ms slices (250 new slices per node in 5 s, the
 // timeline full at TimelineSlices): timeline=false is the baseline (the
-// state encoded), timeline=true adds the records' merge, the view and the
-// timeline event's encoding. It reports the events' size.
+// state encoded), timeline=true adds the records' merge and the timeline
+// events' encoding, the full form (kept for new pages) and the delta (sent
+// to every page). It reports the events' sizes, and the size of the
+// timeline as every page was sent it before deltas (the lanes of
+// Timeline, the whole of it each reading).
 func BenchmarkStateReading(b *testing.B) {
 	const nodes, perReading = 4, 250
 	names := []string{"a0", "a1", "a2", "a3"}
@@ -67,7 +70,8 @@ func BenchmarkStateReading(b *testing.B) {
 			for range TimelineSlices / perReading {
 				tl.add(records())
 			}
-			var size int
+			var size, full, delta int
+			var n uint64
 			for b.Loop() {
 				buf, err := json.Marshal(State{Jobs: jobs})
 				if err != nil {
@@ -75,15 +79,22 @@ func BenchmarkStateReading(b *testing.B) {
 				}
 				size = len(buf)
 				if withTimeline {
-					tl.add(records())
-					buf, err := json.Marshal(tl.view())
-					if err != nil {
-						b.Fatal(err)
-					}
-					size += len(buf)
+					added := tl.add(records())
+					n++
+					full = len(tl.encode(n, true, tl.records()))
+					delta = len(tl.encode(n, false, added))
 				}
 			}
-			b.ReportMetric(float64(size), "bytes/event")
+			b.ReportMetric(float64(size), "bytes/state")
+			if withTimeline {
+				old, err := json.Marshal(tl.view())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(old)), "bytes/whole-timeline-before")
+				b.ReportMetric(float64(full), "bytes/full-form")
+				b.ReportMetric(float64(delta), "bytes/delta")
+			}
 		})
 	}
 }

@@ -2,8 +2,11 @@ package ui
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/cosched/cosched/telemetry"
 )
@@ -158,28 +161,51 @@ func (t *timeline) records() []tlRecord {
 	return out
 }
 
-// timelineEvent encodes records as event n (sorting them).
-func (t *timeline) event(n uint64, full bool, recs []tlRecord) TimelineEvent {
+// encode renders records as event n, TimelineEvent as JSON (sorting
+// them). By hand: encoding/json takes longer for these arrays of
+// numbers, and the hub encodes the full form at every reading.
+func (t *timeline) encode(n uint64, full bool, recs []tlRecord) []byte {
 	slices.SortFunc(recs, func(a, b tlRecord) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.node, b.node)) })
-	ev := TimelineEvent{N: n, Full: full, Max: t.max, Nodes: []string{}, Recs: make([][5]int64, 0, len(recs))}
 	index := map[string]int{}
+	var nodes []string
 	for _, r := range recs {
 		if _, ok := index[r.node]; !ok {
 			index[r.node] = 0
-			ev.Nodes = append(ev.Nodes, r.node)
+			nodes = append(nodes, r.node)
 		}
 	}
-	slices.Sort(ev.Nodes)
-	for i, n := range ev.Nodes {
-		index[n] = i
+	slices.Sort(nodes)
+	b := make([]byte, 0, 64+len(recs)*20)
+	b = fmt.Appendf(b, `{"n":%d,"full":%t,"max":%d,"nodes":[`, n, full, t.max)
+	for i, name := range nodes {
+		index[name] = i
+		if i > 0 {
+			b = append(b, ',')
+		}
+		q, _ := json.Marshal(name) // a string: never fails
+		b = append(b, q...)
 	}
+	b = append(b, `],"recs":[`...)
 	var id, at, seq int64
-	for _, r := range recs {
+	for i, r := range recs {
 		us := r.at / 1e3
-		ev.Recs = append(ev.Recs, [5]int64{int64(r.id) - id, int64(r.row), int64(index[r.node]), us - at, int64(r.seq) - seq})
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(r.id)-id, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(r.row), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(index[r.node]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, us-at, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(r.seq)-seq, 10)
+		b = append(b, ']')
 		id, at, seq = int64(r.id), us, int64(r.seq)
 	}
-	return ev
+	return append(b, "]}"...)
 }
 
 // sorted lists the slices in time order.
