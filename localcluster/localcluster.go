@@ -32,6 +32,7 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/stableport"
 	"github.com/cosched/cosched/sharing"
 )
 
@@ -450,10 +451,12 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 // with a fixed journal port (a restarted one is found at the same address).
 func (c *Cluster) startControllers(ctx context.Context, o Options, deadline time.Time) error {
 	for i := range o.Controllers {
-		port, err := freePort()
+		// A restarted controller is found at the same journal address.
+		ports, err := stableport.Pick(1)
 		if err != nil {
 			return err
 		}
+		port := ports[0]
 		name := fmt.Sprintf("c%d", i)
 		adir := filepath.Join(o.StateDir, "agents", name)
 		if err := os.MkdirAll(adir, 0o755); err != nil {
@@ -476,16 +479,6 @@ func (c *Cluster) startControllers(ctx context.Context, o Options, deadline time
 		}
 	}
 	return nil
-}
-
-// freePort is a loopback TCP port nothing listens on now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // compute is how many of the agents offer processors.

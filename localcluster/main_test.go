@@ -62,7 +62,8 @@ func agentMain(args []string) int {
 		return WriteReady(ready, Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
+		// "cosched: " as the real binary says it: Up's error quotes it.
+		fmt.Fprintln(os.Stderr, "cosched: agent:", err)
 		return 1
 	}
 	return 0

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/internal/stableport"
 	"github.com/cosched/cosched/telemetry"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,18 +118,13 @@ func (p *agentProc) stop() {
 	}
 }
 
-// freePorts are n distinct loopback TCP ports nothing listens on now (all
-// held until every one is chosen: a port closed early may be handed out
-// again).
+// freePorts are n distinct loopback TCP ports nothing listens on now,
+// below the ephemeral range: a restarted controller binds its journal
+// port again (internal/stableport).
 func freePorts(t testing.TB, n int) []int {
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	ports, err := stableport.Pick(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
