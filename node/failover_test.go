@@ -129,6 +129,27 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
+// waitComputeUp waits until n agents offering processors are up.
+func waitComputeUp(t testing.TB, client *api.Client, n int) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		rep, err := client.Nodes(context.Background(), false)
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, node := range rep.Nodes {
+			if node.State == "up" && node.CPUs > 0 {
+				up++
+			}
+		}
+		if up != n {
+			return fmt.Errorf("%d agents up, want %d: %+v", up, n, rep.Nodes)
+		}
+		return nil
+	})
+}
+
 func waitJob(t *testing.T, c *api.Client, id int64, timeout time.Duration, ok func(api.Job) error) api.Job {
 	t.Helper()
 	var j api.Job
@@ -207,22 +228,7 @@ func TestControllerKilledAndRestartedKeepsEveryJob(t *testing.T) {
 	w1 := startAgentProc(t, dir, "w1", "--processors", "1", "--join", c0.ready.Gossip)
 	w2 := startAgentProc(t, dir, "w2", "--processors", "1", "--join", c0.ready.Gossip)
 	client := api.NewClient(w1.ready.API, w2.ready.API)
-	eventually(t, 20*time.Second, func() error {
-		rep, err := client.Nodes(context.Background(), false)
-		if err != nil {
-			return err
-		}
-		up := 0
-		for _, n := range rep.Nodes {
-			if n.State == "up" && n.CPUs > 0 {
-				up++
-			}
-		}
-		if up != 2 {
-			return fmt.Errorf("%d agents up, want 2: %+v", up, rep.Nodes)
-		}
-		return nil
-	})
+	waitComputeUp(t, client, 2)
 	submit := func(cmd ...string) int64 {
 		id, err := client.Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: time.Minute}, Command: cmd})
 		if err != nil {

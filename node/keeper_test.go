@@ -50,22 +50,7 @@ func startKeptClusterMode(t testing.TB, grace time.Duration, mode string) *keptC
 	})
 	k.c0 = startAgentProc(t, dir, "c0", append([]string{"--controller"}, common...)...)
 	k.w1 = startAgentProc(t, dir, "w1", append(common, "--join", k.c0.ready.Gossip)...)
-	eventually(t, 20*time.Second, func() error { // a submit before would not fit
-		rep, err := k.client().Nodes(context.Background(), false)
-		if err != nil {
-			return err
-		}
-		up := 0
-		for _, n := range rep.Nodes {
-			if n.State == "up" && n.CPUs > 0 {
-				up++
-			}
-		}
-		if up != 2 {
-			return fmt.Errorf("%d agents up, want 2", up)
-		}
-		return nil
-	})
+	waitComputeUp(t, k.client(), 2) // a submit before would not fit
 	return k
 }
 

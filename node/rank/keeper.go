@@ -239,20 +239,7 @@ func (m *Manager) Adopt() ([]Kept, error) {
 
 // pushEnded queues the Exit of a kept rank found ended.
 func (m *Manager) pushEnded(r keepRecord, base string) {
-	e := Exit{Job: r.Job, Rank: r.Rank, PID: r.PID, Code: -1, Started: r.Started, Ended: time.Now()}
-	rec, ok, err := readExit(base)
-	switch {
-	case err != nil:
-		e.Err = fmt.Errorf("rank: job %d rank %d: %w", r.Job, r.Rank, err)
-	case ok:
-		applyExit(rec, &e)
-	default:
-		e.Err = fmt.Errorf("rank: job %d rank %d: its keeper (pid %d) ended while the agent was away and left no exit record: killed", r.Job, r.Rank, r.PID)
-	}
-	_ = unix.Kill(-r.PID, unix.SIGKILL) // leftovers of its group, if any (the id is pinned while it has members)
-	m.mu.Lock()
-	m.pushLocked(e)
-	m.mu.Unlock()
+	m.pushKeptExit(r, base, false, fmt.Errorf("rank: job %d rank %d: its keeper (pid %d) ended while the agent was away and left no exit record: killed", r.Job, r.Rank, r.PID))
 }
 
 // watchAdopted owns an adopted keeper as reap owns a forked one: it is not
@@ -272,6 +259,14 @@ func (m *Manager) watchAdopted(p *proc, fd int, r keepRecord, base string) {
 	m.removeLocked(p)
 	killed := p.killed
 	m.mu.Unlock()
+	m.pushKeptExit(r, base, killed, keeperLost(r.Job, r.Rank, r.PID, "ended"))
+}
+
+// pushKeptExit queues the Exit of kept rank r, whose keeper has ended:
+// the program's status from its exit record; without one, "killed" if
+// the manager killed it, else Err noRecord. What is left of its group is
+// killed.
+func (m *Manager) pushKeptExit(r keepRecord, base string, killed bool, noRecord error) {
 	e := Exit{Job: r.Job, Rank: r.Rank, PID: r.PID, Code: -1, Started: r.Started, Ended: time.Now()}
 	rec, ok, err := readExit(base)
 	switch {
@@ -282,9 +277,9 @@ func (m *Manager) watchAdopted(p *proc, fd int, r keepRecord, base string) {
 	case killed:
 		e.Signal = "killed"
 	default:
-		e.Err = keeperLost(r.Job, r.Rank, r.PID, "ended")
+		e.Err = noRecord
 	}
-	_ = unix.Kill(-r.PID, unix.SIGKILL)
+	_ = unix.Kill(-r.PID, unix.SIGKILL) // leftovers of its group, if any (the id is pinned while it has members)
 	m.mu.Lock()
 	m.pushLocked(e)
 	m.mu.Unlock()
