@@ -308,11 +308,14 @@ func (r *Relay) writePeer(pc *peerConn) {
 			tc.SetWriteBuffer(rankSocketBuffer)
 		}
 		stop := context.AfterFunc(r.ctx, func() { c.Close() })
+		connDone := make(chan struct{})
+		r.goRun(func() { r.closeIfMoved(pc, addr, c, connDone) })
 		var conn io.Writer = c
 		if r.link != nil {
 			tc, err := r.link.Client(r.ctx, c, handshakeTimeout)
 			if err != nil {
 				stop()
+				close(connDone)
 				c.Close()
 				if r.ctx.Err() != nil {
 					return
@@ -346,12 +349,37 @@ func (r *Relay) writePeer(pc *peerConn) {
 			pc.q.setRaw(nil)
 		}
 		stop()
+		close(connDone)
 		c.Close()
 		if err == nil || r.ctx.Err() != nil {
 			return // queue closed: the peer left, or the relay is closing
 		}
 		lost = true
 		log.Warn("relay connection lost; redialling", zap.Error(err))
+	}
+}
+
+// closeIfMoved leaves c, the connection to pc's peer at addr, when the
+// peer's address changes before done: its relay restarted elsewhere, and
+// a frame written to the old connection would be lost without an error
+// until the next write, which may never come. The writer redials at once
+// and what the old connection may have lost is sent again
+// (peerBackLocked).
+func (r *Relay) closeIfMoved(pc *peerConn, addr string, c net.Conn, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-pc.moved:
+			r.mu.Lock()
+			now := r.peers[pc.node]
+			r.unlock()
+			if now != addr {
+				pc.q.interrupt()
+				c.Close() // a write to the old peer that blocks
+				return
+			}
+		}
 	}
 }
 
@@ -557,7 +585,7 @@ func (r *Relay) inboundLocked(in inbound) {
 		}
 		r.deliverLocked(j, *in.msg)
 	case in.count != nil:
-		r.rootCountLocked(j, in.count.Seq, in.count.Count)
+		r.rootCountLocked(j, in.count.Seq, in.count.Count, in.from)
 	case in.done != nil:
 		r.releaseLocked(j, in.done.Seq)
 	case in.left != nil:
@@ -587,28 +615,78 @@ func (r *Relay) inboundLocked(in inbound) {
 func (r *Relay) barrierArrivedLocked(j *job, seq uint64, count int) {
 	root := j.nodes[0]
 	if root == r.cfg.Node {
-		r.rootCountLocked(j, seq, count)
+		r.rootCountLocked(j, seq, count, r.cfg.Node)
 		return
 	}
 	r.sendPeerLocked(root, frameBarrierCount, &barrierCount{Job: j.id, Seq: seq, Count: count, Node: r.cfg.Node})
 }
 
-// rootCountLocked, at the root: count arrivals; when every rank is in,
-// release every node of the job.
-func (r *Relay) rootCountLocked(j *job, seq uint64, count int) {
+// rootCountLocked, at the root: count node's arrivals; when every rank
+// is in, release every node of the job. A node's count replaces its
+// earlier one, so a count sent again (its relay restarted and its ranks
+// arrived again, or the root restarted and asked) is not counted twice.
+func (r *Relay) rootCountLocked(j *job, seq uint64, count int, node string) {
 	if seq <= j.released {
+		// node missed the release: the Done died with a connection or
+		// with its relay's previous life.
+		if node != r.cfg.Node {
+			r.sendPeerLocked(node, frameBarrierDone, &barrierDone{Job: j.id, Seq: seq})
+		}
 		return
 	}
-	j.root[seq] += count
-	if j.root[seq] < j.size {
-		return
+	if seq-1 > j.released {
+		// node's ranks all left barrier seq-1, so every rank was in it:
+		// this root restarted after releasing it (and some node missed
+		// the Done).
+		r.rootReleaseLocked(j, seq-1)
 	}
+	counts := j.root[seq]
+	if counts == nil {
+		counts = map[string]int{}
+		j.root[seq] = counts
+	}
+	counts[node] = count
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	if total >= j.size {
+		r.rootReleaseLocked(j, seq)
+	}
+}
+
+// rootReleaseLocked, at the root: barrier seq is complete; release it
+// here and on every node of the job.
+func (r *Relay) rootReleaseLocked(j *job, seq uint64) {
 	for _, n := range j.hosts {
 		if n != r.cfg.Node {
 			r.sendPeerLocked(n, frameBarrierDone, &barrierDone{Job: j.id, Seq: seq})
 		}
 	}
 	r.releaseLocked(j, seq)
+}
+
+// rereleaseLocked, at the job's root, sends node again the last barrier
+// released (immediate mode): its Done may have died with a connection.
+// A node that had it already ignores it.
+func (r *Relay) rereleaseLocked(j *job, node string) {
+	if r.mode == Immediate && j.released > 0 {
+		r.sendPeerLocked(node, frameBarrierDone, &barrierDone{Job: j.id, Seq: j.released})
+	}
+}
+
+// recountLocked sends the root again this node's count of every barrier
+// all its ranks are in (immediate mode): the root restarted, or the
+// connection to it broke, and the counts it had died with it.
+func (r *Relay) recountLocked(j *job) {
+	if r.mode != Immediate || j.nodes[0] == r.cfg.Node || len(j.local) == 0 {
+		return
+	}
+	for _, seq := range slices.Sorted(mapKeysOf(j.arrived)) {
+		if seq > j.released && j.arrived[seq] == len(j.local) {
+			r.sendPeerLocked(j.nodes[0], frameBarrierCount, &barrierCount{Job: j.id, Seq: seq, Count: j.arrived[seq], Node: r.cfg.Node})
+		}
+	}
 }
 
 // nodesLocked is the sorted names of this node and its peers.

@@ -50,6 +50,10 @@ type writeQueue struct {
 	claimed           bool
 	claimGen          uint64
 	broken            bool // a direct write failed: the writer sees to it
+	// moved: the connection's peer went elsewhere (its relay restarted);
+	// the writer leaves the connection before writing to it again
+	// (errPeerMoved).
+	moved bool
 }
 
 // qtail is a payload left out of a queue's buffer (frame.Tail). rd, if
@@ -308,7 +312,7 @@ func (q *writeQueue) isClosed() bool {
 // doneTails (the previous batch, written) for reuse; ok=false once the
 // queue is closed and empty. It leaves the queue alone while a producer
 // has claimed it or flushes it.
-func (q *writeQueue) take(done []byte, doneTails []qtail) (batch []byte, tails []qtail, ok bool) {
+func (q *writeQueue) take(done []byte, doneTails []qtail) (batch []byte, tails []qtail, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.writing = false
@@ -319,16 +323,34 @@ func (q *writeQueue) take(done []byte, doneTails []qtail) (batch []byte, tails [
 	if doneTails != nil {
 		q.spareTails = doneTails[:0]
 	}
-	for len(q.buf) == 0 && len(q.tails) == 0 && !q.closed || q.claimed || q.flushing {
+	for len(q.buf) == 0 && len(q.tails) == 0 && !q.closed && !q.moved || q.claimed || q.flushing {
 		q.cond.Wait()
 	}
+	if q.moved {
+		q.moved = false
+		return nil, nil, errPeerMoved
+	}
 	if len(q.buf) == 0 && len(q.tails) == 0 {
-		return nil, nil, false
+		return nil, nil, io.EOF
 	}
 	batch, q.buf, q.spare = q.buf, q.spare, nil
 	tails, q.tails, q.spareTails = q.tails, q.spareTails, nil
 	q.writing = true
-	return batch, tails, true
+	return batch, tails, nil
+}
+
+// errPeerMoved ends a connection to a peer whose relay restarted elsewhere.
+var errPeerMoved = errors.New("the peer's relay moved to another address")
+
+// interrupt makes the writer leave its connection before it writes to it
+// again (drain returns errPeerMoved), and stops direct writes to it: the
+// peer moved, and what went to the old connection would be lost without
+// an error. What is pushed meanwhile waits for the next connection.
+func (q *writeQueue) interrupt() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.moved, q.broken = true, true
+	q.cond.Broadcast()
 }
 
 // drain writes everything pushed to q into c until q is closed and empty
@@ -340,11 +362,13 @@ func drain(q *writeQueue, c io.Writer) error {
 	var doneTails []qtail
 	var iov [][]byte
 	for {
-		batch, tails, ok := q.take(done, doneTails)
-		if !ok {
+		batch, tails, err := q.take(done, doneTails)
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		var err error
+		if err != nil {
+			return err
+		}
 		if len(tails) == 0 {
 			_, err = c.Write(batch)
 		} else {

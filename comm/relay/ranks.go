@@ -494,6 +494,10 @@ func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
 		return nil
 	case seq <= j.released:
 		return fmt.Errorf("barrier %d already completed", seq)
+	case r.mode == Immediate && seq-1 > j.released:
+		// The rank left barrier seq-1, so it completed everywhere; this
+		// relay restarted before its other ranks here had the Release.
+		r.releaseLocked(j, seq-1)
 	}
 	rs.barrier, rs.inBarrier = seq, true
 	rs.recompute(r)

@@ -126,10 +126,10 @@ type job struct {
 	hosts []string // distinct nodes with ranks of the job, sorted
 	local map[int]*rankState
 	// Barriers, by sequence number.
-	arrived  map[uint64]int   // local ranks arrived
-	root     map[uint64]int   // immediate, at rank 0's node: arrivals reported by nodes
-	count    *barrier.Counter // buffered, at the job's root (barrier.Root): arrivals each node reported at a cut
-	released uint64           // highest barrier released
+	arrived  map[uint64]int            // local ranks arrived
+	root     map[uint64]map[string]int // immediate, at rank 0's node: arrivals reported by each node
+	count    *barrier.Counter          // buffered, at the job's root (barrier.Root): arrivals each node reported at a cut
+	released uint64                    // highest barrier released
 	// left is the job's other nodes whose ranks have all ended (their
 	// relay said so, buffered mode): no heartbeat of theirs is waited for,
 	// and they no longer count barriers.
@@ -370,7 +370,7 @@ func (r *Relay) addJob(id int64, nodes []string, uid uint32, reattached bool) er
 		return fmt.Errorf("relay: job %d registered twice", id)
 	}
 	j := &job{id: id, uid: uid, size: len(nodes), nodes: slices.Clone(nodes), local: map[int]*rankState{},
-		arrived: map[uint64]int{}, root: map[uint64]int{}, count: barrier.NewCounter(len(nodes)), left: map[string]bool{}}
+		arrived: map[uint64]int{}, root: map[uint64]map[string]int{}, count: barrier.NewCounter(len(nodes)), left: map[string]bool{}}
 	for rk, n := range nodes {
 		if n == r.cfg.Node {
 			j.local[rk] = &rankState{job: j, rank: rk, pending: map[uint64]struct{}{}, waiting: map[uint64]struct{}{}, awaiting: reattached}
@@ -731,11 +731,14 @@ func (r *Relay) releaseLocked(j *job, seq uint64) {
 	}
 	// A release learnt from a peer may cover barriers not yet released
 	// here: everything up to seq is done.
-	for _, m := range []map[uint64]int{j.arrived, j.root} {
-		for s := range m {
-			if s <= seq {
-				delete(m, s)
-			}
+	for s := range j.arrived {
+		if s <= seq {
+			delete(j.arrived, s)
+		}
+	}
+	for s := range j.root {
+		if s <= seq {
+			delete(j.root, s)
 		}
 	}
 	j.count.Release(seq)

@@ -214,9 +214,19 @@ func (r *Relay) ackRankLocked(j *job, src, dst int, seqs []uint64) {
 }
 
 // resendLocked asks j's local ranks to send again what they sent to the
-// ranks on node and was not acknowledged: node's relay restarted, or the
-// connection to it broke, and what it carried may be lost.
+// ranks on node and was not acknowledged, and sends again what the
+// job's root and node told each other of barriers: node's relay
+// restarted, or the connection to it broke, and what it carried may be
+// lost.
 func (r *Relay) resendLocked(j *job, node string) {
+	switch r.cfg.Node {
+	case j.nodes[0]:
+		r.rereleaseLocked(j, node)
+	default:
+		if node == j.nodes[0] {
+			r.recountLocked(j)
+		}
+	}
 	var dsts []int
 	for rk, n := range j.nodes {
 		if n == node {

@@ -222,3 +222,152 @@ func TestRanksResumeOnARestartedRelay(t *testing.T) {
 	}
 	t.Logf("duplicates dropped: %d", dups)
 }
+
+// TestImmediateBarrierSurvivesRelayRestarts: in immediate mode the job's
+// root (rank 0's node) counts barrier arrivals node by node. Its restart
+// loses the counts, so the other nodes send theirs again; a node that
+// restarts and whose ranks arrive again is not counted twice.
+func TestImmediateBarrierSurvivesRelayRestarts(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	start := func(node string) *Relay {
+		r, err := New(Config{Node: node, SocketPath: filepath.Join(dir, node+".sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	nodes := []string{"n0", "n1", "n1"} // the root, n0, has rank 0
+	relays := []*Relay{start("n0"), start("n1")}
+	t.Cleanup(func() {
+		for _, r := range relays {
+			r.Close()
+		}
+	})
+	link(relays...)
+	for _, r := range relays {
+		if err := r.AddJob(1, nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restart := func(i int) {
+		t.Helper()
+		relays[i].Close()
+		relays[i] = start(nodes[i])
+		link(relays...)
+		if err := relays[i].ReattachJob(1, nodes, uint32(os.Getuid())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rootCount is what the root has counted for barrier seq from node.
+	rootCount := func(seq uint64, node string) int {
+		r := relays[0]
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if j := r.jobs[1]; j != nil {
+			return j.root[seq][node]
+		}
+		return 0
+	}
+	released := func(r *Relay) uint64 {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if j := r.jobs[1]; j != nil {
+			return j.released
+		}
+		return 0
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ranks := make([]*comm.Comm, len(nodes))
+	for rank, n := range nodes {
+		path := relays[0].SocketPath()
+		if n == "n1" {
+			path = relays[1].SocketPath()
+		}
+		c, err := comm.Dial(ctx, comm.Config{Relay: path, Job: 1, Rank: rank, Size: len(nodes), Grace: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks[rank] = c
+	}
+	enter := func(rks ...int) chan error {
+		out := make(chan error, len(rks))
+		for _, rk := range rks {
+			go func() {
+				if err := ranks[rk].Barrier(ctx); err != nil {
+					out <- fmt.Errorf("rank %d: %w", rk, err)
+					return
+				}
+				out <- nil
+			}()
+		}
+		return out
+	}
+	wait := func(what string, done chan error, n int) {
+		t.Helper()
+		for range n {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+			case <-ctx.Done():
+				t.Fatalf("%s: %v", what, ctx.Err())
+			}
+		}
+	}
+
+	// Barrier 1: n1's ranks are in and counted at the root when the root
+	// restarts; rank 0 then enters on the new root.
+	n1In := enter(1, 2)
+	eventually(t, "n1's count of barrier 1 at the root", func() bool { return rootCount(1, "n1") == 2 })
+	restart(0)
+	wait("barrier 1 (the root restarted)", merge(n1In, enter(0)), 3)
+
+	// Barrier 2: n1's ranks are in and counted when n1 restarts; its ranks
+	// arrive again and n1 counts them again. Until rank 0 enters, the
+	// barrier must not complete.
+	n1In = enter(1, 2)
+	eventually(t, "n1's count of barrier 2 at the root", func() bool { return rootCount(2, "n1") == 2 })
+	restart(1)
+	eventually(t, "n1's ranks in barrier 2 again", func() bool {
+		r := relays[1]
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		j := r.jobs[1]
+		return j != nil && j.arrived[2] == 2
+	})
+	time.Sleep(300 * time.Millisecond) // n1's second count reaches the root
+	select {
+	case err := <-n1In:
+		t.Fatalf("barrier 2 completed without rank 0 (n1 counted twice): %v", err)
+	default:
+	}
+	if s := released(relays[0]); s != 1 {
+		t.Fatalf("the root released barrier %d, want 1: rank 0 is not in barrier 2", s)
+	}
+	wait("barrier 2 (n1 restarted)", merge(n1In, enter(0)), 3)
+	for _, c := range ranks {
+		if err := c.Finalize(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// merge is a channel with what a and b carry.
+func merge(a, b chan error) chan error {
+	out := make(chan error, cap(a)+cap(b))
+	for _, c := range []chan error{a, b} {
+		go func() {
+			for range cap(c) {
+				out <- <-c
+			}
+		}()
+	}
+	return out
+}
