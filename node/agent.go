@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/node/agentctl"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/node/rank/shim"
@@ -277,10 +278,6 @@ type Agent struct {
 	ranks   *rank.Manager
 	cg      *jobcg.Tree // the jobs' cgroups (ModeNone: none)
 	dirLock *os.File    // holds the state directory's lock while the agent runs
-	// incarnation names this life of the agent (random at Start);
-	// launched, under mu, the jobs it got a launch for (see greet).
-	incarnation uint64
-	launched    launchedJobs
 
 	// launchMu serialises launch and kill: a kill from another goroutine
 	// (a newer control connection, the controller grace) waits for a
@@ -343,24 +340,16 @@ type Agent struct {
 	// pending wake-up covers any number of changes).
 	ctlChanged chan struct{}
 
-	mu      sync.Mutex   // guards link, pending, delivered, unreported, welcomes, launched, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
-	link    *controlLink // the controller's connection, nil without one
-	pending []rankExit   // exits no controller has heard of (at most maxPendingExits)
-	// delivered are the latest exits written to a controller (at most
-	// maxDeliveredExits): a controller that dies before it journals one
-	// must not leave its successor believing the rank lost.
-	delivered []rankExit
-	// unreported are the ranks of the launches this life took whose exit
-	// it has not yet reported (written to a controller or kept in
-	// pending), with their pid once started: a welcome lists them, so that
-	// a rank still starting or whose exit is on its way is never taken
-	// for lost. welcomes counts the welcomes given: a launch read from a
-	// connection that a newer welcome replaced is dropped (takeLaunch).
-	unreported map[rankKey]int
-	welcomes   uint64
-	ctrl       *Controller // the controller it runs while it leads
-	ctlName    string      // the controller agent whose connection it serves
-	meta       member.Meta // what it gossips about itself
+	mu sync.Mutex // guards actl, link, ctrl, meta, ml, hbAddrs, ctrlHBs, stats
+	// actl is the agent's side of the control protocol (node/agentctl):
+	// the current link, launches taken, ranks unreported, exits pending
+	// and delivered. The shell feeds it under mu and carries out its
+	// effects (stepLocked) before releasing mu.
+	actl    *agentctl.Machine
+	link    *controlLink // the current link's connection and writer, nil without one
+	ctrl    *Controller  // the controller it runs while it leads
+	ctlName string       // the controller agent whose connection it serves
+	meta    member.Meta  // what it gossips about itself
 	// hbAddrs is every other member's heartbeat address, by name; ctrlHBs
 	// the controller-eligible agents' (setHeartbeatPeers).
 	hbAddrs map[string]string
@@ -435,7 +424,8 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg.Advertise = adv
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log.With(zap.String("agent", cfg.Name)), done: make(chan struct{}), detached: make(chan struct{}), metrics: prometheus.NewRegistry(),
-		stats: map[rankKey]comm.Stats{}, mpiJobs: map[int64]bool{}, unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: newIncarnation()}
+		stats: map[rankKey]comm.Stats{}, mpiJobs: map[int64]bool{}, ctlChanged: make(chan struct{}, 1),
+		actl: agentctl.New(agentctl.Config{Incarnation: newIncarnation(), Keeps: cfg.KeepRanks})}
 	if cfg.Nice != 0 {
 		if err := setOwnNice(cfg.Nice); err != nil {
 			a.log.Warn("cannot raise the agent's priority; switches may lag under load", zap.Int("nice", cfg.Nice), zap.Error(err))

@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,13 +19,10 @@ import (
 	"github.com/cosched/cosched/bench"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/node/agentctl"
 	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/sharing"
 )
-
-// maxPendingExits bounds the exit reports an agent keeps while no
-// controller is connected.
-const maxPendingExits = 10000
 
 // maxExitText bounds the text of an exit report (a spawn error may quote
 // long paths), so that a welcome's exits stay bounded.
@@ -39,14 +35,11 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-// maxWelcomeExits bounds the exits a welcome carries, so that it stays well
-// within maxControlFrame (an exit is a few hundred bytes at most).
-const maxWelcomeExits = 500
-
-// maxDeliveredExits (less than maxWelcomeExits) bounds the exits an agent
-// repeats to every controller that connects: written to the previous one is not journaled by it (it
-// may have died first). The controller ignores the repeats it has.
-const maxDeliveredExits = 256
+// The machine's bounds (node/agentctl), by their names here.
+const (
+	maxWelcomeExits = agentctl.MaxWelcomeExits
+	maxLaunched     = agentctl.MaxLaunched
+)
 
 // serveControl accepts the controller's control connections. A new
 // connection replaces the previous one (a restarted controller).
@@ -93,7 +86,7 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 	}
 	// From here on rank exits go to this connection, after the welcome.
 	exits, gen := a.greet(conn)
-	defer a.clearController(conn)
+	defer a.clearController(gen)
 	conn.SetReadDeadline(time.Time{}) // the link's writer sets its own
 	log.Info("controller connected", zap.String("controller", h.Controller), zap.String("mode", h.Mode), zap.Int("exits reported", exits))
 	mode := sharing.Mode(h.Mode)
@@ -360,18 +353,13 @@ func (a *Agent) forwardExits() {
 // refused (false): that welcome did not list it, so the controller that
 // got it sends the launch again if it still wants it.
 func (a *Agent) takeLaunch(l launch, gen uint64) bool {
+	ranks := make([]int, len(l.Ranks))
+	for i, r := range l.Ranks {
+		ranks[i] = r.Rank
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if gen != a.welcomes {
-		return false
-	}
-	a.launched.add(l.Job)
-	for _, r := range l.Ranks {
-		if _, ok := a.unreported[rankKey{l.Job, r.Rank}]; !ok {
-			a.unreported[rankKey{l.Job, r.Rank}] = 0
-		}
-	}
-	return true
+	return a.actl.Launch(gen, l.Job, ranks)
 }
 
 // currentWelcome reports whether gen is the latest welcome's number: a
@@ -379,7 +367,7 @@ func (a *Agent) takeLaunch(l launch, gen uint64) bool {
 func (a *Agent) currentWelcome(gen uint64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return gen == a.welcomes
+	return a.actl.Current(gen)
 }
 
 // rankStarted records a started rank's pid for the welcomes that list it
@@ -387,97 +375,100 @@ func (a *Agent) currentWelcome(gen uint64) bool {
 func (a *Agent) rankStarted(job int64, rank, pid int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.unreported[rankKey{job, rank}]; ok {
-		a.unreported[rankKey{job, rank}] = pid
-	}
+	a.actl.Started(job, rank, pid)
 }
 
 // greet answers a controller's hello on conn with the agent's welcome and
 // makes conn the link rank exits go to (the previous one is closed: one
 // controller, one connection); the exits recorded since follow. It
 // returns the exits the welcome handed over and the welcome's number
-// (takeLaunch).
+// (takeLaunch). The machine decides the welcome's contents
+// (agentctl.Machine.Connect) from the ranks the rank manager has live.
 //
-// The welcome says what the agent runs: its jobs, its ranks (running,
-// stopped, still starting, or ended with their exit not yet reported),
-// the latest exits it delivered (the previous controller may have died
-// before journaling them), and the exits no controller has heard of. It is
-// taken, queued first on the new link and the link installed under mu,
-// the lock launches are taken and exits reported under: every rank of
-// every launch it got is either listed or has its exit in the welcome or
-// after it on conn, whatever happens meanwhile. The link's writer sends
-// it (controlLink): a welcome that cannot be written closes the link, and
-// its exits go back to pending for the next controller.
+// The welcome is taken, queued first on the new link and the link
+// installed under mu, the lock launches are taken and exits reported
+// under: every rank of every launch it got is either listed or has its
+// exit in the welcome or after it on conn, whatever happens meanwhile.
+// The link's writer sends it (controlLink): a welcome that cannot be
+// written closes the link, and its exits go back to pending for the next
+// controller.
 func (a *Agent) greet(conn net.Conn) (int, uint64) {
-	w := welcome{Node: a.cfg.Name, Jobs: a.sw.jobIDs()}
-	listed := map[rankKey]bool{}
+	jobs := a.sw.jobIDs()
+	var live []agentctl.Rank
 	for _, r := range a.ranks.Live() {
-		w.Ranks = append(w.Ranks, liveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: processStopped(r.PID)})
-		listed[rankKey{r.Job, r.Rank}] = true
+		live = append(live, agentctl.Rank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: processStopped(r.PID)})
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for k, pid := range a.unreported {
-		if !listed[k] {
-			w.Ranks = append(w.Ranks, liveRank{Job: k.job, Rank: k.rank, PID: pid})
-		}
-	}
-	slices.SortFunc(w.Ranks, func(x, y liveRank) int { return cmp.Or(cmp.Compare(x.Job, y.Job), cmp.Compare(x.Rank, y.Rank)) })
-	w.Incarnation, w.Keeps = a.incarnation, a.cfg.KeepRanks
-	w.Launched, w.LaunchedFloor = a.launched.list()
-	// An exit whose link died before writing it is pending again and
-	// still among the delivered: once is enough.
-	a.pending = slices.DeleteFunc(a.pending, func(m rankExit) bool { return slices.ContainsFunc(a.delivered, m.same) })
-	n := min(len(a.pending), maxWelcomeExits-len(a.delivered))
-	w.Exits = append(slices.Clone(a.delivered), a.pending[:n]...)
-	handed := slices.Clone(a.pending[:n])
-	if a.link != nil {
-		a.link.close()
-	}
-	a.link = newControlLink(conn)
-	a.link.send(outFrame{typ: msgWelcome, body: w, exits: handed})
-	l := a.link
-	a.goRun(func() { a.writeControl(l) })
-	a.welcomes++
-	for _, m := range handed {
-		a.deliveredLocked(m) // this controller may die before it journals them
-	}
-	a.pending = slices.Delete(a.pending, 0, n) // the rest follow as rank exits
-	pending := a.pending
-	a.pending = nil
-	for _, m := range pending {
-		a.queueExitLocked(m)
-	}
+	gen := a.actl.Connect(live, jobs)
+	rd := a.actl.Ready()
+	n := rd.Welcome.Handed
+	a.applyLocked(rd, conn)
 	for _, m := range a.pmiPending {
 		a.writePMIBarrierLocked(m)
 	}
-	a.controllerChanged()
-	return n, a.welcomes
+	return n, gen
 }
 
-// launchedJobs remembers the jobs an agent's life got a launch for: the
-// latest maxLaunched of them, and the highest it forgot (ids below it may
-// be missing from the list).
-type launchedJobs struct {
-	ids   []int64
-	floor int64
+// stepLocked carries out the effects of the machine's inputs just given
+// (with a.mu held) and returns the exits whose kept records may go
+// (forget them once a.mu is released).
+func (a *Agent) stepLocked(conn net.Conn) []agentctl.Exit {
+	rd := a.actl.Ready()
+	a.applyLocked(rd, conn)
+	return rd.Forget
 }
 
-// maxLaunched bounds launchedJobs: 8 KiB in a welcome.
-const maxLaunched = 1024
-
-func (l *launchedJobs) add(id int64) {
-	if slices.Contains(l.ids, id) {
-		return
+// applyLocked carries out a Ready's messages in its order (with a.mu
+// held): links closed, the welcome queued first on its new link (on conn,
+// whose writer starts), then rank exits.
+func (a *Agent) applyLocked(rd agentctl.Ready, conn net.Conn) {
+	for _, id := range rd.Close {
+		if a.link != nil && a.link.id == id {
+			a.link.close()
+			a.link = nil
+		}
 	}
-	if len(l.ids) == maxLaunched {
-		l.floor = max(l.floor, l.ids[0])
-		l.ids = slices.Delete(l.ids, 0, 1)
+	if w := rd.Welcome; w != nil {
+		l := newControlLink(conn, w.Link)
+		a.link = l
+		l.send(outFrame{typ: msgWelcome, body: a.wireWelcome(w), exits: w.Exits[len(w.Exits)-w.Handed:]})
+		a.goRun(func() { a.writeControl(l) })
 	}
-	l.ids = append(l.ids, id)
+	for _, wr := range rd.Writes {
+		if a.link != nil && a.link.id == wr.Link {
+			a.link.send(outFrame{typ: msgRankExit, body: wr.Exit.Report, exits: []agentctl.Exit{wr.Exit}})
+		}
+	}
+	if rd.LinkChanged {
+		a.controllerChanged()
+	}
 }
 
-func (l *launchedJobs) list() ([]int64, int64) { return slices.Clone(l.ids), l.floor }
+// forget lets the records of kept ranks whose exits were written go.
+func (a *Agent) forget(exits []agentctl.Exit) {
+	for _, x := range exits {
+		a.ranks.Forget(x.Job, x.Rank, x.PID)
+	}
+}
+
+// wireWelcome is the machine's welcome as the protocol carries it.
+func (a *Agent) wireWelcome(mw *agentctl.Welcome) welcome {
+	w := welcome{Node: a.cfg.Name, Jobs: mw.Jobs, Incarnation: mw.Incarnation, Keeps: mw.Keeps,
+		Launched: mw.Launched, LaunchedFloor: mw.LaunchedFloor}
+	for _, r := range mw.Ranks {
+		w.Ranks = append(w.Ranks, liveRank{Job: r.Job, Rank: r.Rank, PID: r.PID, Stopped: r.Stopped})
+	}
+	for _, x := range mw.Exits {
+		w.Exits = append(w.Exits, x.Report.(rankExit))
+	}
+	return w
+}
+
+// machineExit is a rank exit as the machine carries it.
+func machineExit(m rankExit) agentctl.Exit {
+	return agentctl.Exit{Job: m.Job, Rank: m.Rank, PID: m.PID, Report: m}
+}
 
 // processStopped reports whether a process is stopped (state T in
 // /proc/pid/stat).
@@ -490,14 +481,13 @@ func processStopped(pid int) bool {
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
 }
 
-func (a *Agent) clearController(conn net.Conn) {
+// clearController ends the link of welcome gen, if it is still current:
+// its reader stopped.
+func (a *Agent) clearController(gen uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.link != nil && a.link.conn == conn {
-		a.link.close()
-		a.link = nil
-		a.controllerChanged()
-	}
+	a.actl.Disconnect(gen)
+	a.stepLocked(nil)
 }
 
 // controllerChanged wakes watchController (with a.mu held).
@@ -526,7 +516,7 @@ func (a *Agent) watchController(ctx context.Context) {
 			return
 		case <-a.ctlChanged:
 			a.mu.Lock()
-			connected := a.link != nil
+			connected := a.actl.Connected()
 			a.mu.Unlock()
 			switch {
 			case connected && timer != nil:
@@ -542,7 +532,7 @@ func (a *Agent) watchController(ctx context.Context) {
 		case <-expiry:
 			timer, expiry = nil, nil
 			a.mu.Lock()
-			connected := a.link != nil
+			connected := a.actl.Connected()
 			a.mu.Unlock()
 			if !connected {
 				a.killAll(fmt.Sprintf("no controller for %v (controller grace)", grace))
@@ -574,39 +564,8 @@ func (a *Agent) killAll(reason string) {
 func (a *Agent) report(m rankExit) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.unreported, rankKey{m.Job, m.Rank})
-	a.queueExitLocked(m)
-}
-
-// queueExitLocked queues m for the controller's link, or keeps it pending
-// without one (with a.mu held). Queued, it counts as delivered: a welcome
-// built before the writer gets to it repeats it, so a controller that
-// replaces this one hears of it either way.
-func (a *Agent) queueExitLocked(m rankExit) {
-	if a.link != nil && a.link.send(outFrame{typ: msgRankExit, body: m, exits: []rankExit{m}}) {
-		a.deliveredLocked(m)
-		return
-	}
-	if len(a.pending) < maxPendingExits {
-		a.pending = append(a.pending, m)
-	}
-}
-
-// same reports whether o is the exit of the same run of the same rank.
-func (m rankExit) same(o rankExit) bool { return m.Job == o.Job && m.Rank == o.Rank && m.PID == o.PID }
-
-// deliveredLocked records m among the latest exits delivered, which every
-// welcome repeats (with a.mu held). A kept rank's records go only once
-// its exit is written (writeControl): the next life of an agent that dies
-// before reports the exit from them.
-func (a *Agent) deliveredLocked(m rankExit) {
-	if slices.ContainsFunc(a.delivered, m.same) {
-		return // queued again after its link died
-	}
-	if len(a.delivered) == maxDeliveredExits {
-		a.delivered = slices.Delete(a.delivered, 0, 1)
-	}
-	a.delivered = append(a.delivered, m)
+	a.actl.Exit(machineExit(m))
+	a.stepLocked(nil)
 }
 
 // controllerGone handles the controller's departure from the cluster:
@@ -620,14 +579,11 @@ func (a *Agent) controllerGone(name string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.link != nil {
-		// Gossip knows before TCP does (a partition sends no FIN): close
-		// the connection, the grace starts now. A controller that is in
-		// fact alive dials again.
-		a.link.close()
-		a.link = nil
-	}
-	a.controllerChanged()
+	// Gossip knows before TCP does (a partition sends no FIN): close the
+	// connection, the grace starts now. A controller that is in fact
+	// alive dials again.
+	a.actl.ControllerGone()
+	a.stepLocked(nil)
 }
 
 // stateDir creates the agent's state directory.

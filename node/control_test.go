@@ -1,7 +1,6 @@
 package node
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -36,28 +35,4 @@ func TestLargestWelcomeFitsAFrame(t *testing.T) {
 		t.Fatalf("largest welcome: %d bytes, the control frame limit is %d", len(b), maxControlFrame)
 	}
 	t.Logf("largest welcome: %d bytes of %d", len(b), maxControlFrame)
-}
-
-// An agent's list of launched jobs stays bounded, and its floor covers
-// every id it forgot: a controller never takes a forgotten launch for one
-// that did not arrive.
-func TestLaunchedJobsForgetBelowTheFloor(t *testing.T) {
-	var l launchedJobs
-	for id := int64(1); id <= maxLaunched+10; id++ {
-		l.add(id)
-		l.add(id) // a repeated launch counts once
-	}
-	l.add(5000) // out of order: backfill starts later ids first
-	ids, floor := l.list()
-	if len(ids) != maxLaunched {
-		t.Fatalf("%d ids kept, want %d", len(ids), maxLaunched)
-	}
-	if floor != 11 || ids[0] != 12 || ids[len(ids)-1] != 5000 {
-		t.Fatalf("floor %d, ids %d…%d; want floor 11, ids 12…5000", floor, ids[0], ids[len(ids)-1])
-	}
-	for id := floor + 1; id <= maxLaunched+10; id++ {
-		if !slices.Contains(ids, id) {
-			t.Fatalf("job %d above the floor is missing", id)
-		}
-	}
 }

@@ -8,20 +8,23 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/node/agentctl"
 )
 
 // controlWriteTimeout bounds one frame's write to the controller: a
 // controller that reads nothing for that long is taken for gone.
 const controlWriteTimeout = 5 * time.Second
 
-// controlLink is the agent's end of its controller's connection. The agent
-// decides what to send, and in which order, under Agent.mu (the welcome
-// first, then rank exits and PMI barriers as they come) and queues it
-// here; one goroutine (writeControl) writes the queue. No lock is held
-// across a network write, so a controller that stops reading stalls
-// nothing but its own link: launches, rank starts and exits go on.
+// controlLink is the agent's end of its controller's connection. The
+// agent's machine (node/agentctl) decides what to send, and in which
+// order, under Agent.mu (the welcome first, then rank exits and PMI
+// barriers as they come) and the shell queues it here; one goroutine
+// (writeControl) writes the queue. No lock is held across a network
+// write, so a controller that stops reading stalls nothing but its own
+// link: launches, rank starts and exits go on.
 type controlLink struct {
 	conn net.Conn
+	id   uint64 // the machine's number for it (its welcome's)
 
 	mu     sync.Mutex
 	queue  []outFrame
@@ -30,16 +33,17 @@ type controlLink struct {
 }
 
 // outFrame is one frame queued for the controller, with the rank exits it
-// carries (a rank exit, or a welcome's exits), which go back to the
-// agent's pending exits if it is never written.
+// carries (a rank exit, or a welcome's exits), reported to the machine
+// once written (the machine keeps them until then: a link that breaks
+// before gives them back).
 type outFrame struct {
 	typ   frame.Type
 	body  any
-	exits []rankExit
+	exits []agentctl.Exit
 }
 
-func newControlLink(conn net.Conn) *controlLink {
-	return &controlLink{conn: conn, wake: make(chan struct{}, 1)}
+func newControlLink(conn net.Conn, id uint64) *controlLink {
+	return &controlLink{conn: conn, id: id, wake: make(chan struct{}, 1)}
 }
 
 // send queues f; it reports false when the link is closed (f is not
@@ -93,30 +97,22 @@ func (l *controlLink) next() (outFrame, bool) {
 	}
 }
 
-// shut closes the link and returns the exits of the frames it never wrote
-// (failed, the frame whose write failed), oldest first.
-func (l *controlLink) shut(failed *outFrame) []rankExit {
+// shut closes the link; its frames not written are dropped (the machine
+// knows their exits).
+func (l *controlLink) shut() {
 	l.mu.Lock()
 	l.closed = true
-	var exits []rankExit
-	if failed != nil {
-		exits = append(exits, failed.exits...)
-	}
-	for _, f := range l.queue {
-		exits = append(exits, f.exits...)
-	}
 	l.queue = nil
 	l.mu.Unlock()
 	l.conn.Close()
-	return exits
 }
 
 // writeControl writes link l's frames in order until the link closes or
-// a write fails. A written rank exit of a kept rank lets its records go
-// (rank.Manager.Forget); the exits it never wrote are sent again: on the
-// link that replaced it, or kept pending for the next controller.
+// a write fails. Each written frame's exits are reported to the machine
+// (a kept rank's records go: rank.Manager.Forget), then the link's end:
+// the exits it never wrote are sent again, on the link that replaced it
+// or kept pending for the next controller (agentctl.Machine.Broken).
 func (a *Agent) writeControl(l *controlLink) {
-	var failed *outFrame
 	for {
 		f, ok := l.next()
 		if !ok {
@@ -125,33 +121,22 @@ func (a *Agent) writeControl(l *controlLink) {
 		l.conn.SetWriteDeadline(time.Now().Add(controlWriteTimeout))
 		if err := frame.Write(l.conn, f.typ, f.body); err != nil {
 			a.log.Info("control connection write failed; closed", zap.Uint8("type", uint8(f.typ)), zap.Error(err))
-			failed = &f
 			break
 		}
-		for _, m := range f.exits {
-			a.ranks.Forget(m.Job, m.Rank, m.PID)
+		if len(f.exits) > 0 {
+			a.mu.Lock()
+			a.actl.Written(l.id, f.exits)
+			forget := a.stepLocked(nil)
+			a.mu.Unlock()
+			a.forget(forget)
 		}
 	}
-	unwritten := l.shut(failed)
+	l.shut()
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.link == l {
 		a.link = nil
-		a.controllerChanged()
 	}
-	if len(unwritten) == 0 {
-		return
-	}
-	if a.link != nil {
-		// A newer controller's welcome repeated them already (they were
-		// among the delivered exits when queued); once more is harmless.
-		for _, m := range unwritten {
-			a.queueExitLocked(m)
-		}
-		return
-	}
-	a.pending = append(unwritten, a.pending...)
-	if len(a.pending) > maxPendingExits {
-		a.pending = a.pending[:maxPendingExits]
-	}
+	a.actl.Broken(l.id)
+	a.stepLocked(nil)
+	a.mu.Unlock()
 }

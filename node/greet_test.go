@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/node/agentctl"
 	"github.com/cosched/cosched/node/rank"
 )
 
@@ -25,7 +26,7 @@ func controlAgent(t *testing.T) *Agent {
 	}
 	t.Cleanup(func() { ranks.Close() })
 	return &Agent{cfg: Config{Name: "n1"}, log: log, ranks: ranks, sw: newSwitcher(ranks, false, log),
-		unreported: map[rankKey]int{}, ctlChanged: make(chan struct{}, 1), incarnation: 7}
+		ctlChanged: make(chan struct{}, 1), actl: agentctl.New(agentctl.Config{Incarnation: 7})}
 }
 
 // greetPipe has agent a greet a controller on a new in-memory connection
@@ -134,7 +135,7 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 // dropped as stale, so its controller sees the break and dials again.
 func TestFailedWelcomeLosesNoExit(t *testing.T) {
 	a := controlAgent(t)
-	a.unreported[rankKey{4, 0}] = 0
+	a.actl.Adopt([]agentctl.Rank{{Job: 4, Rank: 0}})
 	a.report(rankExit{Job: 4, Rank: 0, Node: "n1", Code: 3}) // no controller: kept pending
 
 	_, _, first, _ := greetPipe(t, a)
@@ -178,7 +179,7 @@ func TestFailedWelcomeLosesNoExit(t *testing.T) {
 // the rank for lost.
 func TestExitHandedInAWelcomeIsRepeated(t *testing.T) {
 	a := controlAgent(t)
-	a.unreported[rankKey{4, 0}] = 0
+	a.actl.Adopt([]agentctl.Rank{{Job: 4, Rank: 0}})
 	a.report(rankExit{Job: 4, Rank: 0, Node: "n1", Code: 3}) // no controller: kept pending
 
 	w, _, _, _ := greetPipe(t, a)

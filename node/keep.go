@@ -18,6 +18,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/member"
+	"github.com/cosched/cosched/node/agentctl"
 	"github.com/cosched/cosched/node/rank"
 )
 
@@ -114,13 +115,15 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 		return err // read once already: a file changed under us
 	}
 	alive := map[int64]map[int]bool{}
-	a.mu.Lock()
-	for _, k := range kept {
-		// Listed in the welcomes until its exit is reported, ended ones
-		// too: their exits are queued, and a controller told of neither
-		// would call them lost.
-		a.unreported[rankKey{k.Job, k.Rank}] = k.PID
+	adopted := make([]agentctl.Rank, len(kept))
+	for i, k := range kept {
+		adopted[i] = agentctl.Rank{Job: k.Job, Rank: k.Rank, PID: k.PID}
 	}
+	// Listed in the welcomes until its exit is reported, ended ones too:
+	// their exits are queued, and a controller told of neither would call
+	// them lost.
+	a.mu.Lock()
+	a.actl.Adopt(adopted)
 	a.mu.Unlock()
 	for _, k := range kept {
 		if k.Alive {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/node/agentctl"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/strobe"
 )
@@ -47,7 +48,7 @@ func TestKillDuringLaunchLeavesNoRank(t *testing.T) {
 	for r := range size {
 		l.Ranks = append(l.Ranks, launchRank{Rank: r})
 	}
-	if !a.takeLaunch(l, a.welcomes) {
+	if !a.takeLaunch(l, a.actl.Welcomes()) {
 		t.Fatal("launch refused")
 	}
 	launched := make(chan struct{})
@@ -80,7 +81,7 @@ func TestLaunchWithANegativeSlotDoesNotPanic(t *testing.T) {
 	a := launchKillAgent(t)
 	a.cfg.CPUs = []int{0}
 	l := launch{Job: 3, Size: 1, Argv: []string{"true"}, Ranks: []launchRank{{Rank: 0, Slot: -1}}}
-	if !a.takeLaunch(l, a.welcomes) {
+	if !a.takeLaunch(l, a.actl.Welcomes()) {
 		t.Fatal("launch refused")
 	}
 	a.launch(l)
@@ -101,13 +102,14 @@ func TestLaunchWithABadRankDoesNotPanic(t *testing.T) {
 	a := launchKillAgent(t)
 	for _, rk := range []int{-1, 2} {
 		l := launch{Job: 4, Size: 2, Argv: []string{"true"}, Ranks: []launchRank{{Rank: rk}}, Nodes: []string{"n1", "n1"}}
-		if !a.takeLaunch(l, a.welcomes) {
+		if !a.takeLaunch(l, a.actl.Welcomes()) {
 			t.Fatal("launch refused")
 		}
 		a.launch(l)
 		a.mu.Lock()
-		got := slices.ContainsFunc(a.pending, func(m rankExit) bool { return m.Job == 4 && m.Rank == rk && m.Err != "" })
-		_, unreported := a.unreported[rankKey{4, rk}]
+		st := a.actl.Status()
+		got := slices.ContainsFunc(st.Pending, func(x agentctl.Exit) bool { return x.Job == 4 && x.Rank == rk && x.Report.(rankExit).Err != "" })
+		unreported := slices.ContainsFunc(st.Unreported, func(r agentctl.Rank) bool { return r.Job == 4 && r.Rank == rk })
 		a.mu.Unlock()
 		if !got || unreported {
 			t.Fatalf("rank %d of a job of 2: no failure reported (%v) or still unreported (%v)", rk, got, unreported)
