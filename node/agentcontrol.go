@@ -432,7 +432,10 @@ func (a *Agent) applyLocked(rd agentctl.Ready, conn net.Conn) {
 	if w := rd.Welcome; w != nil {
 		l := newControlLink(conn, w.Link)
 		a.link = l
-		l.send(outFrame{typ: msgWelcome, body: a.wireWelcome(w), exits: w.Exits[len(w.Exits)-w.Handed:]})
+		// Written, every exit it carries has reached a controller: the
+		// repeated ones too (one whose own frame was never written is
+		// forgotten here, not left to the next life).
+		l.send(outFrame{typ: msgWelcome, body: a.wireWelcome(w), exits: w.Exits})
 		a.goRun(func() { a.writeControl(l) })
 	}
 	for _, wr := range rd.Writes {

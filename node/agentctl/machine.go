@@ -169,7 +169,9 @@ func (m *Machine) Exit(x Exit) {
 	m.queue(x)
 }
 
-// Written records that link's writer wrote a frame carrying exits.
+// Written records that link's writer wrote a frame carrying exits (a
+// welcome's: all of its exits, repeated ones too): they have reached a
+// controller, and their kept records may go (Ready.Forget).
 func (m *Machine) Written(link uint64, exits []Exit) {
 	q := m.queued[link]
 	for _, x := range exits {
