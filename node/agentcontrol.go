@@ -114,10 +114,14 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 				log.Warn("malformed launch; dropped", zap.Error(err))
 				continue
 			}
-			if !a.takeLaunch(l, gen) {
+			switch v := a.takeLaunch(l, gen); v {
+			case agentctl.Stale:
 				// Read after a newer connection's welcome, which said the
 				// agent never got it: that controller sends it again.
 				log.Info("launch from a replaced control connection; dropped", zap.Int64("job", l.Job))
+				continue
+			case agentctl.Duplicate:
+				log.Warn("launch of a job this agent has already; dropped (its ranks run once)", zap.Int64("job", l.Job))
 				continue
 			}
 			a.launch(l)
@@ -349,10 +353,11 @@ func (a *Agent) forwardExits() {
 
 // takeLaunch records a launch read from the connection of welcome gen
 // before the agent starts its ranks: the job among those this life got,
-// its ranks as unreported. A launch read after a newer welcome is
-// refused (false): that welcome did not list it, so the controller that
-// got it sends the launch again if it still wants it.
-func (a *Agent) takeLaunch(l launch, gen uint64) bool {
+// its ranks as unreported. Only a Taken launch is started: a Stale one
+// was read after a newer welcome, which did not list it, so the
+// controller that got it sends the launch again if it still wants it; a
+// Duplicate is of a job this life has already.
+func (a *Agent) takeLaunch(l launch, gen uint64) agentctl.Verdict {
 	ranks := make([]int, len(l.Ranks))
 	for i, r := range l.Ranks {
 		ranks[i] = r.Rank

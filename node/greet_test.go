@@ -74,7 +74,7 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 	a := controlAgent(t)
 
 	_, _, _, gen := greetPipe(t, a)
-	if !a.takeLaunch(launch{Job: 5, Size: 2, Ranks: []launchRank{{Rank: 0}, {Rank: 1}}}, gen) {
+	if a.takeLaunch(launch{Job: 5, Size: 2, Ranks: []launchRank{{Rank: 0}, {Rank: 1}}}, gen) != agentctl.Taken {
 		t.Fatal("launch of the current connection refused")
 	}
 	pid, err := a.ranks.Start(rank.Spec{Job: 5, Rank: 0, Size: 2, Argv: []string{"true"}, LogDir: t.TempDir(), CPU: -1})
@@ -96,7 +96,7 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 	if len(w.Exits) != 0 || !slices.Equal(w.Launched, []int64{5}) || w.Incarnation != 7 {
 		t.Fatalf("welcome %+v: want no exit, launched [5], incarnation 7", w)
 	}
-	if a.takeLaunch(launch{Job: 6, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen) {
+	if a.takeLaunch(launch{Job: 6, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen) == agentctl.Taken {
 		t.Fatal("a launch from the replaced connection was taken")
 	}
 
@@ -123,7 +123,7 @@ func TestWelcomeListsRanksWhoseExitIsNotReported(t *testing.T) {
 	if len(w.Exits) != 1 || w.Exits[0].Rank != 0 {
 		t.Fatalf("welcome exits %+v, want rank 0's", w.Exits)
 	}
-	if a.takeLaunch(launch{Job: 6, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen2) {
+	if a.takeLaunch(launch{Job: 6, Size: 1, Ranks: []launchRank{{Rank: 0}}}, gen2) == agentctl.Taken {
 		t.Fatal("a launch from a replaced connection was taken")
 	}
 }

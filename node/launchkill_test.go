@@ -48,7 +48,7 @@ func TestKillDuringLaunchLeavesNoRank(t *testing.T) {
 	for r := range size {
 		l.Ranks = append(l.Ranks, launchRank{Rank: r})
 	}
-	if !a.takeLaunch(l, a.actl.Welcomes()) {
+	if a.takeLaunch(l, a.actl.Welcomes()) != agentctl.Taken {
 		t.Fatal("launch refused")
 	}
 	launched := make(chan struct{})
@@ -81,7 +81,7 @@ func TestLaunchWithANegativeSlotDoesNotPanic(t *testing.T) {
 	a := launchKillAgent(t)
 	a.cfg.CPUs = []int{0}
 	l := launch{Job: 3, Size: 1, Argv: []string{"true"}, Ranks: []launchRank{{Rank: 0, Slot: -1}}}
-	if !a.takeLaunch(l, a.actl.Welcomes()) {
+	if a.takeLaunch(l, a.actl.Welcomes()) != agentctl.Taken {
 		t.Fatal("launch refused")
 	}
 	a.launch(l)
@@ -100,21 +100,22 @@ func TestLaunchWithANegativeSlotDoesNotPanic(t *testing.T) {
 // reported as its exit.
 func TestLaunchWithABadRankDoesNotPanic(t *testing.T) {
 	a := launchKillAgent(t)
-	for _, rk := range []int{-1, 2} {
-		l := launch{Job: 4, Size: 2, Argv: []string{"true"}, Ranks: []launchRank{{Rank: rk}}, Nodes: []string{"n1", "n1"}}
-		if !a.takeLaunch(l, a.actl.Welcomes()) {
+	for i, rk := range []int{-1, 2} {
+		job := int64(4 + i) // a job launched once: a second launch of it is a duplicate
+		l := launch{Job: job, Size: 2, Argv: []string{"true"}, Ranks: []launchRank{{Rank: rk}}, Nodes: []string{"n1", "n1"}}
+		if a.takeLaunch(l, a.actl.Welcomes()) != agentctl.Taken {
 			t.Fatal("launch refused")
 		}
 		a.launch(l)
 		a.mu.Lock()
 		st := a.actl.Status()
-		got := slices.ContainsFunc(st.Pending, func(x agentctl.Exit) bool { return x.Job == 4 && x.Rank == rk && x.Report.(rankExit).Err != "" })
-		unreported := slices.ContainsFunc(st.Unreported, func(r agentctl.Rank) bool { return r.Job == 4 && r.Rank == rk })
+		got := slices.ContainsFunc(st.Pending, func(x agentctl.Exit) bool { return x.Job == job && x.Rank == rk && x.Report.(rankExit).Err != "" })
+		unreported := slices.ContainsFunc(st.Unreported, func(r agentctl.Rank) bool { return r.Job == job && r.Rank == rk })
 		a.mu.Unlock()
 		if !got || unreported {
 			t.Fatalf("rank %d of a job of 2: no failure reported (%v) or still unreported (%v)", rk, got, unreported)
 		}
-		if n := len(a.ranks.Ranks(4)); n != 0 {
+		if n := len(a.ranks.Ranks(job)); n != 0 {
 			t.Fatalf("rank %d of a job of 2: %d ranks started", rk, n)
 		}
 	}

@@ -18,10 +18,14 @@
 //     life got a launch for. The rest of the pending exits follow on the
 //     link as rank exits.
 //   - Launch(link, job, ranks): a launch was read on link. A launch read on
-//     a link a newer welcome replaced is refused (that welcome did not list
-//     it: the controller that wants it sends it again); otherwise its job
-//     joins the launched list and its ranks are unreported until their
-//     exit. Current(link) answers the same question for a row change.
+//     a link a newer welcome replaced is Stale (that welcome did not list
+//     it: the controller that wants it sends it again); one of a job this
+//     life has already (launched, or ranks adopted) is a Duplicate; both
+//     are dropped. A Taken launch's job joins the launched list and its
+//     ranks are unreported until their exit. Current(link) says whether a
+//     row change read on link is applied (stale ones are not: the new
+//     controller restates every row). Kills are applied whatever link
+//     they come on (repeating one is harmless): they are not inputs.
 //   - Started(job, rank, pid): a rank's process runs.
 //   - Adopt(ranks): a restarted agent took back ranks a previous life kept
 //     (ended ones too): they are unreported until their exit.

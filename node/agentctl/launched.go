@@ -25,5 +25,8 @@ func (l *Launched) Add(id int64) {
 	l.ids = append(l.ids, id)
 }
 
+// Has reports whether id is among the ids kept.
+func (l *Launched) Has(id int64) bool { return slices.Contains(l.ids, id) }
+
 // List returns the ids kept, oldest first, and the floor.
 func (l *Launched) List() ([]int64, int64) { return slices.Clone(l.ids), l.floor }

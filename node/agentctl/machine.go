@@ -3,6 +3,7 @@ package agentctl
 import (
 	"cmp"
 	"slices"
+	"strconv"
 )
 
 // Bounds (see the package comment).
@@ -129,20 +130,54 @@ func (m *Machine) Connect(live []Rank, jobs []int64) uint64 {
 	return m.link
 }
 
-// Launch takes a launch read on link before the agent starts its ranks;
-// false: the link was replaced by a newer welcome, which did not list the
-// launch, and the caller drops it (the controller sends it again).
-func (m *Machine) Launch(link uint64, job int64, ranks []int) bool {
+// Verdict is what becomes of a launch read on a link.
+type Verdict int
+
+const (
+	// Taken: its ranks are to be started.
+	Taken Verdict = iota
+	// Stale: read on a link a newer welcome replaced, which did not list
+	// it; dropped (the controller that wants it sends it again).
+	Stale
+	// Duplicate: this life has the job already (it took a launch of it,
+	// or holds ranks of it a previous life kept); dropped, so that no
+	// rank runs twice. A controller sends a launch again only to a life
+	// whose welcome proves it never got it (node/ctl, neverLaunched).
+	Duplicate
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Taken:
+		return "taken"
+	case Stale:
+		return "stale"
+	case Duplicate:
+		return "duplicate"
+	}
+	return "verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Launch takes a launch read on link before the agent starts its ranks:
+// its job joins the launched list and its ranks are unreported until
+// their exits. Only a Taken launch is started.
+func (m *Machine) Launch(link uint64, job int64, ranks []int) Verdict {
 	if link != m.welcomes {
-		return false
+		return Stale
+	}
+	if m.launched.Has(job) {
+		return Duplicate
+	}
+	for _, r := range ranks {
+		if _, ok := m.unreported[rankKey{job, r}]; ok {
+			return Duplicate
+		}
 	}
 	m.launched.Add(job)
 	for _, r := range ranks {
-		if _, ok := m.unreported[rankKey{job, r}]; !ok {
-			m.unreported[rankKey{job, r}] = 0
-		}
+		m.unreported[rankKey{job, r}] = 0
 	}
-	return true
+	return Taken
 }
 
 // Started records a started rank's pid for the welcomes that list it

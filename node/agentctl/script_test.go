@@ -67,10 +67,11 @@ func TestScripts(t *testing.T) {
 				for _, v := range listArg(d, "ranks") {
 					ranks = append(ranks, atoi(t, v))
 				}
-				if m.Launch(uint64(intArg(t, d, "link", 0)), int64(intArg(t, d, "job", 0)), ranks) {
-					out.WriteString("taken\n")
+				v := m.Launch(uint64(intArg(t, d, "link", 0)), int64(intArg(t, d, "job", 0)), ranks)
+				if v == agentctl.Taken {
+					out.WriteString("taken: start its ranks\n")
 				} else {
-					out.WriteString("stale: dropped\n")
+					fmt.Fprintf(&out, "%v: dropped\n", v)
 				}
 			case "current":
 				if m.Current(uint64(intArg(t, d, "link", 0))) {
