@@ -210,7 +210,10 @@ func (m *Machine) Exit(x Exit) {
 func (m *Machine) Written(link uint64, exits []Exit) {
 	q := m.queued[link]
 	for _, x := range exits {
-		if i := slices.IndexFunc(q, x.Same); i >= 0 {
+		switch i := slices.IndexFunc(q, x.Same); {
+		case i == 0:
+			q = q[1:] // the usual case: a link writes in order
+		case i > 0:
 			q = slices.Delete(q, i, i+1)
 		}
 		m.rd.Forget = append(m.rd.Forget, x)
