@@ -211,7 +211,7 @@ func (a *Agent) openRanks() (map[int64]launch, error) {
 	if a.ranks, err = rank.NewManager(rcfg); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
+	a.pmi = pmi.NewServer(pmi.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail, Ended: a.pmiEnded}, a.log)
 	a.pmix = pmix.NewServer(pmix.Hooks{Barrier: a.pmiBarrierIn, Fail: a.pmiFail}, a.log)
 	if a.mpiLib, err = filepath.Abs(mpiLibDir(cfg.MPILib)); err != nil {
 		return nil, fmt.Errorf("node: --mpi-lib: %w", err)

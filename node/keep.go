@@ -114,6 +114,9 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 	if err != nil {
 		return err // read once already: a file changed under us
 	}
+	if err := a.servePMIResume(); err != nil {
+		return err
+	}
 	alive := map[int64]map[int]bool{}
 	adopted := make([]agentctl.Rank, len(kept))
 	for i, k := range kept {
@@ -163,7 +166,13 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 		}
 		a.sw.add(id, slots)
 		if l.MPI == api.MPIPMI1 {
-			a.pmi.AddJob(id, l.Nodes, a.cfg.Name)
+			sn, err := readPMISnapshot(a.cfg, id)
+			if err != nil {
+				// The ranks' keepers are refused (their numbers of
+				// barriers disagree) and the job fails; the others go on.
+				a.log.Error("PMI state of a kept job unreadable", zap.Int64("job", id), zap.Error(err))
+			}
+			a.pmi.RestoreJob(id, l.Nodes, a.cfg.Name, sn)
 		}
 		for _, row := range l.Rows {
 			a.sw.setRow(id, row, true)

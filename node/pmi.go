@@ -50,6 +50,9 @@ func (a *Agent) rankLayout(l launch, spec *rank.Spec) (*os.File, error) {
 		return nil, err
 	}
 	spec.Env = append(spec.Env, pmi.Env(l.Nodes, spec.Rank)...)
+	if a.cfg.KeepRanks {
+		spec.Env = append(spec.Env, a.pmiResumeEnv(l.Job, spec.Rank))
+	}
 	spec.ExtraFiles = []*os.File{f}
 	return f, nil
 }

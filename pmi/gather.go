@@ -40,6 +40,12 @@ func (g *Gather) In(node string, b Barrier) (done *Barrier, to []string, err err
 	if g.last != nil && b.Epoch == g.last.Epoch {
 		return g.last, []string{node}, nil
 	}
+	if g.last == nil && len(g.arrived) == 0 {
+		// A gather that has seen nothing yet starts at the first part's
+		// barrier: a restarted controller meets jobs past their first
+		// barriers (their ranks outlived agents: node, KeepRanks).
+		g.epoch = b.Epoch
+	}
 	if b.Epoch != g.epoch {
 		return nil, nil, fmt.Errorf("PMI barrier %d from %s while barrier %d is open", b.Epoch, node, g.epoch)
 	}

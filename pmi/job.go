@@ -43,6 +43,17 @@ type Job struct {
 	entered int               // local ranks inside it
 }
 
+// Snapshot is what a job's PMI on an agent holds between two barriers
+// once its ranks' own commands are left out: the number of barriers that
+// ended and the key-value space they made visible. An agent that keeps
+// its ranks across restarts records it after each barrier (Hooks.Ended),
+// and its next life starts the job from it (Server.RestoreJob); the
+// ranks' commands since that barrier come again from their keepers.
+type Snapshot struct {
+	Epoch uint64            `msgpack:"epoch"`
+	KV    map[string]string `msgpack:"kv"`
+}
+
 type rankState struct {
 	inBarrier bool
 	finalized bool
@@ -97,6 +108,23 @@ func NewJob(cfg JobConfig) *Job {
 	}
 	return j
 }
+
+// restore starts the job at snapshot sn: epoch sn.Epoch, its KVS sn.KV
+// (which already holds the presets).
+func (j *Job) restore(sn Snapshot) {
+	j.epoch = sn.Epoch
+	j.kv = maps.Clone(sn.KV)
+	if j.kv == nil {
+		j.kv = map[string]string{}
+	}
+	j.bytes = 0
+	for k, v := range j.kv {
+		j.bytes += len(k) + len(v)
+	}
+}
+
+// Snapshot is the job's state as of its last barrier.
+func (j *Job) Snapshot() Snapshot { return Snapshot{Epoch: j.epoch, KV: maps.Clone(j.kv)} }
 
 // Handle answers one command line (without its newline) from rank.
 func (j *Job) Handle(rank int, line []byte) Output {

@@ -36,6 +36,11 @@ type Hooks struct {
 	// Fail ends a job: a rank aborted or broke the protocol. The reason
 	// is also what Failure reports for the job's ranks.
 	Fail func(job int64, reason string)
+	// Ended, if set, records the state a job reached at the end of a
+	// barrier (Snapshot), before any rank hears of that end: an agent
+	// that keeps its ranks across restarts stores it for its next life
+	// (RestoreJob). It may block on a disk write.
+	Ended func(job int64, sn Snapshot)
 }
 
 // Server is an agent's PMI-1 server: one socketpair per rank, one reader
@@ -44,10 +49,11 @@ type Server struct {
 	hooks Hooks
 	log   *zap.Logger
 
-	mu     sync.Mutex
-	jobs   map[int64]*jobServer
-	closed bool
-	wg     sync.WaitGroup
+	mu        sync.Mutex
+	jobs      map[int64]*jobServer
+	closed    bool
+	listeners []net.Listener // ServeResume's, closed by Close
+	wg        sync.WaitGroup
 }
 
 type jobServer struct {
@@ -77,6 +83,13 @@ func NewServer(h Hooks, log *zap.Logger) *Server {
 // AddJob registers a job whose rank r runs on nodes[r]; here is this
 // agent's node name.
 func (s *Server) AddJob(job int64, nodes []string, here string) {
+	s.RestoreJob(job, nodes, here, nil)
+}
+
+// RestoreJob is AddJob for a job whose ranks a previous life of the agent
+// served: the job starts at snapshot sn (nil: from scratch), and its
+// ranks come back through ServeResume.
+func (s *Server) RestoreJob(job int64, nodes []string, here string, sn *Snapshot) {
 	var local []int
 	for r, n := range nodes {
 		if n == here {
@@ -88,7 +101,11 @@ func (s *Server) AddJob(job int64, nodes []string, here string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.jobs[job]; !ok {
-		s.jobs[job] = &jobServer{id: job, pmi: NewJob(cfg), conns: map[int]*rankConn{}}
+		j := NewJob(cfg)
+		if sn != nil {
+			j.restore(*sn)
+		}
+		s.jobs[job] = &jobServer{id: job, pmi: j, conns: map[int]*rankConn{}}
 	}
 }
 
@@ -244,10 +261,17 @@ func (s *Server) BarrierDone(job int64, b Barrier) {
 	for _, r := range replies {
 		conns[r.Rank] = js.conns[r.Rank]
 	}
+	var sn Snapshot
+	if err == nil && s.hooks.Ended != nil {
+		sn = js.pmi.Snapshot()
+	}
 	s.mu.Unlock()
 	if err != nil {
 		s.fail(js, "PMI: "+err.Error())
 		return
+	}
+	if s.hooks.Ended != nil {
+		s.hooks.Ended(job, sn) // before any rank is told: see Hooks.Ended
 	}
 	for _, r := range replies {
 		if c := conns[r.Rank]; c != nil {
@@ -306,6 +330,10 @@ func (s *Server) RemoveJob(job int64) {
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	s.listeners = nil
 	var ids []int64
 	for id := range s.jobs {
 		ids = append(ids, id)

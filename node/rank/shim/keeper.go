@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,13 +76,31 @@ func keeperMain(args []string) error {
 	for i := range fds {
 		fds[i] = uintptr(i)
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: fds,
+	env := os.Environ()
+	var relay *pmiRelay
+	progPMI := -1
+	if spec := os.Getenv(EnvPMIResume); spec != "" && nfds > 3 {
+		// The keeper holds the PMI connection (descriptor 3) so that it
+		// outlives the agent; the program talks to the keeper.
+		if relay, progPMI, err = newPMIRelay(spec, 3); err != nil {
+			return err
+		}
+		fds[3] = uintptr(progPMI)
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, EnvPMIResume+"=") })
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: fds,
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", path, err)
 	}
 	for fd := 3; fd < nfds; fd++ {
-		unix.Close(fd) // a PMI socket: its server sees the program's end, not the keeper's
+		if relay == nil || fd != 3 {
+			unix.Close(fd) // a PMI socket: its server sees the program's end, not the keeper's
+		}
+	}
+	if relay != nil {
+		unix.Close(progPMI)
+		relay.start()
 	}
 	var ws unix.WaitStatus
 	var ru unix.Rusage

@@ -1,0 +1,145 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/internal/proctest"
+)
+
+// submitMPI submits a 2-rank --mpi pmi job to a kept cluster.
+func (k *keptCluster) submitMPI(cmd []string) int64 {
+	k.t.Helper()
+	id, err := k.client().Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: 2 * time.Minute}, Command: cmd, MPI: api.MPIPMI1})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return id
+}
+
+// checkStepsRun checks the output of a rank of steps.c: one start, 1…n
+// in order, and "finalized" (MPI_Finalize returned).
+func checkStepsRun(t *testing.T, path string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"start"}
+	for i := 1; i <= n; i++ {
+		want = append(want, strconv.Itoa(i))
+	}
+	want = append(want, "finalized")
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("%s: %q, want one uninterrupted run (start, 1…%d, finalized)", path, got, n)
+	}
+}
+
+// restartAgent kills agent p with SIGKILL, checks that its rank's keeper
+// outlived it, and starts it again, joining other.
+func (k *keptCluster) restartAgent(t *testing.T, p, other *agentProc, keeper int) {
+	t.Helper()
+	p.kill9(t)
+	if !alive(keeper) {
+		t.Fatalf("the keeper of %s's rank (pid %d) died with its agent", p.name, keeper)
+	}
+	p.args = append(p.args, "--join", other.ready.Gossip)
+	p.start(t, k.dir)
+}
+
+// An MPICH job (PMI-1, MPICH's own transport between its ranks) runs on
+// while first the compute agent and then the controller's agent are
+// killed with SIGKILL and started again: each rank runs once, without a
+// restart, its keeper carries its PMI connection over to the agent's next
+// life, and MPI_Finalize (PMI's finalize, after the restarts) works: the
+// job completes.
+func TestMPIJobOutlivesItsAgents(t *testing.T) {
+	prog := mpiProgram(t, "steps")
+	k := startKeptCluster(t, time.Minute)
+	const n = 40
+	id := k.submitMPI([]string{prog, strconv.Itoa(n)})
+	j := waitJob(t, k.client(), id, 20*time.Second, inState(api.Running))
+	keepers := map[string]int{"c0": k.keeperOf("c0", id), "w1": k.keeperOf("w1", id)}
+	before := sorted([]int{keepers["c0"], keepers["w1"]})
+	for _, step := range []struct{ p, other *agentProc }{{k.w1, k.c0}, {k.c0, k.w1}} {
+		out := k.outOf(step.p.name, id, rankOn(t, j, step.p.name))
+		b, _ := os.ReadFile(out)
+		waitLines(t, out, strings.Count(string(b), "\n")+3) // running, well past MPI_Init
+		k.restartAgent(t, step.p, step.other, keepers[step.p.name])
+		b, _ = os.ReadFile(out)
+		waitLines(t, out, strings.Count(string(b), "\n")+1)
+	}
+	j = waitJob(t, k.client(), id, 60*time.Second, inState(api.Completed))
+	if got := sorted(rankPIDs(j)); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Errorf("rank pids %v at the end, %v at the start: restarted", got, before)
+	}
+	for i, r := range j.Ranks {
+		checkStepsRun(t, k.outOf(r.Node, id, i), n)
+	}
+}
+
+// The compute agent killed while its rank waits in MPI_Init's PMI barrier
+// (its peer has not entered MPI_Init yet): the rank's keeper replays its
+// PMI commands since its last barrier into the agent's next life, the
+// barrier ends once the peer enters it, and the job completes.
+func TestMPIJobOutlivesItsAgentInPMIBarrier(t *testing.T) {
+	prog := mpiProgram(t, "steps")
+	k := startKeptCluster(t, time.Minute)
+	gate := filepath.Join(k.dir, "go")
+	const n = 5
+	// c0's rank enters MPI_Init only once the gate exists.
+	script := fmt.Sprintf(`if [ "$COSCHED_NODE" = c0 ]; then while [ ! -e %s ]; do sleep 0.05; done; fi; exec "$0" %d`, gate, n)
+	id := k.submitMPI([]string{"sh", "-c", script, prog})
+	j := waitJob(t, k.client(), id, 20*time.Second, inState(api.Running))
+	keeper := k.keeperOf("w1", id)
+	// w1's rank is in the barrier when it has sat in read(2) on its PMI
+	// descriptor (3) for a while: MPI_Init's other PMI calls are answered
+	// at once, and its peer cannot answer before the gate opens.
+	var since time.Time
+	eventually(t, 20*time.Second, func() error {
+		p := childOf(t, k.dir, keeper)
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", p))
+		if f := strings.Fields(string(b)); len(f) < 2 || f[0] != "0" || f[1] != "0x3" {
+			since = time.Time{}
+			return fmt.Errorf("w1's rank (pid %d) not reading its PMI socket: %q", p, b)
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since) < 500*time.Millisecond {
+			return fmt.Errorf("w1's rank in read(3) for %v only", time.Since(since))
+		}
+		return nil
+	})
+	k.restartAgent(t, k.w1, k.c0, keeper)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, k.client(), id, 60*time.Second, inState(api.Completed))
+	for i, r := range j.Ranks {
+		checkStepsRun(t, k.outOf(r.Node, id, i), n)
+	}
+}
+
+// childOf is the program a keeper runs: its child among the cluster's
+// rank processes.
+func childOf(t *testing.T, dir string, keeper int) int {
+	t.Helper()
+	ranks, err := proctest.Ranks(proctest.OutputUnder(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ranks {
+		if r.PPID == keeper {
+			return r.PID
+		}
+	}
+	return -1
+}
