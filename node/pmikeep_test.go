@@ -42,6 +42,22 @@ func checkStepsRun(t *testing.T, path string, n int) {
 	}
 }
 
+// waitCompleted waits for job id to end and fails the test at once if it
+// ended otherwise than COMPLETED.
+func (k *keptCluster) waitCompleted(t *testing.T, id int64) api.Job {
+	t.Helper()
+	j := waitJob(t, k.client(), id, 60*time.Second, func(j api.Job) error {
+		if !j.State.Done() {
+			return fmt.Errorf("job %d is %s", j.ID, j.State)
+		}
+		return nil
+	})
+	if j.State != api.Completed {
+		t.Fatalf("job %d is %s (%s), want COMPLETED", j.ID, j.State, j.Reason)
+	}
+	return j
+}
+
 // restartAgent kills agent p with SIGKILL, checks that its rank's keeper
 // outlived it, and starts it again, joining other.
 func (k *keptCluster) restartAgent(t *testing.T, p, other *agentProc, keeper int) {
@@ -76,7 +92,7 @@ func TestMPIJobOutlivesItsAgents(t *testing.T) {
 		b, _ = os.ReadFile(out)
 		waitLines(t, out, strings.Count(string(b), "\n")+1)
 	}
-	j = waitJob(t, k.client(), id, 60*time.Second, inState(api.Completed))
+	j = k.waitCompleted(t, id)
 	if got := sorted(rankPIDs(j)); fmt.Sprint(got) != fmt.Sprint(before) {
 		t.Errorf("rank pids %v at the end, %v at the start: restarted", got, before)
 	}
@@ -122,9 +138,30 @@ func TestMPIJobOutlivesItsAgentInPMIBarrier(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, k.client(), id, 60*time.Second, inState(api.Completed))
+	j = k.waitCompleted(t, id)
 	for i, r := range j.Ranks {
 		checkStepsRun(t, k.outOf(r.Node, id, i), n)
+	}
+	log, _ := os.ReadFile(filepath.Join(k.dir, "w1.log"))
+	if want := fmt.Sprintf("job %d rank %d resumed through its keeper at barrier 0", id, rankOn(t, j, "w1")); !strings.Contains(string(log), want) {
+		t.Errorf("w1's log does not say %q", want)
+	}
+}
+
+// A kept rank that speaks garbage on its PMI socket (through its keeper)
+// ends its job with the reason, as one that is not kept does.
+func TestKeptPMIBadInputFailsJob(t *testing.T) {
+	k := startKeptCluster(t, time.Minute)
+	for _, tc := range []struct{ script, reason string }{
+		{`echo "cmd=init pmi_version=1 pmi_subversion=1" >&3; echo "no equals sign" >&3; sleep 60`, "malformed PMI command"},
+		{`printf 'cmd=barrier_in\ncmd=barrier_in\n' >&3; sleep 60`, "entered PMI barrier 0 twice"},
+		{`head -c 5000 /dev/zero | tr '\0' x >&3; sleep 60`, "longer than"},
+	} {
+		id := k.submitMPI([]string{"sh", "-c", tc.script})
+		j := waitJob(t, k.client(), id, 30*time.Second, inState(api.Failed))
+		if !strings.Contains(j.Reason, tc.reason) {
+			t.Errorf("%s: reason %q, want %q", tc.script, j.Reason, tc.reason)
+		}
 	}
 }
 
