@@ -41,7 +41,6 @@ type pmiRelay struct {
 	job, rank string
 	grace     time.Duration
 	prog      *os.File // the keeper's end of the program's socket
-	progFD    int      // its descriptor (File.Fd would make it blocking)
 
 	mu        sync.Mutex
 	up        *os.File // the agent's connection; nil while it is away
@@ -85,7 +84,7 @@ func newPMIRelay(spec string, upFD int) (*pmiRelay, int, error) {
 	if err != nil {
 		return nil, -1, fmt.Errorf("PMI socketpair: %w", err)
 	}
-	r.prog, r.progFD = pollable(fds[0], "pmi-program"), fds[0]
+	r.prog = pollable(fds[0], "pmi-program")
 	r.up = pollable(upFD, "pmi-agent")
 	return r, fds[1], nil
 }
@@ -170,7 +169,11 @@ func (r *pmiRelay) fromAgent() {
 			return
 		}
 		if !r.reconnect() {
-			_ = unix.Shutdown(r.progFD, unix.SHUT_RDWR)
+			// Shut down, not closed: the program's end sees EOF even
+			// while fromProgram still reads the keeper's.
+			if rc, err := r.prog.SyscallConn(); err == nil {
+				_ = rc.Control(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_RDWR) })
+			}
 			return
 		}
 	}

@@ -23,7 +23,7 @@ type relayRig struct {
 	ln    net.Listener
 }
 
-func newRelayRig(t *testing.T) *relayRig {
+func newRelayRig(t *testing.T, grace time.Duration) *relayRig {
 	addr := fmt.Sprintf("@cosched-test-relay-%d-%d", os.Getpid(), time.Now().UnixNano())
 	ln, err := net.Listen("unix", addr)
 	if err != nil {
@@ -34,7 +34,7 @@ func newRelayRig(t *testing.T) *relayRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, progFD, err := newPMIRelay("addr="+addr+" job=7 rank=1 grace=2s", pair[1])
+	r, progFD, err := newPMIRelay("addr="+addr+" job=7 rank=1 grace="+grace.String(), pair[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func (g *relayRig) die(hello string, epoch int) {
 // last barrier, drops the answers the rank already had, and the rank gets
 // the barrier's end, once.
 func TestRelayReplaysIntoTheNextAgent(t *testing.T) {
-	g := newRelayRig(t)
+	g := newRelayRig(t, 2*time.Second)
 	g.roundTrip("cmd=init pmi_version=1 pmi_subversion=1", "cmd=response_to_init rc=0")
 	g.roundTrip("cmd=put kvsname=k key=a value=1", "cmd=put_result rc=0")
 	send(t, g.prog, "cmd=barrier_in")
@@ -147,11 +147,88 @@ func TestRelayReplaysIntoTheNextAgent(t *testing.T) {
 // The barrier the rank waits in ended before the agent died (its next
 // life is one barrier further): the keeper ends it for the rank.
 func TestRelayEndsABarrierTheAgentEnded(t *testing.T) {
-	g := newRelayRig(t)
+	g := newRelayRig(t, 2*time.Second)
 	g.roundTrip("cmd=put kvsname=k key=a value=1", "cmd=put_result rc=0")
 	send(t, g.prog, "cmd=barrier_in")
 	expect(t, g.agent, "cmd=barrier_in")
 	g.die("cmd=cosched_resume job=7 rank=1 barriers=0 inited=1 finalized=0", 1)
 	expect(t, g.prog, "cmd=barrier_out rc=0")
 	g.roundTrip("cmd=finalize", "cmd=finalize_ack rc=0")
+}
+
+// No agent comes back within the grace: the keeper shuts the program's
+// PMI socket, so that its next PMI call fails rather than hangs.
+func TestRelayGivesUpAfterTheGrace(t *testing.T) {
+	g := newRelayRig(t, 300*time.Millisecond)
+	g.roundTrip("cmd=init pmi_version=1 pmi_subversion=1", "cmd=response_to_init rc=0")
+	g.ln.Close()
+	g.aconn.Close()
+	if l, err := g.prog.ReadString('\n'); err == nil {
+		t.Fatalf("the program read %q, want its socket shut", l)
+	}
+}
+
+// What a keeper's relay adds to a PMI command's round trip: a program
+// sends a line and waits for the answer from an agent that echoes it,
+// over a socketpair ("direct", as without --keep-ranks) and through a
+// keeper's relay ("relayed"). Compare the two ns/op of one run.
+func BenchmarkPMIRoundTrip(b *testing.B) {
+	line := "cmd=get kvsname=cosched_1 key=P0-businesscard\n"
+	echo := func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if _, err := c.Write([]byte(l)); err != nil {
+				return
+			}
+		}
+	}
+	run := func(b *testing.B, prog net.Conn) {
+		r := bufio.NewReader(prog)
+		b.ResetTimer()
+		for range b.N {
+			if _, err := prog.Write([]byte(line)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.ReadString('\n'); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	pair := func(b *testing.B) (int, int) {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return fds[0], fds[1]
+	}
+	conn := func(b *testing.B, fd int) net.Conn {
+		f := os.NewFile(uintptr(fd), "bench")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c
+	}
+	b.Run("direct", func(b *testing.B) {
+		a, p := pair(b)
+		go echo(conn(b, a))
+		run(b, conn(b, p))
+	})
+	b.Run("relayed", func(b *testing.B) {
+		a, up := pair(b)
+		r, progFD, err := newPMIRelay("addr=@cosched-bench-unused job=1 rank=0 grace=1ms", up)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.prog.Close() })
+		r.start()
+		go echo(conn(b, a))
+		run(b, conn(b, progFD))
+	})
 }
