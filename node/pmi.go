@@ -109,6 +109,9 @@ func (a *Agent) pmiBarrierOut(b pmiBarrier) {
 // pmiJobGone forgets a job whose last local rank ended.
 func (a *Agent) pmiJobGone(job int64) {
 	a.pmi.RemoveJob(job)
+	if a.cfg.KeepRanks {
+		os.Remove(pmiSnapshotFile(a.cfg, job)) // with the launch record
+	}
 	a.pmix.RemoveJob(job)
 	a.mu.Lock()
 	delete(a.pmiPending, job)

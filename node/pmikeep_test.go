@@ -99,6 +99,14 @@ func TestMPIJobOutlivesItsAgents(t *testing.T) {
 	for i, r := range j.Ranks {
 		checkStepsRun(t, k.outOf(r.Node, id, i), n)
 	}
+	eventually(t, 10*time.Second, func() error { // the job's records go with it
+		for _, name := range []string{"c0", "w1"} {
+			if left, _ := filepath.Glob(filepath.Join(k.dir, name, "jobs", strconv.FormatInt(id, 10), "*.msgpack")); len(left) > 0 {
+				return fmt.Errorf("records left after the job: %v", left)
+			}
+		}
+		return nil
+	})
 }
 
 // The compute agent killed while its rank waits in MPI_Init's PMI barrier
