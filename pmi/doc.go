@@ -17,6 +17,12 @@
 // and carries the puts made since the previous barrier). Server is the
 // I/O shell an agent runs: one reader goroutine per rank connection.
 //
+// Ranks that outlive their agent (node, KeepRanks) talk through a keeper
+// that holds their connection; when the agent dies the keeper resumes it
+// with the agent's next life (ServeResume, resume.go), which starts the
+// job from what the previous life recorded at its last barrier (Snapshot,
+// Hooks.Ended, RestoreJob), and replays the rank's commands since.
+//
 // Bad input never hangs or crashes the agent: a malformed line, a line
 // too long, an unknown command or a barrier entered twice ends the job
 // with the reason (Hooks.Fail); a key or value too long, a duplicate key,

@@ -118,7 +118,11 @@
 // (it has delivered the Exit), so an Exit the agent never delivered is
 // reported again by its next life. A keeper that dies without a record (killed from outside)
 // gives an Exit with Err. The Pdeathsig guarantee above does not hold for
-// kept ranks: that is their point.
+// kept ranks: that is their point. A keeper whose environment has
+// shim.EnvPMIResume also holds the program's PMI connection (the first
+// extra file): the program talks to the keeper, which relays to the agent
+// and, when the agent dies, resumes the connection with its next life
+// (package pmi, "resume").
 //
 // # Testing with the test binary as the shim
 //
