@@ -231,6 +231,10 @@ func (r *pmiRelay) resume() (ok, final bool) {
 	up := pollable(fd, "pmi-agent")
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.progDone {
+		up.Close()
+		return false, true // the program has ended: nothing to resume
+	}
 	if r.overflow {
 		up.Close()
 		fmt.Fprintf(os.Stderr, "cosched rank keeper: job %s rank %s sent more PMI commands since its last barrier than a keeper replays\n", r.job, r.rank)
