@@ -24,6 +24,7 @@ enum {
 	FR_DELIVER = 6, FR_ARRIVE = 7, FR_RELEASE = 8, FR_STATS = 9,
 	FR_FINALIZE = 10, FR_BYE = 11, FR_FATAL = 12, FR_UNWAIT = 13,
 	FR_PROBE = 14, FR_PROBED = 15, FR_COLL = 16, FR_ABORT = 18,
+	FR_ACKED = 19, FR_RESEND = 20, /* protocol 3 (resume.c) */
 };
 
 #define CMPI_MAX_MESSAGE (4 << 20)              /* comm.MaxMessage */
@@ -57,6 +58,10 @@ struct inframe {
 	size_t xlen;
 	const char *str; /* Welcome mode, Fatal e */
 	size_t strlen;
+	uint64_t q;         /* Deliver's message number (0: unnumbered) */
+	const uint8_t *arr; /* Acked q, Resend d: narr checked integers */
+	size_t arrlen;
+	uint32_t narr;
 };
 
 struct buf {
@@ -79,6 +84,8 @@ ssize_t cmpi_frame_split(const uint8_t *p, size_t n, int *type, const uint8_t **
 int cmpi_decode(int type, const uint8_t *body, size_t n, struct inframe *out);
 int cmpi_phdr_parse(const uint8_t *x, size_t n, struct phdr *h);
 size_t cmpi_phdr_put(uint8_t *p, const struct phdr *h);
+uint64_t cmpi_uint_next(const uint8_t **p, size_t *n);
+int cmpi_parse_duration_ms(const char *s, int64_t *ms);
 
 /* ---- objects ---- */
 
@@ -179,6 +186,18 @@ struct cmpi {
 	int bsend_size;
 	struct stash *stash_head, *stash_tail;
 	double t0;
+	/* Resumed connections (protocol 3, resume.c): with a grace
+	 * (COSCHED_RELAY_GRACE) and a relay of protocol 3 the rank numbers
+	 * its messages and keeps each until it is acknowledged; when the
+	 * connection breaks it dials the relay again for up to grace_ms. */
+	int64_t grace_ms;   /* 0: no resuming (the old behaviour) */
+	int numbered;       /* messages carry numbers (Send q) */
+	int broken;         /* the connection failed: writes are dropped until conn_recover */
+	int in_parse;       /* handling frames: conn_recover waits for the top */
+	int finalizing;     /* Finalize was written: a resumed connection says it again */
+	struct buf lost;    /* Coll frames a failed write lost, said again on resume */
+	uint64_t kept_bytes, kept_msgs, kept_peak; /* unacknowledged messages held */
+	uint64_t resumes;   /* connections resumed */
 };
 
 extern struct cmpi G;
@@ -217,6 +236,16 @@ void send_frame_wait(struct req **rs, int n);
 void send_frame_unwait(struct req **rs, int n);
 void send_coll(struct comm *c, const char *kind, int root, int64_t bytes);
 void send_abort(int code, const char *msg);
+void conn_recover(void);
+
+/* protocol 3 (resume.c) */
+void resume_init(void);
+uint64_t sent_keep(int dst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl);
+void sent_ack(int dst, uint64_t seq);
+void sent_resend(struct buf *b, int dst); /* appends Send frames (dst -1: every destination) */
+int got_record(int src, uint64_t seq);   /* 0: delivered before */
+void got_hello(struct buf *b);           /* Hello's got: the array */
+void frame_append(struct buf *b, int type, const uint8_t *body, size_t n, const void *tail, size_t tn);
 
 /* post kinds */
 enum { P_NONE, P_RECV, P_FRAG, P_ACK, P_PROBE, P_STASH, P_DEAD };

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmpi.h"
@@ -27,8 +28,14 @@ struct postslot {
 	struct req *r;
 	MPI_Aint off;
 	int found, answered, src, tag; /* P_PROBE answer */
-	int ctx;                       /* P_STASH */
+	int ctx;                       /* as posted (P_STASH's stash) */
+	/* what a resumed connection posts again (conn_recover) */
+	uint64_t order; /* posting order */
+	int psrc, ptag, pblock;
+	int waited; /* in a Wait not yet ended by an Unwait */
 };
+
+static uint64_t post_order;
 
 static struct postslot *posts;
 static int nposts, capposts, *freeposts, nfree;
@@ -65,6 +72,8 @@ static uint64_t slot_new(int kind, struct req *r, MPI_Aint off)
 	p->r = r;
 	p->off = off;
 	p->found = p->answered = 0;
+	p->order = ++post_order;
+	p->waited = 0;
 	return (uint64_t)p->gen << 32 | (uint32_t)i;
 }
 
@@ -75,8 +84,15 @@ static void slot_free(struct postslot *p)
 	freeposts[nfree++] = (int)(p - posts);
 }
 
+/* write_all writes every byte, or, on a connection that numbers its
+ * messages, stops at a failure and marks it broken: what was lost is
+ * said again when conn_recover resumes it, since every frame's state
+ * (kept message, posted slot, barrier, Finalize) is recorded before the
+ * frame is written. */
 static void write_all(const struct iovec *iov0, int n)
 {
+	if (G.broken)
+		return;
 	struct iovec iov[3];
 	memcpy(iov, iov0, n * sizeof *iov);
 	int i = 0;
@@ -88,6 +104,10 @@ static void write_all(const struct iovec *iov0, int n)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			if (G.numbered && errno != EAGAIN) {
+				G.broken = 1; /* resumed at the next pump */
+				return;
+			}
 			if (errno == EPIPE || errno == ECONNRESET) {
 				G.fd = -1; /* nothing more can be said to it */
 				cmpi_die(1, "the relay closed the connection");
@@ -121,13 +141,35 @@ static void write_all(const struct iovec *iov0, int n)
  * with what is pending before them), never copied into G.pend. */
 #define PEND_COPY_MAX 16384
 
+/* keep_lost_colls keeps the Coll frames among frames p[0..n) that a
+ * broken connection lost: the only frames whose state is not recorded
+ * elsewhere (conn_recover says them again). */
+static void keep_lost_colls(const uint8_t *p, size_t n)
+{
+	while (n >= 6) {
+		size_t l = 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
+		if (l > n)
+			return;
+		if (p[5] == FR_COLL) {
+			buf_reserve(&G.lost, l);
+			memcpy(G.lost.p + G.lost.len, p, l);
+			G.lost.len += l;
+		}
+		p += l;
+		n -= l;
+	}
+}
+
 void conn_flush(void)
 {
 	if (G.pend.len == 0)
 		return;
 	struct iovec iov = {G.pend.p, G.pend.len};
+	size_t n = G.pend.len;
 	G.pend.len = 0; /* before writing: a failure exits, and must not write it again */
 	write_all(&iov, 1);
+	if (G.broken)
+		keep_lost_colls(G.pend.p, n);
 }
 
 static void frame_header(uint8_t h[6], int type, size_t blen)
@@ -151,9 +193,12 @@ void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, 
 		buf_reserve(&G.pend, 6 + hlen);
 		memcpy(G.pend.p + G.pend.len, h, 6);
 		memcpy(G.pend.p + G.pend.len + 6, head, hlen);
+		size_t n = G.pend.len;
 		struct iovec iov[2] = {{G.pend.p, G.pend.len + 6 + hlen}, {(void *)tail, tlen}};
 		G.pend.len = 0;
 		write_all(iov, 2);
+		if (G.broken)
+			keep_lost_colls(G.pend.p, n);
 		return;
 	}
 	buf_reserve(&G.pend, 6 + hlen + tlen);
@@ -209,6 +254,8 @@ static int read_some(int block)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return 1;
+		if (G.numbered)
+			return 0; /* the relay died: resumed (conn_recover) */
 		cmpi_die(1, "read from the relay: %s", strerror(errno));
 	}
 }
@@ -240,7 +287,9 @@ static void parse_frames(void)
 		struct inframe f;
 		if (cmpi_decode(type, body, bl, &f))
 			cmpi_die(1, "the relay sent a malformed frame of type %d", type);
+		G.in_parse++;
 		handle(&f);
+		G.in_parse--;
 	}
 }
 
@@ -249,12 +298,18 @@ static void parse_frames(void)
 void pump(int block)
 {
 	conn_flush();
-	int alive = read_some(block);
-	parse_frames();
-	if (!alive) {
-		G.fd = -1;
-		cmpi_die(1, "the relay closed the connection");
+	if (!G.broken) {
+		int alive = read_some(block);
+		parse_frames();
+		if (!alive && G.numbered)
+			G.broken = 1;
+		else if (!alive) {
+			G.fd = -1;
+			cmpi_die(1, "the relay closed the connection");
+		}
 	}
+	if (G.broken)
+		conn_recover(); /* callers loop on their condition: returning without news is fine */
 }
 
 static void handle(const struct inframe *f)
@@ -262,11 +317,15 @@ static void handle(const struct inframe *f)
 	struct postslot *p;
 	switch (f->type) {
 	case FR_DELIVER:
+		if (f->s < 0 || f->s >= G.size || f->t < 0 || f->t > INT32_MAX)
+			cmpi_die(1, "the relay delivered a message from rank %lld tag %lld", (long long)f->s, (long long)f->t);
+		/* a numbered message counts as received even for a request
+		 * since forgotten: the relay delivered it, once */
+		if (f->q && G.numbered && !got_record((int)f->s, f->q))
+			cmpi_die(1, "the relay delivered message %llu from rank %lld twice", (unsigned long long)f->q, (long long)f->s);
 		p = slot_of(f->r);
 		if (!p)
 			return; /* unknown request: ignored (MPI-WIRE.md) */
-		if (f->s < 0 || f->s >= G.size || f->t < 0 || f->t > INT32_MAX)
-			cmpi_die(1, "the relay delivered a message from rank %lld tag %lld", (long long)f->s, (long long)f->t);
 		{
 			struct postslot s = *p;
 			slot_free(p);
@@ -309,6 +368,29 @@ static void handle(const struct inframe *f)
 	case FR_BYE:
 		G.bye = 1;
 		return;
+	case FR_ACKED:
+		if (G.numbered) {
+			const uint8_t *a = f->arr;
+			size_t n = f->arrlen;
+			for (uint32_t i = 0; i < f->narr; i++)
+				sent_ack((int)f->s, cmpi_uint_next(&a, &n));
+		}
+		return;
+	case FR_RESEND:
+		/* a destination's relay restarted: say again what it may have
+		 * lost (a broken connection says everything when resumed) */
+		if (G.numbered && !G.broken) {
+			const uint8_t *a = f->arr;
+			size_t n = f->arrlen;
+			for (uint32_t i = 0; i < f->narr; i++) {
+				uint64_t d = cmpi_uint_next(&a, &n);
+				if (d < (uint64_t)G.size)
+					sent_resend(&G.pend, (int)d);
+			}
+			if (!G.cork)
+				conn_flush();
+		}
+		return;
 	case FR_FATAL:
 		fprintf(stderr, "cosched MPI: rank %d: the relay ended the connection: %.*s\n", G.rank, (int)f->strlen, f->str);
 		exit(1);
@@ -331,10 +413,15 @@ uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 	mp_int(&G.out, tag);
 	mp_str(&G.out, "c");
 	mp_int(&G.out, ctx);
+	p->psrc = src;
+	p->ptag = tag;
 	conn_write(FR_POST, &G.out);
 	if (r)
 		r->outstanding++;
 	if (G.blocking) { /* posted while blocked (a fragment): the relay must know */
+		p = slot_of(id);
+		if (p)
+			p->waited = 1;
 		G.out.len = 0;
 		mp_map(&G.out, 1);
 		mp_str(&G.out, "r");
@@ -378,6 +465,7 @@ static void wait_frame(int type, struct req **rs, int n)
 		for (int j = 0; j < n; j++)
 			if (rs[j] == posts[i].r || (rs[j] && posts[i].r->parent == rs[j])) {
 				mp_uint(&G.out, (uint64_t)posts[i].gen << 32 | (uint32_t)i);
+				posts[i].waited = type == FR_WAIT;
 				break;
 			}
 	}
@@ -398,6 +486,11 @@ void send_frame_unwait(struct req **rs, int n) { wait_frame(FR_UNWAIT, rs, n); }
 int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag)
 {
 	uint64_t id = slot_new(P_PROBE, NULL, 0);
+	struct postslot *q = slot_of(id);
+	q->psrc = src;
+	q->ptag = tag;
+	q->ctx = ctx;
+	q->pblock = block;
 	G.out.len = 0;
 	mp_map(&G.out, 5);
 	mp_str(&G.out, "r");
@@ -478,6 +571,31 @@ static int env_int(const char *name, long long lo, long long hi, long long *out)
 	return 0;
 }
 
+/* hello is the Hello's body: with a grace it says `numbers`, and a
+ * resumed one what the rank received. */
+static void hello(struct buf *b, int resume)
+{
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume);
+	mp_str(b, "job");
+	mp_int(b, G.job);
+	mp_str(b, "rank");
+	mp_int(b, G.rank);
+	mp_str(b, "size");
+	mp_int(b, G.size);
+	mp_str(b, "pid");
+	mp_int(b, getpid());
+	if (G.grace_ms > 0) {
+		mp_str(b, "numbers");
+		mp_bool(b, 1);
+	}
+	if (resume) {
+		mp_str(b, "resume");
+		mp_bool(b, 1);
+		mp_str(b, "got");
+		got_hello(b);
+	}
+}
+
 /* conn_open connects to the relay and says hello; it exits on failure
  * (MPI_Init has no way to fail usefully). */
 int conn_open(void)
@@ -497,6 +615,11 @@ int conn_open(void)
 		exit(1);
 	}
 	strcpy(sa.sun_path, path);
+	const char *grace = getenv("COSCHED_RELAY_GRACE");
+	if (grace && *grace && cmpi_parse_duration_ms(grace, &G.grace_ms)) {
+		fprintf(stderr, "cosched MPI: COSCHED_RELAY_GRACE=%s is not a duration >= 0 (like 5m or 1m30s)\n", grace);
+		exit(1);
+	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		fprintf(stderr, "cosched MPI: connect to the relay at %s: %s\n", path, strerror(errno));
@@ -511,15 +634,7 @@ int conn_open(void)
 	G.rank = (int)rank;
 	G.size = (int)size;
 	struct buf b = {0};
-	mp_map(&b, 4);
-	mp_str(&b, "job");
-	mp_int(&b, job);
-	mp_str(&b, "rank");
-	mp_int(&b, rank);
-	mp_str(&b, "size");
-	mp_int(&b, size);
-	mp_str(&b, "pid");
-	mp_int(&b, getpid());
+	hello(&b, 0);
 	conn_write(FR_HELLO, &b);
 	free(b.p);
 	/* the Welcome (a Fatal exits in handle) */
@@ -538,6 +653,9 @@ int conn_open(void)
 			G.in_off = used;
 			if (type == FR_WELCOME) {
 				G.relay_v = f.v > 0 && f.v < 1000 ? (int)f.v : 1;
+				G.numbered = G.grace_ms > 0 && G.relay_v >= 3;
+				if (G.numbered)
+					resume_init();
 				snprintf(G.mode, sizeof G.mode, "%.*s", (int)(f.strlen < 15 ? f.strlen : 15), f.str ? f.str : "");
 				parse_frames();
 				return 0;
@@ -548,4 +666,232 @@ int conn_open(void)
 		if (!alive)
 			cmpi_die(1, "the relay closed the connection at hello");
 	}
+}
+
+/* ---- resuming a broken connection (protocol 3; resume.c) ---- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* write_fd writes p[0..n) to fd; -1 on failure. */
+static int write_fd(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pf = {fd, POLLOUT, 0};
+			poll(&pf, 1, -1);
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+static int cmp_order(const void *a, const void *b)
+{
+	uint64_t x = posts[*(const int *)a].order, y = posts[*(const int *)b].order;
+	return x < y ? -1 : x > y;
+}
+
+/* replay is what the dead relay held for this rank, in the order comm
+ * says it (comm/resume.go): its posted receives (same ids, in posting
+ * order) and unanswered probes, the Wait it is blocked in, its barrier if
+ * not released, the collective announcements lost, every message not
+ * acknowledged, and its Finalize. */
+static void replay(struct buf *out)
+{
+	struct buf b = {0};
+	int *idx = malloc((nposts ? nposts : 1) * sizeof *idx);
+	if (!idx)
+		cmpi_die(1, "out of memory");
+	int n = 0, waited = 0;
+	for (int i = 0; i < nposts; i++)
+		if (posts[i].kind != P_NONE && !(posts[i].kind == P_PROBE && posts[i].answered))
+			idx[n++] = i;
+	qsort(idx, n, sizeof *idx, cmp_order);
+	for (int j = 0; j < n; j++) {
+		struct postslot *p = &posts[idx[j]];
+		uint64_t id = (uint64_t)p->gen << 32 | (uint32_t)idx[j];
+		b.len = 0;
+		mp_map(&b, p->kind == P_PROBE ? 5 : 4);
+		mp_str(&b, "r");
+		mp_uint(&b, id);
+		mp_str(&b, "s");
+		mp_int(&b, p->psrc);
+		mp_str(&b, "t");
+		mp_int(&b, p->ptag);
+		mp_str(&b, "c");
+		mp_int(&b, p->ctx);
+		if (p->kind == P_PROBE) {
+			mp_str(&b, "b");
+			mp_bool(&b, p->pblock);
+		}
+		frame_append(out, p->kind == P_PROBE ? FR_PROBE : FR_POST, b.p, b.len, NULL, 0);
+		waited += p->kind != P_PROBE && p->waited;
+	}
+	if (waited) {
+		b.len = 0;
+		mp_map(&b, 1);
+		mp_str(&b, "r");
+		mp_array(&b, waited);
+		for (int j = 0; j < n; j++)
+			if (posts[idx[j]].kind != P_PROBE && posts[idx[j]].waited)
+				mp_uint(&b, (uint64_t)posts[idx[j]].gen << 32 | (uint32_t)idx[j]);
+		frame_append(out, FR_WAIT, b.p, b.len, NULL, 0);
+	}
+	free(idx);
+	if (G.released < G.barrier_seq) {
+		b.len = 0;
+		mp_map(&b, 1);
+		mp_str(&b, "s");
+		mp_uint(&b, G.barrier_seq);
+		frame_append(out, FR_ARRIVE, b.p, b.len, NULL, 0);
+	}
+	buf_reserve(out, G.lost.len);
+	memcpy(out->p + out->len, G.lost.p, G.lost.len);
+	out->len += G.lost.len;
+	sent_resend(out, -1);
+	if (G.finalizing) {
+		b.len = 0;
+		mp_map(&b, 0);
+		frame_append(out, FR_FINALIZE, b.p, b.len, NULL, 0);
+	}
+	free(b.p);
+}
+
+/* resume_once dials the relay, says a resumed Hello, waits for its
+ * Welcome (a Fatal or an old relay ends the rank) and sends replay();
+ * NULL on success, else what failed (the caller dials again). */
+static const char *resume_once(void)
+{
+	static char why[160];
+	const char *path = getenv("COSCHED_RELAY");
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		snprintf(why, sizeof why, "connect to %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return why;
+	}
+	int sndbuf = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+	struct buf b = {0}, fr = {0};
+	hello(&b, 1);
+	frame_append(&fr, FR_HELLO, b.p, b.len, NULL, 0);
+	free(b.p);
+	int bad = write_fd(fd, fr.p, fr.len);
+	free(fr.p);
+	if (bad) {
+		snprintf(why, sizeof why, "hello: %s", strerror(errno));
+		close(fd);
+		return why;
+	}
+	/* the Welcome, within 5 s */
+	G.in.len = G.in_off = 0;
+	int64_t until = now_ms() + 5000;
+	for (;;) {
+		int type;
+		const uint8_t *body;
+		size_t bl;
+		ssize_t used = cmpi_frame_split(G.in.p, G.in.len, &type, &body, &bl);
+		if (used < 0)
+			cmpi_die(1, "the resumed relay sent a malformed frame");
+		if (used > 0) {
+			struct inframe f;
+			if (cmpi_decode(type, body, bl, &f))
+				cmpi_die(1, "the resumed relay sent a malformed frame of type %d", type);
+			if (type == FR_FATAL)
+				cmpi_die(1, "the relay refused to resume the connection: %.*s", (int)f.strlen, f.str);
+			if (type != FR_WELCOME)
+				cmpi_die(1, "the resumed relay answered hello with frame type %d", type);
+			if (f.v < 3)
+				cmpi_die(1, "the relay came back without numbered messages (protocol %lld)", (long long)f.v);
+			G.in_off = used;
+			break;
+		}
+		int64_t left = until - now_ms();
+		struct pollfd pf = {fd, POLLIN, 0};
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0) {
+			snprintf(why, sizeof why, "no Welcome within 5 s");
+			close(fd);
+			return why;
+		}
+		buf_reserve(&G.in, 65536);
+		ssize_t r = recv(fd, G.in.p + G.in.len, G.in.cap - G.in.len, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+			snprintf(why, sizeof why, "the relay closed the connection at hello");
+			close(fd);
+			G.in.len = 0;
+			return why;
+		}
+		if (r > 0)
+			G.in.len += r;
+	}
+	struct buf out = {0};
+	replay(&out);
+	bad = write_fd(fd, out.p, out.len);
+	free(out.p);
+	if (bad) {
+		snprintf(why, sizeof why, "resending: %s", strerror(errno));
+		close(fd);
+		G.in.len = G.in_off = 0;
+		return why;
+	}
+	G.fd = fd;
+	return NULL;
+}
+
+/* conn_recover resumes a broken connection (G.broken): it takes what the
+ * dead relay had written (so that the Hello counts it as received), then
+ * dials the relay every 20 ms, sleeping in between, until the agent's
+ * next life answers or the grace passes (then the rank fails, as it did
+ * before protocol 3). Called at the top of pump, never while frames are
+ * being handled. */
+void conn_recover(void)
+{
+	if (!G.broken || G.in_parse)
+		return;
+	if (G.fd >= 0) {
+		for (;;) {
+			struct pollfd pf = {G.fd, POLLIN, 0};
+			if (poll(&pf, 1, 1000) <= 0)
+				break;
+			int alive = read_some(0);
+			parse_frames();
+			if (!alive)
+				break;
+		}
+		close(G.fd);
+		G.fd = -1;
+	}
+	G.in.len = G.in_off = 0; /* half a frame at most: not acknowledged, it comes again */
+	keep_lost_colls(G.pend.p, G.pend.len);
+	G.pend.len = 0; /* what handling wrote meanwhile: replay() says it */
+	int64_t start = now_ms();
+	const char *why;
+	while ((why = resume_once()) != NULL) {
+		if (now_ms() - start > G.grace_ms)
+			cmpi_die(1, "the relay connection was lost and the relay was not back within %lld ms (COSCHED_RELAY_GRACE): %s",
+				 (long long)G.grace_ms, why);
+		struct timespec ts = {0, 20 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	G.broken = 0;
+	G.lost.len = 0;
+	G.resumes++;
+	if (getenv("COSCHED_MPI_DEBUG"))
+		fprintf(stderr, "cosched MPI: rank %d: relay connection resumed after %lld ms\n", G.rank, (long long)(now_ms() - start));
+	parse_frames(); /* what came with the Welcome */
 }

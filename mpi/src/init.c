@@ -90,10 +90,14 @@ int MPI_Finalize(void)
 	NEED_INIT("MPI_Finalize");
 	struct buf b = {0};
 	mp_map(&b, 0);
+	G.finalizing = 1; /* before writing: a resumed connection says it again */
 	conn_write(FR_FINALIZE, &b);
 	free(b.p);
 	while (!G.bye)
 		pump(1);
+	if (G.numbered && getenv("COSCHED_MPI_DEBUG"))
+		fprintf(stderr, "cosched MPI: rank %d: %llu connection(s) resumed; unacknowledged messages kept: peak %llu bytes, %llu at the end\n",
+			G.rank, (unsigned long long)G.resumes, (unsigned long long)G.kept_peak, (unsigned long long)G.kept_msgs);
 	close(G.fd);
 	G.fd = -1;
 	G.finalized = 1;

@@ -355,6 +355,53 @@ items:
 	return 0;
 }
 
+/* ruints reads an array of non-negative integers (Acked.q, Resend.d),
+ * checking every element; f keeps where it lies, for cmpi_uint_next. */
+static int ruints(struct rd *r, struct inframe *f)
+{
+	uint8_t c;
+	uint64_t n;
+	if (rbyte(r, &c))
+		return -1;
+	if ((c & 0xf0) == 0x90)
+		n = c & 0x0f;
+	else if (c == 0xdc) {
+		if (rbe(r, 2, &n))
+			return -1;
+	} else if (c == 0xdd) {
+		if (rbe(r, 4, &n))
+			return -1;
+	} else if (c == 0xc0)
+		n = 0;
+	else
+		return -1;
+	if (n > r->n - r->off)
+		return -1;
+	f->arr = r->p + r->off;
+	for (uint64_t i = 0; i < n; i++) {
+		int64_t iv;
+		uint64_t uv;
+		if (rint_(r, &iv, &uv) || iv < 0)
+			return -1;
+	}
+	f->arrlen = r->p + r->off - f->arr;
+	f->narr = (uint32_t)n;
+	return 0;
+}
+
+/* cmpi_uint_next takes the next element of an array cmpi_decode checked. */
+uint64_t cmpi_uint_next(const uint8_t **p, size_t *n)
+{
+	struct rd r = {*p, *n, 0};
+	int64_t iv;
+	uint64_t uv = 0;
+	if (rint_(&r, &iv, &uv))
+		uv = 0; /* not reached: cmpi_decode checked the array */
+	*p += r.off;
+	*n -= r.off;
+	return uv;
+}
+
 ssize_t cmpi_frame_split(const uint8_t *p, size_t n, int *type, const uint8_t **body, size_t *bodylen)
 {
 	if (n < 4)
@@ -427,6 +474,12 @@ int cmpi_decode(int type, const uint8_t *body, size_t n, struct inframe *f)
 				if (rint_(&r, &f->n, &uv))
 					return -1;
 				break;
+			case 'q': /* Deliver's number (protocol 3) */
+				if (type != FR_DELIVER)
+					handled = 0;
+				else if (rint_(&r, &iv, &f->q) || iv < 0)
+					return -1;
+				break;
 			case 'f':
 				if (rint_(&r, &iv, &uv))
 					return -1;
@@ -439,6 +492,17 @@ int cmpi_decode(int type, const uint8_t *body, size_t n, struct inframe *f)
 		case FR_RELEASE:
 			if (key == 's') {
 				if (rint_(&r, &iv, &f->r))
+					return -1;
+			} else
+				handled = 0;
+			break;
+		case FR_ACKED:
+		case FR_RESEND:
+			if (key == 'd' && type == FR_ACKED) {
+				if (rint_(&r, &f->s, &uv))
+					return -1;
+			} else if ((key == 'q' && type == FR_ACKED) || (key == 'd' && type == FR_RESEND)) {
+				if (ruints(&r, f))
 					return -1;
 			} else
 				handled = 0;

@@ -24,14 +24,20 @@ struct stash {
 static void raw_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl)
 {
 	struct buf *b = &G.out;
+	/* numbered (protocol 3): kept until the destination's relay acks it */
+	uint64_t seq = G.numbered ? sent_keep(wdst, tag, ctx, hdr, hl, data, dl) : 0;
 	b->len = 0;
-	mp_map(b, 4);
+	mp_map(b, seq ? 5 : 4);
 	mp_str(b, "d");
 	mp_int(b, wdst);
 	mp_str(b, "t");
 	mp_int(b, tag);
 	mp_str(b, "c");
 	mp_int(b, ctx);
+	if (seq) {
+		mp_str(b, "q");
+		mp_uint(b, seq);
+	}
 	mp_str(b, "x");
 	mp_bin_header(b, hl + dl);
 	buf_reserve(b, hl);
