@@ -43,6 +43,7 @@ func agentProcMain(args []string) int {
 	deadAfter := fs.Duration("dead-controller-after", 0, "")
 	keep := fs.Bool("keep-ranks", false, "")
 	cpuWeight := fs.Int("jobs-cpu-weight", 0, "")
+	mpiLib := fs.String("mpi-lib", "", "")
 	fs.Var(&join, "join", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -53,7 +54,7 @@ func agentProcMain(args []string) int {
 	defer stop()
 	err := node.Run(ctx, node.Config{Name: *name, Bind: *bind, Local: true, StateDir: *state, Join: join,
 		Controller: *controller, Controllers: *controllers, RaftPort: *raftPort, NoCompute: *noCompute, Processors: *processors,
-		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace, DeadControllerAfter: *deadAfter, KeepRanks: *keep, JobsCPUWeight: *cpuWeight,
+		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace, DeadControllerAfter: *deadAfter, KeepRanks: *keep, JobsCPUWeight: *cpuWeight, MPILib: *mpiLib,
 		Shim: []string{exe, "__rank-exec"}, Log: log}, func(a *node.Agent) error {
 		b, _ := json.Marshal(map[string]any{"name": *name, "pid": os.Getpid(), "gossip": a.GossipAddr(), "api": a.APIAddr()})
 		return atomicfile.WriteFile(*ready, b)

@@ -30,14 +30,16 @@ func startKeptCluster(t testing.TB, grace time.Duration) *keptCluster {
 	return startKeptClusterMode(t, grace, "gang")
 }
 
-// startKeptClusterMode is startKeptCluster in another time-sharing mode.
-func startKeptClusterMode(t testing.TB, grace time.Duration, mode string) *keptCluster {
+// startKeptClusterMode is startKeptCluster in another time-sharing mode;
+// extra flags go to both agents.
+func startKeptClusterMode(t testing.TB, grace time.Duration, mode string, extra ...string) *keptCluster {
 	dir := t.TempDir()
 	common := []string{"--processors", "1", "--keep-ranks", "--mode", mode, "--mpl", "2", "--slice", "50ms", "--controller-grace", grace.String(),
 		// Not weighed below the agents: on a host shared with other
 		// clusters' busy jobs a keeper's start-up could starve past the
 		// rank manager's start timeout.
 		"--jobs-cpu-weight", "-1"}
+	common = append(common, extra...)
 	k := &keptCluster{t: t, dir: dir}
 	// Last (cleanups run in reverse): the agents have stopped, leaving
 	// their kept ranks (SIGTERM detaches); nothing may outlive the test.

@@ -1,0 +1,95 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/api"
+)
+
+// A --mpi cosched job (a C program compiled by MPICH's mpicc, run on
+// cosched's MPI library) in bcs mode with a rank on each of two agents
+// exchanges numbered messages (Isend/Irecv on two tags matched out of
+// order, a blocking Send/Recv ping-pong, an Allreduce every fifth round,
+// a Barrier every seventh) while first the compute agent and then the
+// controller's agent are killed with SIGKILL and started again: the
+// library resumes its relay connection (protocol 3; no restart of the
+// program), every message arrives exactly once and in order, the
+// collectives give the right sums, and the job completes.
+func TestMPICoschedJobSurvivesRelayRestarts(t *testing.T) {
+	kit, progs := mpiKit(t, "node/testdata/mpistream.c")
+	k := startKeptClusterMode(t, time.Minute, "bcs", "--mpi-lib", kit.LibDir)
+	stop := filepath.Join(k.dir, "stop")
+	id, err := k.client().Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: 3 * time.Minute},
+		Command: progs, MPI: api.MPICosched, Env: []string{envStreamStop + "=" + stop, "COSCHED_MPI_DEBUG=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, k.client(), id, 20*time.Second, inState(api.Running))
+	outs := map[string]string{}
+	for i, r := range j.Ranks {
+		outs[r.Node] = k.outOf(r.Node, id, i)
+	}
+	errOf := func(out string) string { return strings.TrimSuffix(out, ".out") + ".err" }
+	t.Cleanup(func() { // before the directory goes
+		if t.Failed() {
+			for _, out := range outs {
+				o, _ := os.ReadFile(out)
+				e, _ := os.ReadFile(errOf(out))
+				t.Logf("%s: %s\n%s: %s", out, o, errOf(out), e)
+			}
+		}
+	})
+	progress := func(name string, after int, within time.Duration) {
+		t.Helper()
+		eventually(t, within, func() error {
+			if n := lastGot(outs[name]); n <= after {
+				return fmt.Errorf("%s's rank at round %d, want past %d", name, n, after)
+			}
+			return nil
+		})
+	}
+	progress("w1", 5, 30*time.Second)
+	for _, step := range []struct{ p, other *agentProc }{{k.w1, k.c0}, {k.c0, k.w1}} {
+		step.p.kill9(t)
+		at := max(lastGot(outs["c0"]), lastGot(outs["w1"]))
+		step.p.args = append(step.p.args, "--join", step.other.ready.Gossip)
+		restarted := time.Now()
+		step.p.start(t, k.dir)
+		progress(step.p.name, at, 60*time.Second)
+		t.Logf("%s: messages flowing again %v after the agent's restart (at round %d)", step.p.name, time.Since(restarted).Round(time.Millisecond), at)
+		progress(step.other.name, at+6, 30*time.Second) // past an Allreduce and a Barrier
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, k.client(), id, 60*time.Second, inState(api.Completed))
+	for i, r := range j.Ranks {
+		out := k.outOf(r.Node, id, i)
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(f) < 3 || f[0] != "start" || f[len(f)-1] != "ok" {
+			t.Fatalf("rank %d on %s: output %q, want one run: start, got 1…, ok", i, r.Node, b)
+		}
+		for n, line := range f[1 : len(f)-1] {
+			if line != "got "+strconv.Itoa(n+1) {
+				t.Fatalf("rank %d on %s: line %d is %q, want %q", i, r.Node, n+2, line, "got "+strconv.Itoa(n+1))
+			}
+		}
+		e, _ := os.ReadFile(errOf(out))
+		resumed := strings.Count(string(e), "relay connection resumed")
+		if resumed == 0 {
+			t.Errorf("rank %d on %s: no resumed connection in its stderr %q", i, r.Node, e)
+		}
+		t.Logf("rank %d on %s: %d rounds, each message once and in order; %d connection(s) resumed; stderr: %s", i, r.Node, len(f)-2, resumed, strings.TrimSpace(string(e)))
+	}
+}
