@@ -20,20 +20,26 @@ func TestConformance(t *testing.T) {
 	// and the collectives are the one-round ones), then immediate with the
 	// one-round collectives forced (COSCHED_MPI_COLL=direct: bcs's
 	// algorithms on more rank counts, fast)
+	// (numbered: immediate, the ranks with a relay grace, as an agent
+	// with --keep-ranks starts them: protocol 3's numbered, kept and
+	// acknowledged messages under every call of the programs)
 	progs := []struct {
-		src                string
-		sizes, bcs, direct []int
+		src                          string
+		sizes, bcs, direct, numbered []int
 	}{
-		{"mpi/testdata/conformance/p2p.c", []int{2, 3}, []int{3}, nil},
-		{"mpi/testdata/conformance/coll.c", []int{1, 4, 5}, []int{3}, []int{4, 5}},
-		{"mpi/testdata/conformance/types.c", []int{2, 3}, []int{3}, nil},
-		{"mpi/testdata/conformance/comm.c", []int{1, 4, 5}, []int{5}, []int{4}},
+		{"mpi/testdata/conformance/p2p.c", []int{2, 3}, []int{3}, nil, []int{3}},
+		{"mpi/testdata/conformance/coll.c", []int{1, 4, 5}, []int{3}, []int{4, 5}, []int{4}},
+		{"mpi/testdata/conformance/types.c", []int{2, 3}, []int{3}, nil, []int{3}},
+		{"mpi/testdata/conformance/comm.c", []int{1, 4, 5}, []int{5}, []int{4}, []int{5}},
 	}
-	for _, mode := range []string{"immediate", "bcs", "direct"} {
+	for _, mode := range []string{"immediate", "bcs", "direct", "numbered"} {
 		t.Run(mode, func(t *testing.T) {
 			c := newCluster(t, 2, mode == "bcs")
-			if mode == "direct" {
+			switch mode {
+			case "direct":
 				c.env = []string{"COSCHED_MPI_COLL=direct"}
+			case "numbered":
+				c.env = []string{"COSCHED_RELAY_GRACE=1m", "COSCHED_MPI_DEBUG=1"}
 			}
 			for _, p := range progs {
 				sizes := p.sizes
@@ -42,6 +48,8 @@ func TestConformance(t *testing.T) {
 					sizes = p.bcs
 				case "direct":
 					sizes = p.direct
+				case "numbered":
+					sizes = p.numbered
 				}
 				if len(sizes) == 0 {
 					continue
@@ -51,6 +59,11 @@ func TestConformance(t *testing.T) {
 					t.Run(fmt.Sprintf("%s/%d", strings.TrimSuffix(filepath.Base(p.src), ".c"), n), func(t *testing.T) {
 						res := c.run(t, prog, spread(n, 2), 60*time.Second)
 						expectPass(t, fmt.Sprintf("%s on %d ranks", p.src, n), res)
+						for _, r := range res {
+							if mode == "numbered" && !strings.Contains(r.err, "unacknowledged messages kept") {
+								t.Errorf("rank %d did not number its messages (no account at MPI_Finalize): stderr %q", r.rank, r.err)
+							}
+						}
 					})
 				}
 			}
