@@ -88,6 +88,8 @@ type cluster struct {
 
 	relays []*relay.Relay
 	names  []string
+	// newRelay makes node name's relay (again, for a restart).
+	newRelay func(name string) (*relay.Relay, error)
 	stop   func()
 	nextID int64
 }
@@ -112,9 +114,8 @@ func newClusterSlice(t testing.TB, nodes int, slice time.Duration) *cluster {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c := &cluster{nextID: 1}
 	peers := map[string]string{}
-	for i := range nodes {
-		name := fmt.Sprintf("n%d", i)
-		r, err := relay.New(relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop(),
+	c.newRelay = func(name string) (*relay.Relay, error) {
+		return relay.New(relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop(),
 			OnBlocked: func(job int64, rank int, blocked bool) {
 				c.blockedMu.Lock()
 				c.blocked = append(c.blocked, fmt.Sprintf("%d/%d:%v", job, rank, blocked))
@@ -125,6 +126,10 @@ func newClusterSlice(t testing.TB, nodes int, slice time.Duration) *cluster {
 				c.aborts = append(c.aborts, a)
 				c.blockedMu.Unlock()
 			}})
+	}
+	for i := range nodes {
+		name := fmt.Sprintf("n%d", i)
+		r, err := c.newRelay(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,6 +131,13 @@ func (r *Relay) serveRank(rc *rankConn) {
 		rc.fatal("malformed hello: " + err.Error())
 		return
 	}
+	if h.Resume && !r.hasJob(h.Job) {
+		// A restarted agent may not have reattached the job yet:
+		// closed without a Fatal, the rank dials again (until its
+		// grace passes) rather than fail (resume.go).
+		r.log.Info("resumed rank of a job not here (yet): closed, it dials again", zap.Int64("job", h.Job), zap.Int("rank", h.Rank))
+		return
+	}
 	if rs, err = r.hello(rc, h); err != nil {
 		var denied errDenied
 		if errors.As(err, &denied) {
@@ -161,6 +168,13 @@ func (r *Relay) serveRank(rc *rankConn) {
 			return
 		}
 	}
+}
+
+// hasJob reports whether job id is registered here.
+func (r *Relay) hasJob(id int64) bool {
+	r.mu.Lock()
+	defer r.unlock()
+	return r.jobs[id] != nil
 }
 
 // hello accepts a rank: its job must be registered here and the rank must

@@ -1,0 +1,114 @@
+package mpi_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A rank of cosched's MPI library with a relay grace (COSCHED_RELAY_GRACE,
+// as an agent with --keep-ranks gives it) outlives its relay: two ranks
+// on two relays in this process, immediate delivery, exchange numbered
+// messages (node/testdata/mpistream.c: Isend/Irecv on two tags matched
+// out of order, a blocking ping-pong, Allreduce, Barrier) at full speed
+// while one relay and then the other, three times each, is closed and made again, the
+// job reattached as a restarted agent does. The ranks are running, not
+// stopped, when their relay goes: each resumes its connection in the
+// middle of whatever call it was in, every message arrives exactly once
+// and in order, and both end after MPI_Finalize.
+func TestRanksResumeOnRestartedRelays(t *testing.T) {
+	prog := program(t, "node/testdata/mpistream.c")
+	c := newCluster(t, 2, false)
+	dir := t.TempDir()
+	stop := filepath.Join(dir, "stop")
+	c.env = []string{"COSCHED_RELAY_GRACE=30s", "COSCHED_MPI_DEBUG=1", "COSCHED_TEST_STREAM_STOP=" + stop}
+	id, nodes := c.nextID, []string{c.names[0], c.names[1]}
+	relays := slices.Clone(c.relays) // the run's goroutine read c.relays: restarts change this copy
+	out := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("rank-%d.out", rank)) }
+	done := make(chan []rankResult, 1)
+	go func() {
+		// through sh: its stdout is a file, read while it runs
+		done <- c.run(t, "/bin/sh", []int{0, 1}, 2*time.Minute, "-c", `exec "$0" >"$1-$COSCHED_RANK.out"`, prog, filepath.Join(dir, "rank"))
+	}()
+	progress := func(rank, after int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); lastRound(out(rank)) <= after; time.Sleep(10 * time.Millisecond) {
+			select {
+			case res := <-done:
+				t.Fatalf("the job ended early: %+v", res)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("rank %d at round %d after 30 s, want past %d", rank, lastRound(out(rank)), after)
+			}
+		}
+	}
+	progress(1, 20)
+	for _, down := range []int{1, 0, 1, 0, 1, 0} {
+		at := max(lastRound(out(0)), lastRound(out(1)))
+		began := time.Now()
+		relays[down].Close()
+		r, err := c.newRelay(nodes[down])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		relays[down] = r
+		peers := map[string]string{}
+		for i, r := range relays {
+			peers[nodes[i]] = r.Addr()
+		}
+		for _, r := range relays {
+			r.SetPeers(peers)
+		}
+		if err := r.ReattachJob(id, nodes, uint32(os.Getuid())); err != nil {
+			t.Fatal(err)
+		}
+		progress(down, at+10)
+		progress(1-down, at+10)
+		t.Logf("%s restarted at round %d; 10 rounds more in %v", nodes[down], at, time.Since(began).Round(time.Millisecond))
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	var dups uint64
+	for _, r := range relays {
+		dups += r.Stats().Duplicates
+	}
+	for _, r := range res {
+		b, _ := os.ReadFile(out(r.rank))
+		f := strings.Split(strings.TrimSpace(string(b)), "\n")
+		bad := r.exit != 0 || len(f) < 3 || f[0] != "start" || f[len(f)-1] != "ok"
+		for n := 1; !bad && n < len(f)-1; n++ {
+			bad = f[n] != "got "+strconv.Itoa(n)
+		}
+		if bad {
+			t.Fatalf("rank %d: exit %d, want 0 and one run (start, got 1…, ok); stderr %q; output ends %q", r.rank, r.exit, r.err, f[max(0, len(f)-5):])
+		}
+		if n := strings.Count(r.err, "relay connection resumed"); n != 3 {
+			t.Errorf("rank %d: %d resumed connections in its stderr, want 3: %q", r.rank, n, r.err)
+		}
+		t.Logf("rank %d: %d rounds, each message once and in order; %s", r.rank, len(f)-2, strings.ReplaceAll(strings.TrimSpace(r.err), "\n", "; "))
+	}
+	t.Logf("duplicates dropped at the relays: %d", dups)
+}
+
+// lastRound is the last "got N" of an mpistream rank's output (0: none).
+func lastRound(path string) int {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if n, ok := strings.CutPrefix(lines[i], "got "); ok {
+			if v, err := strconv.Atoi(n); err == nil {
+				return v
+			}
+		}
+	}
+	return 0
+}
