@@ -26,7 +26,7 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 	c := newCluster(t, 2, false)
 	dir := t.TempDir()
 	stop := filepath.Join(dir, "stop")
-	c.env = []string{"COSCHED_RELAY_GRACE=30s", "COSCHED_MPI_DEBUG=1", "COSCHED_TEST_STREAM_STOP=" + stop}
+	c.env = []string{"COSCHED_RELAY_GRACE=10s", "COSCHED_MPI_DEBUG=1", "COSCHED_TEST_STREAM_STOP=" + stop}
 	id, nodes := c.nextID, []string{c.names[0], c.names[1]}
 	relays := slices.Clone(c.relays) // the run's goroutine read c.relays: restarts change this copy
 	out := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("rank-%d.out", rank)) }
@@ -35,16 +35,27 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 		// through sh: its stdout is a file, read while it runs
 		done <- c.run(t, "/bin/sh", []int{0, 1}, 2*time.Minute, "-c", `exec "$0" >"$1-$COSCHED_RANK.out"`, prog, filepath.Join(dir, "rank"))
 	}()
+	stuck := func(why string) {
+		t.Helper()
+		for _, r := range relays { // the ranks end within their grace, saying why
+			r.Close()
+		}
+		for _, r := range <-done {
+			t.Logf("rank %d: exit %d, at round %d; stderr %q", r.rank, r.exit, lastRound(out(r.rank)), r.err)
+		}
+		t.Fatal(why)
+	}
 	progress := func(rank, after int) {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); lastRound(out(rank)) <= after; time.Sleep(10 * time.Millisecond) {
 			select {
 			case res := <-done:
-				t.Fatalf("the job ended early: %+v", res)
+				done <- res
+				stuck("the job ended early")
 			default:
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("rank %d at round %d after 30 s, want past %d", rank, lastRound(out(rank)), after)
+				stuck(fmt.Sprintf("rank %d at round %d after 30 s, want past %d", rank, lastRound(out(rank)), after))
 			}
 		}
 	}

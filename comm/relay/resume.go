@@ -243,11 +243,14 @@ func (r *Relay) resendLocked(j *job, node string) {
 	}
 }
 
-// peerBackLocked: the connection to node was made again after a failure.
+// peerBackLocked: the connection to node was made again after a failure:
+// what it carried may be lost, messages and barrier frames alike (a
+// frame written to a dead relay's connection before the failure shows).
 func (r *Relay) peerBackLocked(node string) {
 	for _, id := range slices.Sorted(mapKeysOf(r.jobs)) {
 		if j := r.jobs[id]; slices.Contains(j.hosts, node) {
 			r.resendLocked(j, node)
+			r.barriersAgainLocked(j, node)
 		}
 	}
 }
@@ -262,7 +265,7 @@ func (r *Relay) ReattachJob(id int64, nodes []string, uid uint32) error {
 }
 
 // barriersAgainLocked, in immediate mode, tells node, whose relay
-// restarted, what it lost of j's barriers: the last one released (its
+// restarted or whose connection broke, what it may have lost of j's barriers: the last one released (its
 // resumed ranks may arrive at it again), and, if node is the job's root,
 // this node's count of the barrier its ranks are all in (the root
 // counts a node's count once). In bcs mode the slices' frames carry it.

@@ -892,6 +892,7 @@ void conn_recover(void)
 	G.lost.len = 0;
 	G.resumes++;
 	if (getenv("COSCHED_MPI_DEBUG"))
-		fprintf(stderr, "cosched MPI: rank %d: relay connection resumed after %lld ms\n", G.rank, (long long)(now_ms() - start));
+		fprintf(stderr, "cosched MPI: rank %d: relay connection resumed after %lld ms (%llu messages not acknowledged sent again)\n", G.rank,
+			(long long)(now_ms() - start), (unsigned long long)G.kept_msgs);
 	parse_frames(); /* what came with the Welcome */
 }
