@@ -59,7 +59,9 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 			}
 		}
 	}
+	began := time.Now()
 	progress(1, 20)
+	t.Logf("20 rounds %v after the start", time.Since(began).Round(time.Millisecond))
 	for _, down := range []int{1, 0, 1, 0, 1, 0} {
 		at := max(lastRound(out(0)), lastRound(out(1)))
 		began := time.Now()
@@ -88,6 +90,7 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := <-done
+	t.Logf("ended %v after the start", time.Since(began).Round(time.Millisecond))
 	var dups uint64
 	for _, r := range relays {
 		dups += r.Stats().Duplicates
