@@ -137,8 +137,12 @@ func FuzzWire(f *testing.F) {
 	probed := mustFrame(f, 15, map[string]any{"r": uint64(1<<33 | 2), "f": true, "s": 1, "t": 5, "n": 1 << 22})
 	bye := mustFrame(f, comm.FrameBye, &comm.Bye{})
 	extra := mustFrame(f, comm.FrameDeliver, map[string]any{"r": 1, "zz": map[string]any{"a": []any{1, "x", nil, 2.5}}, "x": []byte{0}})
+	numbered := mustFrame(f, comm.FrameDeliver, &comm.Deliver{Req: 3, Src: 1, Tag: 2, Data: []byte{0, 9}, Seq: 1 << 40})
+	acked := mustFrame(f, comm.FrameAcked, &comm.Acked{Dst: 1, Seqs: []uint64{1, 2, 1 << 63, 300}})
+	resend := mustFrame(f, comm.FrameResend, &comm.Resend{Dsts: []int{0, 5, 70000}})
 	for _, seed := range [][]byte{
-		deliver, sync, frag, welcome, fatal, release, probed, bye, extra,
+		deliver, sync, frag, welcome, fatal, release, probed, bye, extra, numbered, acked, resend,
+		{0, 0, 0, 8, 1, 19, 0x81, 0xa1, 'q', 0xdc, 0xff, 0xff}, {0, 0, 0, 7, 1, 20, 0x81, 0xa1, 'd', 0x92, 0xff},
 		append(append(append([]byte{}, welcome...), deliver...), release...),
 		deliver[:len(deliver)-1], {0, 0, 0, 2, 1, 6}, {0xff, 0xff, 0xff, 0xff},
 		{0, 0, 0, 9, 1, 6, 0x81, 0xa1, 'x', 0xc6, 0xff, 0xff, 0xff}, {0x81, 0xa1, 'x', 0xdd, 0xff, 0xff, 0xff, 0xff},

@@ -38,10 +38,18 @@ static void one(const uint8_t *p, size_t n)
 		}
 		off += used;
 	}
-	for (int type = 0; type < 20; type++) {
+	for (int type = 0; type < 22; type++) {
 		struct inframe f;
 		if (cmpi_decode(type, p, n, &f) == 0 && f.str)
 			(void)(volatile char)(f.strlen ? f.str[f.strlen - 1] : 0);
+		if (f.arr) { /* Acked q, Resend d: every element within what was checked */
+			const uint8_t *a = f.arr;
+			size_t left = f.arrlen;
+			for (uint32_t i = 0; i < f.narr; i++)
+				(void)cmpi_uint_next(&a, &left);
+			if (a != f.arr + f.arrlen)
+				abort();
+		}
 		if (f.x && f.xlen)
 			(void)(volatile uint8_t)f.x[f.xlen - 1];
 	}
