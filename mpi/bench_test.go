@@ -172,6 +172,49 @@ func BenchmarkPingPong(b *testing.B) {
 	})
 }
 
+// BenchmarkPingPongNumbered is BenchmarkPingPong's two-node ping-pong
+// with and without a relay grace (COSCHED_RELAY_GRACE, which an agent
+// with --keep-ranks gives its ranks): protocol 3's numbered messages,
+// each kept until the destination's relay acknowledges it, against the
+// plain protocol, alternated in each iteration on the same relays. The
+// ratios are numbered over plain (latency: > 1 is slower; bandwidth:
+// < 1 is slower).
+//
+//	go test -run '^$' -bench PingPongNumbered -benchtime 5x ./mpi
+func BenchmarkPingPongNumbered(b *testing.B) {
+	prog := program(b, "node/testdata/pingpong.c")
+	c := newCluster(b, 2, false)
+	var lat, bw [2]float64 // [plain, numbered]
+	for i := range b.N {
+		for k := range 2 {
+			k := (k + i) % 2 // alternate which goes first
+			c.env = nil
+			if k == 1 {
+				c.env = []string{"COSCHED_RELAY_GRACE=1m"}
+			}
+			res := c.run(b, prog, []int{0, 1}, 5*time.Minute, "5000", "100")
+			for _, r := range res {
+				if r.exit != 0 {
+					b.Fatalf("rank %d: exit %d: %s", r.rank, r.exit, r.err)
+				}
+			}
+			var l, w float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(res[0].out), "latency_us %g bandwidth_MBps %g", &l, &w); err != nil {
+				b.Fatalf("pingpong said %q: %v", res[0].out, err)
+			}
+			lat[k] += l
+			bw[k] += w
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(lat[0]/n, "plain-µs")
+	b.ReportMetric(lat[1]/n, "numbered-µs")
+	b.ReportMetric(lat[1]/lat[0], "latency-ratio")
+	b.ReportMetric(bw[0]/n, "plain-MB/s")
+	b.ReportMetric(bw[1]/n, "numbered-MB/s")
+	b.ReportMetric(bw[1]/bw[0], "bandwidth-ratio")
+}
+
 // switches is the context switches, voluntary and not, of who
 // (syscall.RUSAGE_SELF: this process; RUSAGE_CHILDREN: its children
 // waited for).
