@@ -90,8 +90,8 @@ type cluster struct {
 	names  []string
 	// newRelay makes node name's relay (again, for a restart).
 	newRelay func(name string) (*relay.Relay, error)
-	stop   func()
-	nextID int64
+	stop     func()
+	nextID   int64
 }
 
 func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
