@@ -16,8 +16,8 @@ import (
 // A --mpi cosched job (a C program compiled by MPICH's mpicc, run on
 // cosched's MPI library) in bcs mode with a rank on each of two agents
 // exchanges numbered messages (Isend/Irecv on two tags matched out of
-// order, a blocking Send/Recv ping-pong, an Allreduce every fifth round,
-// a Barrier every seventh) while first the compute agent and then the
+// order, a blocking Send/Recv ping-pong, an Allreduce every third round,
+// a Barrier every fourth) while first the compute agent and then the
 // controller's agent are killed with SIGKILL and started again: the
 // library resumes its relay connection (protocol 3; no restart of the
 // program), every message arrives exactly once and in order, the
@@ -55,7 +55,7 @@ func TestMPICoschedJobSurvivesRelayRestarts(t *testing.T) {
 			return nil
 		})
 	}
-	progress("w1", 5, 30*time.Second)
+	progress("w1", 3, 30*time.Second)
 	for _, step := range []struct{ p, other *agentProc }{{k.w1, k.c0}, {k.c0, k.w1}} {
 		step.p.kill9(t)
 		at := max(lastGot(outs["c0"]), lastGot(outs["w1"]))
@@ -64,7 +64,7 @@ func TestMPICoschedJobSurvivesRelayRestarts(t *testing.T) {
 		step.p.start(t, k.dir)
 		progress(step.p.name, at, 60*time.Second)
 		t.Logf("%s: messages flowing again %v after the agent's restart (at round %d)", step.p.name, time.Since(restarted).Round(time.Millisecond), at)
-		progress(step.other.name, at+6, 30*time.Second) // past an Allreduce and a Barrier
+		progress(step.other.name, at+4, 30*time.Second) // past an Allreduce and a Barrier
 	}
 	if err := os.WriteFile(stop, nil, 0o644); err != nil {
 		t.Fatal(err)

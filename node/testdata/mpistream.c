@@ -4,7 +4,7 @@
  * them). Round i: each rank posts receives for tags 2 then 1 (matched out
  * of order: the relay queues tag 1's message), Isends i with tags 1 and
  * 2, then a blocking Send/Recv ping-pong of a 6000-byte block of i (tag
- * 3); every fifth round an Allreduce, every seventh a Barrier. It prints
+ * 3); every third round an Allreduce, every fourth a Barrier. It prints
  * "start", "got i" for each round and "ok" after MPI_Finalize. A round's
  * message also says whether its sender saw the stop file
  * (COSCHED_TEST_STREAM_STOP): both end after the same round. */
@@ -64,13 +64,13 @@ int main(int argc, char **argv)
 			fail(rank, "tag 1: lost, repeated or out of order", i, in1[0]);
 		if (in2[0] != i)
 			fail(rank, "tag 2: lost, repeated or out of order", i, in2[0]);
-		if (i % 5 == 0) {
+		if (i % 3 == 0) {
 			long x = i + rank, sum = 0;
 			MPI_Allreduce(&x, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 			if (sum != 2 * i + 1)
 				fail(rank, "allreduce", i, sum);
 		}
-		if (i % 7 == 0)
+		if (i % 4 == 0)
 			MPI_Barrier(MPI_COMM_WORLD);
 		printf("got %ld\n", i);
 		fflush(stdout);
