@@ -335,6 +335,9 @@ func (r *Relay) SetPeers(peers map[string]string) {
 				case pc.moved <- struct{}{}:
 				default:
 				}
+				if old[n] != "" {
+					pc.drop() // a connection to the old address leads nowhere
+				}
 			}
 		}
 	}
