@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -251,33 +250,9 @@ type peerConn struct {
 	// moved wakes a writer waiting to redial: the peer's address
 	// changed (its relay restarted elsewhere), so the backoff is moot.
 	moved chan struct{}
-
-	mu   sync.Mutex
-	conn net.Conn // the connection being written (nil: none)
 }
 
 func (pc *peerConn) close() { pc.q.close() }
-
-func (pc *peerConn) setConn(c net.Conn) {
-	pc.mu.Lock()
-	pc.conn = c
-	pc.mu.Unlock()
-}
-
-// drop closes the connection being written: the peer's relay restarted,
-// so it leads to its previous life. A connection whose peer has gone
-// takes the first frame written after without an error (TCP learns of
-// the reset later), and nothing more may be written to learn it: a
-// resent message would be lost there. The writer fails at its next
-// write and dials again, and what the connection carried is said again
-// (peerBackLocked).
-func (pc *peerConn) drop() {
-	pc.mu.Lock()
-	if pc.conn != nil {
-		pc.conn.Close()
-	}
-	pc.mu.Unlock()
-}
 
 // peerLocked returns the outbound connection to node, starting its writer
 // if needed.
@@ -357,7 +332,6 @@ func (r *Relay) writePeer(pc *peerConn) {
 			}
 			conn = sealedWriter(tc)
 		}
-		pc.setConn(c)
 		err = frame.Write(conn, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
 		if err == nil && lost {
 			// What the failed connection carried may be lost: the
@@ -374,7 +348,6 @@ func (r *Relay) writePeer(pc *peerConn) {
 			err = drain(pc.q, conn)
 			pc.q.setRaw(nil)
 		}
-		pc.setConn(nil)
 		stop()
 		close(connDone)
 		c.Close()
@@ -632,9 +605,6 @@ func (r *Relay) inboundLocked(in inbound) {
 		}
 	case in.again != nil:
 		if in.again.Node != r.cfg.Node && slices.Contains(j.hosts, in.again.Node) {
-			if pc := r.out[in.again.Node]; pc != nil {
-				pc.drop()
-			}
 			r.resendLocked(j, in.again.Node)
 		}
 	}

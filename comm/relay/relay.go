@@ -335,9 +335,6 @@ func (r *Relay) SetPeers(peers map[string]string) {
 				case pc.moved <- struct{}{}:
 				default:
 				}
-				if old[n] != "" {
-					pc.drop() // a connection to the old address leads nowhere
-				}
 			}
 		}
 	}

@@ -243,14 +243,11 @@ func (r *Relay) resendLocked(j *job, node string) {
 	}
 }
 
-// peerBackLocked: the connection to node was made again after a failure:
-// what it carried may be lost, messages and barrier frames alike (a
-// frame written to a dead relay's connection before the failure shows).
+// peerBackLocked: the connection to node was made again after a failure.
 func (r *Relay) peerBackLocked(node string) {
 	for _, id := range slices.Sorted(mapKeysOf(r.jobs)) {
 		if j := r.jobs[id]; slices.Contains(j.hosts, node) {
 			r.resendLocked(j, node)
-			r.barriersAgainLocked(j, node)
 		}
 	}
 }
@@ -262,28 +259,6 @@ func (r *Relay) peerBackLocked(node string) {
 // again what this relay may have lost.
 func (r *Relay) ReattachJob(id int64, nodes []string, uid uint32) error {
 	return r.addJob(id, nodes, uid, true)
-}
-
-// barriersAgainLocked, in immediate mode, tells node, whose relay
-// restarted or whose connection broke, what it may have lost of j's barriers: the last one released (its
-// resumed ranks may arrive at it again), and, if node is the job's root,
-// this node's count of the barrier its ranks are all in (the root
-// counts a node's count once). In bcs mode the slices' frames carry it.
-func (r *Relay) barriersAgainLocked(j *job, node string) {
-	if r.mode != Immediate {
-		return
-	}
-	if j.released > 0 {
-		r.sendPeerLocked(node, frameBarrierDone, &barrierDone{Job: j.id, Seq: j.released})
-	}
-	if j.nodes[0] != node {
-		return
-	}
-	for _, seq := range slices.Sorted(mapKeysOf(j.arrived)) {
-		if seq > j.released && j.arrived[seq] == len(j.local) {
-			r.sendPeerLocked(node, frameBarrierCount, &barrierCount{Job: j.id, Seq: seq, Count: j.arrived[seq], Node: r.cfg.Node})
-		}
-	}
 }
 
 func (r *Relay) restartedLocked(j *job) {
