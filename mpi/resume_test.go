@@ -87,7 +87,7 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 	for _, down := range []int{1, 0, 1, 0, 1, 0} {
 		at := max(lastRound(out(0)), lastRound(out(1)))
 		signal(syscall.SIGSTOP)
-		time.Sleep(200 * time.Millisecond) // the relays write what they queued
+		time.Sleep(500 * time.Millisecond) // the relays write what they queued
 		restarted := time.Now()
 		relays[down].Close()
 		r, err := c.newRelay(nodes[down])

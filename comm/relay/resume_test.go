@@ -3,9 +3,11 @@ package relay
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -370,4 +372,31 @@ func merge(a, b chan error) chan error {
 		}()
 	}
 	return out
+}
+
+// A resumed Hello for a job this relay does not have (yet: a restarted
+// agent makes its relay, then reattaches its jobs) is closed without a
+// Fatal, so the rank dials again within its grace; once the job is
+// reattached the same Hello is welcomed. A first Hello for an unknown
+// job is still refused with the reason.
+func TestResumedHelloWaitsForReattach(t *testing.T) {
+	r := newRelay(t, "n0", nil)
+	if _, why := tryRank(t, r, 7, 0, 1); !strings.Contains(why, "job 7 is not running on node n0") {
+		t.Fatalf("first hello of an unknown job: %q, want a Fatal naming it", why)
+	}
+	hello := &comm.Hello{Job: 7, Rank: 0, Size: 1, PID: os.Getpid(), Numbers: true, Resume: true}
+	cl := rawClient(t, r)
+	cl.send(comm.FrameHello, hello)
+	cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if typ, body, err := cl.fr.Read(); err != io.EOF {
+		t.Fatalf("resumed hello of a job not reattached: frame %d %q, %v; want the connection closed", typ, body, err)
+	}
+	if err := r.ReattachJob(7, []string{"n0"}, uint32(os.Getuid())); err != nil {
+		t.Fatal(err)
+	}
+	cl = rawClient(t, r)
+	cl.send(comm.FrameHello, hello)
+	if typ, _ := cl.read(); typ != comm.FrameWelcome {
+		t.Fatalf("resumed hello after the reattach: frame %d, want Welcome", typ)
+	}
 }
