@@ -11,7 +11,8 @@ import (
 
 // Bad arguments return MPI's error classes under ERRORS_RETURN, and the
 // library goes on working; under ERRORS_ARE_FATAL the rank fails with
-// the call and the class.
+// the call and the class. A bad COSCHED_RELAY_GRACE fails MPI_Init,
+// naming it.
 func TestBadInput(t *testing.T) {
 	prog := program(t, "mpi/testdata/conformance/badinput.c")
 	c := newCluster(t, 1, false)
@@ -19,6 +20,13 @@ func TestBadInput(t *testing.T) {
 	for _, r := range c.run(t, prog, []int{0, 0}, 30*time.Second, "fatal") {
 		if r.exit != 1 || !strings.Contains(r.err, "MPI_Send: invalid communicator (MPI_ERR_COMM)") || strings.Contains(r.out, "FAIL") {
 			t.Errorf("rank %d with a forged communicator under ERRORS_ARE_FATAL: exit %d, stdout %q, stderr %q", r.rank, r.exit, r.out, r.err)
+		}
+	}
+	// a relay grace that is not a duration: named, exit 1, before any frame
+	c.env = []string{"COSCHED_RELAY_GRACE=5 minutes"}
+	for _, r := range c.run(t, prog, []int{0}, 30*time.Second) {
+		if want := "COSCHED_RELAY_GRACE=5 minutes is not a duration >= 0 (like 5m or 1m30s)"; r.exit != 1 || !strings.Contains(r.err, want) {
+			t.Errorf("a bad relay grace: exit %d, stderr %q, want 1 and %q", r.exit, r.err, want)
 		}
 	}
 }

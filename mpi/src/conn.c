@@ -369,7 +369,7 @@ static void handle(const struct inframe *f)
 		G.bye = 1;
 		return;
 	case FR_ACKED:
-		if (G.numbered) {
+		if (G.numbered && f->s >= 0 && f->s < G.size) {
 			const uint8_t *a = f->arr;
 			size_t n = f->arrlen;
 			for (uint32_t i = 0; i < f->narr; i++)
