@@ -124,6 +124,9 @@ type Hello struct {
 	Numbers bool     `msgpack:"numbers,omitempty"`
 	Resume  bool     `msgpack:"resume,omitempty"`
 	Got     []Stream `msgpack:"got,omitempty"`
+	// Channels asks for channels to the job's other ranks on this node
+	// (comm/relay/channels.go): the Welcome then carries them.
+	Channels bool `msgpack:"ch,omitempty"`
 }
 
 // Stream is what a rank has received of one source's numbered messages:
@@ -139,6 +142,12 @@ type Stream struct {
 type Welcome struct {
 	Mode    string `msgpack:"mode"` // the relay's mode: "immediate" or "bcs" (informational)
 	Version int    `msgpack:"v"`    // ProtocolVersion (0: a relay before version 2)
+	// Peers are the ranks the relay granted a channel to (4 bytes each,
+	// little endian), in the order of the descriptors passed with this
+	// frame (SCM_RIGHTS) after the first, the counter page; Slot is the
+	// rank's counters' index in that page.
+	Peers []byte `msgpack:"ch,omitempty"`
+	Slot  int    `msgpack:"cs,omitempty"`
 }
 
 // Send hands a message to the relay. Tag ≥ 0. Seq numbers the messages

@@ -121,14 +121,22 @@ func BenchmarkPingPong(b *testing.B) {
 		b.ReportMetric(bw/n, what+"-MB/s")
 	}
 	// cosched: the ranks on two nodes (two relays, TCP between them);
-	// cosched-1node: both on one node (one relay, no TCP).
+	// cosched-1node: both on one node, over the channel the relay grants
+	// them (comm/relay/channels.go); cosched-1node-relay: the same without
+	// channels (COSCHED_MPI_CHANNELS=0), every message through the relay.
 	for _, place := range []struct {
 		name  string
 		nodes int
 		ranks []int
-	}{{"cosched", 2, []int{0, 1}}, {"cosched-1node", 1, []int{0, 0}}} {
+		env   []string
+	}{
+		{"cosched", 2, []int{0, 1}, nil},
+		{"cosched-1node-relay", 1, []int{0, 0}, []string{"COSCHED_MPI_CHANNELS=0"}},
+		{"cosched-1node", 1, []int{0, 0}, nil},
+	} {
 		b.Run(place.name, func(b *testing.B) {
 			c := newCluster(b, place.nodes, false)
+			c.env = append(c.env, place.env...)
 			var outs []string
 			b.ResetTimer()
 			cpu0 := selfCPU()

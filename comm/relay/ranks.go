@@ -208,11 +208,52 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 	}
 	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
 	rs.numbers, rs.resumed = h.Numbers, h.Resume
-	rc.send(comm.FrameWelcome, &comm.Welcome{Mode: r.mode.String(), Version: comm.ProtocolVersion})
+	if err := r.welcomeLocked(rc, j, rs, h); err != nil {
+		rs.inited, rs.conn = false, nil
+		return nil, err
+	}
 	// After the Welcome: what the rank is owed may be delivered at once
 	// to the receives it posts again.
 	r.resumeLocked(rs, h.Got)
 	return rs, nil
+}
+
+// welcomeLocked answers a Hello: with the rank's channels (channels.go),
+// written at once with their descriptors, before any other frame for it.
+func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello) error {
+	w := &comm.Welcome{Mode: r.mode.String(), Version: comm.ProtocolVersion}
+	jc, err := r.channelsLocked(j, h.Channels && !h.Resume)
+	if err != nil {
+		r.log.Warn("no channels for the job's ranks", zap.Int64("job", j.id), zap.Error(err))
+	}
+	if jc == nil {
+		rc.send(comm.FrameWelcome, w)
+		return nil
+	}
+	fds, peers, err := jc.grant(rs.rank)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, fd := range fds[1:] { // the rank has its own copies now
+			unix.Close(fd)
+		}
+	}()
+	w.Peers, w.Slot = encodeRanks(peers), jc.slot[rs.rank]
+	b, err := frame.Encode(comm.FrameWelcome, w)
+	if err != nil {
+		return err
+	}
+	// The first write on the connection (nothing is queued for it yet),
+	// so the frames' order holds.
+	n, _, err := rc.c.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
+	if err == nil && n < len(b) {
+		_, err = rc.c.Write(b[n:])
+	}
+	if err != nil {
+		return fmt.Errorf("welcome rank %d of job %d: %w", rs.rank, j.id, err)
+	}
+	return nil
 }
 
 // errDenied is a hello refused because of who the process is.

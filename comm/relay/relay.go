@@ -147,6 +147,7 @@ type job struct {
 	// a transfer that timed out, and leaves at the next transfer whatever
 	// (a late heartbeat gets a slice to come in).
 	finishing, overdue bool
+	ch                 *jobChannels // its same-node channels (channels.go), nil: none
 }
 
 type rankState struct {
@@ -292,6 +293,12 @@ func (r *Relay) Close() error {
 	}
 	for _, pc := range r.out {
 		pc.close()
+	}
+	for _, j := range r.jobs {
+		if j.ch != nil {
+			j.ch.close()
+			j.ch = nil
+		}
 	}
 	r.unlock()
 	r.cancel()
@@ -509,6 +516,11 @@ func (r *Relay) forgetJobLocked(id int64) {
 	delete(r.jobs, id)
 	now := time.Now()
 	r.ended[id] = now
+	j.st = jobStatsLocked(j)
+	if j.ch != nil {
+		j.ch.close()
+		j.ch = nil
+	}
 	j.st.Ended = true
 	r.endedStats[id] = j.st
 	for old, at := range r.ended {
@@ -604,7 +616,7 @@ func (r *Relay) Stats() Stats {
 	defer r.unlock()
 	st := r.st
 	for _, j := range r.jobs {
-		st.Jobs = append(st.Jobs, j.st)
+		st.Jobs = append(st.Jobs, jobStatsLocked(j))
 	}
 	for _, js := range r.endedStats {
 		st.Jobs = append(st.Jobs, js)

@@ -247,6 +247,24 @@ int got_record(int src, uint64_t seq);   /* 0: delivered before */
 void got_hello(struct buf *b);           /* Hello's got: the array */
 void frame_append(struct buf *b, int type, const uint8_t *body, size_t n, const void *tail, size_t tn);
 
+int slot_pending(uint64_t id);
+void deliver_slot(uint64_t id, int wsrc, int tag, const uint8_t *x, size_t n, int keep);
+
+/* channels to same-node peers (chan.c) */
+#define CHAN_MAX_FDS 250 /* below the kernel's SCM_MAX_FD */
+void chan_setup(const int *fds, int nfds, const uint8_t *ranks, size_t rlen, int64_t slot);
+int chan_active(void);
+int chan_is_peer(int wrank);
+void chan_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl);
+int chan_post(uint64_t id, int src, int tag, int ctx);
+unsigned chan_step(void);
+void chan_wait(void);
+void chan_drain(void);
+void chan_close(void);
+int stash_deliver(uint64_t id, int wsrc, int tag, int ctx);
+int stash_has(int ctx, int wsrc, int tag);
+int probe_relay_chan(int src, int tag, int ctx, int *wsrc, int *wtag);
+
 /* post kinds */
 enum { P_NONE, P_RECV, P_FRAG, P_ACK, P_PROBE, P_STASH, P_DEAD };
 int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag);

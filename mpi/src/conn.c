@@ -298,7 +298,28 @@ static void parse_frames(void)
 void pump(int block)
 {
 	conn_flush();
-	if (!G.broken) {
+	if (!G.broken && chan_active()) {
+		/* the relay's socket and the channels together (chan.c) */
+		for (;;) {
+			size_t had = G.in.len - G.in_off;
+			unsigned ev = chan_step();
+			int alive = read_some(0);
+			size_t got = G.in.len - G.in_off;
+			parse_frames();
+			if (!alive && G.numbered) {
+				G.broken = 1;
+				break;
+			}
+			if (!alive) {
+				G.fd = -1;
+				cmpi_die(1, "the relay closed the connection");
+			}
+			if (!block || ev || got != had)
+				return;
+			chan_wait();
+			block = 0;
+		}
+	} else if (!G.broken) {
 		int alive = read_some(block);
 		parse_frames();
 		if (!alive && G.numbered)
@@ -312,6 +333,52 @@ void pump(int block)
 		conn_recover(); /* callers loop on their condition: returning without news is fine */
 }
 
+/* slot_pending says whether the receive of slot id still waits for its
+ * message (a wildcard's: the relay has not matched it yet). */
+int slot_pending(uint64_t id)
+{
+	struct postslot *p = slot_of(id);
+	return p && p->kind != P_STASH && p->kind != P_PROBE;
+}
+
+/* deliver_slot hands a message to the receive of slot id (the relay's
+ * Deliver, or a channel's message: chan.c). keep: the relay may still
+ * deliver to this slot (a wildcard posted there too), so it stays, as a
+ * stash post. */
+void deliver_slot(uint64_t id, int wsrc, int tag, const uint8_t *x, size_t n, int keep)
+{
+	struct postslot *p = slot_of(id);
+	if (!p)
+		return; /* unknown request: ignored (MPI-WIRE.md) */
+	struct postslot s = *p;
+	if (keep) {
+		p->kind = P_STASH;
+		p->r = NULL;
+	} else
+		slot_free(p);
+	if (s.r)
+		s.r->outstanding--;
+	switch (s.kind) {
+	case P_RECV:
+		deliver_first(s.r, wsrc, tag, x, n);
+		break;
+	case P_FRAG:
+		deliver_frag(s.r, s.off, x, n);
+		break;
+	case P_ACK:
+		if (s.r && s.r->outstanding == 0) {
+			s.r->complete = 1;
+			req_done(s.r);
+		}
+		break;
+	case P_STASH:
+		stash_add(s.ctx, wsrc, tag, x, n);
+		break;
+	default:
+		break;
+	}
+}
+
 static void handle(const struct inframe *f)
 {
 	struct postslot *p;
@@ -323,34 +390,7 @@ static void handle(const struct inframe *f)
 		 * since forgotten: the relay delivered it, once */
 		if (f->q && G.numbered && !got_record((int)f->s, f->q))
 			cmpi_die(1, "the relay delivered message %llu from rank %lld twice", (unsigned long long)f->q, (long long)f->s);
-		p = slot_of(f->r);
-		if (!p)
-			return; /* unknown request: ignored (MPI-WIRE.md) */
-		{
-			struct postslot s = *p;
-			slot_free(p);
-			if (s.r)
-				s.r->outstanding--;
-			switch (s.kind) {
-			case P_RECV:
-				deliver_first(s.r, (int)f->s, (int)f->t, f->x, f->xlen);
-				break;
-			case P_FRAG:
-				deliver_frag(s.r, s.off, f->x, f->xlen);
-				break;
-			case P_ACK:
-				if (s.r && s.r->outstanding == 0) {
-					s.r->complete = 1;
-					req_done(s.r);
-				}
-				break;
-			case P_STASH:
-				stash_add(s.ctx, (int)f->s, (int)f->t, f->x, f->xlen);
-				break;
-			default:
-				break;
-			}
-		}
+		deliver_slot(f->r, (int)f->s, (int)f->t, f->x, f->xlen, 0);
 		return;
 	case FR_PROBED:
 		p = slot_of(f->r);
@@ -403,6 +443,11 @@ uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 	uint64_t id = slot_new(kind, r, off);
 	struct postslot *p = slot_of(id);
 	p->ctx = ctx;
+	if (chan_active() && chan_post(id, src, tag, ctx)) {
+		if (r)
+			r->outstanding++;
+		return id; /* from a granted peer: matched here (chan.c) */
+	}
 	G.out.len = 0;
 	mp_map(&G.out, 4);
 	mp_str(&G.out, "r");
@@ -518,6 +563,51 @@ int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag)
 	return found;
 }
 
+/* probe_relay_chan is a blocking probe_relay that a channel's message
+ * may answer first: then it cancels the relay's probe (Unwait; a late
+ * answer is dropped) and returns 0, the message being in the stash. */
+int probe_relay_chan(int src, int tag, int ctx, int *wsrc, int *wtag)
+{
+	uint64_t id = slot_new(P_PROBE, NULL, 0);
+	G.out.len = 0;
+	mp_map(&G.out, 5);
+	mp_str(&G.out, "r");
+	mp_uint(&G.out, id);
+	mp_str(&G.out, "s");
+	mp_int(&G.out, src);
+	mp_str(&G.out, "t");
+	mp_int(&G.out, tag);
+	mp_str(&G.out, "c");
+	mp_int(&G.out, ctx);
+	mp_str(&G.out, "b");
+	mp_bool(&G.out, 1);
+	conn_write(FR_PROBE, &G.out);
+	struct postslot *p;
+	for (;;) {
+		p = slot_of(id);
+		if (p->answered)
+			break;
+		if (stash_has(ctx, src, tag)) {
+			slot_free(p);
+			G.out.len = 0;
+			mp_map(&G.out, 2);
+			mp_str(&G.out, "r");
+			mp_array(&G.out, 1);
+			mp_uint(&G.out, id);
+			mp_str(&G.out, "b");
+			mp_uint(&G.out, 0);
+			conn_write(FR_UNWAIT, &G.out);
+			return 0;
+		}
+		pump(1);
+	}
+	int found = p->found;
+	*wsrc = p->src;
+	*wtag = p->tag;
+	slot_free(p);
+	return found;
+}
+
 void send_coll(struct comm *c, const char *kind, int root, int64_t bytes)
 {
 	if (G.relay_v < 2)
@@ -571,11 +661,24 @@ static int env_int(const char *name, long long lo, long long hi, long long *out)
 	return 0;
 }
 
+/* chan_wanted: ask the relay for channels to same-node peers (chan.c),
+ * unless COSCHED_MPI_CHANNELS=0. */
+static int chan_wanted(void)
+{
+	const char *ch = getenv("COSCHED_MPI_CHANNELS");
+	return !(ch && !strcmp(ch, "0"));
+}
+
 /* hello is the Hello's body: with a grace it says `numbers`, and a
  * resumed one what the rank received. */
 static void hello(struct buf *b, int resume)
 {
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume);
+	int ch = !resume && chan_wanted(); /* a resumed rank keeps the channels it has */
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + ch);
+	if (ch) {
+		mp_str(b, "ch");
+		mp_bool(b, 1);
+	}
 	mp_str(b, "job");
 	mp_int(b, G.job);
 	mp_str(b, "rank");
@@ -593,6 +696,38 @@ static void hello(struct buf *b, int resume)
 		mp_bool(b, 1);
 		mp_str(b, "got");
 		got_hello(b);
+	}
+}
+
+/* read_welcome is read_some(1) for the relay's first bytes: the Welcome,
+ * which may carry the channels the relay grants (SCM_RIGHTS). */
+static int read_welcome(int *fds, int *nfds)
+{
+	buf_reserve(&G.in, 65536);
+	union {
+		char b[CMSG_SPACE(CHAN_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	for (;;) {
+		struct iovec iov = {G.in.p, G.in.cap};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+		ssize_t n = recvmsg(G.fd, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			cmpi_die(1, "read from the relay: %s", strerror(errno));
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+				int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+				if (*nfds + k > CHAN_MAX_FDS)
+					cmpi_die(1, "the relay passed more than %d descriptors", CHAN_MAX_FDS);
+				memcpy(fds + *nfds, CMSG_DATA(c), k * sizeof(int));
+				*nfds += k;
+			}
+		if (mh.msg_flags & MSG_CTRUNC)
+			cmpi_die(1, "the relay passed more than %d descriptors", CHAN_MAX_FDS);
+		G.in.len = (size_t)n;
+		return n > 0;
 	}
 }
 
@@ -638,8 +773,9 @@ int conn_open(void)
 	conn_write(FR_HELLO, &b);
 	free(b.p);
 	/* the Welcome (a Fatal exits in handle) */
+	int fds[CHAN_MAX_FDS], nfds = 0;
 	for (;;) {
-		int alive = read_some(1);
+		int alive = nfds == 0 && G.in.len == 0 ? read_welcome(fds, &nfds) : read_some(1);
 		int type;
 		const uint8_t *body;
 		size_t bl;
@@ -657,6 +793,7 @@ int conn_open(void)
 				if (G.numbered)
 					resume_init();
 				snprintf(G.mode, sizeof G.mode, "%.*s", (int)(f.strlen < 15 ? f.strlen : 15), f.str ? f.str : "");
+				chan_setup(fds, nfds, f.x, f.xlen, f.n);
 				parse_frames();
 				return 0;
 			}

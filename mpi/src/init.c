@@ -88,6 +88,7 @@ int MPI_Is_thread_main(int *flag)
 int MPI_Finalize(void)
 {
 	NEED_INIT("MPI_Finalize");
+	chan_drain(); /* completed sends to same-node peers must arrive */
 	struct buf b = {0};
 	mp_map(&b, 0);
 	G.finalizing = 1; /* before writing: a resumed connection says it again */
@@ -98,6 +99,7 @@ int MPI_Finalize(void)
 	if (G.numbered && getenv("COSCHED_MPI_DEBUG"))
 		fprintf(stderr, "cosched MPI: rank %d: %llu connection(s) resumed; unacknowledged messages kept: peak %llu bytes, %llu at the end\n",
 			G.rank, (unsigned long long)G.resumes, (unsigned long long)G.kept_peak, (unsigned long long)G.kept_msgs);
+	chan_close();
 	close(G.fd);
 	G.fd = -1;
 	G.finalized = 1;

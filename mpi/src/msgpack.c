@@ -446,6 +446,12 @@ int cmpi_decode(int type, const uint8_t *body, size_t n, struct inframe *f)
 			} else if (key == 'v') {
 				if (rint_(&r, &f->v, &uv))
 					return -1;
+			} else if (kl == 2 && !memcmp(k, "ch", 2)) { /* granted peers, chan.c */
+				if (rraw(&r, &f->x, &f->xlen))
+					return -1;
+			} else if (kl == 2 && !memcmp(k, "cs", 2)) { /* their counter slot */
+				if (rint_(&r, &f->n, &uv))
+					return -1;
 			} else
 				handled = 0;
 			break;

@@ -23,6 +23,10 @@ struct stash {
 /* raw_send writes one Send frame: x = hdr followed by data. */
 static void raw_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl)
 {
+	if (chan_is_peer(wdst)) { /* a same-node peer the relay granted a channel to */
+		chan_send(wdst, tag, ctx, hdr, hl, data, dl);
+		return;
+	}
 	struct buf *b = &G.out;
 	/* numbered (protocol 3): kept until the destination's relay acks it */
 	uint64_t seq = G.numbered ? sent_keep(wdst, tag, ctx, hdr, hl, data, dl) : 0;
@@ -237,6 +241,27 @@ static void stash_remove(struct stash *s, struct stash *prev)
 		G.stash_tail = prev;
 	free(s);
 }
+
+/* stash_deliver hands the oldest stashed message matching to slot id's
+ * receive (a channel's receive posted after its message came: chan.c). */
+int stash_deliver(uint64_t id, int wsrc, int tag, int ctx)
+{
+	struct stash *prev, *s = G.stash_head ? stash_find(ctx, wsrc, tag, &prev) : NULL;
+	if (!s)
+		return 0;
+	/* unlinked first: delivering may stash or post */
+	if (prev)
+		prev->next = s->next;
+	else
+		G.stash_head = s->next;
+	if (G.stash_tail == s)
+		G.stash_tail = prev;
+	deliver_slot(id, s->wsrc, s->tag, s->x, s->n, 0);
+	free(s);
+	return 1;
+}
+
+int stash_has(int ctx, int wsrc, int tag) { return stash_find(ctx, wsrc, tag, NULL) != NULL; }
 
 struct req *p2p_irecv(struct comm *c, int src, int tag, int ctx, void *buf, int count, struct dtype *dt)
 {
@@ -844,8 +869,28 @@ static int do_probe(const char *fn, int source, int tag, MPI_Comm comm, int *fla
 	int ctx = PCTX(c);
 	pump(0);
 	struct stash *s = stash_find(ctx, wsrc, t, NULL);
+	if (!s && chan_is_peer(wsrc)) {
+		/* a granted peer's messages come to the stash, never to the relay */
+		while (block && !(s = stash_find(ctx, wsrc, t, NULL)))
+			pump(1);
+		if (!s) {
+			*flag = 0;
+			return MPI_SUCCESS;
+		}
+	}
 	if (!s) {
 		int ws, wt;
+		if (chan_active() && wsrc < 0 && block) {
+			/* the relay's and the channels' messages both */
+			if (!probe_relay_chan(wsrc, t, ctx, &ws, &wt)) {
+				s = stash_find(ctx, wsrc, t, NULL);
+				goto found;
+			}
+			post(P_STASH, NULL, ws, wt, ctx, 0);
+			while (!(s = stash_find(ctx, wsrc, t, NULL)))
+				pump(1);
+			goto found;
+		}
 		if (G.relay_v >= 2) {
 			if (!probe_relay(wsrc, t, ctx, block, &ws, &wt)) {
 				*flag = 0;
@@ -862,6 +907,7 @@ static int do_probe(const char *fn, int source, int tag, MPI_Comm comm, int *fla
 		while (!(s = stash_find(ctx, wsrc, t, NULL)))
 			pump(1);
 	}
+found:
 	*flag = 1;
 	stash_status(s, c, status);
 	return MPI_SUCCESS;
