@@ -31,6 +31,8 @@ func TestConformance(t *testing.T) {
 		{"mpi/testdata/conformance/coll.c", []int{1, 4, 5}, []int{3}, []int{4, 5}, []int{4}},
 		{"mpi/testdata/conformance/types.c", []int{2, 3}, []int{3}, nil, []int{3}},
 		{"mpi/testdata/conformance/comm.c", []int{1, 4, 5}, []int{5}, []int{4}, []int{5}},
+		// same-node channels beside the relays (spread: ranks 0 and 2 share a node)
+		{"mpi/testdata/conformance/channels.c", []int{3, 4}, []int{3}, nil, []int{3}},
 	}
 	for _, mode := range []string{"immediate", "bcs", "direct", "numbered"} {
 		t.Run(mode, func(t *testing.T) {

@@ -203,6 +203,8 @@ func newRelayJobCollector(r *relay.Relay, labels prometheus.Labels) relayJobColl
 		{"cosched_relay_job_sent_bytes_total", "Payload bytes a job's local ranks handed to the relay.", func(s telemetry.RelayJobStats) uint64 { return s.SentBytes }},
 		{"cosched_relay_job_delivered_total", "Messages delivered to a job's local ranks.", func(s telemetry.RelayJobStats) uint64 { return s.Delivered }},
 		{"cosched_relay_job_delivered_bytes_total", "Payload bytes delivered to a job's local ranks.", func(s telemetry.RelayJobStats) uint64 { return s.DeliveredBytes }},
+		{"cosched_relay_job_channel_bytes_total", "Payload bytes a job's local ranks sent over same-node channels the relay granted (part of sent_bytes).",
+			func(s telemetry.RelayJobStats) uint64 { return s.ChannelBytes }},
 		{"cosched_relay_job_collectives_total", "Collectives a job's local ranks announced (one per rank per collective; cosched's MPI library).",
 			func(s telemetry.RelayJobStats) uint64 { return s.Collectives }},
 	}}

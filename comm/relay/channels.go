@@ -115,6 +115,7 @@ func (jc *jobChannels) add(st *telemetry.RelayJobStats) {
 		w := func(k int) uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&jc.mem[i+8*k]))) }
 		st.Sent += w(0)
 		st.SentBytes += w(1)
+		st.ChannelBytes += w(1)
 		st.Delivered += w(2)
 		st.DeliveredBytes += w(3)
 	}

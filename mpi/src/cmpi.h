@@ -263,6 +263,7 @@ void chan_drain(void);
 void chan_close(void);
 int stash_deliver(uint64_t id, int wsrc, int tag, int ctx);
 int stash_has(int ctx, int wsrc, int tag);
+int stash_swap(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n);
 int probe_relay_chan(int src, int tag, int ctx, int *wsrc, int *wtag);
 
 /* post kinds */

@@ -360,6 +360,8 @@ void deliver_slot(uint64_t id, int wsrc, int tag, const uint8_t *x, size_t n, in
 		s.r->outstanding--;
 	switch (s.kind) {
 	case P_RECV:
+		if (s.r && G.stash_head && stash_swap(s.r, wsrc, tag, x, n))
+			break;
 		deliver_first(s.r, wsrc, tag, x, n);
 		break;
 	case P_FRAG:

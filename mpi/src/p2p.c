@@ -261,6 +261,29 @@ int stash_deliver(uint64_t id, int wsrc, int tag, int ctx)
 	return 1;
 }
 
+/* stash_swap keeps MPI's order when a wildcard receive posted to the
+ * relay was matched by a channel (chan.c): the relay then matched that
+ * post with a message of its own, which went to the stash, and may
+ * deliver the next message of the same source to a receive posted
+ * before the stashed one arrived. Then r gets the stashed (older)
+ * message and the new one goes to the stash, behind it. */
+int stash_swap(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n)
+{
+	struct stash *prev, *s = G.stash_head ? stash_find(r->ctx, wsrc, r->tag, &prev) : NULL;
+	if (!s)
+		return 0;
+	if (prev)
+		prev->next = s->next;
+	else
+		G.stash_head = s->next;
+	if (G.stash_tail == s)
+		G.stash_tail = prev;
+	stash_add(r->ctx, wsrc, tag, x, n);
+	deliver_first(r, s->wsrc, s->tag, s->x, s->n);
+	free(s);
+	return 1;
+}
+
 int stash_has(int ctx, int wsrc, int tag) { return stash_find(ctx, wsrc, tag, NULL) != NULL; }
 
 struct req *p2p_irecv(struct comm *c, int src, int tag, int ctx, void *buf, int count, struct dtype *dt)
