@@ -329,6 +329,7 @@ func (c *testCluster) jobTraffic(id int64) telemetry.RelayJobStats {
 				sum.SentBytes += js.SentBytes
 				sum.Delivered += js.Delivered
 				sum.DeliveredBytes += js.DeliveredBytes
+				sum.ChannelBytes += js.ChannelBytes
 				sum.Collectives += js.Collectives
 				sum.CollectiveBytes += js.CollectiveBytes
 			}

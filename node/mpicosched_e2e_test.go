@@ -176,6 +176,15 @@ func TestMPICoschedInEveryMode(t *testing.T) {
 				if js.Sent == 0 || js.Sent != js.Delivered || js.SentBytes != js.DeliveredBytes {
 					t.Errorf("%s: the job's messages at the relays: %+v", filepath.Base(prog), js)
 				}
+				// Two of the three ranks at least share a node: in the
+				// immediate modes their relay grants them a channel, whose
+				// bytes the relay still counts (API and /metrics); bcs, none.
+				if chanOK := js.ChannelBytes > 0 && js.ChannelBytes <= js.SentBytes; chanOK != (mode != sharing.BCS) {
+					t.Errorf("%s: %d of %d bytes over same-node channels", filepath.Base(prog), js.ChannelBytes, js.SentBytes)
+				}
+				if m := c.jobMetric("cosched_relay_job_channel_bytes_total", id); m != float64(js.ChannelBytes) {
+					t.Errorf("%s: /metrics says %v bytes over channels, the API %d", filepath.Base(prog), m, js.ChannelBytes)
+				}
 				if prog == coll && js.Collectives == 0 {
 					t.Errorf("coll: no collective announced to the relays: %+v", js)
 				}
