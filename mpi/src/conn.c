@@ -29,6 +29,7 @@ struct postslot {
 	MPI_Aint off;
 	int found, answered, src, tag; /* P_PROBE answer */
 	int ctx;                       /* as posted (P_STASH's stash) */
+	int local;                     /* a channel's: the relay never saw it (chan.c) */
 	/* what a resumed connection posts again (conn_recover) */
 	uint64_t order; /* posting order */
 	int psrc, ptag, pblock;
@@ -71,7 +72,7 @@ static uint64_t slot_new(int kind, struct req *r, MPI_Aint off)
 	p->kind = kind;
 	p->r = r;
 	p->off = off;
-	p->found = p->answered = 0;
+	p->found = p->answered = p->local = 0;
 	p->order = ++post_order;
 	p->waited = 0;
 	return (uint64_t)p->gen << 32 | (uint32_t)i;
@@ -446,6 +447,7 @@ uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 	struct postslot *p = slot_of(id);
 	p->ctx = ctx;
 	if (chan_active() && chan_post(id, src, tag, ctx)) {
+		p->local = 1;
 		if (r)
 			r->outstanding++;
 		return id; /* from a granted peer: matched here (chan.c) */
@@ -492,7 +494,7 @@ static void wait_frame(int type, struct req **rs, int n)
 {
 	int cnt = 0;
 	for (int i = 0; i < nposts; i++) {
-		if (posts[i].kind == P_NONE || !posts[i].r)
+		if (posts[i].kind == P_NONE || !posts[i].r || posts[i].local)
 			continue;
 		for (int j = 0; j < n; j++)
 			if (rs[j] == posts[i].r || (rs[j] && posts[i].r->parent == rs[j])) {
@@ -507,7 +509,7 @@ static void wait_frame(int type, struct req **rs, int n)
 	mp_str(&G.out, "r");
 	mp_array(&G.out, cnt);
 	for (int i = 0; i < nposts; i++) {
-		if (posts[i].kind == P_NONE || !posts[i].r)
+		if (posts[i].kind == P_NONE || !posts[i].r || posts[i].local)
 			continue;
 		for (int j = 0; j < n; j++)
 			if (rs[j] == posts[i].r || (rs[j] && posts[i].r->parent == rs[j])) {
@@ -855,8 +857,8 @@ static void replay(struct buf *out)
 		cmpi_die(1, "out of memory");
 	int n = 0, waited = 0;
 	for (int i = 0; i < nposts; i++)
-		if (posts[i].kind != P_NONE && !(posts[i].kind == P_PROBE && posts[i].answered))
-			idx[n++] = i;
+		if (posts[i].kind != P_NONE && !posts[i].local && !(posts[i].kind == P_PROBE && posts[i].answered))
+			idx[n++] = i; /* a channel's posts: the relay never saw them */
 	qsort(idx, n, sizeof *idx, cmp_order);
 	for (int j = 0; j < n; j++) {
 		struct postslot *p = &posts[idx[j]];
