@@ -56,3 +56,27 @@ func TestChannelsCounted(t *testing.T) {
 		}
 	}
 }
+
+// A job whose ranks are all on one node needs the relay for no message:
+// channels between its ranks, and a rank's messages to itself handed over
+// in memory, so its wildcard receives are matched in the library alone.
+// The conformance program for channels passes so, every byte counted.
+func TestChannelsOneNode(t *testing.T) {
+	prog := program(t, "mpi/testdata/conformance/channels.c")
+	c := newCluster(t, 1, false)
+	res := c.run(t, prog, []int{0, 0, 0}, 60*time.Second)
+	expectPass(t, "channels.c on 3 ranks of one node", res)
+	id, found := c.nextID-1, false
+	for _, js := range c.relays[0].Stats().Jobs {
+		if js.Job != id {
+			continue
+		}
+		found = true
+		if js.SentBytes == 0 || js.ChannelBytes != js.SentBytes || js.Sent != js.Delivered {
+			t.Errorf("counted %+v: want every byte over channels", js)
+		}
+	}
+	if !found {
+		t.Errorf("no statistics for job %d", id)
+	}
+}

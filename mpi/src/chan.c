@@ -74,6 +74,17 @@ int chan_active(void) { return npeers > 0; }
 
 int chan_is_peer(int wrank) { return npeers > 0 && wrank >= 0 && wrank < G.size && peer_at[wrank] >= 0; }
 
+/* chan_local says whether messages from wrank are matched here: a granted
+ * peer's, and with channels the rank's own (handed over in memory, so
+ * that a job whose ranks are all on one node never needs the relay to
+ * match anything, wildcards included). */
+int chan_local(int wrank) { return chan_is_peer(wrank) || (npeers > 0 && wrank == G.rank); }
+
+/* chan_all: every rank of the job is this one or a granted peer. */
+int chan_all(void) { return npeers > 0 && npeers == G.size - 1; }
+
+static void take(int wsrc, int tag, int ctx, const uint8_t *x, size_t n);
+
 /* chan_setup takes the Welcome's grant: fds[0] the counter page, fds[1..]
  * the channels to the world ranks in ranks (4 bytes each, little endian).
  * A grant it cannot use is closed: the rank then cannot talk to those
@@ -153,6 +164,19 @@ static void queue_out(struct peer *p, const struct iovec *iov, int n, size_t ski
 /* chan_send sends one message to a granted peer; it never blocks. */
 void chan_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl)
 {
+	if (wdst == G.rank) { /* to itself: delivered now */
+		uint8_t *x = malloc(hl + dl + 1);
+		if (!x)
+			cmpi_die(1, "out of memory (%zu bytes)", hl + dl);
+		memcpy(x, hdr, hl);
+		if (dl)
+			memcpy(x + hl, data, dl);
+		count(C_SENT, 1);
+		count(C_SENT_BYTES, hl + dl);
+		take(wdst, tag, ctx, x, hl + dl);
+		free(x);
+		return;
+	}
 	struct peer *p = &peers[peer_at[wdst]];
 	struct chdr h = {(uint32_t)(hl + dl), tag, ctx};
 	struct iovec iov[3] = {{&h, sizeof h}, {(void *)hdr, hl}, {(void *)data, dl}};
@@ -194,16 +218,17 @@ static void lpost_remove(int i)
  * then only a wildcard is registered). */
 int chan_post(uint64_t id, int src, int tag, int ctx)
 {
-	if (src >= 0 && !chan_is_peer(src))
+	if (src >= 0 && !chan_local(src))
 		return 0;
+	int wild = src < 0 && !chan_all(); /* the relay may bring a match too */
 	if (nlposts == caplposts) {
 		caplposts = caplposts ? 2 * caplposts : 16;
 		lposts = realloc(lposts, caplposts * sizeof *lposts);
 		if (!lposts)
 			cmpi_die(1, "out of memory");
 	}
-	lposts[nlposts++] = (struct lpost){id, src, tag, ctx, src < 0, 1};
-	return src >= 0;
+	lposts[nlposts++] = (struct lpost){id, src, tag, ctx, wild, 1};
+	return !wild;
 }
 
 /* take delivers a channel's message to the oldest receive that matches,
@@ -239,10 +264,13 @@ static void match_fresh(void)
 		struct lpost l = lposts[i];
 		if (l.wild) /* the receive looked at the stash when it was posted */
 			continue;
-		if (stash_deliver(l.id, l.src, l.tag, l.ctx)) {
-			events++;
+		if (stash_has(l.ctx, l.src, l.tag)) {
+			/* removed first: delivering may post or take (a send to
+			 * itself), which changes the list */
 			lpost_remove(i);
-			i = -1; /* delivering may post (fragments): look again */
+			stash_deliver(l.id, l.src, l.tag, l.ctx);
+			events++;
+			i = -1; /* look again */
 		}
 	}
 }

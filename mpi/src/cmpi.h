@@ -255,6 +255,8 @@ void deliver_slot(uint64_t id, int wsrc, int tag, const uint8_t *x, size_t n, in
 void chan_setup(const int *fds, int nfds, const uint8_t *ranks, size_t rlen, int64_t slot);
 int chan_active(void);
 int chan_is_peer(int wrank);
+int chan_local(int wrank);
+int chan_all(void);
 void chan_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl);
 int chan_post(uint64_t id, int src, int tag, int ctx);
 unsigned chan_step(void);

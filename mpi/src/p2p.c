@@ -23,7 +23,7 @@ struct stash {
 /* raw_send writes one Send frame: x = hdr followed by data. */
 static void raw_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl)
 {
-	if (chan_is_peer(wdst)) { /* a same-node peer the relay granted a channel to */
+	if (chan_local(wdst)) { /* a same-node peer the relay granted a channel to, or itself */
 		chan_send(wdst, tag, ctx, hdr, hl, data, dl);
 		return;
 	}
@@ -892,7 +892,7 @@ static int do_probe(const char *fn, int source, int tag, MPI_Comm comm, int *fla
 	int ctx = PCTX(c);
 	pump(0);
 	struct stash *s = stash_find(ctx, wsrc, t, NULL);
-	if (!s && chan_is_peer(wsrc)) {
+	if (!s && (chan_local(wsrc) || (wsrc < 0 && chan_all()))) {
 		/* a granted peer's messages come to the stash, never to the relay */
 		while (block && !(s = stash_find(ctx, wsrc, t, NULL)))
 			pump(1);

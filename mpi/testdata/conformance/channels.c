@@ -3,7 +3,8 @@
  * and others through the relays, and rank 0's wildcard receives and probes
  * must see both, in MPI's per-source order, with large messages (larger
  * than a socket's buffer and than a fragment) among small ones, plus
- * large non-blocking sends head to head, Ssend, Iprobe and Sendrecv. */
+ * large non-blocking sends head to head, Ssend, Iprobe, Sendrecv and
+ * messages to itself. */
 #include "check.h"
 
 #define BIG (9 << 20) /* bytes: three fragments, more than a socket buffer */
@@ -126,6 +127,21 @@ int main(int argc, char **argv)
 		int to = (me + d) % size, from = (me + size - d) % size, out = me * 1000 + d, got = -1;
 		OK(MPI_Sendrecv(&out, 1, MPI_INT, to, 40 + d, &got, 1, MPI_INT, MPI_ANY_SOURCE, 40 + d, MPI_COMM_WORLD, &st));
 		CHECK(got == from * 1000 + d && st.MPI_SOURCE == from, "sendrecv %d: %d from %d", d, got, st.MPI_SOURCE);
+	}
+	/* 5. to itself, a wildcard receive and a synchronous send (with
+	 * channels, handed over in memory) */
+	{
+		int v = 7 * me, got = -1;
+		MPI_Request r;
+		OK(MPI_Issend(&v, 1, MPI_INT, me, 50, MPI_COMM_WORLD, &r));
+		OK(MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 50, MPI_COMM_WORLD, &st));
+		OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+		CHECK(got == 7 * me && st.MPI_SOURCE == me, "to itself: %d from %d", got, st.MPI_SOURCE);
+		fill(big, BIG, me + 5);
+		OK(MPI_Isend(big, BIG, MPI_BYTE, me, 51, MPI_COMM_WORLD, &r));
+		OK(MPI_Recv(in, BIG, MPI_BYTE, me, 51, MPI_COMM_WORLD, &st));
+		OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+		CHECK(same(in, BIG, me + 5), "large message to itself");
 	}
 	free(big);
 	free(in);
