@@ -168,15 +168,12 @@ type RelayStats struct {
 // that node sent and received, and the collectives they announced (one
 // per rank per collective: cosched's MPI library announces them).
 type RelayJobStats struct {
-	Job            int64  `json:"job"`
-	Ended          bool   `json:"ended,omitempty"`
-	Sent           uint64 `json:"sent"`            // messages handed over by the job's local ranks
-	SentBytes      uint64 `json:"sent_bytes"`      // their payload bytes
-	Delivered      uint64 `json:"delivered"`       // messages delivered to them
-	DeliveredBytes uint64 `json:"delivered_bytes"` // their payload bytes
-	// ChannelBytes is the part of SentBytes sent over same-node channels
-	// (comm/relay/channels.go): counted by the ranks, not carried by the relay.
-	ChannelBytes    uint64 `json:"channel_bytes,omitempty"`
+	Job             int64  `json:"job"`
+	Ended           bool   `json:"ended,omitempty"`
+	Sent            uint64 `json:"sent"`             // messages handed over by the job's local ranks
+	SentBytes       uint64 `json:"sent_bytes"`       // their payload bytes
+	Delivered       uint64 `json:"delivered"`        // messages delivered to them
+	DeliveredBytes  uint64 `json:"delivered_bytes"`  // their payload bytes
 	Collectives     uint64 `json:"collectives"`      // collective entries they announced
 	CollectiveBytes uint64 `json:"collective_bytes"` // the bytes they said they contribute
 	// CollectiveSlices is, in buffered mode, the slices this relay cut
@@ -185,4 +182,7 @@ type RelayJobStats struct {
 	// collective takes (the BCS measure: wall time would count load).
 	CollectiveSlices uint64 `json:"collective_slices"`
 	Probes           uint64 `json:"probes"` // probes they made
+	// ChannelBytes is the part of SentBytes sent over same-node channels
+	// (comm/relay/channels.go): counted by the ranks, not carried by the relay.
+	ChannelBytes uint64 `json:"channel_bytes,omitempty"`
 }
