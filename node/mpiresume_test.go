@@ -24,33 +24,65 @@ import (
 // collectives give the right sums, and the job completes.
 func TestMPICoschedJobSurvivesRelayRestarts(t *testing.T) {
 	kit, progs := mpiKit(t, "node/testdata/mpistream.c")
-	k := startKeptClusterMode(t, time.Minute, "bcs", "--mpi-lib", kit.LibDir)
+	for _, tc := range []struct {
+		mode  string
+		ranks int
+	}{
+		{"bcs", 2},  // a rank on each agent: every message through the relays
+		{"gang", 4}, // two on each agent: a pair of them on a same-node channel (immediate delivery)
+	} {
+		t.Run(fmt.Sprintf("%s-%d", tc.mode, tc.ranks), func(t *testing.T) {
+			mpiStreamThroughRestarts(t, kit.LibDir, progs, tc.mode, tc.ranks)
+		})
+	}
+}
+
+func mpiStreamThroughRestarts(t *testing.T, libDir string, progs []string, mode string, ranks int) {
+	// ranks/2 processors each (the last --processors is the one used)
+	k := startKeptClusterMode(t, time.Minute, mode, "--mpi-lib", libDir, "--processors", strconv.Itoa(ranks/2))
 	stop := filepath.Join(k.dir, "stop")
-	id, err := k.client().Submit(context.Background(), api.JobSpec{Processors: 2, TimeLimit: api.Duration{D: 3 * time.Minute},
+	id, err := k.client().Submit(context.Background(), api.JobSpec{Processors: ranks, TimeLimit: api.Duration{D: 3 * time.Minute},
 		Command: progs, MPI: api.MPICosched, Env: []string{envStreamStop + "=" + stop, "COSCHED_MPI_DEBUG=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := waitJob(t, k.client(), id, 20*time.Second, inState(api.Running))
-	outs := map[string]string{}
+	outs := map[string][]string{} // each node's ranks' outputs
+	perNode := map[string]int{}
 	for i, r := range j.Ranks {
-		outs[r.Node] = k.outOf(r.Node, id, i)
+		outs[r.Node] = append(outs[r.Node], k.outOf(r.Node, id, i))
+		perNode[r.Node]++
+	}
+	if ranks > 2 && perNode["c0"] < 2 && perNode["w1"] < 2 {
+		t.Fatalf("ranks placed %v: no two on one agent, so no same-node channel", perNode)
 	}
 	errOf := func(out string) string { return strings.TrimSuffix(out, ".out") + ".err" }
 	t.Cleanup(func() { // before the directory goes
 		if t.Failed() {
-			for _, out := range outs {
-				o, _ := os.ReadFile(out)
-				e, _ := os.ReadFile(errOf(out))
-				t.Logf("%s: %s\n%s: %s", out, o, errOf(out), e)
+			for _, node := range outs {
+				for _, out := range node {
+					o, _ := os.ReadFile(out)
+					e, _ := os.ReadFile(errOf(out))
+					t.Logf("%s: %s\n%s: %s", out, o, errOf(out), e)
+				}
 			}
 		}
 	})
+	// round is the lowest round the node's ranks are at.
+	round := func(node string) int {
+		low := -1
+		for _, out := range outs[node] {
+			if n := lastGot(out); low < 0 || n < low {
+				low = n
+			}
+		}
+		return low
+	}
 	progress := func(name string, after int, within time.Duration) {
 		t.Helper()
 		eventually(t, within, func() error {
-			if n := lastGot(outs[name]); n <= after {
-				return fmt.Errorf("%s's rank at round %d, want past %d", name, n, after)
+			if n := round(name); n <= after {
+				return fmt.Errorf("%s's ranks at round %d, want past %d", name, n, after)
 			}
 			return nil
 		})
@@ -58,7 +90,7 @@ func TestMPICoschedJobSurvivesRelayRestarts(t *testing.T) {
 	progress("w1", 3, 30*time.Second)
 	for _, step := range []struct{ p, other *agentProc }{{k.w1, k.c0}, {k.c0, k.w1}} {
 		step.p.kill9(t)
-		at := max(lastGot(outs["c0"]), lastGot(outs["w1"]))
+		at := max(round("c0"), round("w1"))
 		step.p.args = append(step.p.args, "--join", step.other.ready.Gossip)
 		restarted := time.Now()
 		step.p.start(t, k.dir)

@@ -1,4 +1,5 @@
-/* mpistream: two ranks exchange numbered messages until a file appears,
+/* mpistream: pairs of ranks (0-1, 2-3, ...) exchange numbered messages
+ * until a file appears,
  * checking that each arrives exactly once and in order, whatever happens
  * to their agents meanwhile (node/mpiresume_test.go kills and restarts
  * them). Round i: each rank posts receives for tags 2 then 1 (matched out
@@ -7,7 +8,8 @@
  * 3); every third round an Allreduce, every fourth a Barrier. It prints
  * "start", "got i" for each round and "ok" after MPI_Finalize. A round's
  * message also says whether its sender saw the stop file
- * (COSCHED_TEST_STREAM_STOP): both end after the same round. */
+ * (COSCHED_TEST_STREAM_STOP): both end after the same round (with more
+ * than two ranks, an Allreduce of it each round ends every pair there). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,13 +32,13 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	const char *stop = getenv("COSCHED_TEST_STREAM_STOP");
-	if (size != 2 || !stop) {
-		fprintf(stderr, "mpistream: 2 ranks and COSCHED_TEST_STREAM_STOP, please\n");
+	if (size % 2 || !stop) {
+		fprintf(stderr, "mpistream: an even number of ranks and COSCHED_TEST_STREAM_STOP, please\n");
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	printf("start\n");
 	fflush(stdout);
-	int peer = 1 - rank;
+	int peer = rank ^ 1;
 	static long block[BLOCK / sizeof(long)], back[BLOCK / sizeof(long)];
 	for (long i = 1;; i++) {
 		long mine[2] = {i, access(stop, F_OK) == 0}, in1[2], in2[2];
@@ -48,7 +50,7 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < BLOCK / sizeof(long); k++)
 			block[k] = i * 1000003 + (long)k + rank;
 		MPI_Status st;
-		if (rank == 0) {
+		if (rank % 2 == 0) {
 			MPI_Send(block, BLOCK / sizeof(long), MPI_LONG, peer, 3, MPI_COMM_WORLD);
 			MPI_Recv(back, BLOCK / sizeof(long), MPI_LONG, peer, 3, MPI_COMM_WORLD, &st);
 		} else {
@@ -67,14 +69,17 @@ int main(int argc, char **argv)
 		if (i % 3 == 0) {
 			long x = i + rank, sum = 0;
 			MPI_Allreduce(&x, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-			if (sum != 2 * i + 1)
+			if (sum != size * i + (long)size * (size - 1) / 2)
 				fail(rank, "allreduce", i, sum);
 		}
 		if (i % 4 == 0)
 			MPI_Barrier(MPI_COMM_WORLD);
 		printf("got %ld\n", i);
 		fflush(stdout);
-		if (mine[1] || in1[1])
+		long seen = mine[1] || in1[1], any = seen;
+		if (size > 2) /* every pair ends after the same round */
+			MPI_Allreduce(&seen, &any, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+		if (any)
 			break;
 	}
 	MPI_Finalize();
