@@ -530,9 +530,10 @@ static void wait_frame(int type, struct req **rs, int n)
 void send_frame_wait(struct req **rs, int n) { wait_frame(FR_WAIT, rs, n); }
 void send_frame_unwait(struct req **rs, int n) { wait_frame(FR_UNWAIT, rs, n); }
 
-/* probe_relay asks the relay (protocol 2) for the oldest message matching;
- * returns 1 and fills src/tag when there is one. */
-int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag)
+/* probe_send asks the relay for the oldest message matching, recording
+ * the probe so that a resumed connection asks again (replay); returns the
+ * probe's slot id. */
+static uint64_t probe_send(int src, int tag, int ctx, int block)
 {
 	uint64_t id = slot_new(P_PROBE, NULL, 0);
 	struct postslot *q = slot_of(id);
@@ -553,13 +554,12 @@ int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag)
 	mp_str(&G.out, "b");
 	mp_bool(&G.out, block);
 	conn_write(FR_PROBE, &G.out);
-	struct postslot *p;
-	for (;;) {
-		p = slot_of(id);
-		if (p->answered)
-			break;
-		pump(1);
-	}
+	return id;
+}
+
+/* probe_answer takes an answered probe's result and frees its slot. */
+static int probe_answer(struct postslot *p, int *wsrc, int *wtag)
+{
 	int found = p->found;
 	*wsrc = p->src;
 	*wtag = p->tag;
@@ -567,30 +567,25 @@ int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag)
 	return found;
 }
 
+/* probe_relay asks the relay (protocol 2) for the oldest message matching;
+ * returns 1 and fills src/tag when there is one. */
+int probe_relay(int src, int tag, int ctx, int block, int *wsrc, int *wtag)
+{
+	uint64_t id = probe_send(src, tag, ctx, block);
+	struct postslot *p;
+	while (!(p = slot_of(id))->answered)
+		pump(1);
+	return probe_answer(p, wsrc, wtag);
+}
+
 /* probe_relay_chan is a blocking probe_relay that a channel's message
  * may answer first: then it cancels the relay's probe (Unwait; a late
  * answer is dropped) and returns 0, the message being in the stash. */
 int probe_relay_chan(int src, int tag, int ctx, int *wsrc, int *wtag)
 {
-	uint64_t id = slot_new(P_PROBE, NULL, 0);
-	G.out.len = 0;
-	mp_map(&G.out, 5);
-	mp_str(&G.out, "r");
-	mp_uint(&G.out, id);
-	mp_str(&G.out, "s");
-	mp_int(&G.out, src);
-	mp_str(&G.out, "t");
-	mp_int(&G.out, tag);
-	mp_str(&G.out, "c");
-	mp_int(&G.out, ctx);
-	mp_str(&G.out, "b");
-	mp_bool(&G.out, 1);
-	conn_write(FR_PROBE, &G.out);
+	uint64_t id = probe_send(src, tag, ctx, 1);
 	struct postslot *p;
-	for (;;) {
-		p = slot_of(id);
-		if (p->answered)
-			break;
+	while (!(p = slot_of(id))->answered) {
 		if (stash_has(ctx, src, tag)) {
 			slot_free(p);
 			G.out.len = 0;
@@ -605,11 +600,7 @@ int probe_relay_chan(int src, int tag, int ctx, int *wsrc, int *wtag)
 		}
 		pump(1);
 	}
-	int found = p->found;
-	*wsrc = p->src;
-	*wtag = p->tag;
-	slot_free(p);
-	return found;
+	return probe_answer(p, wsrc, wtag);
 }
 
 void send_coll(struct comm *c, const char *kind, int root, int64_t bytes)
