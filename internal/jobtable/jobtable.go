@@ -142,7 +142,9 @@ func nodeRow(n api.NodeInfo, stats bool) []string {
 // writeRelayJobs prints nodes --stats' traffic of each job at each
 // agent's relay, if any job has sent or announced anything.
 func writeRelayJobs(w io.Writer, rep api.NodesReport) {
-	rows := [][]string{{"AGENT", "JOB", "SENT", "SENT BYTES", "DELIVERED", "DELIVERED BYTES", "COLLECTIVES"}}
+	// ON CHANNELS: the part of SENT BYTES that went over same-node
+	// channels the relay granted (docs/mpi.md, "Same-node channels").
+	rows := [][]string{{"AGENT", "JOB", "SENT", "SENT BYTES", "ON CHANNELS", "DELIVERED", "DELIVERED BYTES", "COLLECTIVES"}}
 	for _, n := range rep.Nodes {
 		if n.Stats == nil {
 			continue
@@ -155,7 +157,7 @@ func writeRelayJobs(w io.Writer, rep api.NodesReport) {
 			if js.Ended {
 				job += " (ended)"
 			}
-			rows = append(rows, []string{n.Name, job, fmt.Sprint(js.Sent), humanize.IBytes(js.SentBytes), fmt.Sprint(js.Delivered),
+			rows = append(rows, []string{n.Name, job, fmt.Sprint(js.Sent), humanize.IBytes(js.SentBytes), humanize.IBytes(js.ChannelBytes), fmt.Sprint(js.Delivered),
 				humanize.IBytes(js.DeliveredBytes), fmt.Sprint(js.Collectives)})
 		}
 	}

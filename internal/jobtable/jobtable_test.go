@@ -105,11 +105,11 @@ func TestQueueLongAndNodesShowContainment(t *testing.T) {
 	var n strings.Builder
 	Nodes(&n, api.NodesReport{Nodes: []api.NodeInfo{{Name: "n0", State: "up", CPUs: 2, Memory: 3 << 30,
 		Stats: &api.NodeStats{Cgroups: "v1", Suspend: "freezer", Relay: api.RelayStats{Jobs: []telemetry.RelayJobStats{
-			{Job: 7, Sent: 3, SentBytes: 3 << 20, Delivered: 2, DeliveredBytes: 2048, Collectives: 5},
+			{Job: 7, Sent: 3, SentBytes: 3 << 20, ChannelBytes: 1 << 20, Delivered: 2, DeliveredBytes: 2048, Collectives: 5},
 			{Job: 9, Ended: true, Sent: 1, SentBytes: 8},
 			{Job: 10}, // nothing sent: not shown
 		}}}}}}, true)
-	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer", "SENT BYTES", "n0     7          3     3.0 MiB     2          2.0 KiB          5",
+	for _, want := range []string{"MEMORY", "3.0 GiB", "CGROUPS", "v1", "freezer", "SENT BYTES", "ON CHANNELS", "n0     7          3     3.0 MiB     1.0 MiB      2          2.0 KiB          5",
 		"9 (ended)  1     8 B"} {
 		if !strings.Contains(n.String(), want) {
 			t.Errorf("nodes --stats lacks %q:\n%s", want, n.String())
