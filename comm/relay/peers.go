@@ -345,7 +345,7 @@ func (r *Relay) writePeer(pc *peerConn) {
 			if r.link == nil { // after the hello: frames may be written directly now
 				pc.q.setRaw(c)
 			}
-			err = drain(pc.q, conn)
+			err = drain(pc.q, conn, nil)
 			pc.q.setRaw(nil)
 		}
 		stop()

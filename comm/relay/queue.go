@@ -54,6 +54,25 @@ type writeQueue struct {
 	// the writer leaves the connection before writing to it again
 	// (errPeerMoved).
 	moved bool
+
+	// Acknowledgements of numbered messages wait for the write of their
+	// Deliver (a rank's queue): bytes in a socket's buffer survive the
+	// relay's death, bytes in this queue do not. pushed counts the bytes
+	// queued since the connection began, written those written;
+	// acks[ackHead:] are due once written reaches their end (ascending).
+	pushed, written uint64
+	acks            []dueAck
+	ackHead         int
+}
+
+// dueAck is the acknowledgement of message seq of rank src of job j to
+// rank dst, due once its queue has written up to end, where its Deliver
+// ends. seq 0: none.
+type dueAck struct {
+	end      uint64
+	j        *job
+	src, dst int
+	seq      uint64
 }
 
 // qtail is a payload left out of a queue's buffer (frame.Tail). rd, if
@@ -97,7 +116,7 @@ func newWriteQueue() *writeQueue {
 // writer goroutine. It returns false, and queues nothing, if the queue is
 // closed or v does not encode (the error then says why).
 func (q *writeQueue) push(t frame.Type, v any) (bool, error) {
-	ok, _, err := q.enqueue(t, v, payload{}, false, 0)
+	ok, _, err := q.enqueue(t, v, payload{}, false, 0, dueAck{})
 	return ok, err
 }
 
@@ -105,8 +124,9 @@ func (q *writeQueue) push(t frame.Type, v any) (bool, error) {
 // caller if no one writes it (claimed: the caller must flush it), in
 // critical section gen of the relay, if the frame is at most directMax.
 // A payload borrowed (pay.rd) whose frame the caller does not flush
-// itself is copied.
-func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen uint64) (ok, claimed bool, err error) {
+// itself is copied. ack, if its seq is set, becomes due once the frame
+// is written (takeDue).
+func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen uint64, ack dueAck) (ok, claimed bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -137,6 +157,11 @@ func (q *writeQueue) enqueue(t frame.Type, v any, pay payload, direct bool, gen 
 	if tail != nil {
 		q.tails = append(q.tails, qtail{Tail: frame.Tail{At: len(b), Data: tail}, rd: rd})
 	}
+	q.pushed += uint64(len(b) - start + len(tail))
+	if ack.seq != 0 {
+		ack.end = q.pushed
+		q.acks = append(q.acks, ack)
+	}
 	if claim {
 		q.claimed, q.claimGen = true, gen
 		return true, true, nil
@@ -162,14 +187,15 @@ func (q *writeQueue) setRaw(c net.Conn) {
 // flush writes what is queued without blocking, for the producer that
 // claimed the queue (enqueue), which must call it once it no longer
 // holds the relay's lock; what the socket does not take is left to the
-// writer goroutine (a borrowed payload's rest copied).
-func (q *writeQueue) flush() {
+// writer goroutine (a borrowed payload's rest copied). due: the write
+// made acknowledgements due (takeDue).
+func (q *writeQueue) flush() (due bool) {
 	q.mu.Lock()
 	q.claimed = false
 	if q.writing || q.flushing || q.broken || q.raw == nil || len(q.buf) == 0 && len(q.tails) == 0 {
 		q.cond.Signal()
 		q.mu.Unlock()
-		return
+		return false
 	}
 	batch, tails, raw := q.buf, q.tails, q.raw
 	q.buf, q.tails, q.spare, q.spareTails = q.spare, q.spareTails, nil, nil
@@ -199,6 +225,8 @@ func (q *writeQueue) flush() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.flushing = false
+	q.written += uint64(n)
+	due = q.dueLocked()
 	if werr != nil {
 		q.broken = true // the writer meets the error and sees to it
 	}
@@ -228,6 +256,53 @@ func (q *writeQueue) flush() {
 	if len(q.buf) > 0 || len(q.tails) > 0 || q.closed {
 		q.cond.Signal()
 	}
+	return due
+}
+
+// dueLocked says whether an acknowledgement is due.
+func (q *writeQueue) dueLocked() bool {
+	return q.ackHead < len(q.acks) && q.acks[q.ackHead].end <= q.written
+}
+
+// wrote counts n bytes written by the writer goroutine; due: that made
+// acknowledgements due.
+func (q *writeQueue) wrote(n int) (due bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.written += uint64(n)
+	return q.dueLocked()
+}
+
+// takeDue moves into buf the acknowledgements due (at most len(buf)),
+// oldest first, and returns how many.
+func (q *writeQueue) takeDue(buf []dueAck) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for n < len(buf) && q.dueLocked() {
+		buf[n] = q.acks[q.ackHead]
+		q.acks[q.ackHead] = dueAck{} // let its job go
+		q.ackHead++
+		n++
+	}
+	if q.ackHead == len(q.acks) {
+		q.acks, q.ackHead = q.acks[:0], 0
+	}
+	return n
+}
+
+// ackAfter makes ack due once what is queued now is written, and says
+// so; false (nothing queued is unwritten): it is due now, the caller
+// sends it.
+func (q *writeQueue) ackAfter(ack dueAck) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.written == q.pushed {
+		return false
+	}
+	ack.end = q.pushed
+	q.acks = append(q.acks, ack)
+	return true
 }
 
 // bytesIn is the size of batch with its tails.
@@ -355,8 +430,9 @@ func (q *writeQueue) interrupt() {
 
 // drain writes everything pushed to q into c until q is closed and empty
 // or a write fails. A c that buffers (a TLS link's, see sealedWriter) is
-// flushed after each batch.
-func drain(q *writeQueue, c io.Writer) error {
+// flushed after each batch. acks, if set, is called after a batch whose
+// write made acknowledgements due (takeDue).
+func drain(q *writeQueue, c io.Writer, acks func(*writeQueue)) error {
 	flusher, _ := c.(interface{ Flush() error })
 	var done []byte
 	var doneTails []qtail
@@ -382,6 +458,9 @@ func drain(q *writeQueue, c io.Writer) error {
 		}
 		if err != nil {
 			return err
+		}
+		if acks != nil && q.wrote(bytesIn(batch, tails)) {
+			acks(q)
 		}
 		done, doneTails = batch, tails
 	}

@@ -47,6 +47,14 @@ func (rc *rankConn) sendLocked(r *Relay, t frame.Type, v any, pay payload) {
 	}
 }
 
+// deliverLocked is sendLocked for a Deliver: ack, if its seq is set, is
+// sent once the Deliver is written to the rank's socket.
+func (rc *rankConn) deliverLocked(r *Relay, d *comm.Deliver, pay payload, ack dueAck) {
+	if err := r.pushAckLocked(rc.q, comm.FrameDeliver, d, pay, ack); err != nil {
+		rc.log.Error("encode frame for rank", zap.Error(err))
+	}
+}
+
 // fatal tells the rank why its connection ends, then ends it once the
 // queued frames are out.
 func (rc *rankConn) fatal(msg string) {
@@ -86,7 +94,7 @@ func (r *Relay) acceptRanks() {
 		r.rankConns[rc] = struct{}{}
 		r.unlock()
 		r.goRun(func() {
-			if err := drain(rc.q, c); err != nil && r.ctx.Err() == nil {
+			if err := drain(rc.q, c, r.ackWritten); err != nil && r.ctx.Err() == nil {
 				r.log.Debug("write to rank", zap.Error(err))
 			}
 			rc.close()

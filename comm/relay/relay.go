@@ -248,14 +248,22 @@ func (r *Relay) unlock() {
 	r.gen++
 	r.mu.Unlock()
 	for _, q := range dirty {
-		q.flush()
+		if q.flush() {
+			r.ackWritten(q)
+		}
 	}
 }
 
 // pushLocked queues a frame on q, under r.mu, claiming q for this
 // critical section's unlock if no one writes it (writeQueue.enqueue).
 func (r *Relay) pushLocked(q *writeQueue, t frame.Type, v any, pay payload) error {
-	_, claimed, err := q.enqueue(t, v, pay, true, r.gen)
+	return r.pushAckLocked(q, t, v, pay, dueAck{})
+}
+
+// pushAckLocked is pushLocked with an acknowledgement due once the frame
+// is written (writeQueue.enqueue).
+func (r *Relay) pushAckLocked(q *writeQueue, t frame.Type, v any, pay payload, ack dueAck) error {
+	_, claimed, err := q.enqueue(t, v, pay, true, r.gen, ack)
 	if claimed {
 		r.dirty = append(r.dirty, q)
 	}
@@ -691,10 +699,14 @@ func (r *Relay) completeLocked(rs *rankState, req uint64, env envelope, pay payl
 	rs.job.st.Delivered++
 	rs.job.st.DeliveredBytes += uint64(len(env.data))
 	if rs.conn != nil {
-		rs.conn.sendLocked(r, comm.FrameDeliver, &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data, Seq: env.seq}, pay)
-	}
-	if env.seq != 0 {
-		r.ackLocked(rs.job, env.src, rs.rank, env.seq)
+		// A numbered message is acknowledged once its Deliver is in
+		// the rank's socket: if this relay dies before, the source
+		// still has it (resume.go).
+		var ack dueAck
+		if env.seq != 0 {
+			ack = dueAck{j: rs.job, src: env.src, dst: rs.rank, seq: env.seq}
+		}
+		rs.conn.deliverLocked(r, &comm.Deliver{Req: req, Src: env.src, Tag: env.tag, Data: env.data, Seq: env.seq}, pay, ack)
 	}
 	r.st.Delivered++
 	if _, ok := rs.waiting[req]; ok {

@@ -153,8 +153,8 @@ func (r *Relay) numberedLocked(rs *rankState, m peerMsg) {
 		return
 	case seenPast:
 		r.st.Duplicates++
-		if !rs.q.queuedSeq(m.Src, m.Seq) {
-			r.ackLocked(rs.job, m.Src, rs.rank, m.Seq) // delivered: its ack was lost
+		if !rs.q.queuedSeq(m.Src, m.Seq) { // delivered: its ack was lost, or is not due yet
+			r.ackDeliveredLocked(rs, m.Src, m.Seq)
 		}
 		return
 	}
@@ -192,6 +192,39 @@ func (r *Relay) resumeLocked(rs *rankState, got []comm.Stream) {
 		}
 		for _, seq := range past {
 			r.ackLocked(rs.job, src, rs.rank, seq)
+		}
+	}
+}
+
+// ackDeliveredLocked acknowledges again message seq of src to rs, whose
+// Deliver was queued: once what rs's connection has queued is written
+// (it may be among it). Without a connection, not at all: the Deliver
+// may have died with the last one, and the source keeps its copy.
+func (r *Relay) ackDeliveredLocked(rs *rankState, src int, seq uint64) {
+	if rs.conn == nil || rs.conn.q.ackAfter(dueAck{j: rs.job, src: src, dst: rs.rank, seq: seq}) {
+		return
+	}
+	r.ackLocked(rs.job, src, rs.rank, seq)
+}
+
+// ackWritten sends the acknowledgements that writes on q made due
+// (writeQueue.takeDue). It takes r.mu: its caller must not hold it.
+func (r *Relay) ackWritten(q *writeQueue) {
+	var due [32]dueAck // on the stack: no allocation per write
+	for {
+		n := q.takeDue(due[:])
+		if n == 0 {
+			return
+		}
+		r.mu.Lock()
+		if !r.closed { // a closed relay sends nothing more; the sources resend
+			for _, a := range due[:n] {
+				r.ackLocked(a.j, a.src, a.dst, a.seq)
+			}
+		}
+		r.unlock()
+		if n < len(due) {
+			return
 		}
 	}
 }
