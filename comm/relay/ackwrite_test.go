@@ -76,7 +76,7 @@ func TestAckWaitsForTheDeliverWritten(t *testing.T) {
 		q := j.local[0].conn.q
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return q.pushed == q.written
+		return len(q.buf) == 0 && len(q.tails) == 0 && !q.writing && !q.flushing && !q.claimed
 	})
 	r.Close()
 
