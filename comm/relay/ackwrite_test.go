@@ -19,11 +19,22 @@ import (
 
 // A numbered message is acknowledged only once its Deliver is in the
 // destination's socket: rank 1 posts its receives but does not read, so
-// most of rank 0's 1 MiB messages stay queued in the relay when it dies.
-// Every message rank 0 was told was delivered must be in rank 1's socket;
+// most of rank 0's messages stay queued in the relay when it dies. Every
+// message rank 0 was told was delivered must be in rank 1's socket;
 // after the restart rank 0 sends again the others, and rank 1 gets every
-// message exactly once, in order.
+// message exactly once, in order. Messages of 1 MiB go to the writer
+// goroutine whole; of 48 KiB, the relay writes them directly until the
+// socket is full, then leaves the rest to the writer.
 func TestAckWaitsForTheDeliverWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n, size int
+	}{{"writer", 24, 1 << 20}, {"direct", 400, 48 << 10}} {
+		t.Run(tc.name, func(t *testing.T) { testAckWaitsForTheDeliverWritten(t, uint64(tc.n), tc.size) })
+	}
+}
+
+func testAckWaitsForTheDeliverWritten(t *testing.T, n uint64, size int) {
 	dir, err := os.MkdirTemp("", "aw")
 	if err != nil {
 		t.Fatal(err)
@@ -42,9 +53,8 @@ func TestAckWaitsForTheDeliverWritten(t *testing.T) {
 	if err := r.AddJob(1, nodes); err != nil {
 		t.Fatal(err)
 	}
-	// More than a socket holds (the relay asks for 4 MiB, the kernel
-	// grants at most twice that).
-	const n, size = 24, 1 << 20
+	// n × size is more than a socket holds (the relay asks for 4 MiB,
+	// the kernel grants at most twice that).
 	body := func(seq uint64) []byte { return bytes.Repeat([]byte{byte(seq)}, size) }
 	hello := func(r *Relay, h comm.Hello) *client {
 		t.Helper()
@@ -143,13 +153,13 @@ func TestAckWaitsForTheDeliverWritten(t *testing.T) {
 	}
 	dst = hello(r, comm.Hello{Rank: 1, Resume: true, Got: []comm.Stream{{Src: 0, Floor: floor}}})
 	src = hello(r, comm.Hello{Rank: 0, Resume: true})
-	for range n - int(floor) {
+	for range n - floor {
 		dst.post(0, 7)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sent := make(chan error, 1)
-	go func() { // rank 1 reads meanwhile: 24 MiB do not fit a socket
+	go func() { // rank 1 reads meanwhile: what is left does not fit a socket
 		for seq := uint64(1); seq <= n; seq++ {
 			if acked[seq] {
 				continue

@@ -198,11 +198,15 @@ func (r *Relay) resumeLocked(rs *rankState, got []comm.Stream) {
 
 // ackDeliveredLocked acknowledges again message seq of src to rs, whose
 // Deliver was queued: once what rs's connection has queued is written
-// (it may be among it). Without a connection, not at all: the Deliver
-// may have died with the last one, and the source keeps its copy.
+// (it may be among it). Without a connection, only if rs finalized (it
+// is done; the source may forget): else the Deliver may have died with
+// its last connection, and the source keeps its copy.
 func (r *Relay) ackDeliveredLocked(rs *rankState, src int, seq uint64) {
-	if rs.conn == nil || rs.conn.q.ackAfter(dueAck{j: rs.job, src: src, dst: rs.rank, seq: seq}) {
+	switch {
+	case rs.conn == nil && !rs.finalized:
 		return
+	case rs.conn != nil && rs.conn.q.ackAfter(dueAck{j: rs.job, src: src, dst: rs.rank, seq: seq}):
+		return // sent once written
 	}
 	r.ackLocked(rs.job, src, rs.rank, seq)
 }
