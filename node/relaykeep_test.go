@@ -135,19 +135,28 @@ func TestCommJobSurvivesRelayRestarts(t *testing.T) {
 	}
 	j = waitJob(t, k.client(), id, 60*time.Second, inState(api.Completed))
 	for i, r := range j.Ranks {
-		b, err := os.ReadFile(k.outOf(r.Node, id, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := strings.Split(strings.TrimSpace(string(b)), "\n")
-		if len(f) < 3 || f[0] != "start" || f[len(f)-1] != "ok" {
-			t.Fatalf("rank %d on %s: output %q, want one run: start, got 1…, ok", i, r.Node, b)
-		}
-		for n, line := range f[1 : len(f)-1] {
-			if line != "got "+strconv.Itoa(n+1) {
-				t.Fatalf("rank %d on %s: line %d is %q, want %q", i, r.Node, n+2, line, "got "+strconv.Itoa(n+1))
-			}
-		}
-		t.Logf("rank %d on %s: %d messages, each once, in order", i, r.Node, len(f)-2)
+		n := checkStreamRun(t, k.outOf(r.Node, id, i), i, r.Node)
+		t.Logf("rank %d on %s: %d messages, each once, in order", i, r.Node, n)
 	}
+}
+
+// checkStreamRun fails t unless the rank's output at path is one
+// uninterrupted run of a stream test program: "start", "got 1", "got 2",
+// …, "ok". It returns the number of rounds.
+func checkStreamRun(t *testing.T, path string, rank int, node string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(f) < 3 || f[0] != "start" || f[len(f)-1] != "ok" {
+		t.Fatalf("rank %d on %s: output %q, want one run: start, got 1…, ok", rank, node, b)
+	}
+	for n, line := range f[1 : len(f)-1] {
+		if line != "got "+strconv.Itoa(n+1) {
+			t.Fatalf("rank %d on %s: line %d is %q, want %q", rank, node, n+2, line, "got "+strconv.Itoa(n+1))
+		}
+	}
+	return len(f) - 2
 }

@@ -231,7 +231,8 @@ static struct stash *stash_find(int ctx, int wsrc, int tag, struct stash **prev)
 	return NULL;
 }
 
-static void stash_remove(struct stash *s, struct stash *prev)
+/* stash_unlink takes s, after prev, out of the stash (not freed). */
+static void stash_unlink(struct stash *s, struct stash *prev)
 {
 	if (prev)
 		prev->next = s->next;
@@ -239,6 +240,11 @@ static void stash_remove(struct stash *s, struct stash *prev)
 		G.stash_head = s->next;
 	if (G.stash_tail == s)
 		G.stash_tail = prev;
+}
+
+static void stash_remove(struct stash *s, struct stash *prev)
+{
+	stash_unlink(s, prev);
 	free(s);
 }
 
@@ -249,13 +255,7 @@ int stash_deliver(uint64_t id, int wsrc, int tag, int ctx)
 	struct stash *prev, *s = G.stash_head ? stash_find(ctx, wsrc, tag, &prev) : NULL;
 	if (!s)
 		return 0;
-	/* unlinked first: delivering may stash or post */
-	if (prev)
-		prev->next = s->next;
-	else
-		G.stash_head = s->next;
-	if (G.stash_tail == s)
-		G.stash_tail = prev;
+	stash_unlink(s, prev); /* first: delivering may stash or post */
 	deliver_slot(id, s->wsrc, s->tag, s->x, s->n, 0);
 	free(s);
 	return 1;
@@ -272,12 +272,7 @@ int stash_swap(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n)
 	struct stash *prev, *s = G.stash_head ? stash_find(r->ctx, wsrc, r->tag, &prev) : NULL;
 	if (!s)
 		return 0;
-	if (prev)
-		prev->next = s->next;
-	else
-		G.stash_head = s->next;
-	if (G.stash_tail == s)
-		G.stash_tail = prev;
+	stash_unlink(s, prev);
 	stash_add(r->ctx, wsrc, tag, x, n);
 	deliver_first(r, s->wsrc, s->tag, s->x, s->n);
 	free(s);
