@@ -67,6 +67,13 @@ func counterJob(n int) []string {
 // checkOneRun checks a counter rank's output: one start, 1…n in order.
 func checkOneRun(t *testing.T, path string, n int) {
 	t.Helper()
+	checkCountedRun(t, path, n)
+}
+
+// checkCountedRun checks that the words of the output at path are one
+// uninterrupted run: "start", 1…n, then last.
+func checkCountedRun(t *testing.T, path string, n int, last ...string) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +82,9 @@ func checkOneRun(t *testing.T, path string, n int) {
 	for i := 1; i <= n; i++ {
 		want = append(want, strconv.Itoa(i))
 	}
+	want = append(want, last...)
 	if got := strings.Fields(string(b)); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("%s: %q, want one uninterrupted run (start, 1…%d)", path, got, n)
+		t.Errorf("%s: %q, want one uninterrupted run (%s)", path, got, strings.Join(append([]string{"start", fmt.Sprintf("1…%d", n)}, last...), ", "))
 	}
 }
 

@@ -28,18 +28,7 @@ func (k *keptCluster) submitMPI(cmd []string) int64 {
 // in order, and "finalized" (MPI_Finalize returned).
 func checkStepsRun(t *testing.T, path string, n int) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"start"}
-	for i := 1; i <= n; i++ {
-		want = append(want, strconv.Itoa(i))
-	}
-	want = append(want, "finalized")
-	if got := strings.Fields(string(b)); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("%s: %q, want one uninterrupted run (start, 1…%d, finalized)", path, got, n)
-	}
+	checkCountedRun(t, path, n, "finalized")
 }
 
 // waitCompleted waits for job id to end and fails the test at once if it

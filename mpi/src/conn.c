@@ -184,6 +184,19 @@ static void frame_header(uint8_t h[6], int type, size_t blen)
 	h[5] = type;
 }
 
+/* frame_append appends to b one frame whose body is body followed by tail
+ * (a resumed connection's replay: resume.c). */
+void frame_append(struct buf *b, int type, const uint8_t *body, size_t n, const void *tail, size_t tn)
+{
+	buf_reserve(b, 6 + n + tn);
+	uint8_t *h = b->p + b->len;
+	frame_header(h, type, n + tn);
+	memcpy(h + 6, body, n);
+	if (tn)
+		memcpy(h + 6 + n, tail, tn);
+	b->len += 6 + n + tn;
+}
+
 /* conn_writev2 writes one frame whose body is head followed by tail (at
  * once, unless corked). */
 void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, size_t tlen)

@@ -126,23 +126,6 @@ void sent_ack(int dst, uint64_t seq)
 		l->head = l->len = 0;
 }
 
-void frame_append(struct buf *b, int type, const uint8_t *body, size_t n, const void *tail, size_t tn)
-{
-	uint32_t l = 2 + n + tn;
-	buf_reserve(b, 6 + n + tn);
-	uint8_t *h = b->p + b->len;
-	h[0] = l >> 24;
-	h[1] = l >> 16;
-	h[2] = l >> 8;
-	h[3] = l;
-	h[4] = 1;
-	h[5] = type;
-	memcpy(h + 6, body, n);
-	if (tn)
-		memcpy(h + 6 + n, tail, tn);
-	b->len += 6 + n + tn;
-}
-
 /* sent_resend appends to b, in order, the Send frames of every message
  * to dst (-1: to every destination) not acknowledged yet. */
 void sent_resend(struct buf *b, int dst)
