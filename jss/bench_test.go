@@ -16,6 +16,8 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/sharedtest"
 	"github.com/cosched/cosched/jss"
+	"github.com/cosched/cosched/jss/metrics"
+	"github.com/cosched/cosched/jss/report"
 	"github.com/cosched/cosched/jss/swf"
 )
 
@@ -47,6 +49,32 @@ func BenchmarkKTH(b *testing.B) {
 					Input: jss.FileInput(path), Conventions: jss.DefaultConventions(),
 				}, p)
 				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSimCommand is what `cosched sim --trace KTH --policy easy`
+// does after its flags are parsed: the comparison with the decision check
+// on, then the table. Its phases are benchmarked alone beside it (SWF
+// reading in BenchmarkKTH/read-only, the unchecked run in BenchmarkKTH/easy)
+// so that the cost of each is the difference.
+func BenchmarkSimCommand(b *testing.B) {
+	path := sharedtest.Path(b, "traces", "KTH-SP2-1996-2.swf")
+	for _, check := range []bool{true, false} {
+		b.Run(fmt.Sprintf("check=%t", check), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := jss.Compare(context.Background(), jss.Comparison{
+					Trace:    jss.TraceOptions{Input: jss.FileInput(path), Conventions: jss.DefaultConventions(), Tau: metrics.DefaultTau, Check: check},
+					Policies: []gang.Policy{gang.EASY}, Parallel: 1,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := report.Write(io.Discard, "table", res); err != nil {
 					b.Fatal(err)
 				}
 			}

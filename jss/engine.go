@@ -100,7 +100,19 @@ type engine struct {
 	opts  coreOptions
 	emit  func(Result) error
 	jobs  map[gang.JobID]*active // queued, running and preempted
+	spare []*active              // finished jobs' records, reused: no allocation per job once warm
 	stats PFCFSStats
+}
+
+// record returns storage for a job's record: a finished job's if any.
+func (e *engine) record() *active {
+	n := len(e.spare)
+	if n == 0 {
+		return new(active)
+	}
+	a := e.spare[n-1]
+	e.spare = e.spare[:n-1]
+	return a
 }
 
 func (e *engine) arrive(ev event) error {
@@ -112,7 +124,9 @@ func (e *engine) arrive(ev event) error {
 	if e.opts.wide != nil && e.opts.wide(j.Processors) {
 		e.stats.WideJobs++
 	}
-	e.jobs[j.ID] = &active{job: *j, seq: e.in.seqOfNext()}
+	a := e.record()
+	*a = active{job: *j, seq: e.in.seqOfNext()}
+	e.jobs[j.ID] = a
 	if e.opts.check != nil {
 		if err := e.opts.check.submitted(j); err != nil {
 			return err
@@ -138,7 +152,9 @@ func (e *engine) complete(ev event) error {
 		}
 	}
 	e.needPass(ev.at)
-	if err := e.emit(Result{Job: a.job, Seq: a.seq, Start: a.start, End: a.end}); err != nil {
+	err := e.emit(Result{Job: a.job, Seq: a.seq, Start: a.start, End: a.end})
+	e.spare = append(e.spare, a)
+	if err != nil {
 		return fmt.Errorf("jss: %w", err)
 	}
 	return nil

@@ -130,6 +130,7 @@ type SWFSource struct {
 	lenient  bool
 	keep     bool
 	tpls     map[int]bench.Template // from the header's Template lines
+	users    map[float64]string     // user IDs formatted so far (a trace has few users)
 	prev     float64                // previous delivered submit time
 	counts   SourceCounts
 }
@@ -243,7 +244,7 @@ func (s *SWFSource) convert(rec *swf.Record) (Job, bool, error) {
 	}
 	user := ""
 	if rec.UserID >= 0 {
-		user = strconv.FormatFloat(rec.UserID, 'f', -1, 64)
+		user = s.userName(rec.UserID)
 	}
 	var tpl string
 	if len(s.tpls) > 0 && rec.Executable >= 1 {
@@ -274,6 +275,25 @@ func (s *SWFSource) convert(rec *swf.Record) (Job, bool, error) {
 		Truncated: truncated,
 		Record:    keep,
 	}, true, nil
+}
+
+// maxUserNames bounds the user names SWFSource keeps for reuse.
+const maxUserNames = 1 << 12
+
+// userName formats a user ID, once per user: a job's name is its user's
+// (saves an allocation a job).
+func (s *SWFSource) userName(id float64) string {
+	if u, ok := s.users[id]; ok {
+		return u
+	}
+	u := strconv.FormatFloat(id, 'f', -1, 64)
+	if s.users == nil {
+		s.users = make(map[float64]string)
+	}
+	if len(s.users) < maxUserNames {
+		s.users[id] = u
+	}
+	return u
 }
 
 // seconds converts SWF seconds to a Duration, rounding to the nanosecond.

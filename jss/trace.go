@@ -124,6 +124,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 	}
 
 	col := metrics.NewCollector(procs, opt.Tau)
+	col.Grow(expectedJobs(rd.Header()))
 	sinks := []func(Result) error{func(r Result) error {
 		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
 		return nil
@@ -188,6 +189,23 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		res.Skipped = append(res.Skipped, e.Error())
 	}
 	return res, nil
+}
+
+// maxJobsHint bounds the room made for a trace's jobs on its header's word
+// (28 bytes a job): a header that overstates costs at most 28 MB.
+const maxJobsHint = 1 << 20
+
+// expectedJobs is how many jobs a trace's header says it holds (MaxJobs,
+// else MaxRecords), at most maxJobsHint; 0 if it does not say.
+func expectedJobs(h *swf.Header) int {
+	if h == nil {
+		return 0
+	}
+	n := h.MaxJobs
+	if n <= 0 {
+		n = h.MaxRecords
+	}
+	return int(min(max(n, 0), maxJobsHint))
 }
 
 // BackfillFor returns the part of b that applies to policy: all of it for a

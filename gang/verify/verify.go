@@ -35,7 +35,10 @@ type job struct {
 	alts    []int // rows
 }
 
-// Checker is an independent record of the matrix.
+// Checker is an independent record of the matrix. It allocates nothing
+// per decision once warm (a simulation checks every one): finished jobs'
+// records are reused, and a start's duplicate columns are found by
+// stamping them, not with a set.
 type Checker struct {
 	machine gang.Machine
 	placed  [][]gang.JobID // row → column → placed job (0: none)
@@ -43,11 +46,14 @@ type Checker struct {
 	mem     []int64        // column → memory of placed jobs
 	offline []bool         // column → out of service
 	jobs    map[gang.JobID]*job
+	spare   []*job   // finished jobs' records, for reuse
+	seen    []uint64 // column → the last start that named it
+	starts  uint64   // starts checked: the stamp of the current one
 }
 
 // New returns a Checker for a machine with mpl rows.
 func New(m gang.Machine, mpl int) *Checker {
-	c := &Checker{machine: m, mem: make([]int64, m.Processors), offline: make([]bool, m.Processors), jobs: map[gang.JobID]*job{}}
+	c := &Checker{machine: m, mem: make([]int64, m.Processors), offline: make([]bool, m.Processors), jobs: map[gang.JobID]*job{}, seen: make([]uint64, m.Processors)}
 	c.placed = make([][]gang.JobID, mpl)
 	c.alt = make([][]gang.JobID, mpl)
 	for r := range c.placed {
@@ -62,7 +68,14 @@ func (c *Checker) Submitted(j gang.Job) error {
 	if c.jobs[j.ID] != nil {
 		return fmt.Errorf("verify: job %d submitted twice", j.ID)
 	}
-	c.jobs[j.ID] = &job{Job: j}
+	var r *job
+	if n := len(c.spare); n > 0 {
+		r, c.spare = c.spare[n-1], c.spare[:n-1]
+		*r = job{Job: j, cols: r.cols[:0], alts: r.alts[:0]}
+	} else {
+		r = &job{Job: j}
+	}
+	c.jobs[j.ID] = r
 	return nil
 }
 
@@ -130,15 +143,15 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 	if len(d.Columns) != j.Processors {
 		return fail("job %d gets %d columns for %d processors", d.Job, len(d.Columns), j.Processors)
 	}
-	seen := make(map[int]bool, len(d.Columns))
+	c.starts++
 	for _, col := range d.Columns {
 		if col < 0 || col >= c.machine.Processors {
 			return fail("job %d: column %d outside the machine (%d processors)", d.Job, col, c.machine.Processors)
 		}
-		if seen[col] {
+		if c.seen[col] == c.starts {
 			return fail("job %d gets column %d twice", d.Job, col)
 		}
-		seen[col] = true
+		c.seen[col] = c.starts
 		if p := c.placed[d.Row][col]; p != 0 {
 			return fail("job %d: row %d column %d already holds job %d", d.Job, d.Row, col, p)
 		}
@@ -156,7 +169,7 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 		c.placed[d.Row][col] = j.ID
 		c.mem[col] += j.Memory
 	}
-	j.running, j.row, j.cols = true, d.Row, append([]int(nil), d.Columns...)
+	j.running, j.row, j.cols = true, d.Row, append(j.cols[:0], d.Columns...) // a copy: the core's slice is not ours
 	return nil
 }
 
@@ -178,16 +191,16 @@ func (c *Checker) Finished(id gang.JobID) error {
 		return fmt.Errorf("verify: finished job %d is unknown", id)
 	}
 	delete(c.jobs, id)
-	if !j.running {
-		return nil
-	}
-	for _, col := range j.cols {
-		c.placed[j.row][col] = 0
-		c.mem[col] -= j.Memory
-		for _, r := range j.alts {
-			c.alt[r][col] = 0
+	if j.running {
+		for _, col := range j.cols {
+			c.placed[j.row][col] = 0
+			c.mem[col] -= j.Memory
+			for _, r := range j.alts {
+				c.alt[r][col] = 0
+			}
 		}
 	}
+	c.spare = append(c.spare, j)
 	return nil
 }
 

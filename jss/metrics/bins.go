@@ -59,6 +59,7 @@ func (c *Collector) ByRuntime() []Bin {
 	}
 	makespan := (c.last - c.first).Seconds()
 	bins := make([]Bin, n)
+	so := new(sorter)
 	for b := range bins {
 		bins[b] = Bin{Label: RuntimeBinLabel(b), Jobs: len(idx[b])}
 		if len(idx[b]) == 0 {
@@ -70,7 +71,7 @@ func (c *Collector) ByRuntime() []Bin {
 			for k, i := range idx[b] {
 				vals[k] = f(i)
 			}
-			return stat(scratch, vals)
+			return so.stat(scratch, vals)
 		}
 		tau := c.tau.Seconds()
 		bins[b].Wait = fill(func(i int) float64 { return c.wait[i] })

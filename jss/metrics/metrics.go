@@ -126,6 +126,15 @@ func NewCollector(processors int, tau time.Duration) *Collector {
 	return &Collector{procs: processors, tau: tau}
 }
 
+// Grow makes room for n more jobs, so that adding them allocates nothing
+// (a trace's header says how many jobs to expect).
+func (c *Collector) Grow(n int) {
+	c.wait = slices.Grow(c.wait, n)
+	c.resp = slices.Grow(c.resp, n)
+	c.run = slices.Grow(c.run, n)
+	c.width = slices.Grow(c.width, n)
+}
+
 // Add records one finished job.
 func (c *Collector) Add(j Job) {
 	if len(c.resp) == 0 || j.Submit < c.first {
@@ -165,6 +174,8 @@ func (c *Collector) Summary() Summary {
 		s.Utilization = c.work / (float64(c.procs) * s.Makespan)
 	}
 	scratch := make([]float64, len(c.resp))
+	so := new(sorter)
+	stat := so.stat
 	s.Wait = stat(scratch, c.wait)
 	s.Response = stat(scratch, c.resp)
 	for i := range scratch {
@@ -188,9 +199,9 @@ func (c *Collector) Summary() Summary {
 
 // stat summarises values, using scratch (same length) for sorting; values
 // may be scratch itself.
-func stat(scratch, values []float64) Stat {
+func (so *sorter) stat(scratch, values []float64) Stat {
 	copy(scratch, values)
-	slices.Sort(scratch)
+	so.sort(scratch)
 	sum := 0.0
 	for _, v := range scratch {
 		sum += v
