@@ -130,7 +130,7 @@ type SWFSource struct {
 	lenient  bool
 	keep     bool
 	tpls     map[int]bench.Template // from the header's Template lines
-	users    map[float64]string     // user IDs formatted so far (a trace has few users)
+	users    []string               // user ID → its name, formatted once (IDs below maxUserNames)
 	prev     float64                // previous delivered submit time
 	counts   SourceCounts
 }
@@ -277,23 +277,25 @@ func (s *SWFSource) convert(rec *swf.Record) (Job, bool, error) {
 	}, true, nil
 }
 
-// maxUserNames bounds the user names SWFSource keeps for reuse.
-const maxUserNames = 1 << 12
+// maxUserNames bounds the user IDs whose names SWFSource keeps for reuse:
+// logs number their users from 1, and have hundreds.
+const maxUserNames = 1 << 14
 
-// userName formats a user ID, once per user: a job's name is its user's
-// (saves an allocation a job).
+// userName formats a user ID (not negative), once per user for the usual
+// small integral IDs: a job's name is its user's, so a job costs no
+// allocation.
 func (s *SWFSource) userName(id float64) string {
-	if u, ok := s.users[id]; ok {
-		return u
+	if id >= maxUserNames || id != math.Trunc(id) || math.Signbit(id) {
+		return strconv.FormatFloat(id, 'f', -1, 64)
 	}
-	u := strconv.FormatFloat(id, 'f', -1, 64)
-	if s.users == nil {
-		s.users = make(map[float64]string)
+	i := int(id)
+	if i >= len(s.users) {
+		s.users = append(s.users, make([]string, i+1-len(s.users))...)
 	}
-	if len(s.users) < maxUserNames {
-		s.users[id] = u
+	if s.users[i] == "" {
+		s.users[i] = strconv.FormatFloat(id, 'f', -1, 64)
 	}
-	return u
+	return s.users[i]
 }
 
 // seconds converts SWF seconds to a Duration, rounding to the nanosecond.

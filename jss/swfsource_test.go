@@ -225,3 +225,25 @@ func TestSWFSourceTemplates(t *testing.T) {
 		t.Fatalf("bad Template line: %v", err)
 	}
 }
+
+// TestSWFSourceUserNames checks that a job's user is its SWF field 12
+// written as the field was read, however often the user comes back and
+// whatever the ID: small integers (named once and reused), large, fractional,
+// negative zero, and unknown (-1, no user).
+func TestSWFSourceUserNames(t *testing.T) {
+	ids := []string{"3", "17", "3", "0", "-0", "0", "16384", "99999999", "2.5", "-1", "17", "-0"}
+	want := []string{"3", "17", "3", "0", "-0", "0", "16384", "99999999", "2.5", "", "17", "-0"}
+	var lines []string
+	for i, id := range ids {
+		lines = append(lines, strconv.Itoa(i+1)+" "+strconv.Itoa(i)+" -1 10 1 -1 -1 1 20 -1 1 "+id+" -1 -1 -1 -1 -1 -1")
+	}
+	jobs := readAll(t, newSource(t, strings.Join(lines, "\n")+"\n", 4, jss.DefaultConventions(), false))
+	if len(jobs) != len(want) {
+		t.Fatalf("delivered %d jobs, want %d", len(jobs), len(want))
+	}
+	for i, j := range jobs {
+		if j.User != want[i] {
+			t.Errorf("job %d (user field %q): user %q, want %q", i+1, ids[i], j.User, want[i])
+		}
+	}
+}
