@@ -100,14 +100,34 @@ func BenchmarkWholeProcessSimVsPython(b *testing.B) {
 	if err != nil {
 		b.Skip("python3 not installed")
 	}
-	trace := os.Getenv("COSCHED_KTH") // a worktree beside no ../shared
-	if trace == "" {
-		trace = sharedtest.Path(b, "traces", "KTH-SP2-1996-2.swf")
-	}
+	trace := kthTrace(b)
 	cosched, _ := buildBinaries(b)
 	script, err := filepath.Abs("../../bench/testdata/easy.py")
 	if err != nil {
 		b.Fatal(err)
 	}
 	compare(b, "cosched", []string{cosched, "sim", "--trace", trace, "--policy", "easy"}, "python", []string{python, script, trace})
+}
+
+// BenchmarkWholeProcessSimVsBaseline is the same cosched run against
+// another cosched binary's, COSCHED_BASELINE (e.g. main's, built to /tmp):
+// the ratios are the baseline's time over this tree's.
+func BenchmarkWholeProcessSimVsBaseline(b *testing.B) {
+	base := os.Getenv("COSCHED_BASELINE")
+	if base == "" {
+		b.Skip("COSCHED_BASELINE names no cosched binary to compare with")
+	}
+	trace := kthTrace(b)
+	cosched, _ := buildBinaries(b)
+	args := []string{"sim", "--trace", trace, "--policy", "easy"}
+	compare(b, "cosched", append([]string{cosched}, args...), "baseline", append([]string{base}, args...))
+}
+
+// kthTrace is the KTH-SP2 trace: ../shared's, or the file COSCHED_KTH
+// names (a worktree beside no ../shared).
+func kthTrace(b *testing.B) string {
+	if trace := os.Getenv("COSCHED_KTH"); trace != "" {
+		return trace
+	}
+	return sharedtest.Path(b, "traces", "KTH-SP2-1996-2.swf")
 }
