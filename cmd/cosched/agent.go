@@ -10,6 +10,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/flagfile"
+	"github.com/cosched/cosched/internal/gcfloor"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
@@ -139,8 +140,20 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 			return localcluster.WriteReady(f.readyFile, localcluster.Ready{Name: a.Name(), PID: os.Getpid(), Gossip: a.GossipAddr(), API: a.APIAddr(), Socket: a.APISocket()})
 		}
 	}
+	if os.Getenv("GOGC") == "" {
+		// The agent's heap is a few MB: at GOGC=100 it collected every
+		// second or two, and on a full host each collection's stops
+		// held its strobe thread for up to seconds (internal/gcfloor).
+		floor := gcfloor.Start(agentHeapFloor)
+		defer floor.Stop()
+	}
 	return node.Run(ctx, cfg, ready)
 }
+
+// agentHeapFloor is the agent process's smallest heap goal (GOGC in the
+// environment turns it off): about one collection a minute at the
+// allocation rate of an agent strobed every 10 ms.
+const agentHeapFloor = 64 << 20
 
 // newRankExecCmd is the hidden shim agents start ranks through: it stops
 // itself, and the agent's SIGCONT lets it exec the rank's program.
