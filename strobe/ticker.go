@@ -76,7 +76,7 @@ type Ticker struct {
 
 // sleepChunk bounds one uninterruptible sleep, so a cancelled context is
 // noticed within it even at long periods.
-const sleepChunk = 5 * time.Millisecond
+const sleepChunk = 20 * time.Millisecond
 
 // NewTicker starts a ticker whose first deadline is one period from now.
 func NewTicker(cfg TickerConfig) (*Ticker, error) {
@@ -180,14 +180,12 @@ func (t *Ticker) Run(ctx context.Context, fn func(Tick)) error {
 			defer func() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0) }()
 		}
 	}
-	var y yielder
 	for {
 		tk, err := t.Next(ctx)
 		if err != nil {
 			return err
 		}
 		fn(tk)
-		y.after(mono.Now()) // after the strobe went out: see yieldEvery
 	}
 }
 

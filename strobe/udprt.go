@@ -19,14 +19,8 @@ import (
 )
 
 // rtPoll bounds how long the real-time receive loop sleeps in recvfrom
-// before it checks whether it should stop. It is kept under the Go
-// runtime's 10 ms, after which sysmon takes the P of a thread in a system
-// call away: a P taken away makes the thread's next wake-up wait for
-// another, and every time sysmon takes one it goes back to polling every
-// 20 µs, a wake-up of a real-time thread each time (about 2,000 a second
-// per agent were measured, most of the agents' processor time at 32 agents
-// on 2 cores).
-const rtPoll = 5 * time.Millisecond
+// before it checks whether it should stop.
+const rtPoll = 50 * time.Millisecond
 
 // RealtimeUDP is a UDP transport for the latency-critical side of the
 // protocol: Serve runs its receive loop on one locked OS thread with the
@@ -212,7 +206,6 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool
 	var rsa unix.RawSockaddrAny
 	var lastAddr netip.AddrPort
 	var lastFrom string
-	var y yielder
 	for {
 		if t.closed.Load() {
 			return nil
@@ -224,7 +217,6 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool
 		now := mono.Now()
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				y.after(now)
 				continue // the poll timeout: check whether to stop
 			}
 			if t.closed.Load() {
@@ -243,7 +235,6 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool
 			data = append([]byte(nil), data...)
 		}
 		handle(Packet{From: lastFrom, Data: data, RecvMono: now})
-		y.after(now)
 	}
 }
 
