@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/internal/rtprio"
 )
 
 // threadPolicies returns the scheduling policy of every thread of this
@@ -37,7 +39,7 @@ func TestRealtimePolicyReachesLaterThreadsAndDrops(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (real-time policies)")
 	}
-	t.Cleanup(func() { DropRealtime() })
+	t.Cleanup(func() { rtprio.DropRealtime() })
 	if err := setOwnRealtime(1); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestRealtimePolicyReachesLaterThreadsAndDrops(t *testing.T) {
 	if err := unix.SchedSetAttr(0, &nice, 0); err != nil {
 		t.Fatal(err)
 	}
-	dropped, err := DropRealtime()
+	dropped, err := rtprio.DropRealtime()
 	if err != nil || !dropped {
 		t.Fatalf("DropRealtime: %v %v", dropped, err)
 	}
@@ -82,7 +84,7 @@ func TestRealtimePolicyReachesLaterThreadsAndDrops(t *testing.T) {
 			t.Errorf("thread %d still at policy %d", tid, p)
 		}
 	}
-	if dropped, _ := DropRealtime(); dropped {
+	if dropped, _ := rtprio.DropRealtime(); dropped {
 		t.Error("nothing left to drop, yet DropRealtime dropped")
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // A rank's start-up cost and its keeper's memory, by the binary it starts
-// through: `cosched __rank-exec` (the agent's own, as before
+// through: `cosched-full __rank-exec` (the agent's own, as before
 // lib/cosched/cosched-rank existed and still when it is absent) and
 // cosched-rank, against the Go hello-world binary run alternately in the
 // same benchmark (ratios; see compare).
@@ -53,7 +53,7 @@ func shims(cosched, rankShim string) []struct {
 func BenchmarkWholeProcessRankShim(b *testing.B) {
 	cosched, hello := buildBinaries(b)
 	rankShim := buildRankShim(b)
-	for _, s := range shims(cosched, rankShim) {
+	for _, s := range shims(fullBinary(cosched), rankShim) {
 		b.Run("shim/"+s.name, func(b *testing.B) {
 			compareRuns(b, "hello", func() (time.Duration, time.Duration) { return runTimed(b, hello) },
 				s.name, func() (time.Duration, time.Duration) { return runShim(b, s.argv) })
@@ -112,7 +112,7 @@ func runShim(b *testing.B, shim []string) (wall, cpu time.Duration) {
 func BenchmarkKeeperMemory(b *testing.B) {
 	cosched, _ := buildBinaries(b)
 	rankShim := buildRankShim(b)
-	for _, s := range shims(cosched, rankShim) {
+	for _, s := range shims(fullBinary(cosched), rankShim) {
 		b.Run(s.name, func(b *testing.B) {
 			var rss, anon, private int64
 			for range b.N {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/internal/cli"
 	"github.com/cosched/cosched/internal/sharedtest"
 )
 
@@ -18,13 +19,14 @@ import (
 //
 //	go test ./cmd/cosched -run '^$' -bench WholeProcess -benchtime 30x
 
-// buildBinaries builds cosched (without the race detector, as make build
-// does) and a Go "hello, world" into a temporary directory.
+// buildBinaries builds cosched and cosched-full beside it (without the
+// race detector, as make build does) and a Go "hello, world" into a
+// temporary directory.
 func buildBinaries(b *testing.B) (cosched, hello string) {
 	b.Helper()
 	dir := b.TempDir()
 	cosched, hello = filepath.Join(dir, "cosched"), filepath.Join(dir, "hello")
-	if out, err := exec.Command("go", "build", "-o", cosched, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", dir, ".", "../cosched-full").CombinedOutput(); err != nil {
 		b.Fatalf("build cosched: %v\n%s", err, out)
 	}
 	src := filepath.Join(dir, "hello.go")
@@ -131,3 +133,6 @@ func kthTrace(b *testing.B) string {
 	}
 	return sharedtest.Path(b, "traces", "KTH-SP2-1996-2.swf")
 }
+
+// fullBinary is the full binary buildBinaries built beside cosched.
+func fullBinary(cosched string) string { return filepath.Join(filepath.Dir(cosched), cli.FullName) }

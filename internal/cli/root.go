@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosched/cosched/internal/version"
+	"github.com/cosched/cosched/jss/swf"
+)
+
+// stopGrace is how long a command has, after SIGINT or SIGTERM, to stop by
+// itself before the process exits anyway. Commands stop within a second
+// (their loops watch the context, reads of standard input are
+// interruptible); the rest of the grace is for clean-ups that take time,
+// such as stopping a benchmark's cluster and writing what it measured. It
+// is a safety net for a clean-up that hangs. A second signal exits at once.
+const StopGrace = 10 * time.Second
+
+// Run executes the command line args on root (NewRoot's) and returns the
+// process exit status: 0 on success, 1 on failure, 2 on a usage error.
+func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil && ctx.Err() != nil && cmd.Annotations[StopAnnotation] != StopClean {
+		// A command that returned normally after a signal stopped early:
+		// its output is not the complete answer.
+		err = context.Cause(ctx)
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "cosched: %s\n", userMessage(err))
+	var status exitStatusError
+	if errors.As(err, &status) {
+		return status.code
+	}
+	if isUsage(err) {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usageCommand(root, args))
+		return 2
+	}
+	return 1
+}
+
+// NewRoot is the command tree of cosched: every command, the full
+// binary's from full (cmd/cosched-full), or, when full is nil, stubs in
+// their places that say so (see NeedsFull: the light binary executes the
+// full one for them instead of running them).
+func NewRoot(full *Full) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "cosched",
+		Short:         "Buffered coscheduling, gang scheduling and backfilling: runtime and simulator",
+		SilenceUsage:  true, // errors are printed once, by Run
+		SilenceErrors: true,
+		Version:       version.String(BuildVersion),
+	}
+	root.SetVersionTemplate("cosched {{.Version}}\n")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{suggestFlag(cmd, err)} })
+	heavy, simPlot := full.commands()
+	root.AddCommand(newSimCmd(simPlot), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newShowCmd(), newNodesCmd(), newOperatorCmd(), newOutputCmd(), newBenchRankCmd())
+	root.AddCommand(heavy...)
+	addHelp(root)
+	return root
+}
+
+// BuildVersion is set at link time by release builds, in both binaries:
+// go build -ldflags "-X github.com/cosched/cosched/internal/cli.BuildVersion=v1.2.3" ./cmd/...
+var BuildVersion string
+
+// A command annotated StopAnnotation: StopClean (a daemon) ends normally on
+// SIGINT or SIGTERM; any other command stopped by a signal fails.
+const (
+	StopAnnotation = "cosched-signal-stop"
+	StopClean      = "clean"
+)
+
+// internalPrefixes are the package names that the libraries put before
+// their errors ("jss: ", "swf: "): context for a developer, noise for a
+// user, who is shown the file, line, flag or value instead.
+var internalPrefixes = map[string]bool{
+	"jss": true, "swf": true, "gang": true, "node": true, "workload": true, "sweep": true, "closed": true,
+	"nowsim": true, "experiment": true, "profile": true, "report": true, "plot": true, "strobe": true,
+	"relay": true, "comm": true, "bench": true, "now": true, "hosts": true, "pfcfs": true, "verify": true,
+	"metrics": true, "sample": true, "atomicfile": true, "frame": true, "localcluster": true,
+}
+
+// userMessage is err as a user reads it: a problem in an input file is
+// its file:line and what is wrong there; otherwise the message without
+// the packages' prefixes.
+func userMessage(err error) string {
+	var pe *swf.ParseError
+	if errors.As(err, &pe) && pe.File != "" {
+		return pe.Error()
+	}
+	parts := strings.Split(err.Error(), ": ")
+	kept := parts[:0]
+	for i, p := range parts {
+		if internalPrefixes[p] && i < len(parts)-1 {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, ": ")
+}
+
+// exitStatusError is a failure with its own exit status (submit --wait:
+// the job's).
+type exitStatusError struct {
+	code int
+	err  error
+}
+
+func (e exitStatusError) Error() string { return e.err.Error() }
+func (e exitStatusError) Unwrap() error { return e.err }
+
+// usageError marks errors in the command line itself (exit status 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func isUsage(err error) bool {
+	var u usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// cobra reports unknown commands and wrong argument counts as plain errors.
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires "} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func usageCommand(root *cobra.Command, args []string) string {
+	if cmd, _, err := root.Find(args); err == nil && cmd != nil {
+		return cmd.CommandPath()
+	}
+	return root.Name()
+}
+
+// Usage marks err as an error in the command line itself (exit status 2),
+// for the full binary's commands.
+func Usage(err error) error { return usageError{err} }
