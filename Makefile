@@ -5,7 +5,10 @@ GO ?= go
 
 all: build
 
-# bin/cosched, and beside it lib/cosched/cosched-rank: the small rank shim
+# bin/cosched, the light CLI (the simulator and the client commands start
+# in a few milliseconds), and beside it bin/cosched-full, every command
+# with the heavy libraries (agent, cluster, bench, ui, sim plot), which
+# bin/cosched executes for those; lib/cosched/cosched-rank: the small rank shim
 # and keeper the agent starts every rank through (cmd/cosched-rank; without
 # it the agent re-executes bin/cosched, slower to start and larger to keep);
 # lib/cosched/libmpich.so.12 (and libmpi.so.12):
@@ -15,7 +18,7 @@ all: build
 # the PMIx helper for --mpi pmix (pmix/build.sh; needs libpmix-dev, else
 # skipped the same way).
 build:
-	$(GO) build -o bin/cosched ./cmd/cosched
+	$(GO) build -o bin/ ./cmd/cosched ./cmd/cosched-full
 	$(GO) build -o lib/cosched/cosched-rank ./cmd/cosched-rank
 	sh mpi/build.sh lib/cosched || [ $$? -eq 3 ]
 	sh pmix/build.sh lib/cosched || [ $$? -eq 3 ]
