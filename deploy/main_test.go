@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildCosched builds the binary the scripts run, once per test binary.
+// buildCosched builds the binary the scripts run (and cosched-full beside
+// it, which it executes for agent), once per test binary.
 func buildCosched(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -36,7 +37,7 @@ func buildCosched(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "cosched")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/cosched").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binDir, "../cmd/cosched", "../cmd/cosched-full").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("build: %v\n%s", err, out)
 		}

@@ -227,8 +227,8 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin")
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "cosched"), "../cmd/cosched").CombinedOutput(); err != nil {
-		t.Fatalf("go build -o bin/cosched ./cmd/cosched: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", bin+"/", "../cmd/cosched", "../cmd/cosched-full").CombinedOutput(); err != nil {
+		t.Fatalf("go build -o bin/ ./cmd/cosched ./cmd/cosched-full: %v\n%s", err, out)
 	}
 	// make build's layout: the agents start ranks through lib/cosched/cosched-rank.
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(work, "lib", "cosched", "cosched-rank"), "../cmd/cosched-rank").CombinedOutput(); err != nil {
