@@ -35,12 +35,12 @@ func TestStubsMatchFull(t *testing.T) {
 	}
 	walk(full, light, true)
 	walk(light, full, false)
-	for _, path := range [][]string{{"agent"}, {"cluster", "up"}, {"bench", "run"}, {"ui"}, {"sim", "plot"}, {"__rank-exec"}, {"bench-probe"}, {"help", "agent"}} {
+	for _, path := range [][]string{{"agent"}, {"cluster", "up"}, {"bench", "run"}, {"ui"}, {"sim", "plot"}, {"__rank-exec"}, {"bench-probe"}, {"bench-rank"}, {"help", "agent"}} {
 		if !cli.NeedsFull(light, path) {
 			t.Errorf("%v runs in the light binary", path)
 		}
 	}
-	for _, path := range [][]string{{}, {"--version"}, {"sim"}, {"sim", "sweep"}, {"submit"}, {"queue"}, {"bench-rank"}, {"help"}, {"help", "submit"}} {
+	for _, path := range [][]string{{}, {"--version"}, {"sim"}, {"sim", "sweep"}, {"submit"}, {"queue"}, {"help"}, {"help", "submit"}} {
 		if cli.NeedsFull(light, path) {
 			t.Errorf("%v executes the full binary", path)
 		}

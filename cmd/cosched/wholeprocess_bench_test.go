@@ -87,10 +87,27 @@ func compareRuns(b *testing.B, baseName string, base func() (wall, cpu time.Dura
 }
 
 // BenchmarkWholeProcessVersion is `cosched --version` against a Go
-// hello-world binary.
+// hello-world binary: the light binary (light) and the full one (full,
+// which links what the single binary of before linked, so it is the
+// figure before the split).
 func BenchmarkWholeProcessVersion(b *testing.B) {
 	cosched, hello := buildBinaries(b)
-	compare(b, "hello", []string{hello}, "cosched", []string{cosched, "--version"})
+	b.Run("light", func(b *testing.B) { compare(b, "hello", []string{hello}, "cosched", []string{cosched, "--version"}) })
+	b.Run("full", func(b *testing.B) {
+		compare(b, "hello", []string{hello}, "cosched-full", []string{fullBinary(cosched), "--version"})
+	})
+}
+
+// BenchmarkWholeProcessClient is a client command that talks to no
+// cluster, `cosched submit --help`, as BenchmarkWholeProcessVersion.
+func BenchmarkWholeProcessClient(b *testing.B) {
+	cosched, hello := buildBinaries(b)
+	b.Run("light", func(b *testing.B) {
+		compare(b, "hello", []string{hello}, "cosched", []string{cosched, "submit", "--help"})
+	})
+	b.Run("full", func(b *testing.B) {
+		compare(b, "hello", []string{hello}, "cosched-full", []string{fullBinary(cosched), "submit", "--help"})
+	})
 }
 
 // BenchmarkWholeProcessSimVsPython is `cosched sim --trace KTH --policy

@@ -17,7 +17,8 @@ import (
 const FullName = "cosched-full"
 
 // Full are the full binary's own commands: Root's go below the root
-// (agent, cluster, bench, ui and the hidden bench-probe and __rank-exec),
+// (agent, cluster, bench, ui, bench-rank, which agents run, and the
+// hidden bench-probe and __rank-exec),
 // SimPlot below sim.
 type Full struct {
 	Root    []*cobra.Command
@@ -41,6 +42,7 @@ func (f *Full) commands() (root []*cobra.Command, simPlot *cobra.Command) {
 		stub("cluster", "Start or stop a local cluster of agents on loopback", false),
 		stub("bench", "Measure the runtime on this machine", false),
 		stub("ui [--url] | ui --results DIR [--listen HOST:PORT]", "Open the cluster's web page (the live matrix, the queue, the nodes), or serve a results folder as plots", false),
+		stub("bench-rank", "Run one rank of a benchmark job (what agents run for submit --bench)", false),
 		stub("bench-probe", "One rank of a calibration probe (what bench calibrate runs)", true),
 		stub("__rank-exec -- PROGRAM ARGS...", "", true),
 	}, stub("plot", "Draw the figures of a sweep: response, wait, slowdown and utilization", false)

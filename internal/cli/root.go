@@ -65,7 +65,7 @@ func NewRoot(full *Full) *cobra.Command {
 	root.SetVersionTemplate("cosched {{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{suggestFlag(cmd, err)} })
 	heavy, simPlot := full.commands()
-	root.AddCommand(newSimCmd(simPlot), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newShowCmd(), newNodesCmd(), newOperatorCmd(), newOutputCmd(), newBenchRankCmd())
+	root.AddCommand(newSimCmd(simPlot), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newShowCmd(), newNodesCmd(), newOperatorCmd(), newOutputCmd())
 	root.AddCommand(heavy...)
 	addHelp(root)
 	return root

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cosched/cosched/gang"
-	"github.com/cosched/cosched/internal/flagfile"
+	"github.com/cosched/cosched/internal/flagkeys"
 )
 
 // BackfillFlags are the options of the priority-backfill policies
@@ -16,7 +16,7 @@ import (
 type BackfillFlags gang.BackfillText
 
 // backfillFlagNames maps gang.BackfillText's fields to the flags.
-var backfillFlagNames = FlagNames(flagfile.FlagNames(gang.BackfillText{}))
+var backfillFlagNames = FlagNames(flagkeys.Names(gang.BackfillText{}))
 
 // add defines the flags; scope, when not empty, prefixes their help (e.g.
 // "controller, ").

@@ -13,7 +13,9 @@ import (
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/atomicfile"
 	"github.com/cosched/cosched/internal/progress"
+	"github.com/cosched/cosched/jss"
 	"github.com/cosched/cosched/jss/sweep"
+	"github.com/cosched/cosched/sharing"
 )
 
 // sweepFlags are sim sweep's flags: the sweep's text (sweep.Text), and
@@ -58,7 +60,10 @@ func (f *sweepFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&t.MemPerProc, "mem-per-proc", "512MiB", "memory of one processor; no process needs more")
 	fl.DurationVar(&t.MeanRuntime, "mean-runtime", 30*time.Second, "mean job runtime at load 1 (0 keeps the workload model's time scale)")
 	fl.BoolVar(&t.Check, "check", false, "verify every scheduling decision against an independent record of the machine (slower)")
-	def := sweep.DefaultMachine()
+	// The model's defaults, not sweep.DefaultMachine's whole machine: that
+	// also decodes the built-in workload model, a cost every command's
+	// start would pay for three flag defaults.
+	def := jss.DefaultModelConfig(sharing.BCS)
 	fl.StringVar(&f.fitTrace, "fit-trace", "", "fit the workload model to this SWF trace instead of the built-in KTH-SP2 parameters")
 	fl.StringVar(&t.MsgSize, "msg-size", "4KiB", "size of one benchmark message")
 	fl.StringVar(&t.Bandwidth, "bandwidth", "100MB", "network bandwidth per node, per second")

@@ -6,14 +6,14 @@ package flagfile
 import (
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
+
+	"github.com/cosched/cosched/internal/flagkeys"
 )
 
 // Load decodes the TOML file at path into v, a pointer to the struct the
@@ -81,18 +81,4 @@ func read(path string) (string, error) {
 // included, to the flags that set them: by Load's rule, "--" and the
 // field's toml key with dashes for underscores (a field without a key has
 // none).
-func FlagNames(v any) map[string]string {
-	names := map[string]string{}
-	t := reflect.TypeOf(v)
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := f.Tag.Get("toml")
-		switch {
-		case f.Anonymous && f.Type.Kind() == reflect.Struct && key == "":
-			maps.Copy(names, FlagNames(reflect.Zero(f.Type).Interface()))
-		case key != "" && key != "-":
-			names[f.Name] = "--" + strings.ReplaceAll(key, "_", "-")
-		}
-	}
-	return names
-}
+func FlagNames(v any) map[string]string { return flagkeys.Names(v) }

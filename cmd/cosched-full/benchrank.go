@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"fmt"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/cosched/cosched/bench"
 	benchrank "github.com/cosched/cosched/bench/rank"
+	"github.com/cosched/cosched/internal/cli"
 )
 
 // benchRankFlagNames names benchrank.Settings' fields by bench-rank's
 // flags.
-var benchRankFlagNames = FlagNames{"Template": "--template", "TemplateEnv": "$" + bench.EnvTemplate, "Iterations": "--iterations",
+var benchRankFlagNames = cli.FlagNames{"Template": "--template", "TemplateEnv": "$" + bench.EnvTemplate, "Iterations": "--iterations",
 	"Runtime": "--runtime", "Seed": "--seed", "Work": "--work", "MessageSize": "--msg-size"}
 
 func newBenchRankCmd() *cobra.Command {
@@ -46,7 +47,7 @@ func benchRankProgram(cmd *cobra.Command, s benchrank.Settings) (benchrank.Progr
 	if env := os.Getenv(bench.EnvJob); env != "" && cmd.Flags().NFlag() == 0 {
 		p, err := benchrank.JobProgram(env)
 		if err != nil {
-			return p, usageError{fmt.Errorf("$%s: %w", bench.EnvJob, err)}
+			return p, cli.Usage(fmt.Errorf("$%s: %w", bench.EnvJob, err))
 		}
 		return p, nil
 	}
