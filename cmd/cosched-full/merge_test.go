@@ -42,7 +42,7 @@ func TestSimMergeShardsGiveTheUnshardedFiles(t *testing.T) {
 	// One shard missing: exit 1, nothing written.
 	missing := t.TempDir()
 	code, _, errOut = sim(t, "merge", "--out", missing, filepath.Join(shards, "shard-1-of-3.json"), filepath.Join(shards, "shard-3-of-3.json"))
-	if code != 1 || !strings.Contains(errOut, "sweep: merge: missing 1, 4, 7, 10, 13, 16 (no input holds shard 2/3)") {
+	if code != 1 || !strings.Contains(errOut, "cosched: merge: missing 1, 4, 7, 10, 13, 16 (no input holds shard 2/3)") {
 		t.Errorf("missing shard: exit %d: %s", code, errOut)
 	}
 	if entries, _ := os.ReadDir(missing); len(entries) != 0 {

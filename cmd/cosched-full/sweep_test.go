@@ -16,7 +16,8 @@ import (
 	"github.com/cosched/cosched/jss/sweep"
 )
 
-// sweepCLI runs a command line in-process as run does.
+// sweepCLI runs a command line in-process as run does, with the user's
+// messages (without the packages' prefixes).
 func sweepCLI(ctx context.Context, stderr io.Writer, args ...string) (code int, stdout string) {
 	var out bytes.Buffer
 	code = cli.Run(ctx, newRootCmd(), args, strings.NewReader(""), &out, stderr)
@@ -170,7 +171,7 @@ func TestSimSweepCancelledLeavesNoFiles(t *testing.T) {
 	stderr := &cancelOnProgress{cancel: cancel}
 	code, out := sweepCLI(ctx, stderr, append([]string{"sim"}, tiny(dir, "--load", "0.2:1.2:0.2", "--parallel", "1")...)...)
 	errOut := stderr.buf.String()
-	if code != 1 || out != "" || !strings.Contains(errOut, "cosched: sweep: stopped after ") || !strings.Contains(errOut, "context canceled") {
+	if code != 1 || out != "" || !strings.Contains(errOut, "cosched: stopped after ") || !strings.Contains(errOut, "context canceled") {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
