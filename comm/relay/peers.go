@@ -480,6 +480,10 @@ func (r *Relay) servePeer(c net.Conn) {
 	}
 	fr := frame.NewReader(conn, maxPeerFrame)
 	t, body, err := fr.Read()
+	if err == nil && t == framePairHello { // a channel's connection (xchannels.go)
+		r.servePair(c, conn, body, log)
+		return
+	}
 	var h peerHello
 	if err == nil && t != framePeerHello {
 		err = fmt.Errorf("first frame is type %d, not hello", t)
