@@ -479,7 +479,10 @@ func (r *Relay) servePeer(c net.Conn) {
 		conn = tc
 	}
 	fr := frame.NewReader(conn, maxPeerFrame)
+	// A relay says hello at once: a connection that does not is not kept.
+	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	t, body, err := fr.Read()
+	c.SetReadDeadline(time.Time{})
 	if err == nil && t == framePairHello { // a channel's connection (xchannels.go)
 		r.servePair(c, conn, body, log)
 		return

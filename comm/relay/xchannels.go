@@ -63,7 +63,13 @@ type pairHello struct {
 	Job  int64  `msgpack:"j"`
 	Src  int    `msgpack:"s"` // the dialling side's rank, the lower one
 	Dst  int    `msgpack:"d"` // the accepting side's rank
+	// Decline: Src wants no cross-node channel (Hello.NodeChannels), so
+	// Dst's Welcome need not wait for this pair. Answered no.
+	Decline bool `msgpack:"x,omitempty"`
 }
+
+// pairWait says the answer waits: the rank there has not said Hello yet.
+const pairWait = "wait"
 
 type pairAnswer struct {
 	OK    bool   `msgpack:"ok,omitempty"`
@@ -79,6 +85,7 @@ type xwait struct {
 	claimed, decided bool
 	reserved         map[int]bool
 	ready            map[int]int
+	declined         map[int]bool // lower remote peers that want no channel
 }
 
 // xgrant is a rank's cross-node channels, in its Welcome after the
@@ -104,7 +111,7 @@ func (j *job) xwaitLocked(rank int) *xwait {
 	}
 	xw := j.xin[rank]
 	if xw == nil {
-		xw = &xwait{reserved: map[int]bool{}, ready: map[int]int{}}
+		xw = &xwait{reserved: map[int]bool{}, ready: map[int]int{}, declined: map[int]bool{}}
 		j.xin[rank] = xw
 	}
 	return xw
@@ -140,8 +147,8 @@ func (r *Relay) crossEligibleLocked(j *job) bool {
 // asked, not eligible, or the rank is not one this relay would accept,
 // which hello then says).
 func (r *Relay) crossChannels(rc *rankConn, h comm.Hello) *xgrant {
-	if !h.Channels || h.Resume {
-		return nil
+	if h.Resume {
+		return nil // it has what it was granted
 	}
 	r.mu.Lock()
 	j := r.jobs[h.Job]
@@ -152,11 +159,28 @@ func (r *Relay) crossChannels(rc *rankConn, h comm.Hello) *xgrant {
 		xw = j.xwaitLocked(h.Rank)
 		ok = !xw.claimed && !xw.decided
 	}
+	if ok && (!h.Channels || h.NodeChannels) {
+		// not wanted: the peers' relays waiting for this Hello are
+		// answered no, and those of higher remote ranks told not to wait
+		// for this one's (a library that asked for same-node channels
+		// only; one that asked for none waits for nothing of theirs)
+		xw.decided = true
+		j.xsignalLocked()
+		if h.Channels {
+			for rk, n := range j.nodes {
+				if rk > h.Rank && n != r.cfg.Node {
+					r.goRun(func() { r.declinePair(n, h.Job, h.Rank, rk) })
+				}
+			}
+		}
+		ok = false
+	}
 	if !ok {
 		r.unlock()
 		return nil
 	}
 	xw.claimed = true
+	j.xsignalLocked() // the dials waiting for this Hello are answered
 	var lower, higher []int
 	for rk, n := range j.nodes {
 		switch {
@@ -190,7 +214,7 @@ func (r *Relay) crossChannels(rc *rankConn, h comm.Hello) *xgrant {
 		}
 		all := true
 		for _, p := range lower {
-			if _, ok := xw.ready[p]; !ok {
+			if _, ok := xw.ready[p]; !ok && !xw.declined[p] {
 				all = false
 			}
 		}
@@ -287,6 +311,32 @@ func (r *Relay) dialPair(ctx context.Context, node string, job int64, src, dst i
 	}
 }
 
+// declinePair tells dst's relay (on node) that src will not have a
+// channel with it, so that dst's Welcome does not wait for one. It tries
+// for crossWait at most; failing, dst waits that long, then does without.
+func (r *Relay) declinePair(node string, job int64, src, dst int) {
+	ctx, cancel := context.WithTimeout(r.ctx, crossWait)
+	defer cancel()
+	for ctx.Err() == nil {
+		r.mu.Lock()
+		addr := r.peers[node]
+		r.unlock()
+		if addr != "" {
+			fd, again, _ := r.dialPairOnce(ctx, addr, &pairHello{Node: r.cfg.Node, Job: job, Src: src, Dst: dst, Decline: true})
+			if fd >= 0 {
+				unix.Close(fd) // cannot happen: a decline is answered no
+			}
+			if !again {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // dialPairOnce is one attempt of dialPair. again: worth another.
 func (r *Relay) dialPairOnce(ctx context.Context, addr string, h *pairHello) (fd int, again bool, err error) {
 	d := net.Dialer{Timeout: handshakeTimeout}
@@ -308,6 +358,8 @@ func (r *Relay) dialPairOnce(ctx context.Context, addr string, h *pairHello) (fd
 	if err := frame.Write(conn, framePairHello, h); err != nil {
 		return -1, true, err
 	}
+	// the answer waits for the Hello of the rank there
+	c.SetDeadline(time.Now().Add(crossWait + handshakeTimeout))
 	var a pairAnswer
 	t, body, err := frame.NewReader(conn, 4096).Read()
 	if err == nil && t != framePairAnswer {
@@ -344,9 +396,30 @@ func (r *Relay) servePair(c, conn net.Conn, body []byte, log *zap.Logger) {
 		return
 	}
 	log = log.With(zap.Int64("job", h.Job), zap.Int("rank", h.Src), zap.Int("peer", h.Dst), zap.String("node", h.Node))
+	// The answer waits for the Hello of the rank here (up to crossWait):
+	// a pair is made only when both ranks asked for channels.
+	ctx, cancel := context.WithTimeout(r.ctx, crossWait)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { c.Close() }) // a dialler gone meanwhile is not waited for
+	defer stop()
 	r.mu.Lock()
 	a := r.pairAnswerLocked(h)
+	for a.Err == pairWait {
+		ch := r.jobs[h.Job].xchange
+		r.unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		r.mu.Lock()
+		if a = r.pairAnswerLocked(h); a.Err == pairWait && ctx.Err() != nil {
+			a.Err = fmt.Sprintf("rank %d of job %d did not say Hello within %s", h.Dst, h.Job, crossWait)
+		}
+	}
 	r.unlock()
+	if !stop() {
+		return
+	}
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	err := frame.Write(conn, framePairAnswer, &a)
 	if !a.OK {
@@ -410,11 +483,23 @@ func (r *Relay) pairAnswerLocked(h pairHello) pairAnswer {
 	}
 	xw := j.xwaitLocked(h.Dst)
 	_, have := xw.ready[h.Src]
+	if h.Decline {
+		if !have && !xw.reserved[h.Src] {
+			xw.declined[h.Src] = true
+			j.xsignalLocked()
+		}
+		return no("rank %d declines a channel", h.Src)
+	}
 	switch {
 	case xw.decided || j.local[h.Dst].inited:
 		return no("rank %d of job %d was welcomed without a channel to rank %d", h.Dst, h.Job, h.Src)
 	case have || xw.reserved[h.Src]:
 		return no("ranks %d and %d of job %d have a channel already", h.Src, h.Dst, h.Job)
+	case !xw.claimed:
+		if j.xchange == nil {
+			j.xsignalLocked()
+		}
+		return pairAnswer{Err: pairWait}
 	}
 	xw.reserved[h.Src] = true
 	return pairAnswer{OK: true}
