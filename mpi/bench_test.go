@@ -164,25 +164,33 @@ func BenchmarkPingPong(b *testing.B) {
 			report(b, "cosched", outs)
 		})
 	}
-	b.Run("mpich", func(b *testing.B) {
-		mpiexec, err := exec.LookPath("mpiexec.mpich")
-		if err != nil {
-			b.Skip("no mpiexec.mpich (apt-get install mpich)")
-		}
-		var outs []string
-		for range b.N {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			cmd := exec.CommandContext(ctx, mpiexec, append([]string{"-n", "2", prog}, args...)...)
-			cmd.WaitDelay = 5 * time.Second
-			out, err := cmd.Output()
-			cancel()
+	// mpich-tcp: MPICH's transport as between two nodes (UCX over
+	// loopback TCP, its shared memory off).
+	for _, m := range []struct {
+		name string
+		env  []string
+	}{{"mpich", nil}, {"mpich-tcp", []string{"UCX_TLS=tcp,self", "MPIR_CVAR_NOLOCAL=1"}}} {
+		b.Run(m.name, func(b *testing.B) {
+			mpiexec, err := exec.LookPath("mpiexec.mpich")
 			if err != nil {
-				b.Fatalf("mpiexec: %v\n%s", err, out)
+				b.Skip("no mpiexec.mpich (apt-get install mpich)")
 			}
-			outs = append(outs, string(out))
-		}
-		report(b, "mpich", outs)
-	})
+			var outs []string
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				cmd := exec.CommandContext(ctx, mpiexec, append([]string{"-n", "2", prog}, args...)...)
+				cmd.Env = append(os.Environ(), m.env...)
+				cmd.WaitDelay = 5 * time.Second
+				out, err := cmd.Output()
+				cancel()
+				if err != nil {
+					b.Fatalf("mpiexec: %v\n%s", err, out)
+				}
+				outs = append(outs, string(out))
+			}
+			report(b, "mpich", outs)
+		})
+	}
 }
 
 // BenchmarkPingPongNumbered is BenchmarkPingPong's two-node ping-pong
