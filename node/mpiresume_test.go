@@ -28,7 +28,7 @@ func TestMPICoschedJobSurvivesRelayRestarts(t *testing.T) {
 		mode  string
 		ranks int
 	}{
-		{"bcs", 2},  // a rank on each agent: every message through the relays
+		{"bcs", 2}, // a rank on each agent: every message through the relays
 		// two on each agent: a pair of them on a same-node channel
 		// (immediate delivery), the others through the relays (no
 		// cross-node channels: TestRanksResumeOnRestartedRelays of ./mpi
