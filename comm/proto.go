@@ -124,9 +124,13 @@ type Hello struct {
 	Numbers bool     `msgpack:"numbers,omitempty"`
 	Resume  bool     `msgpack:"resume,omitempty"`
 	Got     []Stream `msgpack:"got,omitempty"`
-	// Channels asks for channels to the job's other ranks on this node
-	// (comm/relay/channels.go): the Welcome then carries them.
+	// Channels asks for channels to the job's other ranks, on this node
+	// and, in immediate delivery, on others (comm/relay/channels.go,
+	// xchannels.go): the Welcome then carries them.
 	Channels bool `msgpack:"ch,omitempty"`
+	// NodeChannels limits Channels to the ranks on this node: no
+	// cross-node channel (comm/relay/xchannels.go) is made for the rank.
+	NodeChannels bool `msgpack:"chn,omitempty"`
 }
 
 // Stream is what a rank has received of one source's numbered messages:

@@ -90,14 +90,16 @@ func BenchmarkRankStart(b *testing.B) {
 }
 
 // BenchmarkPingPong runs node/testdata/pingpong.c between two ranks on
-// two relays in this process (rank → Unix socket → relay → TCP → relay
-// → Unix socket → rank, immediate delivery), without agents: the path
-// issue 21's latency and bandwidth targets are about, cheap enough to
-// alternate builds (docs/mpi.md, "Figures"). Each iteration is one run
+// two relays in this process (immediate delivery: over the ranks' own TCP
+// connection, and with channels off rank → Unix socket → relay → TCP →
+// relay → Unix socket → rank), without agents: the case issue 21's
+// latency and bandwidth targets are about, cheap enough to alternate
+// builds (docs/mpi.md, "Two relays"). Each iteration is one run
 // of the program: cosched-µs is the one-way latency of 8-byte messages,
 // cosched-MB/s the 1 MiB ping-pong bandwidth, the mean over the runs.
 // mpich is the same binary on MPICH's own transport, started by
-// mpiexec.mpich on this host (shared memory), as the floor.
+// mpiexec.mpich on this host (shared memory; mpich-tcp: its TCP
+// netmod, as between two nodes), as the floor.
 // relay-cpu-ms is the CPU time of this process (the two relays) per run,
 // which a loaded host inflates less than the wall-clock figures.
 //
@@ -120,16 +122,19 @@ func BenchmarkPingPong(b *testing.B) {
 		b.ReportMetric(lat/n, what+"-µs")
 		b.ReportMetric(bw/n, what+"-MB/s")
 	}
-	// cosched: the ranks on two nodes (two relays, TCP between them);
-	// cosched-1node: both on one node, over the channel the relay grants
-	// them (comm/relay/channels.go); cosched-1node-relay: the same without
-	// channels (COSCHED_MPI_CHANNELS=0), every message through the relay.
+	// cosched: the ranks on two nodes, over the TCP connection their
+	// relays made them (comm/relay/xchannels.go); cosched-relay: the same
+	// without channels (COSCHED_MPI_CHANNELS=0), every message through
+	// both relays (TCP between them); cosched-1node: both on one node,
+	// over the socket pair the relay grants them (comm/relay/channels.go);
+	// cosched-1node-relay: the same without channels.
 	for _, place := range []struct {
 		name  string
 		nodes int
 		ranks []int
 		env   []string
 	}{
+		{"cosched-relay", 2, []int{0, 1}, []string{"COSCHED_MPI_CHANNELS=0"}},
 		{"cosched", 2, []int{0, 1}, nil},
 		{"cosched-1node-relay", 1, []int{0, 0}, []string{"COSCHED_MPI_CHANNELS=0"}},
 		{"cosched-1node", 1, []int{0, 0}, nil},
@@ -159,25 +164,33 @@ func BenchmarkPingPong(b *testing.B) {
 			report(b, "cosched", outs)
 		})
 	}
-	b.Run("mpich", func(b *testing.B) {
-		mpiexec, err := exec.LookPath("mpiexec.mpich")
-		if err != nil {
-			b.Skip("no mpiexec.mpich (apt-get install mpich)")
-		}
-		var outs []string
-		for range b.N {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			cmd := exec.CommandContext(ctx, mpiexec, append([]string{"-n", "2", prog}, args...)...)
-			cmd.WaitDelay = 5 * time.Second
-			out, err := cmd.Output()
-			cancel()
+	// mpich-tcp: MPICH's transport as between two nodes (UCX over
+	// loopback TCP, its shared memory off).
+	for _, m := range []struct {
+		name string
+		env  []string
+	}{{"mpich", nil}, {"mpich-tcp", []string{"UCX_TLS=tcp,self", "MPIR_CVAR_NOLOCAL=1"}}} {
+		b.Run(m.name, func(b *testing.B) {
+			mpiexec, err := exec.LookPath("mpiexec.mpich")
 			if err != nil {
-				b.Fatalf("mpiexec: %v\n%s", err, out)
+				b.Skip("no mpiexec.mpich (apt-get install mpich)")
 			}
-			outs = append(outs, string(out))
-		}
-		report(b, "mpich", outs)
-	})
+			var outs []string
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				cmd := exec.CommandContext(ctx, mpiexec, append([]string{"-n", "2", prog}, args...)...)
+				cmd.Env = append(os.Environ(), m.env...)
+				cmd.WaitDelay = 5 * time.Second
+				out, err := cmd.Output()
+				cancel()
+				if err != nil {
+					b.Fatalf("mpiexec: %v\n%s", err, out)
+				}
+				outs = append(outs, string(out))
+			}
+			report(b, "mpich", outs)
+		})
+	}
 }
 
 // BenchmarkPingPongNumbered is BenchmarkPingPong's two-node ping-pong

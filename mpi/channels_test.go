@@ -7,53 +7,74 @@ import (
 	"github.com/cosched/cosched/telemetry"
 )
 
-// Two ranks on one node in immediate delivery talk over the channel their
-// relay granted them, and the relay still counts every message and byte
-// for the job: the same as when the same program's messages go through it
+// Two ranks in immediate delivery talk over the channel their relays
+// granted them (one node: a socket pair; two nodes: a TCP connection the
+// relays made), and the relays still count every message and byte for
+// the job: the same as when the same program's messages go through them
 // (COSCHED_MPI_CHANNELS=0), with ChannelBytes saying which path they took.
 // Under bcs no channel is granted.
 func TestChannelsCounted(t *testing.T) {
 	prog := program(t, "node/testdata/pingpong.c")
-	run := func(c *cluster) telemetry.RelayJobStats {
+	// run runs the ping-pong and returns the job's counts, summed over
+	// the relays.
+	run := func(c *cluster, ranks []int) telemetry.RelayJobStats {
 		t.Helper()
-		res := c.run(t, prog, []int{0, 0}, 60*time.Second, "50", "4")
+		res := c.run(t, prog, ranks, 60*time.Second, "50", "4")
 		for _, r := range res {
 			if r.exit != 0 {
 				t.Fatalf("rank %d: exit %d: %s", r.rank, r.exit, r.err)
 			}
 		}
-		id := c.nextID - 1
-		for _, js := range c.relays[0].Stats().Jobs {
-			if js.Job == id {
-				return js
+		id, found := c.nextID-1, false
+		var sum telemetry.RelayJobStats
+		for _, rl := range c.relays {
+			for _, js := range rl.Stats().Jobs {
+				if js.Job == id {
+					found = true
+					sum.Sent += js.Sent
+					sum.SentBytes += js.SentBytes
+					sum.Delivered += js.Delivered
+					sum.DeliveredBytes += js.DeliveredBytes
+					sum.ChannelBytes += js.ChannelBytes
+				}
 			}
 		}
-		t.Fatalf("no statistics for job %d", id)
-		return telemetry.RelayJobStats{}
-	}
-	c := newCluster(t, 1, false)
-	ch := run(c)
-	c.env = []string{"COSCHED_MPI_CHANNELS=0"}
-	rl := run(c)
-	b := run(newCluster(t, 1, true))
-	t.Logf("channels %+v\nrelay %+v\nbcs %+v", ch, rl, b)
-	// 50+6 round trips of 8 bytes and 4+1 of 1 MiB
-	if ch.Sent < 2*56+2*5 || ch.SentBytes < 10<<20 {
-		t.Errorf("channels: %d messages, %d bytes: fewer than the program sent", ch.Sent, ch.SentBytes)
-	}
-	if ch.Sent != ch.Delivered || ch.SentBytes != ch.DeliveredBytes {
-		t.Errorf("channels: sent %d (%d bytes), delivered %d (%d bytes)", ch.Sent, ch.SentBytes, ch.Delivered, ch.DeliveredBytes)
-	}
-	if ch.ChannelBytes != ch.SentBytes {
-		t.Errorf("channels: %d of %d bytes over the channel, want all", ch.ChannelBytes, ch.SentBytes)
-	}
-	for name, o := range map[string]telemetry.RelayJobStats{"relay": rl, "bcs": b} {
-		if o.Sent != ch.Sent || o.SentBytes != ch.SentBytes || o.Delivered != ch.Delivered || o.DeliveredBytes != ch.DeliveredBytes {
-			t.Errorf("%s: %+v, with channels %+v: counted differently", name, o, ch)
+		if !found {
+			t.Fatalf("no statistics for job %d", id)
 		}
-		if o.ChannelBytes != 0 {
-			t.Errorf("%s: %d bytes over a channel, want none", name, o.ChannelBytes)
-		}
+		return sum
+	}
+	for _, place := range []struct {
+		name  string
+		nodes int
+		ranks []int
+	}{{"one node", 1, []int{0, 0}}, {"two nodes", 2, []int{0, 1}}} {
+		t.Run(place.name, func(t *testing.T) {
+			c := newCluster(t, place.nodes, false)
+			ch := run(c, place.ranks)
+			c.env = []string{"COSCHED_MPI_CHANNELS=0"}
+			rl := run(c, place.ranks)
+			b := run(newCluster(t, place.nodes, true), place.ranks)
+			t.Logf("channels %+v\nrelay %+v\nbcs %+v", ch, rl, b)
+			// 50+6 round trips of 8 bytes and 4+1 of 1 MiB
+			if ch.Sent < 2*56+2*5 || ch.SentBytes < 10<<20 {
+				t.Errorf("channels: %d messages, %d bytes: fewer than the program sent", ch.Sent, ch.SentBytes)
+			}
+			if ch.Sent != ch.Delivered || ch.SentBytes != ch.DeliveredBytes {
+				t.Errorf("channels: sent %d (%d bytes), delivered %d (%d bytes)", ch.Sent, ch.SentBytes, ch.Delivered, ch.DeliveredBytes)
+			}
+			if ch.ChannelBytes != ch.SentBytes {
+				t.Errorf("channels: %d of %d bytes over the channel, want all", ch.ChannelBytes, ch.SentBytes)
+			}
+			for name, o := range map[string]telemetry.RelayJobStats{"relay": rl, "bcs": b} {
+				if o.Sent != ch.Sent || o.SentBytes != ch.SentBytes || o.Delivered != ch.Delivered || o.DeliveredBytes != ch.DeliveredBytes {
+					t.Errorf("%s: %+v, with channels %+v: counted differently", name, o, ch)
+				}
+				if o.ChannelBytes != 0 {
+					t.Errorf("%s: %d bytes over a channel, want none", name, o.ChannelBytes)
+				}
+			}
+		})
 	}
 }
 

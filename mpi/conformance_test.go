@@ -31,8 +31,10 @@ func TestConformance(t *testing.T) {
 		{"mpi/testdata/conformance/coll.c", []int{1, 4, 5}, []int{3}, []int{4, 5}, []int{4}},
 		{"mpi/testdata/conformance/types.c", []int{2, 3}, []int{3}, nil, []int{3}},
 		{"mpi/testdata/conformance/comm.c", []int{1, 4, 5}, []int{5}, []int{4}, []int{5}},
-		// same-node channels beside the relays (spread: ranks 0 and 2 share a node)
-		{"mpi/testdata/conformance/channels.c", []int{3, 4}, []int{3}, nil, []int{3}},
+		// immediate: every pair on a channel (same-node and cross-node);
+		// numbered: same-node channels beside the relays (spread: ranks 0
+		// and 2 share a node)
+		{"mpi/testdata/conformance/channels.c", []int{3, 4}, []int{3}, nil, []int{3, 4}},
 	}
 	for _, mode := range []string{"immediate", "bcs", "direct", "numbered"} {
 		t.Run(mode, func(t *testing.T) {
@@ -41,7 +43,9 @@ func TestConformance(t *testing.T) {
 			case "direct":
 				c.env = []string{"COSCHED_MPI_COLL=direct"}
 			case "numbered":
-				c.env = []string{"COSCHED_RELAY_GRACE=1m", "COSCHED_MPI_DEBUG=1"}
+				// same-node channels only: the messages between the
+				// nodes take the relays, numbered, beside the channels
+				c.env = []string{"COSCHED_RELAY_GRACE=1m", "COSCHED_MPI_DEBUG=1", "COSCHED_MPI_CHANNELS=node"}
 			}
 			for _, p := range progs {
 				sizes := p.sizes

@@ -21,12 +21,24 @@ import (
 // run on through each restart, wherever they are: each resumes its
 // connection in the middle of whatever call it was in, every message
 // arrives exactly once and in order, and both end after MPI_Finalize.
+// "relay path": the two ranks' messages go through the relays
+// (COSCHED_MPI_CHANNELS=node). "channel": over the TCP connection the
+// relays made them, which lives between the ranks and survives the
+// restarts (once each relay: the ranks still resume their relay
+// connections, for collectives' announcements and barriers).
 func TestRanksResumeOnRestartedRelays(t *testing.T) {
+	t.Run("relay path", func(t *testing.T) { resumeOnRestarts(t, []int{1, 0, 1, 0, 1, 0}, "COSCHED_MPI_CHANNELS=node") })
+	t.Run("channel", func(t *testing.T) { resumeOnRestarts(t, []int{1, 0}) })
+}
+
+// resumeOnRestarts is TestRanksResumeOnRestartedRelays restarting the
+// relays of downs in turn, the ranks with env.
+func resumeOnRestarts(t *testing.T, downs []int, env ...string) {
 	prog := program(t, "node/testdata/mpistream.c")
 	c := newCluster(t, 2, false)
 	dir := t.TempDir()
 	stop := filepath.Join(dir, "stop")
-	c.env = []string{"COSCHED_RELAY_GRACE=10s", "COSCHED_MPI_DEBUG=1", "COSCHED_TEST_STREAM_STOP=" + stop}
+	c.env = append([]string{"COSCHED_RELAY_GRACE=10s", "COSCHED_MPI_DEBUG=1", "COSCHED_TEST_STREAM_STOP=" + stop}, env...)
 	id, nodes := c.nextID, []string{c.names[0], c.names[1]}
 	relays := slices.Clone(c.relays) // the run's goroutine read c.relays: restarts change this copy
 	out := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("rank-%d.out", rank)) }
@@ -62,7 +74,7 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 	began := time.Now()
 	progress(1, 20)
 	t.Logf("20 rounds %v after the start", time.Since(began).Round(time.Millisecond))
-	for _, down := range []int{1, 0, 1, 0, 1, 0} {
+	for _, down := range downs {
 		at := max(lastRound(out(0)), lastRound(out(1)))
 		restarted := time.Now()
 		relays[down].Close()
@@ -105,8 +117,8 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 		if bad {
 			t.Fatalf("rank %d: exit %d, want 0 and one run (start, got 1…, ok); stderr %q; output ends %q", r.rank, r.exit, r.err, f[max(0, len(f)-5):])
 		}
-		if n := strings.Count(r.err, "relay connection resumed"); n != 3 {
-			t.Errorf("rank %d: %d resumed connections in its stderr, want 3: %q", r.rank, n, r.err)
+		if n, want := strings.Count(r.err, "relay connection resumed"), len(downs)/2; n != want {
+			t.Errorf("rank %d: %d resumed connections in its stderr, want %d: %q", r.rank, n, want, r.err)
 		}
 		t.Logf("rank %d: %d rounds, each message once and in order; %s", r.rank, len(f)-2, strings.ReplaceAll(strings.TrimSpace(r.err), "\n", "; "))
 	}

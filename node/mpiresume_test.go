@@ -28,8 +28,12 @@ func TestMPICoschedJobSurvivesRelayRestarts(t *testing.T) {
 		mode  string
 		ranks int
 	}{
-		{"bcs", 2},  // a rank on each agent: every message through the relays
-		{"gang", 4}, // two on each agent: a pair of them on a same-node channel (immediate delivery)
+		{"bcs", 2}, // a rank on each agent: every message through the relays
+		// two on each agent: a pair of them on a same-node channel
+		// (immediate delivery), the others through the relays (no
+		// cross-node channels: TestRanksResumeOnRestartedRelays of ./mpi
+		// has one live through restarts)
+		{"gang", 4},
 	} {
 		t.Run(fmt.Sprintf("%s-%d", tc.mode, tc.ranks), func(t *testing.T) {
 			mpiStreamThroughRestarts(t, kit.LibDir, progs, tc.mode, tc.ranks)
@@ -42,7 +46,7 @@ func mpiStreamThroughRestarts(t *testing.T, libDir string, progs []string, mode 
 	k := startKeptClusterMode(t, time.Minute, mode, "--mpi-lib", libDir, "--processors", strconv.Itoa(ranks/2))
 	stop := filepath.Join(k.dir, "stop")
 	id, err := k.client().Submit(context.Background(), api.JobSpec{Processors: ranks, TimeLimit: api.Duration{D: 3 * time.Minute},
-		Command: progs, MPI: api.MPICosched, Env: []string{envStreamStop + "=" + stop, "COSCHED_MPI_DEBUG=1"}})
+		Command: progs, MPI: api.MPICosched, Env: []string{envStreamStop + "=" + stop, "COSCHED_MPI_DEBUG=1", "COSCHED_MPI_CHANNELS=node"}})
 	if err != nil {
 		t.Fatal(err)
 	}

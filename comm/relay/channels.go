@@ -136,8 +136,11 @@ func (jc *jobChannels) close() {
 // channelsLocked returns the channels of rank rs (nil: none): the job
 // runs in immediate delivery with 2 to maxChannelRanks ranks here, and
 // the rank asked for them.
-func (r *Relay) channelsLocked(j *job, asked bool) (*jobChannels, error) {
-	if !asked || j.ch == nil && (r.mode != Immediate || len(j.local) < 2 || len(j.local) > maxChannelRanks) {
+//
+// remote: the rank has cross-node channels (xchannels.go), which need
+// the page whatever the rest.
+func (r *Relay) channelsLocked(j *job, asked, remote bool) (*jobChannels, error) {
+	if !remote && (!asked || j.ch == nil && (r.mode != Immediate || len(j.local) < 2 || len(j.local) > maxChannelRanks)) {
 		return nil, nil
 	}
 	if j.ch == nil {

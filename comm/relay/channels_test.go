@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"sync/atomic"
@@ -15,32 +16,45 @@ import (
 )
 
 // channelRank says Hello as a rank that asks for channels and returns the
-// Welcome and the descriptors that came with it.
+// Welcome and the descriptors that came with it: same-node channels only,
+// as its remote peers do not say Hello.
 func channelRank(t *testing.T, r *Relay, job int64, rank, size int) (comm.Welcome, []int) {
 	t.Helper()
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: r.SocketPath(), Net: "unix"})
+	w, fds, err := sayHello(t, r, comm.Hello{Job: job, Rank: rank, Size: size, PID: 1, Channels: true, NodeChannels: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	if err := frame.Write(c, comm.FrameHello, &comm.Hello{Job: job, Rank: rank, Size: size, PID: 1, Channels: true}); err != nil {
-		t.Fatal(err)
+	return w, fds
+}
+
+// sayHello says h to r and returns the Welcome and the descriptors that
+// came with it; the connection and the descriptors are closed at the
+// test's end. It may run in a goroutine of the test's.
+func sayHello(t *testing.T, r *Relay, h comm.Hello) (comm.Welcome, []int, error) {
+	var w comm.Welcome
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: r.SocketPath(), Net: "unix"})
+	if err != nil {
+		return w, nil, err
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	if err := frame.Write(c, comm.FrameHello, &h); err != nil {
+		return w, nil, err
+	}
+	c.SetReadDeadline(time.Now().Add(2 * crossWait))
 	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(64*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		t.Fatal(err)
+		return w, nil, err
 	}
 	var fds []int
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil {
-		t.Fatal(err)
+		return w, nil, err
 	}
 	for _, m := range msgs {
 		f, err := unix.ParseUnixRights(&m)
 		if err != nil {
-			t.Fatal(err)
+			return w, nil, err
 		}
 		fds = append(fds, f...)
 	}
@@ -51,13 +65,10 @@ func channelRank(t *testing.T, r *Relay, job int64, rank, size int) (comm.Welcom
 	})
 	typ, body, err := frame.NewReader(&readerOf{buf[:n]}, comm.MaxFrame).Read()
 	if err != nil || typ != comm.FrameWelcome {
-		t.Fatalf("rank %d: frame %d, %v", rank, typ, err)
+		return w, nil, fmt.Errorf("rank %d: frame %d, %v", h.Rank, typ, err)
 	}
-	var w comm.Welcome
-	if err := frame.Decode(body, &w); err != nil {
-		t.Fatal(err)
-	}
-	return w, fds
+	err = frame.Decode(body, &w)
+	return w, fds, err
 }
 
 type readerOf struct{ b []byte }

@@ -39,6 +39,10 @@ const (
 // handshakeTimeout bounds a link's TLS handshake (Config.Key).
 const handshakeTimeout = 5 * time.Second
 
+// firstFrameTimeout bounds the wait for an inbound connection's first
+// frame: long, as a loaded peer may be slow to write it.
+const firstFrameTimeout = 30 * time.Second
+
 // refused counts a link whose handshake failed.
 func (r *Relay) refused() {
 	r.mu.Lock()
@@ -479,7 +483,15 @@ func (r *Relay) servePeer(c net.Conn) {
 		conn = tc
 	}
 	fr := frame.NewReader(conn, maxPeerFrame)
+	// A relay says hello at once: a connection that says nothing for
+	// firstFrameTimeout is not kept.
+	c.SetReadDeadline(time.Now().Add(firstFrameTimeout))
 	t, body, err := fr.Read()
+	c.SetReadDeadline(time.Time{})
+	if err == nil && t == framePairHello { // a channel's connection (xchannels.go)
+		r.servePair(c, conn, body, log)
+		return
+	}
 	var h peerHello
 	if err == nil && t != framePeerHello {
 		err = fmt.Errorf("first frame is type %d, not hello", t)

@@ -146,7 +146,7 @@ func (r *Relay) serveRank(rc *rankConn) {
 		r.log.Info("resumed rank of a job not here (yet): closed, it dials again", zap.Int64("job", h.Job), zap.Int("rank", h.Rank))
 		return
 	}
-	if rs, err = r.hello(rc, h); err != nil {
+	if rs, err = r.hello(rc, h, r.crossChannels(rc, h)); err != nil {
 		var denied errDenied
 		if errors.As(err, &denied) {
 			r.warnRefused("rank connection refused", zap.Int64("job", h.Job), zap.Int("rank", h.Rank), zap.Error(err))
@@ -187,7 +187,8 @@ func (r *Relay) hasJob(id int64) bool {
 
 // hello accepts a rank: its job must be registered here and the rank must
 // live on this node and not be connected already.
-func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
+func (r *Relay) hello(rc *rankConn, h comm.Hello, x *xgrant) (*rankState, error) {
+	defer x.close() // the rank has its own copies once welcomed
 	r.mu.Lock()
 	defer r.unlock()
 	j := r.jobs[h.Job]
@@ -216,7 +217,7 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 	}
 	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
 	rs.numbers, rs.resumed = h.Numbers, h.Resume
-	if err := r.welcomeLocked(rc, j, rs, h); err != nil {
+	if err := r.welcomeLocked(rc, j, rs, h, x); err != nil {
 		rs.inited, rs.conn = false, nil
 		return nil, err
 	}
@@ -228,10 +229,16 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello) (*rankState, error) {
 
 // welcomeLocked answers a Hello: with the rank's channels (channels.go),
 // written at once with their descriptors, before any other frame for it.
-func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello) error {
+// x, its cross-node channels (xchannels.go), follow the same-node ones;
+// the caller closes them.
+func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello, x *xgrant) error {
 	w := &comm.Welcome{Mode: r.mode.String(), Version: comm.ProtocolVersion}
-	jc, err := r.channelsLocked(j, h.Channels && !h.Resume)
+	remote := x != nil && len(x.fds) > 0
+	jc, err := r.channelsLocked(j, h.Channels && !h.Resume, remote)
 	if err != nil {
+		if remote { // their other ends were handed over: the rank cannot do without
+			return err
+		}
 		r.log.Warn("no channels for the job's ranks", zap.Int64("job", j.id), zap.Error(err))
 	}
 	if jc == nil {
@@ -242,8 +249,13 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello)
 	if err != nil {
 		return err
 	}
+	local := fds[1:]
+	if remote {
+		fds = append(slices.Clip(fds), x.fds...)
+		peers = append(peers, x.peers...)
+	}
 	defer func() {
-		for _, fd := range fds[1:] { // the rank has its own copies now
+		for _, fd := range local { // the rank has its own copies now
 			unix.Close(fd)
 		}
 	}()

@@ -148,6 +148,10 @@ type job struct {
 	// (a late heartbeat gets a slice to come in).
 	finishing, overdue bool
 	ch                 *jobChannels // its same-node channels (channels.go), nil: none
+	// xin is what its local ranks' Hellos collect of their cross-node
+	// channels, xchange closed when that changes (xchannels.go).
+	xin     map[int]*xwait
+	xchange chan struct{}
 }
 
 type rankState struct {
@@ -529,6 +533,7 @@ func (r *Relay) forgetJobLocked(id int64) {
 		j.ch.close()
 		j.ch = nil
 	}
+	j.xcloseLocked()
 	j.st.Ended = true
 	r.endedStats[id] = j.st
 	for old, at := range r.ended {

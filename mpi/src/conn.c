@@ -669,22 +669,30 @@ static int env_int(const char *name, long long lo, long long hi, long long *out)
 	return 0;
 }
 
-/* chan_wanted: ask the relay for channels to same-node peers (chan.c),
- * unless COSCHED_MPI_CHANNELS=0. */
+/* chan_wanted: ask the relay for channels (chan.c): 2, to every peer it
+ * grants one (same node, and other nodes in immediate delivery); 1, to
+ * same-node peers only (COSCHED_MPI_CHANNELS=node); 0, none
+ * (COSCHED_MPI_CHANNELS=0). */
 static int chan_wanted(void)
 {
 	const char *ch = getenv("COSCHED_MPI_CHANNELS");
-	return !(ch && !strcmp(ch, "0"));
+	if (ch && !strcmp(ch, "0"))
+		return 0;
+	return ch && !strcmp(ch, "node") ? 1 : 2;
 }
 
 /* hello is the Hello's body: with a grace it says `numbers`, and a
  * resumed one what the rank received. */
 static void hello(struct buf *b, int resume)
 {
-	int ch = !resume && chan_wanted(); /* a resumed rank keeps the channels it has */
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + ch);
+	int ch = resume ? 0 : chan_wanted(); /* a resumed rank keeps the channels it has */
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + (ch > 0) + (ch == 1));
 	if (ch) {
 		mp_str(b, "ch");
+		mp_bool(b, 1);
+	}
+	if (ch == 1) {
+		mp_str(b, "chn");
 		mp_bool(b, 1);
 	}
 	mp_str(b, "job");
