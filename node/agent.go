@@ -148,6 +148,9 @@ type Config struct {
 	// api.MPICosched jobs; empty: lib/cosched beside the directory of the
 	// agent's executable (../lib/cosched from bin/cosched).
 	MPILib string
+	// NodeChannelsOnly keeps MPI traffic between nodes on the relay links
+	// (relay.Config.NodeChannelsOnly; --mpi-channels node).
+	NodeChannelsOnly bool
 	// Cgroups is how jobs are contained: "auto" or "" (cgroups v2 or v1
 	// as the host has them, else process groups only), "v1", "v2" or
 	// "none" (see node/jobcg).

@@ -271,7 +271,8 @@ func (a *Agent) openRelay(host string, launches map[int64]launch) error {
 	cfg := a.cfg
 	var err error
 	if a.relay, err = relay.New(relay.Config{Node: cfg.Name, SocketPath: relaySocket(cfg), Listen: net.JoinHostPort(host, "0"), Log: a.log,
-		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnAbort: a.rankAborted, OnHeartbeatNodes: a.setHeartbeatPeers, Key: cfg.Key}); err != nil {
+		OnBlocked: a.sw.blocked, OnStats: a.rankStats, OnAbort: a.rankAborted, OnHeartbeatNodes: a.setHeartbeatPeers, Key: cfg.Key,
+		NodeChannelsOnly: cfg.NodeChannelsOnly}); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	if err := a.reattach(launches); err != nil {

@@ -145,8 +145,9 @@ type Settings struct {
 	LogLevel            string `toml:"log_level"`
 	LogFormat           string `toml:"log_format"`
 	MPI                 string `toml:"mpi"`
-	MPILib              string `toml:"mpi_lib"` // "": lib/cosched beside the executable's directory
-	Cgroups             string `toml:"cgroups"` // "": auto
+	MPILib              string `toml:"mpi_lib"`      // "": lib/cosched beside the executable's directory
+	MPIChannels         string `toml:"mpi_channels"` // all (""), node
+	Cgroups             string `toml:"cgroups"`      // "": auto
 	JobsCPUWeight       int    `toml:"jobs_cpu_weight"`
 	Suspend             string `toml:"suspend"` // "": signal
 	MemReserve          string `toml:"mem_reserve"`
@@ -158,6 +159,13 @@ type Settings struct {
 	FirstJobID      int64 `toml:"-"`
 	UnsealedStrobes bool  `toml:"-"`
 }
+
+// The values of Settings.MPIChannels (--mpi-channels): which channels
+// the relay may grant MPI ranks (docs/mpi.md, "Cross-node channels").
+const (
+	MPIChannelsAll  = "all"  // same-node and cross-node channels
+	MPIChannelsNode = "node" // same-node channels only
+)
 
 // DefaultMemReserve is the memory an agent keeps for the system.
 const DefaultMemReserve = "512MiB"
@@ -183,6 +191,13 @@ func (s Settings) Config(stateBase string, given func(field string) bool) (Confi
 		given = func(string) bool { return false }
 	}
 	errs := s.controller(&c, given)
+	switch s.MPIChannels {
+	case "", MPIChannelsAll:
+	case MPIChannelsNode:
+		c.NodeChannelsOnly = true
+	default:
+		errs = append(errs, fielderr.New("MPIChannels", strconv.Quote(s.MPIChannels), "want %s or %s", MPIChannelsAll, MPIChannelsNode))
+	}
 	errs = append(errs, s.host(&c)...)
 	if c.Name == "" {
 		host, err := os.Hostname()

@@ -56,6 +56,18 @@ func TestSettingsConfig(t *testing.T) {
 	if fs := fielderr.All(err); len(fs) != 1 || fs[0].Field != "MPL" {
 		t.Errorf("space with MPL 3 given: %v", err)
 	}
+	for v, nodeOnly := range map[string]bool{"": false, "all": false, "node": true} {
+		s = node.DefaultSettings()
+		s.Name, s.MPIChannels = "n0", v
+		if c, err := s.Config(t.TempDir(), nil); err != nil || c.NodeChannelsOnly != nodeOnly {
+			t.Errorf("mpi_channels %q: node-only %v, %v", v, c.NodeChannelsOnly, err)
+		}
+	}
+	s.MPIChannels = "tcp"
+	_, err = s.Config(t.TempDir(), nil)
+	if fs := fielderr.All(err); len(fs) != 1 || fs[0].Field != "MPIChannels" {
+		t.Errorf("mpi_channels tcp: %v", err)
+	}
 	s = node.DefaultSettings()
 	s.Name, s.MPL, s.Slice, s.Policy, s.Cgroups, s.Nice, s.Reservations = "n0", 0, "soon", "nope", "v9", 30, "0"
 	_, err = s.Config(t.TempDir(), nil)

@@ -73,6 +73,12 @@ type Config struct {
 	// frame is read, and the links are encrypted. Every relay of a
 	// cluster needs the same key, or none.
 	Key *clusterkey.Key
+	// NodeChannelsOnly makes no cross-node channel for this node's ranks
+	// (xchannels.go): their messages to other nodes stay on the relay
+	// links, encrypted under Key, instead of a direct connection whose
+	// bytes travel in clear. Set it on every agent of a cluster, or peers'
+	// relays wait for dials that do not come.
+	NodeChannelsOnly bool
 }
 
 // Relay is one node's message relay.

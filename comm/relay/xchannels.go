@@ -159,7 +159,7 @@ func (r *Relay) crossChannels(rc *rankConn, h comm.Hello) *xgrant {
 		xw = j.xwaitLocked(h.Rank)
 		ok = !xw.claimed && !xw.decided
 	}
-	if ok && (!h.Channels || h.NodeChannels) {
+	if ok && (!h.Channels || h.NodeChannels || r.cfg.NodeChannelsOnly) {
 		// not wanted: the peers' relays waiting for this Hello are
 		// answered no, and those of higher remote ranks told not to wait
 		// for this one's (a library that asked for same-node channels

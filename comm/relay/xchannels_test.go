@@ -159,6 +159,32 @@ func TestCrossChannelsNotWanted(t *testing.T) {
 	}
 }
 
+// A relay set to same-node channels only (--mpi-channels node) grants no
+// cross-node channel, and neither relay waits for one: set on both nodes,
+// on the lower rank's only, or on the higher rank's only.
+func TestCrossChannelsNodeOnly(t *testing.T) {
+	for _, only := range [][2]bool{{true, true}, {true, false}, {false, true}} {
+		r0 := newRelayWith(t, "n0", func(c *Config) { c.NodeChannelsOnly = only[0] })
+		r1 := newRelayWith(t, "n1", func(c *Config) { c.NodeChannelsOnly = only[1] })
+		link(r0, r1)
+		for _, r := range []*Relay{r0, r1} {
+			if err := r.AddJob(1, []string{"n0", "n1"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		ws, fds := hellos(t, []*Relay{r0, r1}, []comm.Hello{{Job: 1, Rank: 0, Size: 2, PID: 1, Channels: true}, {Job: 1, Rank: 1, Size: 2, PID: 1, Channels: true}})
+		for rk := range ws {
+			if len(ws[rk].Peers) != 0 || len(fds[rk]) > 1 {
+				t.Errorf("node-only %v: rank %d granted %v %v", only, rk, ws[rk].Peers, fds[rk])
+			}
+		}
+		if d := time.Since(start); d > crossWait/2 {
+			t.Errorf("node-only %v: the Welcomes took %s", only, d)
+		}
+	}
+}
+
 // pairConn opens a connection to r's peer listener and says hello, a
 // pair's hello, or raw bytes; it returns what r answered (a frame's type
 // and body), or the error that ended the connection.
