@@ -367,6 +367,14 @@ func Load(dir string) (*Cluster, error) {
 	return &c, nil
 }
 
+// TempStopGrace is how long the agents of a cluster a command starts for
+// itself (a benchmark's, or one whose Up failed) get after SIGTERM before
+// SIGKILL. It is half of a command's 10 s stop grace after SIGINT or
+// SIGTERM (cmd/cosched-full), so that a stop which the agents do not
+// finish by themselves (a host at load 240 was seen) still kills them
+// before the command's own safety net exits and leaves them running.
+const TempStopGrace = 5 * time.Second
+
 // Up starts a cluster, waits until the controller has every agent, and
 // records it in the state directory. On failure it stops what it started.
 //
@@ -420,7 +428,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			_, killed := stop(c.Agents, 5*time.Second)
+			_, killed := stop(c.Agents, TempStopGrace)
 			c.cleanup(killed)
 		}
 	}()

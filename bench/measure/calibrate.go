@@ -169,7 +169,7 @@ func (c *calibrator) cluster(ctx context.Context, dir string, mode sharing.Mode,
 		return fmt.Errorf("calibrate: %s cluster: %w", mode, err)
 	}
 	defer func() {
-		if err := rec.Stop(10 * time.Second); err != nil {
+		if err := rec.Stop(localcluster.TempStopGrace); err != nil {
 			fmt.Fprintf(c.progress, "calibrate: warning: %v\n", err)
 		}
 	}()

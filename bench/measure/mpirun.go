@@ -110,7 +110,7 @@ func (o RunOptions) calibrateMPI(ctx context.Context) ([]experiment.MPICalibrati
 		return nil, fmt.Errorf("calibration: %w", err)
 	}
 	defer func() {
-		if err := rec.Stop(10 * time.Second); err != nil {
+		if err := rec.Stop(localcluster.TempStopGrace); err != nil {
 			fmt.Fprintf(o.Progress, "[calibrate] warning: %v\n", err)
 		}
 	}()

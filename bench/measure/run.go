@@ -342,7 +342,7 @@ func runMode(ctx context.Context, o RunOptions, arm Arm, jobs []experiment.Job, 
 			return res, err
 		}
 		defer func() {
-			if err := rec.Stop(10 * time.Second); err != nil {
+			if err := rec.Stop(localcluster.TempStopGrace); err != nil {
 				fmt.Fprintf(progress, "%s warning: %v\n", tag, err)
 			}
 		}()

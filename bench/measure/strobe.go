@@ -143,7 +143,7 @@ func Strobe(ctx context.Context, o StrobeOptions) (rep *StrobeReport, err error)
 		return nil, err
 	}
 	defer func() {
-		if err := cl.Stop(10 * time.Second); err != nil {
+		if err := cl.Stop(localcluster.TempStopGrace); err != nil {
 			fmt.Fprintf(progress, "warning: %v\n", err)
 		}
 	}()
