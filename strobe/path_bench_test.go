@@ -225,3 +225,70 @@ func BenchmarkStrobePathBesideReaders(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRealtimeWakeups counts the context switches of the whole
+// process per strobe when strobes come a 10 ms slice apart to a Served
+// RealtimeUDP: "syscall" receives through the runtime's system-call path
+// (as before the raw receive), "raw" as Serve does now. Through the
+// system-call path the runtime's monitor takes the P of a thread blocked
+// for 10 ms, and each return from recvfrom then wakes the monitor into
+// polling every 20 µs; the raw receive keeps its P. The sender, a
+// goroutine of the same process, costs both the same. Run it with
+// -benchtime 300x: each strobe is a real 10 ms.
+func BenchmarkRealtimeWakeups(b *testing.B) {
+	for _, mode := range []string{"syscall", "raw"} {
+		b.Run(mode, func(b *testing.B) {
+			rx, err := ListenUDPRealtime("127.0.0.1:0", 0, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rx.syscallReceive = mode == "syscall"
+			got := make(chan struct{}, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- rx.Serve(ctx, func(Packet) {
+					select {
+					case got <- struct{}{}:
+					default:
+					}
+				})
+			}()
+			defer func() { cancel(); rx.Close(); <-done }()
+			ap := netip.MustParseAddrPort(rx.LocalAddr())
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer unix.Close(fd)
+			to := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+			msg := make([]byte, 100)
+			switches := func() int64 {
+				var ru unix.Rusage
+				if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+					b.Fatal(err)
+				}
+				return ru.Nvcsw + ru.Nivcsw
+			}
+			const slice = 10 * time.Millisecond
+			for range 20 { // warm: the monitor settles into its rhythm
+				_ = unix.Sendto(fd, msg, 0, to)
+				<-got
+				time.Sleep(slice)
+			}
+			before := switches()
+			b.ResetTimer()
+			next := time.Now()
+			for range b.N {
+				if err := unix.Sendto(fd, msg, 0, to); err != nil {
+					b.Fatal(err)
+				}
+				<-got
+				next = next.Add(slice)
+				time.Sleep(time.Until(next))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(switches()-before)/float64(b.N), "ctxsw/strobe")
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -64,6 +65,9 @@ type Ticker struct {
 	priority     int
 	spin         int64
 	k            uint64 // index of the last deadline handed out
+	// rawSleep: Next sleeps by a raw system call, keeping its P (Run's
+	// locked thread; see RealtimeUDP.loop for why).
+	rawSleep bool
 
 	mu       sync.Mutex
 	n        uint64 // ticks delivered
@@ -136,7 +140,7 @@ func (t *Ticker) Next(ctx context.Context) (Tick, error) {
 		}
 		wake := min(dl-t.spin, now+int64(sleepChunk))
 		ts := unix.NsecToTimespec(wake)
-		if err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err != nil && err != unix.EINTR {
+		if err := t.sleepUntil(&ts); err != nil && err != unix.EINTR {
 			return Tick{}, fmt.Errorf("strobe: ticker: clock_nanosleep: %w", err)
 		}
 		if err := ctx.Err(); err != nil {
@@ -180,13 +184,36 @@ func (t *Ticker) Run(ctx context.Context, fn func(Tick)) error {
 			defer func() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0) }()
 		}
 	}
+	t.rawSleep = true
+	defer func() { t.rawSleep = false }()
+	lastYield := mono.Now()
 	for {
 		tk, err := t.Next(ctx)
 		if err != nil {
 			return err
 		}
 		fn(tk)
+		if now := mono.Now(); now-lastYield >= int64(yieldEvery) {
+			// Through the scheduler now, a slice before the next
+			// deadline, rather than preempted at any moment (yieldEvery).
+			runtime.Gosched()
+			lastYield = mono.Now()
+		}
 	}
+}
+
+// sleepUntil sleeps until the absolute CLOCK_MONOTONIC time ts (EINTR if a
+// signal, such as the runtime's preemption, ends it sooner).
+func (t *Ticker) sleepUntil(ts *unix.Timespec) error {
+	if !t.rawSleep {
+		return unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, ts, nil)
+	}
+	_, _, errno := unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, uintptr(unix.CLOCK_MONOTONIC), uintptr(unix.TIMER_ABSTIME),
+		uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // Sent records when the strobe of tk went out (Sender.Strobe's result):

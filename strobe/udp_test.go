@@ -1,10 +1,13 @@
 package strobe
 
 import (
+	"context"
 	"errors"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -64,5 +67,43 @@ func TestUDPTransport(t *testing.T) {
 func TestListenUDPError(t *testing.T) {
 	if _, err := ListenUDP("256.0.0.1:0", nil); err == nil || !strings.HasPrefix(err.Error(), "strobe: listen udp") {
 		t.Fatalf("ListenUDP of a bad address: %v", err)
+	}
+}
+
+// A Served RealtimeUDP waits for strobes in a raw system call that keeps
+// its goroutine's P (RealtimeUDP.loop): the runtime still stops the
+// world around it. Each stop interrupts the receive with a signal; if it
+// could not (a receive the runtime neither knows of nor can interrupt),
+// the collections below would wait for a datagram that never comes.
+func TestRealtimeServeDoesNotHoldTheWorld(t *testing.T) {
+	rx, err := ListenUDPRealtime("127.0.0.1:0", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rx.Serve(ctx, func(Packet) {}) }()
+	defer func() {
+		cancel()
+		rx.Close()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // Serve blocked in its receive
+	for i := range 5 {
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			runtime.GC() // stops the world twice
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms) // and once more
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("collection %d did not finish: the receive holds the world", i)
+		}
+		time.Sleep(15 * time.Millisecond) // past the runtime's 10 ms preemption mark
 	}
 }

@@ -48,8 +48,12 @@ type RealtimeUDP struct {
 	packets chan Packet
 
 	addrs addrCache
-	mu    sync.Mutex
-	rtErr error // why SCHED_FIFO could not be set, if it could not
+	// syscallReceive makes Serve receive through the runtime's system
+	// call path, as it did before the raw receive (loop): the baseline
+	// of BenchmarkRealtimeWakeups.
+	syscallReceive bool
+	mu             sync.Mutex
+	rtErr          error // why SCHED_FIFO could not be set, if it could not
 }
 
 // ListenUDPRealtime opens a RealtimeUDP on addr (a literal IP and a port; 0
@@ -195,17 +199,45 @@ func (t *RealtimeUDP) Serve(ctx context.Context, handle func(Packet)) error {
 	return t.loop(ctx, handle, true)
 }
 
+// yieldEvery is how long the real-time loop may go without passing
+// through the Go scheduler. Its receive is a raw system call (see loop),
+// so the runtime sees the goroutine as running the whole time; after
+// 10 ms (the runtime's forcePreemptNS) its monitor preempts it, at
+// whatever moment that falls. The loop yields on its own instead, right
+// after a switch, when the next strobe is a slice away, so a strobe never
+// waits for that hand-off.
+const yieldEvery = 5 * time.Millisecond
+
 // loop receives until ctx is done or the transport closes. With borrow,
 // a Packet's Data is the loop's own buffer, valid only until handle
 // returns (Serve: the handler works synchronously); else each is a copy.
 // Nothing on the way from recvfrom to handle allocates when borrowing
 // from a sender already seen: on the real-time path an allocation can
 // start a garbage collection whose pauses the switch then waits out.
+//
+// With borrow (Serve's locked thread) the receive is a raw system call:
+// the goroutine keeps its P while it blocks in the kernel, so it needs no
+// P back, and no other thread, when a strobe wakes it. Through the
+// runtime's system-call path the monitor thread (sysmon) took the P of a
+// thread blocked for 10 ms, and the return from every strobe's recvfrom
+// then woke the monitor into polling every 20 µs: about 20 wake-ups of a
+// real-time thread per strobe per agent, which on a full host queued the
+// strobe threads themselves (docs/performance.md, "The strobe thread
+// keeps its P"). A stop of the world or a preemption reaches a thread in
+// the raw receive by signal: the receive has a timeout, so the signal
+// ends it with EINTR (signal(7)) and the goroutine stops at its next call
+// (TestRealtimeServeDoesNotHoldTheWorld).
 func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool) error {
 	buf := make([]byte, 64<<10)
 	var rsa unix.RawSockaddrAny
 	var lastAddr netip.AddrPort
 	var lastFrom string
+	raw := borrow && !t.syscallReceive
+	receive := recvfrom
+	if raw {
+		receive = recvfromRaw
+	}
+	lastYield := mono.Now()
 	for {
 		if t.closed.Load() {
 			return nil
@@ -213,11 +245,11 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		n, from, err := recvfrom(t.fd, buf, &rsa)
+		n, from, err := receive(t.fd, buf, &rsa)
 		now := mono.Now()
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				continue // the poll timeout: check whether to stop
+				continue // the poll timeout or a signal: check whether to stop
 			}
 			if t.closed.Load() {
 				return nil
@@ -235,6 +267,10 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool
 			data = append([]byte(nil), data...)
 		}
 		handle(Packet{From: lastFrom, Data: data, RecvMono: now})
+		if raw && now-lastYield >= int64(yieldEvery) {
+			runtime.Gosched()
+			lastYield = mono.Now()
+		}
 	}
 }
 
@@ -245,6 +281,20 @@ func recvfrom(fd int, buf []byte, rsa *unix.RawSockaddrAny) (int, netip.AddrPort
 	l := uint32(unix.SizeofSockaddrAny)
 	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)),
 		0, uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&l)))
+	return recvResult(n, errno, rsa)
+}
+
+// recvfromRaw is recvfrom without telling the Go scheduler that it
+// blocks (see loop). Only for a socket with a receive timeout, on a
+// thread that may hold its P that long.
+func recvfromRaw(fd int, buf []byte, rsa *unix.RawSockaddrAny) (int, netip.AddrPort, error) {
+	l := uint32(unix.SizeofSockaddrAny)
+	n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)),
+		0, uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&l)))
+	return recvResult(n, errno, rsa)
+}
+
+func recvResult(n uintptr, errno unix.Errno, rsa *unix.RawSockaddrAny) (int, netip.AddrPort, error) {
 	if errno != 0 {
 		return 0, netip.AddrPort{}, errno
 	}

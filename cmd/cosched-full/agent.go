@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -148,6 +149,12 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		// held its strobe thread for up to seconds (internal/gcfloor).
 		floor := gcfloor.Start(agentHeapFloor)
 		defer floor.Stop()
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// The strobe thread keeps its P while it waits for a strobe
+		// (strobe.RealtimeUDP's raw receive): one more P leaves the
+		// rest of the agent (gossip, API, relay) as many as before.
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	}
 	return node.Run(ctx, cfg, ready)
 }
