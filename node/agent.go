@@ -369,6 +369,26 @@ type rankKey struct {
 	rank int
 }
 
+// HeldProcessors is how many of the agent's goroutines hold a Go
+// processor (P) for their whole life, waiting in raw system calls the
+// scheduler does not see: the real-time strobe receiver, the real-time
+// multicast receiver, and a controller's slice clock
+// (strobe.RealtimeUDP.Serve, strobe.Ticker.Run). The agent command adds
+// as many to GOMAXPROCS, so the rest of the agent keeps Go's default.
+func (c *Config) HeldProcessors() int {
+	n := 0
+	if c.Priority > 0 {
+		n++
+		if c.StrobeMulticast != "" {
+			n++
+		}
+	}
+	if c.Controller && c.Mode.TimeShared() {
+		n++
+	}
+	return n
+}
+
 // listenStrobe opens the strobe socket: a real-time one (its own thread
 // receives strobes and switches ranks) unless priority is 0.
 func listenStrobe(host string, priority int, log *zap.Logger) (strobe.Transport, error) {

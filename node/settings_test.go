@@ -6,6 +6,7 @@ import (
 
 	"github.com/cosched/cosched/internal/fielderr"
 	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/sharing"
 )
 
 // The agent's text settings: CPU lists, gossip keys and the logger's
@@ -77,5 +78,27 @@ func TestSettingsConfig(t *testing.T) {
 	}
 	if want := []string{"Slice", "Policy", "Reservations", "MPL", "Cgroups", "Nice"}; !slices.Equal(fields, want) {
 		t.Errorf("fields %v, want %v (%v)", fields, want, err)
+	}
+}
+
+// The agent command adds a P per goroutine that holds one for its life
+// (raw waits): without real-time priority the strobe sockets are ordinary
+// ones, and only a time-shared controller runs the slice clock.
+func TestHeldProcessors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  node.Config
+		want int
+	}{
+		{"plain agent", node.Config{Priority: 50}, 1},
+		{"no real-time priority", node.Config{Priority: 0, StrobeMulticast: "239.1.1.1:9000"}, 0},
+		{"multicast", node.Config{Priority: 50, StrobeMulticast: "239.1.1.1:9000"}, 2},
+		{"gang controller", node.Config{Priority: 50, Controller: true, Mode: sharing.Gang}, 2},
+		{"space controller", node.Config{Priority: 50, Controller: true, Mode: sharing.Space}, 1},
+		{"controller, multicast, no priority", node.Config{Controller: true, Mode: sharing.BCS, StrobeMulticast: "239.1.1.1:9000"}, 1},
+	} {
+		if got := tc.cfg.HeldProcessors(); got != tc.want {
+			t.Errorf("%s: HeldProcessors = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -150,11 +150,12 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		floor := gcfloor.Start(agentHeapFloor)
 		defer floor.Stop()
 	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		// The strobe thread keeps its P while it waits for a strobe
-		// (strobe.RealtimeUDP's raw receive): one more P leaves the
-		// rest of the agent (gossip, API, relay) as many as before.
-		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+	if held := cfg.HeldProcessors(); held > 0 && os.Getenv("GOMAXPROCS") == "" {
+		// The strobe thread (and the multicast reader, and a
+		// controller's clock) keep their P while they wait (raw system
+		// calls: docs/runtime.md): as many more Ps leave the rest of
+		// the agent (gossip, API, relay) Go's default.
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + held)
 	}
 	return node.Run(ctx, cfg, ready)
 }
