@@ -150,11 +150,14 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		floor := gcfloor.Start(agentHeapFloor)
 		defer floor.Stop()
 	}
-	if held := cfg.HeldProcessors(); held > 0 && os.Getenv("GOMAXPROCS") == "" {
+	if held := cfg.HeldProcessors(); held > 0 {
 		// The strobe thread (and the multicast reader, and a
 		// controller's clock) keep their P while they wait (raw system
 		// calls: docs/runtime.md): as many more Ps leave the rest of
-		// the agent (gossip, API, relay) Go's default.
+		// the agent (gossip, API, relay) what Go's default or the
+		// environment's GOMAXPROCS gives it. Added to GOMAXPROCS=1
+		// too, which would otherwise leave the relay no P between
+		// strobes.
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + held)
 	}
 	return node.Run(ctx, cfg, ready)
