@@ -76,9 +76,14 @@ type Config struct {
 	// NodeChannelsOnly makes no cross-node channel for this node's ranks
 	// (xchannels.go): their messages to other nodes stay on the relay
 	// links, encrypted under Key, instead of a direct connection whose
-	// bytes travel in clear. Set it on every agent of a cluster, or peers'
-	// relays wait for dials that do not come.
+	// bytes travel in clear. The relays of the other nodes are told at
+	// once (a decline per pair), so set on some agents only it costs
+	// their peers no wait.
 	NodeChannelsOnly bool
+	// crossWait, set by tests, replaces crossWait (xchannels.go): a test
+	// sets it beyond its own bound, so that a Welcome that only the timer
+	// lets go fails it.
+	crossWait time.Duration
 }
 
 // Relay is one node's message relay.
