@@ -80,10 +80,11 @@ type Config struct {
 	// once (a decline per pair), so set on some agents only it costs
 	// their peers no wait.
 	NodeChannelsOnly bool
-	// crossWait, set by tests, replaces crossWait (xchannels.go): a test
-	// sets it beyond its own bound, so that a Welcome that only the timer
-	// lets go fails it.
-	crossWait time.Duration
+	// CrossWait bounds how long a rank's Welcome waits for the
+	// connections of its remote peers (xchannels.go) before the pairs
+	// missing take the relay path; 0 is 20 s. Tests set it beyond their
+	// own bound, so that a Welcome that only the timer lets go fails them.
+	CrossWait time.Duration
 }
 
 // Relay is one node's message relay.
@@ -201,6 +202,9 @@ type rankAbort struct {
 func New(cfg Config) (*Relay, error) {
 	if cfg.Node == "" || cfg.SocketPath == "" || cfg.Listen == "" {
 		return nil, errors.New("relay: Node, SocketPath and Listen are required")
+	}
+	if cfg.CrossWait < 0 {
+		return nil, fmt.Errorf("relay: CrossWait %v: must not be negative (0: %v)", cfg.CrossWait, crossWait)
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()

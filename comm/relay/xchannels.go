@@ -52,13 +52,13 @@ const (
 
 // crossWait bounds how long a rank's Welcome waits for its lower remote
 // peers' connections (their Hellos); pairs not made by then take the
-// relay path. Config's crossWait replaces it in tests.
+// relay path: Config.CrossWait, else this.
 const crossWait = 20 * time.Second
 
-// crossWait is the relay's: crossWait unless a test set another.
+// crossWait is the relay's wait: Config.CrossWait, else crossWait.
 func (r *Relay) crossWait() time.Duration {
-	if r.cfg.crossWait > 0 {
-		return r.cfg.crossWait
+	if r.cfg.CrossWait > 0 {
+		return r.cfg.CrossWait
 	}
 	return crossWait
 }

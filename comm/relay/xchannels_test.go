@@ -307,7 +307,7 @@ func TestCrossChannelsMixedOptOut(t *testing.T) {
 		{"three nodes, lowest none", []string{"n0", "n1", "n2"}, []int{none, all, all}, [][2]int{{1, 2}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			slow := func(c *Config) { c.crossWait = 10 * time.Minute }
+			slow := func(c *Config) { c.CrossWait = 10 * time.Minute }
 			byNode := map[string]*Relay{}
 			var rs []*Relay
 			for _, n := range tc.nodes {
