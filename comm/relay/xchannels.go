@@ -31,7 +31,9 @@ import (
 // rank's Welcome waits for the connections of its lower remote peers,
 // i.e. for their Hellos, up to crossWait; a pair not made by then takes
 // the relay path for good (its accepting relay refuses a later dial, so
-// both ranks agree). A pair is granted for the job's life, so the two
+// both ranks agree). A lower rank that wants no cross-node channel has
+// its relay decline the pair at once (pairHello.Decline), so that the
+// wait ends without the timer. A pair is granted for the job's life, so the two
 // ranks never mix paths and MPI's per-pair order is the connection's.
 //
 // The handshake, on a connection to the relay's peer listener:
