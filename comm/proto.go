@@ -129,7 +129,10 @@ type Hello struct {
 	// xchannels.go): the Welcome then carries them.
 	Channels bool `msgpack:"ch,omitempty"`
 	// NodeChannels limits Channels to the ranks on this node: no
-	// cross-node channel (comm/relay/xchannels.go) is made for the rank.
+	// cross-node channel (comm/relay/xchannels.go) is made for the rank,
+	// and its relay tells its remote peers' relays so at once. Without
+	// Channels (no channel at all) it still says that: a library whose
+	// other ranks may ask for channels says it, so that they do not wait.
 	NodeChannels bool `msgpack:"chn,omitempty"`
 }
 

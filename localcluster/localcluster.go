@@ -1,7 +1,8 @@
 // Package localcluster starts, finds and stops a cluster of cosched agents
 // on this machine (loopback): agent a0 runs the controller, the others join
 // it. Each agent is a `cosched agent` process in its own session, so the
-// cluster outlives the command that started it; its state directory holds
+// cluster outlives the command that started it (unless Options.Temporary:
+// a benchmark's agents die with it); its state directory holds
 // cluster.json (how to reach it), and per agent the log and rank output.
 //
 // `cosched cluster up/down`, `cosched bench run`, `bench strobe`,
@@ -163,6 +164,13 @@ type Options struct {
 	// KeepRanks starts the agents with --keep-ranks: their ranks outlive
 	// them, so RollingRestart restarts them with the jobs running.
 	KeepRanks bool
+	// Temporary makes the agents die with the process that started them
+	// (a benchmark's own cluster): they get SIGTERM, their orderly stop,
+	// when it dies however it dies (SIGKILL, a second signal), as a
+	// Slurm step's tasks or a systemd unit's processes do. Off for
+	// `cluster up`, whose agents are daemons that outlive it. Stop ends
+	// the link (an agent started again by Restart gets a new one).
+	Temporary bool
 	StateDir  string
 	// Timeout bounds how long Up waits for the agents to come up and join.
 	Timeout time.Duration
@@ -295,6 +303,10 @@ type Cluster struct {
 	// not start, and why); not recorded.
 	Notes []string `json:"-"`
 	dir   string
+	// forker starts the agents of a Temporary cluster (nil otherwise,
+	// and after Stop until Restart); temporary says the cluster is one.
+	forker    *forker
+	temporary bool
 	// firstJobID is what Up passes its controllers (ids go on from the
 	// state directory's earlier clusters).
 	firstJobID int64
@@ -424,11 +436,12 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), Exe: o.Exe, Notes: notes, dir: o.StateDir, firstJobID: first}
+	c := &Cluster{Mode: string(o.Mode), Started: time.Now(), Exe: o.Exe, Notes: notes, dir: o.StateDir, firstJobID: first, temporary: o.Temporary}
 	ok := false
 	defer func() {
 		if !ok {
 			_, killed := stop(c.Agents, TempStopGrace)
+			c.release()
 			c.cleanup(killed)
 		}
 	}()
@@ -545,7 +558,14 @@ func (c *Cluster) launch(ctx context.Context, exe string, env []string, a *Agent
 	for _, j := range join {
 		args = append(args, "--join", j)
 	}
-	p, err := startDetached(exe, args, env, a.Log)
+	start := (*exec.Cmd).Start
+	if c.temporary {
+		if c.forker == nil {
+			c.forker = newForker()
+		}
+		start = c.forker.start
+	}
+	p, err := startDetached(exe, args, env, a.Log, c.temporary, start)
 	if err != nil {
 		return fmt.Errorf("start agent %s: %w", a.Name, err)
 	}
@@ -741,9 +761,11 @@ type started struct {
 }
 
 // startDetached starts a background process in its own session with its
-// output appended to logPath; it outlives this process. exited yields how
-// it ended if it ends while this process still runs.
-func startDetached(exe string, args, env []string, logPath string) (started, error) {
+// output appended to logPath, through start; it outlives this process
+// unless temporary (then start must fork from a thread that lives as long
+// as the process: a forker's). exited yields how it ended if it ends
+// while this process still runs.
+func startDetached(exe string, args, env []string, logPath string, temporary bool, start func(*exec.Cmd) error) (started, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return started{}, err
@@ -759,7 +781,10 @@ func startDetached(exe string, args, env []string, logPath string) (started, err
 		cmd.Env = append(os.Environ(), env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if temporary {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	}
+	if err := start(cmd); err != nil {
 		return started{}, err
 	}
 	done := make(chan error, 1)
@@ -886,9 +911,13 @@ func alive(pid int) bool {
 // have left processes in its job cgroups (a rank's children that escaped
 // its process group): Stop runs `cosched agent --cleanup` for it, which
 // kills and removes them.
+//
+// Stop ends a Temporary cluster's link to this process: call it once the
+// cluster is no longer wanted, or its thread lives as long as the process.
 func (c *Cluster) Stop(grace time.Duration) error {
 	crashed := c.Dead()
 	left, killed := stop(c.Agents, grace)
+	c.release()
 	if len(left) > 0 {
 		return fmt.Errorf("agents still running after SIGKILL: %s", strings.Join(left, ", "))
 	}
@@ -899,6 +928,15 @@ func (c *Cluster) Stop(grace time.Duration) error {
 		}
 	}
 	return c.cleanup(names)
+}
+
+// release ends the forker of a Temporary cluster, if it has one, once its
+// agents are stopped.
+func (c *Cluster) release() {
+	if c.forker != nil {
+		c.forker.close()
+		c.forker = nil
+	}
 }
 
 // cleanup runs `cosched agent --cleanup` for the named agents.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/telemetry"
 )
 
@@ -99,5 +100,36 @@ func TestChannelsOneNode(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no statistics for job %d", id)
+	}
+}
+
+// Ranks of one job on two nodes that ask differently: one wants every
+// channel, the other same-node ones only (COSCHED_MPI_CHANNELS=node) or
+// none (=0). The pair takes the relay path, and neither MPI_Init waits
+// for the relays' timer: it is set to 10 min, beyond the job's time
+// limit, so a job that only the timer lets start fails.
+func TestChannelsMixedOptOut(t *testing.T) {
+	prog := program(t, "node/testdata/pingpong.c")
+	c := newClusterWith(t, 2, 0, func(cfg *relay.Config) { cfg.CrossWait = 10 * time.Minute })
+	for _, tc := range []struct {
+		name string
+		rank int
+		env  string
+	}{{"lower none", 0, "COSCHED_MPI_CHANNELS=0"}, {"higher none", 1, "COSCHED_MPI_CHANNELS=0"}, {"lower node", 0, "COSCHED_MPI_CHANNELS=node"}} {
+		c.rankEnv = map[int][]string{tc.rank: {tc.env}}
+		res := c.run(t, prog, []int{0, 1}, 2*time.Minute, "20", "1")
+		for _, r := range res {
+			if r.exit != 0 {
+				t.Fatalf("%s: rank %d: exit %d: %s", tc.name, r.rank, r.exit, r.err)
+			}
+		}
+		id := c.nextID - 1
+		for _, rl := range c.relays {
+			for _, js := range rl.Stats().Jobs {
+				if js.Job == id && js.ChannelBytes != 0 {
+					t.Errorf("%s: %d bytes over a channel, want the relay path", tc.name, js.ChannelBytes)
+				}
+			}
+		}
 	}
 }

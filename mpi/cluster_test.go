@@ -79,8 +79,10 @@ func program(t testing.TB, src string) string {
 type cluster struct {
 	// started, when set, learns each rank's process as it starts.
 	started func(rank, pid int)
-	// env, when set, is added to every rank's environment.
-	env []string
+	// env, when set, is added to every rank's environment; rankEnv[r]
+	// after it to rank r's.
+	env     []string
+	rankEnv map[int][]string
 	// blocked records the relays' OnBlocked calls: "job/rank:true".
 	blockedMu sync.Mutex
 	blocked   []string
@@ -107,6 +109,12 @@ func newCluster(t testing.TB, nodes int, bcs bool) *cluster {
 // immediate delivery.
 func newClusterSlice(t testing.TB, nodes int, slice time.Duration) *cluster {
 	t.Helper()
+	return newClusterWith(t, nodes, slice, func(*relay.Config) {})
+}
+
+// newClusterWith is newClusterSlice with relays whose Config set changes.
+func newClusterWith(t testing.TB, nodes int, slice time.Duration, set func(*relay.Config)) *cluster {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "mpirl")
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +123,7 @@ func newClusterSlice(t testing.TB, nodes int, slice time.Duration) *cluster {
 	c := &cluster{nextID: 1}
 	peers := map[string]string{}
 	c.newRelay = func(name string) (*relay.Relay, error) {
-		return relay.New(relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop(),
+		cfg := relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop(),
 			OnBlocked: func(job int64, rank int, blocked bool) {
 				c.blockedMu.Lock()
 				c.blocked = append(c.blocked, fmt.Sprintf("%d/%d:%v", job, rank, blocked))
@@ -125,7 +133,9 @@ func newClusterSlice(t testing.TB, nodes int, slice time.Duration) *cluster {
 				c.blockedMu.Lock()
 				c.aborts = append(c.aborts, a)
 				c.blockedMu.Unlock()
-			}})
+			}}
+		set(&cfg)
+		return relay.New(cfg)
 	}
 	for i := range nodes {
 		name := fmt.Sprintf("n%d", i)
@@ -275,6 +285,7 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 			fmt.Sprintf("COSCHED_JOB=%d", id), fmt.Sprintf("COSCHED_RANK=%d", rank),
 			fmt.Sprintf("COSCHED_SIZE=%d", len(place)), "COSCHED_RELAY="+c.relays[p].SocketPath()))
 		cmd.Env = append(cmd.Env, c.env...)
+		cmd.Env = append(cmd.Env, c.rankEnv[rank]...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 5 * time.Second

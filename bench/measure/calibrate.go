@@ -163,6 +163,7 @@ func (c *calibrator) cluster(ctx context.Context, dir string, mode sharing.Mode,
 		o.MPL = 1
 	}
 	o.Exe, o.Bandwidth = c.o.Exe, c.o.Bandwidth
+	o.Temporary = true // the agents die with this command, however it ends
 	o.Timeout = 30*time.Second + time.Duration(n)*2*time.Second
 	rec, err := localcluster.Up(ctx, o)
 	if err != nil {

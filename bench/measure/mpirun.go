@@ -219,6 +219,7 @@ func (o RunOptions) clusterOptions(mode sharing.Mode, state string) localcluster
 	up := localcluster.DefaultOptions()
 	up.Exe, up.Agents, up.Mode, up.Slice, up.MPL, up.Policy = o.Exe, o.Nodes, mode, o.Slice, o.MPL, o.Policy
 	up.StateDir, up.RealtimePriority, up.Bandwidth = state, o.RealtimePriority, o.Bandwidth
+	up.Temporary = true // the agents die with this command, however it ends
 	if o.Programs != nil {
 		up.MPILib = o.MPILib
 	}

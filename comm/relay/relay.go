@@ -76,9 +76,15 @@ type Config struct {
 	// NodeChannelsOnly makes no cross-node channel for this node's ranks
 	// (xchannels.go): their messages to other nodes stay on the relay
 	// links, encrypted under Key, instead of a direct connection whose
-	// bytes travel in clear. Set it on every agent of a cluster, or peers'
-	// relays wait for dials that do not come.
+	// bytes travel in clear. The relays of the other nodes are told at
+	// once (a decline per pair), so set on some agents only it costs
+	// their peers no wait.
 	NodeChannelsOnly bool
+	// CrossWait bounds how long a rank's Welcome waits for the
+	// connections of its remote peers (xchannels.go) before the pairs
+	// missing take the relay path; 0 is 20 s. Tests set it beyond their
+	// own bound, so that a Welcome that only the timer lets go fails them.
+	CrossWait time.Duration
 }
 
 // Relay is one node's message relay.
@@ -196,6 +202,9 @@ type rankAbort struct {
 func New(cfg Config) (*Relay, error) {
 	if cfg.Node == "" || cfg.SocketPath == "" || cfg.Listen == "" {
 		return nil, errors.New("relay: Node, SocketPath and Listen are required")
+	}
+	if cfg.CrossWait < 0 {
+		return nil, fmt.Errorf("relay: CrossWait %v: must not be negative (0: %v)", cfg.CrossWait, crossWait)
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()

@@ -31,7 +31,9 @@ import (
 // rank's Welcome waits for the connections of its lower remote peers,
 // i.e. for their Hellos, up to crossWait; a pair not made by then takes
 // the relay path for good (its accepting relay refuses a later dial, so
-// both ranks agree). A pair is granted for the job's life, so the two
+// both ranks agree). A lower rank that wants no cross-node channel has
+// its relay decline the pair at once (pairHello.Decline), so that the
+// wait ends without the timer. A pair is granted for the job's life, so the two
 // ranks never mix paths and MPI's per-pair order is the connection's.
 //
 // The handshake, on a connection to the relay's peer listener:
@@ -52,8 +54,16 @@ const (
 
 // crossWait bounds how long a rank's Welcome waits for its lower remote
 // peers' connections (their Hellos); pairs not made by then take the
-// relay path.
+// relay path: Config.CrossWait, else this.
 const crossWait = 20 * time.Second
+
+// crossWait is the relay's wait: Config.CrossWait, else crossWait.
+func (r *Relay) crossWait() time.Duration {
+	if r.cfg.CrossWait > 0 {
+		return r.cfg.CrossWait
+	}
+	return crossWait
+}
 
 // pairGo is the byte that ends the handshake.
 const pairGo = 1
@@ -63,8 +73,9 @@ type pairHello struct {
 	Job  int64  `msgpack:"j"`
 	Src  int    `msgpack:"s"` // the dialling side's rank, the lower one
 	Dst  int    `msgpack:"d"` // the accepting side's rank
-	// Decline: Src wants no cross-node channel (Hello.NodeChannels), so
-	// Dst's Welcome need not wait for this pair. Answered no.
+	// Decline: Src wants no cross-node channel (Hello.NodeChannels, or
+	// its relay's NodeChannelsOnly), so Dst's Welcome need not wait for
+	// this pair. Answered no.
 	Decline bool `msgpack:"x,omitempty"`
 }
 
@@ -161,12 +172,15 @@ func (r *Relay) crossChannels(rc *rankConn, h comm.Hello) *xgrant {
 	}
 	if ok && (!h.Channels || h.NodeChannels || r.cfg.NodeChannelsOnly) {
 		// not wanted: the peers' relays waiting for this Hello are
-		// answered no, and those of higher remote ranks told not to wait
-		// for this one's (a library that asked for same-node channels
-		// only; one that asked for none waits for nothing of theirs)
+		// answered no, and those of higher remote ranks told at once not
+		// to wait for this one's dial. Told by a library that knows of
+		// channels (it asked for some, or said NodeChannels: cosched's
+		// MPI with COSCHED_MPI_CHANNELS=node or 0), whose peers may want
+		// them; not by a rank that knows none (comm's, whose peers never
+		// ask): its jobs would pay a connection per pair for nothing.
 		xw.decided = true
 		j.xsignalLocked()
-		if h.Channels {
+		if h.Channels || h.NodeChannels {
 			for rk, n := range j.nodes {
 				if rk > h.Rank && n != r.cfg.Node {
 					r.goRun(func() { r.declinePair(n, h.Job, h.Rank, rk) })
@@ -194,7 +208,7 @@ func (r *Relay) crossChannels(rc *rankConn, h comm.Hello) *xgrant {
 	nodes := j.nodes
 	r.unlock()
 
-	ctx, cancel := context.WithTimeout(r.ctx, crossWait)
+	ctx, cancel := context.WithTimeout(r.ctx, r.crossWait())
 	defer cancel()
 	dialled := make([]int, len(higher))
 	var wg sync.WaitGroup
@@ -304,7 +318,7 @@ func (r *Relay) dialPair(ctx context.Context, node string, job int64, src, dst i
 		}
 		select {
 		case <-ctx.Done():
-			log.Info("no channel to a remote peer within the wait: relay path", zap.Duration("wait", crossWait))
+			log.Info("no channel to a remote peer within the wait: relay path", zap.Duration("wait", r.crossWait()))
 			return -1
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -315,7 +329,7 @@ func (r *Relay) dialPair(ctx context.Context, node string, job int64, src, dst i
 // channel with it, so that dst's Welcome does not wait for one. It tries
 // for crossWait at most; failing, dst waits that long, then does without.
 func (r *Relay) declinePair(node string, job int64, src, dst int) {
-	ctx, cancel := context.WithTimeout(r.ctx, crossWait)
+	ctx, cancel := context.WithTimeout(r.ctx, r.crossWait())
 	defer cancel()
 	for ctx.Err() == nil {
 		r.mu.Lock()
@@ -359,7 +373,7 @@ func (r *Relay) dialPairOnce(ctx context.Context, addr string, h *pairHello) (fd
 		return -1, true, err
 	}
 	// the answer waits for the Hello of the rank there
-	c.SetDeadline(time.Now().Add(crossWait + handshakeTimeout))
+	c.SetDeadline(time.Now().Add(r.crossWait() + handshakeTimeout))
 	var a pairAnswer
 	t, body, err := frame.NewReader(conn, 4096).Read()
 	if err == nil && t != framePairAnswer {
@@ -398,7 +412,7 @@ func (r *Relay) servePair(c, conn net.Conn, body []byte, log *zap.Logger) {
 	log = log.With(zap.Int64("job", h.Job), zap.Int("rank", h.Src), zap.Int("peer", h.Dst), zap.String("node", h.Node))
 	// The answer waits for the Hello of the rank here (up to crossWait):
 	// a pair is made only when both ranks asked for channels.
-	ctx, cancel := context.WithTimeout(r.ctx, crossWait)
+	ctx, cancel := context.WithTimeout(r.ctx, r.crossWait())
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { c.Close() }) // a dialler gone meanwhile is not waited for
 	defer stop()
@@ -413,7 +427,7 @@ func (r *Relay) servePair(c, conn net.Conn, body []byte, log *zap.Logger) {
 		}
 		r.mu.Lock()
 		if a = r.pairAnswerLocked(h); a.Err == pairWait && ctx.Err() != nil {
-			a.Err = fmt.Sprintf("rank %d of job %d did not say Hello within %s", h.Dst, h.Job, crossWait)
+			a.Err = fmt.Sprintf("rank %d of job %d did not say Hello within %s", h.Dst, h.Job, r.crossWait())
 		}
 	}
 	r.unlock()

@@ -278,3 +278,82 @@ func TestPairConnectionsForged(t *testing.T) {
 		t.Errorf("relay state changed: %v", k0.SharedNodes())
 	}
 }
+
+// A job whose ranks differ: some ask for every channel, some for
+// same-node ones only (COSCHED_MPI_CHANNELS=node), some for none
+// (COSCHED_MPI_CHANNELS=0), as cosched's MPI says them. Every pair with a
+// rank that opted out is answered "no channel" at once, by that rank's
+// relay: the relays' wait for remote peers is set far beyond the
+// Welcomes' read deadline (sayHello), so a Welcome that only the timer
+// lets go fails the test. Pairs of two ranks that want one still get
+// theirs.
+func TestCrossChannelsMixedOptOut(t *testing.T) {
+	const (
+		all  = iota // Channels
+		node        // Channels, NodeChannels
+		none        // NodeChannels alone
+	)
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		want  []int
+		pairs [][2]int // the ranks that get a channel
+	}{
+		{"lower node-only", []string{"n0", "n1"}, []int{node, all}, nil},
+		{"higher node-only", []string{"n0", "n1"}, []int{all, node}, nil},
+		{"lower none", []string{"n0", "n1"}, []int{none, all}, nil},
+		{"higher none", []string{"n0", "n1"}, []int{all, none}, nil},
+		{"three nodes, middle node-only", []string{"n0", "n1", "n2"}, []int{all, node, all}, [][2]int{{0, 2}}},
+		{"three nodes, lowest none", []string{"n0", "n1", "n2"}, []int{none, all, all}, [][2]int{{1, 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slow := func(c *Config) { c.CrossWait = 10 * time.Minute }
+			byNode := map[string]*Relay{}
+			var rs []*Relay
+			for _, n := range tc.nodes {
+				if byNode[n] == nil {
+					byNode[n] = newRelayWith(t, n, slow)
+					rs = append(rs, byNode[n])
+				}
+			}
+			link(rs...)
+			for _, r := range rs {
+				if err := r.AddJob(1, tc.nodes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hs := make([]comm.Hello, len(tc.nodes))
+			at := make([]*Relay, len(tc.nodes))
+			for rk := range hs {
+				// as cosched's MPI says them (mpi/src/conn.c, hello)
+				hs[rk] = comm.Hello{Job: 1, Rank: rk, Size: len(tc.nodes), PID: 1, Channels: tc.want[rk] != none, NodeChannels: tc.want[rk] != all}
+				at[rk] = byNode[tc.nodes[rk]]
+			}
+			// sayHello's read deadline (2 × the default wait) ends a
+			// Welcome that waits for the 10 min timer.
+			ws, fds := hellos(t, at, hs)
+			for rk := range ws {
+				var want []int
+				for _, p := range tc.pairs {
+					if p[0] == rk {
+						want = append(want, p[1])
+					} else if p[1] == rk {
+						want = append(want, p[0])
+					}
+				}
+				var got []int
+				for peer := range tc.nodes {
+					if peerFd(ws[rk], fds[rk], peer) >= 0 {
+						got = append(got, peer)
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("rank %d (%v) has channels to %v, want %v", rk, hs[rk], got, want)
+				}
+			}
+			for _, p := range tc.pairs {
+				say(t, peerFd(ws[p[0]], fds[p[0]], p[1]), peerFd(ws[p[1]], fds[p[1]], p[0]), "granted")
+			}
+		})
+	}
+}

@@ -682,16 +682,20 @@ static int chan_wanted(void)
 }
 
 /* hello is the Hello's body: with a grace it says `numbers`, and a
- * resumed one what the rank received. */
+ * resumed one what the rank received. A rank that wants no channel to
+ * other nodes says so ("chn"), even one that wants none at all: its relay
+ * then tells the relays of its remote peers at once, so that those which
+ * want channels do not wait for its dial. */
 static void hello(struct buf *b, int resume)
 {
 	int ch = resume ? 0 : chan_wanted(); /* a resumed rank keeps the channels it has */
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + (ch > 0) + (ch == 1));
+	int node_only = !resume && ch < 2;
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + (ch > 0) + node_only);
 	if (ch) {
 		mp_str(b, "ch");
 		mp_bool(b, 1);
 	}
-	if (ch == 1) {
+	if (node_only) {
 		mp_str(b, "chn");
 		mp_bool(b, 1);
 	}
