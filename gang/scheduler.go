@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/cosched/cosched/internal/idtable"
 )
 
 // Errors returned for inputs the core rejects. Check with errors.Is.
@@ -44,7 +46,8 @@ type Scheduler struct {
 	policy  policy
 	now     time.Duration
 	seq     uint64
-	jobs    map[JobID]*jobState
+	jobs    idtable.Table[JobID, jobState]
+	spare   []*jobState // finished jobs' records, reused: no allocation per job once warm
 	queue   []*jobState // waiting jobs in arrival order
 	rows    []row
 	colMem  []int64         // memory in use on each column, summed over rows
@@ -91,7 +94,6 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		cfg:        cfg,
-		jobs:       make(map[JobID]*jobState),
 		rows:       make([]row, cfg.MPL),
 		colMem:     make([]int64, cfg.Machine.Processors),
 		alt:        map[JobID][]int{},
@@ -139,8 +141,9 @@ func (s *Scheduler) Submit(j Job, now time.Duration) error {
 		return err
 	}
 	s.seq++
-	js := &jobState{Job: j, seq: s.seq, resv: -1}
-	s.jobs[j.ID] = js
+	js := s.record()
+	*js = jobState{Job: j, seq: s.seq, resv: -1}
+	s.jobs.Put(j.ID, js)
 	s.queue = append(s.queue, js)
 	s.policy.submitted(s, js)
 	return nil
@@ -161,7 +164,7 @@ func (s *Scheduler) validate(j *Job, now time.Duration) error {
 		problem = fmt.Errorf("%w: needs %d bytes per processor, a column has %d", ErrJobTooBig, j.Memory, s.cfg.Machine.MemoryPerProcessor)
 	case j.Submit > now:
 		problem = fmt.Errorf("%w: submit time %v is after now (%v)", ErrInvalidJob, j.Submit, now)
-	case s.jobs[j.ID] != nil:
+	case s.jobs.Get(j.ID) != nil:
 		problem = ErrDuplicateJob
 	}
 	if problem != nil {
@@ -174,17 +177,18 @@ func (s *Scheduler) validate(j *Job, now time.Duration) error {
 // or cancelled. A queued job is removed from the queue; a running job
 // releases its columns.
 func (s *Scheduler) Finished(id JobID, now time.Duration) error {
-	js := s.jobs[id]
+	js := s.jobs.Get(id)
 	if js == nil {
 		return fmt.Errorf("gang: job %d: %w", id, ErrUnknownJob)
 	}
 	if err := s.advance(now); err != nil {
 		return err
 	}
-	delete(s.jobs, id)
+	s.jobs.Delete(id)
 	if !js.running {
 		s.dropQueued(js)
 		s.policy.removed(s, js, false, false)
+		s.recycle(js)
 		return nil
 	}
 	r := &s.rows[js.row]
@@ -199,6 +203,7 @@ func (s *Scheduler) Finished(id JobID, now time.Duration) error {
 	// without reporting these.
 	delete(s.alt, id)
 	s.policy.removed(s, js, true, now < js.estEnd)
+	s.recycle(js)
 	return nil
 }
 
@@ -240,10 +245,30 @@ func (s *Scheduler) Resume(j Job, row int, cols []int, start, now time.Duration)
 			s.colMem[c] += j.Memory
 		}
 	}
-	s.jobs[j.ID] = js
+	s.jobs.Put(j.ID, js)
 	s.rows[row].addRunning(js)
 	s.policy.capacityChanged(s) // the policies' books count running jobs
 	return nil
+}
+
+// record returns storage for a new job's record: a finished job's if any.
+func (s *Scheduler) record() *jobState {
+	n := len(s.spare)
+	if n == 0 {
+		return new(jobState)
+	}
+	js := s.spare[n-1]
+	s.spare = s.spare[:n-1]
+	return js
+}
+
+// recycle keeps a finished job's record for the next arrival: no
+// structure holds it once the policy has dropped it (scratch slices are
+// refilled before they are read). Its columns are not reused: they went
+// out in a Start decision, which is the caller's to keep.
+func (s *Scheduler) recycle(js *jobState) {
+	*js = jobState{}
+	s.spare = append(s.spare, js)
 }
 
 func (s *Scheduler) dropQueued(js *jobState) {
@@ -392,7 +417,7 @@ func (s *Scheduler) NextWakeup() (t time.Duration, ok bool) {
 
 // Explain tells why job id is waiting, as of the last call.
 func (s *Scheduler) Explain(id JobID) Explanation {
-	js := s.jobs[id]
+	js := s.jobs.Get(id)
 	if js == nil || js.running {
 		return Explanation{Rule: RuleNotQueued}
 	}
@@ -417,7 +442,7 @@ type JobStatus struct {
 // Status returns the state of a queued or running job.
 func (s *Scheduler) Status(id JobID) (JobStatus, bool) {
 	s.policy.settle(s)
-	js := s.jobs[id]
+	js := s.jobs.Get(id)
 	if js == nil {
 		return JobStatus{}, false
 	}
