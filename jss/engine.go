@@ -101,7 +101,7 @@ type engine struct {
 	opts  coreOptions
 	emit  func(Result) error
 	jobs  idtable.Table[gang.JobID, active] // queued, running and preempted (IDs are the arrival order: no hashing)
-	spare []*active              // finished jobs' records, reused: no allocation per job once warm
+	spare []*active                         // finished jobs' records, reused: no allocation per job once warm
 	stats PFCFSStats
 }
 
