@@ -56,6 +56,7 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 	if err != nil {
 		return Stats{}, fmt.Errorf("jss: %w", err)
 	}
+	core.ReuseColumns() // the engine keeps no decision's columns (the check copies them)
 	var check decisionCheck
 	if cfg.Check {
 		check = matrixCheck{verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)}
