@@ -20,7 +20,7 @@ func newColumnSet(n int) columnSet {
 }
 
 // take removes the k lowest free columns and returns them in ascending
-// order. The caller has checked that k <= c.free.
+// order, in new storage. The caller has checked that k <= c.free.
 func (c *columnSet) take(k int) []int {
 	if len(c.slab) < k {
 		c.slab = make([]int, max(k, 4096))
@@ -29,6 +29,11 @@ func (c *columnSet) take(k int) []int {
 	// run into the next job's columns.
 	cols := c.slab[:0:k]
 	c.slab = c.slab[k:]
+	return c.takeInto(cols, k)
+}
+
+// takeInto is take appending to cols (empty), which it returns.
+func (c *columnSet) takeInto(cols []int, k int) []int {
 	for w := 0; len(cols) < k; w++ {
 		word := c.words[w]
 		for word != 0 && len(cols) < k {

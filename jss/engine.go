@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/verify"
+	"github.com/cosched/cosched/internal/idtable"
 )
 
 // Config configures one simulation run.
@@ -55,6 +56,7 @@ func Run(ctx context.Context, cfg Config, src Source, emit func(Result) error) (
 	if err != nil {
 		return Stats{}, fmt.Errorf("jss: %w", err)
 	}
+	core.ReuseColumns() // the engine keeps no decision's columns (the check copies them)
 	var check decisionCheck
 	if cfg.Check {
 		check = matrixCheck{verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)}
@@ -88,9 +90,9 @@ type decisionCheck interface {
 // decisions: Start, Kill (a time limit), Preempt and Resume (a preempted
 // job keeps its remaining runtime, plus the penalty, and resumes later).
 func runCore(ctx context.Context, core gang.Core, o coreOptions, src Source, emit func(Result) error) (PFCFSStats, error) {
-	e := engine{core: core, opts: o, loop: newLoop(src), emit: emit, jobs: make(map[gang.JobID]*active)}
+	e := engine{core: core, opts: o, loop: newLoop(src), emit: emit}
 	err := e.loop.run(ctx, &e.stats.Stats, steps{complete: e.complete, arrive: e.arrive, pass: e.pass,
-		left: func() int { return len(e.jobs) }})
+		left: e.jobs.Len})
 	return e.stats, err
 }
 
@@ -99,8 +101,8 @@ type engine struct {
 	core  gang.Core
 	opts  coreOptions
 	emit  func(Result) error
-	jobs  map[gang.JobID]*active // queued, running and preempted
-	spare []*active              // finished jobs' records, reused: no allocation per job once warm
+	jobs  idtable.Table[gang.JobID, active] // queued, running and preempted (IDs are the arrival order: no hashing)
+	spare []*active                         // finished jobs' records, reused: no allocation per job once warm
 	stats PFCFSStats
 }
 
@@ -126,7 +128,7 @@ func (e *engine) arrive(ev event) error {
 	}
 	a := e.record()
 	*a = active{job: *j, seq: e.in.seqOfNext()}
-	e.jobs[j.ID] = a
+	e.jobs.Put(j.ID, a)
 	if e.opts.check != nil {
 		if err := e.opts.check.submitted(j); err != nil {
 			return err
@@ -137,11 +139,11 @@ func (e *engine) arrive(ev event) error {
 }
 
 func (e *engine) complete(ev event) error {
-	a := e.jobs[ev.job]
+	a := e.jobs.Get(ev.job)
 	if a == nil || !a.on || a.end != ev.at {
 		return nil // superseded by a kill or a preemption
 	}
-	delete(e.jobs, ev.job)
+	e.jobs.Delete(ev.job)
 	e.stats.Busy += float64(a.job.Processors) * (ev.at - a.since).Seconds()
 	if err := e.core.Finished(ev.job, ev.at); err != nil {
 		return fmt.Errorf("jss: job %d: %w", a.job.Number, err)
@@ -167,7 +169,7 @@ func (e *engine) pass(at time.Duration) error {
 	}
 	for i := range ds {
 		d := &ds[i]
-		a := e.jobs[d.Job]
+		a := e.jobs.Get(d.Job)
 		if a == nil {
 			return fmt.Errorf("jss: core decided %v for a job the simulator does not know", d)
 		}

@@ -12,13 +12,19 @@ import (
 // completions, then arrivals, then scheduling passes) and hands each to
 // its engine. Engines embed it.
 type loop struct {
-	in     arrivals
-	heap   eventHeap
-	passes map[time.Duration]struct{} // instants with a pass pending
+	in   arrivals
+	heap eventHeap
+	// The instants with a pass pending: one in passAt (nearly always the
+	// only one, the current instant's), any others in passes. Every event
+	// asks for a pass at its instant: a map insert and delete per instant
+	// cost more than the rest of the loop.
+	passAt    time.Duration
+	passAtSet bool
+	passes    map[time.Duration]struct{}
 }
 
 func newLoop(src Source) loop {
-	return loop{in: arrivals{src: src}, passes: make(map[time.Duration]struct{})}
+	return loop{in: arrivals{src: src}}
 }
 
 // steps are an engine's handlers. after, if set, runs after every event
@@ -57,7 +63,7 @@ func (l *loop) run(ctx context.Context, st *Stats, s steps) error {
 		case classArrival:
 			err = s.arrive(ev)
 		case classPass:
-			delete(l.passes, ev.at)
+			l.passDue(ev.at)
 			st.Passes++
 			err = s.pass(ev.at)
 		}
@@ -85,9 +91,28 @@ func (l *loop) pull() error {
 
 // needPass schedules a scheduling pass at instant at (once).
 func (l *loop) needPass(at time.Duration) {
+	if l.passAtSet && l.passAt == at {
+		return
+	}
 	if _, ok := l.passes[at]; ok {
 		return
 	}
-	l.passes[at] = struct{}{}
+	if !l.passAtSet {
+		l.passAt, l.passAtSet = at, true
+	} else {
+		if l.passes == nil {
+			l.passes = make(map[time.Duration]struct{})
+		}
+		l.passes[at] = struct{}{}
+	}
 	l.heap.push(at, classPass, 0)
+}
+
+// passDue notes that the pass pending at instant at is running.
+func (l *loop) passDue(at time.Duration) {
+	if l.passAtSet && l.passAt == at {
+		l.passAtSet = false
+		return
+	}
+	delete(l.passes, at)
 }

@@ -192,7 +192,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 }
 
 // maxJobsHint bounds the room made for a trace's jobs on its header's word
-// (28 bytes a job): a header that overstates costs at most 28 MB.
+// (24 bytes a job): a header that overstates costs at most 24 MB.
 const maxJobsHint = 1 << 20
 
 // expectedJobs is how many jobs a trace's header says it holds (MaxJobs,

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/idtable"
 )
 
 type job struct {
@@ -37,15 +38,16 @@ type job struct {
 
 // Checker is an independent record of the matrix. It allocates nothing
 // per decision once warm (a simulation checks every one): finished jobs'
-// records are reused, and a start's duplicate columns are found by
-// stamping them, not with a set.
+// records are reused, a start's duplicate columns are found by stamping
+// them, not with a set, and jobs are found by ID in a table indexed by it
+// (idtable), not a map.
 type Checker struct {
 	machine gang.Machine
 	placed  [][]gang.JobID // row → column → placed job (0: none)
 	alt     [][]gang.JobID // row → column → alternate job (0: none)
 	mem     []int64        // column → memory of placed jobs
 	offline []bool         // column → out of service
-	jobs    map[gang.JobID]*job
+	jobs    idtable.Table[gang.JobID, job]
 	spare   []*job   // finished jobs' records, for reuse
 	seen    []uint64 // column → the last start that named it
 	starts  uint64   // starts checked: the stamp of the current one
@@ -53,7 +55,7 @@ type Checker struct {
 
 // New returns a Checker for a machine with mpl rows.
 func New(m gang.Machine, mpl int) *Checker {
-	c := &Checker{machine: m, mem: make([]int64, m.Processors), offline: make([]bool, m.Processors), jobs: map[gang.JobID]*job{}, seen: make([]uint64, m.Processors)}
+	c := &Checker{machine: m, mem: make([]int64, m.Processors), offline: make([]bool, m.Processors), seen: make([]uint64, m.Processors)}
 	c.placed = make([][]gang.JobID, mpl)
 	c.alt = make([][]gang.JobID, mpl)
 	for r := range c.placed {
@@ -65,7 +67,7 @@ func New(m gang.Machine, mpl int) *Checker {
 
 // Submitted records a job given to the scheduler.
 func (c *Checker) Submitted(j gang.Job) error {
-	if c.jobs[j.ID] != nil {
+	if c.jobs.Get(j.ID) != nil {
 		return fmt.Errorf("verify: job %d submitted twice", j.ID)
 	}
 	var r *job
@@ -75,13 +77,13 @@ func (c *Checker) Submitted(j gang.Job) error {
 	} else {
 		r = &job{Job: j}
 	}
-	c.jobs[j.ID] = r
+	c.jobs.Put(j.ID, r)
 	return nil
 }
 
 // Apply checks one decision made at now and records its effect.
 func (c *Checker) Apply(d *gang.Decision, now time.Duration) error {
-	j := c.jobs[d.Job]
+	j := c.jobs.Get(d.Job)
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("verify: at %v, %v: %s", now, d.Kind, fmt.Sprintf(format, args...))
 	}
@@ -186,11 +188,11 @@ func (c *Checker) SetOffline(cols []int, offline bool) {
 // Finished records that a job ended (queued or running) and releases all
 // it held.
 func (c *Checker) Finished(id gang.JobID) error {
-	j := c.jobs[id]
+	j := c.jobs.Get(id)
 	if j == nil {
 		return fmt.Errorf("verify: finished job %d is unknown", id)
 	}
-	delete(c.jobs, id)
+	c.jobs.Delete(id)
 	if j.running {
 		for _, col := range j.cols {
 			c.placed[j.row][col] = 0

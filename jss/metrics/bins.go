@@ -65,26 +65,19 @@ func (c *Collector) ByRuntime() []Bin {
 		if len(idx[b]) == 0 {
 			continue
 		}
-		vals := make([]float64, len(idx[b]))
-		scratch := make([]float64, len(idx[b]))
 		fill := func(f func(i int) float64) Stat {
-			for k, i := range idx[b] {
-				vals[k] = f(i)
-			}
-			return so.stat(scratch, vals)
+			return so.stat(len(idx[b]), func(k int) float64 { return f(idx[b][k]) })
 		}
 		tau := c.tau.Seconds()
 		bins[b].Wait = fill(func(i int) float64 { return c.wait[i] })
 		bins[b].Response = fill(func(i int) float64 { return c.resp[i] })
 		bins[b].Slowdown = fill(func(i int) float64 { return slowdown(c.resp[i], c.run[i]) })
 		bins[b].BoundedSlowdown = fill(func(i int) float64 { return boundedSlowdown(c.resp[i], c.run[i], tau) })
-		work := 0.0
 		for _, i := range idx[b] {
-			work += float64(c.width[i]) * c.run[i]
 			bins[b].SumFlow += c.resp[i]
 		}
 		if makespan > 0 && c.procs > 0 {
-			bins[b].Utilization = work / (float64(c.procs) * makespan)
+			bins[b].Utilization = c.binWork[b] / (float64(c.procs) * makespan)
 		}
 	}
 	return bins

@@ -33,25 +33,66 @@ const (
 
 // sort sorts x in increasing order.
 func (s *sorter) sort(x []float64) {
-	n := len(x)
-	if n < radixMin {
+	keys, ok := s.sortedKeys(len(x), func(i int) float64 { return x[i] })
+	if !ok {
 		slices.Sort(x)
 		return
+	}
+	for i, k := range keys {
+		x[i] = fromOrderedBits(k)
+	}
+}
+
+// stat summarises the n values v(i), n > 0: the mean (summed over the
+// sorted values), median, 95th percentile and maximum. It sorts the
+// values' keys in the sorter's own buffers: no copy of the values is made
+// (for the summary's six metrics of every job, one array fewer to fault
+// in).
+func (s *sorter) stat(n int, v func(i int) float64) Stat {
+	keys, ok := s.sortedKeys(n, v)
+	if ok {
+		return sortedStat(n, func(i int) float64 { return fromOrderedBits(keys[i]) })
+	}
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = v(i)
+	}
+	slices.Sort(x)
+	return sortedStat(n, func(i int) float64 { return x[i] })
+}
+
+// sortedStat is stat of the n sorted values at(i).
+func sortedStat(n int, at func(i int) float64) Stat {
+	sum := 0.0
+	for i := range n {
+		sum += at(i)
+	}
+	return Stat{
+		Mean:   sum / float64(n),
+		Median: quantile(n, at, 0.5),
+		P95:    quantile(n, at, 0.95),
+		Max:    at(n - 1),
+	}
+}
+
+// sortedKeys returns the keys (orderedBits) of the n values v(i) in
+// increasing order, in one of the sorter's buffers; ok is false when the
+// radix sort does not apply (too few values, or a NaN or negative zero
+// among them): slices.Sort's order is then the one to use.
+func (s *sorter) sortedKeys(n int, v func(i int) float64) (keys []uint64, ok bool) {
+	if n < radixMin || n > math.MaxInt32 {
+		return nil, false
 	}
 	if cap(s.keys) < n {
 		s.keys, s.tmp = make([]uint64, n), make([]uint64, n)
 	}
-	if n > math.MaxInt32 {
-		slices.Sort(x)
-		return
-	}
 	keys, tmp := s.keys[:n], s.tmp[:n]
 	count := &s.count
 	*count = [digits][buckets]int32{}
-	for i, v := range x {
+	for i := range keys {
+		v := v(i)
 		if v != v || (v == 0 && math.Signbit(v)) {
-			slices.Sort(x)
-			return
+			return nil, false
 		}
 		k := orderedBits(v)
 		keys[i] = k
@@ -76,9 +117,7 @@ func (s *sorter) sort(x []float64) {
 		}
 		keys, tmp = tmp, keys
 	}
-	for i, k := range keys {
-		x[i] = fromOrderedBits(k)
-	}
+	return keys, true
 }
 
 // orderedBits maps a float (not NaN) to an integer with the same order:
