@@ -21,7 +21,13 @@ import (
 )
 
 func main() {
-	root := cli.NewRoot(nil)
+	// The version alone needs no command tree: answered before one is
+	// built, as the root command would.
+	if cli.IsVersion(os.Args[1:]) {
+		os.Stdout.WriteString(cli.VersionLine())
+		return
+	}
+	root := cli.NewLightRoot(os.Args[1:])
 	if cli.NeedsFull(root, os.Args[1:]) {
 		os.Exit(execFull())
 	}
