@@ -56,8 +56,8 @@ func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reade
 // full one for them instead of running them).
 func NewRoot(full *Full) *cobra.Command {
 	root := newRootOnly()
-	heavy, simPlot := full.commands()
-	root.AddCommand(newSimCmd(simPlot))
+	heavy, simPlot, simClosed := full.commands()
+	root.AddCommand(newSimCmd(simPlot, simClosed))
 	for _, c := range lightCommands() {
 		root.AddCommand(c.build())
 	}
@@ -76,8 +76,8 @@ func NewLightRoot(args []string) *cobra.Command {
 	if len(args) > 0 {
 		if args[0] == "sim" {
 			root := newRootOnly()
-			_, simPlot := (*Full)(nil).commands()
-			root.AddCommand(newSimCmd(simPlot))
+			_, simPlot, simClosed := (*Full)(nil).commands()
+			root.AddCommand(newSimCmd(simPlot, simClosed))
 			return root
 		}
 		for _, c := range lightCommands() {
