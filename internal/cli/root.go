@@ -73,22 +73,28 @@ func NewRoot(full *Full) *cobra.Command {
 // root's help, `help`, completion and an unknown command's suggestion read
 // the others, which build the whole tree.
 func NewLightRoot(args []string) *cobra.Command {
-	if len(args) > 0 {
-		if args[0] == "sim" {
-			root := newRootOnly()
-			_, simPlot, simClosed := (*Full)(nil).commands()
-			root.AddCommand(newSimCmd(simPlot, simClosed))
-			return root
-		}
-		for _, c := range lightCommands() {
-			if c.name == args[0] {
-				root := newRootOnly()
-				root.AddCommand(c.build())
-				return root
-			}
+	if len(args) == 0 {
+		return NewRoot(nil)
+	}
+	var cmd *cobra.Command
+	if args[0] == "sim" {
+		_, simPlot, simClosed := (*Full)(nil).commands()
+		cmd = newSimCmd(simPlot, simClosed)
+	}
+	for _, c := range lightCommands() {
+		if c.name == args[0] {
+			cmd = c.build()
 		}
 	}
-	return NewRoot(nil)
+	if cmd == nil {
+		return NewRoot(nil)
+	}
+	root := newRootOnly()
+	root.AddCommand(cmd)
+	// Nor is cobra's completion command built, at every call, for a
+	// command line that runs another.
+	root.CompletionOptions.DisableDefaultCmd = true
+	return root
 }
 
 // lightCommand is one of the client commands below the root, by name, so
