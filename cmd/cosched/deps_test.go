@@ -32,6 +32,7 @@ var heavyPackages = []string{
 	"go.etcd.io/bbolt",
 	"encoding/gob",
 	"runtime/metrics",
+	"github.com/dustin/go-humanize", // compiles a regular expression at start-up: internal/bytesize instead
 }
 
 // The light binary links none of the heavy packages; an import that
