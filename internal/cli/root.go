@@ -159,14 +159,19 @@ const (
 	StopClean      = "clean"
 )
 
-// internalPrefixes are the package names that the libraries put before
-// their errors ("jss: ", "swf: "): context for a developer, noise for a
-// user, who is shown the file, line, flag or value instead.
-var internalPrefixes = map[string]bool{
-	"jss": true, "swf": true, "gang": true, "node": true, "workload": true, "sweep": true, "closed": true,
-	"nowsim": true, "experiment": true, "profile": true, "report": true, "plot": true, "strobe": true,
-	"relay": true, "comm": true, "bench": true, "now": true, "hosts": true, "pfcfs": true, "verify": true,
-	"metrics": true, "sample": true, "atomicfile": true, "frame": true, "localcluster": true,
+// isInternalPrefix says whether p is a package name that the libraries put
+// before their errors ("jss: ", "swf: "): context for a developer, noise
+// for a user, who is shown the file, line, flag or value instead. (A
+// switch, not a map: nothing to build at every start-up.)
+func isInternalPrefix(p string) bool {
+	switch p {
+	case "jss", "swf", "gang", "node", "workload", "sweep", "closed",
+		"nowsim", "experiment", "profile", "report", "plot", "strobe",
+		"relay", "comm", "bench", "now", "hosts", "pfcfs", "verify",
+		"metrics", "sample", "atomicfile", "frame", "localcluster":
+		return true
+	}
+	return false
 }
 
 // userMessage is err as a user reads it: a problem in an input file is
@@ -180,7 +185,7 @@ func userMessage(err error) string {
 	parts := strings.Split(err.Error(), ": ")
 	kept := parts[:0]
 	for i, p := range parts {
-		if internalPrefixes[p] && i < len(parts)-1 {
+		if isInternalPrefix(p) && i < len(parts)-1 {
 			continue
 		}
 		kept = append(kept, p)
