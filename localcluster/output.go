@@ -10,13 +10,16 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // maxOutputLine bounds one line of a rank's output in the merged view;
 // longer lines are split.
 const maxOutputLine = 64 << 10
 
-var rankFile = regexp.MustCompile(`^rank-(\d+)\.(out|err)$`)
+// rankFile is a rank's output file name, compiled on first use (the CLI
+// links this package for every call).
+var rankFile = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^rank-(\d+)\.(out|err)$`) })
 
 // WriteJobOutput writes the output of job id's ranks to w, in rank order:
 // their files rank-N.ext (ext: out or err) under dir/agents/*/jobs/id, a
@@ -34,7 +37,7 @@ func WriteJobOutput(w io.Writer, dir string, id int64, ext string, label bool) e
 	}
 	var ranks []rankOut
 	for _, f := range files {
-		m := rankFile.FindStringSubmatch(filepath.Base(f))
+		m := rankFile().FindStringSubmatch(filepath.Base(f))
 		if m == nil {
 			continue
 		}

@@ -1,6 +1,6 @@
 // Command cosched-full is cosched with every command, among them those
 // that link the heavy libraries (memberlist, Prometheus, cgroups,
-// gonum/plot): agent, cluster, bench, ui and sim plot, and bench-rank, the
+// gonum/plot, gonum): agent, cluster, bench, ui, sim plot and sim closed, and bench-rank, the
 // benchmark ranks the agents run. The light cosched
 // binary (cmd/cosched) executes it for those commands; it runs every other
 // command too, so a process that runs its own executable again (an agent's
@@ -41,7 +41,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // newRootCmd is the whole command tree.
 func newRootCmd() *cobra.Command {
 	return cli.NewRoot(&cli.Full{
-		Root:    []*cobra.Command{newAgentCmd(), newClusterCmd(), newBenchCmd(), newUICmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd()},
-		SimPlot: newPlotCmd(),
+		Root:      []*cobra.Command{newAgentCmd(), newClusterCmd(), newBenchCmd(), newUICmd(), newBenchRankCmd(), newBenchProbeCmd(), newRankExecCmd()},
+		SimPlot:   newPlotCmd(),
+		SimClosed: newSimClosedCmd(),
 	})
 }

@@ -35,7 +35,7 @@ func TestStubsMatchFull(t *testing.T) {
 	}
 	walk(full, light, true)
 	walk(light, full, false)
-	for _, path := range [][]string{{"agent"}, {"cluster", "up"}, {"bench", "run"}, {"ui"}, {"sim", "plot"}, {"__rank-exec"}, {"bench-probe"}, {"bench-rank"}, {"help", "agent"}} {
+	for _, path := range [][]string{{"agent"}, {"cluster", "up"}, {"bench", "run"}, {"ui"}, {"sim", "plot"}, {"sim", "closed"}, {"__rank-exec"}, {"bench-probe"}, {"bench-rank"}, {"help", "agent"}} {
 		if !cli.NeedsFull(light, path) {
 			t.Errorf("%v runs in the light binary", path)
 		}

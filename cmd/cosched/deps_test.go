@@ -11,7 +11,8 @@ import (
 // heavyPackages are the packages (path prefixes) the light binary must
 // not link: their package initialisation (gonum/plot parses twelve fonts,
 // Prometheus registers its collectors, memberlist brings DNS and gob,
-// cgroups protobuf) was most of a CLI call's start-up. They belong to
+// cgroups protobuf) was most of a CLI call's start-up; gonum's BLAS and
+// LAPACK (for sim closed alone) were a fifth of its code. They belong to
 // cosched-full, which the light binary executes for the commands that
 // need them.
 var heavyPackages = []string{
@@ -21,6 +22,7 @@ var heavyPackages = []string{
 	"github.com/cosched/cosched/bench/experiment",
 	"github.com/cosched/cosched/ui",
 	"gonum.org/v1/plot",
+	"gonum.org/v1/gonum", // sim closed's distributions: a fifth of the code (BLAS, LAPACK)
 	"github.com/prometheus/",
 	"github.com/hashicorp/memberlist",
 	"github.com/hashicorp/raft",
@@ -30,6 +32,7 @@ var heavyPackages = []string{
 	"go.etcd.io/bbolt",
 	"encoding/gob",
 	"runtime/metrics",
+	"github.com/dustin/go-humanize", // compiles a regular expression at start-up: internal/bytesize instead
 }
 
 // The light binary links none of the heavy packages; an import that

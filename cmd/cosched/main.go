@@ -4,7 +4,7 @@
 // This is the light binary: the commands a user types often (the
 // simulator, the client commands) start like a Go "hello, world". The
 // commands that need the heavy libraries (agent, cluster, bench, ui, sim
-// plot) are in cosched-full (cmd/cosched-full), which it executes in its
+// plot, sim closed) are in cosched-full (cmd/cosched-full), which it executes in its
 // own place, as git runs git-CMD: same process, arguments, standard
 // streams, signals and exit status.
 package main
@@ -21,7 +21,13 @@ import (
 )
 
 func main() {
-	root := cli.NewRoot(nil)
+	// The version alone needs no command tree: answered before one is
+	// built, as the root command would.
+	if cli.IsVersion(os.Args[1:]) {
+		os.Stdout.WriteString(cli.VersionLine())
+		return
+	}
+	root := cli.NewLightRoot(os.Args[1:])
 	if cli.NeedsFull(root, os.Args[1:]) {
 		os.Exit(execFull())
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -24,6 +25,7 @@ const asLight = "COSCHED_TEST_AS_LIGHT"
 func TestMain(m *testing.M) {
 	if os.Getenv(asLight) == "1" {
 		main()
+		os.Exit(0) // as the process would when main returns
 	}
 	os.Exit(m.Run())
 }
@@ -187,4 +189,22 @@ func TestLightExecutesFull(t *testing.T) {
 			t.Errorf("sim without %s: exit %d %q %s", cli.FullName, code, out, errOut)
 		}
 	})
+}
+
+// `cosched --version` (and -v) is answered before any command tree is
+// built, with the root command's answer; with anything after it, the
+// command line is the root's to parse, as before (help, flag errors).
+func TestVersionFastPath(t *testing.T) {
+	cosched := install(t, t.TempDir(), "cosched")
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"--version", "--bogus"}, {"--version", "--help"}, {"-v", "submit"}, {"--version=true"}} {
+		var wantOut, wantErr strings.Builder
+		wantCode := cli.Run(context.Background(), cli.NewRoot(nil), args, strings.NewReader(""), &wantOut, &wantErr)
+		code, out, errOut := result(t, light(cosched, args...))
+		if code != wantCode || out != wantOut.String() || errOut != wantErr.String() {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q", args, code, out, errOut, wantCode, wantOut.String(), wantErr.String())
+		}
+		if cli.IsVersion(args) && (code != 0 || !strings.HasPrefix(out, "cosched ") || errOut != "") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the version", args, code, out, errOut)
+		}
+	}
 }

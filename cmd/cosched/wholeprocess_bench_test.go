@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,17 +91,27 @@ func compareRuns(b *testing.B, baseName string, base func() (wall, cpu time.Dura
 // BenchmarkWholeProcessVersion is `cosched --version` against a Go
 // hello-world binary: the light binary (light) and the full one (full,
 // which links what the single binary of before linked, so it is the
-// figure before the split).
+// figure before the split); with COSCHED_BASELINE naming another light
+// binary (e.g. main's, built to /tmp), that one against this tree's too
+// (vs-baseline: the ratios are this tree's over the baseline's).
 func BenchmarkWholeProcessVersion(b *testing.B) {
 	cosched, hello := buildBinaries(b)
 	b.Run("light", func(b *testing.B) { compare(b, "hello", []string{hello}, "cosched", []string{cosched, "--version"}) })
 	b.Run("full", func(b *testing.B) {
 		compare(b, "hello", []string{hello}, "cosched-full", []string{fullBinary(cosched), "--version"})
 	})
+	if base := os.Getenv("COSCHED_BASELINE"); base != "" {
+		b.Run("vs-baseline", func(b *testing.B) {
+			compare(b, "baseline", []string{base, "--version"}, "cosched", []string{cosched, "--version"})
+		})
+	}
 }
 
 // BenchmarkWholeProcessClient is a client command that talks to no
-// cluster, `cosched submit --help`, as BenchmarkWholeProcessVersion.
+// cluster, `cosched submit --help`, as BenchmarkWholeProcessVersion; and
+// `cosched queue` with no cluster to ask (light-queue), which fails at
+// once: a client command's start-up, flag parsing and look-up of the
+// cluster record, without the network.
 func BenchmarkWholeProcessClient(b *testing.B) {
 	cosched, hello := buildBinaries(b)
 	b.Run("light", func(b *testing.B) {
@@ -109,6 +120,39 @@ func BenchmarkWholeProcessClient(b *testing.B) {
 	b.Run("full", func(b *testing.B) {
 		compare(b, "hello", []string{hello}, "cosched-full", []string{fullBinary(cosched), "submit", "--help"})
 	})
+	noCluster := noClusterQueue(b)
+	b.Run("light-queue", func(b *testing.B) {
+		compareRuns(b, "hello", func() (time.Duration, time.Duration) { return runTimed(b, hello) },
+			"cosched", func() (time.Duration, time.Duration) { return noCluster(cosched) })
+	})
+	if base := os.Getenv("COSCHED_BASELINE"); base != "" {
+		b.Run("vs-baseline", func(b *testing.B) {
+			compare(b, "baseline", []string{base, "submit", "--help"}, "cosched", []string{cosched, "submit", "--help"})
+		})
+		b.Run("vs-baseline-queue", func(b *testing.B) {
+			compareRuns(b, "baseline", func() (time.Duration, time.Duration) { return noCluster(base) },
+				"cosched", func() (time.Duration, time.Duration) { return noCluster(cosched) })
+		})
+	}
+}
+
+// noClusterQueue returns a run of `cosched queue` (the binary given) where
+// no cluster is recorded: an empty state directory as HOME and no
+// COSCHED_ADDR. It must fail with "no cluster to talk to".
+func noClusterQueue(b *testing.B) func(cosched string) (wall, cpu time.Duration) {
+	home := b.TempDir()
+	env := []string{"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "PATH=" + os.Getenv("PATH")}
+	return func(cosched string) (wall, cpu time.Duration) {
+		cmd := exec.Command(cosched, "queue")
+		cmd.Env = env
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		wall = time.Since(start)
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "no cluster to talk to") {
+			b.Fatalf("%s queue without a cluster: %v\n%s", cosched, err, out)
+		}
+		return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 }
 
 // BenchmarkWholeProcessSimVsPython is `cosched sim --trace KTH --policy

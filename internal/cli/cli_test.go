@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// cosched runs the light binary's command tree in-process and returns its
-// exit status and output.
+// cosched runs the light binary's command tree in-process, built for args
+// as its main builds it, and returns its exit status and output.
 func cosched(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), NewRoot(nil), args, strings.NewReader(stdin), &out, &errb)
+	code = Run(context.Background(), NewLightRoot(args), args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -19,10 +19,11 @@ const FullName = "cosched-full"
 // Full are the full binary's own commands: Root's go below the root
 // (agent, cluster, bench, ui, bench-rank, which agents run, and the
 // hidden bench-probe and __rank-exec),
-// SimPlot below sim.
+// SimPlot and SimClosed below sim.
 type Full struct {
-	Root    []*cobra.Command
-	SimPlot *cobra.Command
+	Root      []*cobra.Command
+	SimPlot   *cobra.Command
+	SimClosed *cobra.Command
 }
 
 // fullAnnotation marks a stub of a full binary's command in the light
@@ -33,11 +34,11 @@ const fullAnnotation = "cosched-full"
 // the real command's name, short help and visibility (a test of
 // cmd/cosched-full compares them), so `cosched --help` lists every
 // command.
-func (f *Full) commands() (root []*cobra.Command, simPlot *cobra.Command) {
+func (f *Full) commands() (root []*cobra.Command, simPlot, simClosed *cobra.Command) {
 	if f != nil {
-		return f.Root, f.SimPlot
+		return f.Root, f.SimPlot, f.SimClosed
 	}
-	return []*cobra.Command{
+	root = []*cobra.Command{
 		stub("agent", "Run a node agent (one per node; one of them with --controller)", false),
 		stub("cluster", "Start or stop a local cluster of agents on loopback", false),
 		stub("bench", "Measure the runtime on this machine", false),
@@ -45,7 +46,10 @@ func (f *Full) commands() (root []*cobra.Command, simPlot *cobra.Command) {
 		stub("bench-rank", "Run one rank of a benchmark job (what agents run for submit --bench)", false),
 		stub("bench-probe", "One rank of a calibration probe (what bench calibrate runs)", true),
 		stub("__rank-exec -- PROGRAM ARGS...", "", true),
-	}, stub("plot", "Draw the figures of a sweep: response, wait, slowdown and utilization", false)
+	}
+	simPlot = stub("plot", "Draw the figures of a sweep: response, wait, slowdown and utilization", false)
+	simClosed = stub("closed", "Simulate gang policies (fcfs, afcfs, ljfs) in Karatza's closed network of processors and an I/O unit", false)
+	return root, simPlot, simClosed
 }
 
 // ErrNeedsFull is what a stub returns when it is run: the light binary

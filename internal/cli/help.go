@@ -21,9 +21,11 @@ var helpFiles embed.FS
 // helpExample separates a help file's long text from its examples.
 const helpExample = "\n-- example --\n"
 
-// addHelp sets the Long and Example text of cmd and its subcommands from
-// their help files.
-func addHelp(cmd *cobra.Command) {
+// loadHelp sets the Long and Example text of cmd from its help file, once.
+func loadHelp(cmd *cobra.Command) {
+	if cmd.Long != "" || cmd.Example != "" {
+		return
+	}
 	name := "cosched"
 	if cmd.HasParent() {
 		name = strings.ReplaceAll(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), " ", "-")
@@ -34,8 +36,15 @@ func addHelp(cmd *cobra.Command) {
 		text := strings.ReplaceAll(strings.TrimSuffix(string(b), "\n"), "{{FieldLetters}}", jobtable.FieldLetters)
 		cmd.Long, cmd.Example, _ = strings.Cut(text, helpExample)
 	}
+}
+
+// LoadHelp sets the Long and Example text of cmd and its subcommands from
+// their help files, as showing each one's help does (for tests and
+// documentation that read them without showing the help).
+func LoadHelp(cmd *cobra.Command) {
+	loadHelp(cmd)
 	for _, sub := range cmd.Commands() {
-		addHelp(sub)
+		LoadHelp(sub)
 	}
 }
 

@@ -13,6 +13,10 @@ import (
 // before anything runs, with an error that names the flag and the limit: a
 // mistyped 99999999999 must not be allocated, and 0 must not be ignored.
 
+// CheckInt reports v outside lo..hi as an error naming flag, for the full
+// binary's commands.
+func CheckInt(flag string, v, lo, hi int64) error { return checkInt(flag, v, lo, hi) }
+
 // checkInt reports v outside lo..hi as an error naming flag.
 func checkInt(flag string, v, lo, hi int64) error {
 	if v < lo || v > hi {

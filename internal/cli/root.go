@@ -55,21 +55,98 @@ func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reade
 // their places that say so (see NeedsFull: the light binary executes the
 // full one for them instead of running them).
 func NewRoot(full *Full) *cobra.Command {
+	root := newRootOnly()
+	heavy, simPlot, simClosed := full.commands()
+	root.AddCommand(newSimCmd(simPlot, simClosed))
+	for _, c := range lightCommands() {
+		root.AddCommand(c.build())
+	}
+	root.AddCommand(heavy...)
+	return root
+}
+
+// NewLightRoot is NewRoot(nil) for the command line args (without the
+// program name), built for a start-up as short as a Go "hello, world":
+// when args[0] names one of the light binary's own commands, the root has
+// that command alone. Its siblings would be built for nothing: the answer
+// (output, help text, errors, exit status) is the same, and only the
+// root's help, `help`, completion and an unknown command's suggestion read
+// the others, which build the whole tree.
+func NewLightRoot(args []string) *cobra.Command {
+	if len(args) == 0 {
+		return NewRoot(nil)
+	}
+	var cmd *cobra.Command
+	if args[0] == "sim" {
+		_, simPlot, simClosed := (*Full)(nil).commands()
+		cmd = newSimCmd(simPlot, simClosed)
+	}
+	for _, c := range lightCommands() {
+		if c.name == args[0] {
+			cmd = c.build()
+		}
+	}
+	if cmd == nil {
+		return NewRoot(nil)
+	}
+	root := newRootOnly()
+	root.AddCommand(cmd)
+	// Nor is cobra's completion command built, at every call, for a
+	// command line that runs another.
+	root.CompletionOptions.DisableDefaultCmd = true
+	return root
+}
+
+// lightCommand is one of the client commands below the root, by name, so
+// that NewLightRoot builds only the one it runs.
+type lightCommand struct {
+	name  string
+	build func() *cobra.Command
+}
+
+// lightCommands are the client commands in the order NewRoot adds them
+// (after sim); each name is its command's Name() (TestLightRootNames).
+func lightCommands() []lightCommand {
+	return []lightCommand{
+		{"submit", newSubmitCmd}, {"queue", newQueueCmd}, {"cancel", newCancelCmd}, {"show", newShowCmd},
+		{"nodes", newNodesCmd}, {"operator", newOperatorCmd}, {"output", newOutputCmd},
+	}
+}
+
+// newRootOnly is the root command without its subcommands.
+func newRootOnly() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "cosched",
 		Short:         "Buffered coscheduling, gang scheduling and backfilling: runtime and simulator",
 		SilenceUsage:  true, // errors are printed once, by Run
 		SilenceErrors: true,
-		Version:       version.String(BuildVersion),
+		Version:       Version(),
 	}
 	root.SetVersionTemplate("cosched {{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{suggestFlag(cmd, err)} })
-	heavy, simPlot := full.commands()
-	root.AddCommand(newSimCmd(simPlot), newSubmitCmd(), newQueueCmd(), newCancelCmd(), newShowCmd(), newNodesCmd(), newOperatorCmd(), newOutputCmd())
-	root.AddCommand(heavy...)
-	addHelp(root)
+	// The long help and examples are read from the help files only for
+	// the command whose help is shown: reading them all cost a tenth of a
+	// CLI call's start-up.
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		loadHelp(cmd)
+		help(cmd, args)
+	})
 	return root
 }
+
+// Version is what `cosched --version` prints after "cosched ".
+func Version() string { return version.String(BuildVersion) }
+
+// IsVersion says whether the command line args (without the program name)
+// only asks for the version (`--version` or `-v`), which a binary can then
+// answer as the root command would (VersionLine) without building it.
+func IsVersion(args []string) bool {
+	return len(args) == 1 && (args[0] == "--version" || args[0] == "-v")
+}
+
+// VersionLine is the root command's answer to --version.
+func VersionLine() string { return "cosched " + Version() + "\n" }
 
 // BuildVersion is set at link time by release builds, in both binaries:
 // go build -ldflags "-X github.com/cosched/cosched/internal/cli.BuildVersion=v1.2.3" ./cmd/...
@@ -82,14 +159,19 @@ const (
 	StopClean      = "clean"
 )
 
-// internalPrefixes are the package names that the libraries put before
-// their errors ("jss: ", "swf: "): context for a developer, noise for a
-// user, who is shown the file, line, flag or value instead.
-var internalPrefixes = map[string]bool{
-	"jss": true, "swf": true, "gang": true, "node": true, "workload": true, "sweep": true, "closed": true,
-	"nowsim": true, "experiment": true, "profile": true, "report": true, "plot": true, "strobe": true,
-	"relay": true, "comm": true, "bench": true, "now": true, "hosts": true, "pfcfs": true, "verify": true,
-	"metrics": true, "sample": true, "atomicfile": true, "frame": true, "localcluster": true,
+// isInternalPrefix says whether p is a package name that the libraries put
+// before their errors ("jss: ", "swf: "): context for a developer, noise
+// for a user, who is shown the file, line, flag or value instead. (A
+// switch, not a map: nothing to build at every start-up.)
+func isInternalPrefix(p string) bool {
+	switch p {
+	case "jss", "swf", "gang", "node", "workload", "sweep", "closed",
+		"nowsim", "experiment", "profile", "report", "plot", "strobe",
+		"relay", "comm", "bench", "now", "hosts", "pfcfs", "verify",
+		"metrics", "sample", "atomicfile", "frame", "localcluster":
+		return true
+	}
+	return false
 }
 
 // userMessage is err as a user reads it: a problem in an input file is
@@ -103,7 +185,7 @@ func userMessage(err error) string {
 	parts := strings.Split(err.Error(), ": ")
 	kept := parts[:0]
 	for i, p := range parts {
-		if internalPrefixes[p] && i < len(parts)-1 {
+		if isInternalPrefix(p) && i < len(parts)-1 {
 			continue
 		}
 		kept = append(kept, p)

@@ -33,7 +33,7 @@ type simFlags struct {
 	changed  func(name string) bool // whether a flag was given
 }
 
-func newSimCmd(simPlot *cobra.Command) *cobra.Command {
+func newSimCmd(simPlot, simClosed *cobra.Command) *cobra.Command {
 	var f simFlags
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -62,7 +62,7 @@ func newSimCmd(simPlot *cobra.Command) *cobra.Command {
 	f.backfill.Add(fl, "")
 	f.hosts.add(fl)
 	fl.BoolVar(&o.ByRuntimeBin, "by-runtime-bin", false, "also report every metric by runtime bin: [0,1m), [1m,10m), [10m,100m), [100m,1000m), [1000m,∞) (dedicated runtime)")
-	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), simPlot, newSimNowCmd(), newSimClosedCmd())
+	cmd.AddCommand(newSimGenCmd(), newSimFitCmd(), newSweepCmd(), newMergeCmd(), simPlot, newSimNowCmd(), simClosed)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -15,8 +16,9 @@ import (
 // tags) and cosched cluster up. An empty value means the default.
 type BackfillFlags gang.BackfillText
 
-// backfillFlagNames maps gang.BackfillText's fields to the flags.
-var backfillFlagNames = FlagNames(flagkeys.Names(gang.BackfillText{}))
+// backfillFlagNames maps gang.BackfillText's fields to the flags, found
+// by reflection on first use, not in every CLI call's initialisation.
+var backfillFlagNames = sync.OnceValue(func() FlagNames { return FlagNames(flagkeys.Names(gang.BackfillText{})) })
 
 // add defines the flags; scope, when not empty, prefixes their help (e.g.
 // "controller, ").
@@ -42,8 +44,8 @@ func (b *BackfillFlags) args(changed func(string) bool) []string {
 // Parse); changed tells whether a flag was given (on the command line or
 // in a config file). Every problem names its flag.
 func (b *BackfillFlags) parse(policies []gang.Policy, changed func(string) bool) (gang.Backfill, []error) {
-	bf, err := gang.BackfillText(*b).Parse(policies, backfillFlagNames.Given(changed))
-	return bf, backfillFlagNames.List(err)
+	bf, err := gang.BackfillText(*b).Parse(policies, backfillFlagNames().Given(changed))
+	return bf, backfillFlagNames().List(err)
 }
 
 // Given is changed, a test of whether a flag was given, as a test of

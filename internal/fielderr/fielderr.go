@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 )
 
 // Error is one bad field: Field is the Go name (e.g. "Slice"), Value what
@@ -39,8 +40,9 @@ type Term struct {
 
 func (e *Error) Error() string { return e.Render(func(field string) string { return field }) }
 
-// fieldRef is a field named inside a reason.
-var fieldRef = regexp.MustCompile(`\{([A-Za-z0-9_.\[\]]+)\}`)
+// fieldRef is a field named inside a reason, compiled on first use: every
+// CLI call links this package, few render an error.
+var fieldRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([A-Za-z0-9_.\[\]]+)\}`) })
 
 // Render is e's message with every field, in Field, Terms and Reason,
 // named by name: "name value: reason", "name: reason" without a value,
@@ -59,7 +61,7 @@ func (e *Error) Render(name func(field string) string) string {
 // Expand is text with every field written {Field} in it named by name: a
 // warning's text, which names fields as a reason does.
 func Expand(text string, name func(field string) string) string {
-	return fieldRef.ReplaceAllStringFunc(text, func(ref string) string { return name(ref[1 : len(ref)-1]) })
+	return fieldRef().ReplaceAllStringFunc(text, func(ref string) string { return name(ref[1 : len(ref)-1]) })
 }
 
 func term(name string, value any) string {

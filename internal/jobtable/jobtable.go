@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/internal/bytesize"
 	"github.com/cosched/cosched/internal/slurmtime"
 )
 
@@ -123,7 +122,7 @@ func nodeRow(n api.NodeInfo, stats bool) []string {
 	}
 	mem := "-"
 	if n.Memory > 0 {
-		mem = humanize.IBytes(uint64(n.Memory))
+		mem = bytesize.Format(uint64(n.Memory))
 	}
 	r := []string{name, n.State, fmt.Sprint(n.CPUs), mem, columnList(n.Columns), orDash(strings.Join(jobs, ",")), role}
 	if stats {
@@ -157,8 +156,8 @@ func writeRelayJobs(w io.Writer, rep api.NodesReport) {
 			if js.Ended {
 				job += " (ended)"
 			}
-			rows = append(rows, []string{n.Name, job, fmt.Sprint(js.Sent), humanize.IBytes(js.SentBytes), humanize.IBytes(js.ChannelBytes), fmt.Sprint(js.Delivered),
-				humanize.IBytes(js.DeliveredBytes), fmt.Sprint(js.Collectives)})
+			rows = append(rows, []string{n.Name, job, fmt.Sprint(js.Sent), bytesize.Format(js.SentBytes), bytesize.Format(js.ChannelBytes), fmt.Sprint(js.Delivered),
+				bytesize.Format(js.DeliveredBytes), fmt.Sprint(js.Collectives)})
 		}
 	}
 	if len(rows) == 1 {
@@ -242,7 +241,7 @@ func usageColumns(u *api.JobUsage) []string {
 	if u == nil {
 		return []string{"-", "-", "-"}
 	}
-	return []string{u.CPUTime.D.Round(time.Millisecond).String(), humanize.IBytes(uint64(u.PeakMemory)), fmt.Sprint(u.Processes)}
+	return []string{u.CPUTime.D.Round(time.Millisecond).String(), bytesize.Format(uint64(u.PeakMemory)), fmt.Sprint(u.Processes)}
 }
 
 // field is one of squeue's % fields that cosched knows.

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
-
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/internal/bytesize"
 )
 
 // Show writes every field of a job as `scontrol show job` does: Name=Value
@@ -33,7 +32,7 @@ func Show(w io.Writer, j api.Job) {
 	overrun := cmp.Or(s.Overrun, "kill")
 	mem := "0"
 	if s.Memory > 0 {
-		mem = humanize.IBytes(uint64(s.Memory))
+		mem = bytesize.Format(uint64(s.Memory))
 	}
 	lines := [][]string{
 		{"JobId=" + strconv.FormatInt(j.ID, 10), "JobName=" + jobName(j)},

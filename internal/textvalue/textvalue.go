@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
-
+	"github.com/cosched/cosched/internal/bytesize"
 	"github.com/cosched/cosched/internal/fielderr"
 )
 
@@ -81,10 +80,10 @@ func Names[T comparable](list, one, many, valid string, lookup func(string) (T, 
 	return out, nil
 }
 
-// Size reads a memory size with units (humanize.ParseBytes): 256MB is
+// Size reads a memory size with units (bytesize.Parse, as humanize.ParseBytes): 256MB is
 // 256×10^6 bytes, 256MiB 256×2^20.
 func Size(s string) (int64, error) {
-	n, err := humanize.ParseBytes(s)
+	n, err := bytesize.Parse(s)
 	if err != nil {
 		return 0, errors.New("not a memory size (e.g. 256MB, 1GiB, 0)")
 	}

@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"fmt"
@@ -8,10 +8,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cosched/cosched/internal/cli"
 	"github.com/cosched/cosched/jss/closed"
 	"github.com/cosched/cosched/jss/sweep"
 )
 
+// newSimClosedCmd is `sim closed`, in this binary alone: its
+// distributions come from gonum (its matrices, BLAS and LAPACK: a fifth of
+// the light binary's code, and their package initialisation in every CLI
+// call). A closed-network study runs seconds to minutes of replications,
+// so executing this binary first costs it nothing a user notices.
 func newSimClosedCmd() *cobra.Command {
 	var s closed.Settings
 	var format string
@@ -27,11 +33,11 @@ func newSimClosedCmd() *cobra.Command {
 			if !slices.Contains(closed.Formats(), format) {
 				errs = append(errs, fmt.Errorf("--format %q: want one of %s", format, strings.Join(closed.Formats(), ", ")))
 			}
-			if err := checkInt("--parallel", int64(parallel), 1, sweep.MaxParallel); err != nil {
+			if err := cli.CheckInt("--parallel", int64(parallel), 1, sweep.MaxParallel); err != nil {
 				errs = append(errs, err)
 			}
 			if len(errs) > 0 {
-				return FlagErrors(errs)
+				return cli.FlagErrors(errs)
 			}
 			rows, err := e.Run(cmd.Context(), parallel)
 			if err != nil {
@@ -58,6 +64,6 @@ func newSimClosedCmd() *cobra.Command {
 }
 
 // simClosedFlagNames maps closed.Experiment's fields to sim closed's flags.
-var simClosedFlagNames = FlagNames{"Procs": "--procs", "Jobs": "--jobs", "Policies": "--policy", "Service.Dist": "--dist",
+var simClosedFlagNames = cli.FlagNames{"Procs": "--procs", "Jobs": "--jobs", "Policies": "--policy", "Service.Dist": "--dist",
 	"Service.Mean": "--service-mean", "Service.CV": "--cv", "IOMean": "--io-mean", "Warmup": "--warmup",
 	"Completions": "--completions", "Replications": "--replications"}
