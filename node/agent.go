@@ -102,6 +102,13 @@ type Config struct {
 	// receive-and-switch thread and (controller) the slice clock. Needs
 	// root or CAP_SYS_NICE; without, the agent warns and runs normally.
 	Priority int
+	// KeepProcessors makes the real-time strobe receivers and the
+	// controller's slice clock wait by raw system calls that keep their
+	// Go processors (strobe.RealtimeUDP.KeepProcessor): a strobe wakes
+	// one thread that needs no other. The process must spare a P for each
+	// (HeldProcessors): cosched agent sets it and adds them; several
+	// agents in one process (tests) must not.
+	KeepProcessors bool
 	// StrobeFanout (controller) strobes the agents along a tree of this
 	// arity (strobe.Sender.SetFanout); 0 sends to each directly.
 	StrobeFanout int
@@ -370,12 +377,15 @@ type rankKey struct {
 }
 
 // HeldProcessors is how many of the agent's goroutines hold a Go
-// processor (P) for their whole life, waiting in raw system calls the
-// scheduler does not see: the real-time strobe receiver, the real-time
-// multicast receiver, and a controller's slice clock
-// (strobe.RealtimeUDP.Serve, strobe.Ticker.Run). The agent command adds
-// as many to GOMAXPROCS, so the rest of the agent keeps Go's default.
+// processor (P) for their whole life with KeepProcessors, waiting in raw
+// system calls the scheduler does not see: the real-time strobe
+// receiver, the real-time multicast receiver, and a controller's slice
+// clock (strobe.RealtimeUDP.Serve, strobe.Ticker.Run). The agent command
+// adds as many to GOMAXPROCS, so the rest of the agent keeps what it had.
 func (c *Config) HeldProcessors() int {
+	if !c.KeepProcessors {
+		return 0
+	}
 	n := 0
 	if c.Priority > 0 {
 		n++
@@ -404,6 +414,14 @@ func listenStrobe(host string, priority int, log *zap.Logger) (strobe.Transport,
 		ip = addrs[0]
 	}
 	return strobe.ListenUDPRealtime(net.JoinHostPort(ip, "0"), priority, log)
+}
+
+// keepProcessor makes a real-time strobe socket's receive loop keep its
+// P, if keep (Config.KeepProcessors); an ordinary socket has no such loop.
+func keepProcessor(tr strobe.Transport, keep bool) {
+	if rt, ok := tr.(*strobe.RealtimeUDP); ok && keep {
+		rt.KeepProcessor()
+	}
 }
 
 // listenStrobeMulticast joins the strobes' multicast group: on a

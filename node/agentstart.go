@@ -246,6 +246,7 @@ func (a *Agent) listen(host string) error {
 	if a.udp, err = listenStrobe(host, cfg.Priority, a.log); err != nil {
 		return fmt.Errorf("node: strobe socket: %w", err)
 	}
+	keepProcessor(a.udp, cfg.KeepProcessors)
 	// Heartbeats have a socket of their own, off the strobe path.
 	if a.hbUDP, err = strobe.ListenUDP(net.JoinHostPort(host, "0"), a.log); err != nil {
 		return fmt.Errorf("node: heartbeat socket: %w", err)
@@ -258,6 +259,7 @@ func (a *Agent) listen(host string) error {
 		if a.mcUDP, err = listenStrobeMulticast(cfg.StrobeMulticast, ifname, cfg.Priority, a.log); err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
+		keepProcessor(a.mcUDP, cfg.KeepProcessors)
 	}
 	return nil
 }

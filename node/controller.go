@@ -43,6 +43,9 @@ type ControllerConfig struct {
 	// Priority, when 1–99, runs the slice clock at SCHED_FIFO (root or
 	// CAP_SYS_NICE) so slices start on time while ranks keep every CPU busy.
 	Priority int
+	// KeepProcessor: the slice clock sleeps keeping its Go processor
+	// (strobe.TickerConfig.KeepProcessor; Config.KeepProcessors).
+	KeepProcessor bool
 	// Journal keeps the job table across restarts (default: in memory).
 	Journal Journal
 	// History is how many finished jobs the table keeps (default 10,000).
@@ -171,7 +174,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	if c.cfg.Mode.TimeShared() {
-		t, err := strobe.NewTicker(strobe.TickerConfig{Period: c.cfg.Slice, Priority: c.cfg.Priority, SpinAhead: spinAhead(c.cfg.Slice)})
+		t, err := strobe.NewTicker(strobe.TickerConfig{Period: c.cfg.Slice, Priority: c.cfg.Priority, SpinAhead: spinAhead(c.cfg.Slice), KeepProcessor: c.cfg.KeepProcessor})
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func (a *Agent) openGroup(ctx context.Context, host string) error {
 func (a *Agent) controllerConfig() ControllerConfig {
 	cfg := a.cfg
 	return ControllerConfig{Name: cfg.Name, Mode: cfg.Mode, Slice: cfg.Slice, MPL: cfg.MPL, Policy: cfg.Policy, Backfill: cfg.Backfill,
-		Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, MPI: cfg.MPI, ReconnectGrace: cfg.ControllerGrace,
+		Bandwidth: cfg.Bandwidth, MaxColumns: cfg.MaxColumns, Priority: cfg.Priority, KeepProcessor: cfg.KeepProcessors, MPI: cfg.MPI, ReconnectGrace: cfg.ControllerGrace,
 		Journal: cfg.Journal, Log: a.log, auth: a.ctlAuth}
 }
 

@@ -90,12 +90,13 @@ func TestHeldProcessors(t *testing.T) {
 		cfg  node.Config
 		want int
 	}{
-		{"plain agent", node.Config{Priority: 50}, 1},
-		{"no real-time priority", node.Config{Priority: 0, StrobeMulticast: "239.1.1.1:9000"}, 0},
-		{"multicast", node.Config{Priority: 50, StrobeMulticast: "239.1.1.1:9000"}, 2},
-		{"gang controller", node.Config{Priority: 50, Controller: true, Mode: sharing.Gang}, 2},
-		{"space controller", node.Config{Priority: 50, Controller: true, Mode: sharing.Space}, 1},
-		{"controller, multicast, no priority", node.Config{Controller: true, Mode: sharing.BCS, StrobeMulticast: "239.1.1.1:9000"}, 1},
+		{"plain agent", node.Config{KeepProcessors: true, Priority: 50}, 1},
+		{"not kept (several agents in one process)", node.Config{Priority: 50, Controller: true, Mode: sharing.Gang}, 0},
+		{"no real-time priority", node.Config{KeepProcessors: true, Priority: 0, StrobeMulticast: "239.1.1.1:9000"}, 0},
+		{"multicast", node.Config{KeepProcessors: true, Priority: 50, StrobeMulticast: "239.1.1.1:9000"}, 2},
+		{"gang controller", node.Config{KeepProcessors: true, Priority: 50, Controller: true, Mode: sharing.Gang}, 2},
+		{"space controller", node.Config{KeepProcessors: true, Priority: 50, Controller: true, Mode: sharing.Space}, 1},
+		{"controller, multicast, no priority", node.Config{KeepProcessors: true, Controller: true, Mode: sharing.BCS, StrobeMulticast: "239.1.1.1:9000"}, 1},
 	} {
 		if got := tc.cfg.HeldProcessors(); got != tc.want {
 			t.Errorf("%s: HeldProcessors = %d, want %d", tc.name, got, tc.want)

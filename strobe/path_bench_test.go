@@ -229,7 +229,7 @@ func BenchmarkStrobePathBesideReaders(b *testing.B) {
 // BenchmarkRealtimeWakeups counts the context switches of the whole
 // process per strobe when strobes come a 10 ms slice apart to a Served
 // RealtimeUDP: "syscall" receives through the runtime's system-call path
-// (as before the raw receive), "raw" as Serve does now. Through the
+// (Serve's default), "raw" with KeepProcessor (as cosched agent's does). Through the
 // system-call path the runtime's monitor takes the P of a thread blocked
 // for 10 ms, and each return from recvfrom then wakes the monitor into
 // polling every 20 µs; the raw receive keeps its P. The sender, a
@@ -242,7 +242,9 @@ func BenchmarkRealtimeWakeups(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rx.syscallReceive = mode == "syscall"
+			if mode == "raw" {
+				rx.KeepProcessor()
+			}
 			got := make(chan struct{}, 1)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)

@@ -38,6 +38,11 @@ type TickerConfig struct {
 	// within a clock read. It costs about SpinAhead minus the wake-up
 	// lateness of CPU per tick. At most Period/2.
 	SpinAhead time.Duration
+	// KeepProcessor makes Run sleep by raw system calls that keep its
+	// goroutine's Go processor (P), as RealtimeUDP.KeepProcessor does:
+	// for a process that has a P to spare for it (cosched agent adds
+	// one); in a process short of Ps the rest of it would wait.
+	KeepProcessor bool
 }
 
 // Ticker is a deadline-based slice clock on CLOCK_MONOTONIC (the clock of
@@ -66,8 +71,9 @@ type Ticker struct {
 	spin         int64
 	k            uint64 // index of the last deadline handed out
 	// rawSleep: Next sleeps by a raw system call, keeping its P (Run's
-	// locked thread; see RealtimeUDP.loop for why).
-	rawSleep bool
+	// locked thread, with KeepProcessor; see RealtimeUDP.loop for why).
+	rawSleep      bool
+	keepProcessor bool
 
 	mu       sync.Mutex
 	n        uint64 // ticks delivered
@@ -107,13 +113,14 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 		cfg.History = 4096
 	}
 	return &Ticker{
-		priority:     cfg.Priority,
-		spin:         int64(cfg.SpinAhead),
-		period:       int64(cfg.Period),
-		overrunAfter: int64(cfg.OverrunAfter),
-		start:        mono.Now(),
-		wake:         newRing[int64](cfg.History),
-		send:         newRing[int64](cfg.History),
+		priority:      cfg.Priority,
+		keepProcessor: cfg.KeepProcessor,
+		spin:          int64(cfg.SpinAhead),
+		period:        int64(cfg.Period),
+		overrunAfter:  int64(cfg.OverrunAfter),
+		start:         mono.Now(),
+		wake:          newRing[int64](cfg.History),
+		send:          newRing[int64](cfg.History),
 	}, nil
 }
 
@@ -184,7 +191,7 @@ func (t *Ticker) Run(ctx context.Context, fn func(Tick)) error {
 			defer func() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0) }()
 		}
 	}
-	t.rawSleep = true
+	t.rawSleep = t.keepProcessor
 	defer func() { t.rawSleep = false }()
 	lastYield := mono.Now()
 	for {
@@ -193,7 +200,7 @@ func (t *Ticker) Run(ctx context.Context, fn func(Tick)) error {
 			return err
 		}
 		fn(tk)
-		if now := mono.Now(); now-lastYield >= int64(yieldEvery) {
+		if now := mono.Now(); t.keepProcessor && now-lastYield >= int64(yieldEvery) {
 			// Through the scheduler now, a slice before the next
 			// deadline, rather than preempted at any moment (yieldEvery).
 			runtime.Gosched()

@@ -80,6 +80,7 @@ func TestRealtimeServeDoesNotHoldTheWorld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rx.KeepProcessor()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rx.Serve(ctx, func(Packet) {}) }()

@@ -48,12 +48,10 @@ type RealtimeUDP struct {
 	packets chan Packet
 
 	addrs addrCache
-	// syscallReceive makes Serve receive through the runtime's system
-	// call path, as it did before the raw receive (loop): the baseline
-	// of BenchmarkRealtimeWakeups.
-	syscallReceive bool
-	mu             sync.Mutex
-	rtErr          error // why SCHED_FIFO could not be set, if it could not
+	// keepProcessor makes Serve receive by a raw system call (loop).
+	keepProcessor atomic.Bool
+	mu            sync.Mutex
+	rtErr         error // why SCHED_FIFO could not be set, if it could not
 }
 
 // ListenUDPRealtime opens a RealtimeUDP on addr (a literal IP and a port; 0
@@ -215,7 +213,7 @@ const yieldEvery = 5 * time.Millisecond
 // from a sender already seen: on the real-time path an allocation can
 // start a garbage collection whose pauses the switch then waits out.
 //
-// With borrow (Serve's locked thread) the receive is a raw system call:
+// With KeepProcessor, Serve's receive is a raw system call:
 // the goroutine keeps its P while it blocks in the kernel, so it needs no
 // P back, and no other thread, when a strobe wakes it. Through the
 // runtime's system-call path the monitor thread (sysmon) took the P of a
@@ -232,7 +230,7 @@ func (t *RealtimeUDP) loop(ctx context.Context, handle func(Packet), borrow bool
 	var rsa unix.RawSockaddrAny
 	var lastAddr netip.AddrPort
 	var lastFrom string
-	raw := borrow && !t.syscallReceive
+	raw := borrow && t.keepProcessor.Load()
 	receive := recvfrom
 	if raw {
 		receive = recvfromRaw
@@ -327,6 +325,15 @@ func (t *RealtimeUDP) startLoop() bool {
 	t.wg.Add(1)
 	return true
 }
+
+// KeepProcessor makes Serve's receive loop keep its goroutine's Go
+// processor (P) while it waits for a datagram, by a raw system call (see
+// loop): a strobe then wakes one thread that needs nothing from any other.
+// The process must have a P to spare for each such loop (cosched agent
+// adds them to GOMAXPROCS: node.Config.HeldProcessors); in a process short
+// of Ps (several agents in one test binary) the rest of it would wait for
+// the loops to yield. Call it before Serve.
+func (t *RealtimeUDP) KeepProcessor() { t.keepProcessor.Store(true) }
 
 // RealtimeError says why the receive loop runs without real-time priority
 // (nil if it has it, or has not started).

@@ -150,6 +150,7 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		floor := gcfloor.Start(agentHeapFloor)
 		defer floor.Stop()
 	}
+	cfg.KeepProcessors = true
 	if held := cfg.HeldProcessors(); held > 0 {
 		// The strobe thread (and the multicast reader, and a
 		// controller's clock) keep their P while they wait (raw system
