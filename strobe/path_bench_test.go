@@ -153,19 +153,10 @@ func BenchmarkRealtimeReceive(b *testing.B) {
 	done := make(chan error, 1)
 	go func() { done <- rx.Serve(ctx, func(p Packet) { got <- len(p.Data) }) }()
 	defer func() { cancel(); rx.Close(); <-done }()
-	ap := netip.MustParseAddrPort(rx.LocalAddr())
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Close(fd)
-	to := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
-	msg := make([]byte, 100)
+	send := datagramSender(b, rx.LocalAddr())
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := unix.Sendto(fd, msg, 0, to); err != nil {
-			b.Fatal(err)
-		}
+		send()
 		<-got
 	}
 }
@@ -257,14 +248,7 @@ func BenchmarkRealtimeWakeups(b *testing.B) {
 				})
 			}()
 			defer func() { cancel(); rx.Close(); <-done }()
-			ap := netip.MustParseAddrPort(rx.LocalAddr())
-			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer unix.Close(fd)
-			to := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
-			msg := make([]byte, 100)
+			send := datagramSender(b, rx.LocalAddr())
 			switches := func() int64 {
 				var ru unix.Rusage
 				if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
@@ -274,7 +258,7 @@ func BenchmarkRealtimeWakeups(b *testing.B) {
 			}
 			const slice = 10 * time.Millisecond
 			for range 20 { // warm: the monitor settles into its rhythm
-				_ = unix.Sendto(fd, msg, 0, to)
+				send()
 				<-got
 				time.Sleep(slice)
 			}
@@ -282,9 +266,7 @@ func BenchmarkRealtimeWakeups(b *testing.B) {
 			b.ResetTimer()
 			next := time.Now()
 			for range b.N {
-				if err := unix.Sendto(fd, msg, 0, to); err != nil {
-					b.Fatal(err)
-				}
+				send()
 				<-got
 				next = next.Add(slice)
 				time.Sleep(time.Until(next))
@@ -292,5 +274,24 @@ func BenchmarkRealtimeWakeups(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(switches()-before)/float64(b.N), "ctxsw/strobe")
 		})
+	}
+}
+
+// datagramSender returns a function that sends one 100-byte datagram to
+// addr (an IPv4 ip:port) from a socket of its own, closed when b ends.
+func datagramSender(b *testing.B, addr string) func() {
+	b.Helper()
+	ap := netip.MustParseAddrPort(addr)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(fd) })
+	to := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	msg := make([]byte, 100)
+	return func() {
+		if err := unix.Sendto(fd, msg, 0, to); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -28,15 +28,7 @@ const orphanBound = 3 * cli.StopGrace
 func TestKilledBenchLeavesNoAgent(t *testing.T) {
 	dir := t.TempDir()
 	begin := time.Now()
-	c := startChild(t, dir, nil, "bench", "strobe", "-N", "2", "--mpl", "1", "--slice", "20ms", "--duration", "5m", "--realtime-priority", "0")
-	var record string
-	c.waitFor(t, "the cluster's record", func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "*", "cluster.json"))
-		if len(m) == 1 {
-			record = m[0]
-		}
-		return record != ""
-	})
+	c, record := startBenchStrobe(t, dir)
 	t.Logf("record in %v", time.Since(begin).Round(time.Millisecond))
 	c.waitFor(t, "the measurement", stderrHas(c, "measuring"))
 	t.Logf("measuring in %v", time.Since(begin).Round(time.Millisecond))

@@ -305,16 +305,7 @@ func TestSignalStopsStartingAgent(t *testing.T) {
 // the agents' logs, whenever it fails; an interruption counts as a failure.)
 func TestSignalStopsBenchStrobe(t *testing.T) {
 	dir := t.TempDir()
-	c := startChild(t, dir, nil, "bench", "strobe", "-N", "2", "--mpl", "1", "--slice", "20ms", "--duration", "5m", "--realtime-priority", "0")
-	// The clusters' state directory is a temporary directory under TMPDIR (dir).
-	var record string
-	c.waitFor(t, "the cluster's record", func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "*", "cluster.json"))
-		if len(m) == 1 {
-			record = m[0]
-		}
-		return record != ""
-	})
+	c, record := startBenchStrobe(t, dir)
 	c.waitFor(t, "the measurement", stderrHas(c, "measuring"))
 	b, err := os.ReadFile(record)
 	if err != nil {
@@ -435,4 +426,22 @@ func agentAlive(pid int) bool {
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return err == nil && strings.Contains(string(cmdline), "agent\x00")
+}
+
+// startBenchStrobe starts a 2-agent `bench strobe` of 5 minutes as a child
+// with TMPDIR dir, and returns it once its cluster's record (the state
+// directory is a temporary directory under dir) exists, with the record's
+// path.
+func startBenchStrobe(t *testing.T, dir string) (*child, string) {
+	t.Helper()
+	c := startChild(t, dir, nil, "bench", "strobe", "-N", "2", "--mpl", "1", "--slice", "20ms", "--duration", "5m", "--realtime-priority", "0")
+	var record string
+	c.waitFor(t, "the cluster's record", func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "*", "cluster.json"))
+		if len(m) == 1 {
+			record = m[0]
+		}
+		return record != ""
+	})
+	return c, record
 }
