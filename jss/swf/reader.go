@@ -166,7 +166,7 @@ func (r *Reader) advance(rec *Record) error {
 			}
 			continue
 		}
-		err = r.parseRecord(line, rec)
+		err = r.parseRecord(line[i:], rec) // the blanks before i are skipped
 		if err != nil && r.lenient {
 			_ = r.closeField() // first, so skipped errors stay in line order
 			r.skip(err)
