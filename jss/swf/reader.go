@@ -274,6 +274,16 @@ func (r *Reader) parseRecord(line []byte, rec *Record) error {
 	var badErr error
 	var badVal []byte
 	for i := 0; i < len(line); {
+		// Fields are padded with runs of spaces: a loop of their own,
+		// one comparison a byte, before the test for other blanks.
+		for line[i] == ' ' {
+			if i++; i == len(line) {
+				break
+			}
+		}
+		if i == len(line) {
+			break
+		}
 		if isSpace(line[i]) {
 			i++
 			continue
