@@ -91,19 +91,21 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 			if !s.fits(j, r) {
 				continue
 			}
-			why := Explanation{Rule: RuleFits, Procs: j.Processors, Free: s.rows[r].cols.free, At: shadow, Head: head.ID, Extra: extra}
+			// The explanation is built only for a job that starts: most
+			// candidates of a long queue do not.
+			rule, ex := RuleFits, extra
 			if r == resRow {
 				switch {
 				case s.now+s.span(j) <= shadow:
-					why.Rule = RuleBackfillShadow
+					rule = RuleBackfillShadow
 				case j.Processors <= extra:
-					why.Rule = RuleBackfillExtra
+					rule = RuleBackfillExtra
 					extra -= j.Processors
 				default:
 					continue
 				}
 			}
-			s.start(j, r, why)
+			s.start(j, r, Explanation{Rule: rule, Procs: j.Processors, Free: s.rows[r].cols.free, At: shadow, Head: head.ID, Extra: ex})
 			started = true
 			break
 		}

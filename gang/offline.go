@@ -61,6 +61,9 @@ func (s *Scheduler) isOffline(c int) bool { return s.offline[c/64]&(1<<(c%64)) !
 
 // onlineOnly returns the columns of cols that are in service.
 func (s *Scheduler) onlineOnly(cols []int) []int {
+	if s.online == s.cfg.Machine.Processors {
+		return cols // nothing is offline: the common case, without a look per column
+	}
 	for _, c := range cols {
 		if s.isOffline(c) {
 			out := make([]int, 0, len(cols))

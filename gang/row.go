@@ -2,7 +2,6 @@ package gang
 
 import (
 	"cmp"
-	"slices"
 	"time"
 )
 
@@ -24,15 +23,37 @@ func byEstEnd(a, b *jobState) int {
 	return cmp.Compare(a.seq, b.seq)
 }
 
+// runningIndex returns where j is, or goes, in r.running: the first job
+// not before it in (estEnd, seq) order. Written out rather than through
+// slices.BinarySearchFunc, whose comparison is a call per step: every start
+// and end does this, and it was 8 % of a simulation.
+func (r *row) runningIndex(j *jobState) int {
+	lo, hi := 0, len(r.running)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		x := r.running[m]
+		if x.estEnd < j.estEnd || x.estEnd == j.estEnd && x.seq < j.seq {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 func (r *row) addRunning(j *jobState) {
-	i, _ := slices.BinarySearchFunc(r.running, j, byEstEnd)
-	r.running = slices.Insert(r.running, i, j)
+	i := r.runningIndex(j)
+	r.running = append(r.running, nil)
+	copy(r.running[i+1:], r.running[i:])
+	r.running[i] = j
 }
 
 func (r *row) removeRunning(j *jobState) {
-	i, found := slices.BinarySearchFunc(r.running, j, byEstEnd)
-	if found {
-		r.running = slices.Delete(r.running, i, i+1)
+	i := r.runningIndex(j)
+	if n := len(r.running); i < n && byEstEnd(r.running[i], j) == 0 {
+		copy(r.running[i:], r.running[i+1:])
+		r.running[n-1] = nil // the record may be reused: do not keep it here
+		r.running = r.running[:n-1]
 	}
 }
 

@@ -59,3 +59,54 @@ func TestEqualTimesRunCompletionsThenArrivalsThenPasses(t *testing.T) {
 		t.Fatalf("order %v, want %v (time, then completion < arrival < pass, then insertion)", got, want)
 	}
 }
+
+// TestArrivalBesideHeapKeepsOrder checks the loop's pending arrival, kept
+// beside the heap, against a heap that holds every event (how the loop
+// ran before): the same events come out in the same order, ties on the
+// instant and class included. Events are pushed as an engine would, after
+// an arrival: the next arrival, and completions and passes at the instant
+// or later.
+func TestArrivalBesideHeapKeepsOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	jobs := make([]Job, 3000)
+	at := time.Duration(0)
+	for i := range jobs {
+		at += time.Duration(rng.IntN(3)) // many arrivals share an instant
+		jobs[i] = Job{Job: gang.Job{Submit: at, Processors: 1}}
+	}
+	l := newLoop(SliceSource(jobs))
+	var ref eventHeap
+	pull := func() {
+		if err := l.pull(); err != nil {
+			t.Fatal(err)
+		}
+		if l.in.ok {
+			// ref's counter stays in step with l.heap's, which numbered
+			// the arrival: the same insertion number.
+			ref.push(l.arrival.at, classArrival, l.arrival.job)
+		}
+	}
+	push := func(at time.Duration, class uint8) {
+		l.heap.push(at, class, 0)
+		ref.push(at, class, 0)
+	}
+	pull()
+	for n := 0; l.heap.len() > 0 || l.arrivalSet; n++ {
+		got, want := l.next(), ref.pop()
+		if got != want {
+			t.Fatalf("event %d: %+v, want %+v", n, got, want)
+		}
+		if got.class != classArrival {
+			continue
+		}
+		pull()
+		// Up to two completions or passes per arrival, at its instant
+		// or soon after: a bounded number of events in all.
+		for range rng.IntN(3) {
+			push(got.at+time.Duration(rng.IntN(4)), uint8(rng.IntN(2))*2)
+		}
+	}
+	if ref.len() != 0 {
+		t.Fatalf("%d events left in the reference heap", ref.len())
+	}
+}

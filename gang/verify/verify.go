@@ -167,9 +167,14 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 			return fail("job %d: column %d would hold %d bytes, it has %d", d.Job, col, c.mem[col]+j.Memory, m)
 		}
 	}
+	placed := c.placed[d.Row]
 	for _, col := range d.Columns {
-		c.placed[d.Row][col] = j.ID
-		c.mem[col] += j.Memory
+		placed[col] = j.ID
+	}
+	if j.Memory != 0 { // most workloads give none
+		for _, col := range d.Columns {
+			c.mem[col] += j.Memory
+		}
 	}
 	j.running, j.row, j.cols = true, d.Row, append(j.cols[:0], d.Columns...) // a copy: the core's slice is not ours
 	return nil
@@ -194,9 +199,12 @@ func (c *Checker) Finished(id gang.JobID) error {
 	}
 	c.jobs.Delete(id)
 	if j.running {
+		placed := c.placed[j.row]
 		for _, col := range j.cols {
-			c.placed[j.row][col] = 0
-			c.mem[col] -= j.Memory
+			placed[col] = 0
+			if j.Memory != 0 {
+				c.mem[col] -= j.Memory
+			}
 			for _, r := range j.alts {
 				c.alt[r][col] = 0
 			}

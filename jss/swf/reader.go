@@ -68,7 +68,8 @@ func NewReader(r io.Reader, name string, opts ...Option) (*Reader, error) {
 		opt(&o)
 	}
 	rd := &Reader{br: bufio.NewReaderSize(r, readBufferSize), name: name, lenient: o.lenient}
-	rec, err := rd.advance()
+	var rec Record
+	err := rd.advance(&rec)
 	if err != nil && err != io.EOF && !rd.fromJob {
 		return nil, err
 	}
@@ -96,13 +97,14 @@ func (r *Reader) Header() *Header { return &r.hdr }
 // A malformed line yields a *ParseError; in strict mode the Reader stays
 // usable, and the following call continues with the next line. Read errors
 // are returned wrapped (`swf: read NAME: ...`) and are sticky.
-func (r *Reader) Next() (Record, error) {
+func (r *Reader) Next() (rec Record, err error) {
 	if r.pending {
 		rec, err := r.pendingRec, r.pendingErr
 		r.pending, r.pendingRec, r.pendingErr = false, Record{}, nil
 		return rec, err
 	}
-	return r.advance()
+	err = r.advance(&rec)
+	return rec, err
 }
 
 // Skipped returns the number of malformed lines and header values skipped
@@ -125,13 +127,15 @@ func (r *Reader) stash(rec Record, err error) {
 	r.pending, r.pendingRec, r.pendingErr = true, rec, err
 }
 
-// advance reads lines until it has a job record or an error to return,
-// feeding comment lines to the header on the way.
-func (r *Reader) advance() (Record, error) {
+// advance reads lines until it has a job record (which it stores in *rec,
+// left as it was on an error) or an error to return, feeding comment lines
+// to the header on the way. The record goes by pointer: returned by value
+// through each call it was copied four times, 150 bytes a line.
+func (r *Reader) advance(rec *Record) error {
 	for {
 		if r.err != nil {
 			r.fromJob = false
-			return r.finish(Record{}, r.err)
+			return r.finish(nil, r.err)
 		}
 		line, isComment, err := r.readLine()
 		if err != nil {
@@ -146,7 +150,7 @@ func (r *Reader) advance() (Record, error) {
 				r.skip(err)
 				continue
 			}
-			return r.finish(Record{}, err)
+			return r.finish(nil, err)
 		}
 		i := 0
 		for i < len(line) && isSpace(line[i]) {
@@ -158,11 +162,11 @@ func (r *Reader) advance() (Record, error) {
 		if line[i] == ';' {
 			if err := r.comment(trimRight(line[i+1:])); err != nil {
 				r.fromJob = false
-				return Record{}, err
+				return err
 			}
 			continue
 		}
-		rec, err := r.parseRecord(line)
+		err = r.parseRecord(line[i:], rec) // the blanks before i are skipped
 		if err != nil && r.lenient {
 			_ = r.closeField() // first, so skipped errors stay in line order
 			r.skip(err)
@@ -173,16 +177,22 @@ func (r *Reader) advance() (Record, error) {
 	}
 }
 
-// finish closes the open header field before returning a result, since the
-// line that produced the result ends it. If closing fails (strict mode), the
-// header error goes first and the result waits in pending.
-func (r *Reader) finish(rec Record, err error) (Record, error) {
+// finish closes the open header field before returning a result (err, and
+// the record in *rec when err is nil; rec may be nil when err is not),
+// since the line that produced the result ends it. If closing fails
+// (strict mode), the header error goes first and the result waits in
+// pending.
+func (r *Reader) finish(rec *Record, err error) error {
 	if cerr := r.closeField(); cerr != nil {
-		r.stash(rec, err)
+		var pend Record
+		if err == nil {
+			pend, *rec = *rec, Record{}
+		}
+		r.stash(pend, err)
 		r.fromJob = false
-		return Record{}, cerr
+		return cerr
 	}
-	return rec, err
+	return err
 }
 
 // readLine returns the next line without its terminator ("\n" or "\r\n").
@@ -258,12 +268,22 @@ func isCommentStart(b []byte) bool {
 // fields go through parseNumber. A wrong field count takes precedence over a
 // bad field: it is the likelier diagnosis (a truncated or merged line) and
 // the more useful message.
-func (r *Reader) parseRecord(line []byte) (Record, error) {
+func (r *Reader) parseRecord(line []byte, rec *Record) error {
 	var f [NumFields]float64
 	n, bad := 0, 0
 	var badErr error
 	var badVal []byte
 	for i := 0; i < len(line); {
+		// Fields are padded with runs of spaces: a loop of their own,
+		// one comparison a byte, before the test for other blanks.
+		for line[i] == ' ' {
+			if i++; i == len(line) {
+				break
+			}
+		}
+		if i == len(line) {
+			break
+		}
 		if isSpace(line[i]) {
 			i++
 			continue
@@ -304,16 +324,16 @@ func (r *Reader) parseRecord(line []byte) (Record, error) {
 		n++
 	}
 	if n != NumFields {
-		return Record{}, &ParseError{File: r.name, Line: r.line,
+		return &ParseError{File: r.name, Line: r.line,
 			Err: fmt.Errorf("%w, got %d", ErrFieldCount, n)}
 	}
 	if bad != 0 {
-		return Record{}, &ParseError{File: r.name, Line: r.line, Field: bad,
+		return &ParseError{File: r.name, Line: r.line, Field: bad,
 			Value: truncValue(badVal), Err: badErr}
 	}
-	rec := Record{Line: r.line}
+	rec.Line = r.line
 	rec.SetFields(f)
-	return rec, nil
+	return nil
 }
 
 // parseNumber parses one field. Plain integers of up to 15 digits (nearly
