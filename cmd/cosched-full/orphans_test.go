@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/cosched/cosched/internal/cli"
 	"github.com/cosched/cosched/internal/proctest"
-	"github.com/cosched/cosched/localcluster"
 )
 
 // orphanBound is how long a killed benchmark's agents and ranks may take
@@ -28,18 +26,8 @@ const orphanBound = 3 * cli.StopGrace
 func TestKilledBenchLeavesNoAgent(t *testing.T) {
 	dir := t.TempDir()
 	begin := time.Now()
-	c, record := startBenchStrobe(t, dir)
-	t.Logf("record in %v", time.Since(begin).Round(time.Millisecond))
-	c.waitFor(t, "the measurement", stderrHas(c, "measuring"))
+	c, record, rec := startBenchStrobe(t, dir)
 	t.Logf("measuring in %v", time.Since(begin).Round(time.Millisecond))
-	b, err := os.ReadFile(record)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec localcluster.Cluster
-	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Agents) != 2 {
-		t.Fatalf("cluster record %s: %v", b, err)
-	}
 	state := filepath.Dir(record)
 	ranks := func() []proctest.Rank {
 		r, err := proctest.Ranks(proctest.OutputUnder(state))

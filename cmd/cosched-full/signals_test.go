@@ -305,16 +305,7 @@ func TestSignalStopsStartingAgent(t *testing.T) {
 // the agents' logs, whenever it fails; an interruption counts as a failure.)
 func TestSignalStopsBenchStrobe(t *testing.T) {
 	dir := t.TempDir()
-	c, record := startBenchStrobe(t, dir)
-	c.waitFor(t, "the measurement", stderrHas(c, "measuring"))
-	b, err := os.ReadFile(record)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec localcluster.Cluster
-	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Agents) != 2 {
-		t.Fatalf("cluster record %s: %v", b, err)
-	}
+	c, _, rec := startBenchStrobe(t, dir)
 	if code := c.stop(t, syscall.SIGINT); code != 130 {
 		t.Errorf("exit status %d, want 130; stderr:\n%s", code, c.stderr.String())
 	}
@@ -429,10 +420,10 @@ func agentAlive(pid int) bool {
 }
 
 // startBenchStrobe starts a 2-agent `bench strobe` of 5 minutes as a child
-// with TMPDIR dir, and returns it once its cluster's record (the state
-// directory is a temporary directory under dir) exists, with the record's
-// path.
-func startBenchStrobe(t *testing.T, dir string) (*child, string) {
+// with TMPDIR dir, and returns it once it measures, with its cluster's
+// record and the record's path (in the state directory, a temporary
+// directory under dir).
+func startBenchStrobe(t *testing.T, dir string) (*child, string, localcluster.Cluster) {
 	t.Helper()
 	c := startChild(t, dir, nil, "bench", "strobe", "-N", "2", "--mpl", "1", "--slice", "20ms", "--duration", "5m", "--realtime-priority", "0")
 	var record string
@@ -443,5 +434,14 @@ func startBenchStrobe(t *testing.T, dir string) (*child, string) {
 		}
 		return record != ""
 	})
-	return c, record
+	c.waitFor(t, "the measurement", stderrHas(c, "measuring"))
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec localcluster.Cluster
+	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Agents) != 2 {
+		t.Fatalf("cluster record %s: %v", b, err)
+	}
+	return c, record, rec
 }
