@@ -3,6 +3,8 @@ package localcluster
 import (
 	"os/exec"
 	"runtime"
+
+	"golang.org/x/sys/unix"
 )
 
 // forker starts the agents of a temporary cluster (Options.Temporary)
@@ -35,6 +37,27 @@ func newForker() *forker {
 
 func (f *forker) loop() {
 	runtime.LockOSThread() // never unlocked: the agents' Pdeathsig is this thread's
+	if unix.Gettid() == unix.Getpid() {
+		// The process's main thread, which the runtime never ends (a
+		// goroutine that exits locked to it wedges it instead), so close
+		// would not signal the agents. Hand the loop to a goroutine on
+		// another thread: this one stays locked until it has its own,
+		// so it cannot be scheduled here.
+		moved := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // never unlocked, as above
+			close(moved)
+			f.serve()
+		}()
+		<-moved
+		runtime.UnlockOSThread()
+		return
+	}
+	f.serve()
+}
+
+// serve starts the requested commands on the locked thread until close.
+func (f *forker) serve() {
 	defer close(f.done)
 	for r := range f.reqs {
 		// Start forks on the calling thread, this one; it starts no

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A process a forker starts with the parent-death signal lives while the
@@ -15,11 +17,28 @@ import (
 // SIGTERM when the forker closes (its thread exits): the link a Temporary
 // cluster's agents have with the command.
 func TestForkerLinksTheChildToItsThread(t *testing.T) {
+	t.Run("any thread", func(t *testing.T) { testForkerLinks(t, newForker()) })
+	// The main thread never exits (the runtime wedges it when a goroutine
+	// locked to it ends): a forker that starts there must move off it, or
+	// its children never get their signal (they did, one run in several).
+	t.Run("started on the main thread", func(t *testing.T) {
+		f := &forker{reqs: make(chan forkReq), done: make(chan struct{})}
+		onMainThread(func() {
+			if unix.Gettid() != unix.Getpid() {
+				t.Error("onMainThread ran elsewhere")
+			}
+			f.loop() // returns once the loop runs on another thread
+		})
+		testForkerLinks(t, f)
+	})
+}
+
+func testForkerLinks(t *testing.T, f *forker) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
+		f.close()
 		t.Skip("no sleep:", err)
 	}
-	f := newForker()
 	p, err := startDetached(sleep, []string{"60"}, nil, filepath.Join(t.TempDir(), "log"), true, f.start)
 	if err != nil {
 		f.close()

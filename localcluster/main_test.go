@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,7 +29,33 @@ func TestMain(m *testing.M) {
 			os.Exit(rank.ShimMain(os.Args[2:]))
 		}
 	}
-	os.Exit(m.Run())
+	// The tests run in a goroutine; this one keeps the main thread
+	// (locked since init) and runs what onMainThread sends it.
+	code := make(chan int)
+	go func() { code <- m.Run() }()
+	for {
+		select {
+		case f := <-mainThreadWork:
+			f()
+		case c := <-code:
+			os.Exit(c)
+		}
+	}
+}
+
+// The main goroutine stays on the process's main thread, so a test can
+// run code there (onMainThread): the thread the Go runtime never ends.
+func init() { runtime.LockOSThread() }
+
+// mainThreadWork carries functions to TestMain's goroutine, locked to the
+// main thread.
+var mainThreadWork = make(chan func())
+
+// onMainThread runs f on the process's main thread and waits for it.
+func onMainThread(f func()) {
+	done := make(chan struct{})
+	mainThreadWork <- func() { defer close(done); f() }
+	<-done
 }
 
 // testExe is the binary the tests' clusters run: this test binary.
