@@ -105,12 +105,13 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (*profile.Profile, error
 		return nil, err
 	}
 	if o.StateDir == "" {
-		dir, err := os.MkdirTemp("", "cosched-calibrate-")
+		scratch, swept, err := localcluster.NewScratch("cosched-calibrate-")
+		reportSwept(o.Progress, swept)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
-		defer os.RemoveAll(dir)
-		o.StateDir = dir
+		defer scratch.Remove()
+		o.StateDir = scratch.Dir()
 	}
 	o.Work = cmp.Or(o.Work, DefaultWork(o.Nodes))
 	if o.Exe == "" {

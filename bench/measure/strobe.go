@@ -256,22 +256,34 @@ func StrobeMethods(ctx context.Context, r StrobeRuns) ([]*StrobeReport, error) {
 
 // strobeOnce measures one suspension method on a cluster of its own.
 func strobeOnce(ctx context.Context, o StrobeOptions, suspend string, keep bool, progress io.Writer) (rep *StrobeReport, err error) {
-	dir, err := os.MkdirTemp("", "cosched-bench-strobe-")
+	scratch, swept, err := localcluster.NewScratch("cosched-bench-strobe-")
+	reportSwept(progress, swept)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
+	dir := scratch.Dir()
 	defer func() {
 		switch {
 		case keep:
+			scratch.Keep()
 			fmt.Fprintf(progress, "cluster state (agent logs) in %s\n", dir)
 		case err != nil:
+			scratch.Keep()
 			fmt.Fprintf(progress, "cluster state (agent logs) kept in %s\n", dir)
 		default:
-			os.RemoveAll(dir)
+			scratch.Remove()
 		}
 	}()
 	o.StateDir, o.Suspend = dir, suspend
 	return Strobe(ctx, o)
+}
+
+// reportSwept says which state directories of earlier, killed
+// benchmarks NewScratch removed (progress may be nil).
+func reportSwept(progress io.Writer, swept []string) {
+	if progress != nil && len(swept) > 0 {
+		fmt.Fprintf(progress, "removed the state of %d killed benchmark(s): %s\n", len(swept), strings.Join(swept, ", "))
+	}
 }
 
 // WriteReports prints the reports of StrobeMethods(r) (in its order):

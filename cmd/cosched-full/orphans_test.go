@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cosched/cosched/internal/cli"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/localcluster"
 )
 
 // orphanBound is how long a killed benchmark's agents and ranks may take
@@ -22,7 +24,8 @@ const orphanBound = 3 * cli.StopGrace
 // TestKilledBenchLeavesNoAgent: a benchmark killed with SIGKILL, so that
 // none of its own clean-up runs (as after a second signal), leaves no
 // agent and no rank: its agents get SIGTERM from their parent-death signal
-// and stop their ranks in an orderly way.
+// and stop their ranks in an orderly way; its state directory stays, and
+// the next benchmark removes it.
 func TestKilledBenchLeavesNoAgent(t *testing.T) {
 	dir := t.TempDir()
 	begin := time.Now()
@@ -82,6 +85,24 @@ func TestKilledBenchLeavesNoAgent(t *testing.T) {
 		if !strings.Contains(string(log), "leaving the cluster and stopping ranks") {
 			t.Errorf("agent %s did not stop in order (its log %s):\n%s", a.Name, a.Log, log)
 		}
+	}
+
+	// Its state directory (the agents' logs) outlived it; the next
+	// benchmark's removes it.
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("the killed benchmark's state directory: %v", err)
+	}
+	t.Setenv("TMPDIR", dir)
+	next, swept, err := localcluster.NewScratch("cosched-bench-strobe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Remove()
+	if !slices.Equal(swept, []string{state}) {
+		t.Errorf("the next benchmark removed %q, want %q", swept, state)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", state, err)
 	}
 }
 
