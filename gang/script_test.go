@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/gangtest"
+	"github.com/cosched/cosched/internal/scriptarg"
 )
 
 // TestScripts runs the interaction scripts under testdata/. Each script is a
@@ -45,10 +46,10 @@ func TestScripts(t *testing.T) {
 			}
 			switch d.Cmd {
 			case "config":
-				cfg = gang.Config{MPL: 1, Policy: gang.Policy(strArg(t, d, "policy", "fcfs"))}
-				cfg.Machine.Processors = intArg(t, d, "procs", 0)
-				cfg.Machine.MemoryPerProcessor = int64(intArg(t, d, "mem", 0))
-				cfg.MPL = intArg(t, d, "mpl", 1)
+				cfg = gang.Config{MPL: 1, Policy: gang.Policy(scriptarg.Get(t, d, "policy", "fcfs"))}
+				cfg.Machine.Processors = scriptarg.Get(t, d, "procs", 0)
+				cfg.Machine.MemoryPerProcessor = int64(scriptarg.Get(t, d, "mem", 0))
+				cfg.MPL = scriptarg.Get(t, d, "mpl", 1)
 				cfg.EnforceLimits = d.HasArg("limits")
 				cfg.AlternativeScheduling = d.HasArg("alt")
 				if err := backfillArgs(t, d, &cfg); err != nil {
@@ -62,10 +63,10 @@ func TestScripts(t *testing.T) {
 				return "ok"
 			case "submit":
 				j := gang.Job{
-					ID:         gang.JobID(intArg(t, d, "id", 0)),
-					Processors: intArg(t, d, "procs", 1),
+					ID:         gang.JobID(scriptarg.Get(t, d, "id", 0)),
+					Processors: scriptarg.Get(t, d, "procs", 1),
 					Estimate:   secArg(t, d, "est", 0),
-					Memory:     int64(intArg(t, d, "mem", 0)),
+					Memory:     int64(scriptarg.Get(t, d, "mem", 0)),
 					Extend:     d.HasArg("extend"),
 				}
 				now := secArg(t, d, "at", 0)
@@ -75,7 +76,7 @@ func TestScripts(t *testing.T) {
 				}
 				return "ok"
 			case "finish":
-				if err := rec.Finished(gang.JobID(intArg(t, d, "id", 0)), secArg(t, d, "at", 0)); err != nil {
+				if err := rec.Finished(gang.JobID(scriptarg.Get(t, d, "id", 0)), secArg(t, d, "at", 0)); err != nil {
 					return "error: " + err.Error()
 				}
 				return "ok"
@@ -104,12 +105,12 @@ func TestScripts(t *testing.T) {
 				return fmt.Sprintf("%d online", rec.S.Online())
 			case "slice":
 				var rows []string
-				for i := 0; i < intArg(t, d, "n", 1); i++ {
+				for i := 0; i < scriptarg.Get(t, d, "n", 1); i++ {
 					rows = append(rows, strconv.Itoa(rec.S.Slice(secArg(t, d, "at", 0))))
 				}
 				return "rows " + strings.Join(rows, " ")
 			case "explain":
-				return rec.S.Explain(gang.JobID(intArg(t, d, "id", 0))).String()
+				return rec.S.Explain(gang.JobID(scriptarg.Get(t, d, "id", 0))).String()
 			case "wakeup":
 				if at, ok := rec.S.NextWakeup(); ok {
 					return at.String()
@@ -166,39 +167,21 @@ func runScript(t *testing.T, d *datadriven.TestData, cfg gang.Config) string {
 	return b.String()
 }
 
-func strArg(t *testing.T, d *datadriven.TestData, key, def string) string {
-	if !d.HasArg(key) {
-		return def
-	}
-	var v string
-	d.ScanArgs(t, key, &v)
-	return v
-}
-
-func intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
-	if !d.HasArg(key) {
-		return def
-	}
-	var v int
-	d.ScanArgs(t, key, &v)
-	return v
-}
-
 func secArg(t *testing.T, d *datadriven.TestData, key string, def int) time.Duration {
-	return time.Duration(intArg(t, d, key, def)) * time.Second
+	return time.Duration(scriptarg.Get(t, d, key, def)) * time.Second
 }
 
 // backfillArgs reads the priority-backfill options of a config directive.
 func backfillArgs(t *testing.T, d *datadriven.TestData, cfg *gang.Config) error {
 	if d.HasArg("resv") {
-		n, err := gang.ParseReservations(strArg(t, d, "resv", ""))
+		n, err := gang.ParseReservations(scriptarg.Get(t, d, "resv", ""))
 		if err != nil {
 			return err
 		}
 		cfg.Backfill.Reservations = n
 	}
 	if d.HasArg("mode") {
-		m, err := gang.ParseReservationMode(strArg(t, d, "mode", ""))
+		m, err := gang.ParseReservationMode(scriptarg.Get(t, d, "mode", ""))
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/internal/scriptarg"
 	"github.com/cosched/cosched/node/ctl"
 )
 
@@ -51,7 +52,7 @@ func TestScripts(t *testing.T) {
 		at := origin
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.HasArg("at") {
-				at = origin.Add(time.Duration(intArg(t, d, "at", 0)) * time.Second)
+				at = origin.Add(time.Duration(scriptarg.Get(t, d, "at", 0)) * time.Second)
 			}
 			if d.Cmd != "config" && m == nil {
 				t.Fatalf("%s: %s before config", d.Pos, d.Cmd)
@@ -72,9 +73,9 @@ func TestScripts(t *testing.T) {
 			}
 			switch d.Cmd {
 			case "config":
-				cfg = ctl.Config{MaxColumns: intArg(t, d, "procs", 16), MPL: intArg(t, d, "mpl", 1),
-					Policy: gang.Policy(strArg(t, d, "policy", "fcfs")), Alternates: d.HasArg("alt"),
-					History: intArg(t, d, "history", 0), ReconnectGrace: time.Duration(intArg(t, d, "grace", 0)) * time.Second}
+				cfg = ctl.Config{MaxColumns: scriptarg.Get(t, d, "procs", 16), MPL: scriptarg.Get(t, d, "mpl", 1),
+					Policy: gang.Policy(scriptarg.Get(t, d, "policy", "fcfs")), Alternates: d.HasArg("alt"),
+					History: scriptarg.Get(t, d, "history", 0), ReconnectGrace: time.Duration(scriptarg.Get(t, d, "grace", 0)) * time.Second}
 				var err error
 				if m, err = ctl.New(cfg, origin); err != nil {
 					return "error: " + err.Error()
@@ -82,7 +83,7 @@ func TestScripts(t *testing.T) {
 				at, journal = origin, drain(m, &strings.Builder{})
 				return "ok"
 			case "agent-up":
-				r := ctl.AgentReport{Name: strArg(t, d, "name", ""), CPUs: intArg(t, d, "cpus", 1)}
+				r := ctl.AgentReport{Name: scriptarg.Get(t, d, "name", ""), CPUs: scriptarg.Get(t, d, "cpus", 1)}
 				for _, v := range listArg(d, "live") {
 					f := strings.Split(v, "/")
 					r.Ranks = append(r.Ranks, ctl.LiveRank{Job: int64(atoi(t, f[0])), Rank: atoi(t, f[1]), PID: atoi(t, f[2]), Stopped: len(f) > 3})
@@ -95,23 +96,23 @@ func TestScripts(t *testing.T) {
 					}
 					r.Exits = append(r.Exits, x)
 				}
-				r.Incarnation = uint64(intArg(t, d, "inc", 0))
+				r.Incarnation = uint64(scriptarg.Get(t, d, "inc", 0))
 				for _, v := range listArg(d, "launched") {
 					r.Launched = append(r.Launched, int64(atoi(t, v)))
 				}
-				r.LaunchedFloor = int64(intArg(t, d, "floor", 0))
+				r.LaunchedFloor = int64(scriptarg.Get(t, d, "floor", 0))
 				return input(func() error { return m.AgentUp(r) })
 			case "agent-down":
-				return input(func() error { m.AgentDown(strArg(t, d, "name", "")); return nil })
+				return input(func() error { m.AgentDown(scriptarg.Get(t, d, "name", "")); return nil })
 			case "agent-gone":
-				return input(func() error { m.AgentGone(strArg(t, d, "name", ""), "left the cluster"); return nil })
+				return input(func() error { m.AgentGone(scriptarg.Get(t, d, "name", ""), "left the cluster"); return nil })
 			case "submit":
-				spec := api.JobSpec{Command: []string{"true"}, Processors: intArg(t, d, "procs", 1),
-					TimeLimit: api.Duration{D: time.Duration(intArg(t, d, "limit", 60)) * time.Second}}
+				spec := api.JobSpec{Command: []string{"true"}, Processors: scriptarg.Get(t, d, "procs", 1),
+					TimeLimit: api.Duration{D: time.Duration(scriptarg.Get(t, d, "limit", 60)) * time.Second}}
 				if d.HasArg("extend") {
 					spec.Overrun = "extend"
 				}
-				spec.SubmitKey = strArg(t, d, "key", "")
+				spec.SubmitKey = scriptarg.Get(t, d, "key", "")
 				return input(func() error {
 					id, err := m.Submit(spec)
 					if err == nil {
@@ -120,10 +121,10 @@ func TestScripts(t *testing.T) {
 					return err
 				})
 			case "cancel":
-				return input(func() error { return m.Cancel(int64(intArg(t, d, "id", 0))) })
+				return input(func() error { return m.Cancel(int64(scriptarg.Get(t, d, "id", 0))) })
 			case "exit":
-				x := ctl.RankExit{Job: int64(intArg(t, d, "job", 0)), Rank: intArg(t, d, "rank", 0), Node: strArg(t, d, "node", ""),
-					Code: intArg(t, d, "code", 0), Signal: strArg(t, d, "signal", ""), Err: strArg(t, d, "err", "")}
+				x := ctl.RankExit{Job: int64(scriptarg.Get(t, d, "job", 0)), Rank: scriptarg.Get(t, d, "rank", 0), Node: scriptarg.Get(t, d, "node", ""),
+					Code: scriptarg.Get(t, d, "code", 0), Signal: scriptarg.Get(t, d, "signal", ""), Err: scriptarg.Get(t, d, "err", "")}
 				return input(func() error {
 					if !m.RankExit(x) {
 						out.WriteString("ignored\n")
@@ -134,7 +135,7 @@ func TestScripts(t *testing.T) {
 				return input(func() error { return nil })
 			case "strobe":
 				var rows []string
-				for range intArg(t, d, "n", 1) {
+				for range scriptarg.Get(t, d, "n", 1) {
 					s := m.Slice(at)
 					rows = append(rows, strconv.Itoa(s.Row))
 				}
@@ -264,24 +265,6 @@ func table(m *ctl.Machine, all bool) string {
 		return "no jobs"
 	}
 	return b.String()
-}
-
-func strArg(t *testing.T, d *datadriven.TestData, key, def string) string {
-	if !d.HasArg(key) {
-		return def
-	}
-	var v string
-	d.ScanArgs(t, key, &v)
-	return v
-}
-
-func intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
-	if !d.HasArg(key) {
-		return def
-	}
-	var v int
-	d.ScanArgs(t, key, &v)
-	return v
 }
 
 func listArg(d *datadriven.TestData, key string) []string {
