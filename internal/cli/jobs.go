@@ -213,25 +213,32 @@ func newCancelCmd() *cobra.Command {
 		Short: "Cancel jobs: pending ones leave the queue, running ones' ranks are killed everywhere",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseJobIDs(args)
-			if err != nil {
-				return err
-			}
-			c, err := cf.Client()
-			if err != nil {
-				return err
-			}
-			var errs []error
-			for _, id := range ids {
-				if err := c.Cancel(cmd.Context(), id); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			return errors.Join(errs...)
+			return eachJob(&cf, args, func(c *api.Client, _ int, id int64) error { return c.Cancel(cmd.Context(), id) })
 		},
 	}
 	cf.Add(cmd)
 	return cmd
+}
+
+// eachJob calls do for each job id of args (the i-th), with the client
+// of cf, once every id has parsed; it goes on past a job do fails for and
+// returns every failure.
+func eachJob(cf *ClientFlags, args []string, do func(c *api.Client, i int, id int64) error) error {
+	ids, err := parseJobIDs(args)
+	if err != nil {
+		return err
+	}
+	c, err := cf.Client()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i, id := range ids {
+		if err := do(c, i, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // parseJobIDs reads job ids given as arguments, naming every bad one.
@@ -264,27 +271,17 @@ func newShowCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usageError{errors.New("give a job id: cosched show JOBID")}
 			}
-			ids, err := parseJobIDs(args)
-			if err != nil {
-				return err
-			}
-			c, err := cf.Client()
-			if err != nil {
-				return err
-			}
-			var errs []error
-			for i, id := range ids {
+			return eachJob(&cf, args, func(c *api.Client, i int, id int64) error {
 				j, err := c.Job(cmd.Context(), id)
 				if err != nil {
-					errs = append(errs, err)
-					continue
+					return err
 				}
 				if i > 0 {
 					fmt.Fprintln(cmd.OutOrStdout())
 				}
 				jobtable.Show(cmd.OutOrStdout(), j)
-			}
-			return errors.Join(errs...)
+				return nil
+			})
 		},
 	}
 	cf.Add(cmd)
