@@ -1064,3 +1064,26 @@ func stop(agents []Agent, grace time.Duration) (left, killed []string) {
 	}
 	return left, killed
 }
+
+// RecordsLiveAgents reports whether a cluster recorded in dir, or in a
+// directory up to two levels below it (a benchmark's state holds one
+// cluster, or one per run), has an agent that still runs, or a record
+// that cannot be read: a killed benchmark's directory (scratch.InUse)
+// is kept until its agents have finished their stop.
+func RecordsLiveAgents(dir string) bool {
+	live := false
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || live {
+			return fs.SkipAll
+		}
+		if d.IsDir() && strings.Count(strings.TrimPrefix(path, dir), string(filepath.Separator)) > 2 {
+			return fs.SkipDir
+		}
+		if !d.IsDir() && d.Name() == filepath.Base(File(dir)) {
+			c, err := Load(filepath.Dir(path))
+			live = err != nil || c.Alive()
+		}
+		return nil
+	})
+	return live
+}

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cosched/cosched/internal/scratch"
 	"github.com/cosched/cosched/pmi"
 )
 
@@ -62,11 +63,15 @@ type Server struct {
 	closed bool
 }
 
+// tmpDirPrefix begins the name of a job's directory (the helper's
+// sockets) in the system's temporary directory.
+const tmpDirPrefix = "cosched-pmix-"
+
 type job struct {
 	cfg       JobConfig
 	h         *helper
-	tmpDir    string
-	epoch     uint64 // the fence being gathered
+	tmpDir    *scratch.Dir // the helper's sockets; nil until made
+	epoch     uint64       // the fence being gathered
 	connected map[int]bool
 	finalized map[int]bool
 	failure   string
@@ -105,8 +110,8 @@ func (s *Server) AddJob(ctx context.Context, cfg JobConfig) (map[int][]string, e
 		s.mu.Lock()
 		delete(s.jobs, cfg.Job)
 		s.mu.Unlock()
-		if j.tmpDir != "" {
-			os.RemoveAll(j.tmpDir)
+		if j.tmpDir != nil {
+			j.tmpDir.Remove()
 		}
 		return nil, err
 	}
@@ -119,11 +124,17 @@ func (s *Server) start(ctx context.Context, j *job) (map[int][]string, error) {
 		return nil, fmt.Errorf("--mpi pmix: agent %s has no PMIx helper (build it with `make build`, which puts %s in lib/cosched/ beside bin/cosched; it needs libpmix-dev): looked for %s: %s",
 			cfg.Here, HelperName, cfg.Helper, statWhy(err))
 	}
-	dir, err := os.MkdirTemp("", "cosched-pmix-"+strconv.FormatInt(cfg.Job, 10)+"-")
+	// The directories an earlier agent died without removing (its
+	// helpers died with it) go first.
+	for _, d := range scratch.Sweep(os.TempDir(), tmpDirPrefix, nil) {
+		s.log.Info("removed an abandoned PMIx directory", zap.String("dir", d))
+	}
+	tmp, err := scratch.Make(tmpDirPrefix + strconv.FormatInt(cfg.Job, 10) + "-")
 	if err != nil {
 		return nil, fmt.Errorf("pmix: %w", err)
 	}
-	j.tmpDir = dir
+	j.tmpDir = tmp
+	dir := tmp.Path()
 	if cfg.Cred != nil {
 		if err := os.Chown(dir, int(cfg.Cred.Uid), int(cfg.Cred.Gid)); err != nil {
 			return nil, fmt.Errorf("pmix: %w", err)
@@ -354,8 +365,8 @@ func (s *Server) RemoveJob(id int64) {
 	if j.h != nil {
 		j.h.stop(5 * time.Second)
 	}
-	if j.tmpDir != "" {
-		os.RemoveAll(j.tmpDir)
+	if j.tmpDir != nil {
+		j.tmpDir.Remove()
 	}
 }
 

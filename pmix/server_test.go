@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/internal/scratch"
 	"github.com/cosched/cosched/pmi"
 )
 
@@ -223,5 +224,40 @@ func TestHelperMissing(t *testing.T) {
 	_, err := s.AddJob(context.Background(), JobConfig{Job: 1, Nodes: []string{"a"}, Here: "a", Helper: "/nonexistent/cosched-pmix"})
 	if err == nil || !strings.Contains(err.Error(), "no PMIx helper") || !strings.Contains(err.Error(), "make build") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A job's directory (the helper's sockets) is locked while the agent
+// lives; one an earlier agent left when it died (unlocked) is removed when
+// the next job starts, and the job's own directory goes with RemoveJob.
+func TestAbandonedDirectorySwept(t *testing.T) {
+	helperPath, check := built(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // after built: the kit stays where it is
+	left, err := scratch.Make(tmpDirPrefix + "99-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left.Keep() // drops its lock and lock file: put an unlocked one back, as a death leaves it
+	if err := os.WriteFile(filepath.Join(left.Path(), ".cosched-scratch.lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []string{"a", "a"}
+	c := newCluster(t, []string{"a"})
+	procs := c.run(t, helperPath, check, nodes)
+	if _, err := os.Stat(left.Path()); !os.IsNotExist(err) {
+		t.Errorf("the abandoned %s is still there (%v)", left.Path(), err)
+	}
+	mine, _ := filepath.Glob(filepath.Join(tmp, tmpDirPrefix+"7-*"))
+	if len(mine) != 1 {
+		t.Fatalf("job 7's directories: %q", mine)
+	}
+	if got := scratch.Sweep(tmp, tmpDirPrefix, nil); len(got) > 0 {
+		t.Errorf("a live job's directory swept: %q", got)
+	}
+	waitAll(t, procs)
+	c.servers["a"].RemoveJob(7)
+	if _, err := os.Stat(mine[0]); !os.IsNotExist(err) {
+		t.Errorf("RemoveJob left %s (%v)", mine[0], err)
 	}
 }

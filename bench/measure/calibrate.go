@@ -18,6 +18,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/bench/profile"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/scratch"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/sharing"
 	"github.com/cosched/cosched/strobe"
@@ -105,13 +106,13 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (*profile.Profile, error
 		return nil, err
 	}
 	if o.StateDir == "" {
-		scratch, swept, err := localcluster.NewScratch("cosched-calibrate-")
+		state, swept, err := scratch.New("cosched-calibrate-", localcluster.RecordsLiveAgents)
 		reportSwept(o.Progress, swept)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
-		defer scratch.Remove()
-		o.StateDir = scratch.Dir()
+		defer state.Remove()
+		o.StateDir = state.Path()
 	}
 	o.Work = cmp.Or(o.Work, DefaultWork(o.Nodes))
 	if o.Exe == "" {

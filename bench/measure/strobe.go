@@ -19,6 +19,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/fielderr"
+	"github.com/cosched/cosched/internal/scratch"
 	"github.com/cosched/cosched/localcluster"
 	"github.com/cosched/cosched/strobe"
 )
@@ -256,22 +257,22 @@ func StrobeMethods(ctx context.Context, r StrobeRuns) ([]*StrobeReport, error) {
 
 // strobeOnce measures one suspension method on a cluster of its own.
 func strobeOnce(ctx context.Context, o StrobeOptions, suspend string, keep bool, progress io.Writer) (rep *StrobeReport, err error) {
-	scratch, swept, err := localcluster.NewScratch("cosched-bench-strobe-")
+	state, swept, err := scratch.New("cosched-bench-strobe-", localcluster.RecordsLiveAgents)
 	reportSwept(progress, swept)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
-	dir := scratch.Dir()
+	dir := state.Path()
 	defer func() {
 		switch {
 		case keep:
-			scratch.Keep()
+			state.Keep()
 			fmt.Fprintf(progress, "cluster state (agent logs) in %s\n", dir)
 		case err != nil:
-			scratch.Keep()
+			state.Keep()
 			fmt.Fprintf(progress, "cluster state (agent logs) kept in %s\n", dir)
 		default:
-			scratch.Remove()
+			state.Remove()
 		}
 	}()
 	o.StateDir, o.Suspend = dir, suspend

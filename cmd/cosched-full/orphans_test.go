@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosched/cosched/internal/cli"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/internal/scratch"
 	"github.com/cosched/cosched/localcluster"
 )
 
@@ -93,7 +94,7 @@ func TestKilledBenchLeavesNoAgent(t *testing.T) {
 		t.Fatalf("the killed benchmark's state directory: %v", err)
 	}
 	t.Setenv("TMPDIR", dir)
-	next, swept, err := localcluster.NewScratch("cosched-bench-strobe-")
+	next, swept, err := scratch.New("cosched-bench-strobe-", localcluster.RecordsLiveAgents)
 	if err != nil {
 		t.Fatal(err)
 	}
