@@ -14,4 +14,6 @@
 //     is exempt, as make test is what runs this test.
 //   - TestLinks checks every relative link of README.md and docs/*.md: the
 //     file exists, and an #anchor names a heading of it.
+//   - TestArchitectureArrows checks ARCHITECTURE.md's package map against
+//     go list: every package drawn, each arrow a direct import, none left out.
 package docs
