@@ -26,6 +26,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/idtable"
+	"github.com/cosched/cosched/internal/sizepool"
 )
 
 type job struct {
@@ -48,9 +49,10 @@ type Checker struct {
 	mem     []int64        // column → memory of placed jobs
 	offline []bool         // column → out of service
 	jobs    idtable.Table[gang.JobID, job]
-	spare   []*job   // finished jobs' records, for reuse
-	seen    []uint64 // column → the last start that named it
-	starts  uint64   // starts checked: the stamp of the current one
+	spare   []*job             // finished jobs' records, for reuse
+	colPool sizepool.Pool[int] // finished jobs' column copies, for reuse by size
+	seen    []uint64           // column → the last start that named it
+	starts  uint64             // starts checked: the stamp of the current one
 }
 
 // New returns a Checker for a machine with mpl rows.
@@ -73,7 +75,7 @@ func (c *Checker) Submitted(j gang.Job) error {
 	var r *job
 	if n := len(c.spare); n > 0 {
 		r, c.spare = c.spare[n-1], c.spare[:n-1]
-		*r = job{Job: j, cols: r.cols[:0], alts: r.alts[:0]}
+		*r = job{Job: j, alts: r.alts[:0]}
 	} else {
 		r = &job{Job: j}
 	}
@@ -176,6 +178,9 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 			c.mem[col] += j.Memory
 		}
 	}
+	if j.cols == nil && len(d.Columns) > 0 {
+		j.cols = c.colPool.Get(len(d.Columns))
+	}
 	j.running, j.row, j.cols = true, d.Row, append(j.cols[:0], d.Columns...) // a copy: the core's slice is not ours
 	return nil
 }
@@ -210,6 +215,8 @@ func (c *Checker) Finished(id gang.JobID) error {
 			}
 		}
 	}
+	c.colPool.Put(j.cols)
+	j.cols = nil
 	c.spare = append(c.spare, j)
 	return nil
 }
