@@ -17,7 +17,11 @@ import (
 // values therefore do not change in their last bit.
 type sorter struct {
 	keys, tmp []uint64
-	count     [digits][buckets]int32 // per digit, then the buckets' offsets
+	// count holds per digit the buckets' counts, then their offsets. On
+	// the heap, allocated with the keys: as an array in the struct it made
+	// the summary's frame 49 KB, and the goroutine's stack grew (copied
+	// into fresh memory at each doubling) to hold it.
+	count *[digits][buckets]int32
 }
 
 // radixMin is the length below which slices.Sort is faster.
@@ -86,8 +90,11 @@ func (s *sorter) sortedKeys(n int, v func(i int) float64) (keys []uint64, ok boo
 	if cap(s.keys) < n {
 		s.keys, s.tmp = make([]uint64, n), make([]uint64, n)
 	}
+	if s.count == nil {
+		s.count = new([digits][buckets]int32)
+	}
 	keys, tmp := s.keys[:n], s.tmp[:n]
-	count := &s.count
+	count := s.count
 	*count = [digits][buckets]int32{}
 	for i := range keys {
 		v := v(i)
