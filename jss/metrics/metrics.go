@@ -224,6 +224,62 @@ func (c *Collector) columns() (wait, resp, run func(i int) float64) {
 		func(i int) float64 { return c.run[i] }
 }
 
+// The summary's per-job metrics.
+type metric int
+
+const (
+	mWait metric = iota
+	mResponse
+	mExecution
+	mExecSlowdown
+	mSlowdown
+	mBoundedSlowdown
+)
+
+// fillMetric writes the bits (math.Float64bits) of metric m of every job
+// into b: one loop per metric and column type, no call per job.
+func fillMetric[T int32 | float64](b []uint64, m metric, wait, resp, run []T, tau float64) {
+	wait, resp, run = wait[:len(b)], resp[:len(b)], run[:len(b)]
+	switch m {
+	case mWait:
+		for i := range b {
+			b[i] = math.Float64bits(float64(wait[i]))
+		}
+	case mResponse:
+		for i := range b {
+			b[i] = math.Float64bits(float64(resp[i]))
+		}
+	case mExecution:
+		for i := range b {
+			b[i] = math.Float64bits(float64(resp[i]) - float64(wait[i]))
+		}
+	case mExecSlowdown:
+		for i := range b {
+			b[i] = math.Float64bits((float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3))
+		}
+	case mSlowdown:
+		for i := range b {
+			b[i] = math.Float64bits(slowdown(float64(resp[i]), float64(run[i])))
+		}
+	case mBoundedSlowdown:
+		for i := range b {
+			b[i] = math.Float64bits(boundedSlowdown(float64(resp[i]), float64(run[i]), tau))
+		}
+	}
+}
+
+// stat summarises metric m over every job.
+func (c *Collector) stat(so *sorter, m metric) Stat {
+	tau := c.tau.Seconds()
+	return so.statBits(c.n, func(b []uint64) {
+		if c.whole {
+			fillMetric(b, m, c.wait32, c.resp32, c.run32, tau)
+		} else {
+			fillMetric(b, m, c.wait, c.resp, c.run, tau)
+		}
+	})
+}
+
 // Summary computes the aggregate metrics. It may be called more than once.
 func (c *Collector) Summary() Summary {
 	s := Summary{
@@ -240,14 +296,12 @@ func (c *Collector) Summary() Summary {
 		s.Utilization = c.work / (float64(c.procs) * s.Makespan)
 	}
 	so := new(sorter)
-	n := c.n
-	wait, resp, run := c.columns()
-	s.Wait = so.stat(n, wait)
-	s.Response = so.stat(n, resp)
-	s.Execution = so.stat(n, func(i int) float64 { return resp(i) - wait(i) })
-	s.ExecSlowdown = so.stat(n, func(i int) float64 { return (resp(i) - wait(i)) / max(run(i), 1e-3) })
-	s.Slowdown = so.stat(n, func(i int) float64 { return slowdown(resp(i), run(i)) })
-	s.BoundedSlowdown = so.stat(n, func(i int) float64 { return boundedSlowdown(resp(i), run(i), s.Tau) })
+	s.Wait = c.stat(so, mWait)
+	s.Response = c.stat(so, mResponse)
+	s.Execution = c.stat(so, mExecution)
+	s.ExecSlowdown = c.stat(so, mExecSlowdown)
+	s.Slowdown = c.stat(so, mSlowdown)
+	s.BoundedSlowdown = c.stat(so, mBoundedSlowdown)
 	return s
 }
 

@@ -37,40 +37,72 @@ const (
 
 // sort sorts x in increasing order.
 func (s *sorter) sort(x []float64) {
-	keys, ok := s.sortedKeys(len(x), func(i int) float64 { return x[i] })
+	if len(x) < radixMin || len(x) > math.MaxInt32 {
+		slices.Sort(x)
+		return
+	}
+	keys := s.buffer(len(x))
+	for i, v := range x {
+		keys[i] = math.Float64bits(v)
+	}
+	sorted, ok := s.sortBits(keys)
 	if !ok {
 		slices.Sort(x)
 		return
 	}
-	for i, k := range keys {
+	for i, k := range sorted {
 		x[i] = fromOrderedBits(k)
 	}
 }
 
-// stat summarises the n values v(i), n > 0: the mean (summed over the
-// sorted values), median, 95th percentile and maximum. It sorts the
-// values' keys in the sorter's own buffers: no copy of the values is made
-// (for the summary's six metrics of every job, one array fewer to fault
-// in).
+// stat summarises the n values v(i), n > 0: statBits, one call of v a
+// value.
 func (s *sorter) stat(n int, v func(i int) float64) Stat {
-	keys, ok := s.sortedKeys(n, v)
-	if ok {
-		return sortedStat(n, func(i int) float64 { return fromOrderedBits(keys[i]) })
-	}
-	x := make([]float64, n)
-	for i := range x {
-		x[i] = v(i)
-	}
-	slices.Sort(x)
-	return sortedStat(n, func(i int) float64 { return x[i] })
+	return s.statBits(n, func(b []uint64) {
+		for i := range b {
+			b[i] = math.Float64bits(v(i))
+		}
+	})
 }
 
-// sortedStat is stat of the n sorted values at(i).
-func sortedStat(n int, at func(i int) float64) Stat {
-	sum := 0.0
-	for i := range n {
-		sum += at(i)
+// statBits summarises n values, n > 0, whose bits (math.Float64bits)
+// fill writes into the slice of n it is given: the mean (summed over the
+// sorted values), median, 95th percentile and maximum. The values are
+// sorted in the sorter's own buffers: no copy of them is made (for the
+// summary's six metrics of every job, one array fewer to fault in), and
+// fill is one loop of the caller's, not a call per value.
+func (s *sorter) statBits(n int, fill func(b []uint64)) Stat {
+	var keys []uint64
+	if n >= radixMin && n <= math.MaxInt32 {
+		keys = s.buffer(n)
+	} else {
+		keys = make([]uint64, n)
 	}
+	fill(keys)
+	if n >= radixMin && n <= math.MaxInt32 {
+		if sorted, ok := s.sortBits(keys); ok {
+			sum := 0.0
+			for _, k := range sorted {
+				sum += fromOrderedBits(k)
+			}
+			return sortedStat(n, sum, func(i int) float64 { return fromOrderedBits(sorted[i]) })
+		}
+	}
+	x := make([]float64, n)
+	for i, b := range keys {
+		x[i] = math.Float64frombits(b)
+	}
+	slices.Sort(x)
+	sum := 0.0
+	for _, v := range x {
+		sum += v
+	}
+	return sortedStat(n, sum, func(i int) float64 { return x[i] })
+}
+
+// sortedStat is the Stat of the n sorted values at(i) that sum to sum
+// (added in order).
+func sortedStat(n int, sum float64, at func(i int) float64) Stat {
 	return Stat{
 		Mean:   sum / float64(n),
 		Median: quantile(n, at, 0.5),
@@ -79,29 +111,35 @@ func sortedStat(n int, at func(i int) float64) Stat {
 	}
 }
 
-// sortedKeys returns the keys (orderedBits) of the n values v(i) in
-// increasing order, in one of the sorter's buffers; ok is false when the
-// radix sort does not apply (too few values, or a NaN or negative zero
-// among them): slices.Sort's order is then the one to use.
-func (s *sorter) sortedKeys(n int, v func(i int) float64) (keys []uint64, ok bool) {
-	if n < radixMin || n > math.MaxInt32 {
-		return nil, false
-	}
+// buffer returns the sorter's key buffer for n values.
+func (s *sorter) buffer(n int) []uint64 {
 	if cap(s.keys) < n {
 		s.keys, s.tmp = make([]uint64, n), make([]uint64, n)
 	}
+	return s.keys[:n]
+}
+
+// sortBits sorts the floats whose bits b holds (the sorter's buffer) and
+// returns their keys (orderedBits) in increasing order, in b or the
+// sorter's other buffer. ok is false, with b as it was, when the radix
+// sort does not apply (a NaN or negative zero among them): slices.Sort's
+// order is then the one to use.
+func (s *sorter) sortBits(b []uint64) (sorted []uint64, ok bool) {
+	n := len(b)
 	if s.count == nil {
 		s.count = new([digits][buckets]int32)
 	}
-	keys, tmp := s.keys[:n], s.tmp[:n]
+	keys, tmp := b, s.tmp[:n]
 	count := s.count
 	*count = [digits][buckets]int32{}
-	for i := range keys {
-		v := v(i)
-		if v != v || (v == 0 && math.Signbit(v)) {
+	for i, bits := range keys {
+		if bits&^(1<<63) > 0x7ff0000000000000 || bits == 1<<63 { // NaN, or -0
+			for j := range i {
+				keys[j] = math.Float64bits(fromOrderedBits(keys[j]))
+			}
 			return nil, false
 		}
-		k := orderedBits(v)
+		k := orderedBits(math.Float64frombits(bits))
 		keys[i] = k
 		for d := range digits {
 			count[d][(k>>(d*digitBits))&(buckets-1)]++
