@@ -236,34 +236,35 @@ const (
 	mBoundedSlowdown
 )
 
-// fillMetric writes the bits (math.Float64bits) of metric m of every job
-// into b: one loop per metric and column type, no call per job.
-func fillMetric[T int32 | float64](b []uint64, m metric, wait, resp, run []T, tau float64) {
-	wait, resp, run = wait[:len(b)], resp[:len(b)], run[:len(b)]
+// fillMetric gives k the bits of metric m of every job: one loop per
+// metric and column type, no call of a function value per job.
+func fillMetric[T int32 | float64](k *keys, m metric, wait, resp, run []T, tau float64) {
+	n := len(k.hi)
+	wait, resp, run = wait[:n], resp[:n], run[:n]
 	switch m {
 	case mWait:
-		for i := range b {
-			b[i] = math.Float64bits(float64(wait[i]))
+		for i := range n {
+			k.put(math.Float64bits(float64(wait[i])))
 		}
 	case mResponse:
-		for i := range b {
-			b[i] = math.Float64bits(float64(resp[i]))
+		for i := range n {
+			k.put(math.Float64bits(float64(resp[i])))
 		}
 	case mExecution:
-		for i := range b {
-			b[i] = math.Float64bits(float64(resp[i]) - float64(wait[i]))
+		for i := range n {
+			k.put(math.Float64bits(float64(resp[i]) - float64(wait[i])))
 		}
 	case mExecSlowdown:
-		for i := range b {
-			b[i] = math.Float64bits((float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3))
+		for i := range n {
+			k.put(math.Float64bits((float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3)))
 		}
 	case mSlowdown:
-		for i := range b {
-			b[i] = math.Float64bits(slowdown(float64(resp[i]), float64(run[i])))
+		for i := range n {
+			k.put(math.Float64bits(slowdown(float64(resp[i]), float64(run[i]))))
 		}
 	case mBoundedSlowdown:
-		for i := range b {
-			b[i] = math.Float64bits(boundedSlowdown(float64(resp[i]), float64(run[i]), tau))
+		for i := range n {
+			k.put(math.Float64bits(boundedSlowdown(float64(resp[i]), float64(run[i]), tau)))
 		}
 	}
 }
@@ -271,13 +272,29 @@ func fillMetric[T int32 | float64](b []uint64, m metric, wait, resp, run []T, ta
 // stat summarises metric m over every job.
 func (c *Collector) stat(so *sorter, m metric) Stat {
 	tau := c.tau.Seconds()
-	return so.statBits(c.n, func(b []uint64) {
-		if c.whole {
-			fillMetric(b, m, c.wait32, c.resp32, c.run32, tau)
-		} else {
-			fillMetric(b, m, c.wait, c.resp, c.run, tau)
+	wait, resp, run := c.columns()
+	value := func(i int) float64 {
+		switch m {
+		case mWait:
+			return wait(i)
+		case mResponse:
+			return resp(i)
+		case mExecution:
+			return resp(i) - wait(i)
+		case mExecSlowdown:
+			return (resp(i) - wait(i)) / max(run(i), 1e-3)
+		case mSlowdown:
+			return slowdown(resp(i), run(i))
 		}
-	})
+		return boundedSlowdown(resp(i), run(i), tau)
+	}
+	return so.statKeys(c.n, func(k *keys) {
+		if c.whole {
+			fillMetric(k, m, c.wait32, c.resp32, c.run32, tau)
+		} else {
+			fillMetric(k, m, c.wait, c.resp, c.run, tau)
+		}
+	}, value)
 }
 
 // Summary computes the aggregate metrics. It may be called more than once.
