@@ -10,7 +10,7 @@ import (
 // and comparison sorts of tens of thousands of values took a tenth of a
 // simulation. Its buffer is reused from one sort to the next.
 //
-// Its keys (orderedBits) are kept as two halves, the high and the low 32
+// Its keys (see keys.put) are kept as two halves, the high and the low 32
 // bits, so that what a summary's values do not need costs no memory, and
 // fresh memory is what a short simulation pays most for:
 //   - values that are exactly 1 (most slowdowns: every job that did not
@@ -46,7 +46,7 @@ const (
 	buckets   = 1 << digitBits
 )
 
-// oneKey is orderedBits(1).
+// oneKey is the key of 1.
 const oneKey = 0xbff0000000000000
 
 // keys receives the keys of a sort's values: fill functions call put for
@@ -65,6 +65,8 @@ func (k *keys) put(b uint64) {
 		k.bad = true
 		return
 	}
+	// The key: a non-negative float's bits with the sign bit set, a
+	// negative one's bits inverted; keys compare as the floats do.
 	key := b | 1<<63
 	if b>>63 != 0 {
 		key = ^b
@@ -285,18 +287,7 @@ func offsets(c *[buckets]int32) {
 	}
 }
 
-// orderedBits maps a float (not NaN) to an integer with the same order:
-// a non-negative float's bits with the sign bit set, a negative one's
-// bits inverted.
-func orderedBits(v float64) uint64 {
-	b := math.Float64bits(v)
-	if b>>63 != 0 {
-		return ^b
-	}
-	return b | 1<<63
-}
-
-// fromOrderedBits inverts orderedBits.
+// fromOrderedBits returns the float of a key (see keys.put).
 func fromOrderedBits(k uint64) float64 {
 	if k>>63 != 0 {
 		return math.Float64frombits(k &^ (1 << 63))

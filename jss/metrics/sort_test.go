@@ -52,7 +52,7 @@ func sortKinds(rng *rand.Rand) map[string]func() float64 {
 			return []float64{1, 1, 1, rng.Float64(), 1 + rng.Float64(), math.Round(rng.ExpFloat64() * 3e6), math.Nextafter(1, 2), math.Nextafter(1, 0)}[rng.IntN(8)]
 		},
 		"large seconds": func() float64 { return math.Round(rng.ExpFloat64() * 5e6) },
-		"signed":   func() float64 { return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20)) },
+		"signed":        func() float64 { return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20)) },
 		"special": func() float64 {
 			return []float64{math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 0, 3.5}[rng.IntN(8)]
 		},
