@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/internal/idtable"
+	"github.com/cosched/cosched/internal/sizepool"
 )
 
 // Errors returned for inputs the core rejects. Check with errors.Is.
@@ -28,7 +29,7 @@ type jobState struct {
 	killed  bool // a Kill decision was issued
 	row     int
 	cols    []int
-	own     []int // with ReuseColumns: storage for cols, kept when the record is reused
+	own     []int // with ReuseColumns: cols' storage, from the column pool
 	start   time.Duration
 	estEnd  time.Duration // start + span (the estimate, dilated by MPL)
 	resv    time.Duration // conservative: reserved start while queued
@@ -61,6 +62,11 @@ type Scheduler struct {
 	curRow  int             // the row of the current slice
 	out     []Decision      // Schedule's result buffer, reused
 	reuse   bool            // ReuseColumns: a job's columns are reused once it finished
+	// colPool holds, with ReuseColumns, finished jobs' column storage, so
+	// storage follows the running jobs, not the records: records (queued
+	// jobs' included) that each grew to the widest job they ever held were
+	// most of the core's memory on a long trace.
+	colPool sizepool.Pool[int]
 
 	altScratch [][]uint64 // per row: columns taken by alternates
 	ageScratch []*jobState
@@ -145,7 +151,7 @@ func (s *Scheduler) Submit(j Job, now time.Duration) error {
 	}
 	s.seq++
 	js := s.record()
-	*js = jobState{Job: j, seq: s.seq, resv: -1, own: js.own}
+	*js = jobState{Job: j, seq: s.seq, resv: -1}
 	s.jobs.Put(j.ID, js)
 	s.enqueue(js)
 	s.policy.submitted(s, js)
@@ -269,10 +275,10 @@ func (s *Scheduler) record() *jobState {
 // structure holds it once the policy has dropped it (scratch slices are
 // refilled before they are read). Its columns went out in a Start
 // decision, which is the caller's to keep, unless ReuseColumns said
-// otherwise.
+// otherwise: then they go back to the column pool.
 func (s *Scheduler) recycle(js *jobState) {
-	own := js.own
-	*js = jobState{own: own}
+	s.colPool.Put(js.own)
+	*js = jobState{}
 	s.spare = append(s.spare, js)
 }
 
@@ -346,8 +352,8 @@ func (s *Scheduler) start(j *jobState, r int, why Explanation) {
 	if s.memoryBound(j) {
 		s.memoryColumns(j, r, true)
 	} else if s.reuse {
-		j.cols = row.cols.takeInto(slices.Grow(j.own[:0], j.Processors), j.Processors)
-		j.own = j.cols
+		j.own = s.colPool.Get(j.Processors)
+		j.cols = row.cols.takeInto(j.own, j.Processors)
 	} else {
 		j.cols = row.cols.take(j.Processors)
 	}

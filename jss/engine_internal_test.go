@@ -43,6 +43,37 @@ func TestEventHeapOrder(t *testing.T) {
 	}
 }
 
+// TestEventHeapInterleaved pushes and pops at random, as the simulator
+// does (a pop, then pushes no earlier than it), and checks each pop
+// against the least event of a plain list.
+func TestEventHeapInterleaved(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var h eventHeap
+	var ref []event
+	now := time.Duration(0)
+	for i := range 20000 {
+		if len(ref) == 0 || len(ref) < 300 && rng.IntN(2) == 0 {
+			for range 1 + rng.IntN(3) {
+				h.push(now+time.Duration(rng.IntN(30)), uint8(rng.IntN(3)), gang.JobID(i))
+				ref = append(ref, h.items[slices.IndexFunc(h.items, func(e event) bool { return e.seq == h.seq })])
+			}
+			continue
+		}
+		m := 0
+		for k := range ref {
+			if ref[k].before(&ref[m]) {
+				m = k
+			}
+		}
+		got := h.pop()
+		if got != ref[m] {
+			t.Fatalf("step %d: pop %+v, want %+v", i, got, ref[m])
+		}
+		ref = slices.Delete(ref, m, m+1)
+		now = got.at
+	}
+}
+
 func TestEqualTimesRunCompletionsThenArrivalsThenPasses(t *testing.T) {
 	var h eventHeap
 	// Pushed in the reverse of the order they must run in.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/idtable"
+	"github.com/cosched/cosched/internal/sizepool"
 )
 
 type job struct {
@@ -48,9 +49,10 @@ type Checker struct {
 	mem     []int64        // column → memory of placed jobs
 	offline []bool         // column → out of service
 	jobs    idtable.Table[gang.JobID, job]
-	spare   []*job   // finished jobs' records, for reuse
-	seen    []uint64 // column → the last start that named it
-	starts  uint64   // starts checked: the stamp of the current one
+	spare   []*job             // finished jobs' records, for reuse
+	colPool sizepool.Pool[int] // finished jobs' column copies, for reuse by size
+	seen    []uint64           // column → the last start that named it
+	starts  uint64             // starts checked: the stamp of the current one
 }
 
 // New returns a Checker for a machine with mpl rows.
@@ -73,7 +75,7 @@ func (c *Checker) Submitted(j gang.Job) error {
 	var r *job
 	if n := len(c.spare); n > 0 {
 		r, c.spare = c.spare[n-1], c.spare[:n-1]
-		*r = job{Job: j, cols: r.cols[:0], alts: r.alts[:0]}
+		*r = job{Job: j, alts: r.alts[:0]}
 	} else {
 		r = &job{Job: j}
 	}
@@ -146,28 +148,33 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 		return fail("job %d gets %d columns for %d processors", d.Job, len(d.Columns), j.Processors)
 	}
 	c.starts++
+	// The row's tables resliced to the machine once: the loop below runs
+	// for every column of every start, without bounds checks.
+	procs := c.machine.Processors
+	placed, alt := c.placed[d.Row][:procs], c.alt[d.Row][:procs]
+	seen, offline, mem := c.seen[:procs], c.offline[:procs], c.mem[:procs]
+	memCap := c.machine.MemoryPerProcessor
 	for _, col := range d.Columns {
-		if col < 0 || col >= c.machine.Processors {
-			return fail("job %d: column %d outside the machine (%d processors)", d.Job, col, c.machine.Processors)
+		if uint(col) >= uint(procs) {
+			return fail("job %d: column %d outside the machine (%d processors)", d.Job, col, procs)
 		}
-		if c.seen[col] == c.starts {
+		if seen[col] == c.starts {
 			return fail("job %d gets column %d twice", d.Job, col)
 		}
-		c.seen[col] = c.starts
-		if p := c.placed[d.Row][col]; p != 0 {
+		seen[col] = c.starts
+		if p := placed[col]; p != 0 {
 			return fail("job %d: row %d column %d already holds job %d", d.Job, d.Row, col, p)
 		}
-		if c.offline[col] {
+		if offline[col] {
 			return fail("job %d: column %d is out of service", d.Job, col)
 		}
-		if a := c.alt[d.Row][col]; a != 0 {
+		if a := alt[col]; a != 0 {
 			return fail("job %d: row %d column %d is still job %d's alternate (end it first)", d.Job, d.Row, col, a)
 		}
-		if m := c.machine.MemoryPerProcessor; m > 0 && c.mem[col]+j.Memory > m {
-			return fail("job %d: column %d would hold %d bytes, it has %d", d.Job, col, c.mem[col]+j.Memory, m)
+		if memCap > 0 && mem[col]+j.Memory > memCap {
+			return fail("job %d: column %d would hold %d bytes, it has %d", d.Job, col, mem[col]+j.Memory, memCap)
 		}
 	}
-	placed := c.placed[d.Row]
 	for _, col := range d.Columns {
 		placed[col] = j.ID
 	}
@@ -175,6 +182,9 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 		for _, col := range d.Columns {
 			c.mem[col] += j.Memory
 		}
+	}
+	if j.cols == nil && len(d.Columns) > 0 {
+		j.cols = c.colPool.Get(len(d.Columns))
 	}
 	j.running, j.row, j.cols = true, d.Row, append(j.cols[:0], d.Columns...) // a copy: the core's slice is not ours
 	return nil
@@ -210,6 +220,8 @@ func (c *Checker) Finished(id gang.JobID) error {
 			}
 		}
 	}
+	c.colPool.Put(j.cols)
+	j.cols = nil
 	c.spare = append(c.spare, j)
 	return nil
 }

@@ -53,8 +53,9 @@ type Bin struct {
 func (c *Collector) ByRuntime() []Bin {
 	n := len(RuntimeBinEdges) + 1
 	idx := make([][]int, n)
-	for i, run := range c.run {
-		b := RuntimeBin(time.Duration(run * float64(time.Second)))
+	wait, resp, run := c.columns()
+	for i := range c.n {
+		b := RuntimeBin(time.Duration(run(i) * float64(time.Second)))
 		idx[b] = append(idx[b], i)
 	}
 	makespan := (c.last - c.first).Seconds()
@@ -69,12 +70,12 @@ func (c *Collector) ByRuntime() []Bin {
 			return so.stat(len(idx[b]), func(k int) float64 { return f(idx[b][k]) })
 		}
 		tau := c.tau.Seconds()
-		bins[b].Wait = fill(func(i int) float64 { return c.wait[i] })
-		bins[b].Response = fill(func(i int) float64 { return c.resp[i] })
-		bins[b].Slowdown = fill(func(i int) float64 { return slowdown(c.resp[i], c.run[i]) })
-		bins[b].BoundedSlowdown = fill(func(i int) float64 { return boundedSlowdown(c.resp[i], c.run[i], tau) })
+		bins[b].Wait = fill(wait)
+		bins[b].Response = fill(resp)
+		bins[b].Slowdown = fill(func(i int) float64 { return slowdown(resp(i), run(i)) })
+		bins[b].BoundedSlowdown = fill(func(i int) float64 { return boundedSlowdown(resp(i), run(i), tau) })
 		for _, i := range idx[b] {
-			bins[b].SumFlow += c.resp[i]
+			bins[b].SumFlow += resp(i)
 		}
 		if makespan > 0 && c.procs > 0 {
 			bins[b].Utilization = c.binWork[b] / (float64(c.procs) * makespan)

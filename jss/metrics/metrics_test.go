@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -127,4 +129,48 @@ func TestPerJobDefinitions(t *testing.T) {
 	near(t, "slowdown of a sub-second job that waited", Slowdown(sec(2.5), sec(0.3)), 2.5)
 	near(t, "bounded slowdown floor", BoundedSlowdown(sec(2), sec(1), DefaultTau), 1)
 	near(t, "bounded slowdown", BoundedSlowdown(sec(40), sec(5), DefaultTau), 4)
+}
+
+// TestWholeSecondsSameAsFloat checks that the collector's int32 columns
+// (whole seconds) give the same summary and bins, bit for bit, as float64
+// ones, and that a first value that is not a whole second (or too large)
+// moves to float64 without changing what came before.
+func TestWholeSecondsSameAsFloat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name string
+		odd  int // index of the job that is not whole seconds; -1: none
+		big  bool
+	}{{"whole", -1, false}, {"fraction at 700", 700, false}, {"beyond int32 at 5", 5, true}, {"fraction first", 0, false}} {
+		got := NewCollector(64, 0)
+		got.Grow(100)
+		want := NewCollector(64, 0)
+		want.toFloat()
+		submit := time.Duration(0)
+		for i := range 2000 {
+			submit += time.Duration(rng.IntN(600)) * time.Second
+			j := Job{Submit: submit, Processors: 1 + rng.IntN(64)}
+			j.Start = submit + time.Duration(rng.ExpFloat64()*3000)*time.Second
+			j.Runtime = time.Duration(rng.ExpFloat64()*5000) * time.Second
+			j.End = j.Start + j.Runtime + time.Duration(rng.IntN(3))*time.Second
+			if i == tc.odd {
+				if tc.big {
+					j.End += 1 << 31 * time.Second
+				} else {
+					j.End += 250 * time.Millisecond
+				}
+			}
+			got.Add(j)
+			want.Add(j)
+		}
+		if got.whole != (tc.odd < 0) {
+			t.Errorf("%s: whole %v after the jobs", tc.name, got.whole)
+		}
+		if g, w := got.Summary(), want.Summary(); g != w {
+			t.Errorf("%s: summary\n%+v, want\n%+v", tc.name, g, w)
+		}
+		if g, w := got.ByRuntime(), want.ByRuntime(); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: by runtime\n%+v, want\n%+v", tc.name, g, w)
+		}
+	}
 }

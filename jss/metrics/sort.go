@@ -8,65 +8,144 @@ import (
 // sorter sorts float64s as slices.Sort does, by a radix sort of their bits:
 // the summary sorts every metric of every job (six sorts of the whole run),
 // and comparison sorts of tens of thousands of values took a tenth of a
-// simulation. Its buffers are reused from one sort to the next.
+// simulation. Its buffer is reused from one sort to the next.
 //
-// The result is the same slice, bit for bit, as slices.Sort's: the bits of
-// two floats compare as the floats do once mapped as below, except for NaN
-// and negative zero (equal to zero but not the same bits), so values with
+// Its keys (see keys.put) are kept as two halves, the high and the low 32
+// bits, so that what a summary's values do not need costs no memory, and
+// fresh memory is what a short simulation pays most for:
+//   - values that are exactly 1 (most slowdowns: every job that did not
+//     wait) are counted, not sorted: they go between the values below 1
+//     and those above;
+//   - when every low half is zero (whole numbers below 2^21: a simulated
+//     trace's waits and responses in seconds), only the high halves are
+//     sorted, 4 bytes a value, not 8.
+//
+// The result is the order of slices.Sort, bit for bit: the bits of two
+// floats compare as the floats do once mapped as below, except for NaN and
+// negative zero (equal to zero but not the same bits), so values with
 // either are sorted by slices.Sort itself. Means summed over the sorted
 // values therefore do not change in their last bit.
 type sorter struct {
-	keys, tmp []uint64
-	count     [digits][buckets]int32 // per digit, then the buckets' offsets
+	buf []uint32
+	// count holds per digit the buckets' counts, then their offsets. On
+	// the heap, allocated with the keys: as an array in the struct it made
+	// the summary's frame 49 KB, and the goroutine's stack grew (copied
+	// into fresh memory at each doubling) to hold it.
+	count *[digits][buckets]int32
 }
 
 // radixMin is the length below which slices.Sort is faster.
 const radixMin = 256
 
-// Digits of 11 bits: six passes, each with a count table that fits in the
-// first-level cache.
+// Digits of 11 bits: six passes at most, each with a count table that fits
+// in the first-level cache; three for 32-bit keys.
 const (
 	digitBits = 11
 	digits    = (64 + digitBits - 1) / digitBits
+	digits32  = (32 + digitBits - 1) / digitBits
 	buckets   = 1 << digitBits
 )
 
+// oneKey is the key of 1.
+const oneKey = 0xbff0000000000000
+
+// keys receives the keys of a sort's values: fill functions call put for
+// each value.
+type keys struct {
+	hi, lo []uint32
+	m      int    // keys written (the values that are not 1)
+	ones   int    // values equal to 1
+	loOr   uint32 // the low halves ORed together
+	bad    bool   // a NaN or negative zero was met
+}
+
+// put adds the value whose bits (math.Float64bits) are b.
+func (k *keys) put(b uint64) {
+	if b&^(1<<63) > 0x7ff0000000000000 || b == 1<<63 { // NaN, or -0
+		k.bad = true
+		return
+	}
+	// The key: a non-negative float's bits with the sign bit set, a
+	// negative one's bits inverted; keys compare as the floats do.
+	key := b | 1<<63
+	if b>>63 != 0 {
+		key = ^b
+	}
+	if key == oneKey {
+		k.ones++
+		return
+	}
+	k.hi[k.m], k.lo[k.m] = uint32(key>>32), uint32(key)
+	k.loOr |= uint32(key)
+	k.m++
+}
+
 // sort sorts x in increasing order.
 func (s *sorter) sort(x []float64) {
-	keys, ok := s.sortedKeys(len(x), func(i int) float64 { return x[i] })
+	if len(x) < radixMin || len(x) > math.MaxInt32/4 {
+		slices.Sort(x)
+		return
+	}
+	seq, ok := s.sorted(len(x), func(k *keys) {
+		for _, v := range x {
+			k.put(math.Float64bits(v))
+		}
+	})
 	if !ok {
 		slices.Sort(x)
 		return
 	}
-	for i, k := range keys {
-		x[i] = fromOrderedBits(k)
+	for i := range x {
+		x[i] = seq.at(i)
 	}
 }
 
-// stat summarises the n values v(i), n > 0: the mean (summed over the
-// sorted values), median, 95th percentile and maximum. It sorts the
-// values' keys in the sorter's own buffers: no copy of the values is made
-// (for the summary's six metrics of every job, one array fewer to fault
-// in).
+// stat summarises the n values v(i), n > 0: statKeys, one call of v a
+// value.
 func (s *sorter) stat(n int, v func(i int) float64) Stat {
-	keys, ok := s.sortedKeys(n, v)
-	if ok {
-		return sortedStat(n, func(i int) float64 { return fromOrderedBits(keys[i]) })
+	return s.statKeys(n, func(k *keys) {
+		for i := range n {
+			k.put(math.Float64bits(v(i)))
+		}
+	}, v)
+}
+
+// statKeys summarises n values, n > 0: the mean (summed over the sorted
+// values), median, 95th percentile and maximum. fill gives every value's
+// bits to its keys' put, in one loop of the caller's (not a call of a
+// function value per value); v(i) is value i, for the values radix
+// sorting does not take.
+func (s *sorter) statKeys(n int, fill func(k *keys), v func(i int) float64) Stat {
+	if n >= radixMin && n <= math.MaxInt32/4 {
+		if seq, ok := s.sorted(n, fill); ok {
+			sum := 0.0
+			for i := range seq.p {
+				sum += seq.value(i)
+			}
+			for range seq.ones {
+				sum++
+			}
+			for i := seq.p; i < seq.m; i++ {
+				sum += seq.value(i)
+			}
+			return sortedStat(n, sum, seq.at)
+		}
 	}
 	x := make([]float64, n)
 	for i := range x {
 		x[i] = v(i)
 	}
 	slices.Sort(x)
-	return sortedStat(n, func(i int) float64 { return x[i] })
+	sum := 0.0
+	for _, v := range x {
+		sum += v
+	}
+	return sortedStat(n, sum, func(i int) float64 { return x[i] })
 }
 
-// sortedStat is stat of the n sorted values at(i).
-func sortedStat(n int, at func(i int) float64) Stat {
-	sum := 0.0
-	for i := range n {
-		sum += at(i)
-	}
+// sortedStat is the Stat of the n sorted values at(i) that sum to sum
+// (added in order).
+func sortedStat(n int, sum float64, at func(i int) float64) Stat {
 	return Stat{
 		Mean:   sum / float64(n),
 		Median: quantile(n, at, 0.5),
@@ -75,40 +154,88 @@ func sortedStat(n int, at func(i int) float64) Stat {
 	}
 }
 
-// sortedKeys returns the keys (orderedBits) of the n values v(i) in
-// increasing order, in one of the sorter's buffers; ok is false when the
-// radix sort does not apply (too few values, or a NaN or negative zero
-// among them): slices.Sort's order is then the one to use.
-func (s *sorter) sortedKeys(n int, v func(i int) float64) (keys []uint64, ok bool) {
-	if n < radixMin || n > math.MaxInt32 {
-		return nil, false
+// sequence is a sort's result: the m sorted keys other than 1's, the
+// first p of them below 1, then ones values equal to 1 between them.
+type sequence struct {
+	hi, lo     []uint32 // lo nil: every low half is zero
+	m, p, ones int
+}
+
+// value returns the i-th sorted value other than 1.
+func (q *sequence) value(i int) float64 {
+	k := uint64(q.hi[i]) << 32
+	if q.lo != nil {
+		k |= uint64(q.lo[i])
 	}
-	if cap(s.keys) < n {
-		s.keys, s.tmp = make([]uint64, n), make([]uint64, n)
+	return fromOrderedBits(k)
+}
+
+// at returns the i-th value of the whole sorted sequence.
+func (q *sequence) at(i int) float64 {
+	switch {
+	case i < q.p:
+		return q.value(i)
+	case i < q.p+q.ones:
+		return 1
 	}
-	keys, tmp := s.keys[:n], s.tmp[:n]
-	count := &s.count
-	*count = [digits][buckets]int32{}
-	for i := range keys {
-		v := v(i)
-		if v != v || (v == 0 && math.Signbit(v)) {
-			return nil, false
+	return q.value(i - q.ones)
+}
+
+// sorted sorts the n values fill gives (n <= MaxInt32/4). ok is false when
+// the radix sort does not apply (a NaN or negative zero among them):
+// slices.Sort's order is then the one to use.
+func (s *sorter) sorted(n int, fill func(k *keys)) (q sequence, ok bool) {
+	if cap(s.buf) < 2*n {
+		s.buf = make([]uint32, 2*n)
+	}
+	w := s.buf[:cap(s.buf)]
+	k := keys{hi: w[:n], lo: w[n : 2*n]}
+	fill(&k)
+	if k.bad {
+		return sequence{}, false
+	}
+	if s.count == nil {
+		s.count = new([digits][buckets]int32)
+	}
+	m := k.m
+	q = sequence{m: m, ones: k.ones}
+	if k.loOr == 0 {
+		// 32-bit keys: the low halves' room is the scratch.
+		q.hi = radix32(w[:m], w[m:2*m], s.count)
+	} else {
+		if cap(w) < 4*m {
+			g := make([]uint32, 4*m)
+			copy(g, w[:m])
+			copy(g[m:], w[n:n+m])
+			s.buf, w = g, g
+		} else {
+			copy(w[m:2*m], w[n:n+m]) // the low halves beside the high ones
 		}
-		k := orderedBits(v)
-		keys[i] = k
-		for d := range digits {
+		q.hi, q.lo = radix64(w[:m], w[m:2*m], w[2*m:3*m], w[3*m:4*m], s.count)
+	}
+	// p: the keys below 1's, whose low half is zero.
+	q.p, _ = slices.BinarySearch(q.hi, uint32(oneKey>>32))
+	return q, true
+}
+
+// radix32 sorts keys, with tmp as scratch, and returns the sorted slice:
+// keys or tmp.
+func radix32(keys, tmp []uint32, count *[digits][buckets]int32) []uint32 {
+	if len(keys) == 0 {
+		return keys
+	}
+	*count = [digits][buckets]int32{}
+	for _, k := range keys {
+		for d := range digits32 {
 			count[d][(k>>(d*digitBits))&(buckets-1)]++
 		}
 	}
-	for d := range digits {
+	for d := range digits32 {
 		c := &count[d]
-		if int(c[(keys[0]>>(d*digitBits))&(buckets-1)]) == n {
+		if int(c[(keys[0]>>(d*digitBits))&(buckets-1)]) == len(keys) {
 			continue // every key has this digit: the pass would not move any
 		}
-		sum := int32(0)
-		for b := range c {
-			c[b], sum = sum, sum+c[b]
-		}
+		offsets(c)
 		shift := d * digitBits
 		for _, k := range keys {
 			b := (k >> shift) & (buckets - 1)
@@ -117,21 +244,50 @@ func (s *sorter) sortedKeys(n int, v func(i int) float64) (keys []uint64, ok boo
 		}
 		keys, tmp = tmp, keys
 	}
-	return keys, true
+	return keys
 }
 
-// orderedBits maps a float (not NaN) to an integer with the same order:
-// a non-negative float's bits with the sign bit set, a negative one's
-// bits inverted.
-func orderedBits(v float64) uint64 {
-	b := math.Float64bits(v)
-	if b>>63 != 0 {
-		return ^b
+// radix64 sorts the keys whose halves hi and lo hold, with tmpHi and tmpLo
+// as scratch, and returns the sorted halves.
+func radix64(hi, lo, tmpHi, tmpLo []uint32, count *[digits][buckets]int32) ([]uint32, []uint32) {
+	n := len(hi)
+	lo, tmpHi, tmpLo = lo[:n], tmpHi[:n], tmpLo[:n]
+	*count = [digits][buckets]int32{}
+	for i := range hi {
+		k := uint64(hi[i])<<32 | uint64(lo[i])
+		for d := range digits {
+			count[d][(k>>(d*digitBits))&(buckets-1)]++
+		}
 	}
-	return b | 1<<63
+	first := uint64(hi[0])<<32 | uint64(lo[0])
+	for d := range digits {
+		c := &count[d]
+		if int(c[(first>>(d*digitBits))&(buckets-1)]) == n {
+			continue
+		}
+		offsets(c)
+		shift := d * digitBits
+		for i := range hi {
+			h, l := hi[i], lo[i]
+			b := ((uint64(h)<<32 | uint64(l)) >> shift) & (buckets - 1)
+			tmpHi[c[b]], tmpLo[c[b]] = h, l
+			c[b]++
+		}
+		hi, tmpHi = tmpHi, hi
+		lo, tmpLo = tmpLo, lo
+	}
+	return hi, lo
 }
 
-// fromOrderedBits inverts orderedBits.
+// offsets turns a digit's bucket counts into the buckets' first slots.
+func offsets(c *[buckets]int32) {
+	sum := int32(0)
+	for b := range c {
+		c[b], sum = sum, sum+c[b]
+	}
+}
+
+// fromOrderedBits returns the float of a key (see keys.put).
 func fromOrderedBits(k uint64) float64 {
 	if k>>63 != 0 {
 		return math.Float64frombits(k &^ (1 << 63))

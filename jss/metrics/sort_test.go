@@ -13,20 +13,8 @@ import (
 // negative zero that send it to slices.Sort.
 func TestSorterMatchesSlicesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	kinds := map[string]func() float64{
-		"seconds":  func() float64 { return math.Round(rng.ExpFloat64() * 5000) },
-		"ratios":   func() float64 { return max(1, rng.ExpFloat64()*rng.ExpFloat64()*100) },
-		"repeats":  func() float64 { return float64(rng.IntN(3)) },
-		"constant": func() float64 { return 1 },
-		"signed":   func() float64 { return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20)) },
-		"special": func() float64 {
-			return []float64{math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 0, 3.5}[rng.IntN(8)]
-		},
-		"nan":          func() float64 { return []float64{math.NaN(), 1, 2, -3}[rng.IntN(4)] },
-		"negativezero": func() float64 { return []float64{math.Copysign(0, -1), 0, 1}[rng.IntN(3)] },
-	}
 	var so sorter
-	for name, gen := range kinds {
+	for name, gen := range sortKinds(rng) {
 		for _, n := range []int{0, 1, 255, 256, 1000, 30000} {
 			x := make([]float64, n)
 			for i := range x {
@@ -48,6 +36,64 @@ func TestSorterMatchesSlicesSort(t *testing.T) {
 				if math.Float64bits(x[i]) != math.Float64bits(want[i]) && !(math.IsNaN(x[i]) && math.IsNaN(want[i])) {
 					t.Fatalf("%s, %d values: at %d got %v, want %v", name, n, i, x[i], want[i])
 				}
+			}
+		}
+	}
+}
+
+// sortKinds are the value generators of the sort tests.
+func sortKinds(rng *rand.Rand) map[string]func() float64 {
+	return map[string]func() float64{
+		"seconds":  func() float64 { return math.Round(rng.ExpFloat64() * 5000) },
+		"ratios":   func() float64 { return max(1, rng.ExpFloat64()*rng.ExpFloat64()*100) },
+		"repeats":  func() float64 { return float64(rng.IntN(3)) },
+		"constant": func() float64 { return 1 },
+		"ones among fractions": func() float64 {
+			return []float64{1, 1, 1, rng.Float64(), 1 + rng.Float64(), math.Round(rng.ExpFloat64() * 3e6), math.Nextafter(1, 2), math.Nextafter(1, 0)}[rng.IntN(8)]
+		},
+		"large seconds": func() float64 { return math.Round(rng.ExpFloat64() * 5e6) },
+		"signed":        func() float64 { return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20)) },
+		"special": func() float64 {
+			return []float64{math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 0, 3.5}[rng.IntN(8)]
+		},
+		"nan":          func() float64 { return []float64{math.NaN(), 1, 2, -3}[rng.IntN(4)] },
+		"negativezero": func() float64 { return []float64{math.Copysign(0, -1), 0, 1}[rng.IntN(3)] },
+	}
+}
+
+// TestStatMatchesNaive checks stat (keys sorted in the sorter's buffers,
+// the values' bits restored for slices.Sort when a NaN or negative zero
+// turns up part way) against the plain computation: sort a copy, sum in
+// order, interpolate.
+func TestStatMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var so sorter
+	same := func(a, b float64) bool {
+		return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
+	}
+	for name, gen := range sortKinds(rng) {
+		for _, c := range []struct {
+			n    int
+			late bool
+		}{{1, false}, {255, false}, {256, false}, {256, true}, {1000, false}, {30000, false}, {30000, true}} {
+			n := c.n
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = gen()
+			}
+			if c.late { // after every other key was made
+				x[n-1] = []float64{math.NaN(), math.Copysign(0, -1)}[rng.IntN(2)]
+			}
+			want := slices.Clone(x)
+			slices.Sort(want)
+			sum := 0.0
+			for _, v := range want {
+				sum += v
+			}
+			got := so.stat(n, func(i int) float64 { return x[i] })
+			w := Stat{Mean: sum / float64(n), Median: Quantile(want, 0.5), P95: Quantile(want, 0.95), Max: want[n-1]}
+			if !same(got.Mean, w.Mean) || !same(got.Median, w.Median) || !same(got.P95, w.P95) || !same(got.Max, w.Max) {
+				t.Errorf("%s, %d values: %+v, want %+v", name, n, got, w)
 			}
 		}
 	}
