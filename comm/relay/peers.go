@@ -30,6 +30,8 @@ const (
 	frameSliceReady   frame.Type = 6 // sliceReady: a job's root to its nodes, once per slice (buffered mode)
 	framePeerAck      frame.Type = 7 // peerAck: numbered messages delivered, to the sender's node (resume.go)
 	frameRestarted    frame.Type = 8 // restarted: a node's relay restarted with a job's ranks (resume.go)
+	// 9 and 10 open a pair's connection (xchannels.go), never a link.
+	frameNoChannels frame.Type = 11 // noChannels: a rank asked for no channel (xchannels.go)
 )
 
 // A relay skips a frame of a type it does not know (a later build's),
@@ -220,6 +222,7 @@ type inbound struct {
 	ready *sliceReady
 	ack   *peerAck
 	again *restarted
+	noCh  *noChannels
 }
 
 func (in inbound) size() int {
@@ -243,6 +246,8 @@ func (in inbound) job() int64 {
 		return in.ack.Job
 	case in.again != nil:
 		return in.again.Job
+	case in.noCh != nil:
+		return in.noCh.Job
 	}
 	return in.done.Job
 }
@@ -546,6 +551,9 @@ func (r *Relay) servePeer(c net.Conn) {
 		case frameRestarted:
 			in.again = new(restarted)
 			err = frame.Decode(body, in.again)
+		case frameNoChannels:
+			in.noCh = new(noChannels)
+			err = frame.Decode(body, in.noCh)
 		default:
 			if !warnedUnknown {
 				log.Warn("relay frame of an unknown type (a later build's?) skipped", zap.Int("type", int(t)))
@@ -619,6 +627,8 @@ func (r *Relay) inboundLocked(in inbound) {
 		if in.again.Node != r.cfg.Node && slices.Contains(j.hosts, in.again.Node) {
 			r.resendLocked(j, in.again.Node)
 		}
+	case in.noCh != nil:
+		r.noChannelsLocked(j, in.noCh.Rank, in.from)
 	}
 }
 
