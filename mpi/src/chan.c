@@ -61,6 +61,9 @@ static int nlposts, caplposts;
 static unsigned events; /* messages taken from channels, posts matched */
 static volatile uint64_t *ctr; /* sent, sent bytes, delivered, delivered bytes */
 static void *ctr_map;
+/* ctr_fd is the page's descriptor, kept: a relay that restarts has lost
+ * its own, and a resumed Hello hands it this one (chan_counter_fd). */
+static int ctr_fd = -1;
 
 enum { C_SENT, C_SENT_BYTES, C_DELIVERED, C_DELIVERED_BYTES };
 
@@ -99,9 +102,9 @@ void chan_setup(const int *fds, int nfds, const uint8_t *ranks, size_t rlen, int
 			 (long long)slot);
 	size_t len = (size_t)(slot + 1) * 4 * sizeof(uint64_t);
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-	close(fds[0]);
 	if (m == MAP_FAILED)
 		cmpi_die(1, "map the relay's counter page: %s", strerror(errno));
+	ctr_fd = fds[0];
 	ctr_map = m;
 	ctr = (volatile uint64_t *)m + slot * 4;
 	peer_at = malloc(G.size * sizeof *peer_at);
@@ -384,4 +387,10 @@ void chan_close(void)
 	for (int i = 0; i < npeers; i++)
 		close(peers[i].fd);
 	npeers = 0;
+	if (ctr_fd >= 0)
+		close(ctr_fd);
+	ctr_fd = -1;
 }
+
+/* chan_counter_fd is the counter page's descriptor, or -1 (no grant). */
+int chan_counter_fd(void) { return ctr_fd; }

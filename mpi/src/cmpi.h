@@ -263,6 +263,7 @@ unsigned chan_step(void);
 void chan_wait(void);
 void chan_drain(void);
 void chan_close(void);
+int chan_counter_fd(void);
 int stash_deliver(uint64_t id, int wsrc, int tag, int ctx);
 int stash_has(int ctx, int wsrc, int tag);
 int stash_swap(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n);

@@ -854,6 +854,35 @@ static int write_fd(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* write_hello writes a resumed Hello, its first byte with the counter
+ * page's descriptor (SCM_RIGHTS) if the rank has one: the restarted
+ * relay then reads the counts of its channels again. A relay that does
+ * not look for it reads the bytes alone (the kernel drops the copy). */
+static int write_hello(int fd, const uint8_t *p, size_t n)
+{
+	int page = chan_counter_fd();
+	if (page < 0 || n == 0)
+		return write_fd(fd, p, n);
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	memset(&cm, 0, sizeof cm);
+	struct iovec iov = {(void *)p, n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &page, sizeof(int));
+	ssize_t w;
+	while ((w = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (w <= 0)
+		return -1;
+	return write_fd(fd, p + w, n - (size_t)w);
+}
+
 static int cmp_order(const void *a, const void *b)
 {
 	uint64_t x = posts[*(const int *)a].order, y = posts[*(const int *)b].order;
@@ -948,7 +977,7 @@ static const char *resume_once(void)
 	hello(&b, 1);
 	frame_append(&fr, FR_HELLO, b.p, b.len, NULL, 0);
 	free(b.p);
-	int bad = write_fd(fd, fr.p, fr.len);
+	int bad = write_hello(fd, fr.p, fr.len);
 	free(fr.p);
 	if (bad) {
 		snprintf(why, sizeof why, "hello: %s", strerror(errno));
