@@ -161,6 +161,14 @@ func newClusterWith(t testing.TB, nodes int, slice time.Duration, set func(*rela
 		c.stop = func() {}
 		return c
 	}
+	c.switchToBCS(t, slice)
+	return c
+}
+
+// switchToBCS sets every relay to bcs with slices of slice and strobes
+// them every slice (cut, exchange heartbeats), as agents do at the
+// controller's strobes, until the test's end.
+func (c *cluster) switchToBCS(t testing.TB, slice time.Duration) {
 	for _, r := range c.relays {
 		// 50 MB/s: h_max of 200 KB per slice, so large messages span slices
 		r.SetDelivery(relay.Buffered, slice, 50e6)
@@ -195,7 +203,6 @@ func newClusterWith(t testing.TB, nodes int, slice time.Duration, set func(*rela
 	}()
 	c.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(c.stop)
-	return c
 }
 
 // sawBlocked says whether a relay reported ev ("job/rank:true").

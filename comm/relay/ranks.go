@@ -275,6 +275,9 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello, x *xgrant, page *int) (*rankSt
 	}
 	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
 	rs.numbers, rs.resumed = h.Numbers, h.Resume
+	if !h.Resume { // a resumed rank keeps what its first Hello said
+		rs.revokable = h.Revoke
+	}
 	if err := r.welcomeLocked(rc, j, rs, h, x); err != nil {
 		rs.inited, rs.conn = false, nil
 		return nil, err
@@ -307,6 +310,9 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 	}
 	if jc == nil {
 		rc.send(comm.FrameWelcome, w)
+		if h.Resume {
+			r.rewelcomeLocked(rs)
+		}
 		return nil
 	}
 	fds, peers, err := jc.grant(rs.rank)
@@ -324,6 +330,7 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 		}
 	}()
 	w.Peers, w.Slot = encodeRanks(peers), jc.slot[rs.rank]
+	rs.chPeers = peers
 	b, err := frame.Encode(comm.FrameWelcome, w)
 	if err != nil {
 		return err
@@ -337,7 +344,19 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 	if err != nil {
 		return fmt.Errorf("welcome rank %d of job %d: %w", rs.rank, j.id, err)
 	}
+	if r.mode == Buffered { // an end made before a switch to bcs
+		r.revokeLocked(rs)
+	}
 	return nil
+}
+
+// rewelcomeLocked follows a resumed rank's Welcome: a Revoke again while
+// it still drains channels (the first, or its Drained, may have died with
+// the connection).
+func (r *Relay) rewelcomeLocked(rs *rankState) {
+	if len(rs.drainFrom) > 0 && rs.conn != nil {
+		rs.conn.sendLocked(r, comm.FrameRevoke, &comm.Revoke{}, payload{})
+	}
 }
 
 // errDenied is a hello refused because of who the process is.
@@ -451,6 +470,15 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 			return fmt.Errorf("malformed coll: %w", err)
 		}
 		return r.rankColl(rs, c)
+	case comm.FrameDrained:
+		var d comm.Drained
+		if err := frame.Decode(body, &d); err != nil {
+			return fmt.Errorf("malformed drained: %w", err)
+		}
+		r.mu.Lock()
+		r.drainedLocked(rs, d.Peer)
+		r.unlock()
+		return nil
 	case comm.FrameAbort:
 		var a comm.Abort
 		if err := frame.Decode(body, &a); err != nil {

@@ -450,6 +450,9 @@ static void handle(const struct inframe *f)
 	case FR_FATAL:
 		fprintf(stderr, "cosched MPI: rank %d: the relay ended the connection: %.*s\n", G.rank, (int)f->strlen, f->str);
 		exit(1);
+	case FR_REVOKE:
+		chan_revoke(); /* done at the next chan_step, outside the parse */
+		return;
 	}
 	/* other types (a newer relay's): ignored */
 }
@@ -492,6 +495,40 @@ uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 		conn_write(FR_WAIT, &G.out);
 	}
 	return id;
+}
+
+/* post_relay posts to the relay the receive of slot id that a channel
+ * would have matched (chan.c): its peer's channel has ended, and what the
+ * peer sends now comes through the relay. */
+void post_relay(uint64_t id, int src, int tag, int ctx)
+{
+	struct postslot *p = slot_of(id);
+	if (!p || !p->local)
+		return;
+	p->local = 0;
+	p->psrc = src;
+	p->ptag = tag;
+	struct buf b = {0};
+	mp_map(&b, 4);
+	mp_str(&b, "r");
+	mp_uint(&b, id);
+	mp_str(&b, "s");
+	mp_int(&b, src);
+	mp_str(&b, "t");
+	mp_int(&b, tag);
+	mp_str(&b, "c");
+	mp_int(&b, ctx);
+	conn_write(FR_POST, &b);
+	if (G.blocking) { /* the relay must know the rank waits for it */
+		p->waited = 1;
+		b.len = 0;
+		mp_map(&b, 1);
+		mp_str(&b, "r");
+		mp_array(&b, 1);
+		mp_uint(&b, id);
+		conn_write(FR_WAIT, &b);
+	}
+	free(b.p);
 }
 
 /* post_cancel_for forgets r's outstanding posts (its receive was freed):
@@ -690,9 +727,11 @@ static void hello(struct buf *b, int resume)
 {
 	int ch = resume ? 0 : chan_wanted(); /* a resumed rank keeps the channels it has */
 	int node_only = !resume && ch < 2;
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + (ch > 0) + node_only);
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + 2 * (ch > 0) + node_only);
 	if (ch) {
 		mp_str(b, "ch");
+		mp_bool(b, 1);
+		mp_str(b, "rv"); /* it takes Revoke (chan.c) */
 		mp_bool(b, 1);
 	}
 	if (node_only) {
