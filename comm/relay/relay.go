@@ -195,8 +195,8 @@ type rankState struct {
 	held      []peerMsg
 	numbers   bool
 	resumed   bool // its Hello resumed a connection to the relay's previous life
-	streams  map[int]*inStream[peerMsg]
-	awaiting bool
+	streams   map[int]*inStream[peerMsg]
+	awaiting  bool
 }
 
 // rankAbort is a rank's Abort.
