@@ -589,7 +589,9 @@ func (r *Relay) inboundLocked(in inbound) {
 		}
 		r.early[id] = append(r.early[id], in)
 		r.earlyBytes += in.size()
-		r.st.Held++
+		if in.noCh == nil { // a message or a barrier's, not a decline
+			r.st.Held++
+		}
 		return
 	}
 	switch {

@@ -377,7 +377,11 @@ func TestCrossChannelsBareDeclineHeld(t *testing.T) {
 	if _, _, err := sayHello(t, r0, comm.Hello{Job: 1, Rank: 0, Size: 2, PID: 1}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the decline held at n1", func() bool { return r1.Stats().Held == 1 })
+	eventually(t, "the decline held at n1", func() bool {
+		r1.mu.Lock()
+		defer r1.unlock()
+		return len(r1.early[1]) == 1 && r1.early[1][0].noCh != nil
+	})
 	if err := r1.AddJob(1, nodes); err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,12 @@ struct chdr {
  * after what it queued on each channel and send on through the relay.
  * A peer's channel is read until its marker (or its end): its receives
  * stay here until then, and the relay holds what the peer sends through
- * it; at the marker they are posted to the relay and the rank says
- * Drained, which releases them. */
+ * it; at the marker (or, revoked, the channel's end: the peer finalized)
+ * they are posted to the relay and the rank says Drained, which releases
+ * them. */
 struct peer {
 	int fd, wrank, eof;
-	int ended;   /* its marker or end of file was read */
+	int ended;   /* its end marker was read (revoked: docs/mpi.md) */
 	int drained; /* and its receives went to the relay (Drained said if revoked) */
 	struct buf out; /* bytes the socket did not take yet */
 	size_t out_off;
@@ -382,7 +383,7 @@ static void read_peer(struct peer *p)
 		size_t room = p->in.cap - p->in.len;
 		ssize_t n = recv(p->fd, p->in.p + p->in.len, room, MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-			p->eof = p->ended = 1;
+			p->eof = 1; /* it finalized (or died): ended for a revoke (chan_step) */
 			events++;
 			break;
 		}
@@ -445,13 +446,13 @@ unsigned chan_step(void)
 			continue;
 		if (p->out.len > p->out_off)
 			flush_out(p);
-		if (!p->ended)
+		if (!p->ended && !p->eof)
 			read_peer(p);
 	}
 	match_fresh();
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
-		if (p->ended && !p->drained)
+		if (!p->drained && (p->ended || (p->eof && revoked)))
 			drained(p);
 		if (p->fd >= 0 && p->drained && revoked && p->out.len == p->out_off) {
 			close(p->fd); /* both markers went: the channel is done */
@@ -475,7 +476,7 @@ void chan_wait(void)
 		struct peer *p = &peers[i];
 		if (p->fd < 0)
 			continue;
-		short ev = (p->ended ? 0 : POLLIN) | (p->out.len > p->out_off ? POLLOUT : 0);
+		short ev = (p->ended || p->eof ? 0 : POLLIN) | (p->out.len > p->out_off ? POLLOUT : 0);
 		if (ev)
 			pfs[n++] = (struct pollfd){p->fd, ev, 0};
 	}
