@@ -20,8 +20,18 @@ import (
 // ranks go on through the relays: every message once and in order
 // (mpistream checks), no byte on a channel any more once the switch has
 // settled, and every message counted once, sent and delivered.
+//
+// wildstream.c does the same with wildcard receives: every rank sends each
+// other rank a numbered message a round and receives them from
+// MPI_ANY_SOURCE, checking each source's order across the switch.
 func TestChannelsTakenBackAtBCS(t *testing.T) {
-	prog := program(t, "node/testdata/mpistream.c")
+	for _, src := range []string{"node/testdata/mpistream.c", "mpi/testdata/wildstream.c"} {
+		t.Run(strings.TrimSuffix(filepath.Base(src), ".c"), func(t *testing.T) { takenBack(t, program(t, src)) })
+	}
+}
+
+// takenBack is TestChannelsTakenBackAtBCS with program prog.
+func takenBack(t *testing.T, prog string) {
 	c := newCluster(t, 2, false)
 	dir := t.TempDir()
 	stop := filepath.Join(dir, "stop")
