@@ -578,7 +578,9 @@ func (r *Relay) inboundLocked(in inbound) {
 	j := r.jobs[id]
 	if j == nil {
 		if _, gone := r.ended[id]; gone || r.earlyBytes+in.size() > r.cfg.MaxEarly {
-			r.st.Dropped++
+			if in.noCh == nil { // a decline is no message
+				r.st.Dropped++
+			}
 			if !gone {
 				r.log.Error("too much held for jobs not registered here; dropped", zap.Int64("job", id), zap.Int("held bytes", r.earlyBytes))
 			}
