@@ -63,6 +63,11 @@ const (
 	FrameAbort    frame.Type = 18
 	FrameAcked    frame.Type = 19
 	FrameResend   frame.Type = 20
+	// FrameRevoke (relay → rank): stop using the channels; FrameDrained
+	// (rank → relay): a peer's channel is read to its end marker
+	// (docs/mpi.md, "Taking channels back").
+	FrameRevoke  frame.Type = 21
+	FrameDrained frame.Type = 22
 )
 
 // ProtocolVersion is the protocol the relay speaks, in Welcome.V: 2 has
@@ -134,6 +139,22 @@ type Hello struct {
 	// Channels (no channel at all) it still says that: a library whose
 	// other ranks may ask for channels says it, so that they do not wait.
 	NodeChannels bool `msgpack:"chn,omitempty"`
+	// Revoke says the library takes Revoke: its relay may take its
+	// channels back (switched to bcs while the job runs). A rank that
+	// does not say it keeps its channels.
+	Revoke bool `msgpack:"rv,omitempty"`
+}
+
+// Revoke tells a rank with channels to stop sending on them: it writes
+// an end marker on each, and once it has read a peer's marker it posts
+// that peer's receives to the relay and says Drained. Until then the
+// relay holds what that peer sends it through the relay.
+type Revoke struct{}
+
+// Drained says the rank has read Peer's channel to its end marker (or
+// its end): the relay may deliver what it held from Peer.
+type Drained struct {
+	Peer int `msgpack:"p"`
 }
 
 // Stream is what a rank has received of one source's numbered messages:

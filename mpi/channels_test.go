@@ -1,9 +1,11 @@
 package mpi_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/telemetry"
 )
@@ -131,5 +133,55 @@ func TestChannelsMixedOptOut(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A job of C ranks and one rank of Go's comm library (rank 1), which asks
+// for no channel: its relay declines its pairs at once, so the C ranks
+// above it do not wait for its dial (the relays' timer is set to 10 min,
+// beyond the job's limit), the C ranks exchange over channels (same-node
+// and cross-node), and the barrier with the Go rank goes through the
+// relays. Every byte sent is on a channel: the Go rank sends none.
+func TestChannelsWithAGoRank(t *testing.T) {
+	prog := program(t, "mpi/testdata/withgo.c")
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		place []int
+	}{{"two relays", 2, []int{0, 1, 0}}, {"three relays", 3, []int{0, 1, 2, 0}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusterWith(t, tc.nodes, 0, func(cfg *relay.Config) { cfg.CrossWait = 10 * time.Minute })
+			c.goRanks = map[int]func(context.Context, comm.Config) error{1: func(ctx context.Context, cfg comm.Config) error {
+				r, err := comm.Dial(ctx, cfg)
+				if err != nil {
+					return err
+				}
+				if err := r.Barrier(ctx); err != nil {
+					return err
+				}
+				return r.Finalize(ctx)
+			}}
+			res := c.run(t, prog, tc.place, 2*time.Minute, "1")
+			expectPass(t, tc.name, res)
+			id := c.nextID - 1
+			var sum telemetry.RelayJobStats
+			for _, rl := range c.relays {
+				for _, js := range rl.Stats().Jobs {
+					if js.Job == id {
+						sum.Sent += js.Sent
+						sum.SentBytes += js.SentBytes
+						sum.Delivered += js.Delivered
+						sum.ChannelBytes += js.ChannelBytes
+					}
+				}
+			}
+			cpairs := (len(tc.place) - 1) * (len(tc.place) - 2) // ordered pairs of C ranks
+			if sum.Sent < uint64(2*cpairs) || sum.SentBytes < uint64(cpairs)<<20 || sum.Sent != sum.Delivered {
+				t.Errorf("counted %+v: want %d messages of 8 bytes and 1 MiB, each delivered", sum, 2*cpairs)
+			}
+			if sum.ChannelBytes != sum.SentBytes {
+				t.Errorf("%d of %d bytes on channels, want all", sum.ChannelBytes, sum.SentBytes)
+			}
+		})
 	}
 }

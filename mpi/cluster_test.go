@@ -83,6 +83,9 @@ type cluster struct {
 	// after it to rank r's.
 	env     []string
 	rankEnv map[int][]string
+	// goRanks[r], when set, is rank r: a rank of Go's comm library run
+	// in this process instead of the program (exit 1 if it fails).
+	goRanks map[int]func(ctx context.Context, cfg comm.Config) error
 	// blocked records the relays' OnBlocked calls: "job/rank:true".
 	blockedMu sync.Mutex
 	blocked   []string
@@ -158,6 +161,14 @@ func newClusterWith(t testing.TB, nodes int, slice time.Duration, set func(*rela
 		c.stop = func() {}
 		return c
 	}
+	c.switchToBCS(t, slice)
+	return c
+}
+
+// switchToBCS sets every relay to bcs with slices of slice and strobes
+// them every slice (cut, exchange heartbeats), as agents do at the
+// controller's strobes, until the test's end.
+func (c *cluster) switchToBCS(t testing.TB, slice time.Duration) {
 	for _, r := range c.relays {
 		// 50 MB/s: h_max of 200 KB per slice, so large messages span slices
 		r.SetDelivery(relay.Buffered, slice, 50e6)
@@ -192,7 +203,6 @@ func newClusterWith(t testing.TB, nodes int, slice time.Duration, set func(*rela
 	}()
 	c.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(c.stop)
-	return c
 }
 
 // sawBlocked says whether a relay reported ev ("job/rank:true").
@@ -280,6 +290,17 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 	res := make([]rankResult, len(place))
 	var wg sync.WaitGroup
 	for rank, p := range place {
+		if f := c.goRanks[rank]; f != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[rank] = rankResult{rank: rank}
+				if err := f(ctx, comm.Config{Relay: c.relays[p].SocketPath(), Job: id, Rank: rank, Size: len(place)}); err != nil {
+					res[rank].exit, res[rank].err = 1, err.Error()
+				}
+			}()
+			continue
+		}
 		cmd := exec.CommandContext(ctx, prog, args...)
 		cmd.Env = needKit(t).Env(append(os.Environ(),
 			fmt.Sprintf("COSCHED_JOB=%d", id), fmt.Sprintf("COSCHED_RANK=%d", rank),

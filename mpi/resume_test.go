@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/telemetry"
 )
 
 // A rank of cosched's MPI library with a relay grace (COSCHED_RELAY_GRACE,
@@ -123,6 +125,34 @@ func resumeOnRestarts(t *testing.T, downs []int, env ...string) {
 		t.Logf("rank %d: %d rounds, each message once and in order; %s", r.rank, len(f)-2, strings.ReplaceAll(strings.TrimSpace(r.err), "\n", "; "))
 	}
 	t.Logf("duplicates dropped at the relays: %d", dups)
+	if len(env) == 0 { // channels: the restarted relays read the ranks' pages again
+		rounds := uint64(strings.Count(readFile(out(0)), "got "))
+		var sum telemetry.RelayJobStats
+		for _, rl := range relays {
+			for _, js := range rl.Stats().Jobs {
+				if js.Job == id {
+					sum.Sent += js.Sent
+					sum.SentBytes += js.SentBytes
+					sum.Delivered += js.Delivered
+					sum.DeliveredBytes += js.DeliveredBytes
+					sum.ChannelBytes += js.ChannelBytes
+				}
+			}
+		}
+		// each round, each rank: 16 bytes with tags 1 and 2, 6000 with
+		// tag 3; every third round the Allreduce's 8 bytes to the peer;
+		// each message 1 byte more, the library's header (p2p.c)
+		msgs, bytes := 2*(3*rounds+rounds/3), 2*(6035*rounds+9*(rounds/3))
+		t.Logf("%d rounds; counted by the relays after the restarts: %+v", rounds, sum)
+		if sum.Sent != msgs || sum.SentBytes != bytes || sum.Delivered != msgs || sum.DeliveredBytes != bytes || sum.ChannelBytes != bytes {
+			t.Errorf("counted %+v, want %d messages and %d bytes sent and delivered, all on channels", sum, msgs, bytes)
+		}
+	}
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 // lastRound is the last "got N" of an mpistream rank's output (0: none).

@@ -2,7 +2,10 @@ package relay
 
 import (
 	"fmt"
-	"sort"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -42,11 +45,23 @@ type jobChannels struct {
 	// waiting are ends created with a Hello and not handed over yet:
 	// waiting[b][a] is b's end of the pair (a, b).
 	waiting map[int]map[int]int
+	// more are pages of this relay's previous life that resumed ranks
+	// handed back after a page of this life was made (adoptPageLocked):
+	// their counts are added too.
+	more []counterPage
+	dead bool // mem faulted (addPage): no longer read
+}
+
+// counterPage is another mapped page of counters and its descriptor.
+type counterPage struct {
+	fd   int
+	mem  []byte
+	dead bool
 }
 
 // newJobChannels maps the counters of a job whose local ranks are ranks.
 func newJobChannels(id int64, ranks []int) (*jobChannels, error) {
-	fd, err := unix.MemfdCreate(fmt.Sprintf("cosched-job-%d-counters", id), unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate(pageName(id), unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("memfd for job %d's channel counters: %w", id, err)
 	}
@@ -60,13 +75,7 @@ func newJobChannels(id int64, ranks []int) (*jobChannels, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("map job %d's channel counters: %w", id, err)
 	}
-	sorted := append([]int(nil), ranks...)
-	sort.Ints(sorted)
-	jc := &jobChannels{memfd: fd, mem: mem, slot: map[int]int{}, waiting: map[int]map[int]int{}}
-	for i, rk := range sorted {
-		jc.slot[rk] = i
-	}
-	return jc, nil
+	return &jobChannels{memfd: fd, mem: mem, slot: slotsOf(slices.Values(ranks)), waiting: map[int]map[int]int{}}, nil
 }
 
 // grant returns the descriptors for rank's Welcome — the counter page,
@@ -111,14 +120,38 @@ func (jc *jobChannels) grant(rank int) (fds []int, peers []int, err error) {
 
 // add adds what the ranks counted on their channels to st.
 func (jc *jobChannels) add(st *telemetry.RelayJobStats) {
-	for i := 0; i+counterWords*8 <= len(jc.mem); i += counterWords * 8 {
-		w := func(k int) uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&jc.mem[i+8*k]))) }
-		st.Sent += w(0)
-		st.SentBytes += w(1)
-		st.ChannelBytes += w(1)
-		st.Delivered += w(2)
-		st.DeliveredBytes += w(3)
+	jc.dead = jc.dead || !addPage(jc.mem, st)
+	for i := range jc.more {
+		p := &jc.more[i]
+		p.dead = p.dead || !addPage(p.mem, st)
 	}
+}
+
+// addPage adds the counts of page mem to st, or says it can no longer be
+// read: a rank holds the page's descriptor (to hand it back to a
+// restarted relay) and could shrink the file under the mapping, which
+// would fault here; the page's counts are then lost, the relay carries on.
+func addPage(mem []byte, st *telemetry.RelayJobStats) (ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	var sum telemetry.RelayJobStats
+	for i := 0; i+counterWords*8 <= len(mem); i += counterWords * 8 {
+		w := func(k int) uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&mem[i+8*k]))) }
+		sum.Sent += w(0)
+		sum.SentBytes += w(1)
+		sum.Delivered += w(2)
+		sum.DeliveredBytes += w(3)
+	}
+	st.Sent += sum.Sent
+	st.SentBytes += sum.SentBytes
+	st.ChannelBytes += sum.SentBytes
+	st.Delivered += sum.Delivered
+	st.DeliveredBytes += sum.DeliveredBytes
+	return true
 }
 
 // close releases the counters and the ends never handed over.
@@ -131,6 +164,72 @@ func (jc *jobChannels) close() {
 	jc.waiting = nil
 	unix.Munmap(jc.mem)
 	unix.Close(jc.memfd)
+	for _, p := range jc.more {
+		unix.Munmap(p.mem)
+		unix.Close(p.fd)
+	}
+	jc.more = nil
+}
+
+// adoptPageLocked takes the counter page that a resumed rank of j handed
+// back with its Hello (fd, the caller's no longer): this relay's previous
+// life made it and the ranks still count there, so Stats reads it again.
+// A page this relay has already is closed; anything but a page of j's
+// (a memfd of its name and size) is refused, and the counts of that
+// rank's channels are then not seen here.
+func (r *Relay) adoptPageLocked(j *job, fd int) error {
+	keep := false
+	defer func() {
+		if !keep {
+			unix.Close(fd)
+		}
+	}()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("counter page: %w", err)
+	}
+	name, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	size := len(j.local) * counterWords * 8
+	if want := "/memfd:" + pageName(j.id) + " "; !strings.HasPrefix(name+" ", want) || st.Size != int64(size) {
+		return fmt.Errorf("counter page handed back is %q of %d bytes, want %q of %d", name, st.Size, want[:len(want)-1], size)
+	}
+	same := func(other int) bool {
+		var o unix.Stat_t
+		return unix.Fstat(other, &o) == nil && o.Dev == st.Dev && o.Ino == st.Ino
+	}
+	if j.ch != nil {
+		if same(j.ch.memfd) {
+			return nil
+		}
+		for _, p := range j.ch.more {
+			if same(p.fd) {
+				return nil
+			}
+		}
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("map the counter page handed back: %w", err)
+	}
+	keep = true
+	if j.ch != nil {
+		j.ch.more = append(j.ch.more, counterPage{fd: fd, mem: mem})
+		return nil
+	}
+	j.ch = &jobChannels{memfd: fd, mem: mem, slot: slotsOf(mapKeysOf(j.local)), waiting: map[int]map[int]int{}}
+	return nil
+}
+
+// pageName is the name of job id's counter page (its memfd's).
+func pageName(id int64) string { return fmt.Sprintf("cosched-job-%d-counters", id) }
+
+// slotsOf numbers ranks in order: each one's counters' index in the page.
+func slotsOf(ranks func(func(int) bool)) map[int]int {
+	slot := map[int]int{}
+	for i, rk := range slices.Sorted(ranks) {
+		slot[rk] = i
+	}
+	return slot
 }
 
 // channelsLocked returns the channels of rank rs (nil: none): the job

@@ -31,13 +31,27 @@ func channelRank(t *testing.T, r *Relay, job int64, rank, size int) (comm.Welcom
 // came with it; the connection and the descriptors are closed at the
 // test's end. It may run in a goroutine of the test's.
 func sayHello(t *testing.T, r *Relay, h comm.Hello) (comm.Welcome, []int, error) {
+	return sayHelloPassing(t, r, h, nil)
+}
+
+// sayHelloPassing is sayHello passing descriptors pass with the Hello
+// (SCM_RIGHTS), as a resumed rank of the library hands its counter page back.
+func sayHelloPassing(t *testing.T, r *Relay, h comm.Hello, pass []int) (comm.Welcome, []int, error) {
 	var w comm.Welcome
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: r.SocketPath(), Net: "unix"})
 	if err != nil {
 		return w, nil, err
 	}
 	t.Cleanup(func() { c.Close() })
-	if err := frame.Write(c, comm.FrameHello, &h); err != nil {
+	b, err := frame.Encode(comm.FrameHello, &h)
+	if err != nil {
+		return w, nil, err
+	}
+	var oob []byte
+	if len(pass) > 0 {
+		oob = unix.UnixRights(pass...)
+	}
+	if _, _, err := c.WriteMsgUnix(b, oob, nil); err != nil {
 		return w, nil, err
 	}
 	c.SetReadDeadline(time.Now().Add(2 * crossWait))
@@ -132,4 +146,69 @@ func TestChannelsGrantedAndCounted(t *testing.T) {
 			t.Fatalf("bcs: rank %d granted %+v %v", rk, w, fds)
 		}
 	}
+}
+
+// A relay that restarted reads again the counts of the channels its
+// previous life granted: a resumed rank hands the counter page back with
+// its Hello. A page that is not the job's is refused (the relay carries
+// on), one it has already is not counted twice, and a page shrunk under
+// the relay's mapping (its ranks hold its descriptor) loses its counts
+// without bringing the relay down.
+func TestCounterPageHandedBack(t *testing.T) {
+	r := newRelay(t, "n0", nil)
+	nodes := []string{"n0", "n0"}
+	if err := r.AddJob(1, nodes); err != nil {
+		t.Fatal(err)
+	}
+	_, fds0 := channelRank(t, r, 1, 0, 2)
+	channelRank(t, r, 1, 1, 2)
+	page, err := unix.Mmap(fds0[0], 0, 2*counterWords*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(page)
+	for w, v := range []uint64{3, 300, 2, 200} { // rank 0 sent 3 messages, received 2
+		atomic.StoreUint64((*uint64)(unsafe.Pointer(&page[w*8])), v)
+	}
+	r.Close()
+
+	again := newRelay(t, "n0", nil)
+	if err := again.ReattachJob(1, nodes, uint32(unix.Getuid())); err != nil {
+		t.Fatal(err)
+	}
+	counted := func(want uint64) {
+		t.Helper()
+		js := again.Stats().Jobs
+		if len(js) != 1 || js[0].Sent != want || js[0].SentBytes != 100*want || js[0].ChannelBytes != 100*want {
+			t.Fatalf("stats %+v, want %d messages sent on channels", js, want)
+		}
+	}
+	resume := func(rank int, pass int) {
+		t.Helper()
+		h := comm.Hello{Job: 1, Rank: rank, Size: 2, PID: 1, Numbers: true, Resume: true}
+		if _, _, err := sayHelloPassing(t, again, h, []int{pass}); err != nil {
+			t.Fatalf("rank %d resumes: %v", rank, err)
+		}
+	}
+	forged, err := unix.MemfdCreate("cosched-job-1-counterfeit", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(forged)
+	unix.Ftruncate(forged, 2*counterWords*8)
+	resume(1, forged)
+	counted(0)
+	resume(0, fds0[0])
+	counted(3)
+	// the same page again (another rank of the node), over a new
+	// connection: rank 1 ends its first one
+	again.RemoveJob(1)
+	if err := again.ReattachJob(1, nodes, uint32(unix.Getuid())); err != nil {
+		t.Fatal(err)
+	}
+	resume(0, fds0[0])
+	resume(1, fds0[0])
+	counted(3)
+	unix.Ftruncate(fds0[0], 0) // the mapping now faults
+	counted(0)
 }

@@ -30,6 +30,8 @@ const (
 	frameSliceReady   frame.Type = 6 // sliceReady: a job's root to its nodes, once per slice (buffered mode)
 	framePeerAck      frame.Type = 7 // peerAck: numbered messages delivered, to the sender's node (resume.go)
 	frameRestarted    frame.Type = 8 // restarted: a node's relay restarted with a job's ranks (resume.go)
+	// 9 and 10 open a pair's connection (xchannels.go), never a link.
+	frameNoChannels frame.Type = 11 // noChannels: a rank asked for no channel (xchannels.go)
 )
 
 // A relay skips a frame of a type it does not know (a later build's),
@@ -220,6 +222,7 @@ type inbound struct {
 	ready *sliceReady
 	ack   *peerAck
 	again *restarted
+	noCh  *noChannels
 }
 
 func (in inbound) size() int {
@@ -243,6 +246,8 @@ func (in inbound) job() int64 {
 		return in.ack.Job
 	case in.again != nil:
 		return in.again.Job
+	case in.noCh != nil:
+		return in.noCh.Job
 	}
 	return in.done.Job
 }
@@ -546,6 +551,9 @@ func (r *Relay) servePeer(c net.Conn) {
 		case frameRestarted:
 			in.again = new(restarted)
 			err = frame.Decode(body, in.again)
+		case frameNoChannels:
+			in.noCh = new(noChannels)
+			err = frame.Decode(body, in.noCh)
 		default:
 			if !warnedUnknown {
 				log.Warn("relay frame of an unknown type (a later build's?) skipped", zap.Int("type", int(t)))
@@ -570,7 +578,9 @@ func (r *Relay) inboundLocked(in inbound) {
 	j := r.jobs[id]
 	if j == nil {
 		if _, gone := r.ended[id]; gone || r.earlyBytes+in.size() > r.cfg.MaxEarly {
-			r.st.Dropped++
+			if in.noCh == nil { // a decline is no message
+				r.st.Dropped++
+			}
 			if !gone {
 				r.log.Error("too much held for jobs not registered here; dropped", zap.Int64("job", id), zap.Int("held bytes", r.earlyBytes))
 			}
@@ -581,7 +591,9 @@ func (r *Relay) inboundLocked(in inbound) {
 		}
 		r.early[id] = append(r.early[id], in)
 		r.earlyBytes += in.size()
-		r.st.Held++
+		if in.noCh == nil { // a message or a barrier's, not a decline
+			r.st.Held++
+		}
 		return
 	}
 	switch {
@@ -619,6 +631,8 @@ func (r *Relay) inboundLocked(in inbound) {
 		if in.again.Node != r.cfg.Node && slices.Contains(j.hosts, in.again.Node) {
 			r.resendLocked(j, in.again.Node)
 		}
+	case in.noCh != nil:
+		r.noChannelsLocked(j, in.noCh.Rank, in.from)
 	}
 }
 

@@ -124,8 +124,15 @@ func (r *Relay) serveRank(rc *rankConn) {
 		r.unlock()
 		rc.q.close() // the writer flushes a pending Fatal or Bye, then closes
 	}()
-	fr := frame.NewReader(rc.c, comm.MaxFrame)
+	hr := &helloReader{c: rc.c}
+	fr := frame.NewReader(hr, comm.MaxFrame)
 	t, body, err := fr.Read()
+	page := hr.take()
+	defer func() {
+		if page >= 0 {
+			unix.Close(page)
+		}
+	}()
 	if err != nil {
 		r.log.Debug("rank connection without hello", zap.Error(err))
 		return
@@ -146,7 +153,11 @@ func (r *Relay) serveRank(rc *rankConn) {
 		r.log.Info("resumed rank of a job not here (yet): closed, it dials again", zap.Int64("job", h.Job), zap.Int("rank", h.Rank))
 		return
 	}
-	if rs, err = r.hello(rc, h, r.crossChannels(rc, h)); err != nil {
+	if !h.Resume && page >= 0 {
+		unix.Close(page) // a first Hello has no page to hand back
+		page = -1
+	}
+	if rs, err = r.hello(rc, h, r.crossChannels(rc, h), &page); err != nil {
 		var denied errDenied
 		if errors.As(err, &denied) {
 			r.warnRefused("rank connection refused", zap.Int64("job", h.Job), zap.Int("rank", h.Rank), zap.Error(err))
@@ -178,6 +189,50 @@ func (r *Relay) serveRank(rc *rankConn) {
 	}
 }
 
+// helloReader reads a rank's connection, taking the descriptor passed
+// with the first bytes (a resumed Hello's counter page: the library's
+// conn.c, write_hello) until take; then it reads plainly (the kernel
+// drops any descriptor passed later).
+type helloReader struct {
+	c    *net.UnixConn
+	fds  []int
+	done bool
+}
+
+func (h *helloReader) Read(p []byte) (int, error) {
+	if h.done {
+		return h.c.Read(p)
+	}
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := h.c.ReadMsgUnix(p, oob)
+	if oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+			for _, m := range msgs {
+				if fds, ferr := unix.ParseUnixRights(&m); ferr == nil {
+					h.fds = append(h.fds, fds...)
+				}
+			}
+		}
+	}
+	return n, err
+}
+
+// take ends the descriptors' reading and returns the first one passed
+// (-1: none), closing the others.
+func (h *helloReader) take() int {
+	h.done = true
+	fd := -1
+	for _, f := range h.fds {
+		if fd < 0 {
+			fd = f
+		} else {
+			unix.Close(f)
+		}
+	}
+	h.fds = nil
+	return fd
+}
+
 // hasJob reports whether job id is registered here.
 func (r *Relay) hasJob(id int64) bool {
 	r.mu.Lock()
@@ -187,7 +242,10 @@ func (r *Relay) hasJob(id int64) bool {
 
 // hello accepts a rank: its job must be registered here and the rank must
 // live on this node and not be connected already.
-func (r *Relay) hello(rc *rankConn, h comm.Hello, x *xgrant) (*rankState, error) {
+//
+// page, if ≥ 0, is the counter page a resumed Hello handed back: taken
+// (set to -1) once the rank is accepted.
+func (r *Relay) hello(rc *rankConn, h comm.Hello, x *xgrant, page *int) (*rankState, error) {
 	defer x.close() // the rank has its own copies once welcomed
 	r.mu.Lock()
 	defer r.unlock()
@@ -217,9 +275,18 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello, x *xgrant) (*rankState, error)
 	}
 	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
 	rs.numbers, rs.resumed = h.Numbers, h.Resume
+	if !h.Resume { // a resumed rank keeps what its first Hello said
+		rs.revokable = h.Revoke
+	}
 	if err := r.welcomeLocked(rc, j, rs, h, x); err != nil {
 		rs.inited, rs.conn = false, nil
 		return nil, err
+	}
+	if *page >= 0 {
+		if err := r.adoptPageLocked(j, *page); err != nil {
+			r.log.Warn("counts of a resumed rank's channels not seen here", zap.Int64("job", j.id), zap.Int("rank", rs.rank), zap.Error(err))
+		}
+		*page = -1
 	}
 	// After the Welcome: what the rank is owed may be delivered at once
 	// to the receives it posts again.
@@ -243,6 +310,9 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 	}
 	if jc == nil {
 		rc.send(comm.FrameWelcome, w)
+		if h.Resume {
+			r.rewelcomeLocked(rs)
+		}
 		return nil
 	}
 	fds, peers, err := jc.grant(rs.rank)
@@ -260,6 +330,7 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 		}
 	}()
 	w.Peers, w.Slot = encodeRanks(peers), jc.slot[rs.rank]
+	rs.chPeers = peers
 	b, err := frame.Encode(comm.FrameWelcome, w)
 	if err != nil {
 		return err
@@ -273,7 +344,19 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 	if err != nil {
 		return fmt.Errorf("welcome rank %d of job %d: %w", rs.rank, j.id, err)
 	}
+	if r.mode == Buffered { // an end made before a switch to bcs
+		r.revokeLocked(rs)
+	}
 	return nil
+}
+
+// rewelcomeLocked follows a resumed rank's Welcome: a Revoke again while
+// it still drains channels (the first, or its Drained, may have died with
+// the connection).
+func (r *Relay) rewelcomeLocked(rs *rankState) {
+	if len(rs.drainFrom) > 0 && rs.conn != nil {
+		rs.conn.sendLocked(r, comm.FrameRevoke, &comm.Revoke{}, payload{})
+	}
 }
 
 // errDenied is a hello refused because of who the process is.
@@ -387,6 +470,15 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 			return fmt.Errorf("malformed coll: %w", err)
 		}
 		return r.rankColl(rs, c)
+	case comm.FrameDrained:
+		var d comm.Drained
+		if err := frame.Decode(body, &d); err != nil {
+			return fmt.Errorf("malformed drained: %w", err)
+		}
+		r.mu.Lock()
+		r.drainedLocked(rs, d.Peer)
+		r.unlock()
+		return nil
 	case comm.FrameAbort:
 		var a comm.Abort
 		if err := frame.Decode(body, &a); err != nil {

@@ -185,10 +185,18 @@ type rankState struct {
 	// messages and takes Acked and Resend; streams order what comes from
 	// each source; awaiting: the job was reattached and the rank has not
 	// said yet what it received.
-	numbers  bool
-	resumed  bool // its Hello resumed a connection to the relay's previous life
-	streams  map[int]*inStream[peerMsg]
-	awaiting bool
+	// Channels taken back (revoke.go): revokable, its Hello said it
+	// takes Revoke; chPeers, the peers it was granted channels to and
+	// not yet told to revoke; drainFrom, the peers whose channel it has
+	// not read to the end yet, whose relay-path messages wait in held.
+	revokable bool
+	chPeers   []int
+	drainFrom map[int]bool
+	held      []peerMsg
+	numbers   bool
+	resumed   bool // its Hello resumed a connection to the relay's previous life
+	streams   map[int]*inStream[peerMsg]
+	awaiting  bool
 }
 
 // rankAbort is a rank's Abort.
@@ -352,6 +360,9 @@ func (r *Relay) SetDelivery(mode Delivery, slice time.Duration, bandwidth float6
 		r.flushBufferedLocked()
 	}
 	r.mode = mode
+	if mode == Buffered {
+		r.revokeAllLocked()
+	}
 }
 
 // SetPeers sets the other relays' addresses (node → host:port), as
@@ -695,6 +706,11 @@ func (r *Relay) deliverLocked(j *job, m peerMsg) {
 
 // acceptLocked matches a message for rs against its receives.
 func (r *Relay) acceptLocked(rs *rankState, m peerMsg) {
+	if r.holdLocked(rs, m) { // its channel is not read to the end yet (revoke.go)
+		m.own()
+		rs.held = append(rs.held, m)
+		return
+	}
 	env := envelope{src: m.Src, tag: m.Tag, ctx: m.Ctx, data: m.Data, seq: m.Seq}
 	p, ok := rs.q.take(env)
 	if !ok {

@@ -173,20 +173,10 @@ func (r *Relay) crossChannels(rc *rankConn, h comm.Hello) *xgrant {
 	if ok && (!h.Channels || h.NodeChannels || r.cfg.NodeChannelsOnly) {
 		// not wanted: the peers' relays waiting for this Hello are
 		// answered no, and those of higher remote ranks told at once not
-		// to wait for this one's dial. Told by a library that knows of
-		// channels (it asked for some, or said NodeChannels: cosched's
-		// MPI with COSCHED_MPI_CHANNELS=node or 0), whose peers may want
-		// them; not by a rank that knows none (comm's, whose peers never
-		// ask): its jobs would pay a connection per pair for nothing.
+		// to wait for this one's dial.
 		xw.decided = true
 		j.xsignalLocked()
-		if h.Channels || h.NodeChannels {
-			for rk, n := range j.nodes {
-				if rk > h.Rank && n != r.cfg.Node {
-					r.goRun(func() { r.declinePair(n, h.Job, h.Rank, rk) })
-				}
-			}
-		}
+		r.declineHigherLocked(j, h)
 		ok = false
 	}
 	if !ok {
@@ -323,6 +313,57 @@ func (r *Relay) dialPair(ctx context.Context, node string, job int64, src, dst i
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// declineHigherLocked tells the relays of the higher remote peers of
+// the rank saying h, which wants no cross-node channel, not to wait for
+// its dial. A library that knows of channels (it asked for some, or
+// said NodeChannels: cosched's MPI with COSCHED_MPI_CHANNELS=node or 0)
+// declines each pair on a pair connection, which every build that makes
+// channels understands. A Hello that asks for nothing (comm's Go ranks,
+// an MPI library before "chn") is a decline too, but a job of such ranks
+// is usually all of them, whose peers never ask: a connection (and a
+// TLS handshake) per pair would cost it for nothing, so one frame per
+// node goes on the relay links instead (noChannels).
+func (r *Relay) declineHigherLocked(j *job, h comm.Hello) {
+	told := map[string]bool{}
+	for rk, n := range j.nodes {
+		switch {
+		case rk <= h.Rank || n == r.cfg.Node:
+		case h.Channels || h.NodeChannels:
+			r.goRun(func() { r.declinePair(n, h.Job, h.Rank, rk) })
+		case !told[n]:
+			told[n] = true
+			r.sendPeerLocked(n, frameNoChannels, &noChannels{Job: h.Job, Rank: h.Rank})
+		}
+	}
+}
+
+// noChannels, on a relay link: rank Rank of job Job, on the sender's
+// node, asked for no channel; its higher peers on the receiver's node
+// take the relay path with it and need not wait for its dial. A relay of
+// a build before it skips the frame, and its ranks wait crossWait.
+type noChannels struct {
+	Job  int64 `msgpack:"j"`
+	Rank int   `msgpack:"r"`
+}
+
+// noChannelsLocked applies a noChannels from node: as a pair hello's
+// Decline, for each of j's ranks here above rank.
+func (r *Relay) noChannelsLocked(j *job, rank int, node string) {
+	if rank < 0 || rank >= j.size || node == r.cfg.Node || j.nodes[rank] != node || !r.crossEligibleLocked(j) {
+		return // not a rank of that node's, or no channel to wait for here
+	}
+	for dst := range j.local {
+		if dst <= rank {
+			continue
+		}
+		xw := j.xwaitLocked(dst)
+		if _, have := xw.ready[rank]; !have && !xw.reserved[rank] {
+			xw.declined[rank] = true
+		}
+	}
+	j.xsignalLocked()
 }
 
 // declinePair tells dst's relay (on node) that src will not have a

@@ -292,6 +292,7 @@ func TestCrossChannelsMixedOptOut(t *testing.T) {
 		all  = iota // Channels
 		node        // Channels, NodeChannels
 		none        // NodeChannels alone
+		bare        // nothing: a rank of comm, or an MPI library before "chn"
 	)
 	for _, tc := range []struct {
 		name  string
@@ -305,6 +306,9 @@ func TestCrossChannelsMixedOptOut(t *testing.T) {
 		{"higher none", []string{"n0", "n1"}, []int{all, none}, nil},
 		{"three nodes, middle node-only", []string{"n0", "n1", "n2"}, []int{all, node, all}, [][2]int{{0, 2}}},
 		{"three nodes, lowest none", []string{"n0", "n1", "n2"}, []int{none, all, all}, [][2]int{{1, 2}}},
+		{"lower bare", []string{"n0", "n1"}, []int{bare, all}, nil},
+		{"higher bare", []string{"n0", "n1"}, []int{all, bare}, nil},
+		{"three nodes, middle bare", []string{"n0", "n1", "n2", "n0"}, []int{all, bare, all, all}, [][2]int{{0, 2}, {0, 3}, {2, 3}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			slow := func(c *Config) { c.CrossWait = 10 * time.Minute }
@@ -326,7 +330,8 @@ func TestCrossChannelsMixedOptOut(t *testing.T) {
 			at := make([]*Relay, len(tc.nodes))
 			for rk := range hs {
 				// as cosched's MPI says them (mpi/src/conn.c, hello)
-				hs[rk] = comm.Hello{Job: 1, Rank: rk, Size: len(tc.nodes), PID: 1, Channels: tc.want[rk] != none, NodeChannels: tc.want[rk] != all}
+				hs[rk] = comm.Hello{Job: 1, Rank: rk, Size: len(tc.nodes), PID: 1, Channels: tc.want[rk] == all || tc.want[rk] == node,
+					NodeChannels: tc.want[rk] == node || tc.want[rk] == none}
 				at[rk] = byNode[tc.nodes[rk]]
 			}
 			// sayHello's read deadline (2 × the default wait) ends a
@@ -355,5 +360,36 @@ func TestCrossChannelsMixedOptOut(t *testing.T) {
 				say(t, peerFd(ws[p[0]], fds[p[0]], p[1]), peerFd(ws[p[1]], fds[p[1]], p[0]), "granted")
 			}
 		})
+	}
+}
+
+// A rank that asks for nothing (comm's) says Hello before its higher
+// remote peer's relay has the job: the decline waits there for the job,
+// and the peer's Welcome then comes at once, with no channel.
+func TestCrossChannelsBareDeclineHeld(t *testing.T) {
+	slow := func(c *Config) { c.CrossWait = 10 * time.Minute }
+	r0, r1 := newRelayWith(t, "n0", slow), newRelayWith(t, "n1", slow)
+	link(r0, r1)
+	nodes := []string{"n0", "n1"}
+	if err := r0.AddJob(1, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sayHello(t, r0, comm.Hello{Job: 1, Rank: 0, Size: 2, PID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the decline held at n1", func() bool {
+		r1.mu.Lock()
+		defer r1.unlock()
+		return len(r1.early[1]) == 1 && r1.early[1][0].noCh != nil
+	})
+	if err := r1.AddJob(1, nodes); err != nil {
+		t.Fatal(err)
+	}
+	w, fds, err := sayHello(t, r1, comm.Hello{Job: 1, Rank: 1, Size: 2, PID: 1, Channels: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Peers) != 0 || len(fds) > 1 {
+		t.Errorf("rank 1 granted %v %v", w.Peers, fds)
 	}
 }

@@ -38,8 +38,18 @@ struct chdr {
 	int32_t tag, ctx;
 };
 
+/* Taken back (docs/mpi.md, "Taking channels back"): the relay's Revoke
+ * makes the rank write an end marker (tag and context -1, no payload)
+ * after what it queued on each channel and send on through the relay.
+ * A peer's channel is read until its marker (or its end): its receives
+ * stay here until then, and the relay holds what the peer sends through
+ * it; at the marker (or, revoked, the channel's end: the peer finalized)
+ * they are posted to the relay and the rank says Drained, which releases
+ * them. */
 struct peer {
 	int fd, wrank, eof;
+	int ended;   /* its end marker was read (revoked: docs/mpi.md) */
+	int drained; /* and its receives went to the relay (Drained said if revoked) */
 	struct buf out; /* bytes the socket did not take yet */
 	size_t out_off;
 	struct buf in;
@@ -61,6 +71,10 @@ static int nlposts, caplposts;
 static unsigned events; /* messages taken from channels, posts matched */
 static volatile uint64_t *ctr; /* sent, sent bytes, delivered, delivered bytes */
 static void *ctr_map;
+static int revoke_asked, revoked; /* the relay said Revoke; it was done (chan_step) */
+/* ctr_fd is the page's descriptor, kept: a relay that restarts has lost
+ * its own, and a resumed Hello hands it this one (chan_counter_fd). */
+static int ctr_fd = -1;
 
 enum { C_SENT, C_SENT_BYTES, C_DELIVERED, C_DELIVERED_BYTES };
 
@@ -72,7 +86,20 @@ static void count(int i, uint64_t v)
 
 int chan_active(void) { return npeers > 0; }
 
-int chan_is_peer(int wrank) { return npeers > 0 && wrank >= 0 && wrank < G.size && peer_at[wrank] >= 0; }
+/* chan_is_peer: wrank's messages to this rank come on a channel (granted,
+ * and not ended yet). */
+int chan_is_peer(int wrank)
+{
+	return npeers > 0 && wrank >= 0 && wrank < G.size && peer_at[wrank] >= 0 && !peers[peer_at[wrank]].ended;
+}
+
+/* chan_sends: messages to wrank take a channel (or memory: itself). */
+int chan_sends(int wrank)
+{
+	return npeers > 0 && (wrank == G.rank || (!revoked && chan_is_peer(wrank)));
+}
+
+void chan_revoke(void) { revoke_asked = 1; }
 
 /* chan_local says whether messages from wrank are matched here: a granted
  * peer's, and with channels the rank's own (handed over in memory, so
@@ -81,9 +108,18 @@ int chan_is_peer(int wrank) { return npeers > 0 && wrank >= 0 && wrank < G.size 
 int chan_local(int wrank) { return chan_is_peer(wrank) || (npeers > 0 && wrank == G.rank); }
 
 /* chan_all: every rank of the job is this one or a granted peer. */
-int chan_all(void) { return npeers > 0 && npeers == G.size - 1; }
+int chan_all(void)
+{
+	if (npeers == 0 || revoked || npeers != G.size - 1)
+		return 0;
+	for (int i = 0; i < npeers; i++)
+		if (peers[i].ended)
+			return 0;
+	return 1;
+}
 
 static void take(int wsrc, int tag, int ctx, const uint8_t *x, size_t n);
+static void say_drained(int wrank);
 
 /* chan_setup takes the Welcome's grant: fds[0] the counter page, fds[1..]
  * the channels to the world ranks in ranks (4 bytes each, little endian).
@@ -99,9 +135,9 @@ void chan_setup(const int *fds, int nfds, const uint8_t *ranks, size_t rlen, int
 			 (long long)slot);
 	size_t len = (size_t)(slot + 1) * 4 * sizeof(uint64_t);
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-	close(fds[0]);
 	if (m == MAP_FAILED)
 		cmpi_die(1, "map the relay's counter page: %s", strerror(errno));
+	ctr_fd = fds[0];
 	ctr_map = m;
 	ctr = (volatile uint64_t *)m + slot * 4;
 	peer_at = malloc(G.size * sizeof *peer_at);
@@ -253,6 +289,62 @@ static void take(int wsrc, int tag, int ctx, const uint8_t *x, size_t n)
 	stash_add(ctx, wsrc, tag, x, n);
 }
 
+/* do_revoke takes the channels back (the relay's Revoke): an end marker
+ * on each, after what waits there; wildcard receives kept here because
+ * every peer had a channel go to the relay too; Drained for the peers
+ * whose channel had ended already (the relay holds their messages too). */
+static void do_revoke(void)
+{
+	revoked = 1;
+	events++;
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (p->fd < 0)
+			continue;
+		struct chdr h = {0, -1, -1};
+		struct iovec iov = {&h, sizeof h};
+		queue_out(p, &iov, 1, 0);
+		flush_out(p);
+		if (p->drained)
+			say_drained(p->wrank);
+	}
+	for (int i = 0; i < nlposts; i++) {
+		struct lpost *l = &lposts[i];
+		if (l->src < 0 && !l->wild) {
+			l->wild = 1;
+			post_relay(l->id, l->src, l->tag, l->ctx);
+		}
+	}
+}
+
+/* drained: p's channel ended; its receives waiting here go to the relay,
+ * oldest first, then the relay is told (if it took the channels back:
+ * only then does it hold p's messages, and know the frame). */
+static void drained(struct peer *p)
+{
+	p->drained = 1;
+	events++;
+	for (int i = 0; i < nlposts; i++) {
+		struct lpost l = lposts[i];
+		if (l.src != p->wrank)
+			continue;
+		lpost_remove(i--);
+		post_relay(l.id, l.src, l.tag, l.ctx); /* if it still waits */
+	}
+	if (revoked)
+		say_drained(p->wrank);
+}
+
+static void say_drained(int wrank)
+{
+	struct buf b = {0};
+	mp_map(&b, 1);
+	mp_str(&b, "p");
+	mp_int(&b, wrank);
+	conn_write(FR_DRAINED, &b);
+	free(b.p);
+}
+
 /* fresh: a receive posted since the last pump may match what a channel
  * delivered before it was posted (a fragment, an ack). */
 static void match_fresh(void)
@@ -291,7 +383,8 @@ static void read_peer(struct peer *p)
 		size_t room = p->in.cap - p->in.len;
 		ssize_t n = recv(p->fd, p->in.p + p->in.len, room, MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-			p->eof = 1;
+			p->eof = 1; /* it finalized (or died): ended for a revoke (chan_step) */
+			events++;
 			break;
 		}
 		if (n < 0) {
@@ -307,6 +400,12 @@ static void read_peer(struct peer *p)
 			if (have < sizeof h)
 				break;
 			memcpy(&h, p->in.p + p->in_off, sizeof h);
+			if (h.n == 0 && h.tag == -1 && h.ctx == -1) { /* its end marker: nothing follows */
+				p->in_off += sizeof h;
+				p->ended = 1;
+				events++;
+				return;
+			}
 			if (h.n > CMPI_MAX_FRAME || h.tag < 0 || h.ctx < 0)
 				cmpi_die(1, "rank %d sent a malformed channel message", p->wrank);
 			if (have < sizeof h + h.n) {
@@ -331,15 +430,35 @@ static void read_peer(struct peer *p)
 unsigned chan_step(void)
 {
 	unsigned before = events;
+	if (revoke_asked) {
+		revoke_asked = 0;
+		if (!revoked)
+			do_revoke();
+		else /* said again (a resumed connection): what it may have lost */
+			for (int i = 0; i < npeers; i++)
+				if (peers[i].drained)
+					say_drained(peers[i].wrank);
+	}
 	match_fresh();
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
+		if (p->fd < 0)
+			continue;
 		if (p->out.len > p->out_off)
 			flush_out(p);
-		if (!p->eof)
+		if (!p->ended && !p->eof)
 			read_peer(p);
 	}
 	match_fresh();
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (!p->drained && (p->ended || (p->eof && revoked)))
+			drained(p);
+		if (p->fd >= 0 && p->drained && revoked && p->out.len == p->out_off) {
+			close(p->fd); /* both markers went: the channel is done */
+			p->fd = -1;
+		}
+	}
 	return events - before;
 }
 
@@ -355,7 +474,9 @@ void chan_wait(void)
 	pfs[n++] = (struct pollfd){G.fd, POLLIN, 0};
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
-		short ev = (p->eof ? 0 : POLLIN) | (p->out.len > p->out_off ? POLLOUT : 0);
+		if (p->fd < 0)
+			continue;
+		short ev = (p->ended || p->eof ? 0 : POLLIN) | (p->out.len > p->out_off ? POLLOUT : 0);
 		if (ev)
 			pfs[n++] = (struct pollfd){p->fd, ev, 0};
 	}
@@ -382,6 +503,13 @@ void chan_drain(void)
 void chan_close(void)
 {
 	for (int i = 0; i < npeers; i++)
-		close(peers[i].fd);
+		if (peers[i].fd >= 0)
+			close(peers[i].fd);
 	npeers = 0;
+	if (ctr_fd >= 0)
+		close(ctr_fd);
+	ctr_fd = -1;
 }
+
+/* chan_counter_fd is the counter page's descriptor, or -1 (no grant). */
+int chan_counter_fd(void) { return ctr_fd; }

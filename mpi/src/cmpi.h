@@ -25,6 +25,7 @@ enum {
 	FR_FINALIZE = 10, FR_BYE = 11, FR_FATAL = 12, FR_UNWAIT = 13,
 	FR_PROBE = 14, FR_PROBED = 15, FR_COLL = 16, FR_ABORT = 18,
 	FR_ACKED = 19, FR_RESEND = 20, /* protocol 3 (resume.c) */
+	FR_REVOKE = 21, FR_DRAINED = 22, /* channels taken back (chan.c) */
 };
 
 #define CMPI_MAX_MESSAGE (4 << 20)              /* comm.MaxMessage */
@@ -263,6 +264,10 @@ unsigned chan_step(void);
 void chan_wait(void);
 void chan_drain(void);
 void chan_close(void);
+int chan_counter_fd(void);
+int chan_sends(int wrank);
+void chan_revoke(void);
+void post_relay(uint64_t id, int src, int tag, int ctx);
 int stash_deliver(uint64_t id, int wsrc, int tag, int ctx);
 int stash_has(int ctx, int wsrc, int tag);
 int stash_swap(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n);

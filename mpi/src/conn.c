@@ -450,6 +450,9 @@ static void handle(const struct inframe *f)
 	case FR_FATAL:
 		fprintf(stderr, "cosched MPI: rank %d: the relay ended the connection: %.*s\n", G.rank, (int)f->strlen, f->str);
 		exit(1);
+	case FR_REVOKE:
+		chan_revoke(); /* done at the next chan_step, outside the parse */
+		return;
 	}
 	/* other types (a newer relay's): ignored */
 }
@@ -492,6 +495,40 @@ uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 		conn_write(FR_WAIT, &G.out);
 	}
 	return id;
+}
+
+/* post_relay posts to the relay the receive of slot id that a channel
+ * would have matched (chan.c): its peer's channel has ended, and what the
+ * peer sends now comes through the relay. */
+void post_relay(uint64_t id, int src, int tag, int ctx)
+{
+	struct postslot *p = slot_of(id);
+	if (!p || !p->local)
+		return;
+	p->local = 0;
+	p->psrc = src;
+	p->ptag = tag;
+	struct buf b = {0};
+	mp_map(&b, 4);
+	mp_str(&b, "r");
+	mp_uint(&b, id);
+	mp_str(&b, "s");
+	mp_int(&b, src);
+	mp_str(&b, "t");
+	mp_int(&b, tag);
+	mp_str(&b, "c");
+	mp_int(&b, ctx);
+	conn_write(FR_POST, &b);
+	if (G.blocking) { /* the relay must know the rank waits for it */
+		p->waited = 1;
+		b.len = 0;
+		mp_map(&b, 1);
+		mp_str(&b, "r");
+		mp_array(&b, 1);
+		mp_uint(&b, id);
+		conn_write(FR_WAIT, &b);
+	}
+	free(b.p);
 }
 
 /* post_cancel_for forgets r's outstanding posts (its receive was freed):
@@ -690,9 +727,11 @@ static void hello(struct buf *b, int resume)
 {
 	int ch = resume ? 0 : chan_wanted(); /* a resumed rank keeps the channels it has */
 	int node_only = !resume && ch < 2;
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + (ch > 0) + node_only);
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + 2 * (ch > 0) + node_only);
 	if (ch) {
 		mp_str(b, "ch");
+		mp_bool(b, 1);
+		mp_str(b, "rv"); /* it takes Revoke (chan.c) */
 		mp_bool(b, 1);
 	}
 	if (node_only) {
@@ -854,6 +893,35 @@ static int write_fd(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* write_hello writes a resumed Hello, its first byte with the counter
+ * page's descriptor (SCM_RIGHTS) if the rank has one: the restarted
+ * relay then reads the counts of its channels again. A relay that does
+ * not look for it reads the bytes alone (the kernel drops the copy). */
+static int write_hello(int fd, const uint8_t *p, size_t n)
+{
+	int page = chan_counter_fd();
+	if (page < 0 || n == 0)
+		return write_fd(fd, p, n);
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	memset(&cm, 0, sizeof cm);
+	struct iovec iov = {(void *)p, n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &page, sizeof(int));
+	ssize_t w;
+	while ((w = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (w <= 0)
+		return -1;
+	return write_fd(fd, p + w, n - (size_t)w);
+}
+
 static int cmp_order(const void *a, const void *b)
 {
 	uint64_t x = posts[*(const int *)a].order, y = posts[*(const int *)b].order;
@@ -948,7 +1016,7 @@ static const char *resume_once(void)
 	hello(&b, 1);
 	frame_append(&fr, FR_HELLO, b.p, b.len, NULL, 0);
 	free(b.p);
-	int bad = write_fd(fd, fr.p, fr.len);
+	int bad = write_hello(fd, fr.p, fr.len);
 	free(fr.p);
 	if (bad) {
 		snprintf(why, sizeof why, "hello: %s", strerror(errno));

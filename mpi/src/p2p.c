@@ -23,7 +23,7 @@ struct stash {
 /* raw_send writes one Send frame: x = hdr followed by data. */
 static void raw_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl)
 {
-	if (chan_local(wdst)) { /* a same-node peer the relay granted a channel to, or itself */
+	if (chan_sends(wdst)) { /* a peer the relay granted a channel to (not taken back), or itself */
 		chan_send(wdst, tag, ctx, hdr, hl, data, dl);
 		return;
 	}
@@ -887,15 +887,18 @@ static int do_probe(const char *fn, int source, int tag, MPI_Comm comm, int *fla
 	int ctx = PCTX(c);
 	pump(0);
 	struct stash *s = stash_find(ctx, wsrc, t, NULL);
-	if (!s && (chan_local(wsrc) || (wsrc < 0 && chan_all()))) {
-		/* a granted peer's messages come to the stash, never to the relay */
-		while (block && !(s = stash_find(ctx, wsrc, t, NULL)))
+#define CHAN_ONLY (chan_local(wsrc) || (wsrc < 0 && chan_all()))
+	if (!s && CHAN_ONLY) {
+		/* a granted peer's messages come to the stash, never to the
+		 * relay: until its channel ends (taken back), then the relay's */
+		while (block && !(s = stash_find(ctx, wsrc, t, NULL)) && CHAN_ONLY)
 			pump(1);
-		if (!s) {
+		if (!s && CHAN_ONLY) {
 			*flag = 0;
 			return MPI_SUCCESS;
 		}
 	}
+#undef CHAN_ONLY
 	if (!s) {
 		int ws, wt;
 		if (chan_active() && wsrc < 0 && block) {
