@@ -672,6 +672,8 @@ void send_coll(struct comm *c, const char *kind, int root, int64_t bytes)
 	conn_write_lazy(FR_COLL, &G.out);
 }
 
+static void wait_relay_closed(int fd, int ms);
+
 void send_abort(int code, const char *msg)
 {
 	static int once;
@@ -686,6 +688,8 @@ void send_abort(int code, const char *msg)
 	conn_write(FR_ABORT, &b);
 	conn_flush(); /* whatever was corked, and the Abort */
 	free(b.p);
+	if (G.fd >= 0 && !G.broken)
+		wait_relay_closed(G.fd, 2000);
 }
 
 static int env_int(const char *name, long long lo, long long hi, long long *out)
@@ -871,6 +875,31 @@ static int64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* wait_relay_closed waits, at most ms, until the relay closes the
+ * connection, discarding what it still sends: it does once it has read
+ * an Abort (and told the agent), so a rank that exits after this cannot
+ * have its Abort dropped unread with its job, which the agent may remove
+ * as soon as the rank has exited (the reason would be lost). */
+static void wait_relay_closed(int fd, int ms)
+{
+	char scratch[4096];
+	int64_t until = now_ms() + ms;
+	for (;;) {
+		int64_t left = until - now_ms();
+		struct pollfd pf = {fd, POLLIN, 0};
+		if (left <= 0)
+			return;
+		int n = poll(&pf, 1, (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		ssize_t r = recv(fd, scratch, sizeof scratch, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+			return;
+	}
 }
 
 /* write_fd writes p[0..n) to fd; -1 on failure. */
