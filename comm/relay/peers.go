@@ -703,10 +703,18 @@ func (r *Relay) rereleaseLocked(j *job, node string) {
 
 // recountLocked sends the root again this node's count of every barrier
 // all its ranks are in (immediate mode): the root restarted, or the
-// connection to it broke, and the counts it had died with it.
+// connection to it broke, and the counts it had died with it. It counts
+// the last barrier released here too: a root that restarted after
+// releasing it may have lost the Release to its own ranks, which then
+// arrive again at the new root; without this node's count that barrier
+// would never complete (this node's ranks left it and wait for them). A
+// root that had released it sends the Done again, which is ignored.
 func (r *Relay) recountLocked(j *job) {
 	if r.mode != Immediate || j.nodes[0] == r.cfg.Node || len(j.local) == 0 {
 		return
+	}
+	if j.released > 0 {
+		r.sendPeerLocked(j.nodes[0], frameBarrierCount, &barrierCount{Job: j.id, Seq: j.released, Count: len(j.local), Node: r.cfg.Node})
 	}
 	for _, seq := range slices.Sorted(mapKeysOf(j.arrived)) {
 		if seq > j.released && j.arrived[seq] == len(j.local) {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/cosched/cosched/comm"
+	"github.com/cosched/cosched/internal/frame"
 )
 
 // TestInStreamScripts runs testdata/resume: one source's numbered
@@ -398,5 +399,77 @@ func TestResumedHelloWaitsForReattach(t *testing.T) {
 	cl.send(comm.FrameHello, hello)
 	if typ, _ := cl.read(); typ != comm.FrameWelcome {
 		t.Fatalf("resumed hello after the reattach: frame %d, want Welcome", typ)
+	}
+}
+
+// The root's relay restarts after it released a barrier: the other node
+// had the Done and its rank left the barrier, but the Release to the
+// root's own rank died with the old relay (queued, not written), so that
+// rank resumes and arrives again. The new root must complete the
+// barrier: the other node counts its last released barrier again when
+// the root restarts (recountLocked). Before, the new root counted only
+// its own rank and both ranks waited for each other for ever
+// (mpi's TestRanksResumeOnRestartedRelays hung about once in 100 runs).
+func TestRestartedRootCompletesABarrierItsRankMissed(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	start := func(node string) *Relay {
+		r, err := New(Config{Node: node, SocketPath: filepath.Join(dir, node+".sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	nodes := []string{"n0", "n1"} // the root, n0, has rank 0
+	relays := []*Relay{start("n0"), start("n1")}
+	t.Cleanup(func() {
+		for _, r := range relays {
+			r.Close()
+		}
+	})
+	link(relays...)
+	for _, r := range relays {
+		if err := r.AddJob(1, nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hello := func(r *Relay, rank int, resume bool) *client {
+		t.Helper()
+		cl := rawClient(t, r)
+		cl.send(comm.FrameHello, &comm.Hello{Job: 1, Rank: rank, Size: 2, PID: os.Getpid(), Numbers: true, Resume: resume})
+		if typ, _ := cl.read(); typ != comm.FrameWelcome {
+			t.Fatalf("rank %d's hello answered with frame type %d", rank, typ)
+		}
+		return cl
+	}
+	a, b := hello(relays[0], 0, false), hello(relays[1], 1, false)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	if s := b.release(); s != 1 {
+		t.Fatalf("rank 1 released from barrier %d, want 1", s)
+	}
+	// Rank 0 does not read its Release: to it, the Release is lost.
+	relays[0].Close()
+	a.c.Close()
+	relays[0] = start("n0")
+	link(relays...)
+	if err := relays[0].ReattachJob(1, nodes, uint32(os.Getuid())); err != nil {
+		t.Fatal(err)
+	}
+	a = hello(relays[0], 0, true)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1}) // as the libraries replay a barrier not released
+	for {
+		typ, body := a.read() // fails after 10 s without a frame
+		if typ != comm.FrameRelease {
+			continue // Resend, Acked: nothing to send again here
+		}
+		var rel comm.Release
+		if err := frame.Decode(body, &rel); err != nil || rel.Seq != 1 {
+			t.Fatalf("resumed rank 0 got Release %+v (%v), want barrier 1", rel, err)
+		}
+		return
 	}
 }
