@@ -701,6 +701,23 @@ func (r *Relay) rereleaseLocked(j *job, node string) {
 	}
 }
 
+// resumedReleaseLocked: a resumed rank of j had the Release of barrier
+// seq. In immediate mode a root that restarted after releasing it may
+// not know (its Done to the job's other nodes may have died with it,
+// and its rank, past the barrier, does not arrive again): it releases
+// seq again on every node, which a node that had it ignores. Elsewhere
+// the barrier is released here only (the root released it).
+func (r *Relay) resumedReleaseLocked(j *job, seq uint64) {
+	if r.mode != Immediate || seq <= j.released {
+		return
+	}
+	if j.nodes[0] == r.cfg.Node {
+		r.rootReleaseLocked(j, seq)
+		return
+	}
+	r.releaseLocked(j, seq)
+}
+
 // recountLocked sends the root again this node's count of every barrier
 // all its ranks are in (immediate mode): the root restarted, or the
 // connection to it broke, and the counts it had died with it. It counts
