@@ -129,6 +129,10 @@ type Hello struct {
 	Numbers bool     `msgpack:"numbers,omitempty"`
 	Resume  bool     `msgpack:"resume,omitempty"`
 	Got     []Stream `msgpack:"got,omitempty"`
+	// Released, in a resumed Hello, is the last barrier whose Release
+	// the rank had: a restarted root may not know it completed (its Done
+	// to the other nodes died with it) while their ranks still wait in it.
+	Released uint64 `msgpack:"rel,omitempty"`
 	// Channels asks for channels to the job's other ranks, on this node
 	// and, in immediate delivery, on others (comm/relay/channels.go,
 	// xchannels.go): the Welcome then carries them.

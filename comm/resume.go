@@ -212,6 +212,9 @@ func (c *Comm) redial(deadline time.Time) (*frame.Reader, error) {
 	}
 	c.mu.Lock()
 	h := Hello{Job: c.cfg.Job, Rank: c.cfg.Rank, Size: c.cfg.Size, PID: os.Getpid(), Resume: true, Numbers: true}
+	if c.released != nil && isClosed(c.released) {
+		h.Released = c.barrier
+	}
 	for _, src := range slices.Sorted(mapKeys(c.got)) {
 		h.Got = append(h.Got, c.got[src].stream(src))
 	}

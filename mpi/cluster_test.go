@@ -125,8 +125,21 @@ func newClusterWith(t testing.TB, nodes int, slice time.Duration, set func(*rela
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c := &cluster{nextID: 1}
 	peers := map[string]string{}
+	log := zap.NewNop()
+	if path := os.Getenv("COSCHED_TEST_RELAY_LOG"); path != "" {
+		// debugging a flake: the relays' log in a file, this cluster's only
+		_ = os.Truncate(path, 0)
+		zc := zap.NewDevelopmentConfig()
+		zc.OutputPaths = []string{path}
+		l, err := zc.Build()
+		if err != nil {
+			t.Fatalf("COSCHED_TEST_RELAY_LOG: %v", err)
+		}
+		t.Cleanup(func() { _ = l.Sync() })
+		log = l
+	}
 	c.newRelay = func(name string) (*relay.Relay, error) {
-		cfg := relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: zap.NewNop(),
+		cfg := relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: log.Named(name),
 			OnBlocked: func(job int64, rank int, blocked bool) {
 				c.blockedMu.Lock()
 				c.blocked = append(c.blocked, fmt.Sprintf("%d/%d:%v", job, rank, blocked))

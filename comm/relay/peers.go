@@ -701,12 +701,37 @@ func (r *Relay) rereleaseLocked(j *job, node string) {
 	}
 }
 
+// resumedReleaseLocked: a resumed rank of j had the Release of barrier
+// seq. In immediate mode a root that restarted after releasing it may
+// not know (its Done to the job's other nodes may have died with it,
+// and its rank, past the barrier, does not arrive again): it releases
+// seq again on every node, which a node that had it ignores. Elsewhere
+// the barrier is released here only (the root released it).
+func (r *Relay) resumedReleaseLocked(j *job, seq uint64) {
+	if r.mode != Immediate || seq <= j.released {
+		return
+	}
+	if j.nodes[0] == r.cfg.Node {
+		r.rootReleaseLocked(j, seq)
+		return
+	}
+	r.releaseLocked(j, seq)
+}
+
 // recountLocked sends the root again this node's count of every barrier
 // all its ranks are in (immediate mode): the root restarted, or the
-// connection to it broke, and the counts it had died with it.
+// connection to it broke, and the counts it had died with it. It counts
+// the last barrier released here too: a root that restarted after
+// releasing it may have lost the Release to its own ranks, which then
+// arrive again at the new root; without this node's count that barrier
+// would never complete (this node's ranks left it and wait for them). A
+// root that had released it sends the Done again, which is ignored.
 func (r *Relay) recountLocked(j *job) {
 	if r.mode != Immediate || j.nodes[0] == r.cfg.Node || len(j.local) == 0 {
 		return
+	}
+	if j.released > 0 {
+		r.sendPeerLocked(j.nodes[0], frameBarrierCount, &barrierCount{Job: j.id, Seq: j.released, Count: len(j.local), Node: r.cfg.Node})
 	}
 	for _, seq := range slices.Sorted(mapKeysOf(j.arrived)) {
 		if seq > j.released && j.arrived[seq] == len(j.local) {

@@ -291,6 +291,9 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello, x *xgrant, page *int) (*rankSt
 	// After the Welcome: what the rank is owed may be delivered at once
 	// to the receives it posts again.
 	r.resumeLocked(rs, h.Got)
+	if h.Resume {
+		r.resumedReleaseLocked(j, h.Released)
+	}
 	return rs, nil
 }
 

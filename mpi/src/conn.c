@@ -731,7 +731,10 @@ static void hello(struct buf *b, int resume)
 {
 	int ch = resume ? 0 : chan_wanted(); /* a resumed rank keeps the channels it has */
 	int node_only = !resume && ch < 2;
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + 2 * (ch > 0) + node_only);
+	/* rel: the last barrier released, for a restarted root that may not
+	 * know it completed (comm.Hello.Released) */
+	int rel = resume && G.released > 0;
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + rel + 2 * (ch > 0) + node_only);
 	if (ch) {
 		mp_str(b, "ch");
 		mp_bool(b, 1);
@@ -759,6 +762,10 @@ static void hello(struct buf *b, int resume)
 		mp_bool(b, 1);
 		mp_str(b, "got");
 		got_hello(b);
+	}
+	if (rel) {
+		mp_str(b, "rel");
+		mp_uint(b, G.released);
 	}
 }
 
