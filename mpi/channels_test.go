@@ -28,20 +28,8 @@ func TestChannelsCounted(t *testing.T) {
 				t.Fatalf("rank %d: exit %d: %s", r.rank, r.exit, r.err)
 			}
 		}
-		id, found := c.nextID-1, false
-		var sum telemetry.RelayJobStats
-		for _, rl := range c.relays {
-			for _, js := range rl.Stats().Jobs {
-				if js.Job == id {
-					found = true
-					sum.Sent += js.Sent
-					sum.SentBytes += js.SentBytes
-					sum.Delivered += js.Delivered
-					sum.DeliveredBytes += js.DeliveredBytes
-					sum.ChannelBytes += js.ChannelBytes
-				}
-			}
-		}
+		id := c.nextID - 1
+		sum, found := jobTraffic(c.relays, id)
 		if !found {
 			t.Fatalf("no statistics for job %d", id)
 		}
@@ -164,17 +152,7 @@ func TestChannelsWithAGoRank(t *testing.T) {
 			res := c.run(t, prog, tc.place, 2*time.Minute, "1")
 			expectPass(t, tc.name, res)
 			id := c.nextID - 1
-			var sum telemetry.RelayJobStats
-			for _, rl := range c.relays {
-				for _, js := range rl.Stats().Jobs {
-					if js.Job == id {
-						sum.Sent += js.Sent
-						sum.SentBytes += js.SentBytes
-						sum.Delivered += js.Delivered
-						sum.ChannelBytes += js.ChannelBytes
-					}
-				}
-			}
+			sum, _ := jobTraffic(c.relays, id)
 			cpairs := (len(tc.place) - 1) * (len(tc.place) - 2) // ordered pairs of C ranks
 			if sum.Sent < uint64(2*cpairs) || sum.SentBytes < uint64(cpairs)<<20 || sum.Sent != sum.Delivered {
 				t.Errorf("counted %+v: want %d messages of 8 bytes and 1 MiB, each delivered", sum, 2*cpairs)

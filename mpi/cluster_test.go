@@ -21,6 +21,7 @@ import (
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
 	"github.com/cosched/cosched/mpi/mpibuild"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // kitOnce builds the library and holds the compiled programs, once per
@@ -392,4 +393,22 @@ func spread(n, nodes int) []int {
 		p[i] = i % nodes
 	}
 	return p
+}
+
+// jobTraffic is job id's traffic summed over relays; found says some
+// relay had statistics for it.
+func jobTraffic(relays []*relay.Relay, id int64) (sum telemetry.RelayJobStats, found bool) {
+	for _, rl := range relays {
+		for _, js := range rl.Stats().Jobs {
+			if js.Job == id {
+				found = true
+				sum.Sent += js.Sent
+				sum.SentBytes += js.SentBytes
+				sum.Delivered += js.Delivered
+				sum.DeliveredBytes += js.DeliveredBytes
+				sum.ChannelBytes += js.ChannelBytes
+			}
+		}
+	}
+	return sum, found
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cosched/cosched/telemetry"
 )
 
 // A rank of cosched's MPI library with a relay grace (COSCHED_RELAY_GRACE,
@@ -127,18 +125,7 @@ func resumeOnRestarts(t *testing.T, downs []int, env ...string) {
 	t.Logf("duplicates dropped at the relays: %d", dups)
 	if len(env) == 0 { // channels: the restarted relays read the ranks' pages again
 		rounds := uint64(strings.Count(readFile(out(0)), "got "))
-		var sum telemetry.RelayJobStats
-		for _, rl := range relays {
-			for _, js := range rl.Stats().Jobs {
-				if js.Job == id {
-					sum.Sent += js.Sent
-					sum.SentBytes += js.SentBytes
-					sum.Delivered += js.Delivered
-					sum.DeliveredBytes += js.DeliveredBytes
-					sum.ChannelBytes += js.ChannelBytes
-				}
-			}
-		}
+		sum, _ := jobTraffic(relays, id)
 		// each round, each rank: 16 bytes with tags 1 and 2, 6000 with
 		// tag 3; every third round the Allreduce's 8 bytes to the peer;
 		// each message 1 byte more, the library's header (p2p.c)

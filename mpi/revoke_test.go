@@ -44,18 +44,7 @@ func takenBack(t *testing.T, prog string) {
 		done <- c.run(t, "/bin/sh", place, 2*time.Minute, "-c", `exec "$0" >"$1-$COSCHED_RANK.out"`, prog, filepath.Join(dir, "rank"))
 	}()
 	stats := func() telemetry.RelayJobStats {
-		var sum telemetry.RelayJobStats
-		for _, rl := range c.relays {
-			for _, js := range rl.Stats().Jobs {
-				if js.Job == id {
-					sum.Sent += js.Sent
-					sum.SentBytes += js.SentBytes
-					sum.Delivered += js.Delivered
-					sum.DeliveredBytes += js.DeliveredBytes
-					sum.ChannelBytes += js.ChannelBytes
-				}
-			}
-		}
+		sum, _ := jobTraffic(c.relays, id)
 		return sum
 	}
 	progress := func(after int) {
