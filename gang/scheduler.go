@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosched/cosched/internal/freelist"
 	"github.com/cosched/cosched/internal/idtable"
 	"github.com/cosched/cosched/internal/sizepool"
 )
@@ -49,9 +50,9 @@ type Scheduler struct {
 	now     time.Duration
 	seq     uint64
 	jobs    idtable.Table[JobID, jobState]
-	spare   []*jobState // finished jobs' records, reused: no allocation per job once warm
-	queue   []*jobState // waiting jobs in arrival order: a window of qbuf
-	qbuf    []*jobState // the queue's storage, from its start
+	spare   freelist.List[jobState] // finished jobs' records, reused: no allocation per job once warm
+	queue   []*jobState             // waiting jobs in arrival order: a window of qbuf
+	qbuf    []*jobState             // the queue's storage, from its start
 	rows    []row
 	colMem  []int64         // memory in use on each column, summed over rows
 	colCap  []int64         // memory of each column when set (SetColumnMemory); nil: none set
@@ -150,7 +151,7 @@ func (s *Scheduler) Submit(j Job, now time.Duration) error {
 		return err
 	}
 	s.seq++
-	js := s.record()
+	js := s.spare.Get() // a finished job's record, if any
 	*js = jobState{Job: j, seq: s.seq, resv: -1}
 	s.jobs.Put(j.ID, js)
 	s.enqueue(js)
@@ -260,17 +261,6 @@ func (s *Scheduler) Resume(j Job, row int, cols []int, start, now time.Duration)
 	return nil
 }
 
-// record returns storage for a new job's record: a finished job's if any.
-func (s *Scheduler) record() *jobState {
-	n := len(s.spare)
-	if n == 0 {
-		return new(jobState)
-	}
-	js := s.spare[n-1]
-	s.spare = s.spare[:n-1]
-	return js
-}
-
 // recycle keeps a finished job's record for the next arrival: no
 // structure holds it once the policy has dropped it (scratch slices are
 // refilled before they are read). Its columns went out in a Start
@@ -279,7 +269,7 @@ func (s *Scheduler) record() *jobState {
 func (s *Scheduler) recycle(js *jobState) {
 	s.colPool.Put(js.own)
 	*js = jobState{}
-	s.spare = append(s.spare, js)
+	s.spare.Put(js)
 }
 
 // ReuseColumns makes a Start decision's Columns valid only until the job's

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/verify"
+	"github.com/cosched/cosched/internal/freelist"
 	"github.com/cosched/cosched/internal/idtable"
 )
 
@@ -102,19 +103,8 @@ type engine struct {
 	opts  coreOptions
 	emit  func(Result) error
 	jobs  idtable.Table[gang.JobID, active] // queued, running and preempted (IDs are the arrival order: no hashing)
-	spare []*active                         // finished jobs' records, reused: no allocation per job once warm
+	spare freelist.List[active]             // finished jobs' records, reused: no allocation per job once warm
 	stats PFCFSStats
-}
-
-// record returns storage for a job's record: a finished job's if any.
-func (e *engine) record() *active {
-	n := len(e.spare)
-	if n == 0 {
-		return new(active)
-	}
-	a := e.spare[n-1]
-	e.spare = e.spare[:n-1]
-	return a
 }
 
 func (e *engine) arrive(ev event) error {
@@ -126,7 +116,7 @@ func (e *engine) arrive(ev event) error {
 	if e.opts.wide != nil && e.opts.wide(j.Processors) {
 		e.stats.WideJobs++
 	}
-	a := e.record()
+	a := e.spare.Get() // a finished job's record, if any
 	*a = active{job: *j, seq: e.in.seqOfNext()}
 	e.jobs.Put(j.ID, a)
 	if e.opts.check != nil {
@@ -155,7 +145,7 @@ func (e *engine) complete(ev event) error {
 	}
 	e.needPass(ev.at)
 	err := e.emit(Result{Job: a.job, Seq: a.seq, Start: a.start, End: a.end})
-	e.spare = append(e.spare, a)
+	e.spare.Put(a)
 	if err != nil {
 		return fmt.Errorf("jss: %w", err)
 	}

@@ -57,6 +57,7 @@ type JobConfig struct {
 type Server struct {
 	hooks Hooks
 	log   *zap.Logger
+	sweep sync.Once // the abandoned directories of an earlier life, removed at the first job
 
 	mu     sync.Mutex
 	jobs   map[int64]*job
@@ -125,10 +126,13 @@ func (s *Server) start(ctx context.Context, j *job) (map[int][]string, error) {
 			cfg.Here, HelperName, cfg.Helper, statWhy(err))
 	}
 	// The directories an earlier agent died without removing (its
-	// helpers died with it) go first.
-	for _, d := range scratch.Sweep(os.TempDir(), tmpDirPrefix, nil) {
-		s.log.Info("removed an abandoned PMIx directory", zap.String("dir", d))
-	}
+	// helpers died with it) go first, once a life: this agent's own
+	// jobs remove theirs.
+	s.sweep.Do(func() {
+		for _, d := range scratch.Sweep(os.TempDir(), tmpDirPrefix, nil) {
+			s.log.Info("removed an abandoned PMIx directory", zap.String("dir", d))
+		}
+	})
 	tmp, err := scratch.Make(tmpDirPrefix + strconv.FormatInt(cfg.Job, 10) + "-")
 	if err != nil {
 		return nil, fmt.Errorf("pmix: %w", err)
