@@ -321,7 +321,8 @@ type Coll struct {
 func CollKind(k string) bool {
 	switch k {
 	case "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
-		"allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan":
+		"allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan",
+		"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv":
 		return true
 	}
 	return false

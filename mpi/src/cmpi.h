@@ -112,6 +112,16 @@ struct group {
 	int *w;         /* group rank → world rank */
 };
 
+/* A communicator's topology (topo.c): kind is MPI_CART, MPI_GRAPH or
+ * MPI_DIST_GRAPH. */
+struct topo {
+	int kind;
+	int ndims, *dims, *periods;       /* Cartesian */
+	int nnodes, nedges, *index, *edges; /* graph, as MPI_Graph_create took them */
+	int indeg, outdeg, weighted;      /* distributed graph */
+	int *in, *inw, *out, *outw;
+};
+
 struct comm {
 	int used;
 	MPI_Comm handle;
@@ -122,6 +132,7 @@ struct comm {
 	uint64_t coll_seq;
 	MPI_Errhandler eh;
 	char name[MPI_MAX_OBJECT_NAME];
+	struct topo *topo; /* NULL: none */
 };
 
 struct op {
@@ -218,6 +229,11 @@ struct req *req_new(int kind);
 struct req *req_get(MPI_Request h);
 void req_free(struct req *r);
 struct errh *errh_get(MPI_Errhandler h);
+
+/* topologies (topo.c) */
+void topo_free(struct topo *t);
+struct topo *topo_dup(const struct topo *t);
+int topo_neighbors(struct comm *c, int *nin, int **in, int *nout, int **out, int **recv_order);
 
 /* errors (err.c) */
 int cmpi_err(struct comm *c, int cls, const char *fn, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -809,3 +809,115 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 {
 	return scan("MPI_Exscan", "exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);
 }
+
+/* Neighbourhood collectives (MPI 4.0, 7.6) on a communicator with a
+ * topology: each rank sends to its out-neighbours and receives from its
+ * in-neighbours (topo_neighbors: their order, and the order to post the
+ * receives in so that a rank that is a neighbour twice is matched right).
+ * allgather: the same block to every out-neighbour; otherwise block j
+ * to out-neighbour j. Block i of the receive buffer is in-neighbour i's;
+ * an MPI_PROC_NULL neighbour's is left alone. */
+static int neighbor(const char *fn, const char *kind, int allgather, const void *sendbuf, const int *scounts,
+		    const int *sdispls, int scount, MPI_Datatype sendtype, void *recvbuf, const int *rcounts,
+		    const int *rdispls, int rcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+	COMMARG(fn, comm, c);
+	if (sendbuf == MPI_IN_PLACE)
+		return cmpi_err(c, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not allowed");
+	TYPEARG(fn, c, sendtype, sd, scounts ? 0 : scount);
+	TYPEARG(fn, c, recvtype, rd, rcounts ? 0 : rcount);
+	int nin, nout, *in, *out, *order;
+	if (topo_neighbors(c, &nin, &in, &nout, &out, &order))
+		return cmpi_err(c, MPI_ERR_TOPOLOGY, fn, "the communicator has no topology");
+	int rc = MPI_SUCCESS;
+	for (int i = 0; i < nin && !rc; i++)
+		if (rcounts && rcounts[i] < 0)
+			rc = cmpi_err(c, MPI_ERR_COUNT, fn, "recvcounts[%d] = %d", i, rcounts[i]);
+	for (int j = 0; j < nout && !rc; j++)
+		if (scounts && scounts[j] < 0)
+			rc = cmpi_err(c, MPI_ERR_COUNT, fn, "sendcounts[%d] = %d", j, scounts[j]);
+	if (rc) {
+		free(in);
+		free(out);
+		free(order);
+		return rc;
+	}
+	MPI_Aint sext = sd->ub - sd->lb, rext = rd->ub - rd->lb;
+	size_t *rs = xmalloc((nin + 1) * sizeof *rs), *ro = xmalloc((nin + 1) * sizeof *ro), rtot = 0, stot = 0;
+	for (int i = 0; i < nin; i++) {
+		rs[i] = (size_t)(rcounts ? rcounts[i] : rcount) * rd->size;
+		ro[i] = rtot;
+		rtot += rs[i];
+	}
+	for (int j = 0; j < nout; j++)
+		if (out[j] != MPI_PROC_NULL)
+			stot += (size_t)(scounts ? scounts[j] : scount) * sd->size;
+	int tag = begin(c, kind, -1, (int64_t)stot);
+	uint8_t *inb = xmalloc(rtot);
+	struct req **reqs = xmalloc((nin + 1) * sizeof *reqs);
+	for (int k = 0; k < nin; k++) {
+		int i = order[k];
+		reqs[i] = in[i] == MPI_PROC_NULL ? NULL
+						 : p2p_irecv(c, in[i], tag, CCTX(c), inb + ro[i], (int)rs[i], bytetype());
+	}
+	uint8_t *tmp = NULL;
+	size_t tmpn = 0;
+	for (int j = 0; j < nout; j++) {
+		if (out[j] == MPI_PROC_NULL)
+			continue;
+		int cnt = scounts ? scounts[j] : scount;
+		size_t n = (size_t)cnt * sd->size;
+		if (n > tmpn || !tmp) {
+			free(tmp);
+			tmp = xmalloc(n);
+			tmpn = n;
+		}
+		MPI_Aint at = allgather ? 0 : (sdispls ? sdispls[j] : (MPI_Aint)j * scount);
+		dt_pack((const uint8_t *)sendbuf + at * sext, cnt, sd, tmp);
+		p2p_send_bytes(c, out[j], tag, CCTX(c), tmp, n);
+	}
+	free(tmp);
+	rc = finish_reqs(c, fn, reqs, nin);
+	if (!rc)
+		for (int i = 0; i < nin; i++)
+			if (in[i] != MPI_PROC_NULL)
+				dt_unpack(inb + ro[i], rcounts ? rcounts[i] : rcount, rd,
+					  (uint8_t *)recvbuf + (rdispls ? rdispls[i] : (MPI_Aint)i * rcount) * rext);
+	free(reqs);
+	free(inb);
+	free(rs);
+	free(ro);
+	free(in);
+	free(out);
+	free(order);
+	return rc;
+}
+
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+			   MPI_Datatype recvtype, MPI_Comm comm)
+{
+	return neighbor("MPI_Neighbor_allgather", "neighbor_allgather", 1, sendbuf, NULL, NULL, sendcount, sendtype,
+			recvbuf, NULL, NULL, recvcount, recvtype, comm);
+}
+
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+			    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+	return neighbor("MPI_Neighbor_allgatherv", "neighbor_allgatherv", 1, sendbuf, NULL, NULL, sendcount,
+			sendtype, recvbuf, recvcounts, displs, 0, recvtype, comm);
+}
+
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+			  MPI_Datatype recvtype, MPI_Comm comm)
+{
+	return neighbor("MPI_Neighbor_alltoall", "neighbor_alltoall", 0, sendbuf, NULL, NULL, sendcount, sendtype,
+			recvbuf, NULL, NULL, recvcount, recvtype, comm);
+}
+
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+			   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+			   MPI_Comm comm)
+{
+	return neighbor("MPI_Neighbor_alltoallv", "neighbor_alltoallv", 0, sendbuf, sendcounts, sdispls, 0, sendtype,
+			recvbuf, recvcounts, rdispls, 0, recvtype, comm);
+}

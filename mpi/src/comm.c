@@ -72,7 +72,9 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	COMM("MPI_Comm_dup", comm, c);
 	int k = agree_k(c, NULL, 0, NULL);
-	*newcomm = make(c, k, c->size, c->w)->handle;
+	struct comm *n = make(c, k, c->size, c->w);
+	n->topo = topo_dup(c->topo); /* MPI: a duplicate keeps the topology */
+	*newcomm = n->handle;
 	return MPI_SUCCESS;
 }
 

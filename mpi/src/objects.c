@@ -83,6 +83,8 @@ void comm_release(struct comm *c)
 {
 	free(c->w);
 	free(c->w2c);
+	topo_free(c->topo);
+	c->topo = NULL;
 	c->w = c->w2c = NULL;
 	c->used = 0;
 }

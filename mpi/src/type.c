@@ -574,3 +574,49 @@ int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 	*size = incount * d->size;
 	return MPI_SUCCESS;
 }
+
+/* MPI_Type_create_subarray: the part subsizes at starts of an array of
+ * sizes (C or Fortran order) of oldtype, with the whole array's extent
+ * (lower bound 0), as MPI defines it. Built from nested hvectors, moved
+ * to the subarray's start and resized to the array. */
+int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+			     const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+	const char *fn = "MPI_Type_create_subarray";
+	OLD(fn, oldtype, old);
+	if (ndims < 1)
+		return cmpi_err(NULL, MPI_ERR_DIMS, fn, "ndims %d", ndims);
+	if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
+		return cmpi_err(NULL, MPI_ERR_ARG, fn, "order %d: want MPI_ORDER_C or MPI_ORDER_FORTRAN", order);
+	for (int i = 0; i < ndims; i++)
+		if (array_of_sizes[i] < 1 || array_of_subsizes[i] < 1 || array_of_starts[i] < 0 ||
+		    array_of_subsizes[i] > array_of_sizes[i] ||
+		    array_of_starts[i] > array_of_sizes[i] - array_of_subsizes[i])
+			return cmpi_err(NULL, MPI_ERR_ARG, fn, "dimension %d: size %d, subsize %d, start %d", i,
+					array_of_sizes[i], array_of_subsizes[i], array_of_starts[i]);
+	MPI_Aint ext = old->ub - old->lb, stride = ext, disp = 0;
+	MPI_Datatype t = oldtype;
+	/* from the fastest-varying dimension out: the last in C order, the first in Fortran's */
+	for (int k = 0; k < ndims; k++) {
+		int i = order == MPI_ORDER_C ? ndims - 1 - k : k;
+		MPI_Datatype next;
+		int rc = MPI_Type_create_hvector(array_of_subsizes[i], 1, stride, t, &next);
+		if (t != oldtype)
+			MPI_Type_free(&t);
+		if (rc)
+			return rc;
+		t = next;
+		disp += (MPI_Aint)array_of_starts[i] * stride;
+		if (__builtin_mul_overflow(stride, (MPI_Aint)array_of_sizes[i], &stride))
+			return cmpi_err(NULL, MPI_ERR_ARG, fn, "an array beyond the address space");
+	}
+	int one = 1;
+	MPI_Datatype moved;
+	int rc = MPI_Type_create_struct(1, &one, &disp, &t, &moved);
+	MPI_Type_free(&t);
+	if (rc)
+		return rc;
+	rc = MPI_Type_create_resized(moved, 0, stride, newtype);
+	MPI_Type_free(&moved);
+	return rc;
+}
