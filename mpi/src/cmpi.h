@@ -95,8 +95,11 @@ struct blk {
 	MPI_Aint len;
 };
 
+struct attrs; /* attr.c */
+
 struct dtype {
 	int used, released, refs, committed, predefined;
+	struct attrs *attrs;
 	MPI_Datatype handle;
 	MPI_Aint lb, ub, true_lb, true_ub;
 	MPI_Aint size;
@@ -133,6 +136,7 @@ struct comm {
 	MPI_Errhandler eh;
 	char name[MPI_MAX_OBJECT_NAME];
 	struct topo *topo; /* NULL: none */
+	struct attrs *attrs;
 };
 
 struct op {
@@ -229,6 +233,16 @@ struct req *req_new(int kind);
 struct req *req_get(MPI_Request h);
 void req_free(struct req *r);
 struct errh *errh_get(MPI_Errhandler h);
+
+/* attributes (attr.c) */
+int comm_attrs_copy(struct comm *from, struct comm *to);
+int comm_attrs_clear(struct comm *c);
+int type_attrs_copy(struct dtype *from, struct dtype *to);
+int type_attrs_clear(struct dtype *d);
+int comm_attr_get(struct comm *c, int keyval, void *val, int *flag);
+
+/* communicators (comm.c) */
+int comm_dup(struct comm *c, int copy_attrs, MPI_Comm *newcomm);
 
 /* topologies (topo.c) */
 void topo_free(struct topo *t);

@@ -68,14 +68,28 @@ static struct comm *make(struct comm *parent, int k, int size, const int *w)
 	return n;
 }
 
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+/* comm_dup makes a duplicate of c with its topology and, for
+ * MPI_Comm_dup, the attributes its copy callbacks give (a communicator
+ * made from another by a topology call gets none). */
+int comm_dup(struct comm *c, int copy_attrs, MPI_Comm *newcomm)
 {
-	COMM("MPI_Comm_dup", comm, c);
 	int k = agree_k(c, NULL, 0, NULL);
 	struct comm *n = make(c, k, c->size, c->w);
 	n->topo = topo_dup(c->topo); /* MPI: a duplicate keeps the topology */
+	int rc = copy_attrs ? comm_attrs_copy(c, n) : MPI_SUCCESS;
+	if (rc != MPI_SUCCESS) {
+		comm_attrs_clear(n);
+		comm_release(n);
+		return cmpi_err(c, rc, "MPI_Comm_dup", "an attribute's copy callback failed");
+	}
 	*newcomm = n->handle;
 	return MPI_SUCCESS;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+	COMM("MPI_Comm_dup", comm, c);
+	return comm_dup(c, 1, newcomm);
 }
 
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
@@ -153,8 +167,12 @@ int MPI_Comm_free(MPI_Comm *comm)
 	COMM("MPI_Comm_free", *comm, c);
 	if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
 		return cmpi_err(c, MPI_ERR_COMM, "MPI_Comm_free", "cannot free a predefined communicator");
+	/* the delete callbacks run first; the communicator goes either way */
+	int rc = comm_attrs_clear(c);
 	comm_release(c);
 	*comm = MPI_COMM_NULL;
+	if (rc != MPI_SUCCESS)
+		return cmpi_err(NULL, rc, "MPI_Comm_free", "an attribute's delete callback failed");
 	return MPI_SUCCESS;
 }
 

@@ -88,6 +88,11 @@ int MPI_Is_thread_main(int *flag)
 int MPI_Finalize(void)
 {
 	NEED_INIT("MPI_Finalize");
+	/* MPI: as if MPI_COMM_SELF were freed first (libraries hang their
+	 * clean-up on its delete callbacks), while MPI still works; then
+	 * MPI_COMM_WORLD's, as MPICH does */
+	comm_attrs_clear(comm_get(MPI_COMM_SELF));
+	comm_attrs_clear(comm_get(MPI_COMM_WORLD));
 	chan_drain(); /* completed sends to same-node peers must arrive */
 	struct buf b = {0};
 	mp_map(&b, 0);
@@ -165,6 +170,8 @@ int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 	case MPI_APPNUM: p = &attr_appnum; break;
 	case MPI_LASTUSEDCODE: p = &attr_lastcode; break;
 	}
+	if (!p && comm_attr_get(comm_get(comm), keyval, attribute_val, flag))
+		return MPI_SUCCESS;
 	*flag = p != NULL;
 	if (p)
 		*(int **)attribute_val = p;

@@ -492,7 +492,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int so
 	if (!rc)
 		rc = check_ranks(c, fn, "destinations", destinations, outdegree);
 	if (!rc)
-		rc = MPI_Comm_dup(comm_old, comm_dist_graph);
+		rc = comm_dup(c, 0, comm_dist_graph);
 	if (rc)
 		return rc;
 	struct topo *t = xcalloc(1, sizeof *t);
@@ -552,7 +552,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const i
 	int *all = xcalloc(total, sizeof(int));
 	rc = MPI_Allgatherv(mine, count, MPI_INT, all, counts, displs, MPI_INT, comm_old);
 	if (!rc)
-		rc = MPI_Comm_dup(comm_old, comm_dist_graph);
+		rc = comm_dup(c, 0, comm_dist_graph);
 	if (!rc) {
 		struct topo *t = xcalloc(1, sizeof *t);
 		t->kind = MPI_DIST_GRAPH;

@@ -400,6 +400,11 @@ int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 	b.d->contig = old->contig;
 	b.d->committed = old->committed;
 	*newtype = b.d->handle;
+	int rc = type_attrs_copy(old, b.d);
+	if (rc != MPI_SUCCESS) {
+		MPI_Type_free(newtype);
+		return cmpi_err(NULL, rc, "MPI_Type_dup", "an attribute's copy callback failed");
+	}
 	return MPI_SUCCESS;
 }
 
@@ -418,11 +423,14 @@ int MPI_Type_free(MPI_Datatype *datatype)
 	if (!d || d->predefined)
 		return cmpi_err(NULL, MPI_ERR_TYPE, "MPI_Type_free", "datatype %#x%s", (unsigned)*datatype,
 				d ? " is predefined" : "");
+	int rc = type_attrs_clear(d);
 	/* a receive still using it keeps it (MPI: freeing a type in use is
 	 * allowed, the operation completes) */
 	d->released = 1;
 	dt_unref(d);
 	*datatype = MPI_DATATYPE_NULL;
+	if (rc != MPI_SUCCESS)
+		return cmpi_err(NULL, rc, "MPI_Type_free", "an attribute's delete callback failed");
 	return MPI_SUCCESS;
 }
 
