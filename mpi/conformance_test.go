@@ -34,6 +34,7 @@ func TestConformance(t *testing.T) {
 		// 1 and 2 ranks: a rank is its own neighbour, or the same one twice
 		{"mpi/testdata/conformance/topo.c", []int{1, 2, 5}, []int{4}, nil, []int{3}},
 		{"mpi/testdata/conformance/attr.c", []int{1, 3}, []int{2}, nil, nil},
+		{"mpi/testdata/conformance/nbc.c", []int{1, 2, 5}, []int{3}, []int{4}, []int{4}},
 		// immediate: every pair on a channel (same-node and cross-node);
 		// numbered: same-node channels beside the relays (spread: ranks 0
 		// and 2 share a node)

@@ -144,7 +144,7 @@ struct op {
 	MPI_User_function *fn;
 };
 
-enum rqkind { RQ_SEND, RQ_RECV, RQ_SSEND };
+enum rqkind { RQ_SEND, RQ_RECV, RQ_SSEND, RQ_NBC };
 
 struct req {
 	int used, kind, complete, released, persistent_null;
@@ -169,6 +169,10 @@ struct req {
 	int pcount, ppeer, ptag;
 	struct dtype *pdt;
 	struct req *inner, *parent;
+	/* non-blocking collectives (nbc.c): a receive's collective, and a
+	 * collective's state */
+	struct req *nbc;
+	struct nbc *nbcst;
 };
 
 struct errh {
@@ -233,6 +237,12 @@ struct req *req_new(int kind);
 struct req *req_get(MPI_Request h);
 void req_free(struct req *r);
 struct errh *errh_get(MPI_Errhandler h);
+
+/* collectives (coll.c, nbc.c) */
+int coll_begin(struct comm *c, const char *kind, int root, int64_t bytes);
+void coll_reduce_local(const uint8_t *all, int k, size_t n, uint8_t *out, int count, struct dtype *d, MPI_Op op);
+void nbc_kid_done(struct req *kid);
+void nbc_free(struct req *r);
 
 /* attributes (attr.c) */
 int comm_attrs_copy(struct comm *from, struct comm *to);

@@ -33,7 +33,7 @@
 
 static struct dtype *bytetype(void) { return dt_get(MPI_BYTE); }
 
-static int begin(struct comm *c, const char *kind, int root, int64_t bytes)
+int coll_begin(struct comm *c, const char *kind, int root, int64_t bytes)
 {
 	c->coll_seq++;
 	send_coll(c, kind, root, bytes);
@@ -138,7 +138,7 @@ static void bcast_any(struct comm *c, int tag, uint8_t *p, size_t n, int root, c
 
 /* reduce_local: out = a0 op (a1 op (... op a(k-1))) of the k contributions
  * at all, n bytes apart: the rank order every algorithm here uses. */
-static void reduce_local(const uint8_t *all, int k, size_t n, uint8_t *out, int count, struct dtype *d, MPI_Op op)
+void coll_reduce_local(const uint8_t *all, int k, size_t n, uint8_t *out, int count, struct dtype *d, MPI_Op op)
 {
 	if (k <= 0)
 		return;
@@ -193,7 +193,7 @@ static int reduce_packed(struct comm *c, int tag, const uint8_t *in, uint8_t *ou
 		free(all);
 		return rc;
 	}
-	reduce_local(all, c->size, n, out, count, d, op);
+	coll_reduce_local(all, c->size, n, out, count, d, op);
 	free(all);
 	return MPI_SUCCESS;
 }
@@ -212,7 +212,7 @@ static int allreduce_direct(struct comm *c, int tag, const uint8_t *in, uint8_t 
 	}
 	int rc = exchange(c, tag, in, n, 0, c->size, all, sizes, offs, 0, c->size, fn);
 	if (!rc)
-		reduce_local(all, c->size, n, out, count, d, op);
+		coll_reduce_local(all, c->size, n, out, count, d, op);
 	free(sizes);
 	free(offs);
 	free(all);
@@ -242,7 +242,7 @@ static int allreduce_direct(struct comm *c, int tag, const uint8_t *in, uint8_t 
 
 int coll_barrier(struct comm *c)
 {
-	int tag = begin(c, "barrier", -1, 0);
+	int tag = coll_begin(c, "barrier", -1, 0);
 	if (c->size == G.size) {
 		/* the relay's barrier: it knows the rank waits, and under bcs
 		 * completes it in the slice's exchange */
@@ -291,7 +291,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 	TYPEARG("MPI_Bcast", c, datatype, d, count);
 	ROOTARG("MPI_Bcast", c, root);
 	size_t n = (size_t)count * d->size;
-	int tag = begin(c, "bcast", root, c->rank == root ? (int64_t)n : 0);
+	int tag = coll_begin(c, "bcast", root, c->rank == root ? (int64_t)n : 0);
 	if (d->contig) {
 		bcast_any(c, tag, buffer, n, root, "MPI_Bcast");
 		return MPI_SUCCESS;
@@ -314,7 +314,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	ROOTARG("MPI_Reduce", c, root);
 	OPARG("MPI_Reduce", c, op, d);
 	size_t n = (size_t)count * d->size;
-	int tag = begin(c, "reduce", root, (int64_t)n);
+	int tag = coll_begin(c, "reduce", root, (int64_t)n);
 	uint8_t *in = xmalloc(n), *out = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, in);
 	int rc = reduce_packed(c, tag, in, out, count, d, op, root, "MPI_Reduce");
@@ -331,7 +331,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 	TYPEARG("MPI_Allreduce", c, datatype, d, count);
 	OPARG("MPI_Allreduce", c, op, d);
 	size_t n = (size_t)count * d->size;
-	int tag = begin(c, "allreduce", -1, (int64_t)n);
+	int tag = coll_begin(c, "allreduce", -1, (int64_t)n);
 	uint8_t *in = xmalloc(n), *out = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, in);
 	int rc;
@@ -403,7 +403,7 @@ static int gatherv(const char *fn, const char *kind, const void *sendbuf, int se
 		tot += sizes[i];
 	}
 	size_t myn = inplace && isroot ? sizes[c->rank] : (size_t)sendcount * sd->size;
-	int tag = begin(c, kind, all ? -1 : root, (int64_t)myn);
+	int tag = coll_begin(c, kind, all ? -1 : root, (int64_t)myn);
 	uint8_t *mine = xmalloc(myn);
 	if (inplace && isroot) {
 		int cnt = recvcounts ? recvcounts[c->rank] : rcount;
@@ -469,7 +469,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 
 int coll_allgather_ints(struct comm *c, const int *mine, int n, int *all)
 {
-	int tag = begin(c, "allgather", -1, (int64_t)n * 4);
+	int tag = coll_begin(c, "allgather", -1, (int64_t)n * 4);
 	size_t *sizes = xmalloc(c->size * sizeof *sizes), *offs = xmalloc(c->size * sizeof *offs);
 	for (int i = 0; i < c->size; i++) {
 		sizes[i] = (size_t)n * sizeof(int);
@@ -511,7 +511,7 @@ static int scatterv(const char *fn, const char *kind, const void *sendbuf, const
 		rd = r;
 	}
 	size_t myn = inplace ? 0 : (size_t)recvcount * rd->size;
-	int tag = begin(c, kind, root, isroot ? 0 : 0);
+	int tag = coll_begin(c, kind, root, isroot ? 0 : 0);
 	if (!isroot) {
 		uint8_t *p = xmalloc(myn);
 		int rc = recv1(c, fn, root, tag, p, myn);
@@ -580,7 +580,7 @@ static int alltoallv(const char *fn, const char *kind, const void *sendbuf, cons
 		if (!inplace)
 			stot += (size_t)(scounts ? scounts[i] : scount) * sd->size;
 	}
-	int tag = begin(c, kind, -1, (int64_t)(inplace ? rtot : stot));
+	int tag = coll_begin(c, kind, -1, (int64_t)(inplace ? rtot : stot));
 	uint8_t *in = xmalloc(rtot);
 	/* in place: what is sent is the receive buffer's own content, packed before anything arrives */
 	uint8_t *out = NULL;
@@ -673,7 +673,7 @@ static int reduce_scatter_direct(struct comm *c, int tag, const uint8_t *in, con
 	memcpy(all + (size_t)c->rank * n, in + myoff, n);
 	int rc = finish_reqs(c, fn, rs, p);
 	if (!rc) {
-		reduce_local(all, p, n, out, mine, d, op);
+		coll_reduce_local(all, p, n, out, mine, d, op);
 		dt_unpack(out, mine, d, recvbuf);
 	}
 	free(off);
@@ -697,7 +697,7 @@ static int reduce_scatter(const char *fn, const char *kind, const void *sendbuf,
 		total += cnt;
 	}
 	size_t n = (size_t)total * d->size;
-	int tag = begin(c, kind, -1, (int64_t)n);
+	int tag = coll_begin(c, kind, -1, (int64_t)n);
 	uint8_t *in = xmalloc(n), *out = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, total, d, in);
 	int mine = counts ? counts[c->rank] : bcount;
@@ -754,7 +754,7 @@ static int scan(const char *fn, const char *kind, const void *sendbuf, void *rec
 	TYPEARG(fn, c, datatype, d, count);
 	OPARG(fn, c, op, d);
 	size_t n = (size_t)count * d->size;
-	int tag = begin(c, kind, -1, (int64_t)n);
+	int tag = coll_begin(c, kind, -1, (int64_t)n);
 	uint8_t *mine = xmalloc(n), *prev = xmalloc(n), *acc = xmalloc(n);
 	dt_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, d, mine);
 	int rc = MPI_SUCCESS;
@@ -770,7 +770,7 @@ static int scan(const char *fn, const char *kind, const void *sendbuf, void *rec
 		rc = exchange(c, tag, mine, n, c->rank + 1, c->size, all, sizes, offs, 0, c->rank + 1, fn);
 		int k = ex ? c->rank : c->rank + 1;
 		if (!rc && k > 0) {
-			reduce_local(all, k, n, acc, count, d, op);
+			coll_reduce_local(all, k, n, acc, count, d, op);
 			dt_unpack(acc, count, d, recvbuf);
 		}
 		free(all);
@@ -852,7 +852,7 @@ static int neighbor(const char *fn, const char *kind, int allgather, const void 
 	for (int j = 0; j < nout; j++)
 		if (out[j] != MPI_PROC_NULL)
 			stot += (size_t)(scounts ? scounts[j] : scount) * sd->size;
-	int tag = begin(c, kind, -1, (int64_t)stot);
+	int tag = coll_begin(c, kind, -1, (int64_t)stot);
 	uint8_t *inb = xmalloc(rtot);
 	struct req **reqs = xmalloc((nin + 1) * sizeof *reqs);
 	for (int k = 0; k < nin; k++) {

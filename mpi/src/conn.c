@@ -547,7 +547,7 @@ static void wait_frame(int type, struct req **rs, int n)
 		if (posts[i].kind == P_NONE || !posts[i].r || posts[i].local)
 			continue;
 		for (int j = 0; j < n; j++)
-			if (rs[j] == posts[i].r || (rs[j] && posts[i].r->parent == rs[j])) {
+			if (rs[j] == posts[i].r || (rs[j] && (posts[i].r->parent == rs[j] || posts[i].r->nbc == rs[j]))) {
 				cnt++;
 				break;
 			}
@@ -562,7 +562,7 @@ static void wait_frame(int type, struct req **rs, int n)
 		if (posts[i].kind == P_NONE || !posts[i].r || posts[i].local)
 			continue;
 		for (int j = 0; j < n; j++)
-			if (rs[j] == posts[i].r || (rs[j] && posts[i].r->parent == rs[j])) {
+			if (rs[j] == posts[i].r || (rs[j] && (posts[i].r->parent == rs[j] || posts[i].r->nbc == rs[j]))) {
 				mp_uint(&G.out, (uint64_t)posts[i].gen << 32 | (uint32_t)i);
 				posts[i].waited = type == FR_WAIT;
 				break;

@@ -177,6 +177,8 @@ struct req *req_get(MPI_Request h)
 
 void req_free(struct req *r)
 {
+	if (r->nbcst)
+		nbc_free(r);
 	if (r->dt)
 		dt_unref(r->dt);
 	free(r->stage);

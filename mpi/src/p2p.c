@@ -136,6 +136,8 @@ static void finish(struct req *r)
  * and frees it if nobody holds it any more. */
 void req_done(struct req *r)
 {
+	if (r->nbc)
+		nbc_kid_done(r);
 	if (r->parent) {
 		r->parent->st = r->st;
 		r->parent->complete = 1;
