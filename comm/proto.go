@@ -68,6 +68,10 @@ const (
 	// (docs/mpi.md, "Taking channels back").
 	FrameRevoke  frame.Type = 21
 	FrameDrained frame.Type = 22
+	// FrameBroken (both ways): a cross-node channel's connection broke;
+	// the relays carry it to the other rank of the pair (docs/mpi.md, "A
+	// broken channel").
+	FrameBroken frame.Type = 23
 )
 
 // ProtocolVersion is the protocol the relay speaks, in Welcome.V: 2 has
@@ -159,6 +163,18 @@ type Revoke struct{}
 // its end): the relay may deliver what it held from Peer.
 type Drained struct {
 	Peer int `msgpack:"p"`
+}
+
+// Broken says a channel's connection broke. From a rank: its channel to
+// Peer; from the relay: Peer's channel to the rank. Read is how many
+// bytes of the other's stream its sender read (whole frames): the other
+// resends the rest through the relays. Reply: the sender still waits for
+// the other's count (a first word, or one said again after a relay
+// restarted); an answer says false, so that two ranks never echo.
+type Broken struct {
+	Peer  int    `msgpack:"p"`
+	Read  uint64 `msgpack:"n"`
+	Reply bool   `msgpack:"w"`
 }
 
 // Stream is what a rank has received of one source's numbered messages:

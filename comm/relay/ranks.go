@@ -357,6 +357,7 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 // it still drains channels (the first, or its Drained, may have died with
 // the connection).
 func (r *Relay) rewelcomeLocked(rs *rankState) {
+	r.brokenPendingLocked(rs)
 	if len(rs.drainFrom) > 0 && rs.conn != nil {
 		rs.conn.sendLocked(r, comm.FrameRevoke, &comm.Revoke{}, payload{})
 	}
@@ -473,6 +474,15 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 			return fmt.Errorf("malformed coll: %w", err)
 		}
 		return r.rankColl(rs, c)
+	case comm.FrameBroken:
+		var b comm.Broken
+		if err := frame.Decode(body, &b); err != nil {
+			return fmt.Errorf("malformed broken: %w", err)
+		}
+		r.mu.Lock()
+		err := r.brokenLocked(rs, b)
+		r.unlock()
+		return err
 	case comm.FrameDrained:
 		var d comm.Drained
 		if err := frame.Decode(body, &d); err != nil {

@@ -443,6 +443,7 @@ static void handle(const struct inframe *f)
 				if (d < (uint64_t)G.size)
 					sent_resend(&G.pend, (int)d);
 			}
+			chan_resay(); /* and a broken channel's count */
 			if (!G.cork)
 				conn_flush();
 		}
@@ -452,6 +453,10 @@ static void handle(const struct inframe *f)
 		exit(1);
 	case FR_REVOKE:
 		chan_revoke(); /* done at the next chan_step, outside the parse */
+		return;
+	case FR_BROKEN:
+		if (f->s >= 0 && f->s < G.size)
+			chan_broken((int)f->s, f->q, f->f);
 		return;
 	}
 	/* other types (a newer relay's): ignored */
@@ -1152,6 +1157,7 @@ void conn_recover(void)
 	G.broken = 0;
 	G.lost.len = 0;
 	G.resumes++;
+	chan_resay(); /* a broken channel's count may have died with the relay */
 	if (getenv("COSCHED_MPI_DEBUG"))
 		fprintf(stderr, "cosched MPI: rank %d: relay connection resumed after %lld ms (%llu messages not acknowledged sent again)\n", G.rank,
 			(long long)(now_ms() - start), (unsigned long long)G.kept_msgs);
