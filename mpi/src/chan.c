@@ -99,6 +99,7 @@ struct peer {
 	size_t ack_len, ack_off; /* an ack being written */
 	int fin_read, fin_sent; /* its fin was read; this rank's was queued */
 	int broken;             /* B_*: the connection failed (docs/mpi.md, "A broken channel") */
+	int failed;             /* it failed: declare at the next chan_step, outside any parse */
 	int notice;             /* the peer's Broken came (notice_read, notice_reply) */
 	uint64_t notice_read;
 	int notice_reply;
@@ -343,7 +344,7 @@ void chan_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const 
 	struct iovec iov[3] = {{&h, sizeof h}, {(void *)hdr, hl}, {(void *)data, dl}};
 	count(C_SENT, 1);
 	count(C_SENT_BYTES, hl + dl);
-	if (p->fd < 0 && p->broken != B_SAID)
+	if (p->fd < 0 && p->broken != B_SAID && !p->failed)
 		return; /* the peer has gone: see flush_out */
 	if (p->keep || p->fd < 0) { /* kept until acknowledged: resent if the connection breaks */
 		queue_out(p, iov, 3, 0);
@@ -613,7 +614,7 @@ static void lost(struct peer *p)
 	p->eof = 1;
 	events++;
 	if (p->keep && !p->fin_read && !p->broken && !revoked && !p->ended) {
-		declare(p);
+		p->failed = 1; /* what is sent to it meanwhile is kept (chan_send) */
 		return;
 	}
 	if (p->broken != B_SAID) /* kept for a resend if it is waiting for the count */
@@ -714,6 +715,10 @@ static void broken_step(void)
 {
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
+		if (p->failed) {
+			p->failed = 0;
+			declare(p);
+		}
 		if (resay && p->broken == B_SAID)
 			say_broken(p->wrank, p->got, 1);
 		if (!p->notice)
@@ -800,7 +805,7 @@ void chan_wait(void)
  * (the connection broke), or the ack of this rank's fin. */
 static int leaving(const struct peer *p)
 {
-	if (p->broken == B_SAID)
+	if (p->broken == B_SAID || p->failed)
 		return 1;
 	if (p->fd < 0)
 		return 0;
