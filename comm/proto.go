@@ -151,6 +151,13 @@ type Hello struct {
 	// channels back (switched to bcs while the job runs). A rank that
 	// does not say it keeps its channels.
 	Revoke bool `msgpack:"rv,omitempty"`
+	// Draining and ChannelPeers, in a resumed Hello, rebuild what a
+	// restarted relay forgot of the rank's channels (comm/relay/revoke.go):
+	// the peers whose channel it has not read to the end since it took
+	// its channels back (the relay holds their relay-path messages until
+	// Drained), and those it still has a channel to, not taken back.
+	Draining     []int `msgpack:"dr,omitempty"`
+	ChannelPeers []int `msgpack:"cp,omitempty"`
 }
 
 // Revoke tells a rank with channels to stop sending on them: it writes

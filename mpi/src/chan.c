@@ -851,5 +851,41 @@ void chan_close(void)
 	ctr_fd = -1;
 }
 
+/* chan_hello_keys and chan_hello: what a resumed Hello says of the
+ * channels, for a relay that restarted and forgot it (comm.Hello's rv,
+ * dr and cp): that the rank takes Revoke, the peers whose channel it has
+ * not drained since it took its channels back (the relay holds their
+ * relay-path messages until Drained), and those it still has a channel to
+ * (the relay may take them back). */
+int chan_hello_keys(void) { return npeers > 0 ? 3 : 0; }
+
+void chan_hello(struct buf *b)
+{
+	if (npeers == 0)
+		return;
+	int back = revoked || revoke_asked, nd = 0, nc = 0;
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (back && !p->drained)
+			nd++;
+		if (!back && !p->ended && !p->broken && !p->failed)
+			nc++;
+	}
+	mp_str(b, "rv");
+	mp_bool(b, 1);
+	mp_str(b, "dr");
+	mp_array(b, (uint32_t)nd);
+	for (int i = 0; i < npeers; i++)
+		if (back && !peers[i].drained)
+			mp_int(b, peers[i].wrank);
+	mp_str(b, "cp");
+	mp_array(b, (uint32_t)nc);
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (!back && !p->ended && !p->broken && !p->failed)
+			mp_int(b, p->wrank);
+	}
+}
+
 /* chan_counter_fd is the counter page's descriptor, or -1 (no grant). */
 int chan_counter_fd(void) { return ctr_fd; }

@@ -300,6 +300,8 @@ int chan_sends(int wrank);
 void chan_revoke(void);
 void chan_broken(int wrank, uint64_t read, int reply);
 void chan_resay(void);
+int chan_hello_keys(void);
+void chan_hello(struct buf *b);
 void relay_send(int wdst, int tag, int ctx, const uint8_t *x, size_t n);
 void post_relay(uint64_t id, int src, int tag, int ctx);
 int stash_deliver(uint64_t id, int wsrc, int tag, int ctx);

@@ -739,7 +739,10 @@ static void hello(struct buf *b, int resume)
 	/* rel: the last barrier released, for a restarted root that may not
 	 * know it completed (comm.Hello.Released) */
 	int rel = resume && G.released > 0;
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + rel + 2 * (ch > 0) + node_only);
+	int chk = resume ? chan_hello_keys() : 0; /* what a restarted relay forgot (chan.c) */
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + rel + 2 * (ch > 0) + node_only + chk);
+	if (chk)
+		chan_hello(b);
 	if (ch) {
 		mp_str(b, "ch");
 		mp_bool(b, 1);
