@@ -106,8 +106,8 @@ func TestResumedHelloRebuildsTheHold(t *testing.T) {
 		}
 		return cl
 	}
-	a0 := hello(0, nil, []int{1}) // still has its channel to rank 1
-	a1 := hello(1, []int{0}, nil) // took its channels back; drains rank 0's
+	a0 := hello(0, nil, []int{1})                     // still has its channel to rank 1
+	a1 := hello(1, []int{0}, nil)                     // took its channels back; drains rank 0's
 	if typ, _ := a1.read(); typ != comm.FrameRevoke { // said again while it drains: idempotent
 		t.Fatalf("rank 1: got frame type %d, want revoke", typ)
 	}
