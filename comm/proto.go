@@ -23,6 +23,8 @@ import "github.com/cosched/cosched/internal/frame"
 //	18 Abort    MPI_Abort: fail the job (no answer; 17 is unused)
 //	                                     19 Acked    messages delivered (v3)
 //	                                     20 Resend   a destination's relay restarted (v3)
+//	22 Drained  a channel read to its end   21 Revoke   take the channels back
+//	23 Broken   a channel's connection broke (both ways)
 //
 // Semantics the relay provides and the library relies on:
 //   - Sends complete locally: a Send frame is the message handed over (the

@@ -811,7 +811,8 @@ static int leaving(const struct peer *p)
 		return 0;
 	if (p->out_off < p->out.len || p->ack_off < p->ack_len)
 		return 1;
-	return p->fin_sent && p->acked < p->out_base + p->out.len;
+	/* a channel being taken back has no acks: its marker says the end */
+	return p->fin_sent && !revoked && !p->ended && p->acked < p->out_base + p->out.len;
 }
 
 /* chan_drain (MPI_Finalize): a completed send must arrive. Each
