@@ -124,6 +124,79 @@ func TestBrokenChannelRemade(t *testing.T) {
 	}
 }
 
+// What a broken channel's peer did not read is sent again through the
+// relays (docs/mpi.md, "A broken channel"), deterministically here:
+// mpi/testdata/chanbreak.c's rank 0 sends rank 1 24 messages of 1 MiB
+// while rank 1 makes no MPI call, so most of them wait at rank 0 (the
+// socket full, or past the bound of unacknowledged bytes) when the test
+// resets the connection at rank 0's end. Rank 1 then receives all of
+// them, each byte checked; rank 0 says it sent some again through the
+// relays, and the counters equal what was sent.
+func TestBrokenChannelResends(t *testing.T) {
+	needSSKill(t)
+	prog := program(t, "mpi/testdata/chanbreak.c")
+	c := newCluster(t, 2, false)
+	dir := t.TempDir()
+	c.env = []string{"COSCHED_TEST_BREAK_DIR=" + dir, "COSCHED_MPI_DEBUG=1"}
+	var mu sync.Mutex
+	pids := map[int]int{}
+	c.started = func(rank, pid int) {
+		mu.Lock()
+		pids[rank] = pid
+		mu.Unlock()
+	}
+	id := c.nextID
+	done := make(chan []rankResult, 1)
+	go func() { done <- c.run(t, prog, []int{0, 1}, 2*time.Minute) }()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, e0 := os.Stat(filepath.Join(dir, "sent"))
+		_, e1 := os.Stat(filepath.Join(dir, "asleep"))
+		if e0 == nil && e1 == nil {
+			break
+		}
+		select {
+		case res := <-done:
+			for _, r := range res {
+				t.Logf("rank %d: exit %d\n%s%s", r.rank, r.exit, r.out, r.err)
+			}
+			t.Fatal("the job ended early")
+		default:
+		}
+		if time.Now().After(deadline) {
+			os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+			<-done
+			t.Fatal("the ranks did not reach the reset point in 60 s")
+		}
+	}
+	mu.Lock()
+	p0, p1 := pids[0], pids[1]
+	mu.Unlock()
+	breakChannel(t, p0, p1)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	for _, r := range res {
+		t.Logf("rank %d: exit %d\n%s%s", r.rank, r.exit, r.out, r.err)
+		if r.exit != 0 || strings.TrimSpace(r.out) != "ok" {
+			t.Errorf("rank %d: exit %d, said %q; want 0 and ok", r.rank, r.exit, r.out)
+		}
+	}
+	var read, again int
+	if m := regexp.MustCompile(`read (\d+) bytes of the broken channel; (\d+) messages sent again`).FindStringSubmatch(res[0].err); m != nil {
+		read, _ = strconv.Atoi(m[1])
+		again, _ = strconv.Atoi(m[2])
+	}
+	if again == 0 {
+		t.Errorf("rank 0 sent nothing again through the relays (stderr %q)", res[0].err)
+	}
+	end, _ := jobTraffic(c.relays, id)
+	t.Logf("rank 1 had read %d bytes; rank 0 sent %d of 24 messages again; counted %+v", read, again, end)
+	if end.Sent != end.Delivered || end.SentBytes != end.DeliveredBytes {
+		t.Errorf("counted %+v: sent and delivered differ", end)
+	}
+}
+
 // ssSocket is one line of `ss -tnpH`: an established TCP socket and the
 // processes that hold it.
 var ssSocket = regexp.MustCompile(`^ESTAB\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)\s+users:\((.*)\)$`)
