@@ -62,6 +62,13 @@ func (r *Relay) brokenToRankLocked(j *job, m pairBroken) {
 	rs.chPeers = slices.DeleteFunc(rs.chPeers, func(p int) bool { return p == m.Src })
 	b := comm.Broken{Peer: m.Src, Read: m.Read, Reply: m.Reply}
 	if rs.conn == nil || !rs.inited {
+		// one word per peer (the last; a wanted answer stays wanted): a
+		// rank that says it again and again holds no more here
+		if i := slices.IndexFunc(rs.broken, func(o comm.Broken) bool { return o.Peer == b.Peer }); i >= 0 {
+			b.Reply = b.Reply || rs.broken[i].Reply
+			rs.broken[i] = b
+			return
+		}
 		rs.broken = append(rs.broken, b)
 		return
 	}
