@@ -23,6 +23,8 @@ import "github.com/cosched/cosched/internal/frame"
 //	18 Abort    MPI_Abort: fail the job (no answer; 17 is unused)
 //	                                     19 Acked    messages delivered (v3)
 //	                                     20 Resend   a destination's relay restarted (v3)
+//	22 Drained  a channel read to its end   21 Revoke   take the channels back
+//	23 Broken   a channel's connection broke (both ways)
 //
 // Semantics the relay provides and the library relies on:
 //   - Sends complete locally: a Send frame is the message handed over (the
@@ -68,6 +70,10 @@ const (
 	// (docs/mpi.md, "Taking channels back").
 	FrameRevoke  frame.Type = 21
 	FrameDrained frame.Type = 22
+	// FrameBroken (both ways): a cross-node channel's connection broke;
+	// the relays carry it to the other rank of the pair (docs/mpi.md, "A
+	// broken channel").
+	FrameBroken frame.Type = 23
 )
 
 // ProtocolVersion is the protocol the relay speaks, in Welcome.V: 2 has
@@ -147,6 +153,13 @@ type Hello struct {
 	// channels back (switched to bcs while the job runs). A rank that
 	// does not say it keeps its channels.
 	Revoke bool `msgpack:"rv,omitempty"`
+	// Draining and ChannelPeers, in a resumed Hello, rebuild what a
+	// restarted relay forgot of the rank's channels (comm/relay/revoke.go):
+	// the peers whose channel it has not read to the end since it took
+	// its channels back (the relay holds their relay-path messages until
+	// Drained), and those it still has a channel to, not taken back.
+	Draining     []int `msgpack:"dr,omitempty"`
+	ChannelPeers []int `msgpack:"cp,omitempty"`
 }
 
 // Revoke tells a rank with channels to stop sending on them: it writes
@@ -159,6 +172,18 @@ type Revoke struct{}
 // its end): the relay may deliver what it held from Peer.
 type Drained struct {
 	Peer int `msgpack:"p"`
+}
+
+// Broken says a channel's connection broke. From a rank: its channel to
+// Peer; from the relay: Peer's channel to the rank. Read is how many
+// bytes of the other's stream its sender read (whole frames): the other
+// resends the rest through the relays. Reply: the sender still waits for
+// the other's count (a first word, or one said again after a relay
+// restarted); an answer says false, so that two ranks never echo.
+type Broken struct {
+	Peer  int    `msgpack:"p"`
+	Read  uint64 `msgpack:"n"`
+	Reply bool   `msgpack:"w"`
 }
 
 // Stream is what a rank has received of one source's numbered messages:

@@ -32,6 +32,7 @@ const (
 	frameRestarted    frame.Type = 8 // restarted: a node's relay restarted with a job's ranks (resume.go)
 	// 9 and 10 open a pair's connection (xchannels.go), never a link.
 	frameNoChannels frame.Type = 11 // noChannels: a rank asked for no channel (xchannels.go)
+	frameBroken     frame.Type = 12 // pairBroken: a rank's channel to another broke (broken.go)
 )
 
 // A relay skips a frame of a type it does not know (a later build's),
@@ -223,6 +224,7 @@ type inbound struct {
 	ack   *peerAck
 	again *restarted
 	noCh  *noChannels
+	brk   *pairBroken
 }
 
 func (in inbound) size() int {
@@ -248,6 +250,8 @@ func (in inbound) job() int64 {
 		return in.again.Job
 	case in.noCh != nil:
 		return in.noCh.Job
+	case in.brk != nil:
+		return in.brk.Job
 	}
 	return in.done.Job
 }
@@ -554,6 +558,9 @@ func (r *Relay) servePeer(c net.Conn) {
 		case frameNoChannels:
 			in.noCh = new(noChannels)
 			err = frame.Decode(body, in.noCh)
+		case frameBroken:
+			in.brk = new(pairBroken)
+			err = frame.Decode(body, in.brk)
 		default:
 			if !warnedUnknown {
 				log.Warn("relay frame of an unknown type (a later build's?) skipped", zap.Int("type", int(t)))
@@ -578,7 +585,7 @@ func (r *Relay) inboundLocked(in inbound) {
 	j := r.jobs[id]
 	if j == nil {
 		if _, gone := r.ended[id]; gone || r.earlyBytes+in.size() > r.cfg.MaxEarly {
-			if in.noCh == nil { // a decline is no message
+			if in.noCh == nil && in.brk == nil { // a decline or a pair's word is no message
 				r.st.Dropped++
 			}
 			if !gone {
@@ -591,7 +598,7 @@ func (r *Relay) inboundLocked(in inbound) {
 		}
 		r.early[id] = append(r.early[id], in)
 		r.earlyBytes += in.size()
-		if in.noCh == nil { // a message or a barrier's, not a decline
+		if in.noCh == nil && in.brk == nil { // a message or a barrier's, not a decline
 			r.st.Held++
 		}
 		return
@@ -633,6 +640,8 @@ func (r *Relay) inboundLocked(in inbound) {
 		}
 	case in.noCh != nil:
 		r.noChannelsLocked(j, in.noCh.Rank, in.from)
+	case in.brk != nil:
+		r.brokenToRankLocked(j, *in.brk)
 	}
 }
 

@@ -275,12 +275,18 @@ func (r *Relay) hello(rc *rankConn, h comm.Hello, x *xgrant, page *int) (*rankSt
 	}
 	rs.inited, rs.conn, rs.done = true, rc, make(chan struct{})
 	rs.numbers, rs.resumed = h.Numbers, h.Resume
+	var release []int
 	if !h.Resume { // a resumed rank keeps what its first Hello said
 		rs.revokable = h.Revoke
+	} else if h.Revoke { // or says it again, for a relay that restarted
+		release = r.resumedChannelsLocked(rs, h)
 	}
 	if err := r.welcomeLocked(rc, j, rs, h, x); err != nil {
 		rs.inited, rs.conn = false, nil
 		return nil, err
+	}
+	for _, p := range release {
+		r.releaseHeldLocked(rs, p)
 	}
 	if *page >= 0 {
 		if err := r.adoptPageLocked(j, *page); err != nil {
@@ -357,6 +363,10 @@ func (r *Relay) welcomeLocked(rc *rankConn, j *job, rs *rankState, h comm.Hello,
 // it still drains channels (the first, or its Drained, may have died with
 // the connection).
 func (r *Relay) rewelcomeLocked(rs *rankState) {
+	r.brokenPendingLocked(rs)
+	if r.mode == Buffered { // channels it still has, told to a relay that restarted in bcs
+		r.revokeLocked(rs)
+	}
 	if len(rs.drainFrom) > 0 && rs.conn != nil {
 		rs.conn.sendLocked(r, comm.FrameRevoke, &comm.Revoke{}, payload{})
 	}
@@ -473,6 +483,15 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 			return fmt.Errorf("malformed coll: %w", err)
 		}
 		return r.rankColl(rs, c)
+	case comm.FrameBroken:
+		var b comm.Broken
+		if err := frame.Decode(body, &b); err != nil {
+			return fmt.Errorf("malformed broken: %w", err)
+		}
+		r.mu.Lock()
+		err := r.brokenLocked(rs, b)
+		r.unlock()
+		return err
 	case comm.FrameDrained:
 		var d comm.Drained
 		if err := frame.Decode(body, &d); err != nil {

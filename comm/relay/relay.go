@@ -193,10 +193,13 @@ type rankState struct {
 	chPeers   []int
 	drainFrom map[int]bool
 	held      []peerMsg
-	numbers   bool
-	resumed   bool // its Hello resumed a connection to the relay's previous life
-	streams   map[int]*inStream[peerMsg]
-	awaiting  bool
+	// broken is what its channel peers said of their broken connections
+	// while it was not connected (broken.go), for its next Welcome.
+	broken   []comm.Broken
+	numbers  bool
+	resumed  bool // its Hello resumed a connection to the relay's previous life
+	streams  map[int]*inStream[peerMsg]
+	awaiting bool
 }
 
 // rankAbort is a rank's Abort.

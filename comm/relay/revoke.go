@@ -67,6 +67,41 @@ func (r *Relay) drainedLocked(rs *rankState, peer int) {
 		return // not draining it (a repeat, or a peer never granted): nothing held
 	}
 	delete(rs.drainFrom, peer)
+	r.releaseHeldLocked(rs, peer)
+}
+
+// resumedChannelsLocked takes what a resumed Hello says of rs's channels
+// (comm.Hello.Draining, ChannelPeers): a relay that restarted while rs
+// drained a channel holds that peer's relay-path messages again, and can
+// take back the channels rs still has. The rank's word replaces what
+// this relay knew: a peer it no longer drains (its Drained died with the
+// connection) is returned, for the caller to release what was held from
+// it after the Welcome.
+func (r *Relay) resumedChannelsLocked(rs *rankState, h comm.Hello) (release []int) {
+	rs.revokable = true
+	ok := func(p int) bool { return p >= 0 && p < rs.job.size && p != rs.rank }
+	rs.chPeers = slices.DeleteFunc(slices.Clone(h.ChannelPeers), func(p int) bool { return !ok(p) })
+	old := rs.drainFrom
+	rs.drainFrom = nil
+	for _, p := range h.Draining {
+		if ok(p) {
+			if rs.drainFrom == nil {
+				rs.drainFrom = map[int]bool{}
+			}
+			rs.drainFrom[p] = true
+		}
+	}
+	for p := range old {
+		if !rs.drainFrom[p] {
+			release = append(release, p)
+		}
+	}
+	return release
+}
+
+// releaseHeldLocked: what was held for rs from peer goes to its receives,
+// in order.
+func (r *Relay) releaseHeldLocked(rs *rankState, peer int) {
 	held := rs.held
 	rs.held = nil
 	for _, m := range held {

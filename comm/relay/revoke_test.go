@@ -85,3 +85,42 @@ func TestDrainedMalformed(t *testing.T) {
 	t.Logf("fatal: %s", f.Error)
 	dialRank(t, r, 1, 1, 2) // the relay still serves
 }
+
+// A relay that restarts while its ranks drain channels forgets what it
+// held for them; their resumed Hellos rebuild it (comm.Hello.Draining,
+// ChannelPeers): a relay-path message from a peer whose channel the rank
+// still drains is held until Drained, and a switch to bcs takes back the
+// channels a rank still has.
+func TestResumedHelloRebuildsTheHold(t *testing.T) {
+	r := newRelay(t, "n0", nil)
+	if err := r.ReattachJob(1, []string{"n0", "n0"}, uint32(os.Getuid())); err != nil {
+		t.Fatal(err)
+	}
+	hello := func(rank int, draining, peers []int) *client {
+		t.Helper()
+		cl := rawClient(t, r)
+		cl.send(comm.FrameHello, &comm.Hello{Job: 1, Rank: rank, Size: 2, PID: os.Getpid(), Numbers: true, Resume: true,
+			Revoke: true, Draining: draining, ChannelPeers: peers})
+		if typ, _ := cl.read(); typ != comm.FrameWelcome {
+			t.Fatalf("rank %d: hello answered with frame type %d", rank, typ)
+		}
+		return cl
+	}
+	a0 := hello(0, nil, []int{1})                     // still has its channel to rank 1
+	a1 := hello(1, []int{0}, nil)                     // took its channels back; drains rank 0's
+	if typ, _ := a1.read(); typ != comm.FrameRevoke { // said again while it drains: idempotent
+		t.Fatalf("rank 1: got frame type %d, want revoke", typ)
+	}
+	a0.msg(1, 5, "after the marker")
+	req := a1.post(0, 5)
+	a1.expectNothing(100 * time.Millisecond)
+	a1.send(comm.FrameDrained, &comm.Drained{Peer: 0})
+	if d := a1.deliver(); d.Req != req || string(d.Data) != "after the marker" {
+		t.Fatalf("after Drained: %+v", d)
+	}
+	r.SetDelivery(Buffered, 10*time.Millisecond, 0)
+	if typ, _ := a0.read(); typ != comm.FrameRevoke {
+		t.Fatalf("rank 0: got frame type %d, want revoke", typ)
+	}
+	a1.expectNothing(50 * time.Millisecond)
+}

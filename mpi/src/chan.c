@@ -19,10 +19,28 @@
  * ranks sending large messages to each other cannot deadlock. What comes
  * in and matches no receive goes to the stash, which receives look at
  * first. Blocking calls sleep in poll(2) on the relay's socket and the
- * channels together. */
+ * channels together.
+ *
+ * A broken connection (docs/mpi.md, "A broken channel"): a cross-node
+ * channel is TCP, which a network fault can reset. Each end keeps what it
+ * wrote on a channel until the peer acknowledges it (ack frames on the
+ * reverse direction: cumulative bytes read, every CHAN_ACK_EVERY), and
+ * writes no new frame past CHAN_KEEP unacknowledged bytes (what it holds
+ * back waits in the out buffer, as what the socket does not take). When
+ * the connection breaks (an error or an end without the peer's fin
+ * frame), the rank stops reading it, posts its receives from that peer to
+ * the relay (as at a revoke's marker) and says Broken through the relays
+ * with how many bytes it read; the peer does the same. Each resends,
+ * through the relay, what the other had not read, then sends there: the
+ * relay path from that peer starts where the channel's read part ended,
+ * so the pair's order holds. At MPI_Finalize a rank writes a fin frame on
+ * each channel and waits until it is acknowledged: a rank never leaves
+ * with unacknowledged bytes, so an end after the peer's fin is no fault,
+ * and one before it means the peer is alive to answer. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,11 +50,26 @@
 
 #include "cmpi.h"
 
-/* A message on a channel: this header, then x (payload header and data). */
+/* A message on a channel: this header, then x (payload header and data).
+ * Control frames have a negative tag and context: the end marker (-1,
+ * revoke), an ack (-2, 8 bytes: the cumulative bytes read), fin (-3, a
+ * rank finalizing). The stream's bytes that acks count are every frame's
+ * but acks. */
 struct chdr {
 	uint32_t n;
 	int32_t tag, ctx;
 };
+
+enum { CH_END = -1, CH_ACK = -2, CH_FIN = -3 };
+
+/* CHAN_ACK_EVERY: a reader acknowledges every so many bytes read;
+ * CHAN_KEEP: a writer keeps at most about so many unacknowledged bytes
+ * (no new frame starts past it). */
+#define CHAN_ACK_EVERY (1u << 20)
+#define CHAN_KEEP (8u << 20)
+
+/* broken: a connection's state after a fault */
+enum { B_NONE, B_SAID, B_DONE };
 
 /* Taken back (docs/mpi.md, "Taking channels back"): the relay's Revoke
  * makes the rank write an end marker (tag and context -1, no payload)
@@ -48,12 +81,28 @@ struct chdr {
  * them. */
 struct peer {
 	int fd, wrank, eof;
+	int keep; /* TCP (cross-node): keeps what it wrote until acknowledged */
 	int ended;   /* its end marker was read (revoked: docs/mpi.md) */
 	int drained; /* and its receives went to the relay (Drained said if revoked) */
-	struct buf out; /* bytes the socket did not take yet */
-	size_t out_off;
+	/* out: from the first byte the peer has not acknowledged (stream
+	 * offset out_base) to the last queued; out_off is where writing is,
+	 * frame_end the end of the frame being written (== out_off between
+	 * frames, where an ack may go). */
+	struct buf out;
+	size_t out_off, frame_end;
+	uint64_t out_base, acked; /* acked: what the peer acknowledged */
 	struct buf in;
 	size_t in_off;
+	uint64_t got, got_acked; /* stream bytes read (whole frames), acknowledged */
+	int want_ack;
+	uint8_t ackb[sizeof(struct chdr) + 8];
+	size_t ack_len, ack_off; /* an ack being written */
+	int fin_read, fin_sent; /* its fin was read; this rank's was queued */
+	int broken;             /* B_*: the connection failed (docs/mpi.md, "A broken channel") */
+	int failed;             /* it failed: declare at the next chan_step, outside any parse */
+	int notice;             /* the peer's Broken came (notice_read, notice_reply) */
+	uint64_t notice_read;
+	int notice_reply;
 };
 
 /* A receive waiting for a channel's message, in posting order. wild: also
@@ -72,6 +121,7 @@ static unsigned events; /* messages taken from channels, posts matched */
 static volatile uint64_t *ctr; /* sent, sent bytes, delivered, delivered bytes */
 static void *ctr_map;
 static int revoke_asked, revoked; /* the relay said Revoke; it was done (chan_step) */
+static int resay;                 /* a relay restarted: say pending Broken again */
 /* ctr_fd is the page's descriptor, kept: a relay that restarts has lost
  * its own, and a resumed Hello hands it this one (chan_counter_fd). */
 static int ctr_fd = -1;
@@ -96,7 +146,13 @@ int chan_is_peer(int wrank)
 /* chan_sends: messages to wrank take a channel (or memory: itself). */
 int chan_sends(int wrank)
 {
-	return npeers > 0 && (wrank == G.rank || (!revoked && chan_is_peer(wrank)));
+	if (npeers == 0)
+		return 0;
+	if (wrank == G.rank || (!revoked && chan_is_peer(wrank)))
+		return 1;
+	/* broken, waiting for the peer's count: queued behind what it may
+	 * have to resend */
+	return wrank >= 0 && wrank < G.size && peer_at[wrank] >= 0 && peers[peer_at[wrank]].broken == B_SAID;
 }
 
 void chan_revoke(void) { revoke_asked = 1; }
@@ -153,6 +209,9 @@ void chan_setup(const int *fds, int nfds, const uint8_t *ranks, size_t rlen, int
 			cmpi_die(1, "the relay granted a channel to rank %u", w);
 		peers[i].fd = fds[i + 1];
 		peers[i].wrank = (int)w;
+		int dom = 0;
+		socklen_t dl = sizeof dom;
+		peers[i].keep = getsockopt(peers[i].fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom != AF_UNIX;
 		peer_at[w] = i;
 		/* a 1 MiB message in one write (the kernel caps it at net.core.wmem_max) */
 		int sz = 4 << 20;
@@ -161,24 +220,91 @@ void chan_setup(const int *fds, int nfds, const uint8_t *ranks, size_t rlen, int
 	npeers = np;
 }
 
-/* flush_out writes what waits for p; returns 0, or -1 when the socket is full. */
+static void lost(struct peer *p);
+
+/* trim drops what the peer acknowledged from p's out buffer, when moving
+ * the rest costs no more than what is dropped. Without acks (a same-node
+ * channel, or one being taken back) what is written counts as acknowledged. */
+static void trim(struct peer *p)
+{
+	if (!p->keep || revoked || p->ended)
+		p->acked = p->out_base + p->out_off;
+	if (p->acked <= p->out_base)
+		return;
+	size_t k = (size_t)(p->acked - p->out_base);
+	if (k < p->out.len && (k < 65536 || k < p->out.len - k))
+		return;
+	memmove(p->out.p, p->out.p + k, p->out.len - k);
+	p->out.len -= k;
+	p->out_off -= k;
+	p->frame_end -= k;
+	p->out_base += k;
+}
+
+/* may_start: a new frame may be written (fewer than CHAN_KEEP bytes wait
+ * for the peer's ack). */
+static int may_start(const struct peer *p, size_t at)
+{
+	return !p->keep || revoked || p->ended || p->out_base + at - p->acked < CHAN_KEEP;
+}
+
+/* wants_write: flush_out has something it may write now. */
+static int wants_write(const struct peer *p)
+{
+	if (p->fd < 0)
+		return 0;
+	if (p->ack_off < p->ack_len || p->out_off < p->frame_end || (p->want_ack && !revoked))
+		return 1;
+	return p->out_off < p->out.len && may_start(p, p->out_off);
+}
+
+/* flush_out writes what waits for p: an ack between frames when one is
+ * due, else the frames the bound lets start. Returns 0, or -1 when the
+ * socket is full. */
 static int flush_out(struct peer *p)
 {
-	while (p->out_off < p->out.len) {
-		ssize_t w = send(p->fd, p->out.p + p->out_off, p->out.len - p->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (p->fd >= 0) {
+		if (p->ack_off == p->ack_len && p->out_off == p->frame_end) { /* between frames */
+			if (p->want_ack && !revoked) {
+				struct chdr h = {8, CH_ACK, CH_ACK};
+				uint64_t g = p->got;
+				memcpy(p->ackb, &h, sizeof h);
+				memcpy(p->ackb + sizeof h, &g, sizeof g);
+				p->ack_len = sizeof p->ackb;
+				p->ack_off = 0;
+				p->got_acked = g;
+				p->want_ack = 0;
+			} else {
+				size_t e = p->frame_end;
+				while (e < p->out.len && may_start(p, e)) {
+					struct chdr h;
+					memcpy(&h, p->out.p + e, sizeof h);
+					e += sizeof h + h.n;
+				}
+				if (e == p->out_off) {
+					trim(p);
+					return 0; /* nothing, or held until the peer acknowledges */
+				}
+				p->frame_end = e;
+			}
+		}
+		int ack = p->ack_off < p->ack_len;
+		const uint8_t *from = ack ? p->ackb + p->ack_off : p->out.p + p->out_off;
+		size_t len = ack ? p->ack_len - p->ack_off : p->frame_end - p->out_off;
+		ssize_t w = send(p->fd, from, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return -1;
-			/* the peer has gone (after its MPI_Finalize, or the job is
-			 * being ended): nothing more can reach it */
-			p->out.len = p->out_off = 0;
+			lost(p); /* the peer has gone, or the connection broke */
 			return 0;
 		}
-		p->out_off += (size_t)w;
+		if (ack)
+			p->ack_off += (size_t)w;
+		else
+			p->out_off += (size_t)w;
 	}
-	p->out.len = p->out_off = 0;
 	return 0;
 }
 
@@ -218,6 +344,13 @@ void chan_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const 
 	struct iovec iov[3] = {{&h, sizeof h}, {(void *)hdr, hl}, {(void *)data, dl}};
 	count(C_SENT, 1);
 	count(C_SENT_BYTES, hl + dl);
+	if (p->fd < 0 && p->broken != B_SAID && !p->failed)
+		return; /* the peer has gone: see flush_out */
+	if (p->keep || p->fd < 0) { /* kept until acknowledged: resent if the connection breaks */
+		queue_out(p, iov, 3, 0);
+		flush_out(p);
+		return;
+	}
 	size_t total = sizeof h + hl + dl, done = 0;
 	if (p->out.len == p->out_off) {
 		for (;;) {
@@ -232,8 +365,14 @@ void chan_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const 
 		}
 		if (done == total)
 			return;
+		/* the rest of this frame is the one being written */
+		p->out.len = p->out_off = p->frame_end = 0;
+		queue_out(p, iov, 3, done);
+		p->frame_end = p->out.len;
+		flush_out(p);
+		return;
 	}
-	queue_out(p, iov, 3, done);
+	queue_out(p, iov, 3, 0);
 	flush_out(p);
 }
 
@@ -293,21 +432,30 @@ static void take(int wsrc, int tag, int ctx, const uint8_t *x, size_t n)
  * on each, after what waits there; wildcard receives kept here because
  * every peer had a channel go to the relay too; Drained for the peers
  * whose channel had ended already (the relay holds their messages too). */
+static void wilds_to_relay(void);
+
 static void do_revoke(void)
 {
 	revoked = 1;
 	events++;
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
-		if (p->fd < 0)
-			continue;
-		struct chdr h = {0, -1, -1};
-		struct iovec iov = {&h, sizeof h};
-		queue_out(p, &iov, 1, 0);
-		flush_out(p);
-		if (p->drained)
+		if (p->fd >= 0) {
+			struct chdr h = {0, CH_END, CH_END};
+			struct iovec iov = {&h, sizeof h};
+			queue_out(p, &iov, 1, 0);
+			flush_out(p);
+		}
+		if (p->drained) /* its end was read already, or its connection broke */
 			say_drained(p->wrank);
 	}
+	wilds_to_relay();
+}
+
+/* wilds_to_relay posts to the relay the wildcard receives kept here
+ * while every peer had a channel: one no longer has. */
+static void wilds_to_relay(void)
+{
 	for (int i = 0; i < nlposts; i++) {
 		struct lpost *l = &lposts[i];
 		if (l->src < 0 && !l->wild) {
@@ -383,8 +531,7 @@ static void read_peer(struct peer *p)
 		size_t room = p->in.cap - p->in.len;
 		ssize_t n = recv(p->fd, p->in.p + p->in.len, room, MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-			p->eof = 1; /* it finalized (or died): ended for a revoke (chan_step) */
-			events++;
+			lost(p);
 			break;
 		}
 		if (n < 0) {
@@ -400,11 +547,33 @@ static void read_peer(struct peer *p)
 			if (have < sizeof h)
 				break;
 			memcpy(&h, p->in.p + p->in_off, sizeof h);
-			if (h.n == 0 && h.tag == -1 && h.ctx == -1) { /* its end marker: nothing follows */
+			if (h.n == 0 && h.tag == CH_END && h.ctx == CH_END) { /* its end marker: nothing follows */
 				p->in_off += sizeof h;
+				p->got += sizeof h;
 				p->ended = 1;
 				events++;
 				return;
+			}
+			if (h.n == 0 && h.tag == CH_FIN && h.ctx == CH_FIN) { /* it finalizes: say so at once */
+				p->in_off += sizeof h;
+				p->got += sizeof h;
+				p->fin_read = 1;
+				p->want_ack = 1;
+				continue;
+			}
+			if (h.n == 8 && h.tag == CH_ACK && h.ctx == CH_ACK) {
+				if (have < sizeof h + 8)
+					break;
+				uint64_t a;
+				memcpy(&a, p->in.p + p->in_off + sizeof h, sizeof a);
+				p->in_off += sizeof h + 8;
+				if (a < p->acked || a > p->out_base + p->out_off)
+					cmpi_die(1, "rank %d acknowledged %llu bytes of its channel; %llu were written, %llu acknowledged before",
+						 p->wrank, (unsigned long long)a, (unsigned long long)(p->out_base + p->out_off),
+						 (unsigned long long)p->acked);
+				p->acked = a;
+				trim(p);
+				continue;
 			}
 			if (h.n > CMPI_MAX_FRAME || h.tag < 0 || h.ctx < 0)
 				cmpi_die(1, "rank %d sent a malformed channel message", p->wrank);
@@ -418,11 +587,159 @@ static void read_peer(struct peer *p)
 				break;
 			}
 			p->in_off += sizeof h + h.n;
+			p->got += sizeof h + h.n;
+			if (p->keep && p->got - p->got_acked >= CHAN_ACK_EVERY)
+				p->want_ack = 1;
 			take(p->wrank, h.tag, h.ctx, p->in.p + p->in_off - h.n, h.n);
+			if (p->fd < 0)
+				return; /* delivering wrote to it, and it broke (lost) */
 		}
 		if ((size_t)n < room)
 			break; /* drained */
 	}
+}
+
+/* lost: p's connection ended without a revoke's marker. After its fin,
+ * or for a same-node channel (which no network breaks), the peer left:
+ * nothing more comes or can go. Otherwise the connection broke under a
+ * live peer (it waits for this rank to acknowledge its fin before it
+ * leaves): the pair goes on through the relays (declare). */
+static void declare(struct peer *p);
+
+static void lost(struct peer *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	p->eof = 1;
+	events++;
+	if (p->keep && !p->fin_read && !p->broken && !revoked && !p->ended) {
+		p->failed = 1; /* what is sent to it meanwhile is kept (chan_send) */
+		return;
+	}
+	if (p->broken != B_SAID) /* kept for a resend if it is waiting for the count */
+		p->out.len = p->out_off = p->frame_end = 0;
+}
+
+static void say_broken(int wrank, uint64_t read, int reply)
+{
+	struct buf b = {0};
+	mp_map(&b, 3);
+	mp_str(&b, "p");
+	mp_int(&b, wrank);
+	mp_str(&b, "n");
+	mp_uint(&b, read);
+	mp_str(&b, "w");
+	mp_bool(&b, reply);
+	conn_write(FR_BROKEN, &b);
+	free(b.p);
+}
+
+/* declare: p's channel is done with on this side. What was read of it
+ * stays read; its receives go to the relay (oldest first), and so do
+ * wildcards kept here; the peer is told how many bytes came (through the
+ * relays, Broken), to resend the rest there. What this rank sends it
+ * waits in out until the peer's count comes (resend). */
+static void declare(struct peer *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	p->broken = B_SAID;
+	p->ended = 1; /* its messages come through the relay from now on */
+	p->in.len = p->in_off = 0;
+	p->ack_len = p->ack_off = 0;
+	p->want_ack = 0;
+	events++;
+	drained(p);
+	wilds_to_relay();
+	say_broken(p->wrank, p->got, !p->notice);
+	if (getenv("COSCHED_MPI_DEBUG"))
+		fprintf(stderr, "cosched MPI: rank %d: channel to rank %d broken after %llu bytes read: on through the relays\n",
+			G.rank, p->wrank, (unsigned long long)p->got);
+}
+
+/* resend: the peer read from of p's stream; what this rank wrote or
+ * queued after that goes through the relay, in order, then everything
+ * does. Those messages were counted on the channel: the relay counts them
+ * now. */
+static void resend(struct peer *p, uint64_t from)
+{
+	if (from > p->out_base + p->out.len)
+		cmpi_die(1, "rank %d says it read %llu bytes of its channel from this rank, which wrote %llu", p->wrank,
+			 (unsigned long long)from, (unsigned long long)(p->out_base + p->out.len));
+	if (from < p->out_base) { /* taken back meanwhile: no copy kept (docs/mpi.md, limits) */
+		fprintf(stderr, "cosched MPI: rank %d: bytes %llu to %llu of the channel to rank %d were lost with its connection while it was taken back\n",
+			G.rank, (unsigned long long)from, (unsigned long long)p->out_base, p->wrank);
+		from = p->out_base;
+	}
+	size_t off = (size_t)(from - p->out_base);
+	unsigned long long n = 0;
+	while (off + sizeof(struct chdr) <= p->out.len) {
+		struct chdr h;
+		memcpy(&h, p->out.p + off, sizeof h);
+		off += sizeof h;
+		if (h.tag >= 0) { /* a message, not a marker */
+			count(C_SENT, (uint64_t)-1);
+			count(C_SENT_BYTES, (uint64_t)0 - h.n);
+			relay_send(p->wrank, h.tag, h.ctx, p->out.p + off, h.n);
+			n++;
+		}
+		off += h.n;
+	}
+	free(p->out.p);
+	p->out = (struct buf){0};
+	p->out_off = p->frame_end = 0;
+	p->broken = B_DONE;
+	events++;
+	if (getenv("COSCHED_MPI_DEBUG"))
+		fprintf(stderr, "cosched MPI: rank %d: rank %d read %llu bytes of the broken channel; %llu messages sent again through the relay\n",
+			G.rank, p->wrank, (unsigned long long)from, n);
+}
+
+/* chan_broken takes the relay's word that wrank's channel broke there
+ * (Broken): it read so many bytes of this rank's; reply: wrank waits for
+ * this rank's count. Done at the next chan_step, outside the parse. */
+void chan_broken(int wrank, uint64_t read, int reply)
+{
+	if (npeers == 0 || wrank < 0 || wrank >= G.size || peer_at[wrank] < 0)
+		return; /* no channel to it: a repeat for a peer never granted */
+	struct peer *p = &peers[peer_at[wrank]];
+	if (!p->keep)
+		return;
+	p->notice = 1;
+	p->notice_read = read;
+	p->notice_reply |= reply;
+}
+
+/* chan_resay: a relay restarted (this rank's, or a peer's): a Broken
+ * still unanswered may have died with it. */
+void chan_resay(void) { resay = 1; }
+
+static void broken_step(void)
+{
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (p->failed) {
+			p->failed = 0;
+			declare(p);
+		}
+		if (resay && p->broken == B_SAID)
+			say_broken(p->wrank, p->got, 1);
+		if (!p->notice)
+			continue;
+		p->notice = 0;
+		if (p->broken == B_DONE) { /* a repeat: the peer may have lost this rank's count */
+			if (p->notice_reply)
+				say_broken(p->wrank, p->got, 0);
+		} else {
+			if (!p->broken)
+				declare(p); /* its side saw the fault first (says no reply wanted: p->notice) */
+			resend(p, p->notice_read);
+		}
+		p->notice_reply = 0;
+	}
+	resay = 0;
 }
 
 /* chan_step does what can be done without waiting: match fresh receives,
@@ -439,22 +756,25 @@ unsigned chan_step(void)
 				if (peers[i].drained)
 					say_drained(peers[i].wrank);
 	}
+	broken_step();
 	match_fresh();
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
 		if (p->fd < 0)
 			continue;
-		if (p->out.len > p->out_off)
+		if (wants_write(p))
 			flush_out(p);
-		if (!p->ended && !p->eof)
+		if (p->fd >= 0 && !p->ended && !p->eof)
 			read_peer(p);
+		if (p->fd >= 0 && p->want_ack)
+			flush_out(p);
 	}
 	match_fresh();
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
 		if (!p->drained && (p->ended || (p->eof && revoked)))
 			drained(p);
-		if (p->fd >= 0 && p->drained && revoked && p->out.len == p->out_off) {
+		if (p->fd >= 0 && p->drained && revoked && p->out.len == p->out_off && p->ack_off == p->ack_len) {
 			close(p->fd); /* both markers went: the channel is done */
 			p->fd = -1;
 		}
@@ -476,7 +796,7 @@ void chan_wait(void)
 		struct peer *p = &peers[i];
 		if (p->fd < 0)
 			continue;
-		short ev = (p->ended || p->eof ? 0 : POLLIN) | (p->out.len > p->out_off ? POLLOUT : 0);
+		short ev = (p->ended || p->eof ? 0 : POLLIN) | (wants_write(p) ? POLLOUT : 0);
 		if (ev)
 			pfs[n++] = (struct pollfd){p->fd, ev, 0};
 	}
@@ -486,14 +806,40 @@ void chan_wait(void)
 		free(pfs);
 }
 
-/* chan_drain writes everything still waiting for the peers (MPI_Finalize):
- * a completed send must arrive. It keeps reading meanwhile. */
+/* leaving: MPI_Finalize still waits for p: bytes to write, its count
+ * (the connection broke), or the ack of this rank's fin. */
+static int leaving(const struct peer *p)
+{
+	if (p->broken == B_SAID || p->failed)
+		return 1;
+	if (p->fd < 0)
+		return 0;
+	if (p->out_off < p->out.len || p->ack_off < p->ack_len)
+		return 1;
+	/* a channel being taken back has no acks: its marker says the end */
+	return p->fin_sent && !revoked && !p->ended && p->acked < p->out_base + p->out.len;
+}
+
+/* chan_drain (MPI_Finalize): a completed send must arrive. Each
+ * cross-node channel gets a fin frame after the rest, and the rank waits
+ * until the peer has acknowledged it all (it keeps reading meanwhile): a
+ * connection that breaks later loses nothing. */
 void chan_drain(void)
 {
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (p->keep && p->fd >= 0 && !p->broken && !revoked && !p->ended && !p->fin_sent) {
+			struct chdr h = {0, CH_FIN, CH_FIN};
+			struct iovec iov = {&h, sizeof h};
+			queue_out(p, &iov, 1, 0);
+			p->fin_sent = 1;
+			flush_out(p);
+		}
+	}
 	for (;;) {
 		int left = 0;
 		for (int i = 0; i < npeers; i++)
-			left |= peers[i].out.len > peers[i].out_off;
+			left |= leaving(&peers[i]);
 		if (!left)
 			return;
 		pump(1);
@@ -509,6 +855,42 @@ void chan_close(void)
 	if (ctr_fd >= 0)
 		close(ctr_fd);
 	ctr_fd = -1;
+}
+
+/* chan_hello_keys and chan_hello: what a resumed Hello says of the
+ * channels, for a relay that restarted and forgot it (comm.Hello's rv,
+ * dr and cp): that the rank takes Revoke, the peers whose channel it has
+ * not drained since it took its channels back (the relay holds their
+ * relay-path messages until Drained), and those it still has a channel to
+ * (the relay may take them back). */
+int chan_hello_keys(void) { return npeers > 0 ? 3 : 0; }
+
+void chan_hello(struct buf *b)
+{
+	if (npeers == 0)
+		return;
+	int back = revoked || revoke_asked, nd = 0, nc = 0;
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (back && !p->drained)
+			nd++;
+		if (!back && !p->ended && !p->broken && !p->failed)
+			nc++;
+	}
+	mp_str(b, "rv");
+	mp_bool(b, 1);
+	mp_str(b, "dr");
+	mp_array(b, (uint32_t)nd);
+	for (int i = 0; i < npeers; i++)
+		if (back && !peers[i].drained)
+			mp_int(b, peers[i].wrank);
+	mp_str(b, "cp");
+	mp_array(b, (uint32_t)nc);
+	for (int i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+		if (!back && !p->ended && !p->broken && !p->failed)
+			mp_int(b, p->wrank);
+	}
 }
 
 /* chan_counter_fd is the counter page's descriptor, or -1 (no grant). */

@@ -26,6 +26,7 @@ enum {
 	FR_PROBE = 14, FR_PROBED = 15, FR_COLL = 16, FR_ABORT = 18,
 	FR_ACKED = 19, FR_RESEND = 20, /* protocol 3 (resume.c) */
 	FR_REVOKE = 21, FR_DRAINED = 22, /* channels taken back (chan.c) */
+	FR_BROKEN = 23,                  /* a channel's connection broke (chan.c) */
 };
 
 #define CMPI_MAX_MESSAGE (4 << 20)              /* comm.MaxMessage */
@@ -307,6 +308,11 @@ void chan_close(void);
 int chan_counter_fd(void);
 int chan_sends(int wrank);
 void chan_revoke(void);
+void chan_broken(int wrank, uint64_t read, int reply);
+void chan_resay(void);
+int chan_hello_keys(void);
+void chan_hello(struct buf *b);
+void relay_send(int wdst, int tag, int ctx, const uint8_t *x, size_t n);
 void post_relay(uint64_t id, int src, int tag, int ctx);
 int stash_deliver(uint64_t id, int wsrc, int tag, int ctx);
 int stash_has(int ctx, int wsrc, int tag);

@@ -443,6 +443,7 @@ static void handle(const struct inframe *f)
 				if (d < (uint64_t)G.size)
 					sent_resend(&G.pend, (int)d);
 			}
+			chan_resay(); /* and a broken channel's count */
 			if (!G.cork)
 				conn_flush();
 		}
@@ -452,6 +453,10 @@ static void handle(const struct inframe *f)
 		exit(1);
 	case FR_REVOKE:
 		chan_revoke(); /* done at the next chan_step, outside the parse */
+		return;
+	case FR_BROKEN:
+		if (f->s >= 0 && f->s < G.size)
+			chan_broken((int)f->s, f->q, f->f);
 		return;
 	}
 	/* other types (a newer relay's): ignored */
@@ -734,7 +739,10 @@ static void hello(struct buf *b, int resume)
 	/* rel: the last barrier released, for a restarted root that may not
 	 * know it completed (comm.Hello.Released) */
 	int rel = resume && G.released > 0;
-	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + rel + 2 * (ch > 0) + node_only);
+	int chk = resume ? chan_hello_keys() : 0; /* what a restarted relay forgot (chan.c) */
+	mp_map(b, 4 + (G.grace_ms > 0) + 2 * resume + rel + 2 * (ch > 0) + node_only + chk);
+	if (chk)
+		chan_hello(b);
 	if (ch) {
 		mp_str(b, "ch");
 		mp_bool(b, 1);
@@ -1152,6 +1160,7 @@ void conn_recover(void)
 	G.broken = 0;
 	G.lost.len = 0;
 	G.resumes++;
+	chan_resay(); /* a broken channel's count may have died with the relay */
 	if (getenv("COSCHED_MPI_DEBUG"))
 		fprintf(stderr, "cosched MPI: rank %d: relay connection resumed after %lld ms (%llu messages not acknowledged sent again)\n", G.rank,
 			(long long)(now_ms() - start), (unsigned long long)G.kept_msgs);

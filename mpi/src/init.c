@@ -93,7 +93,7 @@ int MPI_Finalize(void)
 	 * MPI_COMM_WORLD's, as MPICH does */
 	comm_attrs_clear(comm_get(MPI_COMM_SELF));
 	comm_attrs_clear(comm_get(MPI_COMM_WORLD));
-	chan_drain(); /* completed sends to same-node peers must arrive */
+	chan_drain(); /* completed sends must arrive: cross-node peers acknowledge them (chan.c) */
 	struct buf b = {0};
 	mp_map(&b, 0);
 	G.finalizing = 1; /* before writing: a resumed connection says it again */

@@ -513,6 +513,20 @@ int cmpi_decode(int type, const uint8_t *body, size_t n, struct inframe *f)
 			} else
 				handled = 0;
 			break;
+		case FR_BROKEN: /* p: the peer, n: bytes it read, w: it waits for the count */
+			if (key == 'p') {
+				if (rint_(&r, &f->s, &uv))
+					return -1;
+			} else if (key == 'n') {
+				if (rint_(&r, &iv, &f->q) || iv < 0)
+					return -1;
+			} else if (key == 'w') {
+				if (rint_(&r, &iv, &uv))
+					return -1;
+				f->f = iv != 0;
+			} else
+				handled = 0;
+			break;
 		case FR_FATAL:
 			if (key == 'e') {
 				if (rraw(&r, (const uint8_t **)&f->str, &f->strlen))

@@ -20,6 +20,8 @@ struct stash {
 	uint8_t x[];
 };
 
+static void relay_sendv(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl);
+
 /* raw_send writes one Send frame: x = hdr followed by data. */
 static void raw_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl)
 {
@@ -27,6 +29,15 @@ static void raw_send(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, 
 		chan_send(wdst, tag, ctx, hdr, hl, data, dl);
 		return;
 	}
+	relay_sendv(wdst, tag, ctx, hdr, hl, data, dl);
+}
+
+/* relay_send sends x through the relay whatever the channels: a broken
+ * channel's messages its peer did not read (chan.c, resend). */
+void relay_send(int wdst, int tag, int ctx, const uint8_t *x, size_t n) { relay_sendv(wdst, tag, ctx, x, n, NULL, 0); }
+
+static void relay_sendv(int wdst, int tag, int ctx, const uint8_t *hdr, size_t hl, const void *data, size_t dl)
+{
 	struct buf *b = &G.out;
 	/* numbered (protocol 3): kept until the destination's relay acks it */
 	uint64_t seq = G.numbered ? sent_keep(wdst, tag, ctx, hdr, hl, data, dl) : 0;
