@@ -1,0 +1,245 @@
+package relay
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/cosched/cosched/comm"
+)
+
+// bcsRestarts is rootPair in buffered delivery: n0 (the job's root, the
+// first node by name: rank 0) and n1 (rank 1), strobed every slice by a
+// goroutine as agents are at the controller's strobes (cut, then each
+// node's heartbeat to the nodes HeartbeatNodes named before the cut),
+// and restart closes one relay and makes it again, the job reattached.
+// linked false: n0 does not know n1's address (what it sends n1 waits,
+// and dies with it if n0 restarts).
+type bcsRestarts struct {
+	t      *testing.T
+	dir    string
+	mu     sync.Mutex // guards relays: the strobes read it
+	relays []*Relay
+}
+
+// bcsRestartSlice is the strobes' period: short, so that a test takes
+// tens of slices in well under a second.
+const bcsRestartSlice = 4 * time.Millisecond
+
+func newBCSRestarts(t *testing.T, linked bool) *bcsRestarts {
+	dir, err := os.MkdirTemp("", "rbb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := &bcsRestarts{t: t, dir: dir}
+	p.relays = []*Relay{p.start("n0"), p.start("n1")}
+	t.Cleanup(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, r := range p.relays {
+			r.Close()
+		}
+	})
+	if linked {
+		link(p.relays...)
+	} else {
+		p.relays[1].SetPeers(map[string]string{"n0": p.relays[0].Addr()})
+	}
+	for _, r := range p.relays {
+		if err := r.AddJob(1, rootPairNodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go p.strobes(stop, stopped)
+	t.Cleanup(func() { close(stop); <-stopped }) // before the relays close (cleanups run last first)
+	return p
+}
+
+func (p *bcsRestarts) start(node string) *Relay {
+	r, err := New(Config{Node: node, SocketPath: filepath.Join(p.dir, node+".sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(p.t)})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	r.SetDelivery(Buffered, bcsRestartSlice, 0)
+	return r
+}
+
+// strobes cuts a slice every bcsRestartSlice and exchanges its
+// heartbeats, until stop.
+func (p *bcsRestarts) strobes(stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	tick := time.NewTicker(bcsRestartSlice)
+	defer tick.Stop()
+	for seq := uint64(1); ; seq++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		targets := make([][]string, len(p.relays))
+		for i, r := range p.relays {
+			targets[i] = r.HeartbeatNodes()
+		}
+		for _, r := range p.relays {
+			r.Cut(1, seq)
+		}
+		for i, r := range p.relays {
+			data := r.HeartbeatData(1, seq)
+			for _, to := range targets[i] {
+				p.relays[to[1]-'0'].PeerHeartbeat(rootPairNodes[i], 1, seq, data)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// restart closes node i's relay (what it holds is lost, its ranks'
+// connections break) and makes it again, linked to the other, with the
+// job reattached.
+func (p *bcsRestarts) restart(i int) {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.relays[i].Close()
+	p.relays[i] = p.start(rootPairNodes[i])
+	link(p.relays...)
+	if err := p.relays[i].ReattachJob(1, rootPairNodes, uint32(os.Getuid())); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// hello connects rank (resumed or not, released from barrier released)
+// to its node's relay and reads the Welcome.
+func (p *bcsRestarts) hello(rank int, resume bool, released uint64) *client {
+	p.t.Helper()
+	p.mu.Lock()
+	r := p.relays[rank]
+	p.mu.Unlock()
+	cl := rawClient(p.t, r)
+	cl.send(comm.FrameHello, &comm.Hello{Job: 1, Rank: rank, Size: 2, PID: os.Getpid(), Numbers: true, Resume: resume, Released: released})
+	if typ, _ := cl.read(); typ != comm.FrameWelcome {
+		p.t.Fatalf("rank %d's hello answered with frame type %d", rank, typ)
+	}
+	return cl
+}
+
+// barrier has both ranks arrive at barrier seq and awaits both Releases:
+// the job goes on after whatever came before.
+func (p *bcsRestarts) barrier(a, b *client, seq uint64) {
+	p.t.Helper()
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: seq})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: seq})
+	awaitRelease(p.t, a, seq)
+	awaitRelease(p.t, b, seq)
+}
+
+// The bcs counterpart of TestRestartedRootCompletesABarrierItsRankMissed:
+// the root completed barrier 1 and n1 had the release (its rank left the
+// barrier and arrived at the next), but the Release to the root's own
+// rank died with the root's relay, so that rank resumes and arrives
+// again. The new root learns that barrier 1 completed from n1's
+// heartbeats (load.Released) and releases it; barrier 2 then completes.
+func TestBufferedRestartedRootCompletesABarrierItsRankMissed(t *testing.T) {
+	p := newBCSRestarts(t, true)
+	a, b := p.hello(0, false, 0), p.hello(1, false, 0)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	awaitRelease(t, b, 1)
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+	// Rank 0 does not read its Release: to it, the Release is lost.
+	p.restart(0)
+	a.c.Close()
+	a = p.hello(0, true, 0)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1}) // as the libraries replay a barrier not released
+	awaitRelease(t, a, 1)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+	awaitRelease(t, a, 2)
+	awaitRelease(t, b, 2)
+	p.barrier(a, b, 3)
+}
+
+// The bcs counterpart of TestRestartedRootReleasesWhatItsRankHad: the
+// root's rank had its Release of barrier 1, but neither the Done nor any
+// sliceReady reached n1 before the root's relay died (here: queued, the
+// root not knowing n1's address). Its rank, past the barrier, does not
+// arrive again; its resumed Hello says it was released from barrier 1
+// (Hello.Released), and the new root releases it again everywhere.
+// Then barrier 2 completes.
+func TestBufferedRestartedRootReleasesWhatItsRankHad(t *testing.T) {
+	p := newBCSRestarts(t, false)
+	a, b := p.hello(0, false, 0), p.hello(1, false, 0)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	awaitRelease(t, a, 1)
+	b.expectNothing(5 * bcsRestartSlice) // the release waits for n1's address
+	p.restart(0)
+	a.c.Close()
+	a = p.hello(0, true, 1) // released from barrier 1, in no barrier now
+	awaitRelease(t, b, 1)
+	p.barrier(a, b, 2)
+}
+
+// The same, the root's rank arriving at barrier 2 at once: the new root
+// may hear that arrival before the Hello's account matters. Barrier 1 is
+// released everywhere, then barrier 2 completes.
+func TestBufferedRestartedRootReleasesWhatItsRankHadBeforeItsNextBarrier(t *testing.T) {
+	p := newBCSRestarts(t, false)
+	a, b := p.hello(0, false, 0), p.hello(1, false, 0)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	awaitRelease(t, a, 1)
+	p.restart(0)
+	a.c.Close()
+	a = p.hello(0, true, 1)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+	awaitRelease(t, b, 1)
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+	awaitRelease(t, a, 2)
+	awaitRelease(t, b, 2)
+}
+
+// A node other than the root restarts right after the root released
+// barrier 1: its rank had not read the Release (it died with the relay,
+// or n1 never had the Done: here the root does not know n1's address
+// until the restart), resumes and arrives again, and is released from
+// what the root's sliceReady frames say (Released); or it had read it,
+// resumes past the barrier and arrives at the next, which completes.
+func TestBufferedRestartedNodeAfterTheRootReleased(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		linked bool
+		read   bool // rank 1 read its Release before n1 restarted
+	}{
+		{"release not read", true, false},
+		{"release never sent", false, false},
+		{"release read", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newBCSRestarts(t, c.linked)
+			a, b := p.hello(0, false, 0), p.hello(1, false, 0)
+			a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+			b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+			awaitRelease(t, a, 1)
+			rel := uint64(0)
+			if c.read {
+				awaitRelease(t, b, 1)
+				rel = 1
+			}
+			p.restart(1)
+			b.c.Close()
+			b = p.hello(1, true, rel)
+			if !c.read {
+				b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+				awaitRelease(t, b, 1)
+			}
+			p.barrier(a, b, 2)
+		})
+	}
+}
