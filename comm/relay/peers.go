@@ -711,20 +711,32 @@ func (r *Relay) rereleaseLocked(j *job, node string) {
 }
 
 // resumedReleaseLocked: a resumed rank of j had the Release of barrier
-// seq. In immediate mode a root that restarted after releasing it may
-// not know (its Done to the job's other nodes may have died with it,
-// and its rank, past the barrier, does not arrive again): it releases
-// seq again on every node, which a node that had it ignores. Elsewhere
-// the barrier is released here only (the root released it).
+// seq (its Hello's rel, or it arrived at seq+1). A root that restarted
+// after releasing it may not know: its release to the job's other nodes
+// (immediate: the Done; bcs: the Done and the sliceReady frames) may
+// have died with it, and its rank, past the barrier, does not arrive
+// again; in bcs the others' heartbeats carry only what they had. So the
+// root releases seq again on every node, which a node that had it
+// ignores. Elsewhere the barrier is released here only (the root
+// released it).
 func (r *Relay) resumedReleaseLocked(j *job, seq uint64) {
-	if r.mode != Immediate || seq <= j.released {
+	if seq <= j.released {
 		return
 	}
-	if j.nodes[0] == r.cfg.Node {
+	switch {
+	case r.mode == Immediate && j.nodes[0] == r.cfg.Node:
 		r.rootReleaseLocked(j, seq)
-		return
+	case r.mode == Buffered && r.rootLocked(j) == r.cfg.Node:
+		// As barrierReportLocked releases; each sliceReady repeats it.
+		for _, h := range j.hosts {
+			if h != r.cfg.Node && !j.left[h] {
+				r.sendPeerLocked(h, frameBarrierDone, &barrierDone{Job: j.id, Seq: seq})
+			}
+		}
+		r.releaseLocked(j, seq)
+	default:
+		r.releaseLocked(j, seq)
 	}
-	r.releaseLocked(j, seq)
 }
 
 // recountLocked sends the root again this node's count of every barrier

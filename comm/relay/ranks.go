@@ -683,10 +683,13 @@ func (r *Relay) rankArrive(rs *rankState, seq uint64) error {
 		return nil
 	case seq <= j.released:
 		return fmt.Errorf("barrier %d already completed", seq)
-	case r.mode == Immediate && seq-1 > j.released:
+	case seq-1 > j.released && (r.mode == Immediate || rs.resumed):
 		// The rank left barrier seq-1, so it completed everywhere; this
-		// relay restarted before its other ranks here had the Release.
-		r.releaseLocked(j, seq-1)
+		// relay restarted before its other ranks here had the Release
+		// or, at the root, before the other nodes had it (a library
+		// whose Hello does not say rel). In bcs only a resumed rank can
+		// be ahead: this relay released every barrier its ranks left.
+		r.resumedReleaseLocked(j, seq-1)
 	}
 	rs.barrier, rs.inBarrier = seq, true
 	rs.recompute(r)

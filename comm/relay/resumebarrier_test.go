@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -186,23 +187,28 @@ func TestBufferedRestartedRootReleasesWhatItsRankHad(t *testing.T) {
 	p.barrier(a, b, 2)
 }
 
-// The same, the root's rank arriving at barrier 2 at once: the new root
-// may hear that arrival before the Hello's account matters. Barrier 1 is
-// released everywhere, then barrier 2 completes.
+// The same, the root's rank arriving at barrier 2 at once, its Hello
+// saying rel or (a library before it) not: a resumed rank that arrives
+// at barrier 2 left barrier 1, so the new root releases barrier 1
+// everywhere. Then barrier 2 completes.
 func TestBufferedRestartedRootReleasesWhatItsRankHadBeforeItsNextBarrier(t *testing.T) {
-	p := newBCSRestarts(t, false)
-	a, b := p.hello(0, false, 0), p.hello(1, false, 0)
-	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
-	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
-	awaitRelease(t, a, 1)
-	p.restart(0)
-	a.c.Close()
-	a = p.hello(0, true, 1)
-	a.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
-	awaitRelease(t, b, 1)
-	b.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
-	awaitRelease(t, a, 2)
-	awaitRelease(t, b, 2)
+	for _, rel := range []uint64{1, 0} {
+		t.Run(fmt.Sprintf("rel=%d", rel), func(t *testing.T) {
+			p := newBCSRestarts(t, false)
+			a, b := p.hello(0, false, 0), p.hello(1, false, 0)
+			a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+			b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+			awaitRelease(t, a, 1)
+			p.restart(0)
+			a.c.Close()
+			a = p.hello(0, true, rel)
+			a.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+			awaitRelease(t, b, 1)
+			b.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+			awaitRelease(t, a, 2)
+			awaitRelease(t, b, 2)
+		})
+	}
 }
 
 // A node other than the root restarts right after the root released
@@ -242,4 +248,34 @@ func TestBufferedRestartedNodeAfterTheRootReleased(t *testing.T) {
 			p.barrier(a, b, 2)
 		})
 	}
+}
+
+// The immediate-mode case with a library whose Hello does not say rel:
+// the root's rank, released from barrier 1 before the root's relay
+// died (its Done to n1 with it), arrives at barrier 2 on the new root,
+// which releases barrier 1 everywhere. Before, it released it here only
+// and n1, whose count of it the new root had before, waited in it for
+// ever.
+func TestRestartedRootReleasesWhatItsRankHadAtItsNextBarrier(t *testing.T) {
+	p := newRootPair(t, false)
+	a, b := p.hello(0, false, 0), p.hello(1, false, 0)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	awaitRelease(t, a, 1)
+	p.restartRoot()
+	// n1 counts barrier 1 again for the new root before rank 0 resumes:
+	// the root cannot answer that count with the Done yet.
+	eventually(t, "n1's count of barrier 1 at the new root", func() bool {
+		r := p.relays[0]
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.jobs[1].root[1]["n1"] == 1
+	})
+	a.c.Close()
+	a = p.hello(0, true, 0)
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+	awaitRelease(t, b, 1)
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+	awaitRelease(t, a, 2)
+	awaitRelease(t, b, 2)
 }
