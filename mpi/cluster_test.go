@@ -94,6 +94,11 @@ type cluster struct {
 
 	relays []*relay.Relay
 	names  []string
+	// strobed is the relays the bcs strobes reach: relays, then with a
+	// restarted one in its place (restarted). The strobes' goroutine reads
+	// it, under strobedMu.
+	strobedMu sync.Mutex
+	strobed   []*relay.Relay
 	// newRelay makes node name's relay (again, for a restart).
 	newRelay func(name string) (*relay.Relay, error)
 	stop     func()
@@ -187,6 +192,7 @@ func (c *cluster) switchToBCS(t testing.TB, slice time.Duration) {
 		// 50 MB/s: h_max of 200 KB per slice, so large messages span slices
 		r.SetDelivery(relay.Buffered, slice, 50e6)
 	}
+	c.strobed = slices.Clone(c.relays)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -200,23 +206,37 @@ func (c *cluster) switchToBCS(t testing.TB, slice time.Duration) {
 				return
 			case <-tick.C:
 			}
-			targets := make([][]string, len(c.relays))
-			for i, r := range c.relays {
+			c.strobedMu.Lock()
+			targets := make([][]string, len(c.strobed))
+			for i, r := range c.strobed {
 				targets[i] = r.HeartbeatNodes()
 			}
-			for _, r := range c.relays {
+			for _, r := range c.strobed {
 				r.Cut(1, seq)
 			}
-			for i, r := range c.relays {
+			for i, r := range c.strobed {
 				data := r.HeartbeatData(1, seq)
 				for _, to := range targets[i] {
-					c.relay(to).PeerHeartbeat(c.names[i], 1, seq, data)
+					if k := slices.Index(c.names, to); k >= 0 {
+						c.strobed[k].PeerHeartbeat(c.names[i], 1, seq, data)
+					}
 				}
 			}
+			c.strobedMu.Unlock()
 		}
 	}()
 	c.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(c.stop)
+}
+
+// restarted puts r, node i's restarted relay, in the bcs strobes' reach
+// (a no-op in immediate delivery).
+func (c *cluster) restarted(i int, r *relay.Relay) {
+	c.strobedMu.Lock()
+	defer c.strobedMu.Unlock()
+	if c.strobed != nil {
+		c.strobed[i] = r
+	}
 }
 
 // sawBlocked says whether a relay reported ev ("job/rank:true").

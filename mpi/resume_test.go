@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/comm/relay"
 )
 
 // A rank of cosched's MPI library with a relay grace (COSCHED_RELAY_GRACE,
@@ -26,16 +28,23 @@ import (
 // relays made them, which lives between the ranks and survives the
 // restarts (once each relay: the ranks still resume their relay
 // connections, for collectives' announcements and barriers).
+// "bcs": the relay path in bcs delivery, strobed every 4 ms: messages,
+// barrier arrivals and releases travel in the slices' exchange, and a
+// restart may come between a root's release and its sliceReady frames.
 func TestRanksResumeOnRestartedRelays(t *testing.T) {
-	t.Run("relay path", func(t *testing.T) { resumeOnRestarts(t, []int{1, 0, 1, 0, 1, 0}, "COSCHED_MPI_CHANNELS=node") })
-	t.Run("channel", func(t *testing.T) { resumeOnRestarts(t, []int{1, 0}) })
+	t.Run("relay path", func(t *testing.T) { resumeOnRestarts(t, 0, []int{1, 0, 1, 0, 1, 0}, "COSCHED_MPI_CHANNELS=node") })
+	t.Run("channel", func(t *testing.T) { resumeOnRestarts(t, 0, []int{1, 0}) })
+	t.Run("bcs", func(t *testing.T) {
+		resumeOnRestarts(t, 4*time.Millisecond, []int{1, 0, 1, 0}, "COSCHED_MPI_CHANNELS=node")
+	})
 }
 
 // resumeOnRestarts is TestRanksResumeOnRestartedRelays restarting the
-// relays of downs in turn, the ranks with env.
-func resumeOnRestarts(t *testing.T, downs []int, env ...string) {
+// relays of downs in turn, the ranks with env, in bcs delivery with
+// slices of slice (0: immediate).
+func resumeOnRestarts(t *testing.T, slice time.Duration, downs []int, env ...string) {
 	prog := program(t, "node/testdata/mpistream.c")
-	c := newCluster(t, 2, false)
+	c := newClusterSlice(t, 2, slice)
 	dir := t.TempDir()
 	stop := filepath.Join(dir, "stop")
 	c.env = append([]string{"COSCHED_RELAY_GRACE=10s", "COSCHED_MPI_DEBUG=1", "COSCHED_TEST_STREAM_STOP=" + stop}, env...)
@@ -83,7 +92,11 @@ func resumeOnRestarts(t *testing.T, downs []int, env ...string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { r.Close() })
+		if slice > 0 { // as the restarted agent sets it, before it reattaches its jobs
+			r.SetDelivery(relay.Buffered, slice, 50e6)
+		}
 		relays[down] = r
+		c.restarted(down, r)
 		peers := map[string]string{}
 		for i, r := range relays {
 			peers[nodes[i]] = r.Addr()
