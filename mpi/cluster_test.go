@@ -246,15 +246,6 @@ func (c *cluster) sawBlocked(ev string) bool {
 	return slices.Contains(c.blocked, ev)
 }
 
-func (c *cluster) relay(name string) *relay.Relay {
-	for i, n := range c.names {
-		if n == name {
-			return c.relays[i]
-		}
-	}
-	return nil
-}
-
 // relaySpeaksV2 says hello as a rank of a job of one and reads the
 // Welcome's protocol version.
 func relaySpeaksV2(t testing.TB, r *relay.Relay) bool {
