@@ -142,6 +142,7 @@ struct comm {
 
 struct op {
 	int used, commute;
+	int holds, released; /* pending non-blocking reductions using it; MPI_Op_free called */
 	MPI_User_function *fn;
 };
 
@@ -344,6 +345,8 @@ int dt_valid_count(int count);
 /* reductions (op.c) */
 int op_apply(MPI_Op op, struct dtype *d, int count, const uint8_t *in, uint8_t *inout);
 int op_check(MPI_Op op, struct dtype *d);
+void op_hold(MPI_Op op);    /* a pending operation uses op: MPI_Op_free leaves it */
+void op_release(MPI_Op op); /* … no longer */
 
 /* collectives helpers (coll.c) */
 void coll_init(void);

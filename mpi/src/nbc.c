@@ -28,7 +28,8 @@ enum nkind {
 	N_ALLREDUCE,
 	N_REDUCE_SCATTER_BLOCK,
 	N_SCAN,
-	N_EXSCAN
+	N_EXSCAN,
+	N_ALLTOALLW
 };
 
 /* struct nbc is a request's collective: what arrives from rank i lands
@@ -46,6 +47,7 @@ struct nbc {
 	const int *rcounts_in, *rdispls_in; /* copied below: the caller's arrays may go */
 	int *rcounts, *rdispls, rcount;
 	struct dtype *rd;
+	struct dtype **rds; /* alltoallw: a type per rank, displacements in bytes */
 	int root, count;
 	MPI_Op op;
 };
@@ -120,6 +122,12 @@ static void finish(struct req *r)
 			free(out);
 			break;
 		}
+		case N_ALLTOALLW:
+			for (int i = 0; i < c->size; i++)
+				if (s->got[i])
+					dt_unpack(s->in + s->off[i], s->rcounts[i], s->rds[i],
+						  (uint8_t *)s->rbuf + s->rdispls[i]);
+			break;
 		}
 	r->st.MPI_ERROR = s->err;
 	r->st.MPI_SOURCE = MPI_ANY_SOURCE;
@@ -150,6 +158,11 @@ static void nbc_free_unstarted(struct nbc *s)
 	free(s->rdispls);
 	if (s->rd)
 		dt_unref(s->rd);
+	for (int i = 0; s->rds && i < s->c->size; i++)
+		dt_unref(s->rds[i]);
+	free(s->rds);
+	if (s->op)
+		op_release(s->op);
 	free(s);
 }
 
@@ -528,10 +541,13 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
  * combines them: the root, every rank, rank j's block only
  * (reduce_scatter_block) or the ranks above (scans) */
 static int ireduce(const char *fn, const char *kind, enum nkind nk, const void *sendbuf, void *recvbuf, int count,
-		   MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+		   const int *counts, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
 	COMMARG(fn, comm, c);
 	TYPEARG(fn, c, datatype, d, count);
+	for (int i = 0; counts && i < c->size; i++)
+		if (counts[i] < 0)
+			return cmpi_err(c, MPI_ERR_COUNT, fn, "recvcounts[%d] = %d", i, counts[i]);
 	if (nk == N_REDUCE)
 		ROOTARG(fn, c, root);
 	if (op_check(op, d))
@@ -544,20 +560,31 @@ static int ireduce(const char *fn, const char *kind, enum nkind nk, const void *
 	dt_ref(d);
 	s->count = count;
 	s->op = op;
+	op_hold(op);
 	size_t n = (size_t)count * d->size; /* one contribution, or one block of reduce_scatter_block */
 	struct sends x = sends_new(p);
 	int inplace = sendbuf == MPI_IN_PLACE;
 	if (nk == N_REDUCE_SCATTER_BLOCK) {
+		/* block i (counts[i] elements, or count) of every rank goes to
+		 * rank i, which reduces its p of them */
 		const void *src = inplace ? recvbuf : sendbuf;
-		x.owned = pack(src, count * p, d); /* p blocks of count */
+		int total = 0;
+		for (int i = 0; i < p; i++)
+			total += counts ? counts[i] : count;
+		x.owned = pack(src, total, d);
+		s->count = counts ? counts[me] : count;
+		size_t at = 0, mine = (size_t)s->count * d->size;
+		int64_t bytes = 0;
 		for (int i = 0; i < p; i++) {
-			x.p[i] = x.owned + (size_t)i * n;
-			x.n[i] = n;
+			x.p[i] = x.owned + at;
+			x.n[i] = (size_t)(counts ? counts[i] : count) * d->size;
+			at += x.n[i];
 			x.to[i] = i != me;
+			bytes += i != me ? (int64_t)x.n[i] : 0;
 			s->got[i] = 1;
-			s->len[i] = n;
+			s->len[i] = mine;
 		}
-		*request = start(s, kind, -1, (int64_t)(n * (p - 1)), x.p, x.n, x.to, x.p[me])->handle;
+		*request = start(s, kind, -1, bytes, x.p, x.n, x.to, x.p[me])->handle;
 		sends_free(&x);
 		return MPI_SUCCESS;
 	}
@@ -591,31 +618,108 @@ static int ireduce(const char *fn, const char *kind, enum nkind nk, const void *
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
 		MPI_Comm comm, MPI_Request *request)
 {
-	return ireduce("MPI_Ireduce", "reduce", N_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm, request);
+	return ireduce("MPI_Ireduce", "reduce", N_REDUCE, sendbuf, recvbuf, count, NULL, datatype, op, root, comm, request);
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
 		   MPI_Request *request)
 {
-	return ireduce("MPI_Iallreduce", "allreduce", N_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, 0, comm,
-		       request);
+	return ireduce("MPI_Iallreduce", "allreduce", N_ALLREDUCE, sendbuf, recvbuf, count, NULL, datatype, op, 0,
+		       comm, request);
 }
 
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
 			      MPI_Comm comm, MPI_Request *request)
 {
 	return ireduce("MPI_Ireduce_scatter_block", "reduce_scatter", N_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf,
-		       recvcount, datatype, op, 0, comm, request);
+		       recvcount, NULL, datatype, op, 0, comm, request);
+}
+
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+			MPI_Comm comm, MPI_Request *request)
+{
+	return ireduce("MPI_Ireduce_scatter", "reduce_scatter", N_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, 0,
+		       recvcounts, datatype, op, 0, comm, request);
 }
 
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
 	      MPI_Request *request)
 {
-	return ireduce("MPI_Iscan", "scan", N_SCAN, sendbuf, recvbuf, count, datatype, op, 0, comm, request);
+	return ireduce("MPI_Iscan", "scan", N_SCAN, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, request);
 }
 
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
 		MPI_Request *request)
 {
-	return ireduce("MPI_Iexscan", "exscan", N_EXSCAN, sendbuf, recvbuf, count, datatype, op, 0, comm, request);
+	return ireduce("MPI_Iexscan", "exscan", N_EXSCAN, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, request);
+}
+
+/* MPI_Ialltoallw: a type per peer on both sides, displacements in bytes */
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+		   void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+		   MPI_Comm comm, MPI_Request *request)
+{
+	const char *fn = "MPI_Ialltoallw";
+	COMMARG(fn, comm, c);
+	int p = c->size, me = c->rank, inplace = sendbuf == MPI_IN_PLACE;
+	if (inplace) {
+		sendbuf = recvbuf;
+		sendcounts = recvcounts;
+		sdispls = rdispls;
+		sendtypes = recvtypes;
+	}
+	for (int i = 0; i < p; i++) {
+		if (!dt_get(sendtypes[i]) || !dt_get(recvtypes[i]))
+			return cmpi_err(c, MPI_ERR_TYPE, fn, "the datatype for rank %d", i);
+		if (sendcounts[i] < 0 || recvcounts[i] < 0)
+			return cmpi_err(c, MPI_ERR_COUNT, fn, "a negative count for rank %d", i);
+	}
+	struct nbc *s = nbc_new(c, N_ALLTOALLW);
+	s->rbuf = recvbuf;
+	s->rcounts = ints(recvcounts, p);
+	s->rdispls = ints(rdispls, p);
+	s->rds = xmalloc(p * sizeof *s->rds);
+	struct sends x = sends_new(p);
+	size_t tot = 0;
+	for (int i = 0; i < p; i++) {
+		s->rds[i] = dt_get(recvtypes[i]);
+		dt_ref(s->rds[i]);
+		s->got[i] = 1;
+		s->len[i] = (size_t)recvcounts[i] * s->rds[i]->size;
+		tot += (size_t)sendcounts[i] * dt_get(sendtypes[i])->size;
+	}
+	x.owned = xmalloc(tot);
+	size_t at = 0;
+	int64_t bytes = 0;
+	for (int i = 0; i < p; i++) {
+		struct dtype *sd = dt_get(sendtypes[i]);
+		x.p[i] = x.owned + at;
+		x.n[i] = (size_t)sendcounts[i] * sd->size;
+		dt_pack((const uint8_t *)sendbuf + sdispls[i], sendcounts[i], sd, x.p[i]);
+		at += x.n[i];
+		x.to[i] = i != me;
+		bytes += i != me ? (int64_t)x.n[i] : 0;
+	}
+	if (x.n[me] > s->len[me]) {
+		size_t have = x.n[me], room = s->len[me];
+		nbc_free_unstarted(s);
+		sends_free(&x);
+		return cmpi_err(c, MPI_ERR_TRUNCATE, fn, "own part of %zu bytes into %zu", have, room);
+	}
+	*request = start(s, "alltoallv", -1, bytes, x.p, x.n, x.to, x.p[me])->handle;
+	sends_free(&x);
+	return MPI_SUCCESS;
+}
+
+/* MPI_Alltoallw: the non-blocking one, waited for */
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+		  void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+		  MPI_Comm comm)
+{
+	MPI_Request r;
+	int rc = MPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+				&r);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	return MPI_Wait(&r, MPI_STATUS_IGNORE);
 }

@@ -148,6 +148,7 @@ MPI_Op op_new(MPI_User_function *fn, int commute)
 {
 	int i = slot_ops();
 	ops[i]->used = 1;
+	ops[i]->holds = ops[i]->released = 0;
 	ops[i]->fn = fn;
 	ops[i]->commute = commute;
 	return (MPI_Op)(0x98000000u | i);

@@ -308,11 +308,30 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 int MPI_Op_free(MPI_Op *op)
 {
 	struct op *o = op_get(*op);
-	if (!o)
+	if (!o || o->released)
 		return cmpi_err(NULL, MPI_ERR_OP, "MPI_Op_free", "op %#x is not a user op", (unsigned)*op);
-	o->used = 0;
+	/* MPI: an op freed while a non-blocking reduction uses it lives on
+	 * until that completes */
+	if (o->holds > 0)
+		o->released = 1;
+	else
+		o->used = 0;
 	*op = MPI_OP_NULL;
 	return MPI_SUCCESS;
+}
+
+void op_hold(MPI_Op op)
+{
+	struct op *o = op_get(op);
+	if (o)
+		o->holds++;
+}
+
+void op_release(MPI_Op op)
+{
+	struct op *o = op_get(op);
+	if (o && --o->holds == 0 && o->released)
+		o->used = 0;
 }
 
 int MPI_Op_commutative(MPI_Op op, int *commute)

@@ -114,6 +114,24 @@ static void each(void)
 	wait1(&r);
 	same("Ialltoallv", a, b, n * (me + 1));
 
+	/* the same exchange as Alltoallw (ints, byte displacements), blocking and not */
+	{
+		int sdb[8], rdb[8];
+		MPI_Datatype ts[8];
+		for (int i = 0; i < n; i++) {
+			sdb[i] = sd[i] * (int)sizeof(int);
+			rdb[i] = rd[i] * (int)sizeof(int);
+			ts[i] = MPI_INT;
+		}
+		memset(a, 0, sizeof a);
+		OK(MPI_Alltoallw(s, sc, sdb, ts, a, rc, rdb, ts, MPI_COMM_WORLD));
+		same("Alltoallw", a, b, n * (me + 1));
+		memset(a, 0, sizeof a);
+		OK(MPI_Ialltoallw(s, sc, sdb, ts, a, rc, rdb, ts, MPI_COMM_WORLD, &r));
+		wait1(&r);
+		same("Ialltoallw", a, b, n * (me + 1));
+	}
+
 	int counts[8], at = 0;
 	for (int i = 0; i < n; i++)
 		counts[i] = i + 1, at += i + 1;
@@ -128,6 +146,12 @@ static void each(void)
 	wait1(&r);
 	same("Ireduce_scatter_block", a, b, 2);
 
+	/* rank i gets i+1 elements */
+	MPI_Reduce_scatter(s, b, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	OK(MPI_Ireduce_scatter(s, a, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r));
+	wait1(&r);
+	same("Ireduce_scatter", a, b, me + 1);
+
 	MPI_Scan(s, b, C, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	OK(MPI_Iscan(s, a, C, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r));
 	wait1(&r);
@@ -141,6 +165,25 @@ static void each(void)
 	OK(MPI_Ibarrier(MPI_COMM_WORLD, &r));
 	wait1(&r);
 	CHECK(r == MPI_REQUEST_NULL, "a completed request is not MPI_REQUEST_NULL");
+}
+
+static void sum_fn(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	for (int i = 0; i < *len; i++)
+		((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* a user op freed before the reduction using it completes */
+static void freed_op(void)
+{
+	MPI_Op op;
+	MPI_Op_create(sum_fn, 1, &op);
+	int x = me + 1, sum = -1;
+	MPI_Request r;
+	OK(MPI_Iallreduce(&x, &sum, 1, MPI_INT, op, MPI_COMM_WORLD, &r));
+	OK(MPI_Op_free(&op));
+	wait1(&r);
+	CHECK(sum == n * (n + 1) / 2, "Iallreduce with a freed op: %d", sum);
 }
 
 /* three at once, completed in reverse; then by Waitany */
@@ -242,6 +285,7 @@ int main(int argc, char **argv)
 	}
 	each();
 	overlapped();
+	freed_op();
 	polled();
 	between();
 	derived();
