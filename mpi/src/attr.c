@@ -272,15 +272,9 @@ int MPI_Comm_free_keyval(int *comm_keyval) { return kv_free("MPI_Comm_free_keyva
 
 int MPI_Keyval_free(int *keyval) { return kv_free("MPI_Keyval_free", keyval, KV_COMM); }
 
-#define COMM(fn, h, c)                                                                             \
-	NEED_INIT(fn);                                                                             \
-	struct comm *c = comm_get(h);                                                              \
-	if (!c)                                                                                    \
-		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)(h));
-
 int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val)
 {
-	COMM("MPI_Comm_set_attr", comm, c);
+	COMMARG("MPI_Comm_set_attr", comm, c);
 	return set("MPI_Comm_set_attr", KV_COMM, comm, &c->attrs, c, comm_keyval, attribute_val);
 }
 
@@ -291,7 +285,7 @@ int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val)
 
 int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval)
 {
-	COMM("MPI_Comm_delete_attr", comm, c);
+	COMMARG("MPI_Comm_delete_attr", comm, c);
 	return del("MPI_Comm_delete_attr", KV_COMM, comm, c->attrs, c, comm_keyval);
 }
 

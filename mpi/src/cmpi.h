@@ -367,6 +367,25 @@ double cmpi_now(void);
 			cmpi_need_init(fn);                                                            \
 	} while (0)
 
+/* Argument checks shared by the calls: each declares its variable or
+ * returns the call's error. */
+#define COMMARG(fn, h, c)                                                                          \
+	NEED_INIT(fn);                                                                             \
+	struct comm *c = comm_get(h);                                                              \
+	if (!c)                                                                                    \
+		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)(h));
+
+#define TYPEARG(fn, c, h, d, count)                                                                \
+	struct dtype *d = dt_get(h);                                                               \
+	if (!d)                                                                                    \
+		return cmpi_err(c, MPI_ERR_TYPE, fn, "datatype %#x", (unsigned)(h));               \
+	if ((count) < 0)                                                                           \
+		return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d", (int)(count));
+
+#define ROOTARG(fn, c, root)                                                                       \
+	if ((root) < 0 || (root) >= (c)->size)                                                     \
+		return cmpi_err(c, MPI_ERR_ROOT, fn, "root %d of a communicator of %d", root, (c)->size);
+
 #define ST_IGNORED(st) ((st) == MPI_STATUS_IGNORE || (st) == NULL)
 
 #endif

@@ -219,23 +219,6 @@ static int allreduce_direct(struct comm *c, int tag, const uint8_t *in, uint8_t 
 	return rc;
 }
 
-#define COMMARG(fn, h, c)                                                                          \
-	NEED_INIT(fn);                                                                             \
-	struct comm *c = comm_get(h);                                                              \
-	if (!c)                                                                                    \
-		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)(h));
-
-#define TYPEARG(fn, c, h, d, count)                                                                \
-	struct dtype *d = dt_get(h);                                                               \
-	if (!d)                                                                                    \
-		return cmpi_err(c, MPI_ERR_TYPE, fn, "datatype %#x", (unsigned)(h));               \
-	if ((count) < 0)                                                                           \
-		return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d", (int)(count));
-
-#define ROOTARG(fn, c, root)                                                                       \
-	if ((root) < 0 || (root) >= (c)->size)                                                     \
-		return cmpi_err(c, MPI_ERR_ROOT, fn, "root %d of a communicator of %d", root, (c)->size);
-
 #define OPARG(fn, c, op, d)                                                                        \
 	if (op_check(op, d))                                                                       \
 		return cmpi_err(c, MPI_ERR_OP, fn, "op %#x on datatype %#x", (unsigned)(op), (unsigned)(d)->handle);

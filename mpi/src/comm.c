@@ -9,12 +9,6 @@
 
 #include "cmpi.h"
 
-#define COMM(fn, h, c)                                                                             \
-	NEED_INIT(fn);                                                                             \
-	struct comm *c = comm_get(h);                                                              \
-	if (!c)                                                                                    \
-		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)(h));
-
 #define GROUP(fn, h, g)                                                                            \
 	struct group *g = group_get(h);                                                            \
 	if (!g)                                                                                    \
@@ -22,14 +16,14 @@
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
-	COMM("MPI_Comm_rank", comm, c);
+	COMMARG("MPI_Comm_rank", comm, c);
 	*rank = c->rank;
 	return MPI_SUCCESS;
 }
 
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
-	COMM("MPI_Comm_size", comm, c);
+	COMMARG("MPI_Comm_size", comm, c);
 	*size = c->size;
 	return MPI_SUCCESS;
 }
@@ -88,7 +82,7 @@ int comm_dup(struct comm *c, int copy_attrs, MPI_Comm *newcomm)
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
-	COMM("MPI_Comm_dup", comm, c);
+	COMMARG("MPI_Comm_dup", comm, c);
 	return comm_dup(c, 1, newcomm);
 }
 
@@ -117,7 +111,7 @@ static int by_key(const void *a, const void *b)
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
-	COMM("MPI_Comm_split", comm, c);
+	COMMARG("MPI_Comm_split", comm, c);
 	if (color < 0 && color != MPI_UNDEFINED)
 		return cmpi_err(c, MPI_ERR_ARG, "MPI_Comm_split", "color %d", color);
 	int extra[2] = {color, key}, *all;
@@ -148,7 +142,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
-	COMM("MPI_Comm_create", comm, c);
+	COMMARG("MPI_Comm_create", comm, c);
 	GROUP("MPI_Comm_create", group, g);
 	for (int i = 0; i < g->size; i++)
 		if (c->w2c[g->w[i]] < 0)
@@ -164,7 +158,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 
 int MPI_Comm_free(MPI_Comm *comm)
 {
-	COMM("MPI_Comm_free", *comm, c);
+	COMMARG("MPI_Comm_free", *comm, c);
 	if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
 		return cmpi_err(c, MPI_ERR_COMM, "MPI_Comm_free", "cannot free a predefined communicator");
 	/* the delete callbacks run first; the communicator goes either way */
@@ -193,8 +187,8 @@ static int same_members(const int *a, const int *b, int n)
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
-	COMM("MPI_Comm_compare", comm1, a);
-	COMM("MPI_Comm_compare", comm2, b);
+	COMMARG("MPI_Comm_compare", comm1, a);
+	COMMARG("MPI_Comm_compare", comm2, b);
 	if (a == b)
 		*result = MPI_IDENT;
 	else if (a->size != b->size)
@@ -210,7 +204,7 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
 {
-	COMM("MPI_Comm_test_inter", comm, c);
+	COMMARG("MPI_Comm_test_inter", comm, c);
 	(void)c;
 	*flag = 0;
 	return MPI_SUCCESS;
@@ -218,7 +212,7 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
 
 int MPI_Comm_set_name(MPI_Comm comm, const char *name)
 {
-	COMM("MPI_Comm_set_name", comm, c);
+	COMMARG("MPI_Comm_set_name", comm, c);
 	strncpy(c->name, name, sizeof c->name - 1);
 	c->name[sizeof c->name - 1] = 0;
 	return MPI_SUCCESS;
@@ -226,7 +220,7 @@ int MPI_Comm_set_name(MPI_Comm comm, const char *name)
 
 int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen)
 {
-	COMM("MPI_Comm_get_name", comm, c);
+	COMMARG("MPI_Comm_get_name", comm, c);
 	strcpy(name, c->name);
 	*resultlen = (int)strlen(name);
 	return MPI_SUCCESS;
@@ -234,7 +228,7 @@ int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen)
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
-	COMM("MPI_Comm_group", comm, c);
+	COMMARG("MPI_Comm_group", comm, c);
 	*group = group_new(c->size, c->w);
 	return MPI_SUCCESS;
 }
@@ -423,7 +417,7 @@ int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
 {
 	(void)info;
-	COMM("MPI_Comm_split_type", comm, c);
+	COMMARG("MPI_Comm_split_type", comm, c);
 	(void)c;
 	if (split_type == MPI_UNDEFINED)
 		return MPI_Comm_split(comm, MPI_UNDEFINED, key, newcomm);

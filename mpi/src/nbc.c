@@ -248,23 +248,6 @@ static void sends_free(struct sends *x)
 	free(x->owned);
 }
 
-#define COMMARG(fn, h, c)                                                                          \
-	NEED_INIT(fn);                                                                             \
-	struct comm *c = comm_get(h);                                                              \
-	if (!c)                                                                                    \
-		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)(h));
-
-#define TYPEARG(fn, c, h, d, count)                                                                \
-	struct dtype *d = dt_get(h);                                                               \
-	if (!d)                                                                                    \
-		return cmpi_err(c, MPI_ERR_TYPE, fn, "datatype %#x", (unsigned)(h));               \
-	if ((count) < 0)                                                                           \
-		return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d", (int)(count));
-
-#define ROOTARG(fn, c, root)                                                                       \
-	if ((root) < 0 || (root) >= (c)->size)                                                     \
-		return cmpi_err(c, MPI_ERR_ROOT, fn, "root %d of a communicator of %d", root, (c)->size);
-
 static uint8_t *pack(const void *buf, int count, struct dtype *d)
 {
 	uint8_t *p = xmalloc((size_t)count * d->size);

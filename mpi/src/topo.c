@@ -10,12 +10,6 @@
 
 #include "cmpi.h"
 
-#define COMM(fn, h, c)                                                                             \
-	NEED_INIT(fn);                                                                             \
-	struct comm *c = comm_get(h);                                                              \
-	if (!c)                                                                                    \
-		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)(h));
-
 /* TOPO fetches c's topology of kind k (0: any), or fails with
  * MPI_ERR_TOPOLOGY. */
 #define TOPO(fn, c, t, k)                                                                          \
@@ -140,7 +134,7 @@ static struct topo *cart_new(int ndims, const int *dims, const int *periods)
 int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
 		    MPI_Comm *comm_cart)
 {
-	COMM("MPI_Cart_create", comm_old, c);
+	COMMARG("MPI_Cart_create", comm_old, c);
 	if (ndims < 0)
 		return cmpi_err(c, MPI_ERR_DIMS, "MPI_Cart_create", "ndims %d", ndims);
 	int64_t n = grid_size(ndims, dims);
@@ -264,7 +258,7 @@ int MPI_Dims_create(int nnodes, int ndims, int dims[])
 
 int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
 {
-	COMM("MPI_Cartdim_get", comm, c);
+	COMMARG("MPI_Cartdim_get", comm, c);
 	TOPO("MPI_Cartdim_get", c, t, MPI_CART);
 	*ndims = t->ndims;
 	return MPI_SUCCESS;
@@ -272,7 +266,7 @@ int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
 
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[])
 {
-	COMM("MPI_Cart_get", comm, c);
+	COMMARG("MPI_Cart_get", comm, c);
 	TOPO("MPI_Cart_get", c, t, MPI_CART);
 	if (maxdims < t->ndims)
 		return cmpi_err(c, MPI_ERR_ARG, "MPI_Cart_get", "maxdims %d below the grid's %d dimensions", maxdims,
@@ -290,7 +284,7 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coor
 
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 {
-	COMM("MPI_Cart_rank", comm, c);
+	COMMARG("MPI_Cart_rank", comm, c);
 	TOPO("MPI_Cart_rank", c, t, MPI_CART);
 	int r = cart_rank(t, coords);
 	if (r < 0)
@@ -301,7 +295,7 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 
 int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 {
-	COMM("MPI_Cart_coords", comm, c);
+	COMMARG("MPI_Cart_coords", comm, c);
 	TOPO("MPI_Cart_coords", c, t, MPI_CART);
 	if (rank < 0 || rank >= c->size)
 		return cmpi_err(c, MPI_ERR_RANK, "MPI_Cart_coords", "rank %d of a grid of %d", rank, c->size);
@@ -332,7 +326,7 @@ static void cart_shift(const struct topo *t, int rank, int dir, int disp, int *s
 
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest)
 {
-	COMM("MPI_Cart_shift", comm, c);
+	COMMARG("MPI_Cart_shift", comm, c);
 	TOPO("MPI_Cart_shift", c, t, MPI_CART);
 	if (direction < 0 || direction >= t->ndims)
 		return cmpi_err(c, MPI_ERR_ARG, "MPI_Cart_shift", "direction %d of a grid of %d dimensions", direction,
@@ -343,7 +337,7 @@ int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 {
-	COMM("MPI_Cart_sub", comm, c);
+	COMMARG("MPI_Cart_sub", comm, c);
 	TOPO("MPI_Cart_sub", c, t, MPI_CART);
 	int *xy = xcalloc(t->ndims, sizeof(int)), *dims = xcalloc(t->ndims, sizeof(int)),
 	    *periods = xcalloc(t->ndims, sizeof(int));
@@ -369,7 +363,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 
 int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank)
 {
-	COMM("MPI_Cart_map", comm, c);
+	COMMARG("MPI_Cart_map", comm, c);
 	if (ndims < 0)
 		return cmpi_err(c, MPI_ERR_DIMS, "MPI_Cart_map", "ndims %d", ndims);
 	int64_t n = grid_size(ndims, dims);
@@ -385,7 +379,7 @@ int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[]
 int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[], int reorder,
 		     MPI_Comm *comm_graph)
 {
-	COMM("MPI_Graph_create", comm_old, c);
+	COMMARG("MPI_Graph_create", comm_old, c);
 	if (nnodes < 0 || nnodes > c->size)
 		return cmpi_err(c, MPI_ERR_ARG, "MPI_Graph_create", "nnodes %d on a communicator of %d", nnodes,
 				c->size);
@@ -412,7 +406,7 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int 
 
 int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 {
-	COMM("MPI_Graphdims_get", comm, c);
+	COMMARG("MPI_Graphdims_get", comm, c);
 	TOPO("MPI_Graphdims_get", c, t, MPI_GRAPH);
 	*nnodes = t->nnodes;
 	*nedges = t->nedges;
@@ -421,7 +415,7 @@ int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 
 int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[])
 {
-	COMM("MPI_Graph_get", comm, c);
+	COMMARG("MPI_Graph_get", comm, c);
 	TOPO("MPI_Graph_get", c, t, MPI_GRAPH);
 	for (int i = 0; i < t->nnodes && i < maxindex; i++)
 		indx[i] = t->index[i];
@@ -434,7 +428,7 @@ static int graph_first(const struct topo *t, int rank) { return rank ? t->index[
 
 int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 {
-	COMM("MPI_Graph_neighbors_count", comm, c);
+	COMMARG("MPI_Graph_neighbors_count", comm, c);
 	TOPO("MPI_Graph_neighbors_count", c, t, MPI_GRAPH);
 	if (rank < 0 || rank >= t->nnodes)
 		return cmpi_err(c, MPI_ERR_RANK, "MPI_Graph_neighbors_count", "rank %d of a graph of %d", rank,
@@ -445,7 +439,7 @@ int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 
 int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
 {
-	COMM("MPI_Graph_neighbors", comm, c);
+	COMMARG("MPI_Graph_neighbors", comm, c);
 	TOPO("MPI_Graph_neighbors", c, t, MPI_GRAPH);
 	if (rank < 0 || rank >= t->nnodes)
 		return cmpi_err(c, MPI_ERR_RANK, "MPI_Graph_neighbors", "rank %d of a graph of %d", rank, t->nnodes);
@@ -456,7 +450,7 @@ int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors
 
 int MPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank)
 {
-	COMM("MPI_Graph_map", comm, c);
+	COMMARG("MPI_Graph_map", comm, c);
 	if (nnodes < 1 || nnodes > c->size)
 		return cmpi_err(c, MPI_ERR_ARG, "MPI_Graph_map", "nnodes %d on a communicator of %d", nnodes, c->size);
 	*newrank = c->rank < nnodes ? c->rank : MPI_UNDEFINED;
@@ -485,7 +479,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int so
 				   int reorder, MPI_Comm *comm_dist_graph)
 {
 	const char *fn = "MPI_Dist_graph_create_adjacent";
-	COMM(fn, comm_old, c);
+	COMMARG(fn, comm_old, c);
 	if (indegree < 0 || outdegree < 0)
 		return cmpi_err(c, MPI_ERR_ARG, fn, "indegree %d, outdegree %d", indegree, outdegree);
 	int rc = check_ranks(c, fn, "sources", sources, indegree);
@@ -515,7 +509,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const i
 			  const int weights_[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
 {
 	const char *fn = "MPI_Dist_graph_create";
-	COMM(fn, comm_old, c);
+	COMMARG(fn, comm_old, c);
 	if (n < 0)
 		return cmpi_err(c, MPI_ERR_ARG, fn, "n %d", n);
 	int rc = check_ranks(c, fn, "sources", sources, n);
@@ -586,7 +580,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const i
 
 int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted)
 {
-	COMM("MPI_Dist_graph_neighbors_count", comm, c);
+	COMMARG("MPI_Dist_graph_neighbors_count", comm, c);
 	TOPO("MPI_Dist_graph_neighbors_count", c, t, MPI_DIST_GRAPH);
 	*indegree = t->indeg;
 	*outdegree = t->outdeg;
@@ -597,7 +591,7 @@ int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
 int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree,
 			     int destinations[], int destweights[])
 {
-	COMM("MPI_Dist_graph_neighbors", comm, c);
+	COMMARG("MPI_Dist_graph_neighbors", comm, c);
 	TOPO("MPI_Dist_graph_neighbors", c, t, MPI_DIST_GRAPH);
 	for (int i = 0; i < t->indeg && i < maxindegree; i++) {
 		sources[i] = t->in[i];
@@ -614,7 +608,7 @@ int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int 
 
 int MPI_Topo_test(MPI_Comm comm, int *status)
 {
-	COMM("MPI_Topo_test", comm, c);
+	COMMARG("MPI_Topo_test", comm, c);
 	*status = c->topo ? c->topo->kind : MPI_UNDEFINED;
 	return MPI_SUCCESS;
 }
