@@ -12,27 +12,24 @@ import (
 	"testing"
 
 	"github.com/cosched/cosched/internal/flagfile"
+	"github.com/cosched/cosched/internal/shimtest"
 	"github.com/cosched/cosched/node"
-	"github.com/cosched/cosched/node/rank"
 )
 
-// The test binary doubles as the programs a local cluster starts: `agent`
-// (the flags Up gives an agent) and the rank shim the agents start every
-// rank through. TestMain dispatches on the first argument, so no cosched
-// binary is built.
+// The test binary doubles as the agents a local cluster starts (`agent`:
+// the flags Up gives an agent); TestMain dispatches on the first
+// argument. The agents start ranks through the real rank shim,
+// cmd/cosched-rank, built once per run (shimtest.Run): through the test
+// binary a rank's start-up was ten times longer and could starve past the
+// rank manager's start timeout on a loaded host.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "agent":
-			os.Exit(agentMain(os.Args[2:]))
-		case "__rank-exec":
-			os.Exit(rank.ShimMain(os.Args[2:]))
-		}
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		os.Exit(agentMain(os.Args[2:]))
 	}
 	// The tests run in a goroutine; this one keeps the main thread
 	// (locked since init) and runs what onMainThread sends it.
 	code := make(chan int)
-	go func() { code <- m.Run() }()
+	go func() { code <- shimtest.Run(m) }()
 	for {
 		select {
 		case f := <-mainThreadWork:
@@ -123,8 +120,17 @@ func agentConfig(args []string) (cfg node.Config, ready string, cleanup bool, er
 	}
 	given, flags := map[string]bool{}, flagfile.FlagNames(s)
 	fs.Visit(func(f *flag.Flag) { given["--"+f.Name] = true })
-	cfg, err = s.Config("", func(field string) bool { return given[flags[field]] })
-	return cfg, ready, cleanup, err
+	if cfg, err = s.Config("", func(field string) bool { return given[flags[field]] }); err != nil {
+		return cfg, ready, cleanup, err
+	}
+	// The shim the test process built (an installed agent finds it in
+	// lib/cosched beside its binary, which a test binary has not).
+	bin := os.Getenv(shimtest.Env)
+	if bin == "" {
+		return cfg, ready, cleanup, fmt.Errorf("no rank shim: %s is not set", shimtest.Env)
+	}
+	cfg.Shim = []string{bin}
+	return cfg, ready, cleanup, nil
 }
 
 // joinFlag collects every --join.

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cosched/cosched/internal/atomicfile"
+	"github.com/cosched/cosched/internal/shimtest"
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/sharing"
 )
@@ -49,13 +50,18 @@ func agentProcMain(args []string) int {
 		return 2
 	}
 	exe, _ := os.Executable()
+	shim := os.Getenv(shimtest.Env) // the test process's (TestMain)
+	if shim == "" {
+		fmt.Fprintf(os.Stderr, "agent: no rank shim: %s is not set\n", shimtest.Env)
+		return 2
+	}
 	log, _ := zap.NewProduction()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err := node.Run(ctx, node.Config{Name: *name, Bind: *bind, Local: true, StateDir: *state, Join: join,
 		Controller: *controller, Controllers: *controllers, RaftPort: *raftPort, NoCompute: *noCompute, Processors: *processors,
 		Mode: sharing.Mode(*mode), Slice: *slice, MPL: *mpl, Policy: "easy", ControllerGrace: *grace, DeadControllerAfter: *deadAfter, KeepRanks: *keep, JobsCPUWeight: *cpuWeight, MPILib: *mpiLib,
-		Shim: []string{exe, "__rank-exec"}, Log: log}, func(a *node.Agent) error {
+		Shim: []string{shim}, BenchRank: []string{exe, "bench-rank"}, Log: log}, func(a *node.Agent) error {
 		b, _ := json.Marshal(map[string]any{"name": *name, "pid": os.Getpid(), "gossip": a.GossipAddr(), "api": a.APIAddr()})
 		return atomicfile.WriteFile(*ready, b)
 	})

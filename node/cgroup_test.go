@@ -59,9 +59,13 @@ func TestCancelLeavesNoSetsidDescendant(t *testing.T) {
 		}
 		return nil
 	})
-	// The job's cgroup accounting is on the agent's /metrics while it runs.
-	if n := metric(t, c.agents[0].APIAddr(), "cosched_job_processes"); n != 8 {
-		t.Errorf("cosched_job_processes %v, want 8", n)
+	// The job's cgroup accounting is on the agent's /metrics while it
+	// runs. At least 8: it is the most tasks seen at once (pids.current
+	// counts threads), and a sample taken while a rank was still its shim,
+	// a Go program of a few threads, beside the other's 4 processes counts
+	// more (9 seen once).
+	if n := metric(t, c.agents[0].APIAddr(), "cosched_job_processes"); n < 8 {
+		t.Errorf("cosched_job_processes %v, want at least 8", n)
 	}
 	if cpu := metric(t, c.agents[0].APIAddr(), "cosched_job_cpu_seconds_total"); cpu <= 0 {
 		t.Errorf("cosched_job_cpu_seconds_total %v, want > 0", cpu)

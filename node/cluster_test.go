@@ -20,20 +20,20 @@ import (
 	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/internal/shimtest"
 	"github.com/cosched/cosched/node"
-	"github.com/cosched/cosched/node/rank"
 	"github.com/cosched/cosched/sharing"
 )
 
-// The test binary doubles as the programs agents start: the rank shim
-// (agents start every rank through it), a benchmark rank, and a comm
-// program (see comm_test.go). TestMain dispatches on the first argument,
-// so no cosched binary is built.
+// The test binary doubles as the programs agents start: a benchmark
+// rank, a comm program (see comm_test.go) and an agent process
+// (agentproc_test.go). TestMain dispatches on the first argument. The
+// rank shim is the real one, cmd/cosched-rank, built once per run
+// (shimtest.Run): the test binary's start-up is ten times the shim's and
+// starved past the rank manager's start timeout on a loaded host.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "__rank-exec":
-			os.Exit(rank.ShimMain(os.Args[2:]))
 		case "bench-rank":
 			os.Exit(benchRankMain())
 		case agentProcArg:
@@ -55,20 +55,29 @@ func TestMain(m *testing.M) {
 	// The agents and ranks the tests start from this binary exit without
 	// the race detector's one-second sleep at exit.
 	os.Setenv("GORACE", "atexit_sleep_ms=0")
-	code := m.Run()
+	code := shimtest.Run(m)
 	removeMPIKit()
 	removePMIxKit()
 	os.Exit(code)
 }
 
-// testShim is the rank shim the in-process agents use: this binary.
+// testShim is the rank shim the agents use: cmd/cosched-rank, as
+// installed (TestMain built it).
 func testShim(t testing.TB) []string {
+	t.Helper()
+	return shimtest.Command(t)
+}
+
+// testBenchRank is how the agents run benchmark ranks: this binary
+// (TestMain's bench-rank). An agent given a shim would otherwise run
+// Shim[0] bench-rank, which the shim binary is not.
+func testBenchRank(t testing.TB) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []string{exe, "__rank-exec"}
+	return []string{exe, "bench-rank"}
 }
 
 // benchRankMain runs a benchmark rank of the job its agent gives it
@@ -188,6 +197,7 @@ func (c *testCluster) agentConfig(i int) node.Config {
 	if cfg.Shim == nil {
 		cfg.Shim = testShim(c.t)
 	}
+	cfg.BenchRank = testBenchRank(c.t)
 	if i == 0 {
 		cfg.Controller, cfg.Mode, cfg.MPL, cfg.Slice, cfg.Policy, cfg.Bandwidth = true, o.mode, o.mpl, o.slice, o.policy, o.bandwidth
 		cfg.Backfill, cfg.Journal = o.backfill, o.journal
@@ -300,8 +310,8 @@ func rankNode(pid int) string {
 var busy = []string{"sh", "-c", "while :; do :; done"}
 
 // startBound is how long the waits for ranks to appear, exec or go may
-// take: a rank's shim is this test binary re-executed with the race
-// detector, which at load 20–30 took over 20 s to reach its program.
+// take: many ranks' programs are this test binary, race-built, which at
+// load 20–30 took over 20 s to start.
 const startBound = time.Minute
 
 func (c *testCluster) waitPIDs(id int64, n int) []int {

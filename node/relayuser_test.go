@@ -55,7 +55,8 @@ func TestCommJobOfAUser(t *testing.T) {
 		t.Skip("useradd not installed")
 	}
 	alice, bob := addUser(t, ""), addUser(t, "")
-	dir, shim := worldDir(t)
+	dir := worldDir(t)
+	exe := worldExe(t, dir)
 	state, err := os.MkdirTemp("", "i14-links-state-")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestCommJobOfAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space, key: key, shim: shim, stateDir: state})
+	c := startCluster(t, clusterOpts{agents: 2, processors: 2, mode: sharing.Space, key: key, stateDir: state})
 	tok, err := key.Mint(alice.uid, alice.gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestCommJobOfAUser(t *testing.T) {
 	ctx := context.Background()
 	asAlice := tokenClient(c.agents[0].APIAddr(), tok)
 
-	id, err := asAlice.Submit(ctx, api.JobSpec{Name: "semantics", Command: []string{shim[0], commScenarioArg, "semantics"},
+	id, err := asAlice.Submit(ctx, api.JobSpec{Name: "semantics", Command: []string{exe, commScenarioArg, "semantics"},
 		Processors: 3, TimeLimit: api.Duration{D: time.Minute}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,7 @@ func TestCommJobOfAUser(t *testing.T) {
 		}
 	}
 	claim := func(u testUser) string {
-		cmd := exec.Command(shim[0], commClaimArg, node.RelaySocket(agent), strconv.FormatInt(id, 10), "0", "1")
+		cmd := exec.Command(exe, commClaimArg, node.RelaySocket(agent), strconv.FormatInt(id, 10), "0", "1")
 		cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
 		cmd.Dir = dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.uid, Gid: u.gid}}

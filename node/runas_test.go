@@ -74,9 +74,9 @@ func addGroup(t *testing.T) (string, uint32) {
 	return name, uint32(gid)
 }
 
-// worldDir is a directory every user may enter, holding a copy of this
-// test binary (the rank shim) every user may run.
-func worldDir(t *testing.T) (dir string, shim []string) {
+// worldDir is a directory every user may enter and write. (The rank
+// shim, testShim, is in one every user may enter too.)
+func worldDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "i14-auth-")
 	if err != nil {
@@ -86,6 +86,13 @@ func worldDir(t *testing.T) (dir string, shim []string) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// worldExe copies this test binary into dir, where every user may run it
+// as a rank's program (TestMain's comm scenarios).
+func worldExe(t *testing.T, dir string) string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +113,7 @@ func worldDir(t *testing.T) (dir string, shim []string) {
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir, []string{bin, "__rank-exec"}
+	return bin
 }
 
 // procStatus returns the fields of /proc/<pid>/status named in names.
@@ -139,10 +146,10 @@ func TestRanksRunAsSubmitter(t *testing.T) {
 	group, extraGID := addGroup(t)
 	alice := addUser(t, group)
 	bob := addUser(t, "")
-	dir, shim := worldDir(t)
+	dir := worldDir(t)
 	t.Setenv("I14_AGENT_ONLY", "secret") // the agent's environment must not reach the ranks
 	key := newKey(t)
-	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: sharing.Gang, mpl: 2, key: key, shim: shim})
+	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: sharing.Gang, mpl: 2, key: key})
 	ctx := context.Background()
 	as := func(u testUser) *api.Client {
 		tok, err := key.Mint(u.uid, u.gid, time.Now(), clusterkey.DefaultTTL, rand.Reader)

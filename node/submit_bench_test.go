@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,13 +29,8 @@ func BenchmarkSubmit(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
-			exe, err := os.Executable()
-			if err != nil {
-				b.Fatal(err)
-			}
-			shim := []string{exe, "__rank-exec"}
 			cfg := node.Config{Name: "n0", Bind: "127.0.0.1:0", Local: true, Processors: 1, StateDir: filepath.Join(dir, "n0"),
-				Shim: shim, Controller: true, Mode: sharing.Space, MPL: 1, Policy: gang.FCFS,
+				Shim: testShim(b), Controller: true, Mode: sharing.Space, MPL: 1, Policy: gang.FCFS,
 				Log: zap.NewNop()}
 			if !durable {
 				cfg.Journal = &node.MemJournal{}

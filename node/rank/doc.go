@@ -34,7 +34,9 @@
 // is an event from the kernel (no polling interval, no parsing), it is raised
 // only when every thread of the shim has stopped, and it also reports a shim
 // that exits instead of stopping (then Start fails and the Exit carries Err).
-// The wait is bounded by Config.StartTimeout, after which the shim is killed.
+// The wait is bounded by Config.StartTimeout, after which the shim is
+// killed; its error says how long it ran and waited for a processor, to
+// tell a starved shim from a stuck one.
 // SIGSTOP/SIGCONT that arrive while a Stopped rank is still starting are
 // folded into one "continue when stopped" flag (the last wins) that Start
 // applies; other signals are delivered as they come.

@@ -263,7 +263,11 @@ func (m *Manager) awaitStop(p *proc, ready <-chan readyMsg) error {
 		m.mu.Unlock()
 		return nil
 	case <-timer.C:
-		err := fmt.Errorf("rank: job %d rank %d: shim did not stop itself within %v; killed", p.job, p.rank, m.startTimeout)
+		why := ""
+		if t, ok := readSchedTimes(p.pid); ok {
+			why = " (" + t.why(m.startTimeout) + ")"
+		}
+		err := fmt.Errorf("rank: job %d rank %d: shim did not stop itself within %v%s; killed", p.job, p.rank, m.startTimeout, why)
 		m.mu.Lock()
 		p.startErr = err
 		if !p.exiting {

@@ -118,10 +118,14 @@ type Config struct {
 	KeepOwner string
 }
 
-// defaultStartTimeout is generous because the shim is the agent's own
-// binary re-executed: on a 2-core host at load 20–30 (test suites, a bench
-// run's clusters) its start passed 10 s and failed healthy jobs. A shim
-// that never stops is still caught, only later.
+// defaultStartTimeout is generous: the shim starts in its job's cgroup,
+// which may weigh a tenth of the agent's, beside every other job's busy
+// ranks. A shim that is a large binary re-executed (cosched __rank-exec
+// spends about 40 ms of CPU before it stops itself, a race-built test
+// binary about 100 ms) passed 10 s at load 20–30 on 2 cores and, rarely,
+// 30 s. cosched-rank stops itself after about 10 ms of CPU, so 30 s is
+// reached only by a shim that is stuck or that the node starves almost
+// entirely; its error says which (schedTimes.why).
 const defaultStartTimeout = 30 * time.Second
 
 // ErrClosed is returned by Start after Close.
