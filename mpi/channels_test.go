@@ -163,3 +163,21 @@ func TestChannelsWithAGoRank(t *testing.T) {
 		})
 	}
 }
+
+// A wildcard receive fed by a channel and the relay at once (rank 0 has a
+// channel to rank 1 on its node, none to rank 2 on the other): the first
+// receive takes the channel's message while the relay gives it rank 2's
+// too, and the second receive, posted before that Deliver comes, must
+// still get it (mpi/testdata/wildmix.c; a round hung for ever when the
+// library only stashed it). Every round is a fresh chance of the race.
+func TestWildcardFedByBothPaths(t *testing.T) {
+	prog := program(t, "mpi/testdata/wildmix.c")
+	c := newCluster(t, 2, false)
+	c.env = []string{"COSCHED_MPI_CHANNELS=node"}
+	res := c.run(t, prog, []int{0, 0, 1}, time.Minute, "20")
+	expectPass(t, "wildmix", res)
+	sum, _ := jobTraffic(c.relays, c.nextID-1)
+	if sum.ChannelBytes == 0 || sum.ChannelBytes == sum.SentBytes {
+		t.Errorf("counted %+v: want messages on the channel and through the relay both", sum)
+	}
+}

@@ -355,6 +355,8 @@ int slot_pending(uint64_t id)
 	return p && p->kind != P_STASH && p->kind != P_PROBE;
 }
 
+static void pass_on(int ctx, int wsrc, int tag, const uint8_t *x, size_t n);
+
 /* deliver_slot hands a message to the receive of slot id (the relay's
  * Deliver, or a channel's message: chan.c). keep: the relay may still
  * deliver to this slot (a wildcard posted there too), so it stays, as a
@@ -388,11 +390,34 @@ void deliver_slot(uint64_t id, int wsrc, int tag, const uint8_t *x, size_t n, in
 		}
 		break;
 	case P_STASH:
-		stash_add(s.ctx, wsrc, tag, x, n);
+		pass_on(s.ctx, wsrc, tag, x, n);
 		break;
 	default:
 		break;
 	}
+}
+
+/* pass_on takes a message the relay matched with a receive that a channel
+ * had satisfied first (a stash post, chan.c): the relay will not match it
+ * again, so it goes to the oldest receive still waiting at the relay that
+ * it matches (which stays posted there, now a stash post itself), else to
+ * the stash. Only stashing it would strand a receive posted before it
+ * came: that receive looked at the stash when it was posted and now waits
+ * for the relay alone (a wildcard's last message of a round never came). */
+static void pass_on(int ctx, int wsrc, int tag, const uint8_t *x, size_t n)
+{
+	struct postslot *oldest = NULL;
+	for (int i = 0; i < nposts; i++) {
+		struct postslot *q = &posts[i];
+		if (q->kind == P_RECV && q->r && !q->local && q->ctx == ctx && (q->psrc < 0 || q->psrc == wsrc) &&
+		    (q->ptag < 0 || q->ptag == tag) && (!oldest || q->order < oldest->order))
+			oldest = q;
+	}
+	if (!oldest) {
+		stash_add(ctx, wsrc, tag, x, n);
+		return;
+	}
+	deliver_slot((uint64_t)oldest->gen << 32 | (uint32_t)(oldest - posts), wsrc, tag, x, n, 1);
 }
 
 static void handle(const struct inframe *f)
