@@ -177,3 +177,20 @@ func worldExecutable(t *testing.T, dir string) string {
 	}
 	return exe
 }
+
+// A plain relay dialling a keyed one is refused at once, every time: its
+// writer, which sees the close at once (watchClose), pauses more and more
+// between redials instead of redialling in a tight loop (thousands a
+// second, each logged and each asking the ranks to resend).
+func TestRefusedRelayRedialsWithAPause(t *testing.T) {
+	keyed, plain := keyedRelay(t, "n0", relayKey(t, 1)), keyedRelay(t, "n1", nil)
+	plain.SetPeers(map[string]string{"n0": keyed.Addr(), "n1": plain.Addr()})
+	plain.AddJob(1, []string{"n0", "n1"})
+	dialRank(t, plain, 1, 1, 2).msg(0, 0, "refused")
+	eventually(t, "the plain relay refused", func() bool { return keyed.Stats().Refused >= 1 })
+	time.Sleep(500 * time.Millisecond)
+	// Paused 10, 20, 40, … ms: a handful in the half second.
+	if n := keyed.Stats().Refused; n > 20 {
+		t.Fatalf("the plain relay dialled %d times in half a second", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -290,7 +291,8 @@ func (r *Relay) peerLocked(node string) *peerConn {
 func (r *Relay) writePeer(pc *peerConn) {
 	log := r.log.With(zap.String("peer", pc.node))
 	backoff := 10 * time.Millisecond
-	lost := false // a connection to the peer failed before
+	churn := 10 * time.Millisecond // the pause before redialling after a connection's quick loss
+	lost := false                  // a connection to the peer failed before
 	for {
 		addr, err := r.waitPeerAddr(pc)
 		if err != nil {
@@ -314,6 +316,7 @@ func (r *Relay) writePeer(pc *peerConn) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
+		made := time.Now()
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 			// A 1 MiB message goes in one direct write (writeQueue.flush)
@@ -322,14 +325,30 @@ func (r *Relay) writePeer(pc *peerConn) {
 		}
 		stop := context.AfterFunc(r.ctx, func() { c.Close() })
 		connDone := make(chan struct{})
-		r.goRun(func() { r.closeIfMoved(pc, addr, c, connDone) })
+		// leave ends c for a watcher, once; the writer's own end consumes
+		// it, so a watcher that fires as the writer leaves c anyway
+		// interrupts nothing (endConn).
+		var left sync.Once
+		leave := func() {
+			left.Do(func() {
+				pc.q.interrupt()
+				c.Close()
+			})
+		}
+		endConn := func() {
+			stop()
+			left.Do(func() {})
+			pc.q.uninterrupt() // a watcher's interrupt is this connection's, not the next's
+			close(connDone)
+			c.Close()
+		}
+		r.goRun(func() { r.closeIfMoved(pc, addr, leave, connDone) })
 		var conn io.Writer = c
+		var rd io.Reader = c
 		if r.link != nil {
 			tc, err := r.link.Client(r.ctx, c, handshakeTimeout)
 			if err != nil {
-				stop()
-				close(connDone)
-				c.Close()
+				endConn()
 				if r.ctx.Err() != nil {
 					return
 				}
@@ -343,8 +362,9 @@ func (r *Relay) writePeer(pc *peerConn) {
 				backoff = min(2*backoff, 2*time.Second)
 				continue
 			}
-			conn = sealedWriter(tc)
+			conn, rd = sealedWriter(tc), tc // tls allows a Read concurrent with the Writes
 		}
+		r.goRun(func() { watchClose(rd, leave, connDone) })
 		err = frame.Write(conn, framePeerHello, &peerHello{Node: r.cfg.Node, Version: ProtocolVersion})
 		if err == nil && lost {
 			// What the failed connection carried may be lost: the
@@ -361,14 +381,29 @@ func (r *Relay) writePeer(pc *peerConn) {
 			err = drain(pc.q, conn, nil)
 			pc.q.setRaw(nil)
 		}
-		stop()
-		close(connDone)
-		c.Close()
+		endConn()
 		if err == nil || r.ctx.Err() != nil {
 			return // queue closed: the peer left, or the relay is closing
 		}
 		lost = true
 		log.Warn("relay connection lost; redialling", zap.Error(err))
+		r.mu.Lock()
+		moved := r.peers[pc.node] != addr
+		r.unlock()
+		if moved || time.Since(made) >= time.Second {
+			churn = 10 * time.Millisecond
+			continue
+		}
+		// Lost at once, at the same address: a relay closing, or one
+		// refusing this one (another key, which watchClose sees at
+		// once). Pause, or the writer would redial in a tight loop.
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-time.After(churn):
+		case <-pc.moved:
+		}
+		churn = min(2*churn, 2*time.Second)
 	}
 }
 
@@ -378,7 +413,7 @@ func (r *Relay) writePeer(pc *peerConn) {
 // until the next write, which may never come. The writer redials at once
 // and what the old connection may have lost is sent again
 // (peerBackLocked).
-func (r *Relay) closeIfMoved(pc *peerConn, addr string, c net.Conn, done <-chan struct{}) {
+func (r *Relay) closeIfMoved(pc *peerConn, addr string, leave func(), done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
@@ -388,11 +423,33 @@ func (r *Relay) closeIfMoved(pc *peerConn, addr string, c net.Conn, done <-chan 
 			now := r.peers[pc.node]
 			r.unlock()
 			if now != addr {
-				pc.q.interrupt()
-				c.Close() // a write to the old peer that blocks
+				leave() // closes c too: a write to the old peer that blocks
 				return
 			}
 		}
+	}
+}
+
+// watchClose leaves the connection to a peer (leave) once the peer
+// closes it, before done. A relay that restarts on the same address (a
+// fixed port) is no move for closeIfMoved, and a frame written to the
+// old connection after the peer died is lost without an error until the
+// RST, with nothing to send it again: a barrier count so lost hangs the
+// barrier. The peer never writes on it, so any return of Read (EOF, an
+// error, stray bytes) says the peer is gone; a TLS link's post-handshake
+// messages are handled inside the tls.Conn's Read. The writer redials
+// and what may be lost is sent again (peerBackLocked).
+func watchClose(rd io.Reader, leave func(), done <-chan struct{}) {
+	var b [1]byte
+	for {
+		if n, err := rd.Read(b[:]); n > 0 || err != nil {
+			break
+		}
+	}
+	select {
+	case <-done: // our end closed it
+	default:
+		leave()
 	}
 }
 

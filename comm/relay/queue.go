@@ -50,9 +50,9 @@ type writeQueue struct {
 	claimed           bool
 	claimGen          uint64
 	broken            bool // a direct write failed: the writer sees to it
-	// moved: the connection's peer went elsewhere (its relay restarted);
-	// the writer leaves the connection before writing to it again
-	// (errPeerMoved).
+	// moved: the connection's peer went elsewhere (its relay restarted)
+	// or closed it; the writer leaves the connection before writing to
+	// it again (errPeerMoved).
 	moved bool
 
 	// Acknowledgements of numbered messages wait for the write of their
@@ -414,18 +414,28 @@ func (q *writeQueue) take(done []byte, doneTails []qtail) (batch []byte, tails [
 	return batch, tails, nil
 }
 
-// errPeerMoved ends a connection to a peer whose relay restarted elsewhere.
-var errPeerMoved = errors.New("the peer's relay moved to another address")
+// errPeerMoved ends a connection to a peer whose relay restarted elsewhere
+// or closed it (closeIfMoved, watchClose).
+var errPeerMoved = errors.New("the peer's relay moved to another address or closed the connection")
 
 // interrupt makes the writer leave its connection before it writes to it
 // again (drain returns errPeerMoved), and stops direct writes to it: the
-// peer moved, and what went to the old connection would be lost without
-// an error. What is pushed meanwhile waits for the next connection.
+// peer moved or died, and what went to the old connection would be lost
+// without an error. What is pushed meanwhile waits for the next
+// connection.
 func (q *writeQueue) interrupt() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.moved, q.broken = true, true
 	q.cond.Broadcast()
+}
+
+// uninterrupt forgets an interrupt drain did not meet (it had failed
+// already): it was for the connection the writer left.
+func (q *writeQueue) uninterrupt() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.moved = false
 }
 
 // drain writes everything pushed to q into c until q is closed and empty

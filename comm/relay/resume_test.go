@@ -6,15 +6,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/cosched/cosched/clusterkey"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/internal/frame"
 )
@@ -409,18 +414,23 @@ func TestResumedHelloWaitsForReattach(t *testing.T) {
 type rootPair struct {
 	t      *testing.T
 	dir    string
+	key    *clusterkey.Key // the relays' links' (nil: plain)
 	relays []*Relay
+	lost   [2]atomic.Int32 // per relay: outbound connections it saw fail (it redialled)
 }
 
 var rootPairNodes = []string{"n0", "n1"}
 
-func newRootPair(t *testing.T, linked bool) *rootPair {
+func newRootPair(t *testing.T, linked bool) *rootPair { return newKeyedRootPair(t, linked, nil) }
+
+// newKeyedRootPair is newRootPair with the links keyed (nil: plain).
+func newKeyedRootPair(t *testing.T, linked bool, key *clusterkey.Key) *rootPair {
 	dir, err := os.MkdirTemp("", "rb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	p := &rootPair{t: t, dir: dir}
+	p := &rootPair{t: t, dir: dir, key: key}
 	p.relays = []*Relay{p.start("n0"), p.start("n1")}
 	t.Cleanup(func() {
 		for _, r := range p.relays {
@@ -441,17 +451,57 @@ func newRootPair(t *testing.T, linked bool) *rootPair {
 }
 
 func (p *rootPair) start(node string) *Relay {
-	r, err := New(Config{Node: node, SocketPath: filepath.Join(p.dir, node+".sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(p.t)})
+	p.t.Helper()
+	r, err := p.startAt(node, "127.0.0.1:0")
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	return r
 }
 
+func (p *rootPair) startAt(node, listen string) (*Relay, error) {
+	lost := &p.lost[slices.Index(rootPairNodes, node)]
+	count := zap.Hooks(func(e zapcore.Entry) error {
+		if e.Message == "relay connection lost; redialling" {
+			lost.Add(1)
+		}
+		return nil
+	})
+	return New(Config{Node: node, SocketPath: filepath.Join(p.dir, node+".sock"), Listen: listen, Key: p.key,
+		Log: zaptest.NewLogger(p.t, zaptest.WrapOptions(count))})
+}
+
 func (p *rootPair) restartRoot() {
 	p.t.Helper()
 	p.relays[0].Close()
 	p.relays[0] = p.start("n0")
+	p.reattachRoot()
+}
+
+// restartRootInPlace is restartRoot with the new relay listening where
+// the old one did, as an agent with a fixed relay port restarts: the
+// root's peers see no new address.
+func (p *rootPair) restartRootInPlace() {
+	p.t.Helper()
+	addr := p.relays[0].Addr()
+	p.relays[0].Close()
+	var err error
+	for try := 0; ; try++ { // the port may take a moment to be free
+		var r *Relay
+		if r, err = p.startAt("n0", addr); err == nil {
+			p.relays[0] = r
+			break
+		}
+		if try == 100 {
+			p.t.Fatalf("restart the root on %s: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.reattachRoot()
+}
+
+func (p *rootPair) reattachRoot() {
+	p.t.Helper()
 	link(p.relays...)
 	if err := p.relays[0].ReattachJob(1, rootPairNodes, uint32(os.Getuid())); err != nil {
 		p.t.Fatal(err)
@@ -524,4 +574,62 @@ func TestRestartedRootReleasesWhatItsRankHad(t *testing.T) {
 	a.c.Close()
 	p.hello(0, true, 1) // released from barrier 1, in no barrier now
 	awaitRelease(t, b, 1)
+}
+
+// The root's relay restarts on the same address (an agent with a fixed
+// relay port restarts so) while n1's count of barrier 1 is in. n1's
+// connection to the old root looks alive to its writer, which only
+// writes on it: the count n1 sends again when told of the restart would
+// go into the dead connection and be lost, and the barrier would hang.
+// The writer reads its connection (watchClose) and redials once the
+// peer closes it. Keyed too: a TLS link's Read must not return for
+// anything but the peer's close, or its writer would redial for ever.
+func TestRestartedRootOnTheSameAddress(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			var key *clusterkey.Key
+			if keyed {
+				key = relayKey(t, 1)
+			}
+			p := newKeyedRootPair(t, true, key)
+			a, b := p.hello(0, false, 0), p.hello(1, false, 0)
+			b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+			eventually(t, "n1's count of barrier 1 at the root", func() bool {
+				r := p.relays[0]
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return r.jobs[1].root[1]["n1"] == 1
+			})
+			if n := p.lost[1].Load(); n != 0 {
+				t.Fatalf("n1 redialled the root %d times before it restarted", n)
+			}
+			addr := p.relays[0].Addr()
+			p.restartRootInPlace()
+			if got := p.relays[0].Addr(); got != addr {
+				t.Fatalf("the root restarted on %s, not %s", got, addr)
+			}
+			a.c.Close()
+			a = p.hello(0, true, 0)
+			a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+			awaitRelease(t, a, 1)
+			awaitRelease(t, b, 1)
+			// The links are steady: n1 redials no more (a spurious
+			// watchClose would redial at once, again and again).
+			a.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+			b.send(comm.FrameArrive, &comm.Arrive{Seq: 2})
+			awaitRelease(t, a, 2)
+			awaitRelease(t, b, 2)
+			lost := p.lost[1].Load()
+			if lost == 0 {
+				t.Fatal("n1 did not see its connection to the old root fail")
+			}
+			a.send(comm.FrameArrive, &comm.Arrive{Seq: 3})
+			b.send(comm.FrameArrive, &comm.Arrive{Seq: 3})
+			awaitRelease(t, a, 3)
+			awaitRelease(t, b, 3)
+			if now := p.lost[1].Load(); now != lost {
+				t.Fatalf("n1 redialled the root %d times after the restart's redial", now-lost)
+			}
+		})
+	}
 }
