@@ -487,6 +487,9 @@ static void handle(const struct inframe *f)
 	/* other types (a newer relay's): ignored */
 }
 
+static void post_fields(struct buf *b, uint64_t id, const struct postslot *p);
+static void write_post(struct buf *b, uint64_t id);
+
 uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 {
 	uint64_t id = slot_new(kind, r, off);
@@ -498,33 +501,51 @@ uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 			r->outstanding++;
 		return id; /* from a granted peer: matched here (chan.c) */
 	}
-	G.out.len = 0;
-	mp_map(&G.out, 4);
-	mp_str(&G.out, "r");
-	mp_uint(&G.out, id);
-	mp_str(&G.out, "s");
-	mp_int(&G.out, src);
-	mp_str(&G.out, "t");
-	mp_int(&G.out, tag);
-	mp_str(&G.out, "c");
-	mp_int(&G.out, ctx);
 	p->psrc = src;
 	p->ptag = tag;
-	conn_write(FR_POST, &G.out);
 	if (r)
 		r->outstanding++;
-	if (G.blocking) { /* posted while blocked (a fragment): the relay must know */
-		p = slot_of(id);
-		if (p)
-			p->waited = 1;
-		G.out.len = 0;
-		mp_map(&G.out, 1);
-		mp_str(&G.out, "r");
-		mp_array(&G.out, 1);
-		mp_uint(&G.out, id);
-		conn_write(FR_WAIT, &G.out);
-	}
+	write_post(&G.out, id); /* posted while blocked (a fragment): the relay must know */
 	return id;
+}
+
+/* post_fields encodes slot id's Post (or Probe) as a resumed connection
+ * says it again too: from the slot's psrc, ptag, ctx (and pblock). */
+static void post_fields(struct buf *b, uint64_t id, const struct postslot *p)
+{
+	b->len = 0;
+	mp_map(b, p->kind == P_PROBE ? 5 : 4);
+	mp_str(b, "r");
+	mp_uint(b, id);
+	mp_str(b, "s");
+	mp_int(b, p->psrc);
+	mp_str(b, "t");
+	mp_int(b, p->ptag);
+	mp_str(b, "c");
+	mp_int(b, p->ctx);
+	if (p->kind == P_PROBE) {
+		mp_str(b, "b");
+		mp_bool(b, p->pblock);
+	}
+}
+
+/* write_post says slot id's Post to the relay, in b, and a Wait for it
+ * if the rank is blocked: the relay must know the rank waits for it. */
+static void write_post(struct buf *b, uint64_t id)
+{
+	post_fields(b, id, slot_of(id));
+	conn_write(FR_POST, b);
+	if (!G.blocking)
+		return;
+	struct postslot *p = slot_of(id); /* again: writing may have resumed the connection */
+	if (p)
+		p->waited = 1;
+	b->len = 0;
+	mp_map(b, 1);
+	mp_str(b, "r");
+	mp_array(b, 1);
+	mp_uint(b, id);
+	conn_write(FR_WAIT, b);
 }
 
 /* post_relay posts to the relay the receive of slot id that a channel
@@ -538,26 +559,9 @@ void post_relay(uint64_t id, int src, int tag, int ctx)
 	p->local = 0;
 	p->psrc = src;
 	p->ptag = tag;
+	p->ctx = ctx;
 	struct buf b = {0};
-	mp_map(&b, 4);
-	mp_str(&b, "r");
-	mp_uint(&b, id);
-	mp_str(&b, "s");
-	mp_int(&b, src);
-	mp_str(&b, "t");
-	mp_int(&b, tag);
-	mp_str(&b, "c");
-	mp_int(&b, ctx);
-	conn_write(FR_POST, &b);
-	if (G.blocking) { /* the relay must know the rank waits for it */
-		p->waited = 1;
-		b.len = 0;
-		mp_map(&b, 1);
-		mp_str(&b, "r");
-		mp_array(&b, 1);
-		mp_uint(&b, id);
-		conn_write(FR_WAIT, &b);
-	}
+	write_post(&b, id);
 	free(b.p);
 }
 
@@ -621,18 +625,7 @@ static uint64_t probe_send(int src, int tag, int ctx, int block)
 	q->ptag = tag;
 	q->ctx = ctx;
 	q->pblock = block;
-	G.out.len = 0;
-	mp_map(&G.out, 5);
-	mp_str(&G.out, "r");
-	mp_uint(&G.out, id);
-	mp_str(&G.out, "s");
-	mp_int(&G.out, src);
-	mp_str(&G.out, "t");
-	mp_int(&G.out, tag);
-	mp_str(&G.out, "c");
-	mp_int(&G.out, ctx);
-	mp_str(&G.out, "b");
-	mp_bool(&G.out, block);
+	post_fields(&G.out, id, q);
 	conn_write(FR_PROBE, &G.out);
 	return id;
 }
@@ -1016,20 +1009,7 @@ static void replay(struct buf *out)
 	for (int j = 0; j < n; j++) {
 		struct postslot *p = &posts[idx[j]];
 		uint64_t id = (uint64_t)p->gen << 32 | (uint32_t)idx[j];
-		b.len = 0;
-		mp_map(&b, p->kind == P_PROBE ? 5 : 4);
-		mp_str(&b, "r");
-		mp_uint(&b, id);
-		mp_str(&b, "s");
-		mp_int(&b, p->psrc);
-		mp_str(&b, "t");
-		mp_int(&b, p->ptag);
-		mp_str(&b, "c");
-		mp_int(&b, p->ctx);
-		if (p->kind == P_PROBE) {
-			mp_str(&b, "b");
-			mp_bool(&b, p->pblock);
-		}
+		post_fields(&b, id, p);
 		frame_append(out, p->kind == P_PROBE ? FR_PROBE : FR_POST, b.p, b.len, NULL, 0);
 		waited += p->kind != P_PROBE && p->waited;
 	}
