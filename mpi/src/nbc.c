@@ -227,6 +227,23 @@ static struct nbc *nbc_new(struct comm *c, enum nkind kind)
 	return s;
 }
 
+/* nbc_receiving is nbc_new for a collective that receives into recvbuf
+ * by recvcount, or by recvcounts and displs (copied) when given. */
+static struct nbc *nbc_receiving(struct comm *c, enum nkind kind, int root, void *recvbuf, int recvcount, const int *recvcounts,
+				 const int *displs, struct dtype *rd)
+{
+	struct nbc *s = nbc_new(c, kind);
+	s->root = root;
+	s->rbuf = recvbuf;
+	s->rcount = recvcount;
+	s->rcounts = ints(recvcounts, c->size);
+	s->rdispls = ints(displs, c->size);
+	s->rd = rd;
+	if (rd)
+		dt_ref(rd);
+	return s;
+}
+
 struct sends {
 	uint8_t **p;
 	size_t *n;
@@ -320,15 +337,7 @@ static int igather(const char *fn, const char *kind, int all, const void *sendbu
 		sd = t;
 	} else if (!receiver)
 		return cmpi_err(c, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE on a rank that is not the root");
-	struct nbc *s = nbc_new(c, all ? N_ALLGATHER : N_GATHER);
-	s->root = root;
-	s->rbuf = recvbuf;
-	s->rcount = recvcount;
-	s->rcounts = ints(recvcounts, c->size);
-	s->rdispls = ints(displs, c->size);
-	s->rd = rd;
-	if (rd)
-		dt_ref(rd);
+	struct nbc *s = nbc_receiving(c, all ? N_ALLGATHER : N_GATHER, root, recvbuf, recvcount, recvcounts, displs, rd);
 	struct sends x = sends_new(c->size);
 	/* what this rank sends: its buffer, or in place its block of recvbuf */
 	size_t myn;
@@ -426,15 +435,7 @@ static int iscatter(const char *fn, const char *kind, int all, const void *sendb
 		sendcount = recvcount;
 		sendbuf = recvbuf;
 	}
-	struct nbc *s = nbc_new(c, all ? N_ALLTOALL : N_SCATTER);
-	s->root = root;
-	s->rbuf = recvbuf;
-	s->rcount = recvcount;
-	s->rcounts = ints(recvcounts, c->size);
-	s->rdispls = ints(rdispls, c->size);
-	s->rd = rd;
-	if (rd)
-		dt_ref(rd);
+	struct nbc *s = nbc_receiving(c, all ? N_ALLTOALL : N_SCATTER, root, recvbuf, recvcount, recvcounts, rdispls, rd);
 	struct sends x = sends_new(c->size);
 	int64_t bytes = 0;
 	if (sender) {
