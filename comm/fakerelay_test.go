@@ -178,26 +178,19 @@ func (f *fakeRelay) handle(rank int, t frame.Type, body []byte) error {
 	var err error
 	switch t {
 	case FrameSend:
-		var s Send
-		err, v = frame.Decode(body, &s), s
+		v, err = decoded[Send](body)
 	case FramePost:
-		var p Post
-		err, v = frame.Decode(body, &p), p
+		v, err = decoded[Post](body)
 	case FrameWait:
-		var w Wait
-		err, v = frame.Decode(body, &w), w
+		v, err = decoded[Wait](body)
 	case FrameUnwait:
-		var u Unwait
-		err, v = frame.Decode(body, &u), u
+		v, err = decoded[Unwait](body)
 	case FrameArrive:
-		var a Arrive
-		err, v = frame.Decode(body, &a), a
+		v, err = decoded[Arrive](body)
 	case FrameStats:
-		var s Stats
-		err, v = frame.Decode(body, &s), s
+		v, err = decoded[Stats](body)
 	case FrameFinalize:
-		var x Finalize
-		err, v = frame.Decode(body, &x), x
+		v, err = decoded[Finalize](body)
 	default:
 		err = fmt.Errorf("unexpected %s", frameName(t))
 	}
@@ -244,6 +237,13 @@ func (f *fakeRelay) handle(rank int, t frame.Type, body []byte) error {
 		}
 	}
 	return nil
+}
+
+// decoded is body decoded as a T.
+func decoded[T any](body []byte) (any, error) {
+	var v T
+	err := frame.Decode(body, &v)
+	return v, err
 }
 
 func (f *fakeRelay) deliverLocked(dst int, p Post, m fakeMsg) {

@@ -29,11 +29,6 @@ func TestBrokenChannelRemade(t *testing.T) {
 	needSSKill(t)
 	prog := program(t, "node/testdata/mpistream.c")
 	c := newCluster(t, 2, false)
-	dir := t.TempDir()
-	stop := filepath.Join(dir, "stop")
-	// COSCHED_MPI_DEBUG: each rank says on stderr when a channel broke and
-	// how many messages it sent again
-	c.env = []string{"COSCHED_TEST_STREAM_STOP=" + stop, "COSCHED_MPI_DEBUG=1"}
 	var mu sync.Mutex
 	pids := map[int]int{}
 	c.started = func(rank, pid int) {
@@ -41,71 +36,24 @@ func TestBrokenChannelRemade(t *testing.T) {
 		pids[rank] = pid
 		mu.Unlock()
 	}
-	id := c.nextID
-	out := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("rank-%d.out", rank)) }
-	place := []int{0, 1, 0, 1}
-	done := make(chan []rankResult, 1)
-	go func() {
-		done <- c.run(t, "/bin/sh", place, 3*time.Minute, "-c", `exec "$0" >"$1-$COSCHED_RANK.out"`, prog, filepath.Join(dir, "rank"))
-	}()
-	report := func(res []rankResult) {
-		for _, r := range res {
-			t.Logf("rank %d: exit %d, at round %d; stderr %q", r.rank, r.exit, lastRound(out(r.rank)), r.err)
-		}
-	}
-	progress := func(after int) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			low := lastRound(out(0))
-			for rk := range place {
-				low = min(low, lastRound(out(rk)))
-			}
-			if low > after {
-				return
-			}
-			select {
-			case res := <-done:
-				report(res)
-				t.Fatal("the job ended early")
-			default:
-			}
-			if time.Now().After(deadline) {
-				os.WriteFile(stop, nil, 0o644)
-				report(<-done)
-				t.Fatalf("the ranks not all past round %d after 60 s", after)
-			}
-		}
-	}
+	// COSCHED_MPI_DEBUG: each rank says on stderr when a channel broke and
+	// how many messages it sent again
+	s := startStream(t, c, prog, []int{0, 1, 0, 1}, 3*time.Minute, "COSCHED_MPI_DEBUG=1")
 	pid := func(rank int) int {
 		mu.Lock()
 		defer mu.Unlock()
 		return pids[rank]
 	}
-	progress(20)
+	s.progress(20)
 	breakChannel(t, pid(0), pid(1))
-	at1 := lastRound(out(0))
-	progress(at1 + 20)
+	at1 := lastRound(s.out(0))
+	s.progress(at1 + 20)
 	breakChannel(t, pid(3), pid(2))
-	at2 := lastRound(out(0))
-	progress(at2 + 20)
-	if err := os.WriteFile(stop, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := <-done
-	for _, r := range res {
-		b, _ := os.ReadFile(out(r.rank))
-		f := strings.Split(strings.TrimSpace(string(b)), "\n")
-		bad := r.exit != 0 || len(f) < 3 || f[0] != "start" || f[len(f)-1] != "ok"
-		for n := 1; !bad && n < len(f)-1; n++ {
-			bad = f[n] != "got "+strconv.Itoa(n)
-		}
-		if bad {
-			report(res)
-			t.Fatalf("rank %d: exit %d, want 0 and one run (start, got 1…, ok); output ends %q", r.rank, r.exit, f[max(0, len(f)-5):])
-		}
-	}
-	end, _ := jobTraffic(c.relays, id)
-	t.Logf("broke 0-1 at round %d, 2-3 at round %d, of %d; counted %+v", at1, at2, lastRound(out(0)), end)
+	at2 := lastRound(s.out(0))
+	s.progress(at2 + 20)
+	res := s.finish()
+	end, _ := jobTraffic(c.relays, s.id)
+	t.Logf("broke 0-1 at round %d, 2-3 at round %d, of %d; counted %+v", at1, at2, lastRound(s.out(0)), end)
 	for _, r := range res {
 		t.Logf("rank %d said: %s", r.rank, strings.TrimSpace(r.err))
 		peer := r.rank ^ 1

@@ -3,9 +3,7 @@ package mpi_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,17 +43,10 @@ func TestRanksResumeOnRestartedRelays(t *testing.T) {
 func resumeOnRestarts(t *testing.T, slice time.Duration, downs []int, env ...string) {
 	prog := program(t, "node/testdata/mpistream.c")
 	c := newClusterSlice(t, 2, slice)
-	dir := t.TempDir()
-	stop := filepath.Join(dir, "stop")
-	c.env = append([]string{"COSCHED_RELAY_GRACE=10s", "COSCHED_MPI_DEBUG=1", "COSCHED_TEST_STREAM_STOP=" + stop}, env...)
 	id, nodes := c.nextID, []string{c.names[0], c.names[1]}
 	relays := slices.Clone(c.relays) // the run's goroutine read c.relays: restarts change this copy
-	out := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("rank-%d.out", rank)) }
-	done := make(chan []rankResult, 1)
-	go func() {
-		// through sh: its stdout is a file, read while it runs
-		done <- c.run(t, "/bin/sh", []int{0, 1}, 2*time.Minute, "-c", `exec "$0" >"$1-$COSCHED_RANK.out"`, prog, filepath.Join(dir, "rank"))
-	}()
+	s := startStream(t, c, prog, []int{0, 1}, 2*time.Minute, append([]string{"COSCHED_RELAY_GRACE=10s", "COSCHED_MPI_DEBUG=1"}, env...)...)
+	out, done := s.out, s.done
 	stuck := func(why string) {
 		t.Helper()
 		for _, r := range relays { // the ranks end within their grace, saying why
@@ -111,7 +102,7 @@ func resumeOnRestarts(t *testing.T, slice time.Duration, downs []int, env ...str
 		progress(1-down, at+10)
 		t.Logf("%s restarted at round %d; 10 rounds more in %v", nodes[down], at, time.Since(restarted).Round(time.Millisecond))
 	}
-	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+	if err := os.WriteFile(s.stop, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res := <-done
@@ -121,14 +112,9 @@ func resumeOnRestarts(t *testing.T, slice time.Duration, downs []int, env ...str
 		dups += r.Stats().Duplicates
 	}
 	for _, r := range res {
-		b, _ := os.ReadFile(out(r.rank))
-		f := strings.Split(strings.TrimSpace(string(b)), "\n")
-		bad := r.exit != 0 || len(f) < 3 || f[0] != "start" || f[len(f)-1] != "ok"
-		for n := 1; !bad && n < len(f)-1; n++ {
-			bad = f[n] != "got "+strconv.Itoa(n)
-		}
-		if bad {
-			t.Fatalf("rank %d: exit %d, want 0 and one run (start, got 1…, ok); stderr %q; output ends %q", r.rank, r.exit, r.err, f[max(0, len(f)-5):])
+		f, bad := streamRun(r, out(r.rank))
+		if bad != "" {
+			t.Fatal(bad)
 		}
 		if n, want := strings.Count(r.err, "relay connection resumed"), len(downs)/2; n != want {
 			t.Errorf("rank %d: %d resumed connections in its stderr, want %d: %q", r.rank, n, want, r.err)
@@ -153,18 +139,4 @@ func resumeOnRestarts(t *testing.T, slice time.Duration, downs []int, env ...str
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
-}
-
-// lastRound is the last "got N" of an mpistream rank's output (0: none).
-func lastRound(path string) int {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if n, ok := strings.CutPrefix(lines[i], "got "); ok {
-			if v, err := strconv.Atoi(n); err == nil {
-				return v
-			}
-		}
-	}
-	return 0
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -142,23 +141,10 @@ func TestFreezerRowsAlternateUnseen(t *testing.T) {
 	a := c.submit(api.JobSpec{Name: "a", Command: busy, Processors: 3})
 	b := c.submit(api.JobSpec{Name: "b", Command: busy, Processors: 3})
 	pa, pb := c.waitExec(a, 3, "sh"), c.waitExec(b, 3, "sh")
-	byNode := map[string][2]int{}
-	for i, ps := range [][]int{pa, pb} {
-		for _, p := range ps {
-			e := byNode[rankNode(p)]
-			e[i] = p
-			byNode[rankNode(p)] = e
-		}
-	}
-	if len(byNode) != 3 {
-		t.Fatalf("ranks by node: %v", byNode)
-	}
+	byNode := ranksByNode(t, 3, pa, pb)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	normal := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
-	if err := unix.SchedSetAttr(0, &normal, 0); err != nil {
-		t.Fatal(err)
-	}
+	normalPriority(t)
 	type track struct {
 		last    [2]int64
 		ran     [2]int // intervals in which each job progressed

@@ -314,15 +314,25 @@ func TestRankExitingWithoutFinalizeFailsJob(t *testing.T) {
 	c.waitGone(id)
 }
 
-// jobTraffic adds up a job's counters at every agent's relay.
-func (c *testCluster) jobTraffic(id int64) telemetry.RelayJobStats {
+// agentStats is every agent's statistics, in the agents' order.
+func (c *testCluster) agentStats() []api.NodeStats {
 	c.t.Helper()
-	sum := telemetry.RelayJobStats{Job: id}
-	for _, a := range c.agents {
+	sts := make([]api.NodeStats, len(c.agents))
+	for i, a := range c.agents {
 		st, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
 		if err != nil {
 			c.t.Fatal(err)
 		}
+		sts[i] = st
+	}
+	return sts
+}
+
+// jobTraffic adds up a job's counters at every agent's relay.
+func (c *testCluster) jobTraffic(id int64) telemetry.RelayJobStats {
+	c.t.Helper()
+	sum := telemetry.RelayJobStats{Job: id}
+	for _, st := range c.agentStats() {
 		for _, js := range st.Relay.Jobs {
 			if js.Job == id {
 				sum.Sent += js.Sent
@@ -371,11 +381,7 @@ func (c *testCluster) jobMetric(name string, id int64) float64 {
 func (c *testCluster) relayStats() relay.Stats {
 	c.t.Helper()
 	var sum relay.Stats
-	for _, a := range c.agents {
-		st, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
-		if err != nil {
-			c.t.Fatal(err)
-		}
+	for _, st := range c.agentStats() {
 		r := st.Relay
 		sum.Sent += r.Sent
 		sum.Forwarded += r.Forwarded
@@ -461,11 +467,7 @@ func TestBCSBenchmarks(t *testing.T) {
 		t.Fatalf("a slice transferred %d bytes, h_max %d", st.MaxSliceBytes, hmax)
 	}
 	var reuses uint64
-	for _, a := range c.agents {
-		s, err := api.NewClient(a.APIAddr()).LocalStats(context.Background(), ^uint64(0))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, s := range c.agentStats() {
 		reuses += s.SlotReuses
 	}
 	if reuses == 0 {

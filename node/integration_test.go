@@ -45,6 +45,36 @@ func TestGangRowsAlternate(t *testing.T) {
 	}
 }
 
+// ranksByNode pairs, node by node, a rank of job a (pids pa) with one of
+// job b (pb), failing the test unless they are on nodes nodes.
+func ranksByNode(t *testing.T, nodes int, pa, pb []int) map[string][2]int {
+	t.Helper()
+	byNode := map[string][2]int{}
+	for i, pids := range [][]int{pa, pb} {
+		for _, p := range pids {
+			e := byNode[rankNode(p)]
+			e[i] = p
+			byNode[rankNode(p)] = e
+		}
+	}
+	if len(byNode) != nodes {
+		t.Fatalf("ranks by node: %v", byNode)
+	}
+	return byNode
+}
+
+// normalPriority sets this thread (locked to its goroutine by the
+// caller) to the normal scheduling policy. The agents run in this test
+// process and raise all its threads to real-time priority; a sampler must
+// not, or it would compete with the ranks it watches.
+func normalPriority(t *testing.T) {
+	t.Helper()
+	normal := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
+	if err := unix.SchedSetAttr(0, &normal, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func gangRowsAlternate(t *testing.T, suspend string) {
 	c := startCluster(t, clusterOpts{agents: 3, processors: 1, mode: sharing.Gang, mpl: 2, slice: 40 * time.Millisecond, priority: 50, suspend: suspend})
 	a := c.submit(api.JobSpec{Name: "a", Command: busy, Processors: 3})
@@ -55,29 +85,10 @@ func gangRowsAlternate(t *testing.T, suspend string) {
 	// binary that stops itself before exec'ing the program) runs for a
 	// moment before it is stopped.
 	pa, pb := c.waitExec(a, 3, "sh"), c.waitExec(b, 3, "sh")
-	byNode := map[string][2]int{}
-	for _, p := range pa {
-		e := byNode[rankNode(p)]
-		e[0] = p
-		byNode[rankNode(p)] = e
-	}
-	for _, p := range pb {
-		e := byNode[rankNode(p)]
-		e[1] = p
-		byNode[rankNode(p)] = e
-	}
-	if len(byNode) != 3 {
-		t.Fatalf("ranks by node: %v", byNode)
-	}
-	// The agents run in this test process and raise all its threads to
-	// real-time priority; the sampler must not, or it would compete with
-	// the ranks it watches.
+	byNode := ranksByNode(t, 3, pa, pb)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	normal := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
-	if err := unix.SchedSetAttr(0, &normal, 0); err != nil {
-		t.Fatal(err)
-	}
+	normalPriority(t)
 	seen := map[string][2]int{} // per node: samples with a executing, b executing
 	valid := 0
 	deadline := time.Now().Add(3 * time.Second)

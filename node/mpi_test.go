@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node"
@@ -147,25 +144,10 @@ func TestMPIGangRowsNeverTogether(t *testing.T) {
 // together, and each must execute at some point.
 func rowsNeverTogether(t *testing.T, pa, pb []int) {
 	t.Helper()
-	byNode := map[string][2]int{}
-	for i, pids := range [][]int{pa, pb} {
-		for _, p := range pids {
-			e := byNode[rankNode(p)]
-			e[i] = p
-			byNode[rankNode(p)] = e
-		}
-	}
-	if len(byNode) != 2 {
-		t.Fatalf("ranks by node: %v", byNode)
-	}
-	// The sampler runs at normal priority (the agents in this process
-	// raised its threads), as in TestGangRowsAlternate.
+	byNode := ranksByNode(t, 2, pa, pb)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	normal := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL}
-	if err := unix.SchedSetAttr(0, &normal, 0); err != nil {
-		t.Fatal(err)
-	}
+	normalPriority(t)
 	seen := map[string][2]int{}
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		for name, p := range byNode {

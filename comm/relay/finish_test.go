@@ -79,14 +79,19 @@ func (rs bcsNodes) heartbeat(from string, seq uint64, targets []string) {
 	}
 }
 
-// strobe cuts slice seq, exchanges its heartbeats and waits until every
-// node has transferred it (as the next strobe would find them).
-func (rs bcsNodes) strobe(t *testing.T, seq uint64) {
-	t.Helper()
+// exchange cuts slice seq and exchanges its heartbeats.
+func (rs bcsNodes) exchange(seq uint64) {
 	targets := rs.cut(seq)
 	for _, r := range rs {
 		rs.heartbeat(r.cfg.Node, seq, targets[r.cfg.Node])
 	}
+}
+
+// strobe exchanges slice seq and waits until every node has transferred
+// it (as the next strobe would find them).
+func (rs bcsNodes) strobe(t *testing.T, seq uint64) {
+	t.Helper()
+	rs.exchange(seq)
 	eventually(t, fmt.Sprintf("slice %d transferred everywhere", seq), func() bool {
 		for _, r := range rs {
 			if r.transferred() < seq {

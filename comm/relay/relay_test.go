@@ -416,17 +416,39 @@ func TestBufferedSlices(t *testing.T) {
 	}
 }
 
+// newBufferedPair is relays n0 and n1 in buffered delivery, slices of
+// 40 ms (a heartbeat timeout of 10 ms), with job 5's rank 0 connected to
+// n0 and rank 1 to n1. linked false: n0 does not know n1's address.
+func newBufferedPair(t *testing.T, linked bool) (r0, r1 *Relay, a, b *client) {
+	t.Helper()
+	r0, r1 = newRelay(t, "n0", nil), newRelay(t, "n1", nil)
+	if linked {
+		link(r0, r1)
+	} else {
+		r1.SetPeers(map[string]string{"n0": r0.Addr()})
+	}
+	nodes := []string{"n0", "n1"}
+	for _, r := range []*Relay{r0, r1} {
+		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
+	}
+	r0.AddJob(5, nodes)
+	r1.AddJob(5, nodes)
+	return r0, r1, dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
+}
+
+// bothInBarrier1 has a newBufferedPair's ranks arrive at barrier 1 and
+// waits until both relays count them blocked there.
+func bothInBarrier1(t *testing.T, r0, r1 *Relay, a, b *client) {
+	t.Helper()
+	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
+	eventually(t, "both ranks in the barrier", func() bool { return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 1 })
+}
+
 // Without every peer's heartbeat, a slice's transfer waits for the
 // timeout, then goes anyway.
 func TestBufferedHeartbeatTimeout(t *testing.T) {
-	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
-	link(r0, r1)
-	r0.SetDelivery(Buffered, 40*time.Millisecond, 0) // timeout 10 ms
-	r1.SetDelivery(Buffered, 40*time.Millisecond, 0)
-	nodes := []string{"n0", "n1"}
-	r0.AddJob(5, nodes)
-	r1.AddJob(5, nodes)
-	a, b := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
+	r0, _, a, b := newBufferedPair(t, true)
 	r0.Cut(1, 1)
 	a.msg(1, 0, "x")
 	eventually(t, "outbox", func() bool { return r0.Stats().Outbox == 1 })
@@ -547,18 +569,8 @@ func TestBarrierRootReleasesEveryNode(t *testing.T) {
 // nothing there, and a report the root missed counts when the next
 // heartbeat repeats it (reports are cumulative).
 func TestBarrierCountedAtTheRootOnly(t *testing.T) {
-	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
-	link(r0, r1)
-	for _, r := range []*Relay{r0, r1} {
-		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
-	}
-	nodes := []string{"n0", "n1"}
-	r0.AddJob(5, nodes)
-	r1.AddJob(5, nodes)
-	a, b := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
-	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
-	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
-	eventually(t, "both ranks in the barrier", func() bool { return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 1 })
+	r0, r1, a, b := newBufferedPair(t, true)
+	bothInBarrier1(t, r0, r1, a, b)
 	// Slice 1: n0's report reaches n1, which has every report but is not the root.
 	r0.Cut(1, 1)
 	r1.Cut(1, 1)
@@ -580,18 +592,8 @@ func TestBarrierCountedAtTheRootOnly(t *testing.T) {
 // (a build before the rooted exchange still sends them) carries it
 // (Released), and the node releases from that.
 func TestBarrierReleaseReachesAPeerThatMissedTheRootsFrame(t *testing.T) {
-	r0, r1 := newRelay(t, "n0", nil), newRelay(t, "n1", nil)
-	r1.SetPeers(map[string]string{"n0": r0.Addr()}) // n0 does not know n1's address
-	for _, r := range []*Relay{r0, r1} {
-		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
-	}
-	nodes := []string{"n0", "n1"}
-	r0.AddJob(5, nodes)
-	r1.AddJob(5, nodes)
-	a, b := dialRank(t, r0, 5, 0, 2), dialRank(t, r1, 5, 1, 2)
-	a.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
-	b.send(comm.FrameArrive, &comm.Arrive{Seq: 1})
-	eventually(t, "both ranks in the barrier", func() bool { return r0.Stats().Blocked == 1 && r1.Stats().Blocked == 1 })
+	r0, r1, a, b := newBufferedPair(t, false) // n0 does not know n1's address
+	bothInBarrier1(t, r0, r1, a, b)
 	r0.Cut(1, 1)
 	r1.Cut(1, 1)
 	r0.PeerHeartbeat("n1", 1, 1, r1.HeartbeatData(1, 1))
@@ -754,17 +756,9 @@ func TestUnknownPeerFrameSkipped(t *testing.T) {
 // for heartbeats from the other nodes, and learns from it what the
 // slice's transfers bring it (AnnouncedIn).
 func TestBufferedRootedExchange(t *testing.T) {
-	r0, r1, r2 := newRelay(t, "n0", nil), newRelay(t, "n1", nil), newRelay(t, "n2", nil)
-	rs := []*Relay{r0, r1, r2}
-	link(rs...)
-	nodes := []string{"n1", "n2", "n0"}
-	for _, r := range rs {
-		r.SetDelivery(Buffered, 40*time.Millisecond, 0)
-		r.mu.Lock()
-		r.hbTimeout = time.Minute // a transfer goes when the exchange is done, never at a timeout
-		r.mu.Unlock()
-		r.AddJob(5, nodes)
-	}
+	rs := newBCSNodes(t, "n0", "n1", "n2") // a transfer goes when the exchange is done, never at a timeout
+	r0, r1, r2 := rs[0], rs[1], rs[2]
+	rs.addJob(t, 5, []string{"n1", "n2", "n0"})
 	for i, want := range [][]string{{}, {"n0"}, {"n0"}} {
 		if got := rs[i].HeartbeatNodes(); !slices.Equal(got, want) {
 			t.Fatalf("n%d heartbeats %v, want %v", i, got, want)

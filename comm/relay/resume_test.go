@@ -408,31 +408,43 @@ func TestResumedHelloWaitsForReattach(t *testing.T) {
 }
 
 // rootPair is two relays, n0 (the root: rank 0) and n1 (rank 1), with
-// job 1 registered; restartRoot closes n0 and makes it again, reattached;
-// hello connects rank (resumed or not) and reads the Welcome. linked
-// false: n0 does not know n1's address (what it sends n1 waits).
+// job 1 registered, forwarding in one delivery mode; restart closes a
+// relay and makes it again, reattached; hello connects rank (resumed or
+// not) and reads the Welcome. linked false: n0 does not know n1's
+// address (what it sends n1 waits, and dies with it if n0 restarts).
 type rootPair struct {
 	t      *testing.T
 	dir    string
 	key    *clusterkey.Key // the relays' links' (nil: plain)
+	mode   Delivery        // Buffered: in slices of bcsRestartSlice
+	mu     sync.Mutex      // guards relays: bcsRestarts' strobes read it
 	relays []*Relay
 	lost   [2]atomic.Int32 // per relay: outbound connections it saw fail (it redialled)
 }
 
 var rootPairNodes = []string{"n0", "n1"}
 
-func newRootPair(t *testing.T, linked bool) *rootPair { return newKeyedRootPair(t, linked, nil) }
+func newRootPair(t *testing.T, linked bool) *rootPair {
+	return newRootPairIn(t, Immediate, linked, nil)
+}
 
 // newKeyedRootPair is newRootPair with the links keyed (nil: plain).
 func newKeyedRootPair(t *testing.T, linked bool, key *clusterkey.Key) *rootPair {
+	return newRootPairIn(t, Immediate, linked, key)
+}
+
+// newRootPairIn is newKeyedRootPair in delivery mode mode.
+func newRootPairIn(t *testing.T, mode Delivery, linked bool, key *clusterkey.Key) *rootPair {
 	dir, err := os.MkdirTemp("", "rb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	p := &rootPair{t: t, dir: dir, key: key}
+	p := &rootPair{t: t, dir: dir, key: key, mode: mode}
 	p.relays = []*Relay{p.start("n0"), p.start("n1")}
 	t.Cleanup(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		for _, r := range p.relays {
 			r.Close()
 		}
@@ -467,15 +479,29 @@ func (p *rootPair) startAt(node, listen string) (*Relay, error) {
 		}
 		return nil
 	})
-	return New(Config{Node: node, SocketPath: filepath.Join(p.dir, node+".sock"), Listen: listen, Key: p.key,
+	r, err := New(Config{Node: node, SocketPath: filepath.Join(p.dir, node+".sock"), Listen: listen, Key: p.key,
 		Log: zaptest.NewLogger(p.t, zaptest.WrapOptions(count))})
+	if err == nil && p.mode == Buffered {
+		r.SetDelivery(Buffered, bcsRestartSlice, 0)
+	}
+	return r, err
+}
+
+// restart closes node i's relay (what it holds is lost, its ranks'
+// connections break) and makes it again, linked to the other, with the
+// job reattached.
+func (p *rootPair) restart(i int) {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.relays[i].Close()
+	p.relays[i] = p.start(rootPairNodes[i])
+	p.reattach(i)
 }
 
 func (p *rootPair) restartRoot() {
 	p.t.Helper()
-	p.relays[0].Close()
-	p.relays[0] = p.start("n0")
-	p.reattachRoot()
+	p.restart(0)
 }
 
 // restartRootInPlace is restartRoot with the new relay listening where
@@ -483,6 +509,8 @@ func (p *rootPair) restartRoot() {
 // root's peers see no new address.
 func (p *rootPair) restartRootInPlace() {
 	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	addr := p.relays[0].Addr()
 	p.relays[0].Close()
 	var err error
@@ -497,20 +525,25 @@ func (p *rootPair) restartRootInPlace() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p.reattachRoot()
+	p.reattach(0)
 }
 
-func (p *rootPair) reattachRoot() {
+// reattach links the relays and reattaches the job to node i's; p.mu is
+// held.
+func (p *rootPair) reattach(i int) {
 	p.t.Helper()
 	link(p.relays...)
-	if err := p.relays[0].ReattachJob(1, rootPairNodes, uint32(os.Getuid())); err != nil {
+	if err := p.relays[i].ReattachJob(1, rootPairNodes, uint32(os.Getuid())); err != nil {
 		p.t.Fatal(err)
 	}
 }
 
 func (p *rootPair) hello(rank int, resume bool, released uint64) *client {
 	p.t.Helper()
-	cl := rawClient(p.t, p.relays[rank])
+	p.mu.Lock()
+	r := p.relays[rank]
+	p.mu.Unlock()
+	cl := rawClient(p.t, r)
 	cl.send(comm.FrameHello, &comm.Hello{Job: 1, Rank: rank, Size: 2, PID: os.Getpid(), Numbers: true, Resume: resume, Released: released})
 	if typ, _ := cl.read(); typ != comm.FrameWelcome {
 		p.t.Fatalf("rank %d's hello answered with frame type %d", rank, typ)

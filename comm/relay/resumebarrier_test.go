@@ -2,29 +2,17 @@ package relay
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
 
 	"github.com/cosched/cosched/comm"
 )
 
-// bcsRestarts is rootPair in buffered delivery: n0 (the job's root, the
-// first node by name: rank 0) and n1 (rank 1), strobed every slice by a
+// bcsRestarts is rootPair in buffered delivery, strobed every slice by a
 // goroutine as agents are at the controller's strobes (cut, then each
-// node's heartbeat to the nodes HeartbeatNodes named before the cut),
-// and restart closes one relay and makes it again, the job reattached.
-// linked false: n0 does not know n1's address (what it sends n1 waits,
-// and dies with it if n0 restarts).
+// node's heartbeat to the nodes HeartbeatNodes named before the cut).
 type bcsRestarts struct {
-	t      *testing.T
-	dir    string
-	mu     sync.Mutex // guards relays: the strobes read it
-	relays []*Relay
+	*rootPair
 }
 
 // bcsRestartSlice is the strobes' period: short, so that a test takes
@@ -32,43 +20,11 @@ type bcsRestarts struct {
 const bcsRestartSlice = 4 * time.Millisecond
 
 func newBCSRestarts(t *testing.T, linked bool) *bcsRestarts {
-	dir, err := os.MkdirTemp("", "rbb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	p := &bcsRestarts{t: t, dir: dir}
-	p.relays = []*Relay{p.start("n0"), p.start("n1")}
-	t.Cleanup(func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, r := range p.relays {
-			r.Close()
-		}
-	})
-	if linked {
-		link(p.relays...)
-	} else {
-		p.relays[1].SetPeers(map[string]string{"n0": p.relays[0].Addr()})
-	}
-	for _, r := range p.relays {
-		if err := r.AddJob(1, rootPairNodes); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := &bcsRestarts{newRootPairIn(t, Buffered, linked, nil)}
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go p.strobes(stop, stopped)
 	t.Cleanup(func() { close(stop); <-stopped }) // before the relays close (cleanups run last first)
 	return p
-}
-
-func (p *bcsRestarts) start(node string) *Relay {
-	r, err := New(Config{Node: node, SocketPath: filepath.Join(p.dir, node+".sock"), Listen: "127.0.0.1:0", Log: zaptest.NewLogger(p.t)})
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	r.SetDelivery(Buffered, bcsRestartSlice, 0)
-	return r
 }
 
 // strobes cuts a slice every bcsRestartSlice and exchanges its
@@ -84,51 +40,9 @@ func (p *bcsRestarts) strobes(stop <-chan struct{}, stopped chan<- struct{}) {
 		case <-tick.C:
 		}
 		p.mu.Lock()
-		targets := make([][]string, len(p.relays))
-		for i, r := range p.relays {
-			targets[i] = r.HeartbeatNodes()
-		}
-		for _, r := range p.relays {
-			r.Cut(1, seq)
-		}
-		for i, r := range p.relays {
-			data := r.HeartbeatData(1, seq)
-			for _, to := range targets[i] {
-				p.relays[to[1]-'0'].PeerHeartbeat(rootPairNodes[i], 1, seq, data)
-			}
-		}
+		bcsNodes(p.relays).exchange(seq)
 		p.mu.Unlock()
 	}
-}
-
-// restart closes node i's relay (what it holds is lost, its ranks'
-// connections break) and makes it again, linked to the other, with the
-// job reattached.
-func (p *bcsRestarts) restart(i int) {
-	p.t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.relays[i].Close()
-	p.relays[i] = p.start(rootPairNodes[i])
-	link(p.relays...)
-	if err := p.relays[i].ReattachJob(1, rootPairNodes, uint32(os.Getuid())); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// hello connects rank (resumed or not, released from barrier released)
-// to its node's relay and reads the Welcome.
-func (p *bcsRestarts) hello(rank int, resume bool, released uint64) *client {
-	p.t.Helper()
-	p.mu.Lock()
-	r := p.relays[rank]
-	p.mu.Unlock()
-	cl := rawClient(p.t, r)
-	cl.send(comm.FrameHello, &comm.Hello{Job: 1, Rank: rank, Size: 2, PID: os.Getpid(), Numbers: true, Resume: resume, Released: released})
-	if typ, _ := cl.read(); typ != comm.FrameWelcome {
-		p.t.Fatalf("rank %d's hello answered with frame type %d", rank, typ)
-	}
-	return cl
 }
 
 // barrier has both ranks arrive at barrier seq and awaits both Releases:

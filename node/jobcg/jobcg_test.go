@@ -79,6 +79,18 @@ func open(t *testing.T, mode string) *jobcg.Tree {
 	return tr
 }
 
+// openWithJob opens a tree in mode and creates job id in it with a
+// memory limit of limit bytes (0: none).
+func openWithJob(t *testing.T, mode string, id, limit int64) (*jobcg.Tree, *jobcg.Job) {
+	t.Helper()
+	tr := open(t, mode)
+	j, err := tr.Create(id, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, j
+}
+
 func agentName(t *testing.T, mode string) string {
 	return fmt.Sprintf("i15-%s-%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), mode, os.Getpid())
 }
@@ -107,6 +119,16 @@ func startIn(t testing.TB, j *jobcg.Job, cmd *exec.Cmd) {
 	}
 }
 
+// startHelper starts this test binary as the helper program named
+// (TestMain), born inside j.
+func startHelper(t *testing.T, j *jobcg.Job, helper string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "JOBCG_HELPER="+helper)
+	startIn(t, j, cmd)
+	return cmd
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -131,11 +153,7 @@ func alive(pid int) bool {
 func TestRemoveKillsWhatLeftTheGroup(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(mode, func(t *testing.T) {
-			tr := open(t, mode)
-			j, err := tr.Create(1, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr, j := openWithJob(t, mode, 1, 0)
 			// A double fork into a new session: out of reach of the
 			// rank's process group, not of its cgroup.
 			cmd := exec.Command("sh", "-c", `setsid sh -c 'sleep 300 & wait' & sleep 300`)
@@ -225,14 +243,8 @@ func cpuTicks(t *testing.T, pid int) int64 {
 func TestFreezeStopsWithoutAStopNotification(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(mode, func(t *testing.T) {
-			tr := open(t, mode)
-			j, err := tr.Create(2, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), "JOBCG_HELPER=spin")
-			startIn(t, j, cmd)
+			_, j := openWithJob(t, mode, 2, 0)
+			cmd := startHelper(t, j, "spin")
 			pid := cmd.Process.Pid
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 			waitFor(t, "the spinner to run", func() bool { return cpuTicks(t, pid) > 0 })
@@ -264,12 +276,8 @@ func TestFreezeStopsWithoutAStopNotification(t *testing.T) {
 func TestMemoryLimitKillsAndCounts(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(mode, func(t *testing.T) {
-			tr := open(t, mode)
 			const limit = 64 << 20
-			j, err := tr.Create(3, limit)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, j := openWithJob(t, mode, 3, limit)
 			st, err := j.Stats()
 			if err != nil {
 				t.Fatal(err)
@@ -277,9 +285,7 @@ func TestMemoryLimitKillsAndCounts(t *testing.T) {
 			if st.MemoryLimit == 0 {
 				t.Skipf("%s: no memory controller for jobs here", mode)
 			}
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), "JOBCG_HELPER=alloc")
-			startIn(t, j, cmd)
+			cmd := startHelper(t, j, "alloc")
 			err = cmd.Wait()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -304,14 +310,8 @@ func TestMemoryLimitKillsAndCounts(t *testing.T) {
 func TestAccountsCPU(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(mode, func(t *testing.T) {
-			tr := open(t, mode)
-			j, err := tr.Create(4, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), "JOBCG_HELPER=spin")
-			startIn(t, j, cmd)
+			tr, j := openWithJob(t, mode, 4, 0)
+			cmd := startHelper(t, j, "spin")
 			pid := cmd.Process.Pid
 			waitFor(t, "some CPU time", func() bool { return cpuTicks(t, pid) >= 10 })
 			_ = cmd.Process.Kill()
