@@ -313,6 +313,7 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	res := make([]rankResult, len(place))
+	hung := make([]string, len(place)) // written by each rank's own Cancel, read after wg.Wait
 	var wg sync.WaitGroup
 	for rank, p := range place {
 		if f := c.goRanks[rank]; f != nil {
@@ -335,6 +336,12 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 5 * time.Second
+		cmd.Cancel = func() error {
+			if ctx.Err() == context.DeadlineExceeded { // hung: where, before it goes
+				hung[rank] = hungState(cmd.Process.Pid)
+			}
+			return cmd.Process.Kill()
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -362,9 +369,41 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
+		for rank, h := range hung {
+			if h != "" {
+				t.Logf("rank %d when it was killed:\n%s", rank, indent(h))
+			}
+		}
 		t.Errorf("%s: job of %d ranks still running after %v: killed", filepath.Base(prog), len(place), timeout)
 	}
 	return res
+}
+
+// hungState says where a rank that outlived its job's time limit is: its
+// kernel wait channel and, when gdb is installed (.ci/run installs it),
+// its stack and the library's channel and receive state (the library is
+// built with -g). A hang seen once in a CI run is then explained by its
+// log, not only by the rounds it reached.
+func hungState(pid int) string {
+	wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+	out := fmt.Sprintf("wchan %s\n", wchan)
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		return out + "(no gdb: no stack)\n"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gdb, "-p", fmt.Sprint(pid), "-batch", "-nx",
+		"-ex", "bt 12", "-ex", "p G.rank", "-ex", "p revoked", "-ex", "p npeers", "-ex", "p *peers@npeers",
+		"-ex", "p nlposts", "-ex", "p *lposts@nlposts", "-ex", "p G.stash_head", "-ex", "p G.bye")
+	b, _ := cmd.CombinedOutput()
+	var kept []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "$") || strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "No symbol") {
+			kept = append(kept, l)
+		}
+	}
+	return out + strings.Join(kept, "\n")
 }
 
 // expectPass fails unless every rank exited 0 without a FAIL line and
