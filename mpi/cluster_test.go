@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -144,8 +145,16 @@ func newClusterWith(t testing.TB, nodes int, slice time.Duration, set func(*rela
 		t.Cleanup(func() { _ = l.Sync() })
 		log = l
 	}
+	// A loopback address of this cluster's own: a relay of another
+	// cluster (an earlier test's, or another package's test binary running
+	// beside this one) still redialling a peer that has gone cannot reach
+	// this cluster's relays through a recycled port. Relays without a key
+	// take any peer that says a node name, and every test's nodes are
+	// n0, n1, … with jobs numbered from 1: such a relay's frames would be
+	// applied to this cluster's jobs.
+	host := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
 	c.newRelay = func(name string) (*relay.Relay, error) {
-		cfg := relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: "127.0.0.1:0", Log: log.Named(name),
+		cfg := relay.Config{Node: name, SocketPath: filepath.Join(dir, name+".sock"), Listen: net.JoinHostPort(host, "0"), Log: log.Named(name),
 			OnBlocked: func(job int64, rank int, blocked bool) {
 				c.blockedMu.Lock()
 				c.blocked = append(c.blocked, fmt.Sprintf("%d/%d:%v", job, rank, blocked))

@@ -3,6 +3,8 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,6 +111,13 @@ type testCluster struct {
 	dir    string
 	opts   clusterOpts
 	log    *zap.Logger
+	// host is the loopback address the agents bind: one of this
+	// cluster's own (multicast strobes aside, which want 127.0.0.1), so
+	// that an agent of another cluster (an earlier test's, or another
+	// package's test binary beside this one) still redialling a peer
+	// that has gone cannot reach these through a recycled port: every
+	// test's agents are n0, n1, … and, without a key, take any peer.
+	host string
 }
 
 type clusterOpts struct {
@@ -151,7 +160,10 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	if o.slice == 0 {
 		o.slice = 20 * time.Millisecond
 	}
-	c := &testCluster{t: t, dir: o.stateDir, opts: o}
+	c := &testCluster{t: t, dir: o.stateDir, opts: o, host: "127.0.0.1"}
+	if o.multicast == "" {
+		c.host = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
+	}
 	if c.dir == "" {
 		c.dir = t.TempDir()
 	}
@@ -189,7 +201,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 func (c *testCluster) agentConfig(i int) node.Config {
 	o := c.opts
 	cfg := node.Config{
-		Name: fmt.Sprintf("n%d", i), Bind: "127.0.0.1:0", Local: true,
+		Name: fmt.Sprintf("n%d", i), Bind: net.JoinHostPort(c.host, "0"), Local: true,
 		Processors: o.processors, StateDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i)),
 		Shim: o.shim, Priority: o.priority, ControllerGrace: o.controllerGrace, Log: c.log, Key: o.key, AdminGID: o.adminGID,
 		Suspend: o.suspend, StrobeMulticast: o.multicast,
