@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/cosched/cosched/gang"
@@ -156,12 +157,18 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		return nil
 	}
 
+	// The trace is read ahead on a goroutine of its own while this one
+	// simulates; it has ended before the source's counts are read or the
+	// file is closed (deferred above, so run after it).
+	ahead := prefetch(ctx, src)
+	defer ahead.stop()
 	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy, Backfill: BackfillFor(opt.Backfill, policy)}, Check: opt.Check}
-	run := func() (Stats, error) { return Run(ctx, cfg, src, emit) }
+	run := func() (Stats, error) { return Run(ctx, cfg, ahead, emit) }
 	if opt.Engine != nil {
-		run = func() (Stats, error) { return opt.Engine(ctx, procs, src, emit) }
+		run = func() (Stats, error) { return opt.Engine(ctx, procs, ahead, emit) }
 	}
 	stats, err := run()
+	ahead.stop()
 	if err != nil {
 		return TraceResult{}, err
 	}
@@ -178,7 +185,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		Processors:     procs,
 		ProcessorsFrom: from,
 		Jobs:           src.Counts(),
-		Metrics:        col.Summary(),
+		Metrics:        col.SummaryWith(bothAtOnce),
 		Events:         stats.Events,
 		Passes:         stats.Passes,
 	}
@@ -220,4 +227,13 @@ func BackfillFor(b gang.Backfill, policy gang.Policy) gang.Backfill {
 		b.Weights = nil
 	}
 	return b
+}
+
+// bothAtOnce runs a on this goroutine and b on another (the summary's two
+// halves of sorting, on a second core), and returns when both have.
+func bothAtOnce(a, b func()) {
+	var wg sync.WaitGroup
+	wg.Go(b)
+	a()
+	wg.Wait()
 }
