@@ -78,6 +78,11 @@ type TraceOptions struct {
 	// SWFOut and JobsCSV, when set, receive the simulated schedule.
 	SWFOut  io.Writer
 	JobsCSV io.Writer
+	// Overlap reads the trace ahead and sorts the summary's two halves on
+	// goroutines of their own, beside the simulation: for a run with a
+	// core to spare (Compare sets it when fewer policies run at once than
+	// there are cores). The result is the same either way.
+	Overlap bool
 	// Engine, when set, runs the simulation instead of Run under the named
 	// policy: policies outside the matrix core (pfcfs) provide one.
 	Engine func(ctx context.Context, processors int, src Source, emit func(Result) error) (Stats, error)
@@ -157,18 +162,25 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		return nil
 	}
 
-	// The trace is read ahead on a goroutine of its own while this one
-	// simulates; it has ended before the source's counts are read or the
-	// file is closed (deferred above, so run after it).
-	ahead := prefetch(ctx, src)
-	defer ahead.stop()
+	var jobs Source = src
+	summarize := func(a, b func()) { a(); b() }
+	if opt.Overlap {
+		// The trace is read ahead on a goroutine of its own while this
+		// one simulates; it has ended before the source's counts are read
+		// or the file is closed (deferred above, so run after it).
+		ahead := prefetch(ctx, src)
+		defer ahead.stop()
+		jobs, summarize = ahead, bothAtOnce
+	}
 	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy, Backfill: BackfillFor(opt.Backfill, policy)}, Check: opt.Check}
-	run := func() (Stats, error) { return Run(ctx, cfg, ahead, emit) }
+	run := func() (Stats, error) { return Run(ctx, cfg, jobs, emit) }
 	if opt.Engine != nil {
-		run = func() (Stats, error) { return opt.Engine(ctx, procs, ahead, emit) }
+		run = func() (Stats, error) { return opt.Engine(ctx, procs, jobs, emit) }
 	}
 	stats, err := run()
-	ahead.stop()
+	if ahead, ok := jobs.(*prefetcher); ok {
+		ahead.stop()
+	}
 	if err != nil {
 		return TraceResult{}, err
 	}
@@ -185,7 +197,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		Processors:     procs,
 		ProcessorsFrom: from,
 		Jobs:           src.Counts(),
-		Metrics:        col.SummaryWith(bothAtOnce),
+		Metrics:        col.SummaryWith(summarize),
 		Events:         stats.Events,
 		Passes:         stats.Passes,
 	}
