@@ -29,7 +29,8 @@ type jobBatch struct {
 // then may the source be read again (its counts) or closed.
 type prefetcher struct {
 	batches <-chan jobBatch
-	free    chan []Job // the consumer's used batches, for the reader to refill
+	more    chan<- struct{} // the reader may go on: half the batches are taken
+	free    chan []Job      // the consumer's used batches, for the reader to refill
 	ctx     context.Context
 	cur     jobBatch
 	i       int
@@ -42,12 +43,24 @@ type prefetcher struct {
 func prefetch(ctx context.Context, src Source) *prefetcher {
 	ctx, cancel := context.WithCancel(ctx)
 	batches := make(chan jobBatch, prefetchDepth)
+	more := make(chan struct{}, 1)
 	done := make(chan struct{})
-	p := &prefetcher{batches: batches, free: make(chan []Job, prefetchDepth+2), ctx: ctx, cancel: cancel, done: done}
+	p := &prefetcher{batches: batches, more: more, free: make(chan []Job, prefetchDepth+2), ctx: ctx, cancel: cancel, done: done}
 	go func() {
 		defer close(done)
 		defer close(batches)
 		for {
+			if len(batches) == cap(batches) {
+				// Full: wait until half are taken, not for each one, so
+				// that this goroutine wakes a few times a trace, not at
+				// every batch (each wake is a futex call and a thread
+				// switch, which cost more than reading the batch).
+				select {
+				case <-more:
+				case <-ctx.Done():
+					return
+				}
+			}
 			var jobs []Job
 			select {
 			case jobs = <-p.free:
@@ -93,6 +106,12 @@ func (p *prefetcher) Next() (Job, error) {
 			return Job{}, context.Cause(p.ctx)
 		}
 		p.cur, p.i = b, 0
+		if len(p.batches) == prefetchDepth/2 {
+			select {
+			case p.more <- struct{}{}:
+			default: // already said
+			}
+		}
 	}
 	p.i++
 	return p.cur.jobs[p.i-1], nil
