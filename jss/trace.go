@@ -163,14 +163,15 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 	}
 
 	var jobs Source = src
-	summarize := func(a, b func()) { a(); b() }
+	summarize := col.Summary
 	if opt.Overlap {
 		// The trace is read ahead on a goroutine of its own while this
 		// one simulates; it has ended before the source's counts are read
 		// or the file is closed (deferred above, so run after it).
 		ahead := prefetch(ctx, src)
 		defer ahead.stop()
-		jobs, summarize = ahead, bothAtOnce
+		jobs = ahead
+		summarize = func() metrics.Summary { return col.SummaryWith(bothAtOnce) }
 	}
 	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy, Backfill: BackfillFor(opt.Backfill, policy)}, Check: opt.Check}
 	run := func() (Stats, error) { return Run(ctx, cfg, jobs, emit) }
@@ -197,7 +198,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		Processors:     procs,
 		ProcessorsFrom: from,
 		Jobs:           src.Counts(),
-		Metrics:        col.SummaryWith(summarize),
+		Metrics:        summarize(),
 		Events:         stats.Events,
 		Passes:         stats.Passes,
 	}

@@ -299,7 +299,7 @@ func (c *Collector) stat(so *sorter, m metric) Stat {
 
 // Summary computes the aggregate metrics. It may be called more than once.
 func (c *Collector) Summary() Summary {
-	return c.SummaryWith(func(a, b func()) { a(); b() })
+	return c.summary(nil)
 }
 
 // SummaryWith is Summary with its six per-metric statistics computed by
@@ -308,6 +308,12 @@ func (c *Collector) Summary() Summary {
 // have returned. The two slowdowns' sorts (64-bit keys) are one half, the
 // four others (32-bit keys, or none) the other.
 func (c *Collector) SummaryWith(run func(a, b func())) Summary {
+	return c.summary(run)
+}
+
+// summary is Summary, its halves run by run if set (each with scratch of
+// its own), else in turn on one sorter's scratch (less fresh memory).
+func (c *Collector) summary(run func(a, b func())) Summary {
 	s := Summary{
 		Jobs:         c.n,
 		SumFlow:      c.sumFlow,
@@ -321,17 +327,23 @@ func (c *Collector) SummaryWith(run func(a, b func())) Summary {
 	if s.Makespan > 0 && c.procs > 0 {
 		s.Utilization = c.work / (float64(c.procs) * s.Makespan)
 	}
-	run(func() {
-		so := new(sorter)
+	so := new(sorter)
+	a := func() {
 		s.Wait = c.stat(so, mWait)
 		s.Response = c.stat(so, mResponse)
 		s.Execution = c.stat(so, mExecution)
 		s.ExecSlowdown = c.stat(so, mExecSlowdown)
-	}, func() {
-		so := new(sorter)
+	}
+	b := func(so *sorter) {
 		s.Slowdown = c.stat(so, mSlowdown)
 		s.BoundedSlowdown = c.stat(so, mBoundedSlowdown)
-	})
+	}
+	if run == nil {
+		a()
+		b(so)
+		return s
+	}
+	run(a, func() { b(new(sorter)) })
 	return s
 }
 
