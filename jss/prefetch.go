@@ -6,7 +6,7 @@ import (
 
 // prefetchBatch is how many jobs the reading goroutine hands over at a
 // time: one channel operation per batch, not per job, and a batch small
-// enough (about 40 KB) to stay in cache between the two goroutines.
+// enough (32 KB) to stay in cache between the two goroutines.
 const prefetchBatch = 256
 
 // prefetchDepth is how many batches may wait, read and not yet simulated:
@@ -22,7 +22,7 @@ type jobBatch struct {
 }
 
 // prefetcher is a Source that reads another one ahead on a goroutine of
-// its own: parsing and converting the trace (a quarter of a run) overlap
+// its own: parsing and converting the trace (a fifth of a run) overlap
 // the simulation on a second core. It delivers exactly the jobs and the
 // error the source gives, in the same order, so a run is the same.
 // Its owner calls stop, which returns once the goroutine has ended; only
@@ -98,7 +98,7 @@ func (p *prefetcher) Next() (Job, error) {
 		if p.cur.jobs != nil {
 			select {
 			case p.free <- p.cur.jobs:
-			default: // full: let the collector have it
+			default: // full: the garbage collector has it
 			}
 		}
 		b, ok := <-p.batches

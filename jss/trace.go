@@ -163,12 +163,13 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 	}
 
 	var jobs Source = src
+	var ahead *prefetcher
 	summarize := col.Summary
 	if opt.Overlap {
 		// The trace is read ahead on a goroutine of its own while this
 		// one simulates; it has ended before the source's counts are read
 		// or the file is closed (deferred above, so run after it).
-		ahead := prefetch(ctx, src)
+		ahead = prefetch(ctx, src)
 		defer ahead.stop()
 		jobs = ahead
 		summarize = func() metrics.Summary { return col.SummaryWith(bothAtOnce) }
@@ -179,7 +180,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		run = func() (Stats, error) { return opt.Engine(ctx, procs, jobs, emit) }
 	}
 	stats, err := run()
-	if ahead, ok := jobs.(*prefetcher); ok {
+	if ahead != nil {
 		ahead.stop()
 	}
 	if err != nil {
