@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -38,6 +39,10 @@ func Compare(ctx context.Context, c Comparison) ([]TraceResult, error) {
 	results := make([]TraceResult, len(c.Policies))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(c.Parallel, 1))
+	// With a core to spare (one policy on two cores, the usual `cosched
+	// sim --policy easy`), each run overlaps its reading and summary with
+	// its simulation; with every core busy that would only add work.
+	c.Trace.Overlap = min(len(c.Policies), max(c.Parallel, 1)) < runtime.GOMAXPROCS(0)
 	for i, p := range c.Policies {
 		g.Go(func() error {
 			res, err := c.simulate(gctx, p)

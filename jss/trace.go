@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/cosched/cosched/gang"
@@ -77,6 +78,11 @@ type TraceOptions struct {
 	// SWFOut and JobsCSV, when set, receive the simulated schedule.
 	SWFOut  io.Writer
 	JobsCSV io.Writer
+	// Overlap reads the trace ahead and sorts the summary's two halves on
+	// goroutines of their own, beside the simulation: for a run with a
+	// core to spare (Compare sets it when fewer policies run at once than
+	// there are cores). The result is the same either way.
+	Overlap bool
 	// Engine, when set, runs the simulation instead of Run under the named
 	// policy: policies outside the matrix core (pfcfs) provide one.
 	Engine func(ctx context.Context, processors int, src Source, emit func(Result) error) (Stats, error)
@@ -156,12 +162,27 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		return nil
 	}
 
+	var jobs Source = src
+	var ahead *prefetcher
+	summarize := col.Summary
+	if opt.Overlap {
+		// The trace is read ahead on a goroutine of its own while this
+		// one simulates; it has ended before the source's counts are read
+		// or the file is closed (deferred above, so run after it).
+		ahead = prefetch(ctx, src)
+		defer ahead.stop()
+		jobs = ahead
+		summarize = func() metrics.Summary { return col.SummaryWith(bothAtOnce) }
+	}
 	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy, Backfill: BackfillFor(opt.Backfill, policy)}, Check: opt.Check}
-	run := func() (Stats, error) { return Run(ctx, cfg, src, emit) }
+	run := func() (Stats, error) { return Run(ctx, cfg, jobs, emit) }
 	if opt.Engine != nil {
-		run = func() (Stats, error) { return opt.Engine(ctx, procs, src, emit) }
+		run = func() (Stats, error) { return opt.Engine(ctx, procs, jobs, emit) }
 	}
 	stats, err := run()
+	if ahead != nil {
+		ahead.stop()
+	}
 	if err != nil {
 		return TraceResult{}, err
 	}
@@ -178,7 +199,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		Processors:     procs,
 		ProcessorsFrom: from,
 		Jobs:           src.Counts(),
-		Metrics:        col.Summary(),
+		Metrics:        summarize(),
 		Events:         stats.Events,
 		Passes:         stats.Passes,
 	}
@@ -220,4 +241,13 @@ func BackfillFor(b gang.Backfill, policy gang.Policy) gang.Backfill {
 		b.Weights = nil
 	}
 	return b
+}
+
+// bothAtOnce runs a on this goroutine and b on another (the summary's two
+// halves of sorting, on a second core), and returns when both have.
+func bothAtOnce(a, b func()) {
+	var wg sync.WaitGroup
+	wg.Go(b)
+	a()
+	wg.Wait()
 }

@@ -299,6 +299,21 @@ func (c *Collector) stat(so *sorter, m metric) Stat {
 
 // Summary computes the aggregate metrics. It may be called more than once.
 func (c *Collector) Summary() Summary {
+	return c.summary(nil)
+}
+
+// SummaryWith is Summary with its six per-metric statistics computed by
+// two functions that share no scratch memory and only read the collector:
+// run calls both, one after the other or at once, and returns when both
+// have returned. The two slowdowns' sorts (64-bit keys) are one half, the
+// four others (32-bit keys, or none) the other.
+func (c *Collector) SummaryWith(run func(a, b func())) Summary {
+	return c.summary(run)
+}
+
+// summary is Summary, its halves run by run if set (each with scratch of
+// its own), else in turn on one sorter's scratch (less fresh memory).
+func (c *Collector) summary(run func(a, b func())) Summary {
 	s := Summary{
 		Jobs:         c.n,
 		SumFlow:      c.sumFlow,
@@ -313,12 +328,22 @@ func (c *Collector) Summary() Summary {
 		s.Utilization = c.work / (float64(c.procs) * s.Makespan)
 	}
 	so := new(sorter)
-	s.Wait = c.stat(so, mWait)
-	s.Response = c.stat(so, mResponse)
-	s.Execution = c.stat(so, mExecution)
-	s.ExecSlowdown = c.stat(so, mExecSlowdown)
-	s.Slowdown = c.stat(so, mSlowdown)
-	s.BoundedSlowdown = c.stat(so, mBoundedSlowdown)
+	a := func() {
+		s.Wait = c.stat(so, mWait)
+		s.Response = c.stat(so, mResponse)
+		s.Execution = c.stat(so, mExecution)
+		s.ExecSlowdown = c.stat(so, mExecSlowdown)
+	}
+	b := func(so *sorter) {
+		s.Slowdown = c.stat(so, mSlowdown)
+		s.BoundedSlowdown = c.stat(so, mBoundedSlowdown)
+	}
+	if run == nil {
+		a()
+		b(so)
+		return s
+	}
+	run(a, func() { b(new(sorter)) })
 	return s
 }
 

@@ -174,3 +174,33 @@ func TestWholeSecondsSameAsFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryWithHalvesAtOnce: the summary's two halves run at once (as
+// the simulator runs them) give the summary computed in turn, and share
+// nothing that the race detector would see written by both.
+func TestSummaryWithHalvesAtOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, fraction := range []bool{false, true} {
+		c := NewCollector(64, 0)
+		submit := time.Duration(0)
+		for i := range 3000 {
+			submit += time.Duration(rng.IntN(600)) * time.Second
+			j := Job{Submit: submit, Processors: 1 + rng.IntN(64), Runtime: time.Duration(rng.ExpFloat64()*5000) * time.Second}
+			j.Start = submit + time.Duration(rng.IntN(2)*rng.IntN(9000))*time.Second
+			j.End = j.Start + j.Runtime
+			if fraction && i == 100 {
+				j.End += 250 * time.Millisecond
+			}
+			c.Add(j)
+		}
+		atOnce := func(a, b func()) {
+			done := make(chan struct{})
+			go func() { defer close(done); b() }()
+			a()
+			<-done
+		}
+		if g, w := c.SummaryWith(atOnce), c.Summary(); g != w {
+			t.Errorf("fraction %v: at once\n%+v, want\n%+v", fraction, g, w)
+		}
+	}
+}
