@@ -21,6 +21,7 @@ import (
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
 	"github.com/cosched/cosched/internal/frame"
+	"github.com/cosched/cosched/internal/proctest"
 	"github.com/cosched/cosched/mpi/mpibuild"
 	"github.com/cosched/cosched/telemetry"
 )
@@ -347,7 +348,7 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 		cmd.WaitDelay = 5 * time.Second
 		cmd.Cancel = func() error {
 			if ctx.Err() == context.DeadlineExceeded { // hung: where, before it goes
-				hung[rank] = hungState(cmd.Process.Pid)
+				hung[rank] = proctest.Where(cmd.Process.Pid)
 			}
 			return cmd.Process.Kill()
 		}
@@ -386,33 +387,6 @@ func (c *cluster) run(t testing.TB, prog string, place []int, timeout time.Durat
 		t.Errorf("%s: job of %d ranks still running after %v: killed", filepath.Base(prog), len(place), timeout)
 	}
 	return res
-}
-
-// hungState says where a rank that outlived its job's time limit is: its
-// kernel wait channel and, when gdb is installed (.ci/run installs it),
-// its stack and the library's channel and receive state (the library is
-// built with -g). A hang seen once in a CI run is then explained by its
-// log, not only by the rounds it reached.
-func hungState(pid int) string {
-	wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
-	out := fmt.Sprintf("wchan %s\n", wchan)
-	gdb, err := exec.LookPath("gdb")
-	if err != nil {
-		return out + "(no gdb: no stack)\n"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gdb, "-p", fmt.Sprint(pid), "-batch", "-nx",
-		"-ex", "bt 12", "-ex", "p G.rank", "-ex", "p revoked", "-ex", "p npeers", "-ex", "p *peers@npeers",
-		"-ex", "p nlposts", "-ex", "p *lposts@nlposts", "-ex", "p G.stash_head", "-ex", "p G.bye")
-	b, _ := cmd.CombinedOutput()
-	var kept []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "$") || strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "No symbol") {
-			kept = append(kept, l)
-		}
-	}
-	return out + strings.Join(kept, "\n")
 }
 
 // expectPass fails unless every rank exited 0 without a FAIL line and

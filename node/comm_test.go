@@ -21,6 +21,7 @@ import (
 	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/internal/proctest"
 	"github.com/cosched/cosched/sharing"
 	"github.com/cosched/cosched/telemetry"
 )
@@ -269,16 +270,42 @@ func waitDone(t *testing.T, c *testCluster, id int64, timeout time.Duration) api
 	t.Helper()
 	var j api.Job
 	deadline := time.Now().Add(timeout)
+	located := false
 	for {
 		var err error
 		if j, err = c.client.Job(context.Background(), id); err == nil && j.State.Done() {
 			return j
+		}
+		if !located && err == nil && nearItsLimit(j) {
+			located = true
+			c.locateRanks(id)
 		}
 		if time.Now().After(deadline) {
 			c.dump()
 			t.Fatalf("after %v: job %d is %s (%v)", timeout, id, j.State, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// nearItsLimit: j runs and its time limit will kill it within 5 s (a
+// limit that extends does not).
+func nearItsLimit(j api.Job) bool {
+	limit := j.Spec.TimeLimit.D
+	return j.State == api.Running && j.Start != nil && limit > 0 && j.Spec.Overrun != "extend" &&
+		time.Since(*j.Start) > limit-5*time.Second
+}
+
+// locateRanks logs where each of job id's ranks in this cluster is
+// (proctest.Where: stack and MPI library state), before its time limit
+// kills them: a job that hung once in a CI run is explained by the log.
+func (c *testCluster) locateRanks(id int64) {
+	pids, err := proctest.JobPIDs(id, proctest.OutputUnder(c.dir))
+	if err != nil {
+		c.t.Logf("job %d near its time limit: its ranks: %v", id, err)
+	}
+	for _, pid := range pids {
+		c.t.Logf("job %d near its time limit, %s", id, proctest.Where(pid))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,5 +47,34 @@ func TestFindsARankAndForgetsIt(t *testing.T) {
 	}
 	if s := State(cmd.Process.Pid); s != 0 {
 		t.Errorf("State of a reaped process = %q, want 0", s)
+	}
+}
+
+// Where names a sleeping process's state and wait channel and, with gdb
+// installed, its stack, which goes through the C library's nanosleep.
+func TestWhereSaysWhereAProcessWaits(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	var w string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		// until the exec is through and it sleeps
+		if w = Where(cmd.Process.Pid); strings.Contains(w, "state S") || time.Now().After(deadline) {
+			break
+		}
+	}
+	first, _, _ := strings.Cut(w, "\n")
+	if !strings.Contains(first, "state S, wchan ") || strings.HasSuffix(first, "wchan ") {
+		t.Fatalf("Where says %q, want state S and a wait channel", w)
+	}
+	if _, err := exec.LookPath("gdb"); err != nil {
+		t.Log("no gdb (.ci/run installs it): the stack is not checked")
+		return
+	}
+	if !strings.Contains(w, "#0 ") || !strings.Contains(w, "nanosleep") {
+		t.Fatalf("Where says %q, want a stack through nanosleep", w)
 	}
 }
