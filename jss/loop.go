@@ -3,6 +3,7 @@ package jss
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,12 +55,16 @@ func (l *loop) run(ctx context.Context, st *Stats, s steps) error {
 	}
 	// Every event is checked: one event of a conservative pass over a long
 	// queue can take milliseconds, and a signal must stop a run within one.
-	done := ctx.Done()
+	// The check is a flag that ctx's end sets, not a look at its channel:
+	// a receive attempt per event was 3 % of an EASY run.
+	var stopped atomic.Bool
+	stopped.Store(ctx.Err() != nil)
+	if ctx.Done() != nil {
+		defer context.AfterFunc(ctx, func() { stopped.Store(true) })()
+	}
 	for l.heap.len() > 0 || l.arrivalSet || l.passAtSet {
-		select {
-		case <-done:
+		if stopped.Load() {
 			return fmt.Errorf("jss: run stopped at %v: %w", st.End, context.Cause(ctx))
-		default:
 		}
 		ev := l.next()
 		st.Events++
