@@ -44,20 +44,16 @@ func (p *easy) schedule(s *Scheduler) {
 		n++
 	}
 	q = q[n:]
-	var procs []int // q's processors, when q is the queue
 	if aside {
 		if n > 0 {
 			s.compactQueue()
 		}
 	} else {
 		s.dropHead(n) // the common case: the started jobs are the queue's prefix
-		q, procs = s.queue, s.qprocs
+		q = s.queue
 	}
 	if !p.noBackfill && len(q) > 1 && s.anyFree() {
-		if len(procs) > 0 {
-			procs = procs[1:]
-		}
-		if p.backfill(s, q[0], q[1:], procs) {
+		if p.backfill(s, q[0], q[1:]) {
 			s.compactQueue()
 		}
 	}
@@ -77,25 +73,19 @@ func (p *easy) reservation(s *Scheduler, head *jobState) (row int, shadow time.D
 }
 
 // backfill starts the jobs behind head that fit now without delaying head's
-// reservation. It reports whether it started any. procs, if not nil, is
-// rest's processors (the queue's column of them).
-func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState, procs []int) bool {
+// reservation. It reports whether it started any.
+func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 	resRow, shadow, extra := p.reservation(s, head)
 	if p.shortestFirst {
-		procs = nil // rest is reordered below
 		p.candidates = append(p.candidates[:0], rest...)
 		slices.SortStableFunc(p.candidates, func(a, b *jobState) int { return cmp.Compare(a.Estimate, b.Estimate) })
 		rest = p.candidates
 		defer clear(p.candidates)
 	}
 	started := false
-	most := s.mostFree() // only a start changes it
-	for i, j := range rest {
-		if most == 0 {
+	for _, j := range rest {
+		if !s.anyFree() {
 			break
-		}
-		if procs != nil && procs[i] > most {
-			continue // fits no row: skipped without reading j's record
 		}
 		for r := range s.rows {
 			if !s.fits(j, r) {
@@ -117,7 +107,6 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState, procs []
 			}
 			s.start(j, r, Explanation{Rule: rule, Procs: j.Processors, Free: s.rows[r].cols.free, At: shadow, Head: head.ID, Extra: ex})
 			started = true
-			most = s.mostFree()
 			break
 		}
 	}

@@ -70,15 +70,6 @@ func (s *Scheduler) firstFit(j *jobState) (int, bool) {
 	return 0, false
 }
 
-// mostFree returns the largest number of free columns in a row.
-func (s *Scheduler) mostFree() int {
-	most := 0
-	for r := range s.rows {
-		most = max(most, s.rows[r].cols.free)
-	}
-	return most
-}
-
 // anyFree reports whether some row has a free column.
 func (s *Scheduler) anyFree() bool {
 	for r := range s.rows {

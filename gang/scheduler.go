@@ -45,20 +45,14 @@ func sortBySeq(js []*jobState) {
 // its owner (the simulator's event loop, the controller's goroutine) calls
 // it from one goroutine.
 type Scheduler struct {
-	cfg    Config
-	policy policy
-	now    time.Duration
-	seq    uint64
-	jobs   idtable.Table[JobID, jobState]
-	spare  freelist.List[jobState] // finished jobs' records, reused: no allocation per job once warm
-	queue  []*jobState             // waiting jobs in arrival order: a window of qbuf
-	qbuf   []*jobState             // the queue's storage, from its start
-	// qprocs[i] is queue[i].Processors, kept beside the queue (a window of
-	// pbuf, as queue is of qbuf): EASY's backfill walk passes over the many
-	// candidates too wide for the free columns without reading each one's
-	// record, a cache miss apiece, pass after pass.
-	qprocs  []int
-	pbuf    []int
+	cfg     Config
+	policy  policy
+	now     time.Duration
+	seq     uint64
+	jobs    idtable.Table[JobID, jobState]
+	spare   freelist.List[jobState] // finished jobs' records, reused: no allocation per job once warm
+	queue   []*jobState             // waiting jobs in arrival order: a window of qbuf
+	qbuf    []*jobState             // the queue's storage, from its start
 	rows    []row
 	colMem  []int64         // memory in use on each column, summed over rows
 	colCap  []int64         // memory of each column when set (SetColumnMemory); nil: none set
@@ -289,7 +283,6 @@ func (s *Scheduler) dropQueued(js *jobState) {
 	for i, q := range s.queue {
 		if q == js {
 			s.queue = append(s.queue[:i], s.queue[i+1:]...)
-			s.qprocs = append(s.qprocs[:i], s.qprocs[i+1:]...)
 			return
 		}
 	}
@@ -384,16 +377,6 @@ func (s *Scheduler) enqueue(js *jobState) {
 		}
 	}
 	s.queue = append(s.queue, js)
-	if n := len(s.qprocs); n == cap(s.qprocs) { // the same, for the processors
-		if cap(s.pbuf) == 0 || 2*n > cap(s.pbuf) {
-			s.pbuf = make([]int, 0, max(2*n, 16))
-			s.qprocs = append(s.pbuf, s.qprocs...)
-		} else {
-			copy(s.pbuf[:n], s.qprocs)
-			s.qprocs = s.pbuf[:n]
-		}
-	}
-	s.qprocs = append(s.qprocs, js.Processors)
 }
 
 // dropHead removes the first n queued jobs, which a pass just started.
@@ -404,7 +387,6 @@ func (s *Scheduler) dropHead(n int) {
 	clear(s.queue[:n]) // let the GC have them once they end
 	// Reslicing moves nothing; enqueue reclaims the space later.
 	s.queue = s.queue[n:]
-	s.qprocs = s.qprocs[n:]
 }
 
 // runnable returns the queued jobs that fit the columns in service, in
@@ -431,17 +413,14 @@ func (s *Scheduler) compactQueue() {
 	for n < len(s.queue) && !s.queue[n].running {
 		n++ // nothing moves before the first started job
 	}
-	first := n
-	for i, j := range s.queue[first:] {
+	for _, j := range s.queue[n:] {
 		if !j.running {
 			s.queue[n] = j
-			s.qprocs[n] = s.qprocs[first+i]
 			n++
 		}
 	}
 	clear(s.queue[n:])
 	s.queue = s.queue[:n]
-	s.qprocs = s.qprocs[:n]
 }
 
 // NextWakeup returns the next instant after the last call's now at which the
