@@ -122,7 +122,7 @@ func TestArrivalBesideHeapKeepsOrder(t *testing.T) {
 		ref.push(at, class, 0)
 	}
 	pull()
-	for n := 0; l.heap.len() > 0 || l.arrivalSet; n++ {
+	for n := 0; l.heap.len() > 0 || l.arrivalSet || l.passAtSet; n++ {
 		got, want := l.next(), ref.pop()
 		if got != want {
 			t.Fatalf("event %d: %+v, want %+v", n, got, want)
@@ -135,6 +135,67 @@ func TestArrivalBesideHeapKeepsOrder(t *testing.T) {
 		// or soon after: a bounded number of events in all.
 		for range rng.IntN(3) {
 			push(got.at+time.Duration(rng.IntN(4)), uint8(rng.IntN(2))*2)
+		}
+	}
+	if ref.len() != 0 {
+		t.Fatalf("%d events left in the reference heap", ref.len())
+	}
+}
+
+// TestPassBesideHeapKeepsOrder checks the loop's pending pass, kept beside
+// the heap with the arrival, against a heap that holds every event and
+// every pass asked for once per instant (how the loop ran before): the
+// same events, in the same order, with the same insertion numbers.
+func TestPassBesideHeapKeepsOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	jobs := make([]Job, 3000)
+	at := time.Duration(0)
+	for i := range jobs {
+		at += time.Duration(rng.IntN(3))
+		jobs[i] = Job{Job: gang.Job{Submit: at, Processors: 1}}
+	}
+	l := newLoop(SliceSource(jobs))
+	var ref eventHeap
+	pending := map[time.Duration]bool{} // ref's passes not yet out
+	pull := func() {
+		if err := l.pull(); err != nil {
+			t.Fatal(err)
+		}
+		if l.in.ok {
+			ref.push(l.arrival.at, classArrival, l.arrival.job)
+		}
+	}
+	needPass := func(at time.Duration) {
+		l.needPass(at)
+		if !pending[at] {
+			pending[at] = true
+			ref.push(at, classPass, 0)
+		}
+	}
+	pull()
+	for n := 0; l.heap.len() > 0 || l.arrivalSet || l.passAtSet; n++ {
+		got, want := l.next(), ref.pop()
+		if got != want {
+			t.Fatalf("event %d: %+v, want %+v", n, got, want)
+		}
+		switch got.class {
+		case classPass:
+			l.passDue(got.at)
+			delete(pending, got.at)
+			// A wakeup later on, now and then, as a policy may ask.
+			if rng.IntN(4) == 0 {
+				needPass(got.at + time.Duration(1+rng.IntN(5)))
+			}
+		case classArrival:
+			pull()
+			needPass(got.at)
+			for range rng.IntN(3) {
+				c := got.at + time.Duration(rng.IntN(4))
+				l.heap.push(c, classCompletion, 0)
+				ref.push(c, classCompletion, 0)
+			}
+		case classCompletion:
+			needPass(got.at)
 		}
 	}
 	if ref.len() != 0 {
