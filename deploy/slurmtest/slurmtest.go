@@ -25,6 +25,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -236,8 +237,22 @@ func (c *Cluster) config(opt Options, sock string, ports []int) string {
 	return b.String()
 }
 
-// freePorts returns n distinct TCP ports free on loopback now.
+// freePorts returns n distinct TCP ports free now, chosen at random below
+// the kernel's ephemeral range (net.ipv4.ip_local_port_range). Slurm's
+// daemons bind them a moment after they are chosen; a port from that
+// range may be taken meanwhile by any connection or listener on the host
+// that asks the kernel for one (a CI run saw slurmd fail with "Address
+// already in use"), one below it only by a program that names it.
 func freePorts(n int) ([]int, error) {
+	low := 32768 // Linux's default start of the range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
+				low = v
+			}
+		}
+	}
+	from := max(1024, low-16384)
 	var ports []int
 	var ls []net.Listener
 	defer func() {
@@ -245,13 +260,19 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n && tries < 1000; tries++ {
+		p := from + mathrand.IntN(low-from)
+		// every address, as slurmd and slurmctld bind; a port already
+		// picked is still held, so it fails here too
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
 		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
+			continue
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("free ports: %d of %d found between %d and %d", len(ports), n, from, low)
 	}
 	return ports, nil
 }
