@@ -25,8 +25,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	mathrand "math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cosched/cosched/internal/stableport"
 )
 
 // binaries are the programs a cluster needs, on PATH or in /usr/sbin.
@@ -149,7 +149,11 @@ func (c *Cluster) start(ctx context.Context, opt Options) error {
 		return err
 	}
 
-	ports, err := freePorts(2 + len(c.Nodes))
+	// Below the kernel's ephemeral range (stableport): the daemons bind
+	// them a moment after they are chosen, and a port from that range
+	// may be taken meanwhile by any connection or listener on the host
+	// (a CI run saw slurmd fail with "Address already in use").
+	ports, err := stableport.Pick(2 + len(c.Nodes))
 	if err != nil {
 		return err
 	}
@@ -235,46 +239,6 @@ func (c *Cluster) config(opt Options, sock string, ports []int) string {
 		line("%s", l)
 	}
 	return b.String()
-}
-
-// freePorts returns n distinct TCP ports free now, chosen at random below
-// the kernel's ephemeral range (net.ipv4.ip_local_port_range). Slurm's
-// daemons bind them a moment after they are chosen; a port from that
-// range may be taken meanwhile by any connection or listener on the host
-// that asks the kernel for one (a CI run saw slurmd fail with "Address
-// already in use"), one below it only by a program that names it.
-func freePorts(n int) ([]int, error) {
-	low := 32768 // Linux's default start of the range
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
-				low = v
-			}
-		}
-	}
-	from := max(1024, low-16384)
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for tries := 0; len(ports) < n && tries < 1000; tries++ {
-		p := from + mathrand.IntN(low-from)
-		// every address, as slurmd and slurmctld bind; a port already
-		// picked is still held, so it fails here too
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		ls = append(ls, l)
-		ports = append(ports, p)
-	}
-	if len(ports) < n {
-		return nil, fmt.Errorf("free ports: %d of %d found between %d and %d", len(ports), n, from, low)
-	}
-	return ports, nil
 }
 
 // Env is the environment clients and jobs need: SLURM_CONF and a PATH with
