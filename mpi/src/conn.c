@@ -41,6 +41,9 @@ static uint64_t post_order;
 static struct postslot *posts;
 static int nposts, capposts, *freeposts, nfree;
 
+/* slot_id is the id of slot p: its generation and its index. */
+static uint64_t slot_id(const struct postslot *p) { return (uint64_t)p->gen << 32 | (uint32_t)(p - posts); }
+
 static struct postslot *slot_of(uint64_t id)
 {
 	uint32_t i = (uint32_t)id, gen = (uint32_t)(id >> 32);
@@ -75,7 +78,7 @@ static uint64_t slot_new(int kind, struct req *r, MPI_Aint off)
 	p->found = p->answered = p->local = 0;
 	p->order = ++post_order;
 	p->waited = 0;
-	return (uint64_t)p->gen << 32 | (uint32_t)i;
+	return slot_id(p);
 }
 
 static void slot_free(struct postslot *p)
@@ -417,7 +420,7 @@ static void pass_on(int ctx, int wsrc, int tag, const uint8_t *x, size_t n)
 		stash_add(ctx, wsrc, tag, x, n);
 		return;
 	}
-	deliver_slot((uint64_t)oldest->gen << 32 | (uint32_t)(oldest - posts), wsrc, tag, x, n, 1);
+	deliver_slot(slot_id(oldest), wsrc, tag, x, n, 1);
 }
 
 static void handle(const struct inframe *f)
@@ -505,7 +508,7 @@ uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off)
 	p->ptag = tag;
 	if (r)
 		r->outstanding++;
-	write_post(&G.out, id); /* posted while blocked (a fragment): the relay must know */
+	write_post(&G.out, id);
 	return id;
 }
 
@@ -597,7 +600,7 @@ static void wait_frame(int type, struct req **rs, int n)
 			continue;
 		for (int j = 0; j < n; j++)
 			if (rs[j] == posts[i].r || (rs[j] && (posts[i].r->parent == rs[j] || posts[i].r->nbc == rs[j]))) {
-				mp_uint(&G.out, (uint64_t)posts[i].gen << 32 | (uint32_t)i);
+				mp_uint(&G.out, slot_id(&posts[i]));
 				posts[i].waited = type == FR_WAIT;
 				break;
 			}
@@ -1008,7 +1011,7 @@ static void replay(struct buf *out)
 	qsort(idx, n, sizeof *idx, cmp_order);
 	for (int j = 0; j < n; j++) {
 		struct postslot *p = &posts[idx[j]];
-		uint64_t id = (uint64_t)p->gen << 32 | (uint32_t)idx[j];
+		uint64_t id = slot_id(p);
 		post_fields(&b, id, p);
 		frame_append(out, p->kind == P_PROBE ? FR_PROBE : FR_POST, b.p, b.len, NULL, 0);
 		waited += p->kind != P_PROBE && p->waited;
@@ -1020,7 +1023,7 @@ static void replay(struct buf *out)
 		mp_array(&b, waited);
 		for (int j = 0; j < n; j++)
 			if (posts[idx[j]].kind != P_PROBE && posts[idx[j]].waited)
-				mp_uint(&b, (uint64_t)posts[idx[j]].gen << 32 | (uint32_t)idx[j]);
+				mp_uint(&b, slot_id(&posts[idx[j]]));
 		frame_append(out, FR_WAIT, b.p, b.len, NULL, 0);
 	}
 	free(idx);
