@@ -1,7 +1,7 @@
 # cosched — see README.md. Every target works on a fresh clone with only Go installed.
 GO ?= go
 
-.PHONY: all build test lint bench demo fuzz clean
+.PHONY: all build test lint bench demo fuzz pgo clean
 
 all: build
 
@@ -17,8 +17,15 @@ all: build
 # --mpi cosched jobs naming where it looked); and lib/cosched/cosched-pmix,
 # the PMIx helper for --mpi pmix (pmix/build.sh; needs libpmix-dev, else
 # skipped the same way).
+#
+# bin/cosched is linked statically (CGO_ENABLED=0: Go's own DNS resolver and
+# user database): a dynamically linked program starts in the C loader and
+# C library first, which cost 1.2–1.4 ms of a 4 ms `cosched --version`
+# (docs/performance.md). Its build is profile-guided by
+# cmd/cosched/default.pgo (`make pgo` refreshes it).
 build:
-	$(GO) build -o bin/ ./cmd/cosched ./cmd/cosched-full
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/cosched
+	$(GO) build -o bin/ ./cmd/cosched-full
 	$(GO) build -o lib/cosched/cosched-rank ./cmd/cosched-rank
 	sh mpi/build.sh lib/cosched || [ $$? -eq 3 ]
 	sh pmix/build.sh lib/cosched || [ $$? -eq 3 ]
@@ -50,6 +57,18 @@ demo: build
 	mkdir -p demo-results
 	./bin/cosched bench calibrate --out demo-results/profile.json
 	./bin/cosched bench run --jobs 20 --profile demo-results/profile.json --out demo-results
+
+# Refresh the light binary's profile for profile-guided optimisation,
+# cmd/cosched/default.pgo, which go build uses on its own: a CPU profile of
+# the simulator as `cosched sim` runs it (EASY on the KTH trace, the
+# decision check on and off, then every policy once), merged. Needs the
+# KTH trace in ../shared/traces beside the clone.
+pgo:
+	@test -f ../shared/traces/KTH-SP2-1996-2.swf || { echo "make pgo: ../shared/traces/KTH-SP2-1996-2.swf is absent"; exit 1; }
+	d=$$(mktemp -d) && \
+	$(GO) test ./jss -run '^$$' -bench 'SimCommand' -benchtime 200x -o $$d/jss.test -cpuprofile $$d/sim.pprof >/dev/null && \
+	$(GO) test ./jss -run '^$$' -bench 'KTH/' -benchtime 10x -o $$d/jss.test -cpuprofile $$d/kth.pprof >/dev/null && \
+	$(GO) tool pprof -proto $$d/sim.pprof $$d/kth.pprof > cmd/cosched/default.pgo && rm -r $$d
 
 # Longer fuzzing of the SWF reader and the credential and packet parsers
 # than the seed corpora `make test` runs.
