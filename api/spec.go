@@ -79,6 +79,11 @@ type Owner struct {
 	UID  uint32 `json:"uid" msgpack:"uid"`
 	GID  uint32 `json:"gid" msgpack:"gid"`
 	User string `json:"user" msgpack:"user"` // the login name on the controller's node, or the uid in decimal
+	// Group is the group's name on the controller's node, which resolves
+	// names through its NSS (LDAP, SSSD): clients show it rather than
+	// look the gid up where they run. Empty when the node has no name for
+	// it, and in records written before it was kept.
+	Group string `json:"group,omitempty" msgpack:"group,omitempty"`
 }
 
 // MPI process-management interfaces a job can ask for (JobSpec.MPI).

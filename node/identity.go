@@ -158,6 +158,9 @@ func ownerOf(c Caller) api.Owner {
 	if u, err := user.LookupId(o.User); err == nil {
 		o.User = u.Username
 	}
+	if g, err := user.LookupGroupId(strconv.FormatUint(uint64(c.GID), 10)); err == nil {
+		o.Group = g.Name
+	}
 	return o
 }
 

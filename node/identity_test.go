@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +98,13 @@ func TestAPIAuthentication(t *testing.T) {
 	}
 	if o := j.Spec.Owner; o == nil || o.UID != uint32(os.Geteuid()) || o.User == "mallory" {
 		t.Errorf("owner %+v, want uid %d as the kernel said", o, os.Geteuid())
+	}
+	// The group's name as the controller's node resolves it, for clients
+	// that cannot (the light binary reads only /etc/group).
+	if g, err := user.LookupGroupId(strconv.Itoa(os.Getegid())); err != nil {
+		t.Errorf("looking up this test's group: %v", err)
+	} else if o := j.Spec.Owner; o == nil || o.Group != g.Name {
+		t.Errorf("owner %+v, want group %q", o, g.Name)
 	}
 
 	// Another user may list the queue but not see the job's details or

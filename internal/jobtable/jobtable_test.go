@@ -203,6 +203,13 @@ func TestShowJob(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("Show:\n%s\nwant:\n%s", b.String(), want)
 	}
+	// The controller's name for the group, which this host may not know.
+	b.Reset()
+	j.Spec.Owner.Group = "physics"
+	Show(&b, j)
+	if !strings.Contains(b.String(), "UserId=ann(1234) GroupId=physics(999999)\n") {
+		t.Errorf("Show with the owner's group name:\n%s", b.String())
+	}
 	b.Reset()
 	Show(&b, api.Job{ID: 13, State: api.Pending, Reason: "waits for 4 processors", Submit: submit,
 		Spec: api.JobSpec{Bench: "10ms,5ms,news,NB", Processors: 4, TimeLimit: api.Duration{D: time.Hour}}})

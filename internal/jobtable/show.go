@@ -103,9 +103,14 @@ func groupID(o *api.Owner) string {
 	if o == nil {
 		return "(unknown)"
 	}
-	name := strconv.FormatUint(uint64(o.GID), 10)
-	if g, err := user.LookupGroupId(name); err == nil {
-		name = g.Name
+	// The controller's name for the group first: it resolves names through
+	// the cluster's NSS, which this (statically linked) client does not.
+	name := o.Group
+	if name == "" {
+		name = strconv.FormatUint(uint64(o.GID), 10)
+		if g, err := user.LookupGroupId(name); err == nil {
+			name = g.Name
+		}
 	}
 	return fmt.Sprintf("%s(%d)", name, o.GID)
 }
