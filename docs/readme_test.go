@@ -227,8 +227,14 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin")
-	if out, err := exec.Command("go", "build", "-o", bin+"/", "../cmd/cosched", "../cmd/cosched-full").CombinedOutput(); err != nil {
-		t.Fatalf("go build -o bin/ ./cmd/cosched ./cmd/cosched-full: %v\n%s", err, out)
+	// As make build does: the light binary linked statically.
+	light := exec.Command("go", "build", "-o", bin+"/", "../cmd/cosched")
+	light.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := light.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build -o bin/ ./cmd/cosched: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("go", "build", "-o", bin+"/", "../cmd/cosched-full").CombinedOutput(); err != nil {
+		t.Fatalf("go build -o bin/ ./cmd/cosched-full: %v\n%s", err, out)
 	}
 	// make build's layout: the agents start ranks through lib/cosched/cosched-rank.
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(work, "lib", "cosched", "cosched-rank"), "../cmd/cosched-rank").CombinedOutput(); err != nil {
