@@ -29,12 +29,18 @@ import (
 	"github.com/cosched/cosched/internal/sizepool"
 )
 
+// job is what the checker needs of a job: not the whole gang.Job, whose
+// strings (user, template) make a copy into a record on the heap several
+// times as dear (write barriers), once per submitted job.
 type job struct {
-	gang.Job
-	running bool
-	row     int
-	cols    []int
-	alts    []int // rows
+	ID         gang.JobID
+	Submit     time.Duration
+	Processors int
+	Memory     int64
+	running    bool
+	row        int
+	cols       []int
+	alts       []int // rows
 }
 
 // Checker is an independent record of the matrix. It allocates nothing
@@ -75,9 +81,9 @@ func (c *Checker) Submitted(j gang.Job) error {
 	var r *job
 	if n := len(c.spare); n > 0 {
 		r, c.spare = c.spare[n-1], c.spare[:n-1]
-		*r = job{Job: j, alts: r.alts[:0]}
+		*r = job{ID: j.ID, Submit: j.Submit, Processors: j.Processors, Memory: j.Memory, alts: r.alts[:0]}
 	} else {
-		r = &job{Job: j}
+		r = &job{ID: j.ID, Submit: j.Submit, Processors: j.Processors, Memory: j.Memory}
 	}
 	c.jobs.Put(j.ID, r)
 	return nil
