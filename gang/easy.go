@@ -20,9 +20,10 @@ type easy struct {
 	noBackfill    bool
 	shortestFirst bool
 	candidates    []*jobState // scratch for the shortest-first order
-	// eager computes the head's reservation before the backfill walk, as
-	// it was: only the test that checks the lazy way decides the same.
-	eager bool
+	// reference makes backfill walk as it did before its short cuts (the
+	// reservation computed first, every candidate tried in every row):
+	// only the test that checks they decide the same sets it.
+	reference bool
 }
 
 func (p *easy) submitted(*Scheduler, *jobState)           {}
@@ -81,9 +82,9 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 	// The head's reservation (a walk over the running list) is computed at
 	// the first candidate that fits a row, not before the walk: most passes
 	// start nothing. Until a start nothing it reads has changed, so it is
-	// the reservation computed first (TestLazyReservationSameDecisions).
+	// the reservation computed first.
 	resRow, shadow, extra, known := 0, time.Duration(0), 0, false
-	if p.eager {
+	if p.reference {
 		resRow, shadow, extra = p.reservation(s, head)
 		known = true
 	}
@@ -93,10 +94,22 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 		rest = p.candidates
 		defer clear(p.candidates)
 	}
+	// most is the most free columns in any row, which only a start
+	// changes: a candidate wider than that fits no row and is passed over
+	// at one comparison, not a look at each row (most of a long queue is
+	// passed over). None free is anyFree's false.
+	// TestBackfillShortCutsSameDecisions checks both short cuts.
+	most := s.mostFree()
 	started := false
 	for _, j := range rest {
-		if !s.anyFree() {
+		if p.reference {
+			if !s.anyFree() {
+				break
+			}
+		} else if most == 0 {
 			break
+		} else if j.Processors > most {
+			continue
 		}
 		for r := range s.rows {
 			if !s.fits(j, r) {
@@ -121,6 +134,7 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 				}
 			}
 			s.start(j, r, Explanation{Rule: rule, Procs: j.Processors, Free: s.rows[r].cols.free, At: shadow, Head: head.ID, Extra: ex})
+			most = s.mostFree()
 			started = true
 			break
 		}

@@ -1,10 +1,10 @@
 package gang
 
-// EagerReservation makes an EASY-family core compute the head's
-// reservation before its backfill walk, as it did before it was computed
-// lazily: the test that the two decide the same needs both.
-func EagerReservation(s *Scheduler) {
+// ReferenceBackfill makes an EASY-family core's backfill walk as it did
+// before its short cuts (the reservation computed first, every candidate
+// tried in every row): the test that they decide the same needs both.
+func ReferenceBackfill(s *Scheduler) {
 	if p, ok := s.policy.(*easy); ok {
-		p.eager = true
+		p.reference = true
 	}
 }
