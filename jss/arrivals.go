@@ -18,6 +18,10 @@ type arrivals struct {
 	ok   bool // whether next holds one
 	seq  int64
 	last time.Duration
+	// into is src as an intoSource, if it is one; looked up at the first
+	// pull, not at each (an assertion to an interface is a table lookup).
+	into   intoSource
+	looked bool
 }
 
 // intoSource is a Source that can also write its next job into the
@@ -34,10 +38,14 @@ func (a *arrivals) pull() error {
 	if a.src == nil {
 		return nil
 	}
+	if !a.looked {
+		a.into, _ = a.src.(intoSource)
+		a.looked = true
+	}
 	var err error
-	if in, ok := a.src.(intoSource); ok {
+	if a.into != nil {
 		// next is overwritten only by a job; after an error the run ends.
-		err = in.nextInto(&a.next)
+		err = a.into.nextInto(&a.next)
 	} else {
 		var j Job
 		if j, err = a.src.Next(); err == nil {
@@ -45,7 +53,7 @@ func (a *arrivals) pull() error {
 		}
 	}
 	if err == io.EOF {
-		a.ok, a.src = false, nil
+		a.ok, a.src, a.into = false, nil, nil
 		return nil
 	}
 	if err != nil {
