@@ -20,6 +20,10 @@ type easy struct {
 	noBackfill    bool
 	shortestFirst bool
 	candidates    []*jobState // scratch for the shortest-first order
+	// reference makes backfill walk as it did before its short cuts (the
+	// reservation computed first, every candidate tried in every row):
+	// only the test that checks they decide the same sets it.
+	reference bool
 }
 
 func (p *easy) submitted(*Scheduler, *jobState)           {}
@@ -75,21 +79,45 @@ func (p *easy) reservation(s *Scheduler, head *jobState) (row int, shadow time.D
 // backfill starts the jobs behind head that fit now without delaying head's
 // reservation. It reports whether it started any.
 func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
-	resRow, shadow, extra := p.reservation(s, head)
+	// The head's reservation (a walk over the running list) is computed at
+	// the first candidate that fits a row, not before the walk: most passes
+	// start nothing. Until a start nothing it reads has changed, so it is
+	// the reservation computed first.
+	resRow, shadow, extra, known := 0, time.Duration(0), 0, false
+	if p.reference {
+		resRow, shadow, extra = p.reservation(s, head)
+		known = true
+	}
 	if p.shortestFirst {
 		p.candidates = append(p.candidates[:0], rest...)
 		slices.SortStableFunc(p.candidates, func(a, b *jobState) int { return cmp.Compare(a.Estimate, b.Estimate) })
 		rest = p.candidates
 		defer clear(p.candidates)
 	}
+	// most is the most free columns in any row, which only a start
+	// changes: a candidate wider than that fits no row and is passed over
+	// at one comparison, not a look at each row (most of a long queue is
+	// passed over). None free is anyFree's false.
+	// TestBackfillShortCutsSameDecisions checks both short cuts.
+	most := s.mostFree()
 	started := false
 	for _, j := range rest {
-		if !s.anyFree() {
+		if p.reference {
+			if !s.anyFree() {
+				break
+			}
+		} else if most == 0 {
 			break
+		} else if j.Processors > most {
+			continue
 		}
 		for r := range s.rows {
 			if !s.fits(j, r) {
 				continue
+			}
+			if !known {
+				resRow, shadow, extra = p.reservation(s, head)
+				known = true
 			}
 			// The explanation is built only for a job that starts: most
 			// candidates of a long queue do not.
@@ -106,6 +134,7 @@ func (p *easy) backfill(s *Scheduler, head *jobState, rest []*jobState) bool {
 				}
 			}
 			s.start(j, r, Explanation{Rule: rule, Procs: j.Processors, Free: s.rows[r].cols.free, At: shadow, Head: head.ID, Extra: ex})
+			most = s.mostFree()
 			started = true
 			break
 		}

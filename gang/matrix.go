@@ -80,6 +80,15 @@ func (s *Scheduler) anyFree() bool {
 	return false
 }
 
+// mostFree returns the most free columns in any row.
+func (s *Scheduler) mostFree() int {
+	most := 0
+	for r := range s.rows {
+		most = max(most, s.rows[r].cols.free)
+	}
+	return most
+}
+
 // memoryBlocked reports whether j has enough free processors in some row
 // but not enough memory on them: what Explain calls "no memory".
 func (s *Scheduler) memoryBlocked(j *jobState) bool {

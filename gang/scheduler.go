@@ -211,7 +211,9 @@ func (s *Scheduler) Finished(id JobID, now time.Duration) error {
 	}
 	// Its alternates end with it; the next pass recomputes the others
 	// without reporting these.
-	delete(s.alt, id)
+	if len(s.alt) > 0 { // only alternative scheduling fills it: no map call per end
+		delete(s.alt, id)
+	}
 	s.policy.removed(s, js, true, now < js.estEnd)
 	s.recycle(js)
 	return nil

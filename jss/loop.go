@@ -138,8 +138,10 @@ func (l *loop) needPass(at time.Duration) {
 	if l.passAtSet && l.passAt == at {
 		return
 	}
-	if _, ok := l.passes[at]; ok {
-		return
+	if len(l.passes) > 0 { // nearly always empty: no map lookup per event
+		if _, ok := l.passes[at]; ok {
+			return
+		}
 	}
 	if !l.passAtSet {
 		l.heap.seq++ // the number the heap would have given it
@@ -156,7 +158,7 @@ func (l *loop) needPass(at time.Duration) {
 // passDue notes that the pass pending at instant at is running. One taken
 // from passAt was cleared there by next.
 func (l *loop) passDue(at time.Duration) {
-	if l.passes != nil {
+	if len(l.passes) > 0 {
 		delete(l.passes, at)
 	}
 }

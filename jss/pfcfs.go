@@ -54,7 +54,7 @@ func RunPFCFS(ctx context.Context, cfg PFCFSConfig, src Source, emit func(Result
 	if cfg.Check {
 		o.check = newColumnCheck(cfg.Scheduler.Processors)
 	}
-	return runCore(ctx, core, o, src, emit)
+	return runCore(ctx, core, o, src, byValue(emit))
 }
 
 // columnCheck is an independent record of who uses each column. Decision

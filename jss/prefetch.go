@@ -91,9 +91,18 @@ func prefetch(ctx context.Context, src Source) *prefetcher {
 
 // Next implements Source.
 func (p *prefetcher) Next() (Job, error) {
+	var j Job
+	err := p.nextInto(&j)
+	return j, err
+}
+
+// nextInto writes the next job into *j (an intoSource): one copy from
+// the batch, where Next's result was copied twice more by its caller.
+// *j is left as it was when there is none.
+func (p *prefetcher) nextInto(j *Job) error {
 	for p.i >= len(p.cur.jobs) {
 		if p.cur.err != nil {
-			return Job{}, p.cur.err
+			return p.cur.err
 		}
 		if p.cur.jobs != nil {
 			select {
@@ -103,7 +112,7 @@ func (p *prefetcher) Next() (Job, error) {
 		}
 		b, ok := <-p.batches
 		if !ok { // stopped before the source's end
-			return Job{}, context.Cause(p.ctx)
+			return context.Cause(p.ctx)
 		}
 		p.cur, p.i = b, 0
 		if len(p.batches) == prefetchDepth/2 {
@@ -113,8 +122,9 @@ func (p *prefetcher) Next() (Job, error) {
 			}
 		}
 	}
+	*j = p.cur.jobs[p.i]
 	p.i++
-	return p.cur.jobs[p.i-1], nil
+	return nil
 }
 
 // stop ends the reading goroutine and waits for it; it may be called
@@ -125,4 +135,4 @@ func (p *prefetcher) stop() {
 }
 
 // compile-time check
-var _ Source = (*prefetcher)(nil)
+var _ intoSource = (*prefetcher)(nil)

@@ -320,3 +320,13 @@ func (s *sliceSource) Next() (Job, error) {
 	s.i++
 	return s.jobs[s.i-1], nil
 }
+
+// nextInto is Next writing into *j (an intoSource).
+func (s *sliceSource) nextInto(j *Job) error {
+	if s.i >= len(s.jobs) {
+		return io.EOF
+	}
+	*j = s.jobs[s.i]
+	s.i++
+	return nil
+}

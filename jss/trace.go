@@ -131,10 +131,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 
 	col := metrics.NewCollector(procs, opt.Tau)
 	col.Grow(expectedJobs(rd.Header()))
-	sinks := []func(Result) error{func(r Result) error {
-		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
-		return nil
-	}}
+	var sinks []func(Result) error // the outputs besides the collector
 	var flushers []func() error
 	if opt.SWFOut != nil {
 		note := fmt.Sprintf("simulated by cosched sim: policy %s on %d processors; field 3 is the simulated wait, field 4 the simulated runtime; jobs the simulation dropped are not listed", policy, procs)
@@ -153,14 +150,18 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		sinks = append(sinks, Ordered(cw.Write))
 		flushers = append(flushers, cw.Flush)
 	}
-	emit := func(r Result) error {
+	// The engine lends each result: the collector reads it in place, and
+	// only the outputs (which may keep it) get a copy.
+	emitRef := func(r *Result) error {
+		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
 		for _, s := range sinks {
-			if err := s(r); err != nil {
+			if err := s(*r); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	emit := func(r Result) error { return emitRef(&r) }
 
 	var jobs Source = src
 	var ahead *prefetcher
@@ -175,7 +176,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 		summarize = func() metrics.Summary { return col.SummaryWith(bothAtOnce) }
 	}
 	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: policy, Backfill: BackfillFor(opt.Backfill, policy)}, Check: opt.Check}
-	run := func() (Stats, error) { return Run(ctx, cfg, jobs, emit) }
+	run := func() (Stats, error) { return runRef(ctx, cfg, jobs, emitRef) }
 	if opt.Engine != nil {
 		run = func() (Stats, error) { return opt.Engine(ctx, procs, jobs, emit) }
 	}

@@ -29,12 +29,18 @@ import (
 	"github.com/cosched/cosched/internal/sizepool"
 )
 
+// job is what the checker needs of a job: not the whole gang.Job, whose
+// strings (user, template) make a copy into a record on the heap several
+// times as dear (write barriers), once per submitted job.
 type job struct {
-	gang.Job
-	running bool
-	row     int
-	cols    []int
-	alts    []int // rows
+	ID         gang.JobID
+	Submit     time.Duration
+	Processors int
+	Memory     int64
+	running    bool
+	row        int
+	cols       []int
+	alts       []int // rows
 }
 
 // Checker is an independent record of the matrix. It allocates nothing
@@ -53,11 +59,16 @@ type Checker struct {
 	colPool sizepool.Pool[int] // finished jobs' column copies, for reuse by size
 	seen    []uint64           // column → the last start that named it
 	starts  uint64             // starts checked: the stamp of the current one
+	// plain: no column has gone out of service and no alternate has been
+	// placed, so far. Those checks are then vacuous, and a start on
+	// ascending columns (the core's) is checked and placed in one loop
+	// (placeAscending); anything else gets the whole check.
+	plain bool
 }
 
 // New returns a Checker for a machine with mpl rows.
 func New(m gang.Machine, mpl int) *Checker {
-	c := &Checker{machine: m, mem: make([]int64, m.Processors), offline: make([]bool, m.Processors), seen: make([]uint64, m.Processors)}
+	c := &Checker{machine: m, mem: make([]int64, m.Processors), offline: make([]bool, m.Processors), seen: make([]uint64, m.Processors), plain: true}
 	c.placed = make([][]gang.JobID, mpl)
 	c.alt = make([][]gang.JobID, mpl)
 	for r := range c.placed {
@@ -75,9 +86,9 @@ func (c *Checker) Submitted(j gang.Job) error {
 	var r *job
 	if n := len(c.spare); n > 0 {
 		r, c.spare = c.spare[n-1], c.spare[:n-1]
-		*r = job{Job: j, alts: r.alts[:0]}
+		*r = job{ID: j.ID, Submit: j.Submit, Processors: j.Processors, Memory: j.Memory, alts: r.alts[:0]}
 	} else {
-		r = &job{Job: j}
+		r = &job{ID: j.ID, Submit: j.Submit, Processors: j.Processors, Memory: j.Memory}
 	}
 	c.jobs.Put(j.ID, r)
 	return nil
@@ -116,6 +127,7 @@ func (c *Checker) Apply(d *gang.Decision, now time.Duration) error {
 				return fail("job %d alternates on row %d column %d, already used by job %d's alternate", d.Job, d.Row, col, a)
 			}
 		}
+		c.plain = false
 		for _, col := range j.cols {
 			c.alt[d.Row][col] = j.ID
 		}
@@ -147,36 +159,39 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 	if len(d.Columns) != j.Processors {
 		return fail("job %d gets %d columns for %d processors", d.Job, len(d.Columns), j.Processors)
 	}
-	c.starts++
-	// The row's tables resliced to the machine once: the loop below runs
+	// The row's tables resliced to the machine once: the loops below run
 	// for every column of every start, without bounds checks.
 	procs := c.machine.Processors
-	placed, alt := c.placed[d.Row][:procs], c.alt[d.Row][:procs]
-	seen, offline, mem := c.seen[:procs], c.offline[:procs], c.mem[:procs]
+	placed := c.placed[d.Row][:procs]
 	memCap := c.machine.MemoryPerProcessor
-	for _, col := range d.Columns {
-		if uint(col) >= uint(procs) {
-			return fail("job %d: column %d outside the machine (%d processors)", d.Job, col, procs)
+	if !c.plain || memCap > 0 || !placeAscending(j.ID, d.Columns, placed) {
+		c.starts++
+		alt := c.alt[d.Row][:procs]
+		seen, offline, mem := c.seen[:procs], c.offline[:procs], c.mem[:procs]
+		for _, col := range d.Columns {
+			if uint(col) >= uint(procs) {
+				return fail("job %d: column %d outside the machine (%d processors)", d.Job, col, procs)
+			}
+			if seen[col] == c.starts {
+				return fail("job %d gets column %d twice", d.Job, col)
+			}
+			seen[col] = c.starts
+			if p := placed[col]; p != 0 {
+				return fail("job %d: row %d column %d already holds job %d", d.Job, d.Row, col, p)
+			}
+			if offline[col] {
+				return fail("job %d: column %d is out of service", d.Job, col)
+			}
+			if a := alt[col]; a != 0 {
+				return fail("job %d: row %d column %d is still job %d's alternate (end it first)", d.Job, d.Row, col, a)
+			}
+			if memCap > 0 && mem[col]+j.Memory > memCap {
+				return fail("job %d: column %d would hold %d bytes, it has %d", d.Job, col, mem[col]+j.Memory, memCap)
+			}
 		}
-		if seen[col] == c.starts {
-			return fail("job %d gets column %d twice", d.Job, col)
+		for _, col := range d.Columns {
+			placed[col] = j.ID
 		}
-		seen[col] = c.starts
-		if p := placed[col]; p != 0 {
-			return fail("job %d: row %d column %d already holds job %d", d.Job, d.Row, col, p)
-		}
-		if offline[col] {
-			return fail("job %d: column %d is out of service", d.Job, col)
-		}
-		if a := alt[col]; a != 0 {
-			return fail("job %d: row %d column %d is still job %d's alternate (end it first)", d.Job, d.Row, col, a)
-		}
-		if memCap > 0 && mem[col]+j.Memory > memCap {
-			return fail("job %d: column %d would hold %d bytes, it has %d", d.Job, col, mem[col]+j.Memory, memCap)
-		}
-	}
-	for _, col := range d.Columns {
-		placed[col] = j.ID
 	}
 	if j.Memory != 0 { // most workloads give none
 		for _, col := range d.Columns {
@@ -190,12 +205,35 @@ func (c *Checker) start(j *job, d *gang.Decision, now time.Duration, fail func(s
 	return nil
 }
 
+// placeAscending places job id on cols in placed (a row's) if they are
+// ascending (so none is named twice), inside it and free there, and
+// reports whether it did; if not, it leaves placed as it was. With no
+// column offline, no alternate and no memory bound, these are all a
+// start's column checks, in one loop rather than two.
+func placeAscending(id gang.JobID, cols []int, placed []gang.JobID) bool {
+	prev := -1
+	for i, col := range cols {
+		if col <= prev || col >= len(placed) || placed[col] != 0 {
+			for _, c := range cols[:i] {
+				placed[c] = 0 // free before: checked
+			}
+			return false
+		}
+		placed[col] = id
+		prev = col
+	}
+	return true
+}
+
 // SetOffline records columns leaving (or returning to) service: no job
 // may start on an offline column.
 func (c *Checker) SetOffline(cols []int, offline bool) {
 	for _, col := range cols {
 		if col >= 0 && col < len(c.offline) {
 			c.offline[col] = offline
+			if offline {
+				c.plain = false
+			}
 		}
 	}
 }
@@ -212,11 +250,15 @@ func (c *Checker) Finished(id gang.JobID) error {
 		placed := c.placed[j.row]
 		for _, col := range j.cols {
 			placed[col] = 0
-			if j.Memory != 0 {
-				c.mem[col] -= j.Memory
-			}
-			for _, r := range j.alts {
-				c.alt[r][col] = 0
+		}
+		if j.Memory != 0 || len(j.alts) > 0 { // most jobs have neither
+			for _, col := range j.cols {
+				if j.Memory != 0 {
+					c.mem[col] -= j.Memory
+				}
+				for _, r := range j.alts {
+					c.alt[r][col] = 0
+				}
 			}
 		}
 	}

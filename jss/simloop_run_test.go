@@ -1,0 +1,31 @@
+package jss
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/jss/metrics"
+)
+
+// simLoopRun runs as SimulateTrace does: results lent to the collector.
+func simLoopRun(ctx context.Context, cfg Config, src Source, col *metrics.Collector) (Stats, error) {
+	return runRef(ctx, cfg, src, func(r *Result) error {
+		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+		return nil
+	})
+}
+
+// benchCPU is bench_test.go's reportCPU for this package's benchmarks.
+func benchCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() { b.ReportMetric(float64(cpu()-start)/1e6/float64(b.N), "cpu-ms/op") }
+}
