@@ -56,8 +56,10 @@ func sortKinds(rng *rand.Rand) map[string]func() float64 {
 		"special": func() float64 {
 			return []float64{math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 0, 3.5}[rng.IntN(8)]
 		},
-		"nan":          func() float64 { return []float64{math.NaN(), 1, 2, -3}[rng.IntN(4)] },
-		"negativezero": func() float64 { return []float64{math.Copysign(0, -1), 0, 1}[rng.IntN(3)] },
+		"close fractions": func() float64 { return 1 + float64(rng.IntN(100))*0x1p-52 },
+		"all exponents":   func() float64 { return math.Ldexp(1+rng.Float64(), rng.IntN(2000)-1000) },
+		"nan":             func() float64 { return []float64{math.NaN(), 1, 2, -3}[rng.IntN(4)] },
+		"negativezero":    func() float64 { return []float64{math.Copysign(0, -1), 0, 1}[rng.IntN(3)] },
 	}
 }
 
@@ -94,6 +96,36 @@ func TestStatMatchesNaive(t *testing.T) {
 			w := Stat{Mean: sum / float64(n), Median: Quantile(want, 0.5), P95: Quantile(want, 0.95), Max: want[n-1]}
 			if !same(got.Mean, w.Mean) || !same(got.Median, w.Median) || !same(got.P95, w.P95) || !same(got.Max, w.Max) {
 				t.Errorf("%s, %d values: %+v, want %+v", name, n, got, w)
+			}
+		}
+	}
+}
+
+// TestMSD64 checks msd64 against slices.Sort on keys that make it narrow
+// buckets again and again: powers of two (each bucket holds all but the
+// largest few), repeated, with and without noise in the low bits.
+func TestMSD64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	count := new([digits][buckets]int32)
+	for _, n := range []int{1, 2, 17, 64, 65, 300, 5000} {
+		for _, noise := range []bool{false, true} {
+			want := make([]uint64, n)
+			for i := range want {
+				want[i] = 1 << rng.IntN(64)
+				if noise {
+					want[i] += uint64(rng.IntN(3))
+				}
+			}
+			hi, lo := make([]uint32, n), make([]uint32, n)
+			for i, k := range want {
+				hi[i], lo[i] = uint32(k>>32), uint32(k)
+			}
+			msd64(hi, lo, make([]uint32, n), make([]uint32, n), count, 0)
+			slices.Sort(want)
+			for i, k := range want {
+				if got := uint64(hi[i])<<32 | uint64(lo[i]); got != k {
+					t.Fatalf("%d keys (noise %v): at %d got %#x, want %#x", n, noise, i, got, k)
+				}
 			}
 		}
 	}
