@@ -28,6 +28,7 @@ import (
 // values therefore do not change in their last bit.
 type sorter struct {
 	buf []uint32
+	tmp []uint32 // msd64's scratch when buf has no room for it
 	// count holds per digit the buckets' counts, then their offsets. On
 	// the heap, allocated with the keys: as an array in the struct it made
 	// the summary's frame 49 KB, and the goroutine's stack grew (copied
@@ -73,13 +74,16 @@ func (k *keys) put(b uint64) {
 	if b>>63 != 0 {
 		key = ^b
 	}
-	if key == oneKey {
-		k.ones++
-		return
-	}
+	// Written whether it is 1's or not, and counted without a branch:
+	// about half of a run's slowdowns are 1, in no order a branch could
+	// predict. (1's key written is overwritten by the next, or left
+	// beyond the m written; its low half is zero, so loOr keeps.)
+	d := key ^ oneKey
+	notOne := int((d | -d) >> 63)
 	k.hi[k.m], k.lo[k.m] = uint32(key>>32), uint32(key)
 	k.loOr |= uint32(key)
-	k.m++
+	k.m += notOne
+	k.ones += 1 - notOne
 }
 
 // sort sorts x in increasing order.
@@ -205,16 +209,20 @@ func (s *sorter) sorted(n int, fill func(k *keys)) (q sequence, ok bool) {
 		// 32-bit keys: the low halves' room is the scratch.
 		q.hi = radix32(w[:m], w[m:2*m], s.count)
 	} else {
-		if cap(w) < 4*m {
-			g := make([]uint32, 4*m)
-			copy(g, w[:m])
-			copy(g[m:], w[n:n+m])
-			s.buf, w = g, g
+		// The halves stay where fill wrote them; the scratch is what
+		// follows each, if there is room (most keys were not 1's), else
+		// memory of its own: no copy of the keys either way.
+		q.hi, q.lo = w[:m], w[n:n+m]
+		var tmpHi, tmpLo []uint32
+		if 2*m <= n && n+2*m <= len(w) {
+			tmpHi, tmpLo = w[m:2*m], w[n+m:n+2*m]
 		} else {
-			copy(w[m:2*m], w[n:n+m]) // the low halves beside the high ones
+			if cap(s.tmp) < 2*m {
+				s.tmp = make([]uint32, 2*m)
+			}
+			tmpHi, tmpLo = s.tmp[:m], s.tmp[m:2*m]
 		}
-		msd64(w[:m], w[m:2*m], w[2*m:3*m], w[3*m:4*m], s.count, 0)
-		q.hi, q.lo = w[:m], w[m:2*m]
+		msd64(q.hi, q.lo, tmpHi, tmpLo, s.count, 0)
 	}
 	// p: the keys below 1's, whose low half is zero.
 	q.p, _ = slices.BinarySearch(q.hi, uint32(oneKey>>32))
