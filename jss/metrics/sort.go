@@ -200,10 +200,10 @@ func (s *sorter) sorted(n int, fill func(k *keys)) (q sequence, ok bool) {
 	if k.bad {
 		return sequence{}, false
 	}
-	if s.count == nil {
+	m := k.m
+	if s.count == nil && m > insertionMax { // fewer are sorted without it
 		s.count = new([digits][buckets]int32)
 	}
-	m := k.m
 	q = sequence{m: m, ones: k.ones}
 	if k.loOr == 0 {
 		// 32-bit keys: the low halves' room is the scratch.
@@ -232,10 +232,13 @@ func (s *sorter) sorted(n int, fill func(k *keys)) (q sequence, ok bool) {
 // radix32 sorts keys, with tmp as scratch, and returns the sorted slice:
 // keys or tmp.
 func radix32(keys, tmp []uint32, count *[digits][buckets]int32) []uint32 {
-	if len(keys) == 0 {
+	if len(keys) < radixMin {
+		// A few keys (an execution slowdown's that are not 1): no count
+		// table to clear for them.
+		slices.Sort(keys)
 		return keys
 	}
-	*count = [digits][buckets]int32{}
+	clear(count[:digits32]) // the rows it uses, not all (fresh memory)
 	for _, k := range keys {
 		for d := range digits32 {
 			count[d][(k>>(d*digitBits))&(buckets-1)]++
