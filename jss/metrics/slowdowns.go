@@ -11,14 +11,18 @@ import "math"
 // change in their last bit.
 
 // fillLong gives k the slowdowns of the jobs whose runtime is at least
-// floor (the bounded slowdowns are the same).
-func fillLong[T int32 | float64](k *keys, resp, run []T, floor float64) {
+// floor (the bounded slowdowns are the same), and appends the others'
+// indices to short, which it returns: one pass over the jobs for both.
+func fillLong[T int32 | float64](k *keys, resp, run []T, floor float64, short []int32) []int32 {
 	resp = resp[:len(run)]
 	for i, r := range run {
 		if float64(r) >= floor {
 			k.put(math.Float64bits(slowdown(float64(resp[i]), float64(r))))
+		} else {
+			short = append(short, int32(i))
 		}
 	}
+	return short
 }
 
 // fillShort gives k the slowdowns (bounded ones, with threshold tau, if
@@ -33,17 +37,6 @@ func fillShort[T int32 | float64](k *keys, resp, run []T, short []int32, tau flo
 	}
 }
 
-// appendShort appends to short the indices of the jobs whose runtime is
-// below floor.
-func appendShort[T int32 | float64](short []int32, run []T, floor float64) []int32 {
-	for i, r := range run {
-		if !(float64(r) >= floor) {
-			short = append(short, int32(i))
-		}
-	}
-	return short
-}
-
 // slowdownStats returns the Stats of the slowdown and of the bounded
 // slowdown, as stat would: sc's sorter sorts the long jobs' values, and
 // its two others the short jobs' of each metric.
@@ -53,18 +46,12 @@ func (c *Collector) slowdownStats(sc *scratch) (sd, bsd Stat) {
 	}
 	tau := c.tau.Seconds()
 	floor := max(SlowdownTau.Seconds(), tau)
-	var short []int32
-	if c.whole {
-		short = appendShort(sc.shortJobs[:0], c.run32[:c.n], floor)
-	} else {
-		short = appendShort(sc.shortJobs[:0], c.run[:c.n], floor)
-	}
-	sc.shortJobs = short
+	short := sc.shortJobs[:0]
 	fill := func(k *keys) {
 		if c.whole {
-			fillLong(k, c.resp32, c.run32[:c.n], floor)
+			short = fillLong(k, c.resp32, c.run32[:c.n], floor, short)
 		} else {
-			fillLong(k, c.resp, c.run[:c.n], floor)
+			short = fillLong(k, c.resp, c.run[:c.n], floor, short)
 		}
 	}
 	fillShorts := func(bounded bool) func(k *keys) {
@@ -76,7 +63,8 @@ func (c *Collector) slowdownStats(sc *scratch) (sd, bsd Stat) {
 			}
 		}
 	}
-	l, ok1 := sc.so.sorted(c.n-len(short), fill)
+	l, ok1 := sc.so.sorted(c.n, fill) // c.n: room for all, as the long are not yet counted
+	sc.shortJobs = short
 	s, ok2 := sc.short.sorted(len(short), fillShorts(false))
 	sb, ok3 := sc.shortBounded.sorted(len(short), fillShorts(true))
 	if !ok1 || !ok2 || !ok3 {
