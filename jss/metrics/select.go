@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -37,68 +38,153 @@ func (x intColumn) value(i int) int64 {
 	return int64(x.a[i]) - int64(x.b[i])
 }
 
-// scan returns the least and largest values, their sum and the sum of
-// their magnitudes. There is at least one value.
-func (x intColumn) scan() (lo, hi, sum int64, abs uint64) {
-	lo, hi = x.value(0), x.value(0)
-	visit := func(v int64) {
-		lo, hi = min(lo, v), max(hi, v)
-		sum += v
-		if v < 0 {
-			abs += uint64(-v)
-		} else {
-			abs += uint64(v)
-		}
-	}
-	// Two loops, not a test of b per value.
+// scanned is what a first pass over a column finds.
+type scanned struct {
+	lo, hi int64  // the least and largest values
+	nLo    int    // how many equal lo
+	sum    int64  // their sum
+	abs    uint64 // the sum of their magnitudes
+}
+
+// scan passes over the values, of which there is at least one.
+func (x intColumn) scan() scanned {
+	lo, hi := x.value(0), x.value(0)
+	nLo, sum, abs := 0, int64(0), uint64(0)
+	// Two loops, not a test of b per value; the body, the same in both,
+	// without a branch that the values decide at random (half a run's
+	// waits are the least, 0).
 	if x.b == nil {
 		for _, v := range x.a {
-			visit(int64(v))
+			v := int64(v)
+			if v < lo {
+				lo, nLo = v, 0
+			}
+			hi = max(hi, v)
+			nLo += b2i(v == lo)
+			sum += v
+			m := v >> 63
+			abs += uint64((v ^ m) - m)
 		}
 	} else {
 		b := x.b[:len(x.a)]
 		for i, v := range x.a {
-			visit(int64(v) - int64(b[i]))
+			v := int64(v) - int64(b[i])
+			if v < lo {
+				lo, nLo = v, 0
+			}
+			hi = max(hi, v)
+			nLo += b2i(v == lo)
+			sum += v
+			m := v >> 63
+			abs += uint64((v ^ m) - m)
 		}
 	}
-	return lo, hi, sum, abs
+	return scanned{lo: lo, hi: hi, nLo: nLo, sum: sum, abs: abs}
 }
 
+// b2i is 1 if b, else 0.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// The histograms count the values in [lo, hi] by bucket in
+// count[:buckets]; they count the others too, beyond, in four slots taken
+// in turn. A test of the range that skipped them mispredicted on values
+// in and out of it at random (half a run's waits are 0, out of the range
+// once the least value's ranks are known), and one slot would be a chain
+// of increments, each waiting for the last.
+
 // histogram counts the values in [lo, hi] by (v-lo)>>shift.
-func (x intColumn) histogram(lo, hi int64, shift uint, count *[buckets]int32) {
-	*count = [buckets]int32{}
+func (x intColumn) histogram(lo, hi int64, shift uint, count *[buckets + 4]int32) {
+	*count = [buckets + 4]int32{}
 	// One unsigned comparison tests lo <= v <= hi.
 	span := uint64(hi - lo)
 	if x.b == nil {
-		for _, v := range x.a {
-			if d := uint64(int64(v) - lo); d <= span {
-				count[(d>>shift)&(buckets-1)]++
+		for i, v := range x.a {
+			d := uint64(int64(v) - lo)
+			b := d >> shift
+			if d > span {
+				b = buckets + uint64(i&3)
 			}
+			count[b]++
 		}
 		return
 	}
 	b := x.b[:len(x.a)]
 	for i, v := range x.a {
-		if d := uint64(int64(v) - int64(b[i]) - lo); d <= span {
-			count[(d>>shift)&(buckets-1)]++
+		d := uint64(int64(v) - int64(b[i]) - lo)
+		k := d >> shift
+		if d > span {
+			k = buckets + uint64(i&3)
 		}
+		count[k]++
 	}
 }
 
-// gather appends the values in [lo, hi] to buf.
-func (x intColumn) gather(lo, hi int64, buf []int64) []int64 {
+// logBucket is the bucket of d among logBuckets, by its magnitude: d
+// itself below 64, else its bit length and the 5 bits below its top one
+// (a bucket spans 1/32 to 1/64 of its values). Metrics' values crowd near
+// their least (short waits), where these buckets are narrow, and thin out
+// above, where they are wide.
+func logBucket(d uint64) uint64 {
+	s := uint(max(bits.Len64(d)-6, 0))
+	return uint64(s)<<5 + d>>s
+}
+
+// logBuckets is the number of logBucket's buckets of a uint64.
+const logBuckets = (64-6)<<5 + 64
+
+// logBounds returns the least and largest d of logBucket b.
+func logBounds(b int) (lo, hi uint64) {
+	s := uint(max(b>>5-1, 0))
+	lo = uint64(b-int(s)<<5) << s
+	return lo, lo + (1<<s - 1)
+}
+
+// logHistogram counts the values in [lo, hi] by logBucket(v-lo).
+func (x intColumn) logHistogram(lo, hi int64, count *[buckets + 4]int32) {
+	*count = [buckets + 4]int32{}
 	span := uint64(hi - lo)
 	if x.b == nil {
+		for i, v := range x.a {
+			d := uint64(int64(v) - lo)
+			b := logBucket(d)
+			if d > span {
+				b = buckets + uint64(i&3)
+			}
+			count[b]++
+		}
+		return
+	}
+	b := x.b[:len(x.a)]
+	for i, v := range x.a {
+		d := uint64(int64(v) - int64(b[i]) - lo)
+		k := logBucket(d)
+		if d > span {
+			k = buckets + uint64(i&3)
+		}
+		count[k]++
+	}
+}
+
+// gather appends the values in either of two ranges, [lo1, lo1+n1) and
+// [lo2, lo2+n2), to buf: one pass for the few values of the buckets the
+// median's and the 95th percentile's ranks fall in.
+func (x intColumn) gather(lo1, n1, lo2, n2 int64, buf []int64) []int64 {
+	if x.b == nil {
 		for _, v := range x.a {
-			if uint64(int64(v)-lo) <= span {
-				buf = append(buf, int64(v))
+			if v := int64(v); uint64(v-lo1) < uint64(n1) || uint64(v-lo2) < uint64(n2) {
+				buf = append(buf, v)
 			}
 		}
 		return buf
 	}
 	b := x.b[:len(x.a)]
 	for i, v := range x.a {
-		if v := int64(v) - int64(b[i]); uint64(v-lo) <= span {
+		if v := int64(v) - int64(b[i]); uint64(v-lo1) < uint64(n1) || uint64(v-lo2) < uint64(n2) {
 			buf = append(buf, v)
 		}
 	}
@@ -108,39 +194,25 @@ func (x intColumn) gather(lo, hi int64, buf []int64) []int64 {
 // selector finds order statistics of an intColumn, with scratch reused
 // from one column to the next.
 type selector struct {
-	count  *[buckets]int32
+	count  *[buckets + 4]int32 // see histogram
 	gather []int64
 }
 
-// orderStats sets out[j] to the value of rank ranks[j] (0 the least; ranks
-// in increasing order), every such value being within [lo, hi] and below
-// being the number of values below lo.
-func (s *selector) orderStats(x intColumn, lo, hi int64, below int, ranks []int, out []int64) {
-	if lo == hi {
-		for j := range out {
-			out[j] = lo
-		}
-		return
-	}
-	shift := uint(0)
-	for uint64(hi-lo)>>shift >= buckets {
-		shift++
-	}
-	if s.count == nil {
-		s.count = new([buckets]int32)
-	}
-	x.histogram(lo, hi, shift, s.count)
-	// The buckets holding the ranks, found before any of them is narrowed
-	// (which reuses the counts).
-	type part struct {
-		bucket     int64
-		below, cnt int // values below the bucket, and in it
-		first, end int // its ranks: ranks[first:end]
-	}
+// part is a bucket of values holding some of the ranks sought.
+type part struct {
+	lo, hi     int64 // its values' range
+	below, cnt int   // the values below it, and in it
+	first, end int   // its ranks: ranks[first:end]
+}
+
+// findParts returns the buckets of count[:nb] holding the ranks (in
+// increasing order, the values of the below least ranks being below
+// bucket 0); bounds(b) is bucket b's range.
+func findParts(count []int32, below int, ranks []int, bounds func(b int) (lo, hi int64)) ([maxRanks]part, int) {
 	var parts [maxRanks]part
 	np := 0
 	cum, j := below, 0
-	for b, c := range s.count {
+	for b, c := range count {
 		if j == len(ranks) {
 			break
 		}
@@ -148,7 +220,8 @@ func (s *selector) orderStats(x intColumn, lo, hi int64, below int, ranks []int,
 			cum += int(c)
 			continue
 		}
-		p := part{bucket: int64(b), below: cum, cnt: int(c), first: j}
+		p := part{below: cum, cnt: int(c), first: j}
+		p.lo, p.hi = bounds(b)
 		for j < len(ranks) && ranks[j] < cum+int(c) {
 			j++
 		}
@@ -157,20 +230,81 @@ func (s *selector) orderStats(x intColumn, lo, hi int64, below int, ranks []int,
 		np++
 		cum += int(c)
 	}
-	for _, p := range parts[:np] {
-		blo := lo + p.bucket<<shift
-		bhi := min(hi, blo+(1<<shift-1))
+	return parts, np
+}
+
+// resolve sets out[j] to the value of rank ranks[j] for the ranks of each
+// part: a part of one value is that value; the values of the parts of few
+// are gathered, in one pass for all, and sorted; the others are narrowed
+// by orderStats.
+func (s *selector) resolve(x intColumn, parts []part, ranks []int, out []int64) {
+	var few [maxRanks]part
+	nf, gathered := 0, 0
+	for _, p := range parts {
 		r, o := ranks[p.first:p.end], out[p.first:p.end]
-		if shift == 0 || p.cnt > gatherMax {
-			s.orderStats(x, blo, bhi, p.below, r, o)
-			continue
-		}
-		s.gather = x.gather(blo, bhi, s.gather[:0])
-		slices.Sort(s.gather)
-		for k, rank := range r {
-			o[k] = s.gather[rank-p.below]
+		switch {
+		case p.lo == p.hi:
+			for k := range o {
+				o[k] = p.lo
+			}
+		case p.cnt <= gatherMax:
+			few[nf] = p
+			nf++
+			gathered += p.cnt
+		default:
+			s.orderStats(x, p.lo, p.hi, p.below, r, o)
 		}
 	}
+	if nf == 0 {
+		return
+	}
+	s.gather = s.gather[:0]
+	for k := 0; k < nf; k += 2 { // two parts a pass
+		p := few[k]
+		lo2, n2 := int64(0), int64(0) // none
+		if k+1 < nf {
+			lo2, n2 = few[k+1].lo, few[k+1].hi-few[k+1].lo+1
+		}
+		s.gather = x.gather(p.lo, p.hi-p.lo+1, lo2, n2, s.gather)
+	}
+	slices.Sort(s.gather)
+	// The parts' ranges do not overlap: each part's values follow the
+	// earlier parts' in the sorted gathering.
+	off := 0
+	for _, p := range few[:nf] {
+		for k, rank := range ranks[p.first:p.end] {
+			out[p.first+k] = s.gather[off+rank-p.below]
+		}
+		off += p.cnt
+	}
+}
+
+// orderStats sets out[j] to the value of rank ranks[j] (0 the least; ranks
+// in increasing order), every such value being within [lo, hi] (lo < hi)
+// and below being the number of values below lo: by a histogram of
+// 2048 equal buckets of the range.
+func (s *selector) orderStats(x intColumn, lo, hi int64, below int, ranks []int, out []int64) {
+	shift := uint(0)
+	for uint64(hi-lo)>>shift >= buckets {
+		shift++
+	}
+	x.histogram(lo, hi, shift, s.count)
+	parts, np := findParts(s.count[:buckets], below, ranks, func(b int) (int64, int64) {
+		blo := lo + int64(b)<<shift
+		return blo, min(hi, blo+(1<<shift-1))
+	})
+	s.resolve(x, parts[:np], ranks, out)
+}
+
+// logOrderStats is orderStats by a histogram of logBucket's buckets of
+// the values above lo: narrow where the values crowd.
+func (s *selector) logOrderStats(x intColumn, lo, hi int64, below int, ranks []int, out []int64) {
+	x.logHistogram(lo, hi, s.count)
+	parts, np := findParts(s.count[:logBuckets], below, ranks, func(b int) (int64, int64) {
+		dlo, dhi := logBounds(b)
+		return lo + int64(dlo), lo + int64(min(dhi, uint64(hi-lo)))
+	})
+	s.resolve(x, parts[:np], ranks, out)
 }
 
 // maxRanks is the most ranks orderStats is asked for: the median's and
@@ -197,15 +331,28 @@ func statRanks(n int) [maxRanks + 1]int {
 // float64 (the sort then gives the mean).
 func (s *selector) wholeStat(x intColumn) (st Stat, ok bool) {
 	n := len(x.a)
-	lo, hi, sum, abs := x.scan()
-	if abs > exactSumBound {
+	sc := x.scan()
+	if sc.abs > exactSumBound {
 		return Stat{}, false
 	}
 	ranks := statRanks(n)
 	var vals [len(ranks)]int64
-	// The last rank is n-1's, the maximum: hi.
-	s.orderStats(x, lo, hi, 0, ranks[:maxRanks], vals[:maxRanks])
-	vals[maxRanks] = hi
+	// The last rank is n-1's, the maximum: hi. Ranks below nLo are the
+	// least value's; the others are sought above it, whose histogram the
+	// many values equal to it (waits of 0) then do not slow.
+	r := ranks[:maxRanks]
+	k := 0
+	for k < len(r) && r[k] < sc.nLo {
+		vals[k] = sc.lo
+		k++
+	}
+	if k < len(r) {
+		if s.count == nil {
+			s.count = new([buckets + 4]int32)
+		}
+		s.logOrderStats(x, sc.lo+1, sc.hi, sc.nLo, r[k:], vals[k:maxRanks])
+	}
+	vals[maxRanks] = sc.hi
 	at := func(i int) float64 {
 		for k, r := range ranks {
 			if r == i {
@@ -214,5 +361,5 @@ func (s *selector) wholeStat(x intColumn) (st Stat, ok bool) {
 		}
 		panic("metrics: an order statistic that was not selected")
 	}
-	return sortedStat(n, float64(sum), at), true
+	return sortedStat(n, float64(sc.sum), at), true
 }

@@ -65,3 +65,23 @@ func BenchmarkSummary(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSummaryParts times each part of a KTH-sized summary alone, its
+// scratch reused (no fresh memory).
+func BenchmarkSummaryParts(b *testing.B) {
+	c := kthCollector(b)
+	for m, name := range []string{"wait", "response", "execution", "execslowdown"} {
+		b.Run(name, func(b *testing.B) {
+			var sc scratch
+			for b.Loop() {
+				c.summaryStat(&sc, metric(m))
+			}
+		})
+	}
+	b.Run("slowdowns", func(b *testing.B) {
+		var sc scratch
+		for b.Loop() {
+			c.slowdownStats(&sc)
+		}
+	})
+}

@@ -206,3 +206,32 @@ func TestWholeStatLeavesInexactSums(t *testing.T) {
 		t.Errorf("execution %+v, want %+v", got, want)
 	}
 }
+
+// TestLogBuckets: logBucket is monotone, below logBuckets, and its bounds
+// (logBounds) hold every d it puts in the bucket, next to the next one's.
+func TestLogBuckets(t *testing.T) {
+	var ds []uint64
+	for d := range uint64(300) {
+		ds = append(ds, d)
+	}
+	for s := range 64 {
+		p := uint64(1) << s
+		ds = append(ds, p-1, p, p+1, p|p>>1, p|p>>3)
+	}
+	ds = append(ds, math.MaxUint64)
+	slices.Sort(ds)
+	prev := uint64(0)
+	for _, d := range ds {
+		b := logBucket(d)
+		lo, hi := logBounds(int(b))
+		if b < prev || b >= logBuckets || d < lo || d > hi {
+			t.Fatalf("d %d: bucket %d (after %d) of [%d, %d]", d, b, prev, lo, hi)
+		}
+		if b+1 < logBuckets {
+			if next, _ := logBounds(int(b + 1)); next != hi+1 {
+				t.Fatalf("bucket %d ends at %d, the next begins at %d", b, hi, next)
+			}
+		}
+		prev = b
+	}
+}
