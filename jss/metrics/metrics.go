@@ -304,6 +304,9 @@ type scratch struct {
 	// The short jobs' slowdowns' sorts, and the jobs (see slowdownStats).
 	short, shortBounded sorter
 	shortJobs           []int32
+	// The jobs whose execution slowdown is not 1 for certain (see
+	// wholeExecSlowdown).
+	others []int32
 }
 
 // summaryStat is stat, but by selection for the whole-second integers
@@ -321,7 +324,36 @@ func (c *Collector) summaryStat(sc *scratch, m metric) Stat {
 			return st
 		}
 	}
+	if c.whole && m == mExecSlowdown {
+		return c.wholeExecSlowdown(sc)
+	}
 	return c.stat(&sc.so, m)
+}
+
+// wholeExecSlowdown is stat's for the execution slowdown of whole
+// seconds. A job that ran as long as alone (at least a second) has a
+// slowdown of exactly 1 (e/e), most jobs under space sharing: they are
+// told by comparing integers, and counted as 1's; only the others'
+// values are computed (a division each) and sorted.
+func (c *Collector) wholeExecSlowdown(sc *scratch) Stat {
+	n := c.n
+	wait, resp, run := c.wait32[:n], c.resp32[:n], c.run32[:n]
+	others := sc.others[:0]
+	for i := range n {
+		if int64(resp[i])-int64(wait[i]) != int64(run[i]) || run[i] < 1 {
+			others = append(others, int32(i))
+		}
+	}
+	sc.others = others
+	value := func(i int) float64 {
+		return (float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3)
+	}
+	return sc.so.statKeys(n, func(k *keys) {
+		k.ones = n - len(others)
+		for _, i := range others {
+			k.put(math.Float64bits((float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3)))
+		}
+	}, value)
 }
 
 // Summary computes the aggregate metrics. It may be called more than once.
