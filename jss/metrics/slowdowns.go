@@ -136,11 +136,7 @@ func (m *merger) take(v float64) {
 
 // takeOnes takes c values equal to 1.
 func (m *merger) takeOnes(c int) {
-	sum := m.sum
-	for range c {
-		sum++ // one by one, as a sorted sum adds them
-	}
-	m.sum = sum
+	m.sum = addOnes(m.sum, c)
 	end := m.rank + c
 	for m.want >= 0 && m.want < end {
 		m.rank = m.want

@@ -128,9 +128,7 @@ func (s *sorter) statKeys(n int, fill func(k *keys), v func(i int) float64) Stat
 			for i := range seq.p {
 				sum += seq.value(i)
 			}
-			for range seq.ones {
-				sum++
-			}
+			sum = addOnes(sum, seq.ones)
 			for i := seq.p; i < seq.m; i++ {
 				sum += seq.value(i)
 			}
@@ -147,6 +145,24 @@ func (s *sorter) statKeys(n int, fill func(k *keys), v func(i int) float64) Stat
 		sum += v
 	}
 	return sortedStat(n, sum, func(i int) float64 { return x[i] })
+}
+
+// addOnes returns sum with c ones added one by one, as a sorted sum adds
+// them. When sum is a whole number and so is every partial sum up to
+// sum+c, below 2^53 in magnitude, each addition is exact and so is their
+// total's: one addition (there is no value below 1 before a slowdown's
+// ones, and sum is 0).
+func addOnes(sum float64, c int) float64 {
+	if c == 0 {
+		return sum // -0 stays
+	}
+	if sum == math.Trunc(sum) && math.Abs(sum)+float64(c) < 1<<53 {
+		return sum + float64(c)
+	}
+	for range c {
+		sum++
+	}
+	return sum
 }
 
 // sortedStat is the Stat of the n sorted values at(i) that sum to sum

@@ -154,3 +154,20 @@ func BenchmarkSort(b *testing.B) {
 		}
 	})
 }
+
+// TestAddOnes checks addOnes against adding ones one by one, bit for bit,
+// on sums it adds at once and on those it must not (fractions, beyond
+// 2^53, infinities, NaN, negative zero).
+func TestAddOnes(t *testing.T) {
+	for _, sum := range []float64{0, math.Copysign(0, -1), 0.5, 3, -7, -7.25, 1<<53 - 3, 1 << 53, -(1 << 52) + 0.5, 1e300, math.Inf(1), math.Inf(-1), math.NaN()} {
+		for _, c := range []int{0, 1, 2, 5, 10, 1000} {
+			want := sum
+			for range c {
+				want++
+			}
+			if got := addOnes(sum, c); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Errorf("addOnes(%v, %d) = %v, want %v", sum, c, got, want)
+			}
+		}
+	}
+}
