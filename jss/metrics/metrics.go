@@ -337,6 +337,9 @@ func (c *Collector) summaryStat(sc *scratch, m metric) Stat {
 // values are computed (a division each) and sorted.
 func (c *Collector) wholeExecSlowdown(sc *scratch) Stat {
 	n := c.n
+	if n > math.MaxInt32/4 {
+		return c.stat(&sc.so, mExecSlowdown)
+	}
 	wait, resp, run := c.wait32[:n], c.resp32[:n], c.run32[:n]
 	others := sc.others[:0]
 	for i := range n {
@@ -345,15 +348,17 @@ func (c *Collector) wholeExecSlowdown(sc *scratch) Stat {
 		}
 	}
 	sc.others = others
-	value := func(i int) float64 {
-		return (float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3)
-	}
-	return sc.so.statKeys(n, func(k *keys) {
+	// Room for the others' keys only (fresh memory): the 1's are counted.
+	seq, ok := sc.so.sorted(len(others), func(k *keys) {
 		k.ones = n - len(others)
 		for _, i := range others {
 			k.put(math.Float64bits((float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3)))
 		}
-	}, value)
+	})
+	if !ok {
+		return c.stat(&sc.so, mExecSlowdown) // a NaN or negative zero: slices.Sort's order
+	}
+	return seq.stat()
 }
 
 // Summary computes the aggregate metrics. It may be called more than once.

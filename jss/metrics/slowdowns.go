@@ -65,6 +65,9 @@ func (c *Collector) slowdownStats(sc *scratch) (sd, bsd Stat) {
 	}
 	l, ok1 := sc.so.sorted(c.n, fill) // c.n: room for all, as the long are not yet counted
 	sc.shortJobs = short
+	// The short jobs' sorts come after the long ones': one count table
+	// for the three (fresh memory).
+	sc.short.count, sc.shortBounded.count = sc.so.count, sc.so.count
 	s, ok2 := sc.short.sorted(len(short), fillShorts(false))
 	sb, ok3 := sc.shortBounded.sorted(len(short), fillShorts(true))
 	if !ok1 || !ok2 || !ok3 {

@@ -124,15 +124,7 @@ func (s *sorter) stat(n int, v func(i int) float64) Stat {
 func (s *sorter) statKeys(n int, fill func(k *keys), v func(i int) float64) Stat {
 	if n >= radixMin && n <= math.MaxInt32/4 {
 		if seq, ok := s.sorted(n, fill); ok {
-			sum := 0.0
-			for i := range seq.p {
-				sum += seq.value(i)
-			}
-			sum = addOnes(sum, seq.ones)
-			for i := seq.p; i < seq.m; i++ {
-				sum += seq.value(i)
-			}
-			return sortedStat(n, sum, seq.at)
+			return seq.stat()
 		}
 	}
 	x := make([]float64, n)
@@ -163,6 +155,19 @@ func addOnes(sum float64, c int) float64 {
 		sum++
 	}
 	return sum
+}
+
+// stat is the Stat of the sequence's values (its 1's included).
+func (q *sequence) stat() Stat {
+	sum := 0.0
+	for i := range q.p {
+		sum += q.value(i)
+	}
+	sum = addOnes(sum, q.ones)
+	for i := q.p; i < q.m; i++ {
+		sum += q.value(i)
+	}
+	return sortedStat(q.m+q.ones, sum, q.at)
 }
 
 // sortedStat is the Stat of the n sorted values at(i) that sum to sum
