@@ -6,8 +6,10 @@ import (
 	"slices"
 )
 
-// sorter sorts float64s as slices.Sort does, by a radix sort of their bits:
-// the summary sorts every metric of every job (six sorts of the whole run),
+// sorter sorts float64s as slices.Sort does, by a radix sort of their bits
+// (msd64 for 64-bit keys, radix32 for 32-bit ones): the summary sorts the
+// slowdowns of a whole run (see slowdownStats; its integer metrics are
+// selected, see select.go), the runtime bins every metric of their jobs,
 // and comparison sorts of tens of thousands of values took a tenth of a
 // simulation. Its buffer is reused from one sort to the next.
 //
