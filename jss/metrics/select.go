@@ -12,9 +12,12 @@ import (
 // sum is then an integer float64 holds exactly), so the mean summed over
 // the sorted values is the integer sum's; and median, 95th percentile and
 // maximum need four order statistics and the largest value, which a
-// selection finds in a few passes over the values (a histogram of
-// value ranges, narrowed to the ranges holding the ranks wanted) where a
-// radix sort made six.
+// selection finds in three passes over the values where a radix sort made
+// six: one finds the least and largest, the sum and how many equal the
+// least (the ranks among those are found); a histogram of logarithmic
+// buckets above the least finds the buckets holding the other ranks; one
+// more gathers those buckets' few values to sort them (a bucket of many
+// is narrowed by a histogram of its range instead).
 
 // exactSumBound is the largest sum of magnitudes for which every partial
 // sum of integers is exact in a float64.
@@ -205,9 +208,9 @@ type part struct {
 	first, end int   // its ranks: ranks[first:end]
 }
 
-// findParts returns the buckets of count[:nb] holding the ranks (in
-// increasing order, the values of the below least ranks being below
-// bucket 0); bounds(b) is bucket b's range.
+// findParts returns the buckets of count holding the ranks (in
+// increasing order; below values are below bucket 0), and how many there
+// are; bounds(b) is bucket b's range.
 func findParts(count []int32, below int, ranks []int, bounds func(b int) (lo, hi int64)) ([maxRanks]part, int) {
 	var parts [maxRanks]part
 	np := 0
@@ -235,11 +238,11 @@ func findParts(count []int32, below int, ranks []int, bounds func(b int) (lo, hi
 
 // resolve sets out[j] to the value of rank ranks[j] for the ranks of each
 // part: a part of one value is that value; the values of the parts of few
-// are gathered, in one pass for all, and sorted; the others are narrowed
-// by orderStats.
+// are gathered, two parts a pass, and sorted; the others are narrowed by
+// orderStats.
 func (s *selector) resolve(x intColumn, parts []part, ranks []int, out []int64) {
 	var few [maxRanks]part
-	nf, gathered := 0, 0
+	nf := 0
 	for _, p := range parts {
 		r, o := ranks[p.first:p.end], out[p.first:p.end]
 		switch {
@@ -250,7 +253,6 @@ func (s *selector) resolve(x intColumn, parts []part, ranks []int, out []int64) 
 		case p.cnt <= gatherMax:
 			few[nf] = p
 			nf++
-			gathered += p.cnt
 		default:
 			s.orderStats(x, p.lo, p.hi, p.below, r, o)
 		}
