@@ -26,7 +26,7 @@ func fillLong[T int32 | float64](k *keys, resp, run []T, floor float64, short []
 }
 
 // fillShort gives k the slowdowns (bounded ones, with threshold tau, if
-// bounded) of the jobs short lists.
+// bounded) of the jobs whose indices short lists.
 func fillShort[T int32 | float64](k *keys, resp, run []T, short []int32, tau float64, bounded bool) {
 	for _, i := range short {
 		if bounded {
@@ -75,15 +75,6 @@ func (c *Collector) slowdownStats(sc *scratch) (sd, bsd Stat) {
 		return c.stat(&sc.so, mSlowdown), c.stat(&sc.so, mBoundedSlowdown)
 	}
 	return mergedStats(c.n, &l, &s, &sb)
-}
-
-// key returns the i-th sorted key other than 1's.
-func (q *sequence) key(i int) uint64 {
-	k := uint64(q.hi[i]) << 32
-	if q.lo != nil {
-		k |= uint64(q.lo[i])
-	}
-	return k
 }
 
 // mergedStats returns the Stats of the n values of the sorted sequences l

@@ -190,13 +190,18 @@ type sequence struct {
 	m, p, ones int
 }
 
-// value returns the i-th sorted value other than 1.
-func (q *sequence) value(i int) float64 {
+// key returns the i-th sorted key other than 1's.
+func (q *sequence) key(i int) uint64 {
 	k := uint64(q.hi[i]) << 32
 	if q.lo != nil {
 		k |= uint64(q.lo[i])
 	}
-	return fromOrderedBits(k)
+	return k
+}
+
+// value returns the i-th sorted value other than 1.
+func (q *sequence) value(i int) float64 {
+	return fromOrderedBits(q.key(i))
 }
 
 // at returns the i-th value of the whole sorted sequence.
