@@ -297,6 +297,70 @@ func (c *Collector) stat(so *sorter, m metric) Stat {
 	}, value)
 }
 
+// scratch is the working memory of one half of a summary.
+type scratch struct {
+	so  sorter
+	sel selector
+	// The short jobs' slowdowns' sorts, and the jobs (see slowdownStats).
+	short, shortBounded sorter
+	shortJobs           []int32
+	// The jobs whose execution slowdown is not 1 for certain (see
+	// wholeExecSlowdown).
+	others []int32
+}
+
+// summaryStat is stat, but by selection for the whole-second integers
+// (wait, response, execution) whose sum is exact (see select.go).
+func (c *Collector) summaryStat(sc *scratch, m metric) Stat {
+	if c.whole && m <= mExecution {
+		x := intColumn{a: c.wait32[:c.n]}
+		switch m {
+		case mResponse:
+			x.a = c.resp32[:c.n]
+		case mExecution:
+			x = intColumn{a: c.resp32[:c.n], b: c.wait32[:c.n]}
+		}
+		if st, ok := sc.sel.wholeStat(x); ok {
+			return st
+		}
+	}
+	if c.whole && m == mExecSlowdown {
+		return c.wholeExecSlowdown(sc)
+	}
+	return c.stat(&sc.so, m)
+}
+
+// wholeExecSlowdown is stat's for the execution slowdown of whole
+// seconds. A job that ran as long as alone (at least a second) has a
+// slowdown of exactly 1 (e/e), most jobs under space sharing: they are
+// told by comparing integers, and counted as 1's; only the others'
+// values are computed (a division each) and sorted.
+func (c *Collector) wholeExecSlowdown(sc *scratch) Stat {
+	n := c.n
+	if n > math.MaxInt32/4 {
+		return c.stat(&sc.so, mExecSlowdown)
+	}
+	wait, resp, run := c.wait32[:n], c.resp32[:n], c.run32[:n]
+	others := sc.others[:0]
+	for i := range n {
+		if int64(resp[i])-int64(wait[i]) != int64(run[i]) || run[i] < 1 {
+			others = append(others, int32(i))
+		}
+	}
+	sc.others = others
+	// Room for the others' keys only (fresh memory): the 1's are counted.
+	seq, ok := sc.so.sorted(len(others), func(k *keys) {
+		k.ones = n - len(others)
+		for _, i := range others {
+			k.put(math.Float64bits((float64(resp[i]) - float64(wait[i])) / max(float64(run[i]), 1e-3)))
+		}
+	})
+	if !ok {
+		return c.stat(&sc.so, mExecSlowdown) // a NaN or negative zero: slices.Sort's order
+	}
+	return seq.stat()
+}
+
 // Summary computes the aggregate metrics. It may be called more than once.
 func (c *Collector) Summary() Summary {
 	return c.summary(nil)
@@ -305,15 +369,15 @@ func (c *Collector) Summary() Summary {
 // SummaryWith is Summary with its six per-metric statistics computed by
 // two functions that share no scratch memory and only read the collector:
 // run calls both, one after the other or at once, and returns when both
-// have returned. The two slowdowns' sorts (64-bit keys) are one half, the
-// four others (32-bit keys, or none) the other.
+// have returned. The two slowdowns (one shared sort, see slowdownStats)
+// are one half; the four others (selections, see select.go, and the
+// execution slowdown's sort, mostly of 1's) the other.
 func (c *Collector) SummaryWith(run func(a, b func())) Summary {
 	return c.summary(run)
 }
 
-// summary is Summary, its halves run by run if set (each with scratch of
-// its own), else in turn on one sorter's scratch (less fresh memory).
-func (c *Collector) summary(run func(a, b func())) Summary {
+// totals is the summary without its per-job metrics' Stats.
+func (c *Collector) totals() Summary {
 	s := Summary{
 		Jobs:         c.n,
 		SumFlow:      c.sumFlow,
@@ -327,23 +391,32 @@ func (c *Collector) summary(run func(a, b func())) Summary {
 	if s.Makespan > 0 && c.procs > 0 {
 		s.Utilization = c.work / (float64(c.procs) * s.Makespan)
 	}
-	so := new(sorter)
-	a := func() {
-		s.Wait = c.stat(so, mWait)
-		s.Response = c.stat(so, mResponse)
-		s.Execution = c.stat(so, mExecution)
-		s.ExecSlowdown = c.stat(so, mExecSlowdown)
+	return s
+}
+
+// summary is Summary, its halves run by run if set (each with scratch of
+// its own), else in turn on one scratch (less fresh memory).
+func (c *Collector) summary(run func(a, b func())) Summary {
+	s := c.totals()
+	if s.Jobs == 0 {
+		return s
 	}
-	b := func(so *sorter) {
-		s.Slowdown = c.stat(so, mSlowdown)
-		s.BoundedSlowdown = c.stat(so, mBoundedSlowdown)
+	sc := new(scratch)
+	a := func() {
+		s.Wait = c.summaryStat(sc, mWait)
+		s.Response = c.summaryStat(sc, mResponse)
+		s.Execution = c.summaryStat(sc, mExecution)
+		s.ExecSlowdown = c.summaryStat(sc, mExecSlowdown)
+	}
+	b := func(sc *scratch) {
+		s.Slowdown, s.BoundedSlowdown = c.slowdownStats(sc)
 	}
 	if run == nil {
 		a()
-		b(so)
+		b(sc)
 		return s
 	}
-	run(a, func() { b(new(sorter)) })
+	run(a, func() { b(new(scratch)) })
 	return s
 }
 

@@ -2,11 +2,14 @@ package metrics
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 )
 
-// sorter sorts float64s as slices.Sort does, by a radix sort of their bits:
-// the summary sorts every metric of every job (six sorts of the whole run),
+// sorter sorts float64s as slices.Sort does, by a radix sort of their bits
+// (msd64 for 64-bit keys, radix32 for 32-bit ones): the summary sorts the
+// slowdowns of a whole run (see slowdownStats; its integer metrics are
+// selected, see select.go), the runtime bins every metric of their jobs,
 // and comparison sorts of tens of thousands of values took a tenth of a
 // simulation. Its buffer is reused from one sort to the next.
 //
@@ -27,6 +30,7 @@ import (
 // values therefore do not change in their last bit.
 type sorter struct {
 	buf []uint32
+	tmp []uint32 // msd64's scratch when buf has no room for it
 	// count holds per digit the buckets' counts, then their offsets. On
 	// the heap, allocated with the keys: as an array in the struct it made
 	// the summary's frame 49 KB, and the goroutine's stack grew (copied
@@ -37,8 +41,9 @@ type sorter struct {
 // radixMin is the length below which slices.Sort is faster.
 const radixMin = 256
 
-// Digits of 11 bits: six passes at most, each with a count table that fits
-// in the first-level cache; three for 32-bit keys.
+// Digits of 11 bits, each with a count table that fits in the first-level
+// cache: three passes for 32-bit keys; six levels at most of msd64's for
+// 64-bit ones.
 const (
 	digitBits = 11
 	digits    = (64 + digitBits - 1) / digitBits
@@ -71,13 +76,16 @@ func (k *keys) put(b uint64) {
 	if b>>63 != 0 {
 		key = ^b
 	}
-	if key == oneKey {
-		k.ones++
-		return
-	}
+	// Written whether it is 1's or not, and counted without a branch:
+	// about half of a run's slowdowns are 1, in no order a branch could
+	// predict. (1's key written is overwritten by the next, or left
+	// beyond the m written; its low half is zero, so loOr keeps.)
+	d := key ^ oneKey
+	notOne := int((d | -d) >> 63)
 	k.hi[k.m], k.lo[k.m] = uint32(key>>32), uint32(key)
 	k.loOr |= uint32(key)
-	k.m++
+	k.m += notOne
+	k.ones += 1 - notOne
 }
 
 // sort sorts x in increasing order.
@@ -118,17 +126,7 @@ func (s *sorter) stat(n int, v func(i int) float64) Stat {
 func (s *sorter) statKeys(n int, fill func(k *keys), v func(i int) float64) Stat {
 	if n >= radixMin && n <= math.MaxInt32/4 {
 		if seq, ok := s.sorted(n, fill); ok {
-			sum := 0.0
-			for i := range seq.p {
-				sum += seq.value(i)
-			}
-			for range seq.ones {
-				sum++
-			}
-			for i := seq.p; i < seq.m; i++ {
-				sum += seq.value(i)
-			}
-			return sortedStat(n, sum, seq.at)
+			return seq.stat()
 		}
 	}
 	x := make([]float64, n)
@@ -141,6 +139,37 @@ func (s *sorter) statKeys(n int, fill func(k *keys), v func(i int) float64) Stat
 		sum += v
 	}
 	return sortedStat(n, sum, func(i int) float64 { return x[i] })
+}
+
+// addOnes returns sum with c ones added one by one, as a sorted sum adds
+// them. When sum is a whole number and so is every partial sum up to
+// sum+c, below 2^53 in magnitude, each addition is exact and so is their
+// total's: one addition (there is no value below 1 before a slowdown's
+// ones, and sum is 0).
+func addOnes(sum float64, c int) float64 {
+	if c == 0 {
+		return sum // -0 stays
+	}
+	if sum == math.Trunc(sum) && math.Abs(sum)+float64(c) < 1<<53 {
+		return sum + float64(c)
+	}
+	for range c {
+		sum++
+	}
+	return sum
+}
+
+// stat is the Stat of the sequence's values (its 1's included).
+func (q *sequence) stat() Stat {
+	sum := 0.0
+	for i := range q.p {
+		sum += q.value(i)
+	}
+	sum = addOnes(sum, q.ones)
+	for i := q.p; i < q.m; i++ {
+		sum += q.value(i)
+	}
+	return sortedStat(q.m+q.ones, sum, q.at)
 }
 
 // sortedStat is the Stat of the n sorted values at(i) that sum to sum
@@ -161,13 +190,18 @@ type sequence struct {
 	m, p, ones int
 }
 
-// value returns the i-th sorted value other than 1.
-func (q *sequence) value(i int) float64 {
+// key returns the i-th sorted key other than 1's.
+func (q *sequence) key(i int) uint64 {
 	k := uint64(q.hi[i]) << 32
 	if q.lo != nil {
 		k |= uint64(q.lo[i])
 	}
-	return fromOrderedBits(k)
+	return k
+}
+
+// value returns the i-th sorted value other than 1.
+func (q *sequence) value(i int) float64 {
+	return fromOrderedBits(q.key(i))
 }
 
 // at returns the i-th value of the whole sorted sequence.
@@ -194,24 +228,29 @@ func (s *sorter) sorted(n int, fill func(k *keys)) (q sequence, ok bool) {
 	if k.bad {
 		return sequence{}, false
 	}
-	if s.count == nil {
+	m := k.m
+	if s.count == nil && m > insertionMax { // fewer are sorted without it
 		s.count = new([digits][buckets]int32)
 	}
-	m := k.m
 	q = sequence{m: m, ones: k.ones}
 	if k.loOr == 0 {
 		// 32-bit keys: the low halves' room is the scratch.
 		q.hi = radix32(w[:m], w[m:2*m], s.count)
 	} else {
-		if cap(w) < 4*m {
-			g := make([]uint32, 4*m)
-			copy(g, w[:m])
-			copy(g[m:], w[n:n+m])
-			s.buf, w = g, g
+		// The halves stay where fill wrote them; the scratch is what
+		// follows each, if there is room (most keys were not 1's), else
+		// memory of its own: no copy of the keys either way.
+		q.hi, q.lo = w[:m], w[n:n+m]
+		var tmpHi, tmpLo []uint32
+		if 2*m <= n && n+2*m <= len(w) {
+			tmpHi, tmpLo = w[m:2*m], w[n+m:n+2*m]
 		} else {
-			copy(w[m:2*m], w[n:n+m]) // the low halves beside the high ones
+			if cap(s.tmp) < 2*m {
+				s.tmp = make([]uint32, 2*m)
+			}
+			tmpHi, tmpLo = s.tmp[:m], s.tmp[m:2*m]
 		}
-		q.hi, q.lo = radix64(w[:m], w[m:2*m], w[2*m:3*m], w[3*m:4*m], s.count)
+		msd64(q.hi, q.lo, tmpHi, tmpLo, s.count, 0)
 	}
 	// p: the keys below 1's, whose low half is zero.
 	q.p, _ = slices.BinarySearch(q.hi, uint32(oneKey>>32))
@@ -221,10 +260,13 @@ func (s *sorter) sorted(n int, fill func(k *keys)) (q sequence, ok bool) {
 // radix32 sorts keys, with tmp as scratch, and returns the sorted slice:
 // keys or tmp.
 func radix32(keys, tmp []uint32, count *[digits][buckets]int32) []uint32 {
-	if len(keys) == 0 {
+	if len(keys) < radixMin {
+		// A few keys (an execution slowdown's that are not 1): no count
+		// table to clear for them.
+		slices.Sort(keys)
 		return keys
 	}
-	*count = [digits][buckets]int32{}
+	clear(count[:digits32]) // the rows it uses, not all (fresh memory)
 	for _, k := range keys {
 		for d := range digits32 {
 			count[d][(k>>(d*digitBits))&(buckets-1)]++
@@ -247,36 +289,82 @@ func radix32(keys, tmp []uint32, count *[digits][buckets]int32) []uint32 {
 	return keys
 }
 
-// radix64 sorts the keys whose halves hi and lo hold, with tmpHi and tmpLo
-// as scratch, and returns the sorted halves.
-func radix64(hi, lo, tmpHi, tmpLo []uint32, count *[digits][buckets]int32) ([]uint32, []uint32) {
+// msd64 sorts the keys whose halves hi and lo hold, in place, with tmpHi
+// and tmpLo as scratch: by their most significant digit (above the least
+// key), then each bucket alone the same way, by insertion when small. It
+// took half the time of a least-significant-digit radix sort's six
+// scatters of every key into 2048 buckets, on a summary's slowdowns (about
+// 13,000 keys: a few per bucket of each digit). count[depth] holds its
+// counts (a bucket sorted alone uses the next row).
+func msd64(hi, lo, tmpHi, tmpLo []uint32, count *[digits][buckets]int32, depth int) {
 	n := len(hi)
+	if n <= insertionMax {
+		insertion64(hi, lo)
+		return
+	}
 	lo, tmpHi, tmpLo = lo[:n], tmpHi[:n], tmpLo[:n]
-	*count = [digits][buckets]int32{}
+	least, most := uint64(hi[0])<<32|uint64(lo[0]), uint64(0)
 	for i := range hi {
 		k := uint64(hi[i])<<32 | uint64(lo[i])
-		for d := range digits {
-			count[d][(k>>(d*digitBits))&(buckets-1)]++
-		}
+		least, most = min(least, k), max(most, k)
 	}
-	first := uint64(hi[0])<<32 | uint64(lo[0])
-	for d := range digits {
-		c := &count[d]
-		if int(c[(first>>(d*digitBits))&(buckets-1)]) == n {
-			continue
-		}
-		offsets(c)
-		shift := d * digitBits
-		for i := range hi {
-			h, l := hi[i], lo[i]
-			b := ((uint64(h)<<32 | uint64(l)) >> shift) & (buckets - 1)
-			tmpHi[c[b]], tmpLo[c[b]] = h, l
-			c[b]++
-		}
-		hi, tmpHi = tmpHi, hi
-		lo, tmpLo = tmpLo, lo
+	if least == most {
+		return
 	}
-	return hi, lo
+	// The digit: the top bits of the keys' span above the least, about a
+	// bucket a key (up to 11 bits): counting, and going through, 2048
+	// buckets for a few dozen keys cost more than sorting them. But never
+	// so few that the buckets' spans would need more rows of count than
+	// are left (each can narrow them by 11 bits).
+	span := bits.Len64(most - least)
+	width := min(max(bits.Len(uint(n)), 3, span-digitBits*(digits-1-depth)), digitBits)
+	shift := uint(max(span-width, 0))
+	c := count[depth][:1<<width]
+	clear(c)
+	mask := uint64(len(c) - 1)
+	for i := range hi {
+		k := uint64(hi[i])<<32 | uint64(lo[i])
+		c[((k-least)>>shift)&mask]++
+	}
+	sum := int32(0)
+	for b := range c {
+		c[b], sum = sum, sum+c[b]
+	}
+	for i := range hi {
+		h, l := hi[i], lo[i]
+		b := (((uint64(h)<<32 | uint64(l)) - least) >> shift) & mask
+		tmpHi[c[b]], tmpLo[c[b]] = h, l
+		c[b]++
+	}
+	copy(hi, tmpHi)
+	copy(lo, tmpLo)
+	if shift == 0 {
+		return // a bucket a key
+	}
+	start := int32(0)
+	for _, end := range c { // c[b] is now bucket b's end
+		if end-start > 1 {
+			msd64(hi[start:end], lo[start:end], tmpHi[start:end], tmpLo[start:end], count, depth+1)
+		}
+		start = end
+	}
+}
+
+// insertionMax is the most keys msd64 sorts by insertion.
+const insertionMax = 16
+
+// insertion64 sorts the keys whose halves hi and lo hold, by insertion.
+func insertion64(hi, lo []uint32) {
+	lo = lo[:len(hi)]
+	for i := 1; i < len(hi); i++ {
+		h, l := hi[i], lo[i]
+		k := uint64(h)<<32 | uint64(l)
+		j := i
+		for ; j > 0 && uint64(hi[j-1])<<32|uint64(lo[j-1]) > k; j-- {
+			hi[j], lo[j] = hi[j-1], lo[j-1]
+		}
+		hi[j], lo[j] = h, l
+	}
 }
 
 // offsets turns a digit's bucket counts into the buckets' first slots.

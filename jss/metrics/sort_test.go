@@ -56,8 +56,10 @@ func sortKinds(rng *rand.Rand) map[string]func() float64 {
 		"special": func() float64 {
 			return []float64{math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 0, 3.5}[rng.IntN(8)]
 		},
-		"nan":          func() float64 { return []float64{math.NaN(), 1, 2, -3}[rng.IntN(4)] },
-		"negativezero": func() float64 { return []float64{math.Copysign(0, -1), 0, 1}[rng.IntN(3)] },
+		"close fractions": func() float64 { return 1 + float64(rng.IntN(100))*0x1p-52 },
+		"all exponents":   func() float64 { return math.Ldexp(1+rng.Float64(), rng.IntN(2000)-1000) },
+		"nan":             func() float64 { return []float64{math.NaN(), 1, 2, -3}[rng.IntN(4)] },
+		"negativezero":    func() float64 { return []float64{math.Copysign(0, -1), 0, 1}[rng.IntN(3)] },
 	}
 }
 
@@ -99,6 +101,36 @@ func TestStatMatchesNaive(t *testing.T) {
 	}
 }
 
+// TestMSD64 checks msd64 against slices.Sort on keys that make it narrow
+// buckets again and again: powers of two (each bucket holds all but the
+// largest few), repeated, with and without noise in the low bits.
+func TestMSD64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	count := new([digits][buckets]int32)
+	for _, n := range []int{1, 2, 17, 64, 65, 300, 5000} {
+		for _, noise := range []bool{false, true} {
+			want := make([]uint64, n)
+			for i := range want {
+				want[i] = 1 << rng.IntN(64)
+				if noise {
+					want[i] += uint64(rng.IntN(3))
+				}
+			}
+			hi, lo := make([]uint32, n), make([]uint32, n)
+			for i, k := range want {
+				hi[i], lo[i] = uint32(k>>32), uint32(k)
+			}
+			msd64(hi, lo, make([]uint32, n), make([]uint32, n), count, 0)
+			slices.Sort(want)
+			for i, k := range want {
+				if got := uint64(hi[i])<<32 | uint64(lo[i]); got != k {
+					t.Fatalf("%d keys (noise %v): at %d got %#x, want %#x", n, noise, i, got, k)
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkSort sorts a run's worth of waits (28,000) with the radix sort
 // and with slices.Sort, the baseline.
 func BenchmarkSort(b *testing.B) {
@@ -121,4 +153,21 @@ func BenchmarkSort(b *testing.B) {
 			slices.Sort(x)
 		}
 	})
+}
+
+// TestAddOnes checks addOnes against adding ones one by one, bit for bit,
+// on sums it adds at once and on those it must not (fractions, beyond
+// 2^53, infinities, NaN, negative zero).
+func TestAddOnes(t *testing.T) {
+	for _, sum := range []float64{0, math.Copysign(0, -1), 0.5, 3, -7, -7.25, 1<<53 - 3, 1 << 53, -(1 << 52) + 0.5, 1e300, math.Inf(1), math.Inf(-1), math.NaN()} {
+		for _, c := range []int{0, 1, 2, 5, 10, 1000} {
+			want := sum
+			for range c {
+				want++
+			}
+			if got := addOnes(sum, c); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Errorf("addOnes(%v, %d) = %v, want %v", sum, c, got, want)
+			}
+		}
+	}
 }
