@@ -130,8 +130,12 @@ func (e *engine) arrive(ev event) error {
 	if e.opts.wide != nil && e.opts.wide(j.Processors) {
 		e.stats.WideJobs++
 	}
-	a := e.spare.Get() // a finished job's record, if any
-	*a = active{Result: Result{Job: *j, Seq: e.in.seqOfNext()}}
+	// A finished job's record, if any, cleared in place, then two fields:
+	// a whole active literal Go builds aside and copies in, twice the
+	// writes.
+	a := e.spare.Get()
+	*a = active{}
+	a.Job, a.Seq = *j, e.in.seqOfNext()
 	e.jobs.Put(j.ID, a)
 	if e.opts.check != nil {
 		if err := e.opts.check.submitted(j); err != nil {
