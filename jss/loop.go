@@ -70,7 +70,7 @@ func (l *loop) run(ctx context.Context, st *Stats, s steps) error {
 		st.Events++
 		st.End = ev.at
 		var err error
-		switch ev.class {
+		switch ev.class() {
 		case classCompletion:
 			err = s.complete(ev)
 		case classArrival:
@@ -105,7 +105,7 @@ func (l *loop) pull() error {
 	// The same insertion number the heap would give it, so ties break as
 	// they did when it was there.
 	l.heap.seq++
-	l.arrival = event{at: l.in.next.Submit, class: classArrival, seq: l.heap.seq, job: l.in.next.ID}
+	l.arrival = event{at: l.in.next.Submit, order: eventOrder(classArrival, l.heap.seq), job: l.in.next.ID}
 	l.arrivalSet = true
 	return nil
 }
@@ -121,7 +121,7 @@ func (l *loop) next() event {
 		first = &l.arrival
 	}
 	if l.passAtSet {
-		if p := (event{at: l.passAt, class: classPass, seq: l.passSeq}); first == nil || p.before(first) {
+		if p := (event{at: l.passAt, order: eventOrder(classPass, l.passSeq)}); first == nil || p.before(first) {
 			l.passAtSet = false
 			return p
 		}
