@@ -113,20 +113,15 @@ func (l *loop) pull() error {
 // next removes and returns the first event: the pending arrival, the pass
 // pending in passAt or the heap's top, whichever comes first.
 func (l *loop) next() event {
-	var first *event
-	if l.heap.len() > 0 {
-		first = &l.heap.items[0]
+	// The pass in passAt goes first unless another event is at its instant
+	// or earlier: at one instant every class precedes a pass, and no other
+	// pass is ever at passAt (needPass keeps one per instant). So a look at
+	// two instants tells, not a comparison of whole events.
+	if l.passAtSet && (l.heap.len() == 0 || l.passAt < l.heap.items[0].at) && (!l.arrivalSet || l.passAt < l.arrival.at) {
+		l.passAtSet = false
+		return event{at: l.passAt, order: eventOrder(classPass, l.passSeq)}
 	}
-	if l.arrivalSet && (first == nil || l.arrival.before(first)) {
-		first = &l.arrival
-	}
-	if l.passAtSet {
-		if p := (event{at: l.passAt, order: eventOrder(classPass, l.passSeq)}); first == nil || p.before(first) {
-			l.passAtSet = false
-			return p
-		}
-	}
-	if first == &l.arrival {
+	if l.arrivalSet && (l.heap.len() == 0 || l.arrival.before(&l.heap.items[0])) {
 		l.arrivalSet = false
 		return l.arrival
 	}
