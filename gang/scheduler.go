@@ -151,8 +151,11 @@ func (s *Scheduler) Submit(j Job, now time.Duration) error {
 		return err
 	}
 	s.seq++
-	js := s.spare.Get() // a finished job's record, if any
-	*js = jobState{Job: j, seq: s.seq, resv: -1}
+	// A finished job's record, if any, zeroed by recycle, or a new one: so
+	// three fields, not a whole jobState literal (which Go builds aside
+	// and copies in, 200 bytes twice).
+	js := s.spare.Get()
+	js.Job, js.seq, js.resv = j, s.seq, -1
 	s.jobs.Put(j.ID, js)
 	s.enqueue(js)
 	s.policy.submitted(s, js)
@@ -267,7 +270,9 @@ func (s *Scheduler) Resume(j Job, row int, cols []int, start, now time.Duration)
 // structure holds it once the policy has dropped it (scratch slices are
 // refilled before they are read). Its columns went out in a Start
 // decision, which is the caller's to keep, unless ReuseColumns said
-// otherwise: then they go back to the column pool.
+// otherwise: then they go back to the column pool. It is zeroed here, not
+// by Submit, so that a spare record holds no pointers (to a job's strings
+// and columns) while it waits; Submit relies on its being zero.
 func (s *Scheduler) recycle(js *jobState) {
 	s.colPool.Put(js.own)
 	*js = jobState{}

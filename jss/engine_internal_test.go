@@ -32,8 +32,8 @@ func TestEventHeapOrder(t *testing.T) {
 		}
 		if i > 0 {
 			prev := want[i-1]
-			if prev.at > got.at || prev.at == got.at && prev.class > got.class ||
-				prev.at == got.at && prev.class == got.class && prev.seq > got.seq {
+			if prev.at > got.at || prev.at == got.at && prev.class() > got.class() ||
+				prev.at == got.at && prev.class() == got.class() && prev.seq() > got.seq() {
 				t.Fatalf("out of order: %+v after %+v", got, prev)
 			}
 		}
@@ -55,7 +55,7 @@ func TestEventHeapInterleaved(t *testing.T) {
 		if len(ref) == 0 || len(ref) < 300 && rng.IntN(2) == 0 {
 			for range 1 + rng.IntN(3) {
 				h.push(now+time.Duration(rng.IntN(30)), uint8(rng.IntN(3)), gang.JobID(i))
-				ref = append(ref, h.items[slices.IndexFunc(h.items, func(e event) bool { return e.seq == h.seq })])
+				ref = append(ref, h.items[slices.IndexFunc(h.items, func(e event) bool { return e.seq() == h.seq })])
 			}
 			continue
 		}
@@ -127,7 +127,7 @@ func TestArrivalBesideHeapKeepsOrder(t *testing.T) {
 		if got != want {
 			t.Fatalf("event %d: %+v, want %+v", n, got, want)
 		}
-		if got.class != classArrival {
+		if got.class() != classArrival {
 			continue
 		}
 		pull()
@@ -178,7 +178,7 @@ func TestPassBesideHeapKeepsOrder(t *testing.T) {
 		if got != want {
 			t.Fatalf("event %d: %+v, want %+v", n, got, want)
 		}
-		switch got.class {
+		switch got.class() {
 		case classPass:
 			l.passDue(got.at)
 			delete(pending, got.at)

@@ -70,7 +70,7 @@ func (l *loop) run(ctx context.Context, st *Stats, s steps) error {
 		st.Events++
 		st.End = ev.at
 		var err error
-		switch ev.class {
+		switch ev.class() {
 		case classCompletion:
 			err = s.complete(ev)
 		case classArrival:
@@ -105,7 +105,7 @@ func (l *loop) pull() error {
 	// The same insertion number the heap would give it, so ties break as
 	// they did when it was there.
 	l.heap.seq++
-	l.arrival = event{at: l.in.next.Submit, class: classArrival, seq: l.heap.seq, job: l.in.next.ID}
+	l.arrival = event{at: l.in.next.Submit, order: eventOrder(classArrival, l.heap.seq), job: l.in.next.ID}
 	l.arrivalSet = true
 	return nil
 }
@@ -113,20 +113,15 @@ func (l *loop) pull() error {
 // next removes and returns the first event: the pending arrival, the pass
 // pending in passAt or the heap's top, whichever comes first.
 func (l *loop) next() event {
-	var first *event
-	if l.heap.len() > 0 {
-		first = &l.heap.items[0]
+	// The pass in passAt goes first unless another event is at its instant
+	// or earlier: at one instant every class precedes a pass, and no other
+	// pass is ever at passAt (needPass keeps one per instant). So a look at
+	// two instants tells, not a comparison of whole events.
+	if l.passAtSet && (l.heap.len() == 0 || l.passAt < l.heap.items[0].at) && (!l.arrivalSet || l.passAt < l.arrival.at) {
+		l.passAtSet = false
+		return event{at: l.passAt, order: eventOrder(classPass, l.passSeq)}
 	}
-	if l.arrivalSet && (first == nil || l.arrival.before(first)) {
-		first = &l.arrival
-	}
-	if l.passAtSet {
-		if p := (event{at: l.passAt, class: classPass, seq: l.passSeq}); first == nil || p.before(first) {
-			l.passAtSet = false
-			return p
-		}
-	}
-	if first == &l.arrival {
+	if l.arrivalSet && (l.heap.len() == 0 || l.arrival.before(&l.heap.items[0])) {
 		l.arrivalSet = false
 		return l.arrival
 	}

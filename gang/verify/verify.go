@@ -86,7 +86,10 @@ func (c *Checker) Submitted(j gang.Job) error {
 	var r *job
 	if n := len(c.spare); n > 0 {
 		r, c.spare = c.spare[n-1], c.spare[:n-1]
-		*r = job{ID: j.ID, Submit: j.Submit, Processors: j.Processors, Memory: j.Memory, alts: r.alts[:0]}
+		// Field by field: a job literal naming r.alts is built aside and
+		// copied in. Finished left cols nil.
+		r.ID, r.Submit, r.Processors, r.Memory = j.ID, j.Submit, j.Processors, j.Memory
+		r.running, r.row, r.alts = false, 0, r.alts[:0]
 	} else {
 		r = &job{ID: j.ID, Submit: j.Submit, Processors: j.Processors, Memory: j.Memory}
 	}
