@@ -1,7 +1,6 @@
 package gang_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -39,37 +38,11 @@ func TestBackfillShortCutsSameDecisions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, policy, err)
 			}
-			s, err := gang.New(cfg)
+			got, err := gangtest.ReplayWith(cfg, rec.Log, func(s *gang.Scheduler) { gang.ReferenceBackfill(s) })
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("seed %d %s: %v", seed, policy, err)
 			}
-			gang.ReferenceBackfill(s)
-			var got []gang.Decision
-			starts := 0
-			for i, e := range rec.Log {
-				switch e.Op {
-				case gangtest.OpSubmit:
-					err = s.Submit(e.Job, e.Now)
-				case gangtest.OpFinished:
-					err = s.Finished(e.ID, e.Now)
-				case gangtest.OpSchedule:
-					var ds []gang.Decision
-					ds, err = s.Schedule(e.Now)
-					for _, d := range ds {
-						d.Columns = slices.Clone(d.Columns)
-						got = append(got, d)
-						if d.Kind == gang.Start {
-							starts++
-						}
-					}
-				default:
-					err = fmt.Errorf("unexpected op %d", e.Op)
-				}
-				if err != nil {
-					t.Fatalf("seed %d %s: event %d: %v", seed, policy, i, err)
-				}
-			}
-			if starts == 0 {
+			if !slices.ContainsFunc(got, func(d gang.Decision) bool { return d.Kind == gang.Start }) {
 				t.Fatalf("seed %d %s: nothing started", seed, policy)
 			}
 			if a, b := gangtest.Format(got), gangtest.Format(rec.Decisions); a != b {

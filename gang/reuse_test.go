@@ -1,9 +1,7 @@
 package gang_test
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -44,31 +42,9 @@ func TestReuseColumnsSameDecisions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, policy, err)
 			}
-			s, err := gang.New(cfg)
+			got, err := gangtest.ReplayWith(cfg, rec.Log, func(s *gang.Scheduler) { s.ReuseColumns() })
 			if err != nil {
-				t.Fatal(err)
-			}
-			s.ReuseColumns()
-			var got []gang.Decision
-			for i, e := range rec.Log {
-				switch e.Op {
-				case gangtest.OpSubmit:
-					err = s.Submit(e.Job, e.Now)
-				case gangtest.OpFinished:
-					err = s.Finished(e.ID, e.Now)
-				case gangtest.OpSchedule:
-					var ds []gang.Decision
-					ds, err = s.Schedule(e.Now)
-					for _, d := range ds {
-						d.Columns = slices.Clone(d.Columns)
-						got = append(got, d)
-					}
-				default:
-					err = fmt.Errorf("unexpected op %d", e.Op)
-				}
-				if err != nil {
-					t.Fatalf("seed %d %s: event %d: %v", seed, policy, i, err)
-				}
+				t.Fatalf("seed %d %s: %v", seed, policy, err)
 			}
 			if a, b := gangtest.Format(got), gangtest.Format(rec.Decisions); a != b {
 				t.Fatalf("seed %d %s: reusing columns changes the decisions:\n%s\nvs\n%s", seed, policy, a, b)

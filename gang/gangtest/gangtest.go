@@ -108,9 +108,19 @@ func (r *Recorder) SetOffline(cols []int, offline bool, now time.Duration) error
 // Replay feeds log into a fresh Scheduler for cfg and returns every decision
 // it makes. Replaying a Recorder's log must reproduce its Decisions exactly.
 func Replay(cfg gang.Config, log []Event) ([]gang.Decision, error) {
+	return ReplayWith(cfg, log, nil)
+}
+
+// ReplayWith is Replay into a scheduler that prepare (if not nil) sets up
+// first: a test compares a way of deciding that it switches on (or off)
+// with the decisions of the recorded run.
+func ReplayWith(cfg gang.Config, log []Event, prepare func(*gang.Scheduler)) ([]gang.Decision, error) {
 	r, err := NewRecorder(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if prepare != nil {
+		prepare(r.S)
 	}
 	for i, e := range log {
 		switch e.Op {
