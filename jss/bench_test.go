@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/internal/sharedtest"
@@ -28,7 +27,7 @@ import (
 func BenchmarkKTH(b *testing.B) {
 	path := sharedtest.Path(b, "traces", "KTH-SP2-1996-2.swf")
 	b.Run("read-only", func(b *testing.B) {
-		defer reportCPU(b)()
+		defer jss.ReportCPU(b)()
 		for b.Loop() {
 			rd, c, err := swf.Open(path)
 			if err != nil {
@@ -46,7 +45,7 @@ func BenchmarkKTH(b *testing.B) {
 	})
 	for _, p := range gang.Policies() {
 		b.Run(string(p), func(b *testing.B) {
-			defer reportCPU(b)()
+			defer jss.ReportCPU(b)()
 			for b.Loop() {
 				_, err := jss.SimulateTrace(context.Background(), jss.TraceOptions{
 					Input: jss.FileInput(path), Conventions: jss.DefaultConventions(),
@@ -69,7 +68,7 @@ func BenchmarkSimCommand(b *testing.B) {
 	for _, check := range []bool{true, false} {
 		b.Run(fmt.Sprintf("check=%t", check), func(b *testing.B) {
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer jss.ReportCPU(b)()
 			for b.Loop() {
 				res, err := jss.Compare(context.Background(), jss.Comparison{
 					Trace:    jss.TraceOptions{Input: jss.FileInput(path), Conventions: jss.DefaultConventions(), Tau: metrics.DefaultTau, Check: check},
@@ -83,23 +82,6 @@ func BenchmarkSimCommand(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// reportCPU starts counting the process's CPU time (user and system, every
-// thread: the garbage collector's too); the function it returns reports it
-// per operation. On a shared host CPU time is steadier than ns/op.
-func reportCPU(b *testing.B) func() {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	start := cpu()
-	return func() {
-		b.ReportMetric(float64(cpu()-start)/1e6/float64(b.N), "cpu-ms/op")
 	}
 }
 

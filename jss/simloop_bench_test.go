@@ -44,7 +44,7 @@ func BenchmarkSimLoop(b *testing.B) {
 	closer.Close()
 	cfg := Config{Scheduler: gang.Config{Machine: gang.Machine{Processors: procs}, MPL: 1, Policy: gang.EASY}, Check: true}
 	b.ReportAllocs()
-	defer benchCPU(b)()
+	defer ReportCPU(b)()
 	for b.Loop() {
 		col := metrics.NewCollector(procs, metrics.DefaultTau)
 		col.Grow(len(jobs))
