@@ -27,10 +27,14 @@
 //
 // # Killing
 //
-// Kill freezes the cgroup, SIGKILLs every process in it, and thaws it, so
-// nothing can fork away between the listing and the kill (v1, and v2
-// without cgroup.kill); on v2 kernels with cgroup.kill one write does it.
-// Remove then waits for the cgroup to empty and removes it.
+// Kill SIGKILLs every process in the cgroup: on v2 kernels with
+// cgroup.kill one write does it (without it, containerd's freeze, kill,
+// thaw: v2 delivers a fatal signal to a frozen task). On v1 it kills what
+// it lists, round by round, until a round finds nothing new, and freezes
+// the cgroup (kill, then thaw) only for a tree that keeps forking, or a
+// job suspended frozen: v1 delivers a frozen task's SIGKILL only at the
+// thaw, so an agent killed between the two would leave its job frozen for
+// ever. Remove then waits for the cgroup to empty and removes it.
 //
 // # Suspension
 //

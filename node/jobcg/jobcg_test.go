@@ -371,3 +371,54 @@ func TestFallbackWithoutCgroups(t *testing.T) {
 		}
 	}
 }
+
+// Kill ends a job's processes without freezing its cgroup unless they
+// keep forking (v1: a frozen task gets its SIGKILL only at the thaw, so an
+// agent killed between a freeze and its thaw left a rank frozen for ever),
+// kills a suspended (frozen) job all the same, and still ends a tree that
+// forks without pause.
+func TestKillFreezesOnlyWhatKeepsForking(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			cases := []struct {
+				name, script string
+				suspended    bool
+			}{
+				{"tree", `sleep 300 & sleep 300 & wait`, false},
+				{"suspended tree", `sleep 300 & sleep 300 & wait`, true},
+				{"fork loop", `while :; do sleep 300 & done`, false},
+			}
+			for i, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					tr, j := openWithJob(t, mode, int64(10+i), 0)
+					cmd := exec.Command("sh", "-c", c.script)
+					cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+					startIn(t, j, cmd)
+					defer func() {
+						_ = j.Thaw() // a kill that left it frozen would leave Wait waiting
+						_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+						_ = cmd.Wait()
+					}()
+					waitFor(t, "three processes in the job's cgroup", func() bool {
+						pids, _ := j.Pids()
+						return len(pids) >= 3
+					})
+					if c.suspended {
+						if err := j.Freeze(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := j.Kill(); err != nil {
+						t.Fatal(err)
+					}
+					if _, ok, err := tr.Remove(int64(10 + i)); err != nil || !ok {
+						t.Fatalf("Remove after the kill: ok=%v err=%v", ok, err)
+					}
+					if n := jobcg.FrozenKills(j); mode == "v1" && c.name == "tree" && n != 0 {
+						t.Errorf("a tree that does not fork was frozen to be killed (%d kills froze it)", n)
+					}
+				})
+			}
+		})
+	}
+}

@@ -158,6 +158,7 @@ type v1Group struct {
 	own          cgroup1.Cgroup
 	freezerState string
 	memLimit     int64
+	frozenKills  int // kills that had to freeze the group (frozenKill)
 }
 
 // enter moves the forking thread into every used hierarchy's job cgroup
@@ -179,13 +180,64 @@ func (g *v1Group) setFrozen(frozen bool) error {
 	return os.WriteFile(g.freezerState, []byte(state), 0)
 }
 
-// kill freezes the group (waiting until every task is frozen, so none can
-// fork while the list is read), SIGKILLs every process and thaws it (the
-// kill is delivered on thaw). The wait is bounded: a task in
+// kill SIGKILLs every process in the group. It freezes the group only
+// for processes that keep appearing (forked while the list was read), and
+// only after killRounds rounds of kills without it: in v1 a frozen task
+// receives a fatal signal only when it is thawed, so an agent that dies
+// between a freeze and its thaw (Slurm's SIGKILL KillWait after the
+// SIGTERM of a time limit, while the agent kills its jobs) leaves the
+// job's processes frozen for ever, orphaned. A CI run saw one, a rank
+// with its SIGKILL pending in a FROZEN group. Round by round, a process
+// already sent SIGKILL is exiting (or in uninterruptible sleep, to die
+// when it wakes); only new pids are killed, and a round with none ends
+// the kill (the caller waits for the group to empty). A group frozen
+// already (a job suspended by --suspend freezer) gets frozenKill, which
+// ends with the thaw that delivers its kills.
+func (g *v1Group) kill() error {
+	st, err := os.ReadFile(g.freezerState)
+	if err != nil {
+		return fmt.Errorf("freezer state: %w", err)
+	}
+	if strings.TrimSpace(string(st)) != "THAWED" {
+		return g.frozenKill()
+	}
+	killed := make(map[int]bool)
+	for range killRounds {
+		procs, err := g.cg.Processes(cgroup1.Freezer, true)
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		var errs []error
+		for _, p := range procs {
+			if killed[p.Pid] {
+				continue
+			}
+			killed[p.Pid] = true
+			fresh++
+			if err := unix.Kill(p.Pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("kill %d: %w", p.Pid, err))
+			}
+		}
+		if err := errors.Join(errs...); err != nil || fresh == 0 {
+			return err
+		}
+	}
+	return g.frozenKill()
+}
+
+// killRounds is how many rounds of kills kill makes before it freezes the
+// group: a process tree that is not forking all the time is gone in two.
+const killRounds = 4
+
+// frozenKill freezes the group (waiting until every task is frozen, so
+// none can fork while the list is read), SIGKILLs every process and thaws
+// it (the kill is delivered on thaw). The wait is bounded: a task in
 // uninterruptible sleep (a hung NFS read) cannot freeze, and the kill must
 // not hang the agent; such a task is killed unfrozen (it cannot fork
 // either while it sleeps), and Remove's loop kills anything else.
-func (g *v1Group) kill() error {
+func (g *v1Group) frozenKill() error {
+	g.frozenKills++
 	if err := g.setFrozen(true); err != nil {
 		return fmt.Errorf("freeze: %w", err)
 	}
