@@ -18,10 +18,15 @@ type arrivals struct {
 	ok   bool // whether next holds one
 	seq  int64
 	last time.Duration
-	// into is src as an intoSource, if it is one; looked up at the first
-	// pull, not at each (an assertion to an interface is a table lookup).
-	into   intoSource
-	looked bool
+	// into is src as an intoSource, if it is one: looked up once
+	// (newArrivals), not at each pull (an assertion to an interface is a
+	// table lookup).
+	into intoSource
+}
+
+func newArrivals(src Source) arrivals {
+	into, _ := src.(intoSource)
+	return arrivals{src: src, into: into}
 }
 
 // intoSource is a Source that can also write its next job into the
@@ -37,10 +42,6 @@ type intoSource interface {
 func (a *arrivals) pull() error {
 	if a.src == nil {
 		return nil
-	}
-	if !a.looked {
-		a.into, _ = a.src.(intoSource)
-		a.looked = true
 	}
 	var err error
 	if a.into != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/gang"
+	"github.com/cosched/cosched/jss/metrics"
 	"github.com/cosched/cosched/jss/swf"
 )
 
@@ -35,6 +36,11 @@ type Result struct {
 	// Seq is the job's arrival order in the run, from 0.
 	Seq        int64
 	Start, End time.Duration
+}
+
+// MetricsJob is what the metrics collector reads of a result.
+func (r *Result) MetricsJob() metrics.Job {
+	return metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime}
 }
 
 // Wait returns the time from submission to start.

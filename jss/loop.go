@@ -33,7 +33,7 @@ type loop struct {
 }
 
 func newLoop(src Source) loop {
-	return loop{in: arrivals{src: src}}
+	return loop{in: newArrivals(src)}
 }
 
 // steps are an engine's handlers. after, if set, runs after every event

@@ -12,7 +12,7 @@ import (
 // simLoopRun runs as SimulateTrace does: results lent to the collector.
 func simLoopRun(ctx context.Context, cfg Config, src Source, col *metrics.Collector) (Stats, error) {
 	return runRef(ctx, cfg, src, func(r *Result) error {
-		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+		col.Add(r.MetricsJob())
 		return nil
 	})
 }

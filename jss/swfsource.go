@@ -314,11 +314,9 @@ type sliceSource struct {
 func SliceSource(jobs []Job) Source { return &sliceSource{jobs: jobs} }
 
 func (s *sliceSource) Next() (Job, error) {
-	if s.i >= len(s.jobs) {
-		return Job{}, io.EOF
-	}
-	s.i++
-	return s.jobs[s.i-1], nil
+	var j Job
+	err := s.nextInto(&j)
+	return j, err
 }
 
 // nextInto is Next writing into *j (an intoSource).

@@ -297,7 +297,7 @@ func RunModel(ctx context.Context, cfg ModelConfig, src Source, emit func(Result
 	if err != nil {
 		return ModelStats{}, fmt.Errorf("jss: %w", err)
 	}
-	e := &tsEngine{cfg: cfg, core: core, in: arrivals{src: msrc}, emit: emit, jobs: map[gang.JobID]*tsJob{}}
+	e := &tsEngine{cfg: cfg, core: core, in: newArrivals(msrc), emit: emit, jobs: map[gang.JobID]*tsJob{}}
 	if cfg.Check {
 		e.check = verify.New(cfg.Scheduler.Machine, cfg.Scheduler.MPL)
 	}

@@ -153,7 +153,7 @@ func SimulateTrace(ctx context.Context, opt TraceOptions, policy gang.Policy) (T
 	// The engine lends each result: the collector reads it in place, and
 	// only the outputs (which may keep it) get a copy.
 	emitRef := func(r *Result) error {
-		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+		col.Add(r.MetricsJob())
 		for _, s := range sinks {
 			if err := s(*r); err != nil {
 				return err

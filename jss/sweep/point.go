@@ -150,7 +150,7 @@ func RunPoint(ctx context.Context, m Machine, p Point) (Row, error) {
 func RunSource(ctx context.Context, m Machine, p Point, src jss.Source, each func(jss.Result)) (Row, error) {
 	col := metrics.NewCollector(m.Processors, 0)
 	st, err := jss.RunModel(ctx, m.Config(p), src, func(r jss.Result) error {
-		col.Add(metrics.Job{Submit: r.Submit, Start: r.Start, End: r.End, Processors: r.Processors, Runtime: r.Runtime})
+		col.Add(r.MetricsJob())
 		if each != nil {
 			each(r)
 		}
