@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cosched/cosched/gang"
 	"github.com/cosched/cosched/gang/gangtest"
@@ -16,11 +17,17 @@ import (
 // decides exactly the same (rules and explanations included) on the
 // recorded inputs of random workloads, for FCFS, EASY and EASY-SJBF, MPL
 // 1 to 3, with and without column memory, with and without time limits
-// enforced.
+// enforced, and with jobs that run past their estimates (the head's
+// reservation then moves with the clock).
 func TestBackfillShortCutsSameDecisions(t *testing.T) {
 	for seed := range uint64(24) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		P, runs := reuseWorkload(rng)
+		for i := range runs {
+			if rng.IntN(4) == 0 { // past its estimate: killed at it when limits are enforced
+				runs[i].Runtime = runs[i].Estimate + time.Duration(1+rng.IntN(120))*time.Second
+			}
+		}
 		memory := seed%3 == 0
 		if memory {
 			for i := range runs {
