@@ -120,6 +120,11 @@ type Config struct {
 	APIPort         int  // 0 picks one
 	Local           bool // loopback cluster: fast membership timings
 	Shim            []string
+	// Guard is the command that starts the agent's cleanup guard, to
+	// which GuardArgs are appended (guard.go): cosched-full's `agent
+	// --cleanup-guard`, the default when Shim is (the agent's own
+	// binary). Nil (an agent in a test binary) starts none.
+	Guard []string
 	// ControllerGrace is how long the agent keeps its ranks (running or
 	// stopped, as they were) after it lost its controller: a controller
 	// that reaches it within the grace (the same one restarted, or one

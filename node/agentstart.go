@@ -57,6 +57,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.startGuard()
 	host, _, _ := net.SplitHostPort(a.cfg.Bind)
 	if err := a.listen(host); err != nil {
 		return nil, err
@@ -116,6 +117,9 @@ func completeConfig(cfg Config) (Config, error) {
 		// there: every rank start and every kept rank's memory pays for
 		// the shim's binary (cmd/cosched-rank).
 		cfg.Shim = shim.Command(exe)
+		if len(cfg.Guard) == 0 {
+			cfg.Guard = []string{exe, "agent", "--cleanup-guard"}
+		}
 		if len(cfg.BenchRank) == 0 {
 			cfg.BenchRank = []string{exe, "bench-rank"}
 		}

@@ -61,6 +61,9 @@ const lockFileName = "agent.lock"
 // has exited, after it already looks dead from outside.
 const lockWait = 5 * time.Second
 
+// errStateDirInUse is lockStateDir's error when an agent holds the lock.
+var errStateDirInUse = errors.New("is in use by a running agent")
+
 // lockStateDir takes the state directory's lock (flock, released by the
 // kernel when the agent dies): two agents must never share a state
 // directory, and CleanupCgroups must never run beside its agent. A lock
@@ -88,7 +91,7 @@ func lockStateDir(ctx context.Context, dir string) (*os.File, error) {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("state dir lock %s: %w", path, context.Cause(ctx))
 			}
-			return nil, fmt.Errorf("state dir %s is in use by a running agent (%s is locked); give each agent its own --state-dir", dir, path)
+			return nil, fmt.Errorf("state dir %s %w (%s is locked); give each agent its own --state-dir", dir, errStateDirInUse, path)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

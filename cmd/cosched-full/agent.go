@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -23,7 +25,9 @@ import (
 type agentFlags struct {
 	node.Settings
 	readyFile string
-	cleanup   bool // kill and remove what a dead agent left, then exit
+	cleanup   bool   // kill and remove what a dead agent left, then exit
+	whenGone  string // with cleanup: PID:TICKS, the agent to wait for (the guard)
+	guard     bool   // start the agent's cleanup guard, print its pid, exit
 	config    string
 	// changed tells whether a setting was given, by its flag's name: on
 	// the command line or in the --config file.
@@ -107,6 +111,10 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the agent's addresses here once it has joined (used by cluster up)")
 	_ = fl.MarkHidden("ready-file")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "do not start: kill the processes left in the job cgroups of the agent of this --name and --state-dir, which died without stopping, remove its cgroups, and exit (refused while it runs; systemd's ExecStopPost, cluster down)")
+	fl.StringVar(&f.whenGone, "when-gone", "", "with --cleanup: first wait until the agent, process PID:TICKS (its pid and start time), is gone (its cleanup guard)")
+	_ = fl.MarkHidden("when-gone")
+	fl.BoolVar(&f.guard, "cleanup-guard", false, "start the cleanup guard of the agent of this --name and --state-dir, which is this process's parent (`--cleanup --when-gone PID:TICKS` in a session of its own, logging to the state directory), print the guard's pid and exit: what an agent does on cgroup v1 with --suspend freezer")
+	_ = fl.MarkHidden("cleanup-guard")
 	fl.Int64Var(&f.FirstJobID, "first-job-id", 0, "controller: the first job's id when the journal is empty (cluster up carries ids over)")
 	_ = fl.MarkHidden("first-job-id")
 	fl.BoolVar(&f.UnsealedStrobes, "unsealed-strobes", false, "with --key-file, still send and accept strobes and heartbeats unsealed: insecure, only to measure what sealing costs (bench strobe --auth)")
@@ -130,8 +138,19 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 	}
 	log := cfg.Log
 	defer log.Sync()
+	if f.guard {
+		return startGuard(cfg)
+	}
 	if f.cleanup {
-		n, err := node.CleanupCgroups(cfg)
+		clean := node.CleanupCgroups
+		if f.whenGone != "" {
+			pid, ticks, err := node.ParseProcess(f.whenGone)
+			if err != nil {
+				return cli.Usage(fmt.Errorf("--when-gone: %w", err))
+			}
+			clean = func(cfg node.Config) (int, error) { return node.CleanupWhenGone(ctx, cfg, pid, ticks) }
+		}
+		n, err := clean(cfg)
 		if err == nil {
 			log.Info("cleaned up after the agent", zap.String("agent", cfg.Name), zap.Int("job cgroups", n))
 		}
@@ -162,6 +181,27 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + held)
 	}
 	return node.Run(ctx, cfg, ready)
+}
+
+// startGuard starts the cleanup guard of cfg's agent (node/guard.go),
+// this binary's `agent --cleanup --when-gone`, and prints its pid.
+func startGuard(cfg node.Config) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cleanup guard: %w", err)
+	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("cleanup guard: state dir: %w", err)
+	}
+	cfg.StateDir = abs
+	guard := append([]string{exe, "agent", "--cleanup", "--log-format", "json"}, node.GuardArgs(cfg)...)
+	pid, err := node.StartGuard(cfg, guard)
+	if err != nil {
+		return err
+	}
+	fmt.Println(pid)
+	return nil
 }
 
 // agentHeapFloor is the agent process's smallest heap goal (GOGC in the

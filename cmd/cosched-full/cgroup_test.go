@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/cgroups/v3"
+
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/internal/proctest"
 	"github.com/cosched/cosched/localcluster"
+	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/jobcg"
 )
 
@@ -175,5 +179,71 @@ func TestClusterDownCleansUpAfterAKilledAgent(t *testing.T) {
 	run("cluster", "down")
 	if left := jobPIDs(t, dir, id); len(left) > 0 {
 		t.Fatalf("processes left after cluster down: %v", left)
+	}
+}
+
+// An agent SIGKILLed while one of its jobs is frozen (--suspend freezer,
+// a gang of two jobs on one processor) leaves no process of either job.
+// On cgroup v1 a frozen task takes the rank's parent-death SIGKILL only
+// once thawed, which the dead agent cannot do: its cleanup guard, started
+// with it and no descendant of it, does (thaw, kill, remove) once the
+// agent is gone. On v2 the kernel delivers the SIGKILL to the frozen task.
+func TestAgentKilledWhileAJobIsFrozenLeavesNothing(t *testing.T) {
+	needCgroups(t)
+	dir := t.TempDir()
+	ready, state := filepath.Join(dir, "ready.json"), filepath.Join(dir, "state")
+	name := "i23-frozen"
+	cmd := coschedCmd("agent", "--name", name, "--controller", "--mode", "gang", "--mpl", "2", "--slice", "3s",
+		"--bind", "127.0.0.1:0", "--local", "--processors", "1", "--state-dir", state, "--suspend", "freezer",
+		"--realtime-priority", "0", "--nice", "0", "--log-level", "warn", "--ready-file", ready)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		// Whatever a failure left, frozen or not.
+		if out, err := coschedCmd("agent", "--cleanup", "--name", name, "--state-dir", state).CombinedOutput(); err != nil {
+			t.Errorf("agent --cleanup: %v\n%s", err, out)
+		}
+	})
+	var info struct{ API string }
+	eventually(t, 20*time.Second, func() error {
+		b, err := os.ReadFile(ready)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(b, &info)
+	})
+	client := api.NewClient(info.API)
+	var ids []int64
+	for range 2 {
+		id, err := client.Submit(context.Background(), api.JobSpec{Command: []string{"sleep", "300"}, Processors: 1, TimeLimit: api.Duration{D: 5 * time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	pids := func() []int { return append(jobPIDs(t, dir, ids[0]), jobPIDs(t, dir, ids[1])...) }
+	// Killed within a slice in which one job is frozen and the other runs.
+	eventually(t, 30*time.Second, func() error {
+		p := pids()
+		if len(p) != 2 || proctest.Frozen(p[0]) == proctest.Frozen(p[1]) {
+			return fmt.Errorf("processes %v: not one frozen and one running", p)
+		}
+		return cmd.Process.Kill()
+	})
+	eventually(t, 20*time.Second, func() error {
+		if left := pids(); len(left) > 0 {
+			return fmt.Errorf("processes of the jobs left after their agent's death: %v (frozen: %v)", left, proctest.Frozen(left[0]))
+		}
+		return nil
+	})
+	if m := cgroups.Mode(); m == cgroups.Legacy || m == cgroups.Hybrid { // jobcg's v1, as the agent chose
+		b, _ := os.ReadFile(filepath.Join(state, node.GuardLogName))
+		if !strings.Contains(string(b), `"job cgroups":2`) {
+			t.Errorf("the cleanup guard's log does not say it cleaned the two jobs' cgroups:\n%s", b)
+		}
 	}
 }

@@ -72,6 +72,39 @@ func State(pid int) byte {
 	return state
 }
 
+// Frozen reports whether a process's cgroup is frozen or freezing: v1
+// freezer.state FROZEN or FREEZING, v2 cgroup.freeze 1. Freezing is like a
+// pending SIGSTOP: every task of the cgroup has been told (a fake signal,
+// and an IPI if it is on a CPU) and freezes before it returns to user
+// mode; one that reads R has not had a CPU yet to take the freeze on.
+func Frozen(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[1] == "freezer":
+			st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state"))
+			if s := strings.TrimSpace(string(st)); s == "FROZEN" || s == "FREEZING" {
+				return true
+			}
+		case parts[0] == "0" && parts[1] == "":
+			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				f, _ := os.ReadFile(filepath.Join(root, parts[2], "cgroup.freeze"))
+				if strings.TrimSpace(string(f)) == "1" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // Parent is a process's parent pid (0 if gone).
 func Parent(pid int) int {
 	_, ppid, _ := stat(pid)

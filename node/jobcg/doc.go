@@ -33,8 +33,9 @@
 // it lists, round by round, until a round finds nothing new, and freezes
 // the cgroup (kill, then thaw) only for a tree that keeps forking, or a
 // job suspended frozen: v1 delivers a frozen task's SIGKILL only at the
-// thaw, so an agent killed between the two would leave its job frozen for
-// ever. Remove then waits for the cgroup to empty and removes it.
+// thaw, so an agent killed between the two would leave its job frozen
+// until its cleanup guard (node/guard.go) thaws and kills it. Remove then
+// waits for the cgroup to empty and removes it.
 //
 // # Suspension
 //

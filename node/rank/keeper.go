@@ -55,8 +55,8 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
-// startTicks reads when process pid started (field 22 of /proc/pid/stat).
-func startTicks(pid int) (uint64, error) {
+// StartTicks reads when process pid started (field 22 of /proc/pid/stat).
+func StartTicks(pid int) (uint64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, err
@@ -140,7 +140,7 @@ func ReadKept(dir, owner string) ([]Kept, error) {
 	}
 	var out []Kept
 	for _, r := range recs {
-		t, err := startTicks(r.PID)
+		t, err := StartTicks(r.PID)
 		out = append(out, Kept{Job: r.Job, Rank: r.Rank, PID: r.PID, Alive: err == nil && t == r.StartTicks})
 	}
 	return out, nil
@@ -185,7 +185,7 @@ func KillKept(dir, owner string) (int, error) {
 	}
 	n := 0
 	for _, r := range recs {
-		if t, err := startTicks(r.PID); err == nil && t == r.StartTicks {
+		if t, err := StartTicks(r.PID); err == nil && t == r.StartTicks {
 			_ = unix.Kill(-r.PID, unix.SIGKILL)
 			_ = unix.Kill(-r.PID, unix.SIGCONT)
 			n++
@@ -216,7 +216,7 @@ func (m *Manager) Adopt() ([]Kept, error) {
 		fd, err := unix.PidfdOpen(r.PID, 0)
 		var t uint64
 		if err == nil {
-			t, err = startTicks(r.PID) // after the open: the pidfd is of this very process
+			t, err = StartTicks(r.PID) // after the open: the pidfd is of this very process
 		}
 		if err != nil || t != r.StartTicks {
 			if fd >= 0 && err == nil {
@@ -324,7 +324,7 @@ func (m *Manager) Detach() {
 
 // writeKeepRecord records a forked keeper for the next life of the agent.
 func (m *Manager) writeKeepRecord(s *Spec, pid int, started time.Time) error {
-	t, err := startTicks(pid)
+	t, err := StartTicks(pid)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,181 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/node/jobcg"
+	"github.com/cosched/cosched/node/rank"
+)
+
+// This file is the agent's cleanup guard. On cgroup v1 a frozen task
+// takes a signal only once thawed: a rank's parent-death SIGKILL, sent
+// when its agent is SIGKILLed, waits in a job suspended with the freezer
+// (--suspend freezer) until someone thaws it, and no one would (the agent
+// is dead; its next start, or `agent --cleanup`, may never come, as under
+// Slurm). So such an agent starts a guard: a small process that waits for
+// the agent's death (a pidfd, so no wake-ups meanwhile), then cleans up as
+// `agent --cleanup` does (thaw, kill, remove) and exits. Cgroup v2
+// delivers a fatal signal to a frozen task, and a signal-suspended rank is
+// only stopped, which SIGKILL ends: neither needs a guard. Nor do kept
+// ranks (--keep-ranks), which wait for the agent's next life.
+
+// GuardLogName is the file in the state directory where the guard logs.
+const GuardLogName = "cleanup-guard.log"
+
+// needsGuard says whether the agent's jobs may be left frozen by its
+// death (see above), and a guard can be started.
+func (a *Agent) needsGuard() bool {
+	return len(a.cfg.Guard) > 0 && a.cg.Mode() == jobcg.ModeV1 && a.cfg.Suspend == api.SuspendFreezer && !a.cfg.KeepRanks
+}
+
+// startGuard starts the agent's cleanup guard through cfg.Guard, a
+// starter that starts the guard and exits (StartGuard): the guard is then
+// no descendant of the agent, so what kills the agent's process tree at
+// once (srun answering SIGTERM, Slurm's proctrack/linuxproc) does not kill
+// the guard with it. A guard that cannot start is logged: the agent runs,
+// and the gap above is back.
+func (a *Agent) startGuard() {
+	if !a.needsGuard() {
+		return
+	}
+	cmd := exec.Command(a.cfg.Guard[0], append(slices.Clone(a.cfg.Guard[1:]), GuardArgs(a.cfg)...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		a.log.Error("the cleanup guard did not start: a job frozen when this agent is killed stays frozen until `cosched agent --cleanup`",
+			zap.Error(err), zap.String("stderr", stderr.String()))
+		return
+	}
+	a.log.Info("cleanup guard started: it cleans up after this agent if it dies with a job frozen", zap.String("pid", string(bytes.TrimSpace(out))))
+}
+
+// GuardArgs are the guard's flags for the agent of cfg, after the
+// starter's command: what names the agent's state directory and cgroups.
+func GuardArgs(cfg Config) []string {
+	args := []string{"--name", cfg.Name, "--state-dir", cfg.StateDir}
+	if cfg.Cgroups != "" {
+		args = append(args, "--cgroups", cfg.Cgroups)
+	}
+	return args
+}
+
+// StartGuard starts a guard, guard (a command and its arguments, to which
+// the agent's process is appended as --when-gone PID:TICKS), for the
+// agent that is this process's parent: in a session of its own, its
+// output appended to GuardLogName in cfg's state directory. It returns
+// the guard's pid without waiting for it: the starter exits next, and the
+// guard's parent becomes init (or the nearest subreaper).
+func StartGuard(cfg Config, guard []string) (int, error) {
+	agent := os.Getppid()
+	ticks, err := rank.StartTicks(agent)
+	if err != nil {
+		return 0, fmt.Errorf("node: cleanup guard: the agent: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(cfg.StateDir, GuardLogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("node: cleanup guard: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(guard[0], append(slices.Clone(guard[1:]), "--when-gone", FormatProcess(agent, ticks))...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("node: cleanup guard: %w", err)
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release() // not waited for: it outlives this process
+	return pid, nil
+}
+
+// FormatProcess names a process by its pid and start time (clock ticks
+// after boot, /proc/PID/stat): PID:TICKS, which ParseProcess reads.
+func FormatProcess(pid int, ticks uint64) string {
+	return strconv.Itoa(pid) + ":" + strconv.FormatUint(ticks, 10)
+}
+
+// ParseProcess reads PID:TICKS (FormatProcess).
+func ParseProcess(s string) (pid int, ticks uint64, err error) {
+	p, t, ok := strings.Cut(s, ":")
+	if ok {
+		pid, err = strconv.Atoi(p)
+		if err == nil && pid > 0 {
+			ticks, err = strconv.ParseUint(t, 10, 64)
+			if err == nil {
+				return pid, ticks, nil
+			}
+		}
+	}
+	return 0, 0, fmt.Errorf("%q: want PID:TICKS, a process id and its start time in clock ticks", s)
+}
+
+// CleanupWhenGone waits until the process pid that started at ticks (the
+// agent of cfg) has ended, then cleans up after it as CleanupCgroups does.
+// If another life of the agent holds the state directory by then, that
+// life cleaned up at its start: it returns 0 and nil. It returns ctx's
+// error if ctx ends first.
+func CleanupWhenGone(ctx context.Context, cfg Config, pid int, ticks uint64) (int, error) {
+	if err := waitGone(ctx, pid, ticks); err != nil {
+		return 0, err
+	}
+	n, err := CleanupCgroups(cfg)
+	if errors.Is(err, errStateDirInUse) {
+		cfg.Log.Info("another life of the agent runs; it cleaned up after this one", zap.String("agent", cfg.Name))
+		return 0, nil
+	}
+	return n, err
+}
+
+// waitGone returns once process pid, started at ticks, has ended: at
+// once if it has (or pid is another process's now), else when its pidfd
+// says so. The wait is one blocking poll: no wake-ups meanwhile. When ctx
+// ends first it returns ctx's error and leaves a goroutine blocked in the
+// poll until the process ends or this one exits (a guard exits next).
+func waitGone(ctx context.Context, pid int, ticks uint64) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("node: watching process %d: %w", pid, err)
+	}
+	if t, err := rank.StartTicks(pid); err != nil || t != ticks { // after the open: the pidfd is of this very process
+		unix.Close(fd)
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			_, err := unix.Poll(fds, -1)
+			if !errors.Is(err, unix.EINTR) {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("node: watching process %d: %w", pid, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("node: watching process %d: %w", pid, context.Cause(ctx))
+	}
+}

@@ -1,0 +1,120 @@
+package node_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/node/rank"
+)
+
+// The cleanup guard's wait: CleanupWhenGone returns only once the
+// process it is given has ended, and then cleans; given a process that
+// is not the one named (another start time, a pid gone) it does not wait;
+// and when another life of the agent holds the state directory by then it
+// leaves the cleaning to that life.
+func TestCleanupWhenGoneWaitsForItsAgent(t *testing.T) {
+	dir := t.TempDir()
+	cfg := node.Config{Name: "guarded", StateDir: dir, Cgroups: "none", Log: zap.NewNop()}
+	agent := exec.Command("sleep", "300")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	ticks, err := rank.StartTicks(agent.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	cleaned := make(chan result, 1)
+	go func() {
+		n, err := node.CleanupWhenGone(context.Background(), cfg, agent.Process.Pid, ticks)
+		cleaned <- result{n, err}
+	}()
+	select {
+	case r := <-cleaned:
+		t.Fatalf("CleanupWhenGone returned %+v while its agent runs", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	_ = agent.Process.Kill()
+	_ = agent.Wait()
+	select {
+	case r := <-cleaned:
+		if r.err != nil || r.n != 0 {
+			t.Fatalf("after the agent's death: %d cleaned, %v; want 0, nil", r.n, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("CleanupWhenGone still waits 20 s after its agent died")
+	}
+
+	// A process of another start time is not the agent: no wait.
+	other := exec.Command("sleep", "300")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	done := make(chan error, 1)
+	go func() {
+		_, err := node.CleanupWhenGone(context.Background(), cfg, other.Process.Pid, ticks+1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("CleanupWhenGone waits for a process that is not the agent it names")
+	}
+
+	// Another life holds the state directory: it cleaned at its start.
+	lock, err := os.OpenFile(filepath.Join(dir, "agent.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := node.CleanupWhenGone(context.Background(), cfg, agent.Process.Pid, ticks); err != nil || n != 0 {
+		t.Fatalf("beside another life: %d cleaned, %v; want 0, nil", n, err)
+	}
+
+	// Stopped while it waits: ctx's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	live := exec.Command("sleep", "300")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = live.Process.Kill(); _ = live.Wait() })
+	liveTicks, err := rank.StartTicks(live.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.CleanupWhenGone(ctx, cfg, live.Process.Pid, liveTicks); err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("stopped while waiting: %v, want context canceled", err)
+	}
+}
+
+func TestParseProcess(t *testing.T) {
+	if pid, ticks, err := node.ParseProcess(node.FormatProcess(42, 12345)); err != nil || pid != 42 || ticks != 12345 {
+		t.Fatalf("round trip: %d %d %v", pid, ticks, err)
+	}
+	for _, bad := range []string{"", "42", "42:", ":7", "x:7", "0:7", "-3:7", "42:-1", "42:7:8"} {
+		if _, _, err := node.ParseProcess(bad); err == nil || !strings.Contains(err.Error(), "want PID:TICKS") {
+			t.Errorf("ParseProcess(%q) = %v, want refused", bad, err)
+		}
+	}
+}
