@@ -123,7 +123,8 @@ type Config struct {
 	// Guard is the command that starts the agent's cleanup guard, to
 	// which GuardArgs are appended (guard.go): cosched-full's `agent
 	// --cleanup-guard`, the default when Shim is (the agent's own
-	// binary). Nil (an agent in a test binary) starts none.
+	// binary). Nil (an agent in a test binary) starts none; so do an
+	// agent without cgroups and one with KeepRanks.
 	Guard []string
 	// ControllerGrace is how long the agent keeps its ranks (running or
 	// stopped, as they were) after it lost its controller: a controller
@@ -291,6 +292,7 @@ type Agent struct {
 	ranks   *rank.Manager
 	cg      *jobcg.Tree // the jobs' cgroups (ModeNone: none)
 	dirLock *os.File    // holds the state directory's lock while the agent runs
+	guard   guardProc   // the cleanup guard (guard.go), stopped last
 
 	// launchMu serialises launch and kill: a kill from another goroutine
 	// (a newer control connection, the controller grace) waits for a
@@ -722,6 +724,8 @@ func (a *Agent) closeAll() error {
 			errs = append(errs, err)
 		}
 	}
+	// Everything is cleaned: the guard has nothing left to do.
+	a.stopGuard()
 	if a.dirLock != nil {
 		a.dirLock.Close() // releases the lock: another life may start
 	}

@@ -12,34 +12,48 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/cosched/cosched/api"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/node/rank"
 )
 
-// This file is the agent's cleanup guard. On cgroup v1 a frozen task
-// takes a signal only once thawed: a rank's parent-death SIGKILL, sent
-// when its agent is SIGKILLed, waits in a job suspended with the freezer
-// (--suspend freezer) until someone thaws it, and no one would (the agent
-// is dead; its next start, or `agent --cleanup`, may never come, as under
-// Slurm). So such an agent starts a guard: a small process that waits for
-// the agent's death (a pidfd, so no wake-ups meanwhile), then cleans up as
-// `agent --cleanup` does (thaw, kill, remove) and exits. Cgroup v2
-// delivers a fatal signal to a frozen task, and a signal-suspended rank is
-// only stopped, which SIGKILL ends: neither needs a guard. Nor do kept
-// ranks (--keep-ranks), which wait for the agent's next life.
+// This file is the agent's cleanup guard. An agent that dies without
+// stopping (SIGKILL, a crash, the OOM killer, srun answering scancel)
+// cannot clean up after itself: its ranks die of their parent-death
+// signal, but what they forked into a session of their own lives on in the
+// job cgroups, and on cgroup v1 a rank frozen by --suspend freezer takes
+// that SIGKILL only once thawed, which no one would do. Its next start,
+// `agent --cleanup` (systemd's ExecStopPost) or `cluster down` clean up,
+// but under Slurm none of them comes. So an agent whose jobs have cgroups
+// starts a guard: a small process, no descendant of the agent, that waits
+// for the agent's death (a pidfd: no wake-ups meanwhile), then cleans up
+// as `agent --cleanup` does (thaw, kill, remove) and exits. An agent that
+// stops cleanly has cleaned already: it stops its guard last, and waits
+// for it. Kept ranks (--keep-ranks) wait for the agent's next life, so
+// such an agent has no guard; nor has one without cgroups, whose guard
+// would find nothing.
 
 // GuardLogName is the file in the state directory where the guard logs.
 const GuardLogName = "cleanup-guard.log"
 
-// needsGuard says whether the agent's jobs may be left frozen by its
-// death (see above), and a guard can be started.
+// guardProc is a started guard: its pid and a pidfd of it (pid 0: none).
+type guardProc struct {
+	pid   int
+	pidfd int
+}
+
+// guardStopTimeout bounds the wait for a guard told to stop: it exits at
+// once, unless the host is starved.
+const guardStopTimeout = 5 * time.Second
+
+// needsGuard says whether the agent's death could leave processes in its
+// job cgroups (see above), and a guard can be started.
 func (a *Agent) needsGuard() bool {
-	return len(a.cfg.Guard) > 0 && a.cg.Mode() == jobcg.ModeV1 && a.cfg.Suspend == api.SuspendFreezer && !a.cfg.KeepRanks
+	return len(a.cfg.Guard) > 0 && a.cg.Mode() != jobcg.ModeNone && !a.cfg.KeepRanks
 }
 
 // startGuard starts the agent's cleanup guard through cfg.Guard, a
@@ -56,12 +70,51 @@ func (a *Agent) startGuard() {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		a.log.Error("the cleanup guard did not start: a job frozen when this agent is killed stays frozen until `cosched agent --cleanup`",
-			zap.Error(err), zap.String("stderr", stderr.String()))
+	if err == nil {
+		var pid int
+		if pid, err = strconv.Atoi(string(bytes.TrimSpace(out))); err == nil {
+			// The guard waits for this process: its pid is its own.
+			var fd int
+			if fd, err = unix.PidfdOpen(pid, 0); err == nil {
+				a.guard = guardProc{pid: pid, pidfd: fd}
+				a.log.Info("cleanup guard started: it cleans up after this agent if it dies without stopping", zap.Int("pid", pid))
+				return
+			}
+		}
+	}
+	a.log.Error("the cleanup guard did not start: if this agent dies without stopping, what its jobs leave waits for `cosched agent --cleanup` or its next start",
+		zap.Error(err), zap.String("stderr", stderr.String()))
+}
+
+// stopGuard stops the agent's guard, once the agent has cleaned up, and
+// waits for it to exit (guardStopTimeout at most).
+func (a *Agent) stopGuard() {
+	g := a.guard
+	if g.pid == 0 {
 		return
 	}
-	a.log.Info("cleanup guard started: it cleans up after this agent if it dies with a job frozen", zap.String("pid", string(bytes.TrimSpace(out))))
+	a.guard = guardProc{}
+	defer unix.Close(g.pidfd)
+	if err := unix.PidfdSendSignal(g.pidfd, unix.SIGTERM, nil, 0); err != nil {
+		if !errors.Is(err, unix.ESRCH) {
+			a.log.Warn("stopping the cleanup guard", zap.Int("pid", g.pid), zap.Error(err))
+		}
+		return
+	}
+	deadline := time.Now().Add(guardStopTimeout)
+	for {
+		left := time.Until(deadline)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(g.pidfd), Events: unix.POLLIN}}, int(max(left, 0).Milliseconds()))
+		switch {
+		case errors.Is(err, unix.EINTR) && left > 0:
+			continue
+		case err != nil:
+			a.log.Warn("waiting for the cleanup guard to stop", zap.Int("pid", g.pid), zap.Error(err))
+		case n == 0:
+			a.log.Warn("the cleanup guard did not stop", zap.Int("pid", g.pid), zap.Duration("waited", guardStopTimeout))
+		}
+		return
+	}
 }
 
 // GuardArgs are the guard's flags for the agent of cfg, after the

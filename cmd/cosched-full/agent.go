@@ -113,7 +113,7 @@ func (f *agentFlags) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.cleanup, "cleanup", false, "do not start: kill the processes left in the job cgroups of the agent of this --name and --state-dir, which died without stopping, remove its cgroups, and exit (refused while it runs; systemd's ExecStopPost, cluster down)")
 	fl.StringVar(&f.whenGone, "when-gone", "", "with --cleanup: first wait until the agent, process PID:TICKS (its pid and start time), is gone (its cleanup guard)")
 	_ = fl.MarkHidden("when-gone")
-	fl.BoolVar(&f.guard, "cleanup-guard", false, "start the cleanup guard of the agent of this --name and --state-dir, which is this process's parent (`--cleanup --when-gone PID:TICKS` in a session of its own, logging to the state directory), print the guard's pid and exit: what an agent does on cgroup v1 with --suspend freezer")
+	fl.BoolVar(&f.guard, "cleanup-guard", false, "start the cleanup guard of the agent of this --name and --state-dir, which is this process's parent (`--cleanup --when-gone PID:TICKS` in a session of its own, logging to the state directory), print the guard's pid and exit: what an agent with job cgroups does at start")
 	_ = fl.MarkHidden("cleanup-guard")
 	fl.Int64Var(&f.FirstJobID, "first-job-id", 0, "controller: the first job's id when the journal is empty (cluster up carries ids over)")
 	_ = fl.MarkHidden("first-job-id")
@@ -151,6 +151,12 @@ func runAgent(ctx context.Context, f *agentFlags) error {
 			clean = func(cfg node.Config) (int, error) { return node.CleanupWhenGone(ctx, cfg, pid, ticks) }
 		}
 		n, err := clean(cfg)
+		if err != nil && f.whenGone != "" && ctx.Err() != nil {
+			// Stopped while the agent ran: it stops its guard once it
+			// has cleaned up itself.
+			log.Info("stopped while the agent runs", zap.String("agent", cfg.Name), zap.String("why", context.Cause(ctx).Error()))
+			return nil
+		}
 		if err == nil {
 			log.Info("cleaned up after the agent", zap.String("agent", cfg.Name), zap.Int("job cgroups", n))
 		}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -42,10 +46,17 @@ type killedAgent struct {
 }
 
 // killAgentUnderEscaper starts agent name with a job of escaper and
-// SIGKILLs it: the rank dies with its agent (parent-death signal); its
-// descendants (the child of its group, the setsid pair) do not, and only
-// the job's cgroup still holds them.
+// SIGKILLs it and its cleanup guard at once (as a node-wide kill would):
+// the rank dies with its agent (parent-death signal); its descendants (the
+// child of its group, the setsid pair) do not, and only the job's cgroup
+// still holds them.
 func killAgentUnderEscaper(t *testing.T, name string) killedAgent {
+	return killAgentUnder(t, name, true)
+}
+
+// killAgentUnder is killAgentUnderEscaper, with the guard killed too or
+// left alone.
+func killAgentUnder(t *testing.T, name string, withGuard bool) killedAgent {
 	k := killedAgent{dir: t.TempDir()}
 	ready := filepath.Join(k.dir, "ready.json")
 	k.args = []string{"agent", "--name", name, "--controller", "--mode", "space", "--bind", "127.0.0.1:0",
@@ -87,15 +98,23 @@ func killAgentUnderEscaper(t *testing.T, name string) killedAgent {
 		return nil
 	})
 	t.Logf("job %d: processes %v", k.id, pids)
+	if withGuard {
+		guard := guardOf(t, filepath.Join(k.dir, "state"))
+		if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
-		if n := len(jobPIDs(t, k.dir, k.id)); n != 3 {
-			return fmt.Errorf("%d processes of the job alive after the agent's death, want the rank's 3 descendants", n)
-		}
-		return nil
-	})
+	if withGuard {
+		eventually(t, 10*time.Second, func() error {
+			if n := len(jobPIDs(t, k.dir, k.id)); n != 3 {
+				return fmt.Errorf("%d processes of the job alive after the agent's death, want the rank's 3 descendants", n)
+			}
+			return nil
+		})
+	}
 	return k
 }
 
@@ -110,9 +129,9 @@ func (k killedAgent) waitJobGone(t *testing.T, after string) {
 	})
 }
 
-// An agent SIGKILLed leaves what its ranks setsid'd; restarted with the
-// same name and state directory it finds its previous life's job cgroups
-// and kills them.
+// An agent SIGKILLed with its guard leaves what its ranks setsid'd;
+// restarted with the same name and state directory it finds its previous
+// life's job cgroups and kills them.
 func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 	needCgroups(t)
 	k := killAgentUnderEscaper(t, "i15-restart")
@@ -120,9 +139,9 @@ func TestAgentRestartCleansWhatItsKilledLifeLeft(t *testing.T) {
 	k.waitJobGone(t, "the agent's restart")
 }
 
-// An agent that died and will not start again is cleaned up after by
-// `cosched agent --cleanup` with its name and state directory (systemd's
-// ExecStopPost, cluster down), which a running agent refuses.
+// An agent that died with its guard and will not start again is cleaned
+// up after by `cosched agent --cleanup` with its name and state directory
+// (systemd's ExecStopPost, cluster down), which a running agent refuses.
 func TestAgentCleanupKillsWhatADeadAgentLeft(t *testing.T) {
 	needCgroups(t)
 	k := killAgentUnderEscaper(t, "i15-cleanup")
@@ -147,9 +166,9 @@ func TestAgentCleanupKillsWhatADeadAgentLeft(t *testing.T) {
 	k.waitJobGone(t, "--cleanup")
 }
 
-// cluster down cleans up after an agent that was SIGKILLed and never
-// restarted: what its rank setsid'd lives on in the job's cgroup until
-// then, and is gone after.
+// cluster down cleans up after an agent that was SIGKILLed with its
+// cleanup guard and never restarted: what its rank setsid'd lives on in
+// the job's cgroup until then, and is gone after.
 func TestClusterDownCleansUpAfterAKilledAgent(t *testing.T) {
 	needCgroups(t)
 	dir, run := clusterCLI(t, "-N", "1", "--mode", "space", "--realtime-priority", "0")
@@ -167,6 +186,9 @@ func TestClusterDownCleansUpAfterAKilledAgent(t *testing.T) {
 		}
 		return nil
 	})
+	if err := syscall.Kill(guardOf(t, filepath.Join(dir, "agents", lc.Agents[0].Name)), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	if err := syscall.Kill(lc.Agents[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -240,10 +262,98 @@ func TestAgentKilledWhileAJobIsFrozenLeavesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	if m := cgroups.Mode(); m == cgroups.Legacy || m == cgroups.Hybrid { // jobcg's v1, as the agent chose
+	if m := cgroups.Mode(); m == cgroups.Legacy || m == cgroups.Hybrid { // jobcg's v1, where the guard does it
 		b, _ := os.ReadFile(filepath.Join(state, node.GuardLogName))
 		if !strings.Contains(string(b), `"job cgroups":2`) {
 			t.Errorf("the cleanup guard's log does not say it cleaned the two jobs' cgroups:\n%s", b)
 		}
 	}
+}
+
+// An agent SIGKILLed alone leaves nothing of its job: its cleanup guard,
+// no descendant of it, kills what the rank setsid'd once the agent is
+// gone, and removes the job's cgroup and the agent's subtree. An agent
+// that stops cleanly stops its guard before it exits.
+func TestAgentKilledAloneItsGuardCleansUp(t *testing.T) {
+	needCgroups(t)
+	k := killAgentUnder(t, "i23-guard", false)
+	k.waitJobGone(t, "the agent's death, by its guard")
+	state := filepath.Join(k.dir, "state")
+	eventually(t, 10*time.Second, func() error {
+		b, _ := os.ReadFile(filepath.Join(state, node.GuardLogName))
+		if !strings.Contains(string(b), `"job cgroups":1`) {
+			return fmt.Errorf("the guard's log does not say it cleaned one job cgroup:\n%s", b)
+		}
+		return nil
+	})
+	// On v1 (this test's hosts) the subtree is at a known place; on v2
+	// it is below the agent's own cgroup.
+	m := cgroups.Mode()
+	v1 := m == cgroups.Legacy || m == cgroups.Hybrid
+	sum := sha256.Sum256([]byte(state)) // the subtree's name, as node names it
+	subtree := "/sys/fs/cgroup/freezer/cosched/i23-guard-" + hex.EncodeToString(sum[:4])
+	if _, err := os.Stat(subtree); v1 && err == nil {
+		t.Errorf("the agent's cgroup subtree %s is left", subtree)
+	}
+
+	k.start() // a clean stop this time
+	if _, err := os.Stat(subtree); v1 && err != nil {
+		t.Fatalf("the agent's cgroup subtree, while it runs: %v", err)
+	}
+	guard := guardOf(t, state)
+	cmd := exec.Command("kill", "-INT", strconv.Itoa(agentPID(t, state)))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if agentPID(t, state) != 0 {
+			return fmt.Errorf("the agent still runs")
+		}
+		return nil
+	})
+	// Gone (or a zombie until init reaps it) by the time its agent exited:
+	// stopped by it, not woken by its exit.
+	if st := procState(guard); st != 0 && st != 'Z' {
+		t.Errorf("the guard (pid %d) outlives its agent's clean stop: state %c", guard, st)
+	}
+	if b, _ := os.ReadFile(filepath.Join(state, node.GuardLogName)); !strings.Contains(string(b), "stopped while the agent runs") {
+		t.Errorf("the guard's log does not say its agent stopped it:\n%s", b)
+	}
+}
+
+// guardOf finds the cleanup guard of the agent whose state directory is
+// state.
+func guardOf(t *testing.T, state string) int {
+	t.Helper()
+	var pid int
+	eventually(t, 10*time.Second, func() error {
+		pid = processWith(state, "--when-gone")
+		if pid == 0 {
+			return fmt.Errorf("no cleanup guard of %s", state)
+		}
+		return nil
+	})
+	return pid
+}
+
+// agentPID is the running agent of state (0: none).
+func agentPID(t *testing.T, state string) int {
+	t.Helper()
+	return processWith(state, "--ready-file")
+}
+
+// processWith is a live process whose command line has both strings.
+func processWith(a, b string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(cmdline, []byte(a)) || !bytes.Contains(cmdline, []byte(b)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if st := procState(pid); st != 0 && st != 'Z' {
+			return pid
+		}
+	}
+	return 0
 }
