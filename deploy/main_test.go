@@ -48,22 +48,36 @@ func buildCosched(t *testing.T) string {
 	return binPath
 }
 
-// agentAlive reports whether pid is a live (not zombie) cosched agent.
-func agentAlive(pid int) bool {
+// coschedProc says what live (not zombie) cosched process pid is: an
+// agent, an agent's cleanup guard (`agent --cleanup --when-gone`, which
+// outlives its agent only to clean up after its death), or neither ("").
+func coschedProc(pid int) string {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return ""
 	}
 	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-		return false
+		return ""
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return err == nil && strings.Contains(string(cmdline), "\x00agent\x00")
+	switch {
+	case err != nil || !strings.Contains(string(cmdline), "\x00agent\x00"):
+		return ""
+	case strings.Contains(string(cmdline), "\x00--when-gone\x00"):
+		return "guard"
+	}
+	return "agent"
 }
 
 // agentsUnder lists the live cosched agents whose command line mentions
 // dir (their state directory): the agents a test started, not others'.
-func agentsUnder(dir string) []int {
+func agentsUnder(dir string) []int { return coschedUnder(dir, "agent") }
+
+// guardsUnder lists the live cleanup guards of the agents agentsUnder
+// lists.
+func guardsUnder(dir string) []int { return coschedUnder(dir, "guard") }
+
+func coschedUnder(dir, kind string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -72,7 +86,7 @@ func agentsUnder(dir string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), dir) && agentAlive(pid) {
+		if err == nil && strings.Contains(string(cmdline), dir) && coschedProc(pid) == kind {
 			pids = append(pids, pid)
 		}
 	}
@@ -81,8 +95,8 @@ func agentsUnder(dir string) []int {
 
 // killAgentsUnder is a test's last resort: SIGKILL its own leftover agents.
 func killAgentsUnder(t *testing.T, dir string) {
-	for _, pid := range agentsUnder(dir) {
-		t.Errorf("agent pid %d (state under %s) left running; killing it", pid, dir)
+	for _, pid := range append(agentsUnder(dir), guardsUnder(dir)...) {
+		t.Errorf("%s pid %d (state under %s) left running; killing it", coschedProc(pid), pid, dir)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	time.Sleep(50 * time.Millisecond)

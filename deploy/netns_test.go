@@ -67,8 +67,8 @@ func TestNetnsCluster(t *testing.T) {
 		for _, l := range links {
 			left = append(left, "link "+filepath.Base(l))
 		}
-		for _, pid := range agentsUnder(state) {
-			left = append(left, fmt.Sprintf("agent pid %d", pid))
+		for _, pid := range append(agentsUnder(state), guardsUnder(state)...) {
+			left = append(left, fmt.Sprintf("%s pid %d", coschedProc(pid), pid))
 		}
 		return left
 	}

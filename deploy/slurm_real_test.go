@@ -250,6 +250,9 @@ func TestRealSlurmBenchRun(t *testing.T) {
 	if left := agentsUnder(out); len(left) > 0 {
 		t.Errorf("agents left running: %v", left)
 	}
+	if left := guardsUnder(out); len(left) > 0 {
+		t.Errorf("cleanup guards left running after their agents stopped: %v", left)
+	}
 }
 
 // A bench run cancelled with scancel, and one past its time limit, stop
@@ -315,6 +318,9 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 		for _, r := range runs {
 			if a := agentsUnder(r.out); len(a) > 0 {
 				left = append(left, fmt.Sprintf("%s: agents %v", r.how, a))
+			}
+			if g := guardsUnder(r.out); len(g) > 0 {
+				left = append(left, fmt.Sprintf("%s: cleanup guards %v", r.how, g))
 			}
 			if rk := ranksUnder(r.out); len(rk) > 0 {
 				left = append(left, fmt.Sprintf("%s: ranks %v", r.how, rk))
@@ -403,6 +409,9 @@ func TestRealSlurmBenchRunAgentFails(t *testing.T) {
 	if left := agentsUnder(out); len(left) > 0 {
 		t.Errorf("agents left running: %v", left)
 	}
+	if left := guardsUnder(out); len(left) > 0 {
+		t.Errorf("cleanup guards left running after their agents stopped: %v", left)
+	}
 }
 
 // A port another program holds fails the run at once, naming the
@@ -435,6 +444,9 @@ func TestRealSlurmBenchRunPortInUse(t *testing.T) {
 	}
 	if left := agentsUnder(out); len(left) > 0 {
 		t.Errorf("agents left running: %v", left)
+	}
+	if left := guardsUnder(out); len(left) > 0 {
+		t.Errorf("cleanup guards left running after their agents stopped: %v", left)
 	}
 }
 
