@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cosched/cosched/api"
-	"github.com/cosched/cosched/internal/proctest"
-	"github.com/cosched/cosched/internal/stableport"
-	"github.com/cosched/cosched/telemetry"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +14,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/internal/proctest"
+	"github.com/cosched/cosched/internal/stableport"
+	"github.com/cosched/cosched/node"
+	"github.com/cosched/cosched/telemetry"
 )
 
 // agentProc is a `cosched agent` process.
@@ -40,6 +42,14 @@ func startAgentProc(t testing.TB, dir, name string, extra ...string) *agentProc 
 	args := append([]string{agentProcArg, "--name", name, "--bind", "127.0.0.1:0",
 		"--state-dir", filepath.Join(dir, name), "--controller-grace", "1m"}, extra...)
 	p := &agentProc{name: name, args: args}
+	// Registered before the agent's stop, so it runs after it: what a
+	// SIGKILLed agent left (its cgroup subtree, its kept ranks), as its
+	// cleanup guard (which a test binary's agent has not) would clean.
+	t.Cleanup(func() {
+		if _, err := node.CleanupCgroups(node.Config{Name: name, StateDir: filepath.Join(dir, name)}); err != nil {
+			t.Errorf("cleaning up after %s: %v", name, err)
+		}
+	})
 	p.start(t, dir)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -41,15 +41,8 @@ func startKeptClusterMode(t testing.TB, grace time.Duration, mode string, extra 
 		"--jobs-cpu-weight", "-1"}
 	common = append(common, extra...)
 	k := &keptCluster{t: t, dir: dir}
-	// Last (cleanups run in reverse): the agents have stopped, leaving
-	// their kept ranks (SIGTERM detaches); nothing may outlive the test.
-	t.Cleanup(func() {
-		for _, name := range []string{"c0", "w1"} {
-			if _, err := node.CleanupCgroups(node.Config{Name: name, StateDir: filepath.Join(dir, name)}); err != nil {
-				t.Errorf("cleaning up after %s: %v", name, err)
-			}
-		}
-	})
+	// The agents stop leaving their kept ranks (SIGTERM detaches);
+	// startAgentProc's cleanup kills them: nothing may outlive the test.
 	k.c0 = startAgentProc(t, dir, "c0", append([]string{"--controller"}, common...)...)
 	k.w1 = startAgentProc(t, dir, "w1", append(common, "--join", k.c0.ready.Gossip)...)
 	waitComputeUp(t, k.client(), 2) // a submit before would not fit
