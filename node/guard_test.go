@@ -24,15 +24,7 @@ import (
 func TestCleanupWhenGoneWaitsForItsAgent(t *testing.T) {
 	dir := t.TempDir()
 	cfg := node.Config{Name: "guarded", StateDir: dir, Cgroups: "none", Log: zap.NewNop()}
-	agent := exec.Command("sleep", "300")
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
-	ticks, err := rank.StartTicks(agent.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent, ticks := sleeper(t)
 	type result struct {
 		n   int
 		err error
@@ -59,11 +51,7 @@ func TestCleanupWhenGoneWaitsForItsAgent(t *testing.T) {
 	}
 
 	// A process of another start time is not the agent: no wait.
-	other := exec.Command("sleep", "300")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	other, _ := sleeper(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := node.CleanupWhenGone(context.Background(), cfg, other.Process.Pid, ticks+1)
@@ -94,18 +82,26 @@ func TestCleanupWhenGoneWaitsForItsAgent(t *testing.T) {
 	// Stopped while it waits: ctx's error.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	live := exec.Command("sleep", "300")
-	if err := live.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = live.Process.Kill(); _ = live.Wait() })
-	liveTicks, err := rank.StartTicks(live.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	live, liveTicks := sleeper(t)
 	if _, err := node.CleanupWhenGone(ctx, cfg, live.Process.Pid, liveTicks); err == nil || !strings.Contains(err.Error(), "context canceled") {
 		t.Fatalf("stopped while waiting: %v, want context canceled", err)
 	}
+}
+
+// sleeper is a process that runs until the test ends, and its start
+// time.
+func sleeper(t *testing.T) (*exec.Cmd, uint64) {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ticks, err := rank.StartTicks(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, ticks
 }
 
 func TestParseProcess(t *testing.T) {

@@ -66,22 +66,10 @@ func killAgentUnder(t *testing.T, name string, withGuard bool) killedAgent {
 	var addr string
 	k.start = func() {
 		t.Helper()
-		os.Remove(ready)
-		cmd := coschedCmd(append(slices.Clone(k.args), "--ready-file", ready)...)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		var cmd *exec.Cmd
+		cmd, addr = startAgentProcess(t, append(slices.Clone(k.args), "--ready-file", ready), ready)
 		t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }) // graceful: it removes its cgroups
-		var info struct{ API string }
-		eventually(t, 20*time.Second, func() error {
-			b, err := os.ReadFile(ready)
-			if err != nil {
-				return err
-			}
-			return json.Unmarshal(b, &info)
-		})
-		proc, addr = cmd.Process, info.API
+		proc = cmd.Process
 	}
 	k.start()
 	client := api.NewClient(addr)
@@ -215,13 +203,9 @@ func TestAgentKilledWhileAJobIsFrozenLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	ready, state := filepath.Join(dir, "ready.json"), filepath.Join(dir, "state")
 	name := "i23-frozen"
-	cmd := coschedCmd("agent", "--name", name, "--controller", "--mode", "gang", "--mpl", "2", "--slice", "3s",
+	cmd, addr := startAgentProcess(t, []string{"agent", "--name", name, "--controller", "--mode", "gang", "--mpl", "2", "--slice", "3s",
 		"--bind", "127.0.0.1:0", "--local", "--processors", "1", "--state-dir", state, "--suspend", "freezer",
-		"--realtime-priority", "0", "--nice", "0", "--log-level", "warn", "--ready-file", ready)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+		"--realtime-priority", "0", "--nice", "0", "--log-level", "warn", "--ready-file", ready}, ready)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -230,15 +214,7 @@ func TestAgentKilledWhileAJobIsFrozenLeavesNothing(t *testing.T) {
 			t.Errorf("agent --cleanup: %v\n%s", err, out)
 		}
 	})
-	var info struct{ API string }
-	eventually(t, 20*time.Second, func() error {
-		b, err := os.ReadFile(ready)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(b, &info)
-	})
-	client := api.NewClient(info.API)
+	client := api.NewClient(addr)
 	var ids []int64
 	for range 2 {
 		id, err := client.Submit(context.Background(), api.JobSpec{Command: []string{"sleep", "300"}, Processors: 1, TimeLimit: api.Duration{D: 5 * time.Minute}})
@@ -356,4 +332,25 @@ func processWith(a, b string) int {
 		}
 	}
 	return 0
+}
+
+// startAgentProcess starts an agent process with args, whose --ready-file
+// is ready, and returns it and its API address once it is up.
+func startAgentProcess(t *testing.T, args []string, ready string) (*exec.Cmd, string) {
+	t.Helper()
+	os.Remove(ready)
+	cmd := coschedCmd(args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ API string }
+	eventually(t, 20*time.Second, func() error {
+		b, err := os.ReadFile(ready)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(b, &info)
+	})
+	return cmd, info.API
 }
