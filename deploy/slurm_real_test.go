@@ -258,7 +258,9 @@ func TestRealSlurmBenchRun(t *testing.T) {
 // A bench run cancelled with scancel, and one past its time limit, stop
 // their agents and ranks: no process of theirs is left. The two run side by
 // side (Slurm checks time limits every 30 s: the limit is set to 0 once
-// the run is under way, so it expires at the next check).
+// the run is under way, so it expires at the next check). The cancelled
+// one suspends with the freezer, whose frozen ranks an agent SIGKILLed by
+// srun would leave frozen for ever but for its cleanup guard.
 func TestRealSlurmBenchRunStopped(t *testing.T) {
 	c := realSlurm(t)
 	bin := buildCosched(t)
@@ -275,7 +277,13 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 		r.out = filepath.Join(r.work, "res")
 		t.Cleanup(func() { killAgentsUnder(t, r.out) })
 		// Long jobs: the run is still measuring when it is stopped.
-		r.id = sbatch(ctx, t, c, r.work, append(benchEnv(bin), "COSCHED_MODES=gang"),
+		env := append(benchEnv(bin), "COSCHED_MODES=gang")
+		if how == "scancel" {
+			// Suspended with the freezer: an agent srun kills outright
+			// leaves its frozen ranks to its cleanup guard.
+			env = append(env, "COSCHED_SUSPEND=freezer")
+		}
+		r.id = sbatch(ctx, t, c, r.work, env,
 			"-N", "2", "--time=10", script, r.out, "--jobs", "20", "--mean-runtime", "10s", "--work", "wall")
 		runs = append(runs, r)
 	}
@@ -337,6 +345,18 @@ func TestRealSlurmBenchRunStopped(t *testing.T) {
 			t.Fatalf("left running after the jobs ended: %v", left)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// The cancelled run's agents suspended with the freezer, each with a
+	// cleanup guard.
+	logs, _ := filepath.Glob(filepath.Join(runs[0].out, "gang", "state", "agents", "*", "agent.log"))
+	if len(logs) != 2 {
+		t.Errorf("scancel: agent logs %v, want 2", logs)
+	}
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		if !strings.Contains(string(b), `"suspend":"freezer"`) || !strings.Contains(string(b), "cleanup guard started") {
+			t.Errorf("scancel: %s: no start with the freezer and a cleanup guard:\n%s", l, b)
+		}
 	}
 	// The script's exit removed the cluster key.
 	for _, r := range runs {

@@ -25,6 +25,7 @@ func TestSlurmScriptsBadInput(t *testing.T) {
 		{[]string{"SLURM_ARRAY_TASK_ID="}, "slurm/sweep-array.sbatch", []string{out}, "not running as a Slurm array task"},
 		{[]string{"SLURM_JOB_NODELIST="}, "slurm/bench-run.sbatch", []string{out}, "not running in a Slurm allocation"},
 		{[]string{"SLURM_JOB_NODELIST=n1", "COSCHED_BIND_ADDR=eth9"}, "slurm/bench-run.sbatch", []string{out}, "COSCHED_BIND_ADDR must be auto or nodename, got 'eth9'"},
+		{[]string{"SLURM_JOB_NODELIST=n1", "COSCHED_SUSPEND=sigstop"}, "slurm/bench-run.sbatch", []string{out}, "COSCHED_SUSPEND must be signal or freezer, got 'sigstop'"},
 	} {
 		cmd := exec.Command("bash", append([]string{c.script}, c.args...)...)
 		cmd.Env = append(os.Environ(), c.env...)

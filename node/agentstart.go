@@ -79,7 +79,7 @@ func StartContext(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	ok = true
 	a.log.Info("agent started", zap.String("gossip", a.ml.Addr()), zap.String("api", a.meta.APIAddr),
-		zap.Bool("controller", a.cfg.Controller), zap.Int("processors", a.cfg.Processors))
+		zap.Bool("controller", a.cfg.Controller), zap.Int("processors", a.cfg.Processors), zap.String("suspend", a.suspendStatus()))
 	return a, nil
 }
 
