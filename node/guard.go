@@ -182,6 +182,9 @@ func ParseProcess(s string) (pid int, ticks uint64, err error) {
 // life cleaned up at its start: it returns 0 and nil. It returns ctx's
 // error if ctx ends first.
 func CleanupWhenGone(ctx context.Context, cfg Config, pid int, ticks uint64) (int, error) {
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
 	if err := waitGone(ctx, pid, ticks); err != nil {
 		return 0, err
 	}

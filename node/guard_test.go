@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/rank"
 )
@@ -23,7 +21,7 @@ import (
 // leaves the cleaning to that life.
 func TestCleanupWhenGoneWaitsForItsAgent(t *testing.T) {
 	dir := t.TempDir()
-	cfg := node.Config{Name: "guarded", StateDir: dir, Cgroups: "none", Log: zap.NewNop()}
+	cfg := node.Config{Name: "guarded", StateDir: dir, Cgroups: "none"} // no Log: a Nop one
 	agent, ticks := sleeper(t)
 	type result struct {
 		n   int
