@@ -123,8 +123,8 @@ type Config struct {
 	// Guard is the command that starts the agent's cleanup guard, to
 	// which GuardArgs are appended (guard.go): cosched-full's `agent
 	// --cleanup-guard`, the default when Shim is (the agent's own
-	// binary). Nil (an agent in a test binary) starts none; so do an
-	// agent without cgroups and one with KeepRanks.
+	// binary). Nil (an agent in a test binary) starts none; so does an
+	// agent without cgroups or KeepRanks.
 	Guard []string
 	// ControllerGrace is how long the agent keeps its ranks (running or
 	// stopped, as they were) after it lost its controller: a controller
@@ -724,8 +724,9 @@ func (a *Agent) closeAll() error {
 			errs = append(errs, err)
 		}
 	}
-	// Everything is cleaned: the guard has nothing left to do.
-	a.stopGuard()
+	// Everything is cleaned, or left for the next life to take: the guard
+	// has nothing left to do, or watches for that life.
+	a.stopGuard(a.detaching())
 	if a.dirLock != nil {
 		a.dirLock.Close() // releases the lock: another life may start
 	}

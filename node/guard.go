@@ -33,9 +33,13 @@ import (
 // for the agent's death (a pidfd: no wake-ups meanwhile), then cleans up
 // as `agent --cleanup` does (thaw, kill, remove) and exits. An agent that
 // stops cleanly has cleaned already: it stops its guard last, and waits
-// for it. Kept ranks (--keep-ranks) wait for the agent's next life, so
-// such an agent has no guard; nor has one without cgroups, whose guard
-// would find nothing.
+// for it. An agent's kept ranks (--keep-ranks) wait for its next life:
+// its guard waits --controller-grace for that life (a new agent holding
+// the state directory), as the controller waits before it fails their
+// jobs; if none comes, it kills them too, rather than leave time-shared
+// ones stopped for ever. An agent that detaches (SIGTERM with
+// --keep-ranks) leaves its guard watching. An agent without cgroups or
+// kept ranks has no guard: it would find nothing.
 
 // GuardLogName is the file in the state directory where the guard logs.
 const GuardLogName = "cleanup-guard.log"
@@ -53,7 +57,7 @@ const guardStopTimeout = 5 * time.Second
 // needsGuard says whether the agent's death could leave processes in its
 // job cgroups (see above), and a guard can be started.
 func (a *Agent) needsGuard() bool {
-	return len(a.cfg.Guard) > 0 && a.cg.Mode() != jobcg.ModeNone && !a.cfg.KeepRanks
+	return len(a.cfg.Guard) > 0 && (a.cg.Mode() != jobcg.ModeNone || a.cfg.KeepRanks)
 }
 
 // startGuard starts the agent's cleanup guard through cfg.Guard, a
@@ -87,14 +91,18 @@ func (a *Agent) startGuard() {
 }
 
 // stopGuard stops the agent's guard, once the agent has cleaned up, and
-// waits for it to exit (guardStopTimeout at most).
-func (a *Agent) stopGuard() {
+// waits for it to exit (guardStopTimeout at most). An agent that detaches
+// leaves it: it watches for the next life.
+func (a *Agent) stopGuard(detached bool) {
 	g := a.guard
 	if g.pid == 0 {
 		return
 	}
 	a.guard = guardProc{}
 	defer unix.Close(g.pidfd)
+	if detached {
+		return
+	}
 	if err := unix.PidfdSendSignal(g.pidfd, unix.SIGTERM, nil, 0); err != nil {
 		if !errors.Is(err, unix.ESRCH) {
 			a.log.Warn("stopping the cleanup guard", zap.Int("pid", g.pid), zap.Error(err))
@@ -123,6 +131,9 @@ func GuardArgs(cfg Config) []string {
 	args := []string{"--name", cfg.Name, "--state-dir", cfg.StateDir}
 	if cfg.Cgroups != "" {
 		args = append(args, "--cgroups", cfg.Cgroups)
+	}
+	if cfg.KeepRanks {
+		args = append(args, "--keep-ranks", "--controller-grace", cfg.ControllerGrace.String())
 	}
 	return args
 }
@@ -178,9 +189,11 @@ func ParseProcess(s string) (pid int, ticks uint64, err error) {
 
 // CleanupWhenGone waits until the process pid that started at ticks (the
 // agent of cfg) has ended, then cleans up after it as CleanupCgroups does.
-// If another life of the agent holds the state directory by then, that
-// life cleaned up at its start: it returns 0 and nil. It returns ctx's
-// error if ctx ends first.
+// With cfg.KeepRanks it first waits cfg.ControllerGrace for the agent's
+// next life, and cleans only if none came, its kept ranks included. If
+// another life of the agent holds the state directory by then, that life
+// cleaned up at its start (or took the kept ranks): it returns 0 and nil.
+// It returns ctx's error if ctx ends first.
 func CleanupWhenGone(ctx context.Context, cfg Config, pid int, ticks uint64) (int, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
@@ -188,12 +201,82 @@ func CleanupWhenGone(ctx context.Context, cfg Config, pid int, ticks uint64) (in
 	if err := waitGone(ctx, pid, ticks); err != nil {
 		return 0, err
 	}
+	if cfg.KeepRanks {
+		switch next, err := waitNextLife(ctx, cfg); {
+		case err != nil:
+			return 0, err
+		case next == nextLifeCame:
+			cfg.Log.Info("another life of the agent runs; it takes the kept ranks", zap.String("agent", cfg.Name))
+			return 0, nil
+		case next == nextLifeLate:
+			cfg.Log.Warn("the agent did not come back within its grace: its kept ranks are killed", zap.String("agent", cfg.Name), zap.Duration("grace", cfg.ControllerGrace))
+		}
+		cfg.KeepRanks = false
+	}
 	n, err := CleanupCgroups(cfg)
 	if errors.Is(err, errStateDirInUse) {
 		cfg.Log.Info("another life of the agent runs; it cleaned up after this one", zap.String("agent", cfg.Name))
 		return 0, nil
 	}
 	return n, err
+}
+
+// nextLifePoll is how often a guard looks for the next life of an agent
+// that keeps its ranks, once the agent is gone: it then has time to spare.
+const nextLifePoll = time.Second
+
+// What became of an agent's kept ranks while its guard waited.
+const (
+	nextLifeCame     = iota // a new life of the agent holds the state directory
+	nextLifeLate            // none came within the grace; ranks are still kept
+	nextLifeNoneKept        // none is kept any more (cluster down killed them)
+)
+
+// waitNextLife waits, once the agent of cfg is gone, for its next life
+// (a process holding its state directory's lock) for cfg.ControllerGrace
+// at most, looking every nextLifePoll, and says what came of it.
+func waitNextLife(ctx context.Context, cfg Config) (int, error) {
+	deadline := time.Now().Add(cfg.ControllerGrace)
+	for {
+		held, err := stateDirHeld(cfg.StateDir)
+		if err != nil {
+			return 0, err
+		}
+		if held {
+			return nextLifeCame, nil
+		}
+		kept, err := rank.ReadKept(keepDir(cfg), cfg.Name)
+		if err != nil {
+			return 0, fmt.Errorf("node: %w", err)
+		}
+		if len(liveJobs(kept)) == 0 {
+			return nextLifeNoneKept, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nextLifeLate, nil
+		}
+		select {
+		case <-time.After(min(left, nextLifePoll)):
+		case <-ctx.Done():
+			return 0, fmt.Errorf("node: waiting for the agent's next life: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// stateDirHeld reports whether a process holds the state directory's
+// lock: a running agent.
+func stateDirHeld(dir string) (bool, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("node: state dir lock: %w", err)
+	}
+	defer f.Close() // and so the lock, if this took it
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true, nil
+	}
+	return false, err
 }
 
 // waitGone returns once process pid, started at ticks, has ended: at

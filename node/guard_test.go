@@ -112,3 +112,43 @@ func TestParseProcess(t *testing.T) {
 		}
 	}
 }
+
+// With kept ranks the guard waits for the agent's next life, up to its
+// grace: it stops waiting at once when a next life holds the state
+// directory (which takes the ranks) and when nothing is kept any more
+// (cluster down killed them), not after the grace (an hour here).
+// TestKeptRanksWaitTheGraceForTheNextLife (cmd/cosched-full) has the
+// rest: ranks kept through a restart, killed when none came.
+func TestCleanupWhenGoneWaitsForTheNextLifeOfKeptRanks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := node.Config{Name: "kept", StateDir: dir, Cgroups: "none", KeepRanks: true, ControllerGrace: time.Hour}
+	agent, ticks := sleeper(t)
+	_ = agent.Process.Kill()
+	_ = agent.Wait()
+	returns := func(what string) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := node.CleanupWhenGone(context.Background(), cfg, agent.Process.Pid, ticks)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: still waiting after 20 s (its grace is an hour)", what)
+		}
+	}
+	returns("nothing kept")
+	lock, err := os.OpenFile(filepath.Join(dir, "agent.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	returns("a next life holds the state directory")
+}

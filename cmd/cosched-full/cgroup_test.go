@@ -354,3 +354,95 @@ func startAgentProcess(t *testing.T, args []string, ready string) (*exec.Cmd, st
 	})
 	return cmd, info.API
 }
+
+// An agent with --keep-ranks SIGKILLed leaves its ranks to its next life
+// (time-shared ones stopped by their keepers meanwhile). Its guard waits
+// --controller-grace for that life: one that comes in time takes the
+// ranks and the guard leaves them; when none comes, the guard kills them,
+// rather than leave them stopped for ever.
+func TestKeptRanksWaitTheGraceForTheNextLife(t *testing.T) {
+	dir := t.TempDir()
+	ready, state := filepath.Join(dir, "ready.json"), filepath.Join(dir, "state")
+	name := "i23-keep"
+	args := []string{"agent", "--name", name, "--controller", "--mode", "gang", "--mpl", "2", "--slice", "300ms",
+		"--bind", "127.0.0.1:0", "--local", "--processors", "1", "--state-dir", state, "--keep-ranks", "--controller-grace", "3s",
+		"--realtime-priority", "0", "--nice", "0", "--log-level", "warn", "--ready-file", ready}
+	var agent *exec.Cmd
+	start := func() string {
+		var addr string
+		agent, addr = startAgentProcess(t, args, ready)
+		return addr
+	}
+	t.Cleanup(func() {
+		if agent != nil {
+			_ = agent.Process.Kill()
+			_ = agent.Wait()
+		}
+		// Whatever a failure left, kept ranks included.
+		if out, err := coschedCmd("agent", "--cleanup", "--name", name, "--state-dir", state).CombinedOutput(); err != nil {
+			t.Errorf("agent --cleanup: %v\n%s", err, out)
+		}
+	})
+	client := api.NewClient(start())
+	var ids []int64
+	for range 2 {
+		id, err := client.Submit(context.Background(), api.JobSpec{Command: []string{"sleep", "300"}, Processors: 1, TimeLimit: api.Duration{D: 5 * time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	pids := func() []int { return append(jobPIDs(t, dir, ids[0]), jobPIDs(t, dir, ids[1])...) }
+	eventually(t, 20*time.Second, func() error {
+		if n := len(pids()); n < 2 {
+			return fmt.Errorf("%d processes of the two jobs", n)
+		}
+		return nil
+	})
+	kill := func() {
+		t.Helper()
+		if err := agent.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = agent.Wait()
+		agent = nil
+	}
+	guardLog := func() string { b, _ := os.ReadFile(filepath.Join(state, node.GuardLogName)); return string(b) }
+
+	// Back within the grace: its next life takes the ranks.
+	kill()
+	client = api.NewClient(start())
+	eventually(t, 20*time.Second, func() error {
+		if !strings.Contains(guardLog(), "another life of the agent runs; it takes the kept ranks") {
+			return fmt.Errorf("the first life's guard has not seen the next life:\n%s", guardLog())
+		}
+		return nil
+	})
+	if strings.Contains(guardLog(), "did not come back") {
+		t.Fatalf("the first life's guard gave up on the next life:\n%s", guardLog())
+	}
+	time.Sleep(4 * time.Second) // past the grace
+	if n := len(pids()); n < 2 {
+		t.Fatalf("%d processes of the two jobs past the grace, their agent back within it", n)
+	}
+	for _, id := range ids {
+		if j, err := client.Job(context.Background(), id); err != nil || j.State != api.Running {
+			t.Fatalf("job %d after the restart: %+v, %v; want it running", id, j, err)
+		}
+	}
+
+	// Not back: past the grace the guard kills them.
+	kill()
+	if left := pids(); len(left) == 0 {
+		t.Fatal("the kept ranks died with their agent")
+	}
+	eventually(t, 30*time.Second, func() error {
+		if left := pids(); len(left) > 0 {
+			return fmt.Errorf("processes of the jobs left after the grace: %v", left)
+		}
+		return nil
+	})
+	if !strings.Contains(guardLog(), "did not come back within its grace") {
+		t.Errorf("the guard's log does not say the agent did not come back:\n%s", guardLog())
+	}
+}
