@@ -393,9 +393,18 @@ func TestKeptRanksWaitTheGraceForTheNextLife(t *testing.T) {
 		ids = append(ids, id)
 	}
 	pids := func() []int { return append(jobPIDs(t, dir, ids[0]), jobPIDs(t, dir, ids[1])...) }
+	// Running, and recorded for the next life: its keeper's record and
+	// its launch (an agent killed before it wrote them loses that rank).
 	eventually(t, 20*time.Second, func() error {
 		if n := len(pids()); n < 2 {
 			return fmt.Errorf("%d processes of the two jobs", n)
+		}
+		for _, id := range ids {
+			for _, rec := range []string{filepath.Join(state, "ranks", fmt.Sprintf("%d.0.keeper", id)), filepath.Join(state, "jobs", strconv.FormatInt(id, 10), "launch.msgpack")} {
+				if _, err := os.Stat(rec); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
