@@ -65,14 +65,7 @@ func TestCleanupWhenGoneWaitsForItsAgent(t *testing.T) {
 	}
 
 	// Another life holds the state directory: it cleaned at its start.
-	lock, err := os.OpenFile(filepath.Join(dir, "agent.lock"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	holdStateDir(t, dir)
 	if n, err := node.CleanupWhenGone(context.Background(), cfg, agent.Process.Pid, ticks); err != nil || n != 0 {
 		t.Fatalf("beside another life: %d cleaned, %v; want 0, nil", n, err)
 	}
@@ -100,6 +93,20 @@ func sleeper(t *testing.T) (*exec.Cmd, uint64) {
 		t.Fatal(err)
 	}
 	return cmd, ticks
+}
+
+// holdStateDir takes the state directory's lock until the test ends, as
+// a running agent holds it.
+func holdStateDir(t *testing.T, dir string) {
+	t.Helper()
+	lock, err := os.OpenFile(filepath.Join(dir, "agent.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() })
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestParseProcess(t *testing.T) {
@@ -142,13 +149,6 @@ func TestCleanupWhenGoneWaitsForTheNextLifeOfKeptRanks(t *testing.T) {
 		}
 	}
 	returns("nothing kept")
-	lock, err := os.OpenFile(filepath.Join(dir, "agent.lock"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	holdStateDir(t, dir)
 	returns("a next life holds the state directory")
 }

@@ -209,20 +209,10 @@ func TestAgentKilledWhileAJobIsFrozenLeavesNothing(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		// Whatever a failure left, frozen or not.
-		if out, err := coschedCmd("agent", "--cleanup", "--name", name, "--state-dir", state).CombinedOutput(); err != nil {
-			t.Errorf("agent --cleanup: %v\n%s", err, out)
-		}
+		cleanupAfter(t, name, state) // whatever a failure left, frozen or not
 	})
 	client := api.NewClient(addr)
-	var ids []int64
-	for range 2 {
-		id, err := client.Submit(context.Background(), api.JobSpec{Command: []string{"sleep", "300"}, Processors: 1, TimeLimit: api.Duration{D: 5 * time.Minute}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := submitSleepers(t, client, 2)
 	pids := func() []int { return append(jobPIDs(t, dir, ids[0]), jobPIDs(t, dir, ids[1])...) }
 	// Killed within a slice in which one job is frozen and the other runs.
 	eventually(t, 30*time.Second, func() error {
@@ -378,20 +368,10 @@ func TestKeptRanksWaitTheGraceForTheNextLife(t *testing.T) {
 			_ = agent.Process.Kill()
 			_ = agent.Wait()
 		}
-		// Whatever a failure left, kept ranks included.
-		if out, err := coschedCmd("agent", "--cleanup", "--name", name, "--state-dir", state).CombinedOutput(); err != nil {
-			t.Errorf("agent --cleanup: %v\n%s", err, out)
-		}
+		cleanupAfter(t, name, state) // whatever a failure left, kept ranks included
 	})
 	client := api.NewClient(start())
-	var ids []int64
-	for range 2 {
-		id, err := client.Submit(context.Background(), api.JobSpec{Command: []string{"sleep", "300"}, Processors: 1, TimeLimit: api.Duration{D: 5 * time.Minute}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := submitSleepers(t, client, 2)
 	pids := func() []int { return append(jobPIDs(t, dir, ids[0]), jobPIDs(t, dir, ids[1])...) }
 	// Running, and recorded for the next life: its keeper's record and
 	// its launch (an agent killed before it wrote them loses that rank).
@@ -453,5 +433,28 @@ func TestKeptRanksWaitTheGraceForTheNextLife(t *testing.T) {
 	})
 	if !strings.Contains(guardLog(), "did not come back within its grace") {
 		t.Errorf("the guard's log does not say the agent did not come back:\n%s", guardLog())
+	}
+}
+
+// submitSleepers submits n one-processor jobs that sleep for five minutes.
+func submitSleepers(t *testing.T, client *api.Client, n int) []int64 {
+	t.Helper()
+	var ids []int64
+	for range n {
+		id, err := client.Submit(context.Background(), api.JobSpec{Command: []string{"sleep", "300"}, Processors: 1, TimeLimit: api.Duration{D: 5 * time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// cleanupAfter runs `agent --cleanup` for the agent name of state, which
+// must have stopped.
+func cleanupAfter(t *testing.T, name, state string) {
+	t.Helper()
+	if out, err := coschedCmd("agent", "--cleanup", "--name", name, "--state-dir", state).CombinedOutput(); err != nil {
+		t.Errorf("agent --cleanup: %v\n%s", err, out)
 	}
 }
