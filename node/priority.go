@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -28,7 +29,9 @@ func setOwnNice(n int) error {
 		if err != nil {
 			continue
 		}
-		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, n); err != nil {
+		// ESRCH: the thread exited since it was listed (the runtime
+		// retires threads): nothing to set.
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, n); err != nil && !errors.Is(err, unix.ESRCH) {
 			return fmt.Errorf("set nice %d on thread %d: %w", n, tid, err)
 		}
 	}
@@ -68,7 +71,7 @@ func setOwnRealtime(prio int) error {
 		if err != nil {
 			continue
 		}
-		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil && !errors.Is(err, unix.ESRCH) { // exited since listed
 			return fmt.Errorf("SCHED_RR %d on thread %d: %w", prio, tid, err)
 		}
 	}

@@ -4,6 +4,7 @@
 package rtprio
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -36,7 +37,7 @@ func DropRealtime() (bool, error) {
 			continue
 		}
 		attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_NORMAL, Nice: cur.Nice}
-		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil && !errors.Is(err, unix.ESRCH) { // exited since listed
 			return dropped, fmt.Errorf("normal policy on thread %d: %w", tid, err)
 		}
 		dropped = true
