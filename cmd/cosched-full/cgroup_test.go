@@ -229,10 +229,15 @@ func TestAgentKilledWhileAJobIsFrozenLeavesNothing(t *testing.T) {
 		return nil
 	})
 	if m := cgroups.Mode(); m == cgroups.Legacy || m == cgroups.Hybrid { // jobcg's v1, where the guard does it
-		b, _ := os.ReadFile(filepath.Join(state, node.GuardLogName))
-		if !strings.Contains(string(b), `"job cgroups":2`) {
-			t.Errorf("the cleanup guard's log does not say it cleaned the two jobs' cgroups:\n%s", b)
-		}
+		// It logs once it has removed the cgroups, after their processes
+		// are gone.
+		eventually(t, 10*time.Second, func() error {
+			b, _ := os.ReadFile(filepath.Join(state, node.GuardLogName))
+			if !strings.Contains(string(b), `"job cgroups":2`) {
+				return fmt.Errorf("the cleanup guard's log does not say it cleaned the two jobs' cgroups:\n%s", b)
+			}
+			return nil
+		})
 	}
 }
 
