@@ -70,20 +70,20 @@ var errStateDirInUse = errors.New("is in use by a running agent")
 // held for longer than lockWait, or until ctx ends, is a running agent's.
 func lockStateDir(ctx context.Context, dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openStateDirLock(dir)
 	if err != nil {
-		return nil, fmt.Errorf("state dir lock: %w", err)
+		return nil, err
 	}
 	waited, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
+		held, err := tryLock(f)
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("state dir lock %s: %w", path, err)
+		}
+		if !held {
+			return f, nil
 		}
 		select {
 		case <-waited.Done():
@@ -95,6 +95,25 @@ func lockStateDir(ctx context.Context, dir string) (*os.File, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// openStateDirLock opens the state directory's lock file.
+func openStateDirLock(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("state dir lock: %w", err)
+	}
+	return f, nil
+}
+
+// tryLock takes f's lock if no other open file holds it, and reports
+// whether one does (then f has not taken it).
+func tryLock(f *os.File) (held bool, err error) {
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true, nil
+	}
+	return false, err
 }
 
 // CleanupCgroups kills every process in the job cgroups that an agent of

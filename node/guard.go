@@ -109,19 +109,30 @@ func (a *Agent) stopGuard(detached bool) {
 		}
 		return
 	}
-	deadline := time.Now().Add(guardStopTimeout)
+	switch exited, err := pidfdWait(g.pidfd, guardStopTimeout); {
+	case err != nil:
+		a.log.Warn("waiting for the cleanup guard to stop", zap.Int("pid", g.pid), zap.Error(err))
+	case !exited:
+		a.log.Warn("the cleanup guard did not stop", zap.Int("pid", g.pid), zap.Duration("waited", guardStopTimeout))
+	}
+}
+
+// pidfdWait waits until the process of pidfd fd has exited, or timeout
+// has passed (a negative timeout: no limit), and reports whether it
+// exited.
+func pidfdWait(fd int, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
-		left := time.Until(deadline)
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(g.pidfd), Events: unix.POLLIN}}, int(max(left, 0).Milliseconds()))
-		switch {
-		case errors.Is(err, unix.EINTR) && left > 0:
-			continue
-		case err != nil:
-			a.log.Warn("waiting for the cleanup guard to stop", zap.Int("pid", g.pid), zap.Error(err))
-		case n == 0:
-			a.log.Warn("the cleanup guard did not stop", zap.Int("pid", g.pid), zap.Duration("waited", guardStopTimeout))
+		ms := -1
+		if timeout >= 0 {
+			ms = int(max(time.Until(deadline), 0).Milliseconds())
 		}
-		return
+		n, err := unix.Poll(fds, ms)
+		if errors.Is(err, unix.EINTR) && (timeout < 0 || time.Now().Before(deadline)) {
+			continue
+		}
+		return n > 0, err
 	}
 }
 
@@ -267,16 +278,12 @@ func waitNextLife(ctx context.Context, cfg Config) (int, error) {
 // stateDirHeld reports whether a process holds the state directory's
 // lock: a running agent.
 func stateDirHeld(dir string) (bool, error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openStateDirLock(dir)
 	if err != nil {
-		return false, fmt.Errorf("node: state dir lock: %w", err)
+		return false, fmt.Errorf("node: %w", err)
 	}
 	defer f.Close() // and so the lock, if this took it
-	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return true, nil
-	}
-	return false, err
+	return tryLock(f)
 }
 
 // waitGone returns once process pid, started at ticks, has ended: at
@@ -299,14 +306,8 @@ func waitGone(ctx context.Context, pid int, ticks uint64) error {
 	done := make(chan error, 1)
 	go func() {
 		defer unix.Close(fd)
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			_, err := unix.Poll(fds, -1)
-			if !errors.Is(err, unix.EINTR) {
-				done <- err
-				return
-			}
-		}
+		_, err := pidfdWait(fd, -1)
+		done <- err
 	}()
 	select {
 	case err := <-done:
