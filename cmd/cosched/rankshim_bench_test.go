@@ -60,7 +60,7 @@ func BenchmarkWholeProcessRankShim(b *testing.B) {
 		})
 		b.Run("keeper/"+s.name, func(b *testing.B) {
 			exit := filepath.Join(b.TempDir(), "exit")
-			keeper := append(append([]string{}, s.argv...), "--keep", exit, "3", "running", "--", "true")
+			keeper := append(append([]string{}, s.argv...), "--keep", exit, "3", "running", strconv.Itoa(os.Getpid()), "--", "true")
 			compare(b, "hello", []string{hello}, s.name, keeper)
 		})
 	}
@@ -133,7 +133,7 @@ func BenchmarkKeeperMemory(b *testing.B) {
 func keeperMemory(b *testing.B, shim []string) map[string]int64 {
 	b.Helper()
 	exit := filepath.Join(b.TempDir(), "exit")
-	argv := append(append([]string{}, shim[1:]...), "--keep", exit, "3", "running", "--", "sleep", "60")
+	argv := append(append([]string{}, shim[1:]...), "--keep", exit, "3", "running", strconv.Itoa(os.Getpid()), "--", "sleep", "60")
 	cmd := exec.Command(shim[0], argv...)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -108,8 +108,10 @@
 //
 // With Config.KeepDir every rank starts under a keeper (ShimMain with
 // "--keep"): a process in a session of its own, leader of the rank's group,
-// started without a lethal parent-death signal (SIGUSR2 tells it the agent
-// died; a time-shared keeper then stops its group). It stops itself like
+// started without a parent-death signal: it arms SIGUSR2 itself once it
+// catches it (armed at the fork, it would kill a keeper whose runtime has not
+// started), which tells it the agent died; a time-shared keeper then stops
+// its group. It stops itself like
 // the shim, then forks the program (Pdeathsig=SIGKILL: the program never
 // outlives its keeper), waits for it and writes its exit record; the
 // manager's Exit carries the program's status from that record. The

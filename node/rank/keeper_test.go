@@ -1,10 +1,15 @@
 package rank
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,6 +150,125 @@ func TestAdoptRefusesACorruptRecord(t *testing.T) {
 	if _, err := m.Adopt(); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("Adopt: %v, want an error naming %s", err, bad)
 	}
+}
+
+// A keeper survives an agent that dies the moment it has started it, before
+// the keeper's runtime could catch the agent's death (SIGUSR2): a running
+// rank's program runs on, a stopped rank's keeper stays stopped. With the
+// parent-death signal armed at the fork, the keepers die of it.
+func TestKeeperSurvivesAnAgentDeadAtOnce(t *testing.T) {
+	for round := range 5 { // the window is short: one round can miss it
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		dir := t.TempDir()
+		cmd.Env = append(os.Environ(), agentEnv+"=keep", "COSCHED_RANK_TEST_DIR="+dir)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != unix.SIGKILL {
+			t.Fatalf("helper agent: %v, want killed; stderr:\n%s", err, stderr.String())
+		}
+		var pids []int
+		for _, f := range strings.Fields(string(out)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("helper agent said %q", out)
+			}
+			pids = append(pids, pid)
+			t.Cleanup(func() { // its group: the keeper and its program
+				_ = unix.Kill(-pid, unix.SIGKILL)
+				_ = unix.Kill(-pid, unix.SIGCONT)
+			})
+		}
+		if len(pids) != 2 {
+			t.Fatalf("helper agent said %q, want 2 pids", out)
+		}
+		stopped, running := pids[0], pids[1]
+		gone := func(pid int) bool { s := state(pid); return s == 0 || s == 'Z' || s == 'X' }
+		eventually(t, func() bool {
+			for _, pid := range pids {
+				if gone(pid) {
+					t.Fatalf("round %d: keeper pid %d died with its agent", round, pid)
+				}
+			}
+			return childOf(running) != 0 && state(stopped) == 'T'
+		})
+		time.Sleep(100 * time.Millisecond) // a parent-death signal would have come
+		if s := state(running); s != 'S' {
+			t.Fatalf("round %d: the running rank's keeper (pid %d) is in state %q, want alive and waiting", round, running, s)
+		}
+		if prog := childOf(running); prog == 0 || state(prog) != 'S' {
+			t.Fatalf("round %d: the running rank's program (pid %d) is not running on", round, prog)
+		}
+		if s := state(stopped); s != 'T' {
+			t.Fatalf("round %d: the stopped rank's keeper (pid %d) is in state %q, want stopped", round, stopped, s)
+		}
+	}
+}
+
+// SIGUSR2 is the agent's death to a keeper whose parent is no longer the
+// agent it was started by: a time-shared rank's keeper then stops its whole
+// group. While that agent is its parent, SIGUSR2 changes nothing.
+func TestKeeperStopsItsGroupWhenItsAgentIsGone(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		agent := os.Getpid() // its parent
+		if gone {
+			agent = 1 // alive, and not its parent: an agent it has lost
+		}
+		exitFile := filepath.Join(t.TempDir(), "exit")
+		cmd := exec.Command(os.Args[0], keeperArg, exitFile, "3", "stopped", strconv.Itoa(agent), "--", "sleep", "1000")
+		cmd.Env = append(os.Environ(), shimEnv+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		keeper := cmd.Process.Pid
+		t.Cleanup(func() {
+			_ = unix.Kill(-keeper, unix.SIGKILL)
+			_ = unix.Kill(-keeper, unix.SIGCONT)
+			_ = cmd.Wait()
+		})
+		waitState(t, keeper, "T") // it stops itself until its first slice
+		if err := unix.Kill(-keeper, unix.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		var prog int
+		eventually(t, func() bool { prog = childOf(keeper); return prog != 0 })
+		waitState(t, prog, "S")
+		if err := unix.Kill(keeper, unix.SIGUSR2); err != nil {
+			t.Fatal(err)
+		}
+		if gone {
+			waitState(t, keeper, "T")
+			waitState(t, prog, "T")
+			continue
+		}
+		time.Sleep(200 * time.Millisecond)
+		if s, p := state(keeper), state(prog); s != 'S' || p != 'S' {
+			t.Errorf("agent alive: keeper state %q, program %q after SIGUSR2, want both running on", s, p)
+		}
+	}
+}
+
+// helperKeepingAgent runs in a child test process (agentEnv "keep"): it
+// starts a stopped and a running kept rank, prints their pids and kills
+// itself the moment the last one has started.
+func helperKeepingAgent() int {
+	dir := os.Getenv("COSCHED_RANK_TEST_DIR")
+	m, err := NewManager(Config{Shim: []string{os.Args[0]}, KeepDir: filepath.Join(dir, "keep"), KeepOwner: "n0"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper agent:", err)
+		return 1
+	}
+	for i, stopped := range []bool{true, false} {
+		pid, err := m.Start(spec(dir, 1, i, stopped, "sleep", "1000"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper agent:", err)
+			return 1
+		}
+		fmt.Println(pid)
+	}
+	_ = unix.Kill(os.Getpid(), unix.SIGKILL)
+	return 1
 }
 
 func childOf(pid int) int {

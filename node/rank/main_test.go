@@ -18,7 +18,7 @@ import (
 // environment variables (see the package doc).
 const (
 	shimEnv  = "COSCHED_RANK_SHIM"       // "1": ShimMain; "thread": ShimMain on a thread the agent did not fork
-	agentEnv = "COSCHED_RANK_TEST_AGENT" // "1": run helperAgent (agent_test.go)
+	agentEnv = "COSCHED_RANK_TEST_AGENT" // "1": run helperAgent (agent_test.go); "keep": helperKeepingAgent (keeper_test.go)
 )
 
 // Keep the main goroutine on the main thread, so that the "thread" shim mode
@@ -37,8 +37,11 @@ func TestMain(m *testing.M) {
 		}()
 		os.Exit(<-code)
 	}
-	if os.Getenv(agentEnv) == "1" {
+	switch os.Getenv(agentEnv) {
+	case "1":
 		os.Exit(helperAgent())
+	case "keep":
+		os.Exit(helperKeepingAgent())
 	}
 	os.Exit(m.Run())
 }

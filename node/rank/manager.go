@@ -210,7 +210,7 @@ func (m *Manager) spawn(s *Spec) (int, error) {
 		if err := makeExitFile(exitFile, s.Credential); err != nil {
 			return 0, fmt.Errorf("keeper exit record: %w", err)
 		}
-		argv = append(append(slices.Clone(m.shim), keeperArg, exitFile, strconv.Itoa(3+len(s.ExtraFiles)), mode, "--"), argv...)
+		argv = append(append(slices.Clone(m.shim), keeperArg, exitFile, strconv.Itoa(3+len(s.ExtraFiles)), mode, strconv.Itoa(os.Getpid()), "--"), argv...)
 		path = m.shim[0]
 	} else if s.Stopped {
 		if m.shim == nil {

@@ -91,9 +91,11 @@ func forkExec(r spawnReq, log *zap.Logger) (int, error) {
 	}
 	if r.keep {
 		// Its own session (and group: pgid = pid): the agent's death
-		// neither kills it nor orphans its group into a SIGHUP. SIGUSR2
-		// tells it its agent died (the keeper catches it).
-		sys.Setpgid, sys.Setsid, sys.Pdeathsig = false, true, syscall.SIGUSR2
+		// neither kills it nor orphans its group into a SIGHUP. No
+		// parent-death signal yet: the keeper arms SIGUSR2 itself once it
+		// catches it (a signal armed here would kill a keeper whose
+		// runtime has not started), then looks whether its agent is gone.
+		sys.Setpgid, sys.Setsid, sys.Pdeathsig = false, true, 0
 	}
 	if r.cg != nil {
 		// Like the CPU mask: the child is born in its job's cgroup,

@@ -38,20 +38,23 @@ type ExitRecord struct {
 // gets SIGKILL if the keeper dies (Pdeathsig): a rank never runs without
 // its keeper.
 func keeperMain(args []string) error {
-	if len(args) < 5 || args[3] != "--" {
-		return fmt.Errorf("usage: %s EXITFILE NFDS stopped|running -- program [args...] (got %q)", KeeperArg, args)
+	if len(args) < 6 || args[4] != "--" {
+		return fmt.Errorf("usage: %s EXITFILE NFDS stopped|running AGENTPID -- program [args...] (got %q)", KeeperArg, args)
 	}
 	exitPath, stopped := args[0], args[2] == "stopped"
 	nfds, err := strconv.Atoi(args[1])
 	if err != nil || nfds < 3 {
 		return fmt.Errorf("keeper: descriptors %q: want 3 or more", args[1])
 	}
-	argv := args[4:]
+	agent, err := strconv.Atoi(args[3])
+	if err != nil || agent <= 0 {
+		return fmt.Errorf("keeper: agent pid %q: want a pid", args[3])
+	}
+	argv := args[5:]
 	path, err := exec.LookPath(argv[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return err
 	}
-	ppid := os.Getppid()
 	sigs := make(chan os.Signal, 8)
 	// Caught, not ignored: an ignored signal would stay ignored in the
 	// program after execve; a caught one is reset to its default.
@@ -60,11 +63,19 @@ func keeperMain(args []string) error {
 	go func() {
 		for s := range sigs {
 			// SIGUSR2 is also the agent's death (Pdeathsig).
-			if s == unix.SIGUSR2 && os.Getppid() != ppid && stopped {
+			if s == unix.SIGUSR2 && os.Getppid() != agent && stopped {
 				_ = unix.Kill(0, unix.SIGSTOP) // the whole group, keeper included
 			}
 		}
 	}()
+	// The agent's death is SIGUSR2 only from here on: armed at the fork,
+	// it would kill a keeper whose runtime had not caught it yet. An
+	// agent that died before this point leaves nothing undone: the
+	// keeper has not run its program yet, and a time-shared one stops
+	// itself below until an agent continues it.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGUSR2), 0, 0, 0); err != nil {
+		return fmt.Errorf("keeper: parent-death signal: %w", err)
+	}
 
 	runtime.LockOSThread() // never unlocked: the program's Pdeathsig is this thread's
 	if stopped {

@@ -22,7 +22,8 @@ import (
 const ExitCode = 127
 
 // KeeperArg starts Main's keeper mode: "--keep EXITFILE NFDS
-// stopped|running -- program args...".
+// stopped|running AGENTPID -- program args...". AGENTPID is the parent
+// the keeper was forked by: one it no longer has has died.
 const KeeperArg = "--keep"
 
 // Main is the body of the shim's process. args are its arguments
