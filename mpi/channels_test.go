@@ -2,11 +2,15 @@ package mpi_test
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/cosched/cosched/comm"
 	"github.com/cosched/cosched/comm/relay"
+	"github.com/cosched/cosched/mpi/mpibuild"
 	"github.com/cosched/cosched/telemetry"
 )
 
@@ -179,5 +183,53 @@ func TestWildcardFedByBothPaths(t *testing.T) {
 	sum, _ := jobTraffic(c.relays, c.nextID-1)
 	if sum.ChannelBytes == 0 || sum.ChannelBytes == sum.SentBytes {
 		t.Errorf("counted %+v: want messages on the channel and through the relay both", sum)
+	}
+}
+
+// MPI_Finalize returns once all it waits for has happened, even when it
+// happened at the rank's first look, with nothing to come after it: rank
+// 1 keeps its channels open past its own MPI_Finalize
+// (mpi/testdata/finheld.c), and rank 0 looks late (mpi/testdata/late.c,
+// preloaded). The library counted an acknowledgement read, or the last
+// bytes written, as no news, and slept in poll(2) for ever: CI saw ranks
+// of TestConformance/immediate/channels/3 hang so.
+func TestFinalizeTakesWhatCameEarly(t *testing.T) {
+	prog := program(t, "mpi/testdata/finheld.c")
+	root, err := mpibuild.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := filepath.Join(t.TempDir(), "late.so")
+	if out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-o", late, filepath.Join(root, "mpi/testdata/late.c"), "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("gcc late.c: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name, late string
+		nodes, runs int
+		place       []int
+		args        []string
+	}{
+		// a cross-node channel has fins and acks: rank 0 reads rank 1's
+		// fin and the ack of its own in one go (deterministic)
+		{"the last ack", "fin", 2, 1, []int{0, 1}, nil},
+		// a same-node one has neither: rank 0 enters MPI_Finalize with
+		// most of 64 MiB to write, and rank 1 reads it all while rank 0
+		// sleeps after each poll, so that rank 0's last write may come at
+		// its first look: each run is a chance (without the fix, 2 tests
+		// of 4 with 3 runs each hung)
+		{"the last bytes", "poll", 1, 8, []int{0, 0}, []string{strconv.Itoa(64 << 20)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, tc.nodes, false)
+			c.rankEnv = map[int][]string{0: {"LD_PRELOAD=" + late, "COSCHED_TEST_LATE=" + tc.late}}
+			for range tc.runs {
+				left := filepath.Join(t.TempDir(), "left")
+				res := c.run(t, prog, tc.place, 30*time.Second, append([]string{left}, tc.args...)...)
+				expectPass(t, "finheld", res)
+				if t.Failed() {
+					return
+				}
+			}
+		})
 	}
 }

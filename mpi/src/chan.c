@@ -117,7 +117,10 @@ static int npeers;
 static int *peer_at; /* world rank → index in peers, or -1 */
 static struct lpost *lposts;
 static int nlposts, caplposts;
-static unsigned events; /* messages taken from channels, posts matched */
+/* events: messages taken from channels, posts matched, and every other
+ * change a caller may wait for (an ack or fin read, bytes written): a
+ * pump that saw one returns instead of sleeping, as nothing may come. */
+static unsigned events;
 static volatile uint64_t *ctr; /* sent, sent bytes, delivered, delivered bytes */
 static void *ctr_map;
 static int revoke_asked, revoked; /* the relay said Revoke; it was done (chan_step) */
@@ -304,6 +307,7 @@ static int flush_out(struct peer *p)
 			p->ack_off += (size_t)w;
 		else
 			p->out_off += (size_t)w;
+		events++; /* bytes left: what MPI_Finalize may wait for (leaving) */
 	}
 	return 0;
 }
@@ -559,6 +563,7 @@ static void read_peer(struct peer *p)
 				p->got += sizeof h;
 				p->fin_read = 1;
 				p->want_ack = 1;
+				events++;
 				continue;
 			}
 			if (h.n == 8 && h.tag == CH_ACK && h.ctx == CH_ACK) {
@@ -573,6 +578,7 @@ static void read_peer(struct peer *p)
 						 (unsigned long long)p->acked);
 				p->acked = a;
 				trim(p);
+				events++; /* what MPI_Finalize may wait for (leaving) */
 				continue;
 			}
 			if (h.n > CMPI_MAX_FRAME || h.tag < 0 || h.ctx < 0)
