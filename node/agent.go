@@ -364,7 +364,10 @@ type Agent struct {
 	link    *controlLink // the current link's connection and writer, nil without one
 	ctrl    *Controller  // the controller it runs while it leads
 	ctlName string       // the controller agent whose connection it serves
-	meta    member.Meta  // what it gossips about itself
+	// ctlGrace is the latest controller's reconnect grace, from its hello
+	// (0: none said one yet): see controllerGrace.
+	ctlGrace time.Duration
+	meta     member.Meta // what it gossips about itself
 	// hbAddrs is every other member's heartbeat address, by name; ctrlHBs
 	// the controller-eligible agents' (setHeartbeatPeers).
 	hbAddrs map[string]string

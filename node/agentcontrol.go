@@ -99,6 +99,7 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 	a.mu.Lock()
 	a.ctlName = h.Controller // the controller agent it serves: its leaving ends the link
 	a.mu.Unlock()
+	a.noteControllerGrace(time.Duration(h.Grace))
 	for {
 		t, body, err := r.Read()
 		if err != nil {
@@ -183,7 +184,7 @@ func (a *Agent) launch(l launch) {
 	if a.cfg.KeepRanks {
 		// The relay comes back with the agent: comm ranks wait for it
 		// instead of failing (docs/runtime.md, "Relay restarts").
-		env = append(env, "COSCHED_RELAY_GRACE="+relayGrace(a.cfg).String())
+		env = append(env, "COSCHED_RELAY_GRACE="+a.relayGrace().String())
 	}
 	if l.MPI == api.MPICosched {
 		lib, err := a.mpiLibEnv(env)

@@ -35,6 +35,11 @@ type hello struct {
 	Slice      int64   `msgpack:"slice_ns"`  // the slice δ (time-shared modes)
 	Bandwidth  float64 `msgpack:"bandwidth"` // bytes/s per node: BCS's h_max = bandwidth × δ; 0 = unlimited
 	MPL        int     `msgpack:"mpl"`       // rows of the matrix
+	// Grace is how long the controller waits for an agent whose
+	// connection broke before its ranks count as lost (its
+	// ReconnectGrace): what an agent's guard keeps its ranks for when
+	// the agent dies (controllerGraceFile). 0 from a controller before it.
+	Grace int64 `msgpack:"grace_ns,omitempty"`
 }
 
 // welcome answers hello with what the agent runs, so that a controller

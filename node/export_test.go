@@ -118,3 +118,7 @@ var Unsearchable = unsearchable
 func StrobeAddrs(a *Agent) (strobeAddr, heartbeatAddr string) {
 	return a.udp.LocalAddr(), a.hbUDP.LocalAddr()
 }
+
+// GuardGrace is how long cfg's guard waits for its dead agent's next life,
+// and whose grace that is.
+var GuardGrace = guardGrace

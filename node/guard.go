@@ -200,8 +200,9 @@ func ParseProcess(s string) (pid int, ticks uint64, err error) {
 
 // CleanupWhenGone waits until the process pid that started at ticks (the
 // agent of cfg) has ended, then cleans up after it as CleanupCgroups does.
-// With cfg.KeepRanks it first waits cfg.ControllerGrace for the agent's
-// next life, and cleans only if none came, its kept ranks included. If
+// With cfg.KeepRanks it first waits for the agent's next life as long as
+// the controller waits for the agent (the grace the agent recorded from
+// the controller's hello, else cfg.ControllerGrace), and cleans only if none came, its kept ranks included. If
 // another life of the agent holds the state directory by then, that life
 // cleaned up at its start (or took the kept ranks): it returns 0 and nil.
 // It returns ctx's error if ctx ends first.
@@ -213,14 +214,16 @@ func CleanupWhenGone(ctx context.Context, cfg Config, pid int, ticks uint64) (in
 		return 0, err
 	}
 	if cfg.KeepRanks {
-		switch next, err := waitNextLife(ctx, cfg); {
+		grace, whose := guardGrace(cfg)
+		switch next, err := waitNextLife(ctx, cfg, grace); {
 		case err != nil:
 			return 0, err
 		case next == nextLifeCame:
 			cfg.Log.Info("another life of the agent runs; it takes the kept ranks", zap.String("agent", cfg.Name))
 			return 0, nil
 		case next == nextLifeLate:
-			cfg.Log.Warn("the agent did not come back within its grace: its kept ranks are killed", zap.String("agent", cfg.Name), zap.Duration("grace", cfg.ControllerGrace))
+			cfg.Log.Warn("the agent did not come back within its grace: its kept ranks are killed", zap.String("agent", cfg.Name),
+				zap.Duration("grace", grace), zap.String("whose", whose))
 		}
 		cfg.KeepRanks = false
 	}
@@ -244,10 +247,10 @@ const (
 )
 
 // waitNextLife waits, once the agent of cfg is gone, for its next life
-// (a process holding its state directory's lock) for cfg.ControllerGrace
-// at most, looking every nextLifePoll, and says what came of it.
-func waitNextLife(ctx context.Context, cfg Config) (int, error) {
-	deadline := time.Now().Add(cfg.ControllerGrace)
+// (a process holding its state directory's lock) for grace at most,
+// looking every nextLifePoll, and says what came of it.
+func waitNextLife(ctx context.Context, cfg Config, grace time.Duration) (int, error) {
+	deadline := time.Now().Add(grace)
 	for {
 		held, err := stateDirHeld(cfg.StateDir)
 		if err != nil {

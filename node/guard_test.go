@@ -152,3 +152,31 @@ func TestCleanupWhenGoneWaitsForTheNextLifeOfKeptRanks(t *testing.T) {
 	holdStateDir(t, dir)
 	returns("a next life holds the state directory")
 }
+
+// A guard waits the controller's grace its agent recorded, and its agent's
+// own when the record is absent or unreadable.
+func TestGuardGraceIsTheControllers(t *testing.T) {
+	dir := t.TempDir()
+	cfg := node.Config{Name: "g", StateDir: dir, ControllerGrace: time.Hour}
+	for _, tc := range []struct {
+		file  string // "" : none
+		grace time.Duration
+		whose string
+	}{
+		{"", time.Hour, "the agent's own"},
+		{"3s\n", 3 * time.Second, "the controller's"},
+		{"soon\n", time.Hour, "the agent's own"},
+		{"-3s\n", time.Hour, "the agent's own"},
+	} {
+		path := filepath.Join(dir, "controller-grace")
+		os.Remove(path)
+		if tc.file != "" {
+			if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if grace, whose := node.GuardGrace(cfg); grace != tc.grace || whose != tc.whose {
+			t.Errorf("record %q: %v (%s), want %v (%s)", tc.file, grace, whose, tc.grace, tc.whose)
+		}
+	}
+}

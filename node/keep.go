@@ -185,8 +185,59 @@ func (a *Agent) reattach(launches map[int64]launch) error {
 // relayGrace is how long a kept rank waits for its relay to come back
 // (COSCHED_RELAY_GRACE): as long as the controller waits for the agent,
 // and a little more, since the rank counts from when it noticed.
-func relayGrace(cfg Config) time.Duration {
-	return cmp.Or(cfg.ControllerGrace, time.Minute) + 30*time.Second
+func (a *Agent) relayGrace() time.Duration {
+	return cmp.Or(a.controllerGrace(), time.Minute) + 30*time.Second
+}
+
+// controllerGrace is how long the controller waits for this agent to come
+// back after its connection broke: what the latest controller said in its
+// hello, else the agent's own --controller-grace (which operators are told
+// to give every agent alike).
+func (a *Agent) controllerGrace() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return cmp.Or(a.ctlGrace, a.cfg.ControllerGrace)
+}
+
+// controllerGraceFile, in the state directory, is the latest controller's
+// reconnect grace, for the agent's guard: a dead agent's kept ranks are
+// kept as long as the controller waits for the agent, whatever the
+// agent's own --controller-grace says.
+const controllerGraceFile = "controller-grace"
+
+// noteControllerGrace records the grace a controller's hello gave (0: it
+// gave none), in the state directory when the agent keeps its ranks.
+func (a *Agent) noteControllerGrace(grace time.Duration) {
+	if grace <= 0 {
+		return
+	}
+	a.mu.Lock()
+	changed := a.ctlGrace != grace
+	a.ctlGrace = grace
+	a.mu.Unlock()
+	if !changed || !a.cfg.KeepRanks {
+		return
+	}
+	if grace != a.cfg.ControllerGrace {
+		a.log.Warn("the controller waits for a lost agent another time than this agent's --controller-grace: should this agent die, its guard keeps its ranks for the controller's time",
+			zap.Duration("controller grace", grace), zap.Duration("own grace", a.cfg.ControllerGrace))
+	}
+	path := filepath.Join(a.cfg.StateDir, controllerGraceFile)
+	if err := atomicfile.WriteFile(path, []byte(grace.String()+"\n")); err != nil {
+		a.log.Error("recording the controller's grace for the guard", zap.Error(err))
+	}
+}
+
+// guardGrace is how long the guard of cfg's dead agent waits for its next
+// life: the controller's grace its agent recorded, else the agent's own.
+func guardGrace(cfg Config) (time.Duration, string) {
+	b, err := os.ReadFile(filepath.Join(cfg.StateDir, controllerGraceFile))
+	if err == nil {
+		if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil && d > 0 {
+			return d, "the controller's"
+		}
+	}
+	return cfg.ControllerGrace, "the agent's own"
 }
 
 // gossipPortFile remembers, in the state directory, the gossip port an

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,7 +76,8 @@ func (c *Controller) handshake(conn net.Conn, r *frame.Reader) (welcome, error) 
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	defer conn.SetDeadline(time.Time{})
 	if err := frame.Write(conn, msgHello, hello{Controller: c.cfg.Name, Epoch: c.epoch, Mode: string(c.cfg.Mode),
-		Slice: int64(c.cfg.Slice), Bandwidth: c.cfg.Bandwidth, MPL: c.cfg.MPL}); err != nil {
+		Slice: int64(c.cfg.Slice), Bandwidth: c.cfg.Bandwidth, MPL: c.cfg.MPL,
+		Grace: int64(cmp.Or(c.cfg.ReconnectGrace, ctl.DefaultReconnectGrace))}); err != nil {
 		return w, err
 	}
 	t, body, err := r.Read()

@@ -44,7 +44,7 @@ func pmiResumeAddr(cfg Config) string {
 // pmiResumeEnv tells a kept rank's keeper to hold its PMI connection and
 // where to resume it (shim.EnvPMIResume).
 func (a *Agent) pmiResumeEnv(job int64, rank int) string {
-	return fmt.Sprintf("%s=addr=%s job=%d rank=%d grace=%s", shim.EnvPMIResume, pmiResumeAddr(a.cfg), job, rank, relayGrace(a.cfg))
+	return fmt.Sprintf("%s=addr=%s job=%d rank=%d grace=%s", shim.EnvPMIResume, pmiResumeAddr(a.cfg), job, rank, a.relayGrace())
 }
 
 // pmiSnapshotFile holds a --mpi pmi job's PMI state as of its last

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -463,5 +464,65 @@ func cleanupAfter(t *testing.T, name, state string) {
 	t.Helper()
 	if out, err := coschedCmd("agent", "--cleanup", "--name", name, "--state-dir", state).CombinedOutput(); err != nil {
 		t.Errorf("agent --cleanup: %v\n%s", err, out)
+	}
+}
+
+// A dead agent's guard keeps its ranks as long as the controller waits for
+// the agent (its reconnect grace, said in its hello), not the agent's own
+// --controller-grace: here a controller-only agent waits 3 s and the
+// worker's own grace is an hour, so past the controller's the guard kills
+// the ranks, whose job the controller has failed.
+func TestGuardKeepsRanksForTheControllersGrace(t *testing.T) {
+	dir := t.TempDir()
+	cReady, cState := filepath.Join(dir, "c.json"), filepath.Join(dir, "c")
+	wReady, wState := filepath.Join(dir, "w.json"), filepath.Join(dir, "w")
+	common := []string{"--bind", "127.0.0.1:0", "--local", "--realtime-priority", "0", "--nice", "0", "--log-level", "warn"}
+	ctl, addr := startAgentProcess(t, append([]string{"agent", "--name", "gc-c", "--controller", "--no-compute", "--mode", "gang",
+		"--mpl", "2", "--slice", "300ms", "--state-dir", cState, "--controller-grace", "3s", "--ready-file", cReady}, common...), cReady)
+	var gossip struct{ Gossip string }
+	if b, err := os.ReadFile(cReady); err != nil || json.Unmarshal(b, &gossip) != nil || gossip.Gossip == "" {
+		t.Fatalf("controller's ready file: %v %s", err, b)
+	}
+	worker, _ := startAgentProcess(t, append([]string{"agent", "--name", "gc-w", "--processors", "1", "--state-dir", wState,
+		"--keep-ranks", "--controller-grace", "1h", "--join", gossip.Gossip, "--ready-file", wReady}, common...), wReady)
+	t.Cleanup(func() {
+		for _, a := range []*exec.Cmd{worker, ctl} {
+			_ = a.Process.Kill()
+			_ = a.Wait()
+		}
+		cleanupAfter(t, "gc-w", wState)
+		cleanupAfter(t, "gc-c", cState)
+	})
+	client := api.NewClient(addr)
+	ids := submitSleepers(t, client, 1)
+	eventually(t, 20*time.Second, func() error {
+		if n := len(jobPIDs(t, dir, ids[0])); n == 0 {
+			return errors.New("the job's rank is not running yet")
+		}
+		b, err := os.ReadFile(filepath.Join(wState, "controller-grace"))
+		if err != nil || strings.TrimSpace(string(b)) != "3s" {
+			return fmt.Errorf("the worker's record of the controller's grace: %q, %v", b, err)
+		}
+		return nil
+	})
+	if err := worker.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = worker.Wait()
+	if len(jobPIDs(t, dir, ids[0])) == 0 {
+		t.Fatal("the kept rank died with its agent")
+	}
+	eventually(t, 30*time.Second, func() error {
+		if left := jobPIDs(t, dir, ids[0]); len(left) > 0 {
+			return fmt.Errorf("the job's processes are left past the controller's grace: %v", left)
+		}
+		return nil
+	})
+	b, _ := os.ReadFile(filepath.Join(wState, node.GuardLogName))
+	if log := string(b); !strings.Contains(log, "did not come back within its grace") || !strings.Contains(log, "the controller's") {
+		t.Errorf("the guard's log does not say it waited the controller's grace:\n%s", log)
+	}
+	if j, err := client.Job(context.Background(), ids[0]); err != nil || j.State != api.Failed {
+		t.Errorf("job %d: %+v, %v; want it failed (its agent did not come back)", ids[0], j, err)
 	}
 }

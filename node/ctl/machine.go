@@ -29,6 +29,9 @@ type Config struct {
 	ReconnectGrace time.Duration
 }
 
+// DefaultReconnectGrace is Config.ReconnectGrace when it is not set.
+const DefaultReconnectGrace = 5 * time.Minute
+
 // Errors the API's writes return. Check with errors.Is.
 var (
 	ErrNotFound = errors.New("no such job")
@@ -147,7 +150,7 @@ func newMachine(cfg Config, now time.Time) (*Machine, error) {
 		cfg.History = 10000
 	}
 	if cfg.ReconnectGrace <= 0 {
-		cfg.ReconnectGrace = 5 * time.Minute
+		cfg.ReconnectGrace = DefaultReconnectGrace
 	}
 	now = now.Round(0) // no monotonic reading: records carry wall time
 	return &Machine{cfg: cfg, origin: now, now: now, jobs: map[int64]*job{}, byKey: map[string]int64{}, agents: map[string]*agent{},
