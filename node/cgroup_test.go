@@ -198,7 +198,10 @@ func TestFreezerRowsAlternateUnseen(t *testing.T) {
 	}
 	for _, id := range []int64{a, b} {
 		if err := c.client.Cancel(context.Background(), id); err != nil {
-			t.Fatal(err)
+			// A job ending on its own here (CI saw one, once, on a
+			// loaded host) is a fault: say what ended it.
+			j, jerr := c.client.Job(context.Background(), id)
+			t.Fatalf("cancel job %d: %v; the job: %s %q, ranks %+v (%v)", id, err, j.State, j.Reason, j.Ranks, jerr)
 		}
 	}
 	c.waitGone(a)
