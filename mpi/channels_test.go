@@ -204,7 +204,7 @@ func TestFinalizeTakesWhatCameEarly(t *testing.T) {
 		t.Fatalf("gcc late.c: %v\n%s", err, out)
 	}
 	for _, tc := range []struct {
-		name, late string
+		name, late  string
 		nodes, runs int
 		place       []int
 		args        []string
