@@ -210,6 +210,21 @@ func CleanupWhenGone(ctx context.Context, cfg Config, pid int, ticks uint64) (in
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
+	// Out of the agent's own cgroup, beside its jobs': a batch system
+	// that kills that cgroup's members with the agent (Slurm's
+	// proctrack/cgroup) would kill its guard too, and leave the jobs.
+	if abs, err := filepath.Abs(cfg.StateDir); err == nil {
+		cfg.StateDir = abs
+	}
+	if back, err := jobcg.Escape(jobcg.Config{Agent: cgroupSubtree(cfg), Mode: cfg.Cgroups}); err != nil {
+		cfg.Log.Warn("the guard stays in its agent's cgroup: what kills that cgroup's processes kills the guard too", zap.Error(err))
+	} else {
+		defer func() {
+			if err := back(); err != nil {
+				cfg.Log.Warn("the guard's own cgroup is left", zap.Error(err))
+			}
+		}()
+	}
 	if err := waitGone(ctx, pid, ticks); err != nil {
 		return 0, err
 	}

@@ -499,6 +499,10 @@ func TestGuardKeepsRanksForTheControllersGrace(t *testing.T) {
 		if n := len(jobPIDs(t, dir, ids[0])); n == 0 {
 			return errors.New("the job's rank is not running yet")
 		}
+		// kept: its keeper recorded for the next life
+		if _, err := os.Stat(filepath.Join(wState, "ranks", fmt.Sprintf("%d.0.keeper", ids[0]))); err != nil {
+			return err
+		}
 		b, err := os.ReadFile(filepath.Join(wState, "controller-grace"))
 		if err != nil || strings.TrimSpace(string(b)) != "3s" {
 			return fmt.Errorf("the worker's record of the controller's grace: %q, %v", b, err)

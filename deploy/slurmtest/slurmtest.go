@@ -10,7 +10,8 @@
 // munge key, its socket, Slurm's state, spool, logs and pid files all live
 // in the cluster's directory, and the ports are free ones chosen at start.
 // Processes are tracked by parentage (proctrack/linuxproc), tasks are not
-// bound (task/none): no cgroup, no systemd.
+// bound (task/none): no cgroup, no systemd; Options.Extra and CgroupConf
+// change that (ProctrackType=proctrack/cgroup).
 //
 // It needs Debian's slurmctld, slurmd, slurm-client and munge packages and
 // root (slurmd runs jobs as their users); Available says what is missing.
@@ -47,6 +48,10 @@ type Options struct {
 	CPUs  int // CPUs each node offers (4 if 0), whatever the host has
 	// Extra lines appended to slurm.conf (they override earlier ones).
 	Extra []string
+	// CgroupConf, if set, is written as cgroup.conf beside slurm.conf
+	// (for ProctrackType=proctrack/cgroup or TaskPlugin=task/cgroup in
+	// Extra).
+	CgroupConf string
 }
 
 // Cluster is a running Slurm. Its methods may be called from any goroutine;
@@ -159,6 +164,11 @@ func (c *Cluster) start(ctx context.Context, opt Options) error {
 	}
 	if err := os.WriteFile(c.Conf, []byte(c.config(opt, sock, ports)), 0o644); err != nil {
 		return err
+	}
+	if opt.CgroupConf != "" {
+		if err := os.WriteFile(filepath.Join(c.Dir, "cgroup.conf"), []byte(opt.CgroupConf), 0o644); err != nil {
+			return err
+		}
 	}
 	if err := c.spawn("slurmctld", "slurmctld", "-D"); err != nil {
 		return err

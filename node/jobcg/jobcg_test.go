@@ -1,12 +1,14 @@
 package jobcg_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +37,22 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		fmt.Println(tr.Status())
+		os.Exit(0)
+	case "escape": // Escape, print the cgroups, wait for a line, go back, print them again
+		back, err := jobcg.Escape(jobcg.Config{Agent: os.Getenv("JOBCG_AGENT"), Mode: os.Getenv("JOBCG_MODE")})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		b, _ := os.ReadFile("/proc/self/cgroup")
+		fmt.Printf("%s--\n", b)
+		fmt.Scanln()
+		if err := back(); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		b, _ = os.ReadFile("/proc/self/cgroup")
+		fmt.Printf("%s--\n", b)
 		os.Exit(0)
 	case "spin": // burn CPU until killed
 		for time.Now().After(time.Time{}) {
@@ -418,6 +436,96 @@ func TestKillFreezesOnlyWhatKeepsForking(t *testing.T) {
 						t.Errorf("a tree that does not fork was frozen to be killed (%d kills froze it)", n)
 					}
 				})
+			}
+		})
+	}
+}
+
+// A guard escapes its own cgroup into one beside the agent's subtree (in
+// every hierarchy jobs use but cpu), where a kill of its own cgroup's
+// members misses it, and goes back, removing that cgroup. A stale one (its
+// guard killed) is removed by the next Open.
+func TestEscape(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			agent := agentName(t, mode)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "JOBCG_HELPER=escape", "JOBCG_AGENT="+agent, "JOBCG_MODE="+mode)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer stdin.Close()
+			r := bufio.NewReader(stdout)
+			section := func() string {
+				var b strings.Builder
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						t.Fatalf("helper: %v (%q)", err, b.String())
+					}
+					if l == "--\n" {
+						return b.String()
+					}
+					b.WriteString(l)
+				}
+			}
+			before, _ := os.ReadFile("/proc/self/cgroup") // the helper's own, before: this process's
+			in := section()
+			want := "/cosched/" + agent + jobcg.GuardSuffix
+			hier := map[string]bool{}
+			for _, l := range strings.Split(strings.TrimSpace(in), "\n") {
+				f := strings.SplitN(l, ":", 3)
+				if len(f) == 3 && strings.HasSuffix(f[2], want) {
+					hier[f[1]] = true
+				}
+			}
+			if mode == "v1" && !hier["freezer"] || mode == "v2" && !hier[""] {
+				t.Fatalf("escaped: %s\nwant the freezer (v1) or unified (v2) cgroup to end in %s", in, want)
+			}
+			if mode == "v1" && hier["cpu"] {
+				t.Errorf("escaped in the cpu hierarchy too: %s", in)
+			}
+			dirs, _ := filepath.Glob("/sys/fs/cgroup/*/cosched/" + agent + jobcg.GuardSuffix)
+			dirs2, _ := filepath.Glob("/sys/fs/cgroup/*/*/cosched/" + agent + jobcg.GuardSuffix)
+			dirs = append(dirs, dirs2...)
+			if len(dirs) == 0 {
+				t.Fatalf("no guard cgroup directory found for %s", agent)
+			}
+			fmt.Fprintln(stdin)
+			if out := section(); out != string(before) {
+				t.Errorf("back: %s\nwant the cgroups it had:\n%s", out, before)
+			}
+			for _, d := range dirs {
+				if _, err := os.Stat(d); err == nil {
+					t.Errorf("%s left", d)
+				}
+				// and its parent, <own>/cosched, when nothing else is in it
+				if ents, err := os.ReadDir(filepath.Dir(d)); err == nil && !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.IsDir() }) {
+					t.Errorf("%s left empty", filepath.Dir(d))
+				}
+			}
+
+			// Left behind (its guard killed): the next Open removes it.
+			for _, d := range dirs {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open(t, mode)
+			for _, d := range dirs {
+				if _, err := os.Stat(d); err == nil {
+					t.Errorf("stale %s left after Open", d)
+					os.Remove(d)
+				}
 			}
 		})
 	}

@@ -194,6 +194,7 @@ func Open(cfg Config) (*Tree, error) {
 	}
 	n, err := t.cleanLeftovers(cfg.Keep)
 	t.cleaned = n
+	removeStaleGuard(cfg)
 	if err != nil {
 		t.log.Error("cleaning the previous life's job cgroups", zap.Error(err))
 	} else if n > 0 {

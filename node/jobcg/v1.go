@@ -45,7 +45,7 @@ func openV1(sub string, weighCPU bool) (*v1Backend, error) {
 			}
 		}
 	}
-	own := cgroup1.NestedPath("")
+	own := agentV1(cgroup1.NestedPath(""))
 	if _, err := own(cgroup1.Freezer); err != nil {
 		return nil, fmt.Errorf("own freezer cgroup: %w", err)
 	}
@@ -74,6 +74,15 @@ func openV1(sub string, weighCPU bool) (*v1Backend, error) {
 	p, _ := b.base(cgroup1.Freezer)
 	b.freezerDir = fz.(interface{ Path(string) string }).Path(p)
 	return b, nil
+}
+
+// agentV1 is own as agentCgroup reads it: a guard's paths are its agent's.
+func agentV1(own cgroup1.Path) cgroup1.Path {
+	return func(n cgroup1.Name) (string, error) {
+		p, err := own(n)
+		a, _ := agentCgroup(p)
+		return a, err
+	}
 }
 
 // weighJobs sets cpu.shares on <own>/cosched in the cpu hierarchy: the
@@ -150,7 +159,15 @@ func (b *v1Backend) removeSubtree() error {
 		}
 		return err
 	}
-	return cg.Delete()
+	if err := cg.Delete(); err != nil {
+		return err
+	}
+	for _, s := range b.subsystems {
+		if p, err := b.base(s.Name()); err == nil {
+			removeIfEmpty(filepath.Dir(s.(interface{ Path(string) string }).Path(p)))
+		}
+	}
+	return nil
 }
 
 type v1Group struct {

@@ -30,12 +30,15 @@ func openV2(mount, sub string) (*v2Backend, error) {
 	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		return nil, fmt.Errorf("no cgroup2 hierarchy at %s", mount)
 	}
-	own, err := ownCgroupV2()
+	raw, err := ownCgroupV2()
 	if err != nil {
 		return nil, err
 	}
-	if err := leaveInternal(mount, own); err != nil {
-		return nil, err
+	own, guard := agentCgroup(raw)
+	if !guard { // a guard stays where it is, out of its agent's cgroup
+		if err := leaveInternal(mount, own); err != nil {
+			return nil, err
+		}
 	}
 	group := filepath.Join(own, sub)
 	base, err := cgroup2.NewManager(mount, group, &cgroup2.Resources{})
@@ -127,7 +130,13 @@ func (b *v2Backend) load(name string) (group, error) {
 	return b.group(name, m, 0)
 }
 
-func (b *v2Backend) removeSubtree() error { return b.base.Delete() }
+func (b *v2Backend) removeSubtree() error {
+	if err := b.base.Delete(); err != nil {
+		return err
+	}
+	removeIfEmpty(filepath.Dir(b.dir))
+	return nil
+}
 
 type v2Group struct {
 	m        *cgroup2.Manager
@@ -202,6 +211,9 @@ func (g *v2Group) stats() (Stats, error) {
 
 func (g *v2Group) remove() error { return g.m.Delete() }
 
+// agentLeaf is the leaf cgroup an agent moves into on v2 (leaveInternal).
+const agentLeaf = "cosched-agent"
+
 // leaveInternal moves the agent out of its own cgroup into a leaf,
 // <own>/cosched-agent, when it shares it (the systemd unit's cgroup with
 // Delegate=yes): cgroup v2 lets a cgroup with processes enable no
@@ -216,7 +228,7 @@ func leaveInternal(mount, own string) error {
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 		return nil // nothing to move (or nothing we can read: enable will say)
 	}
-	leaf := filepath.Join(dir, "cosched-agent")
+	leaf := filepath.Join(dir, agentLeaf)
 	if err := os.MkdirAll(leaf, 0o755); err != nil {
 		return fmt.Errorf("the agent's leaf cgroup: %w", err)
 	}
