@@ -257,11 +257,18 @@ func (h *helper) sync(timeout time.Duration) {
 	case <-h.pong: // a stale answer
 	default:
 	}
-	if h.write(framePing, nil) != nil {
-		return
-	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	if h.write(framePing, nil) != nil {
+		// Its pipe is closed: the helper is gone. Its reader says so
+		// (ended) before done, and a rank's end its death caused must
+		// carry that reason, not race it.
+		select {
+		case <-h.done:
+		case <-t.C:
+		}
+		return
+	}
 	select {
 	case <-h.pong:
 	case <-h.done:

@@ -261,3 +261,43 @@ func TestAbandonedDirectorySwept(t *testing.T) {
 		t.Errorf("RemoveJob left %s (%v)", mine[0], err)
 	}
 }
+
+// A rank's end that its helper's death caused carries that death as the
+// reason: Failure, whose ping cannot be written to a dead helper, waits
+// for the helper's reader to have seen the end (CI once saw a job fail
+// with "rank 1 on n1 exited with status 1" instead,
+// node.TestOpenMPIHelperDeathFailsJob). Each round is a fresh chance of
+// the race: Failure is asked the moment the helper is dead.
+func TestFailureAfterHelperDeathNamesIt(t *testing.T) {
+	helper, _ := built(t)
+	s := NewServer(Hooks{Barrier: func(int64, pmi.Barrier) {}, Fail: func(int64, string) {}}, nil)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for round := range 20 {
+		id := int64(100 + round)
+		if _, err := s.AddJob(ctx, JobConfig{Job: id, Nodes: []string{"n0"}, Here: "n0", Helper: helper, LogDir: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		proc := s.jobs[id].h.cmd.Process
+		s.mu.Unlock()
+		if err := proc.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		stat := fmt.Sprintf("/proc/%d/stat", proc.Pid)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			b, err := os.ReadFile(stat)
+			if err != nil || strings.Contains(string(b), ") Z ") {
+				break // dead: its pipe is closed
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the helper (pid %d) did not die", proc.Pid)
+			}
+		}
+		if got := s.Failure(id, 0, false); !strings.Contains(got, "PMIx server on n0 ended") {
+			t.Fatalf("round %d: Failure %q, want the helper's end", round, got)
+		}
+		s.RemoveJob(id)
+	}
+}

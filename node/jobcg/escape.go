@@ -66,8 +66,8 @@ func Escape(cfg Config) (back func() error, err error) {
 }
 
 // removeStaleGuard removes the guard's cgroup of cfg.Agent where a guard
-// killed before it could leave it left it empty (Open and Close call it; a
-// live guard keeps it busy, and it stays).
+// killed before it could leave it left it empty (Open calls it: the
+// agent's next start, --cleanup). A live guard keeps it busy, and it stays.
 func removeStaleGuard(cfg Config) {
 	if _, dirs, err := guardDirs(cfg); err == nil {
 		for _, dir := range dirs {
