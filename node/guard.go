@@ -202,10 +202,11 @@ func ParseProcess(s string) (pid int, ticks uint64, err error) {
 // agent of cfg) has ended, then cleans up after it as CleanupCgroups does.
 // With cfg.KeepRanks it first waits for the agent's next life as long as
 // the controller waits for the agent (the grace the agent recorded from
-// the controller's hello, else cfg.ControllerGrace), and cleans only if none came, its kept ranks included. If
-// another life of the agent holds the state directory by then, that life
-// cleaned up at its start (or took the kept ranks): it returns 0 and nil.
-// It returns ctx's error if ctx ends first.
+// the controller's hello, else cfg.ControllerGrace), and cleans only if
+// none came, its kept ranks included. If another life of the agent holds
+// the state directory by then, that life cleaned up at its start (or took
+// the kept ranks): it returns 0 and nil. It returns ctx's error if ctx
+// ends first. It first leaves its agent's cgroup (jobcg.Escape).
 func CleanupWhenGone(ctx context.Context, cfg Config, pid int, ticks uint64) (int, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
