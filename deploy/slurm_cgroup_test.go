@@ -36,7 +36,24 @@ func TestRealSlurmProctrackCgroupAgentKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Stop()
+	defer func() {
+		c.Stop()
+		// Slurm's own step cgroups, left empty on this path (see
+		// docs/cgroups.md): removed, deepest first, so runs do not pile
+		// them up on a host.
+		for _, n := range c.Nodes {
+			var dirs []string
+			filepath.WalkDir(filepath.Join("/sys/fs/cgroup/freezer", "slurm_"+n), func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			for i := len(dirs) - 1; i >= 0; i-- {
+				os.Remove(dirs[i])
+			}
+		}
+	}()
 	script, _ := filepath.Abs("slurm/bench-run.sbatch")
 	work := t.TempDir()
 	out := filepath.Join(work, "res")
