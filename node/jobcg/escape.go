@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 )
 
@@ -27,11 +26,8 @@ const GuardSuffix = ".guard"
 // the step's cgroup (Slurm's proctrack/cgroup, which kills a SIGKILLed
 // agent's guard with it) does not reach into the cgroups below, where the
 // jobs are too. It does not touch the agent's subtree or its jobs. With
-// cfg.Mode "none" it does nothing.
+// cfg.Mode "none" it moves nothing.
 func Escape(cfg Config) (back func() error, err error) {
-	if cfg.Mode == "none" {
-		return func() error { return nil }, nil
-	}
 	homes, dirs, err := guardDirs(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobcg: %w", err)
@@ -79,20 +75,21 @@ func removeStaleGuard(cfg Config) {
 // guardDirs returns the calling process's cgroup directories, one per
 // hierarchy jobs use but the cpu one (homes), and the guard's cgroup
 // beside the agent's subtree in each (dirs), the calling process being
-// the agent or its guard.
+// the agent or its guard. With cfg.Mode "none" there are none.
 func guardDirs(cfg Config) (homes, dirs []string, err error) {
+	if err := checkAgent(cfg.Agent); err != nil {
+		return nil, nil, err
+	}
+	mode, mount, err := hierarchy(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	var parents []string // the agent's cgroups, where its subtree is
-	if !agentName.MatchString(cfg.Agent) || cfg.Agent == "." || cfg.Agent == ".." {
-		return nil, nil, fmt.Errorf("agent name %q: want letters, digits, '.', '_' or '-'", cfg.Agent)
-	}
-	root := cfg.Root
-	if root == "" {
-		root = "/sys/fs/cgroup"
-	}
-	v1 := func() error {
+	switch mode {
+	case ModeV1:
 		all, err := cgroup1.Default()
 		if err != nil {
-			return fmt.Errorf("legacy hierarchies: %w", err)
+			return nil, nil, fmt.Errorf("legacy hierarchies: %w", err)
 		}
 		own := cgroup1.NestedPath("")
 		for _, s := range all {
@@ -101,49 +98,22 @@ func guardDirs(cfg Config) (homes, dirs []string, err error) {
 			}
 			p, err := own(s.Name())
 			if err != nil {
-				return fmt.Errorf("own %s cgroup: %w", s.Name(), err)
+				return nil, nil, fmt.Errorf("own %s cgroup: %w", s.Name(), err)
 			}
 			path := s.(interface{ Path(string) string }).Path
 			a, _ := agentCgroup(p)
 			homes, parents = append(homes, path(p)), append(parents, path(a))
 		}
-		return nil
-	}
-	v2 := func(mount string) error {
+	case ModeV2:
 		p, err := ownCgroupV2()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		a, guard := agentCgroup(p)
 		if !guard && path.Base(a) == agentLeaf { // the agent's leaf (leaveInternal)
 			a = path.Dir(a)
 		}
 		homes, parents = []string{filepath.Join(mount, p)}, []string{filepath.Join(mount, a)}
-		return nil
-	}
-	switch cfg.Mode {
-	case "", "auto":
-		switch cgroups.Mode() {
-		case cgroups.Unified:
-			err = v2(root)
-		case cgroups.Legacy, cgroups.Hybrid:
-			err = v1()
-		default:
-			err = errors.New("no cgroup hierarchy mounted at " + root)
-		}
-	case "v1":
-		err = v1()
-	case "v2":
-		mount := root
-		if cgroups.Mode() == cgroups.Hybrid {
-			mount = root + "/unified"
-		}
-		err = v2(mount)
-	default:
-		err = fmt.Errorf("mode %q: want auto, v1, v2 or none", cfg.Mode)
-	}
-	if err != nil {
-		return nil, nil, err
 	}
 	for _, parent := range parents {
 		dirs = append(dirs, filepath.Join(parent, "cosched", cfg.Agent+GuardSuffix))

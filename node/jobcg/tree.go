@@ -1,6 +1,7 @@
 package jobcg
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -126,53 +127,35 @@ func Open(cfg Config) (*Tree, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	if !agentName.MatchString(cfg.Agent) || cfg.Agent == "." || cfg.Agent == ".." {
-		return nil, fmt.Errorf("jobcg: agent name %q: want letters, digits, '.', '_' or '-'", cfg.Agent)
+	if err := checkAgent(cfg.Agent); err != nil {
+		return nil, fmt.Errorf("jobcg: %w", err)
 	}
 	if cfg.CPUWeight > 10000 {
 		return nil, fmt.Errorf("jobcg: CPU weight %d: want 1 to 10000 (0: the default, negative: the kernel's)", cfg.CPUWeight)
 	}
-	root := cfg.Root
-	if root == "" {
-		root = "/sys/fs/cgroup"
-	}
 	t := &Tree{log: cfg.Log, jobs: map[int64]*Job{}}
 	sub := "cosched/" + cfg.Agent
-	var err error
-	switch cfg.Mode {
-	case "", "auto":
-		switch cgroups.Mode() {
-		case cgroups.Unified:
-			t.mode = ModeV2
-			t.b, err = openV2(root, sub)
-		case cgroups.Legacy, cgroups.Hybrid:
-			t.mode = ModeV1
-			t.b, err = openV1(sub, cfg.CPUWeight >= 0)
-		default:
-			err = errors.New("no cgroup hierarchy mounted at " + root)
-		}
-		if err != nil {
-			t.mode, t.reason, t.b = ModeNone, err.Error(), nil
-			t.log.Warn("jobs are not contained by cgroups: process groups only (children that setsid escape, memory is not enforced)",
-				zap.String("reason", t.reason))
-			return t, nil
-		}
-	case "v1":
-		t.mode = ModeV1
-		t.b, err = openV1(sub, cfg.CPUWeight >= 0)
-	case "v2":
-		t.mode = ModeV2
-		mount := root
-		if cgroups.Mode() == cgroups.Hybrid {
-			mount = root + "/unified"
-		}
-		t.b, err = openV2(mount, sub)
-	case "none":
+	auto := cfg.Mode == "" || cfg.Mode == "auto"
+	mode, mount, err := hierarchy(cfg)
+	switch {
+	case err != nil && !auto:
+		return nil, fmt.Errorf("jobcg: %w", err)
+	case err == nil && mode == ModeNone:
 		t.mode, t.reason = ModeNone, "turned off (--cgroups none)"
 		t.log.Info("jobs are not contained by cgroups: turned off")
 		return t, nil
-	default:
-		return nil, fmt.Errorf("jobcg: mode %q: want auto, v1, v2 or none", cfg.Mode)
+	case err == nil && mode == ModeV2:
+		t.mode = ModeV2
+		t.b, err = openV2(mount, sub)
+	case err == nil:
+		t.mode = ModeV1
+		t.b, err = openV1(sub, cfg.CPUWeight >= 0)
+	}
+	if err != nil && auto {
+		t.mode, t.reason, t.b = ModeNone, err.Error(), nil
+		t.log.Warn("jobs are not contained by cgroups: process groups only (children that setsid escape, memory is not enforced)",
+			zap.String("reason", t.reason))
+		return t, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jobcg: %s: %w", cfg.Mode, err)
@@ -206,6 +189,41 @@ func Open(cfg Config) (*Tree, error) {
 			zap.String("reason", v2.limited))
 	}
 	return t, nil
+}
+
+// checkAgent refuses an agent name that is not one path component.
+func checkAgent(name string) error {
+	if !agentName.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("agent name %q: want letters, digits, '.', '_' or '-'", name)
+	}
+	return nil
+}
+
+// hierarchy is the hierarchy cfg.Mode names on this host: ModeV1, ModeV2
+// with its mount point, or ModeNone ("none"). "auto" on a host with
+// neither mounted, and an unknown mode, are errors.
+func hierarchy(cfg Config) (Mode, string, error) {
+	root := cmp.Or(cfg.Root, "/sys/fs/cgroup")
+	switch cfg.Mode {
+	case "", "auto":
+		switch cgroups.Mode() {
+		case cgroups.Unified:
+			return ModeV2, root, nil
+		case cgroups.Legacy, cgroups.Hybrid:
+			return ModeV1, "", nil
+		}
+		return ModeNone, "", errors.New("no cgroup hierarchy mounted at " + root)
+	case "v1":
+		return ModeV1, "", nil
+	case "v2":
+		if cgroups.Mode() == cgroups.Hybrid {
+			return ModeV2, root + "/unified", nil // the unified mount beside the legacy ones
+		}
+		return ModeV2, root, nil
+	case "none":
+		return ModeNone, "", nil
+	}
+	return "", "", fmt.Errorf("mode %q: want auto, v1, v2 or none", cfg.Mode)
 }
 
 // Cleaned is how many job cgroups of a previous life of the agent Open
