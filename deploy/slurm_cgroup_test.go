@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cosched/cosched/deploy/slurmtest"
+	"github.com/cosched/cosched/internal/proctest"
 )
 
 // Under Slurm's proctrack/cgroup (the usual production setting) an agent
@@ -21,12 +21,7 @@ import (
 // ranks, frozen ones included. (Before, Slurm killed the guard with the
 // agent, and the frozen ranks stayed, frozen, for ever.)
 func TestRealSlurmProctrackCgroupAgentKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real Slurm")
-	}
-	if err := slurmtest.Available(); err != nil {
-		t.Skip(err)
-	}
+	needSlurm(t)
 	bin := buildCosched(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -69,15 +64,7 @@ func TestRealSlurmProctrackCgroupAgentKilled(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	freezer := func(pid int) string {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.SplitN(l, ":", 3); len(f) == 3 && f[1] == "freezer" {
-				return f[2]
-			}
-		}
-		return ""
-	}
+	freezer := func(pid int) string { return proctest.Cgroup(pid, "freezer") }
 	agents, guards := agentsUnder(out), guardsUnder(out)
 	if len(agents) != 2 || len(guards) != 2 {
 		t.Fatalf("agents %v, guards %v: want 2 of each", agents, guards)
@@ -94,7 +81,7 @@ func TestRealSlurmProctrackCgroupAgentKilled(t *testing.T) {
 	}
 	frozen := 0
 	for _, pid := range ranksUnder(out) {
-		if st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", freezer(pid), "freezer.state")); strings.TrimSpace(string(st)) == "FROZEN" {
+		if proctest.Frozen(pid) {
 			frozen++
 		}
 	}

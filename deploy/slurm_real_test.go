@@ -31,12 +31,7 @@ var (
 
 func realSlurm(t *testing.T) *slurmtest.Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a real Slurm")
-	}
-	if err := slurmtest.Available(); err != nil {
-		t.Skip(err)
-	}
+	needSlurm(t)
 	slurmOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -46,6 +41,18 @@ func realSlurm(t *testing.T) *slurmtest.Cluster {
 		t.Fatal(slurmErr)
 	}
 	return slurmCluster
+}
+
+// needSlurm skips a test that starts a real Slurm where it cannot (or in
+// -short runs).
+func needSlurm(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real Slurm")
+	}
+	if err := slurmtest.Available(); err != nil {
+		t.Skip(err)
+	}
 }
 
 func stopRealSlurm() {

@@ -78,31 +78,34 @@ func State(pid int) byte {
 // and an IPI if it is on a CPU) and freezes before it returns to user
 // mode; one that reads R has not had a CPU yet to take the freeze on.
 func Frozen(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
+	if p := Cgroup(pid, "freezer"); p != "" {
+		st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", p, "freezer.state"))
+		if s := strings.TrimSpace(string(st)); s == "FROZEN" || s == "FREEZING" {
+			return true
 		}
-		switch {
-		case parts[1] == "freezer":
-			st, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state"))
-			if s := strings.TrimSpace(string(st)); s == "FROZEN" || s == "FREEZING" {
+	}
+	if p := Cgroup(pid, ""); p != "" {
+		for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+			f, _ := os.ReadFile(filepath.Join(root, p, "cgroup.freeze"))
+			if strings.TrimSpace(string(f)) == "1" {
 				return true
-			}
-		case parts[0] == "0" && parts[1] == "":
-			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-				f, _ := os.ReadFile(filepath.Join(root, parts[2], "cgroup.freeze"))
-				if strings.TrimSpace(string(f)) == "1" {
-					return true
-				}
 			}
 		}
 	}
 	return false
+}
+
+// Cgroup is a process's cgroup in the hierarchy of the controllers named
+// (as /proc/PID/cgroup lists them: "freezer", "" for the unified one), or
+// "" if it has none there or is gone.
+func Cgroup(pid int, controllers string) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == controllers {
+			return parts[2]
+		}
+	}
+	return ""
 }
 
 // Parent is a process's parent pid (0 if gone).
