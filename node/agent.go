@@ -297,7 +297,10 @@ type Agent struct {
 	// launchMu serialises launch and kill: a kill from another goroutine
 	// (a newer control connection, the controller grace) waits for a
 	// launch under way, so that it ends every rank the launch starts.
+	// The agent's stop takes it too, for the same reason, and sets
+	// stopped under it: no launch starts a rank or makes a cgroup after.
 	launchMu sync.Mutex
+	stopped  bool // guarded by launchMu
 
 	sw       *switcher
 	ml       *member.Membership
@@ -680,6 +683,11 @@ func (a *Agent) closeAll() error {
 			errs = append(errs, err)
 		}
 	}
+	// A launch still under way (its control connection's goroutine is
+	// only waited for below) ends first: after Close, its cgroup would be
+	// made again and left, its ranks started uncontained.
+	a.launchMu.Lock()
+	a.stopped = true
 	// The cgroups first: a frozen rank would not die of the rank
 	// manager's signals, and its Close waits for every rank's death.
 	if a.detaching() {
@@ -698,6 +706,7 @@ func (a *Agent) closeAll() error {
 			}
 		}
 	}
+	a.launchMu.Unlock()
 	if a.pmi != nil {
 		a.pmi.Close()
 	}

@@ -164,6 +164,12 @@ func (a *Agent) handleControl(ctx context.Context, raw net.Conn) {
 func (a *Agent) launch(l launch) {
 	a.launchMu.Lock()
 	defer a.launchMu.Unlock()
+	if a.stopped {
+		// Read as the agent stopped: the controller learns of the
+		// agent's end and deals with the job as with its other ranks here.
+		a.log.Info("launch while the agent stops; not started", zap.Int64("job", l.Job))
+		return
+	}
 	dir := filepath.Join(a.cfg.StateDir, "jobs", strconv.FormatInt(l.Job, 10))
 	user, err := runAs(l.Owner, l.Dir)
 	if err != nil {

@@ -2,8 +2,11 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cosched/cosched/api"
+	"github.com/cosched/cosched/node"
 	"github.com/cosched/cosched/node/jobcg"
 	"github.com/cosched/cosched/sharing"
 )
@@ -253,5 +257,48 @@ func TestNormalEndLeavesNoDaemon(t *testing.T) {
 	})
 	if j.Usage == nil || j.Usage.Processes < 2 {
 		t.Errorf("usage %+v: want at least 2 processes seen", j.Usage)
+	}
+}
+
+// TestStopWaitsForALaunchUnderWay: an agent told to stop while a launch
+// is under way (its control connection's goroutine between taking the
+// launch and starting its ranks) closes its cgroups only after it. Before,
+// the launch made its job's cgroup again after Close had removed the
+// subtree, and that empty cgroup was left on the host.
+func TestStopWaitsForALaunchUnderWay(t *testing.T) {
+	needCgroups(t)
+	c := startCluster(t, clusterOpts{agents: 1, processors: 1, mode: sharing.Space})
+	a := c.agents[0]
+	release := node.HoldLaunch(a)
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.Shutdown() }()
+	// For 2 s the launch can still make its job's cgroup: the stop waits.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err := node.CreateJobCgroup(a, 77); err != nil {
+			release()
+			t.Fatalf("the agent closed its cgroups while a launch was under way: %v", err)
+		}
+	}
+	release()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent did not stop within 30 s of the launch's end")
+	}
+	if err := node.CreateJobCgroup(a, 78); !errors.Is(err, jobcg.ErrClosed) {
+		t.Errorf("a cgroup made after the stop: err %v, want ErrClosed", err)
+	}
+	sub := node.CgroupSubtree(a)
+	err := filepath.WalkDir("/sys/fs/cgroup", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.Contains(p, sub) {
+			t.Errorf("left after the stop: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

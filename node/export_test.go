@@ -122,3 +122,20 @@ func StrobeAddrs(a *Agent) (strobeAddr, heartbeatAddr string) {
 // GuardGrace is how long cfg's guard waits for its dead agent's next life,
 // and whose grace that is.
 var GuardGrace = guardGrace
+
+// HoldLaunch holds the agent's launch lock, as a launch under way does,
+// until release is called.
+func HoldLaunch(a *Agent) (release func()) {
+	a.launchMu.Lock()
+	return a.launchMu.Unlock
+}
+
+// CreateJobCgroup makes job's cgroup in the agent's tree, as a launch
+// does before it starts the job's ranks.
+func CreateJobCgroup(a *Agent, job int64) error {
+	_, err := a.cg.Create(job, 0)
+	return err
+}
+
+// CgroupSubtree is the name of the agent's cgroup subtree.
+func CgroupSubtree(a *Agent) string { return cgroupSubtree(a.cfg) }

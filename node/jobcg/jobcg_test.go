@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -529,4 +530,52 @@ func TestEscape(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCreateAfterCloseMakesNothing: a launch that comes while its agent
+// stops (its Close done) must not make a job cgroup again, which nobody
+// would remove: Close ends the tree.
+func TestCreateAfterCloseMakesNothing(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			name := agentName(t, mode)
+			tr, err := jobcg.Open(jobcg.Config{Agent: name, Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			j, err := tr.Create(7, 0)
+			if !errors.Is(err, jobcg.ErrClosed) || j != nil {
+				t.Errorf("Create after Close = %v, %v; want nil, ErrClosed", j, err)
+			}
+			if dirs := cgroupDirsNamed(t, name); len(dirs) > 0 {
+				t.Errorf("left after Close and a Create: %v", dirs)
+				for _, d := range slices.Backward(dirs) {
+					os.Remove(d)
+				}
+			}
+		})
+	}
+}
+
+// cgroupDirsNamed lists the directories under /sys/fs/cgroup whose path
+// holds name, deepest last.
+func cgroupDirsNamed(t *testing.T, name string) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir("/sys/fs/cgroup", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a cgroup removed while walking
+		}
+		if d.IsDir() && strings.Contains(p, name) {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }

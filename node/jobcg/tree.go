@@ -114,6 +114,7 @@ type Tree struct {
 
 	mu       sync.Mutex
 	jobs     map[int64]*Job
+	closed   bool           // Close began: Create makes nothing more
 	removing sync.WaitGroup // Removes in progress (Close waits for them)
 }
 
@@ -313,6 +314,11 @@ func (t *Tree) Create(id int64, memLimit int64) (*Job, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		// A launch racing its agent's stop: a cgroup made now, after
+		// Close removed the subtree, would be left for ever.
+		return nil, fmt.Errorf("jobcg: job %d: %w", id, ErrClosed)
+	}
 	if j := t.jobs[id]; j != nil {
 		return j, nil
 	}
@@ -387,12 +393,15 @@ func (t *Tree) Remove(id int64) (st Stats, ok bool, err error) {
 	return st, true, nil
 }
 
-// Close kills and removes every job's cgroup and the agent's subtree.
-// Idempotent.
+// Close kills and removes every job's cgroup and the agent's subtree;
+// Create fails from then on (ErrClosed). Idempotent.
 func (t *Tree) Close() error {
 	if t.mode == ModeNone {
 		return nil
 	}
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
 	var errs []error
 	for _, id := range t.Jobs() {
 		if _, _, err := t.Remove(id); err != nil {
@@ -590,3 +599,6 @@ func jobDirs(dir string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// ErrClosed is Create's error once the tree is closed.
+var ErrClosed = errors.New("the agent's cgroups are closed")
