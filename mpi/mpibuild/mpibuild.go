@@ -111,9 +111,33 @@ func New(ctx context.Context, dir string) (*Kit, error) {
 	return k, nil
 }
 
+// MPIF90 is MPICH's Fortran compiler wrapper, as MPICC is its C one:
+// mpif90.mpich when installed, else mpif90.
+func MPIF90() string {
+	if _, err := exec.LookPath("mpif90.mpich"); err == nil {
+		return "mpif90.mpich"
+	}
+	return "mpif90"
+}
+
+// CheckFortran says whether MPICH's Fortran wrapper and a Fortran compiler
+// are installed (Debian's libmpich-dev brings gfortran), with the error
+// wrapping ErrUnavailable if not.
+func CheckFortran() error {
+	f90 := MPIF90()
+	if _, err := exec.LookPath(f90); err != nil {
+		return fmt.Errorf("%w: %s not installed (apt-get install libmpich-dev)", ErrUnavailable, f90)
+	}
+	if out, err := exec.Command(f90, "-show").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("mpich")) {
+		return fmt.Errorf("%w: %s -show does not name MPICH's Fortran library: %s", ErrUnavailable, f90, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
 // Program compiles the C source src (a path, or relative to the
-// repository's root) with mpicc -O2 and returns the executable's path. A
-// source is compiled once per Kit.
+// repository's root) with mpicc -O2, or a Fortran one (.f90, .f) with
+// mpif90 -O2, and returns the executable's path. A source is compiled
+// once per Kit.
 func (k *Kit) Program(ctx context.Context, src string, extra ...string) (string, error) {
 	if !filepath.IsAbs(src) {
 		root, err := Root()
@@ -128,13 +152,30 @@ func (k *Kit) Program(ctx context.Context, src string, extra ...string) (string,
 	if p, ok := k.progs[key]; ok {
 		return p, nil
 	}
-	name := strings.TrimSuffix(filepath.Base(src), ".c")
+	ext := filepath.Ext(src)
+	name := strings.TrimSuffix(filepath.Base(src), ext)
 	out := filepath.Join(k.BinDir, fmt.Sprintf("%s-%d", name, len(k.progs)))
 	args := append([]string{"-O2", "-o", out, src}, extra...)
-	args = append(args, "-lm")
-	cmd := exec.CommandContext(ctx, MPICC(), args...)
+	compiler := MPICC()
+	switch ext {
+	case ".f90", ".f":
+		if err := CheckFortran(); err != nil {
+			return "", err
+		}
+		compiler = MPIF90()
+		// gfortran writes a module's .mod file where it runs, unless told.
+		mods, err := os.MkdirTemp(k.BinDir, name+"-mod")
+		if err != nil {
+			return "", fmt.Errorf("mpibuild: %w", err)
+		}
+		defer os.RemoveAll(mods)
+		args = append(args, "-J", mods)
+	default:
+		args = append(args, "-lm")
+	}
+	cmd := exec.CommandContext(ctx, compiler, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("mpibuild: mpicc %s: %w\n%s", src, err, b)
+		return "", fmt.Errorf("mpibuild: %s %s: %w\n%s", compiler, src, err, b)
 	}
 	k.progs[key] = out
 	return out, nil

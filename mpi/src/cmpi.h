@@ -251,7 +251,7 @@ int comm_attrs_copy(struct comm *from, struct comm *to);
 int comm_attrs_clear(struct comm *c);
 int type_attrs_copy(struct dtype *from, struct dtype *to);
 int type_attrs_clear(struct dtype *d);
-int comm_attr_get(struct comm *c, int keyval, void *val, int *flag);
+int *predefined_attr(int keyval);
 
 /* communicators (comm.c) */
 int comm_dup(struct comm *c, int copy_attrs, MPI_Comm *newcomm);

@@ -154,33 +154,21 @@ static int attr_universe;
 static int attr_appnum = 0;
 static int attr_lastcode = MPI_ERR_LASTCODE;
 
-int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+/* predefined_attr is the value of a predefined keyval (MPI_TAG_UB, …),
+ * or NULL for any other keyval (attr.c answers those). */
+int *predefined_attr(int keyval)
 {
-	NEED_INIT("MPI_Comm_get_attr");
-	if (!comm_get(comm))
-		return cmpi_err(NULL, MPI_ERR_COMM, "MPI_Comm_get_attr", "communicator %#x", (unsigned)comm);
-	int *p = NULL;
 	attr_universe = G.size;
 	switch (keyval) {
-	case MPI_TAG_UB: p = &attr_tag_ub; break;
-	case MPI_HOST: p = &attr_host; break;
-	case MPI_IO: p = &attr_io; break;
-	case MPI_WTIME_IS_GLOBAL: p = &attr_wtime_global; break;
-	case MPI_UNIVERSE_SIZE: p = &attr_universe; break;
-	case MPI_APPNUM: p = &attr_appnum; break;
-	case MPI_LASTUSEDCODE: p = &attr_lastcode; break;
+	case MPI_TAG_UB: return &attr_tag_ub;
+	case MPI_HOST: return &attr_host;
+	case MPI_IO: return &attr_io;
+	case MPI_WTIME_IS_GLOBAL: return &attr_wtime_global;
+	case MPI_UNIVERSE_SIZE: return &attr_universe;
+	case MPI_APPNUM: return &attr_appnum;
+	case MPI_LASTUSEDCODE: return &attr_lastcode;
 	}
-	if (!p && comm_attr_get(comm_get(comm), keyval, attribute_val, flag))
-		return MPI_SUCCESS;
-	*flag = p != NULL;
-	if (p)
-		*(int **)attribute_val = p;
-	return MPI_SUCCESS;
-}
-
-int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
-{
-	return MPI_Comm_get_attr(comm, keyval, attribute_val, flag);
+	return NULL;
 }
 
 int MPI_Pcontrol(const int level, ...)

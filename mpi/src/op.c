@@ -58,6 +58,10 @@ static struct elem elem_of(MPI_Datatype t)
 	case MPI_SHORT_INT: e.cls = C_PAIR, e.size = 2, e.ival = 's'; break;
 	case MPI_2INT: e.cls = C_PAIR, e.size = 4, e.ival = 'i'; break;
 	case MPI_LONG_DOUBLE_INT: e.cls = C_PAIR, e.size = 16, e.ival = 'D'; break;
+	/* Fortran's pairs: the index is of the value's type */
+	case MPI_2INTEGER: e.cls = C_PAIR, e.size = 4, e.ival = 'I'; break;
+	case MPI_2REAL: e.cls = C_PAIR, e.size = 4, e.ival = 'R'; break;
+	case MPI_2DOUBLE_PRECISION: e.cls = C_PAIR, e.size = 8, e.ival = 'P'; break;
 	}
 	return e;
 }
@@ -165,6 +169,22 @@ int op_check(MPI_Op op, struct dtype *d)
 		}                                                                                  \
 	}
 
+/* LOC2 is LOC for Fortran's pairs (MPI_2INTEGER, MPI_2REAL,
+ * MPI_2DOUBLE_PRECISION), whose index is of the value's type. */
+#define LOC2(T, name)                                                                              \
+	static void loc2_##name(MPI_Op op, size_t n, const uint8_t *in, uint8_t *io)               \
+	{                                                                                          \
+		for (size_t i = 0; i < n; i++) {                                                   \
+			T a[2], b[2];                                                              \
+			memcpy(a, in + i * sizeof a, sizeof a);                                    \
+			memcpy(b, io + i * sizeof a, sizeof a);                                    \
+			int take = op == MPI_MINLOC ? (a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]))  \
+						    : (a[0] > b[0] || (a[0] == b[0] && a[1] < b[1])); \
+			if (take)                                                                  \
+				memcpy(io + i * sizeof a, a, sizeof a);                            \
+		}                                                                                  \
+	}
+
 typedef long double ldouble;
 ARITH(int8_t)
 ARITH(int16_t)
@@ -196,6 +216,9 @@ LOC(long, l)
 LOC(short, s)
 LOC(int, i)
 LOC(ldouble, D)
+LOC2(int32_t, I)
+LOC2(float, R)
+LOC2(double, P)
 
 /* op_apply computes inout = in op inout over count elements of d, both
  * packed. */
@@ -288,6 +311,9 @@ int op_apply(MPI_Op op, struct dtype *d, int count, const uint8_t *in, uint8_t *
 		case 's': loc_s(op, n, stride, in, inout); break;
 		case 'i': loc_i(op, n, stride, in, inout); break;
 		case 'D': loc_D(op, n, stride, in, inout); break;
+		case 'I': loc2_I(op, n, in, inout); break;
+		case 'R': loc2_R(op, n, in, inout); break;
+		case 'P': loc2_P(op, n, in, inout); break;
 		}
 		break;
 	}

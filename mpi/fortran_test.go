@@ -1,0 +1,47 @@
+package mpi_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cosched/cosched/mpi/mpibuild"
+)
+
+// TestFortran runs Fortran programs (compiled by MPICH's own mpif90 and
+// linked against MPICH's libmpichfort.so.12, which calls the C interface)
+// unmodified on cosched's library: in immediate delivery on 1, 2 and 4
+// ranks over two relays, and under bcs on 3. fortran.f90 (`use mpi`)
+// checks what Fortran codes use most: the Fortran datatypes and
+// operations, the status array and MPI_STATUS_IGNORE, the predefined
+// attributes read as Fortran integers, a user attribute with Fortran copy
+// and delete callbacks, MPI_IN_PLACE, derived types; fortran08.f90 the
+// Fortran 2008 interface (`use mpi_f08`), an array section included.
+func TestFortran(t *testing.T) {
+	needKit(t)
+	if err := mpibuild.CheckFortran(); err != nil {
+		t.Skip(err)
+	}
+	var progs []string
+	for _, src := range []string{"mpi/testdata/conformance/fortran.f90", "mpi/testdata/conformance/fortran08.f90"} {
+		progs = append(progs, program(t, src))
+	}
+	for _, mode := range []string{"immediate", "bcs"} {
+		t.Run(mode, func(t *testing.T) {
+			c := newCluster(t, 2, mode == "bcs")
+			sizes := []int{1, 2, 4}
+			if mode == "bcs" {
+				sizes = []int{3}
+			}
+			for i, prog := range progs {
+				name := []string{"fortran", "fortran08"}[i]
+				for _, n := range sizes {
+					t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+						res := c.run(t, prog, spread(n, 2), 60*time.Second)
+						expectPass(t, fmt.Sprintf("%s.f90 on %d ranks", name, n), res)
+					})
+				}
+			}
+		})
+	}
+}
