@@ -5,10 +5,11 @@
 ! status array (MPI_SOURCE, MPI_TAG, Get_count, MPI_STATUS_IGNORE),
 ! blocking and non-blocking point to point with wildcards, Sendrecv, the
 ! common collectives on Fortran types and operations (MAXLOC on
-! 2DOUBLE_PRECISION, LAND on LOGICAL), Comm_split and Comm_dup, the
-! predefined attributes (MPI_TAG_UB, MPI_WTIME_IS_GLOBAL) and a user
-! attribute with Fortran callbacks, MPI_IN_PLACE, derived types, Wtime
-! and errors returned. Each failure prints a line starting with FAIL;
+! 2DOUBLE_PRECISION, LAND on LOGICAL, a user op written in Fortran),
+! Comm_split and Comm_dup, the predefined attributes (MPI_TAG_UB,
+! MPI_WTIME_IS_GLOBAL, and MPI_Attr_get's INTEGER) and a user attribute
+! with Fortran callbacks, MPI_IN_PLACE, derived types, Wtime and errors
+! returned. Each failure prints a line starting with FAIL;
 ! rank 0 prints PASS when every rank passed.
 module checks
   implicit none
@@ -46,6 +47,15 @@ contains
     flag = .true.
     ierr = MPI_SUCCESS
   end subroutine
+  ! A user reduction: the largest magnitude, with its sign.
+  subroutine absmax(invec, inoutvec, len, dtype)
+    integer :: len, dtype
+    integer :: invec(len), inoutvec(len)
+    integer :: i
+    do i = 1, len
+      if (abs(invec(i)) > abs(inoutvec(i))) inoutvec(i) = invec(i)
+    end do
+  end subroutine
   subroutine delete_fn(comm, keyval, val, extra, ierr)
     use mpi
     integer :: comm, keyval, ierr
@@ -60,7 +70,7 @@ program conformance
   use checks
   use callbacks
   implicit none
-  integer :: ierr, size, right, left, i, n, total, color, sub, subsize, subme, dup, key, vec
+  integer :: ierr, size, right, left, i, n, total, color, sub, subsize, subme, dup, key, vec, op
   integer :: status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 2), reqs(2)
   integer :: ibuf(100), igot(100), counts
   real :: rbuf(10), rgot(10)
@@ -148,6 +158,14 @@ program conformance
   call check(name == 'rank-0-says-hi', 'Bcast of CHARACTER')
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   call ok(ierr, 'MPI_Barrier')
+  call MPI_Op_create(absmax, .true., op, ierr)
+  call ok(ierr, 'MPI_Op_create')
+  ibuf(1:2) = [merge(-me, me, mod(me, 2) == 1), me]
+  call MPI_Allreduce(ibuf, igot, 2, MPI_INTEGER, op, MPI_COMM_WORLD, ierr)
+  call check(igot(1) == merge(-(size - 1), size - 1, mod(size - 1, 2) == 1) .and. igot(2) == size - 1, &
+             'Allreduce with a user op written in Fortran')
+  call MPI_Op_free(op, ierr)
+  call check(op == MPI_OP_NULL, 'Op_free leaves MPI_OP_NULL')
 
   ! A message of 4.4 MB: the library cuts one above 4 MiB into fragments.
   allocate (big(1100000), bgot(1100000))
@@ -185,7 +203,9 @@ program conformance
   ! with Fortran callbacks run by Comm_dup and Comm_free.
   call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, val, flag, ierr)
   call ok(ierr, 'MPI_Comm_get_attr(MPI_TAG_UB)')
-  call check(flag .and. val >= 32767, 'MPI_TAG_UB as an integer')
+  call check(flag .and. val >= 32767 .and. val <= huge(0), 'MPI_TAG_UB as an integer (a tag is an INTEGER)')
+  call MPI_Attr_get(MPI_COMM_WORLD, MPI_TAG_UB, n, flag, ierr)
+  call check(flag .and. n >= 32767, 'MPI_TAG_UB by MPI_Attr_get, an INTEGER')
   call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, val, flag, ierr)
   call check(flag .and. (val == 0 .or. val == 1), 'MPI_WTIME_IS_GLOBAL as an integer')
   extra = 5
