@@ -37,6 +37,16 @@ static const char *class_text(int cls)
 	case MPI_ERR_KEYVAL: return "invalid keyval";
 	case MPI_ERR_NO_MEM: return "out of memory";
 	case MPI_ERR_UNSUPPORTED_OPERATION: return "unsupported operation";
+	case MPI_ERR_FILE: return "invalid file handle";
+	case MPI_ERR_NO_SUCH_FILE: return "file does not exist";
+	case MPI_ERR_FILE_EXISTS: return "file exists";
+	case MPI_ERR_AMODE: return "invalid access mode";
+	case MPI_ERR_ACCESS: return "permission denied";
+	case MPI_ERR_IO: return "I/O error";
+	case MPI_ERR_NO_SPACE: return "no space left";
+	case MPI_ERR_READ_ONLY: return "read-only file or file system";
+	case MPI_ERR_BAD_FILE: return "invalid file name";
+	case MPI_ERR_UNSUPPORTED_DATAREP: return "unsupported data representation";
 	}
 	return NULL;
 }
@@ -59,6 +69,16 @@ static const char *class_name(int cls)
 	case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
 	case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
 	case MPI_ERR_KEYVAL: return "MPI_ERR_KEYVAL";
+	case MPI_ERR_FILE: return "MPI_ERR_FILE";
+	case MPI_ERR_NO_SUCH_FILE: return "MPI_ERR_NO_SUCH_FILE";
+	case MPI_ERR_FILE_EXISTS: return "MPI_ERR_FILE_EXISTS";
+	case MPI_ERR_AMODE: return "MPI_ERR_AMODE";
+	case MPI_ERR_ACCESS: return "MPI_ERR_ACCESS";
+	case MPI_ERR_IO: return "MPI_ERR_IO";
+	case MPI_ERR_NO_SPACE: return "MPI_ERR_NO_SPACE";
+	case MPI_ERR_READ_ONLY: return "MPI_ERR_READ_ONLY";
+	case MPI_ERR_BAD_FILE: return "MPI_ERR_BAD_FILE";
+	case MPI_ERR_UNSUPPORTED_DATAREP: return "MPI_ERR_UNSUPPORTED_DATAREP";
 	}
 	return "MPI error";
 }
@@ -113,6 +133,21 @@ int cmpi_err(struct comm *c, int cls, const char *fn, const char *fmt, ...)
 		MPI_Comm h = c->handle;
 		int code = cls;
 		u->fn(&h, &code);
+		return cls;
+	}
+	cmpi_die(1, "%s: %s (%s): %s", fn, class_text(cls), class_name(cls), detail);
+}
+
+/* cmpi_file_err is cmpi_err for a file whose error handler is eh (fh:
+ * the handle a user handler gets). */
+int cmpi_file_err(MPI_Errhandler eh, MPI_File *fh, int cls, const char *fn, const char *detail)
+{
+	if (eh == MPI_ERRORS_RETURN)
+		return cls;
+	struct errh *u = errh_get(eh);
+	if (u) {
+		int code = cls;
+		((MPI_File_errhandler_function *)(void *)u->fn)(fh, &code);
 		return cls;
 	}
 	cmpi_die(1, "%s: %s (%s): %s", fn, class_text(cls), class_name(cls), detail);

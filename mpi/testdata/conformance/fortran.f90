@@ -8,8 +8,8 @@
 ! 2DOUBLE_PRECISION, LAND on LOGICAL, a user op written in Fortran),
 ! Comm_split and Comm_dup, the predefined attributes (MPI_TAG_UB,
 ! MPI_WTIME_IS_GLOBAL, and MPI_Attr_get's INTEGER) and a user attribute
-! with Fortran callbacks, MPI_IN_PLACE, derived types, Wtime and errors
-! returned. Each failure prints a line starting with FAIL;
+! with Fortran callbacks, MPI_IN_PLACE, derived types, Wtime, errors
+! returned and, given a directory (argument 1), MPI-IO. Each failure prints a line starting with FAIL;
 ! rank 0 prints PASS when every rank passed.
 module checks
   implicit none
@@ -81,7 +81,9 @@ program conformance
   character(len=MPI_MAX_PROCESSOR_NAME) :: got
   integer(kind=MPI_ADDRESS_KIND) :: val, extra
   integer, allocatable :: every(:), big(:), bgot(:)
-  integer :: mat(4, 3), col(4)
+  integer :: mat(4, 3), col(4), fh
+  integer(kind=MPI_OFFSET_KIND) :: offset
+  character(len=1024) :: dir
 
   call MPI_Init(ierr)
   call ok(ierr, 'MPI_Init')
@@ -238,6 +240,25 @@ program conformance
   call check(t1 >= t0 .and. MPI_Wtick() > 0, 'Wtime and Wtick')
   call MPI_Get_processor_name(got, n, ierr)
   call check(n > 0, 'MPI_Get_processor_name')
+
+  ! MPI-IO, when given a directory: each rank's INTEGER at its offset,
+  ! the neighbour's read back, the file deleted on close.
+  if (command_argument_count() >= 1) then
+    call get_command_argument(1, dir)
+    call MPI_File_open(MPI_COMM_WORLD, trim(dir) // '/fortran.dat', &
+                       MPI_MODE_CREATE + MPI_MODE_RDWR + MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, fh, ierr)
+    call ok(ierr, 'MPI_File_open')
+    offset = me * 4
+    call MPI_File_write_at_all(fh, offset, me + 500, 1, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+    call ok(ierr, 'MPI_File_write_at_all')
+    call MPI_File_sync(fh, ierr)
+    offset = right * 4
+    call MPI_File_read_at(fh, offset, n, 1, MPI_INTEGER, status, ierr)
+    call MPI_Get_count(status, MPI_INTEGER, counts, ierr)
+    call check(n == right + 500 .and. counts == 1, 'MPI_File_read_at of the neighbour''s INTEGER')
+    call MPI_File_close(fh, ierr)
+    call check(ierr == MPI_SUCCESS .and. fh == MPI_FILE_NULL, 'MPI_File_close')
+  end if
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   call MPI_Finalize(ierr)
