@@ -15,9 +15,9 @@ import (
 // checks what Fortran codes use most: the Fortran datatypes and
 // operations, the status array and MPI_STATUS_IGNORE, the predefined
 // attributes read as Fortran integers, a user attribute with Fortran copy
-// and delete callbacks, MPI_IN_PLACE, derived types, and MPI-IO in the
-// directory it is given; fortran08.f90 the Fortran 2008 interface (`use
-// mpi_f08`), an array section included.
+// and delete callbacks, MPI_IN_PLACE, derived types, a window's Put
+// between fences, and MPI-IO in the directory it is given; fortran08.f90
+// the Fortran 2008 interface (`use mpi_f08`), an array section included.
 func TestFortran(t *testing.T) {
 	needKit(t)
 	if err := mpibuild.CheckFortran(); err != nil {

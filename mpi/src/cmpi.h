@@ -264,7 +264,7 @@ int topo_neighbors(struct comm *c, int *nin, int **in, int *nout, int **out, int
 /* errors (err.c) */
 int cmpi_err(struct comm *c, int cls, const char *fn, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void cmpi_die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
-int cmpi_file_err(MPI_Errhandler eh, MPI_File *fh, int cls, const char *fn, const char *detail);
+int cmpi_obj_err(MPI_Errhandler eh, void *handle, int cls, const char *fn, const char *detail);
 void cmpi_unsupported(const char *name) __attribute__((noreturn));
 void cmpi_need_init(const char *fn);
 

@@ -47,6 +47,8 @@ static const char *class_text(int cls)
 	case MPI_ERR_READ_ONLY: return "read-only file or file system";
 	case MPI_ERR_BAD_FILE: return "invalid file name";
 	case MPI_ERR_UNSUPPORTED_DATAREP: return "unsupported data representation";
+	case MPI_ERR_WIN: return "invalid window";
+	case MPI_ERR_RMA_SYNC: return "wrong synchronization of one-sided calls";
 	}
 	return NULL;
 }
@@ -79,6 +81,8 @@ static const char *class_name(int cls)
 	case MPI_ERR_READ_ONLY: return "MPI_ERR_READ_ONLY";
 	case MPI_ERR_BAD_FILE: return "MPI_ERR_BAD_FILE";
 	case MPI_ERR_UNSUPPORTED_DATAREP: return "MPI_ERR_UNSUPPORTED_DATAREP";
+	case MPI_ERR_WIN: return "MPI_ERR_WIN";
+	case MPI_ERR_RMA_SYNC: return "MPI_ERR_RMA_SYNC";
 	}
 	return "MPI error";
 }
@@ -138,16 +142,16 @@ int cmpi_err(struct comm *c, int cls, const char *fn, const char *fmt, ...)
 	cmpi_die(1, "%s: %s (%s): %s", fn, class_text(cls), class_name(cls), detail);
 }
 
-/* cmpi_file_err is cmpi_err for a file whose error handler is eh (fh:
- * the handle a user handler gets). */
-int cmpi_file_err(MPI_Errhandler eh, MPI_File *fh, int cls, const char *fn, const char *detail)
+/* cmpi_obj_err is cmpi_err for a file or a window whose error handler is
+ * eh (handle: a pointer to its handle, which a user handler gets). */
+int cmpi_obj_err(MPI_Errhandler eh, void *handle, int cls, const char *fn, const char *detail)
 {
 	if (eh == MPI_ERRORS_RETURN)
 		return cls;
 	struct errh *u = errh_get(eh);
 	if (u) {
 		int code = cls;
-		((MPI_File_errhandler_function *)(void *)u->fn)(fh, &code);
+		((void (*)(void *, int *, ...))(void *)u->fn)(handle, &code);
 		return cls;
 	}
 	cmpi_die(1, "%s: %s (%s): %s", fn, class_text(cls), class_name(cls), detail);

@@ -65,7 +65,7 @@ static int ferr(MPI_File f, int cls, const char *fn, const char *fmt, ...)
 	vsnprintf(detail, sizeof detail, fmt, ap);
 	va_end(ap);
 	MPI_File h = f;
-	return cmpi_file_err(f ? f->eh : default_eh, &h, cls, fn, detail);
+	return cmpi_obj_err(f ? f->eh : default_eh, &h, cls, fn, detail);
 }
 
 static int errno_class(int e)

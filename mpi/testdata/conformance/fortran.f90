@@ -9,7 +9,8 @@
 ! Comm_split and Comm_dup, the predefined attributes (MPI_TAG_UB,
 ! MPI_WTIME_IS_GLOBAL, and MPI_Attr_get's INTEGER) and a user attribute
 ! with Fortran callbacks, MPI_IN_PLACE, derived types, Wtime, errors
-! returned and, given a directory (argument 1), MPI-IO. Each failure prints a line starting with FAIL;
+! returned, a window's Put between fences and, given a directory
+! (argument 1), MPI-IO. Each failure prints a line starting with FAIL;
 ! rank 0 prints PASS when every rank passed.
 module checks
   implicit none
@@ -81,7 +82,7 @@ program conformance
   character(len=MPI_MAX_PROCESSOR_NAME) :: got
   integer(kind=MPI_ADDRESS_KIND) :: val, extra
   integer, allocatable :: every(:), big(:), bgot(:)
-  integer :: mat(4, 3), col(4), fh
+  integer :: mat(4, 3), col(4), fh, win, winmem(2)
   integer(kind=MPI_OFFSET_KIND) :: offset
   character(len=1024) :: dir
 
@@ -240,6 +241,19 @@ program conformance
   call check(t1 >= t0 .and. MPI_Wtick() > 0, 'Wtime and Wtick')
   call MPI_Get_processor_name(got, n, ierr)
   call check(n > 0, 'MPI_Get_processor_name')
+
+  ! One-sided: each rank's INTEGER into its right neighbour's window.
+  winmem = -1
+  call MPI_Win_create(winmem, int(2 * 4, MPI_ADDRESS_KIND), 4, MPI_INFO_NULL, MPI_COMM_WORLD, win, ierr)
+  call ok(ierr, 'MPI_Win_create')
+  call MPI_Win_get_attr(win, MPI_WIN_SIZE, val, flag, ierr)
+  call check(flag .and. val == 8, 'MPI_WIN_SIZE as an integer')
+  call MPI_Win_fence(0, win, ierr)
+  call MPI_Put(me + 300, 1, MPI_INTEGER, right, int(1, MPI_ADDRESS_KIND), 1, MPI_INTEGER, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  call check(winmem(2) == left + 300 .and. winmem(1) == -1, 'MPI_Put between fences')
+  call MPI_Win_free(win, ierr)
+  call check(win == MPI_WIN_NULL, 'MPI_Win_free')
 
   ! MPI-IO, when given a directory: each rank's INTEGER at its offset,
   ! the neighbour's read back, the file deleted on close.
