@@ -880,7 +880,10 @@ static void stash_status(struct stash *s, struct comm *c, MPI_Status *st)
 	st->count_hi_and_cancelled = (int)((h.total >> 32) << 1);
 }
 
-static int do_probe(const char *fn, int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status, int block)
+/* do_probe is Probe (block) and Iprobe; found, if not NULL, gets the
+ * stashed message it found (Mprobe takes it out of the stash). */
+static int do_probe(const char *fn, int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status, int block,
+		    struct stash **found)
 {
 	struct comm *c;
 	struct dtype *dt;
@@ -944,18 +947,145 @@ static int do_probe(const char *fn, int source, int tag, MPI_Comm comm, int *fla
 found:
 	*flag = 1;
 	stash_status(s, c, status);
+	if (found)
+		*found = s;
 	return MPI_SUCCESS;
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
 	int flag;
-	return do_probe("MPI_Probe", source, tag, comm, &flag, status, 1);
+	return do_probe("MPI_Probe", source, tag, comm, &flag, status, 1, NULL);
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
-	return do_probe("MPI_Iprobe", source, tag, comm, flag, status, 0);
+	return do_probe("MPI_Iprobe", source, tag, comm, flag, status, 0, NULL);
+}
+
+/* ---- matched probes ---- */
+
+/* A matched message (MPI_Message): a stashed message Mprobe took out of
+ * the stash, so that no receive but the Mrecv given it gets it. The
+ * library is one thread: no lock. */
+struct matched {
+	struct stash *s; /* NULL: a free slot */
+	struct comm *c;
+};
+static struct matched *matched;
+static int nmatched;
+#define MSG_BASE 0xac000000u
+
+static int do_mprobe(const char *fn, int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+		     MPI_Status *status, int block)
+{
+	struct stash *s = NULL;
+	int rc = do_probe(fn, source, tag, comm, flag, status, block, &s);
+	if (rc != MPI_SUCCESS || !*flag)
+		return rc;
+	if (source == MPI_PROC_NULL) {
+		*message = MPI_MESSAGE_NO_PROC;
+		return MPI_SUCCESS;
+	}
+	struct stash *prev = NULL;
+	for (struct stash *q = G.stash_head; q != s; q = q->next)
+		prev = q;
+	stash_unlink(s, prev);
+	int i = 0;
+	while (i < nmatched && matched[i].s)
+		i++;
+	if (i == nmatched) {
+		struct matched *m = realloc(matched, (size_t)(nmatched + 1) * sizeof *m);
+		if (!m)
+			cmpi_die(1, "out of memory");
+		matched = m;
+		nmatched++;
+	}
+	matched[i] = (struct matched){s, comm_get(comm)};
+	*message = (MPI_Message)(MSG_BASE + (unsigned)i);
+	return MPI_SUCCESS;
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+	int flag;
+	return do_mprobe("MPI_Mprobe", source, tag, comm, &flag, message, status, 1);
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status)
+{
+	return do_mprobe("MPI_Improbe", source, tag, comm, flag, message, status, 0);
+}
+
+/* do_mrecv starts the receive of a matched message into a request (NULL
+ * for MPI_MESSAGE_NO_PROC's, done at once). */
+static int do_mrecv(const char *fn, void *buf, int count, MPI_Datatype datatype, MPI_Message *message, struct req **out)
+{
+	NEED_INIT(fn);
+	*out = NULL;
+	if (*message == MPI_MESSAGE_NO_PROC) {
+		*message = MPI_MESSAGE_NULL;
+		return MPI_SUCCESS;
+	}
+	unsigned i = (unsigned)*message - MSG_BASE;
+	if ((unsigned)*message < MSG_BASE || i >= (unsigned)nmatched || !matched[i].s)
+		return cmpi_err(NULL, MPI_ERR_REQUEST, fn, "message %#x: none Mprobe or Improbe gave", (unsigned)*message);
+	struct dtype *dt = dt_get(datatype);
+	if (!dt)
+		return cmpi_err(matched[i].c, MPI_ERR_TYPE, fn, "datatype %#x", (unsigned)datatype);
+	if (count < 0)
+		return cmpi_err(matched[i].c, MPI_ERR_COUNT, fn, "count %d", count);
+	struct stash *s = matched[i].s;
+	struct comm *c = matched[i].c;
+	matched[i].s = NULL;
+	*message = MPI_MESSAGE_NULL;
+	struct req *r = req_new(RQ_RECV);
+	r->comm = c;
+	r->buf = buf;
+	r->count = count;
+	r->dt = dt;
+	dt_ref(dt);
+	r->cap = (MPI_Aint)count * dt->size;
+	r->ctx = s->ctx;
+	r->src = s->wsrc;
+	r->tag = s->tag;
+	deliver_first(r, s->wsrc, s->tag, s->x, s->n); /* a large message's other fragments are posted for */
+	free(s);
+	*out = r;
+	return MPI_SUCCESS;
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)
+{
+	struct req *r;
+	int rc = do_mrecv("MPI_Mrecv", buf, count, datatype, message, &r);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	if (!r) {
+		if (!ST_IGNORED(status)) {
+			empty_status(status);
+			status->MPI_SOURCE = MPI_PROC_NULL;
+		}
+		return MPI_SUCCESS;
+	}
+	wait_reqs(&r, 1, 0);
+	return complete("MPI_Mrecv", r, status);
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)
+{
+	struct req *r;
+	int rc = do_mrecv("MPI_Imrecv", buf, count, datatype, message, &r);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	if (!r) { /* MPI_MESSAGE_NO_PROC: a receive from MPI_PROC_NULL, done */
+		r = req_new(RQ_RECV);
+		r->st.MPI_SOURCE = MPI_PROC_NULL;
+		r->st.MPI_TAG = MPI_ANY_TAG;
+		r->complete = 1;
+	}
+	*request = r->handle;
+	return MPI_SUCCESS;
 }
 
 /* ---- persistent requests ---- */
