@@ -40,8 +40,8 @@ func TestUnsupportedCallFailsNamingIt(t *testing.T) {
 		arg, want string
 		exit      int
 	}{
-		{"win", "MPI_Win_create is not supported by cosched's MPI", 1},
-		{"pmpi", "MPI_Win_create is not supported by cosched's MPI", 1},
+		{"win", "MPI_Win_lock is not supported by cosched's MPI", 1},
+		{"pmpi", "MPI_Win_lock is not supported by cosched's MPI", 1},
 		{"spawn", "MPI_Comm_spawn is not supported by cosched's MPI", 1},
 		{"preinit", "MPI_Session_init is not supported by cosched's MPI", 1},
 		{"abort", "application called MPI_Abort(comm=0x44000000, 7)", 7},

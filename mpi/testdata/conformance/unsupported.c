@@ -1,7 +1,7 @@
 /* Calls a function outside cosched's subset: the job must fail naming it
  * (the rank tells the relay, Abort, and exits 1), never crash or hang.
- * argv[1] picks the call: "win" (MPI_Win_create), "pmpi" (the same
- * through its PMPI_ name), "spawn" (MPI_Comm_spawn), "abort" (MPI_Abort
+ * argv[1] picks the call: "win" (MPI_Win_lock, passive target on a
+ * window MPI_Win_create made), "pmpi" (the same through its PMPI_ name), "spawn" (MPI_Comm_spawn), "abort" (MPI_Abort
  * with code 7, for comparison), "preinit" (an unsupported call before
  * MPI_Init). */
 #include "check.h"
@@ -19,10 +19,12 @@ int main(int argc, char **argv)
 	MPI_Barrier(MPI_COMM_WORLD);
 	MPI_Win win;
 	int buf[4];
-	if (!strcmp(what, "win"))
+	if (!strcmp(what, "win") || !strcmp(what, "pmpi"))
 		MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+	if (!strcmp(what, "win"))
+		MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
 	else if (!strcmp(what, "pmpi"))
-		PMPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+		PMPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
 	else if (!strcmp(what, "spawn")) {
 		MPI_Comm child;
 		MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &child, MPI_ERRCODES_IGNORE);
