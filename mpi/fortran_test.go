@@ -17,15 +17,16 @@ import (
 // attributes read as Fortran integers, a user attribute with Fortran copy
 // and delete callbacks, MPI_IN_PLACE, derived types, a window's Put
 // between fences, and MPI-IO in the directory it is given; fortran08.f90
-// the Fortran 2008 interface (`use mpi_f08`), an array section included.
+// the Fortran 2008 interface (`use mpi_f08`), an array section included;
+// fortran77.f FORTRAN 77's `include 'mpif.h'`.
 func TestFortran(t *testing.T) {
 	needKit(t)
 	if err := mpibuild.CheckFortran(); err != nil {
 		t.Skip(err)
 	}
-	var progs []string
-	for _, src := range []string{"mpi/testdata/conformance/fortran.f90", "mpi/testdata/conformance/fortran08.f90"} {
-		progs = append(progs, program(t, src))
+	progs := []struct{ name, path string }{{name: "fortran.f90"}, {name: "fortran08.f90"}, {name: "fortran77.f"}}
+	for i := range progs {
+		progs[i].path = program(t, "mpi/testdata/conformance/"+progs[i].name)
 	}
 	for _, mode := range []string{"immediate", "bcs"} {
 		t.Run(mode, func(t *testing.T) {
@@ -34,12 +35,11 @@ func TestFortran(t *testing.T) {
 			if mode == "bcs" {
 				sizes = []int{3}
 			}
-			for i, prog := range progs {
-				name := []string{"fortran", "fortran08"}[i]
+			for _, p := range progs {
 				for _, n := range sizes {
-					t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
-						res := c.run(t, prog, spread(n, 2), 60*time.Second, t.TempDir())
-						expectPass(t, fmt.Sprintf("%s.f90 on %d ranks", name, n), res)
+					t.Run(fmt.Sprintf("%s/%d", p.name, n), func(t *testing.T) {
+						res := c.run(t, p.path, spread(n, 2), 60*time.Second, t.TempDir())
+						expectPass(t, fmt.Sprintf("%s on %d ranks", p.name, n), res)
 					})
 				}
 			}

@@ -70,16 +70,22 @@ func buildMPIKit(ctx context.Context, dir string) (kit *mpiLibKit, skip string, 
 }
 
 // program compiles src (relative to the repository's root) with mpicc
-// -O2, once per kit.
+// -O2, or a Fortran one (.f90) with mpif90 -O2, once per kit.
 func (k *mpiLibKit) program(ctx context.Context, src string) (string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if p, ok := k.progs[src]; ok {
 		return p, nil
 	}
-	out := filepath.Join(k.binDir, fmt.Sprintf("%s-%d", strings.TrimSuffix(filepath.Base(src), ".c"), len(k.progs)))
-	if b, err := exec.CommandContext(ctx, mpibuild.MPICC(), "-O2", "-o", out, filepath.Join(repoRoot, src), "-lm").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("mpicc %s: %v\n%s", src, err, b)
+	ext := filepath.Ext(src)
+	out := filepath.Join(k.binDir, fmt.Sprintf("%s-%d", strings.TrimSuffix(filepath.Base(src), ext), len(k.progs)))
+	compiler, args := mpibuild.MPICC(), []string{"-O2", "-o", out, filepath.Join(repoRoot, src), "-lm"}
+	if ext == ".f90" {
+		// gfortran writes a module's .mod file where it runs, unless told
+		compiler, args = mpibuild.MPIF90(), []string{"-O2", "-o", out, "-J", k.binDir, filepath.Join(repoRoot, src)}
+	}
+	if b, err := exec.CommandContext(ctx, compiler, args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s %s: %v\n%s", compiler, src, err, b)
 	}
 	k.progs[src] = out
 	return out, nil
@@ -115,6 +121,18 @@ func mpiKit(t testing.TB, srcs ...string) (*mpiLibKit, []string) {
 	return kit, progs
 }
 
+// mpiKitProgram compiles one more program for kit (see mpiKit).
+func mpiKitProgram(t testing.TB, kit *mpiLibKit, src string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := kit.program(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // removeMPIKit removes what mpiKit built.
 func removeMPIKit() {
 	if sharedKit.dir != "" {
@@ -140,14 +158,21 @@ func (c *testCluster) checkPassed(what string, j api.Job) {
 // MPICH programs, compiled by the system's mpicc and linked against its
 // libmpich.so.12, run unmodified on cosched's MPI library (--mpi cosched)
 // in every mode, their ranks spread unevenly over two agents: the
-// collective conformance program (and the point-to-point one in space and
-// bcs, immediate and buffered delivery) pass their own checks, every message goes through the relays (the job's counters
+// collective conformance program (and the point-to-point one and the
+// Fortran one, mpif90's, in space and bcs, immediate and buffered
+// delivery) pass their own checks, every message goes through the relays (the job's counters
 // there: sent = delivered, collectives announced), under bcs in slice
 // transfers; a cancelled job, its ranks blocked in the kernel or stopped
 // between slices, leaves no process.
 func TestMPICoschedInEveryMode(t *testing.T) {
 	kit, progs := mpiKit(t, "mpi/testdata/conformance/p2p.c", "mpi/testdata/conformance/coll.c", "pmi/testdata/ring.c")
 	p2p, coll, ring := progs[0], progs[1], progs[2]
+	var fortran string // a Fortran program, in space and bcs
+	if err := mpibuild.CheckFortran(); err != nil {
+		t.Logf("no Fortran program run: %v", err)
+	} else {
+		fortran = mpiKitProgram(t, kit, "mpi/testdata/conformance/fortran.f90")
+	}
 	for _, mode := range sharing.Modes() {
 		t.Run(string(mode), func(t *testing.T) {
 			o := clusterOpts{agents: 2, processors: 2, mode: mode, mpl: 2, slice: 10 * time.Millisecond,
@@ -165,6 +190,9 @@ func TestMPICoschedInEveryMode(t *testing.T) {
 			progs := []string{coll}
 			if mode == sharing.Space || mode == sharing.BCS {
 				progs = []string{p2p, coll}
+				if fortran != "" {
+					progs = append(progs, fortran)
+				}
 			}
 			for _, prog := range progs {
 				start := time.Now()

@@ -138,7 +138,14 @@ func (c *child) stopWithin(t *testing.T, sig syscall.Signal, bound time.Duration
 		t.Logf("%s exited %d %v after the signal", strings.Join(c.cmd.Args[3:], " "), ee.ExitCode(), time.Since(start).Round(time.Millisecond))
 		return ee.ExitCode()
 	case <-time.After(bound):
-		t.Fatalf("still running %v after %v; stderr:\n%s", bound, sig, c.stderr.String())
+		// SIGQUIT: the Go runtime writes every goroutine's stack and
+		// exits, so the report says where it hangs.
+		c.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+		}
+		t.Fatalf("still running %v after %v (then SIGQUIT: its goroutines below); stderr:\n%s", bound, sig, c.stderr.String())
 	}
 	return -1
 }

@@ -72,7 +72,8 @@ type Journal struct {
 
 	mu          sync.Mutex
 	closed      bool
-	wg          sync.WaitGroup // the observer loop and Append/Barrier waiters
+	wg          sync.WaitGroup // the observer loop
+	waiters     sync.WaitGroup // the goroutines awaiting raft's futures (await)
 	leader      Leader
 	leadersSeen uint64
 
@@ -453,11 +454,39 @@ func (j *Journal) Close() error {
 	return j.closeErr
 }
 
+// closeWaiters bounds how long Close waits for raft to answer the futures
+// under way before it shuts raft down.
+const closeWaiters = 2 * time.Second
+
 func (j *Journal) closeRaft() error {
 	j.mu.Lock()
 	j.closed = true
 	j.mu.Unlock()
+	// The futures under way are answered first, while raft still runs:
+	// its shutdown answers every other future, but not an entry it has
+	// committed and queued for the FSM (hashicorp/raft#498), whose waiter
+	// would wait for ever, and Close with it. A raft that cannot answer
+	// in time (no quorum) is shut down anyway: its leader loop answers
+	// those then.
+	waited := make(chan struct{})
+	go func() {
+		j.waiters.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(closeWaiters):
+	}
 	err := j.raft.Shutdown().Error() // also closes the transport
+	select {
+	case <-waited:
+	case <-time.After(closeWaiters):
+		// Only an entry committed in the instant before the shutdown is
+		// left so: its waiter is raft's to end, which it never does.
+		if j.cfg.Logger != nil {
+			j.cfg.Logger.Warn("journal: a waiter for an entry raft committed as it shut down is left (hashicorp/raft#498)")
+		}
+	}
 	j.raft.DeregisterObserver(j.obs)
 	j.trans.CloseStreams()
 	close(j.done)
@@ -469,19 +498,19 @@ func (j *Journal) closeRaft() error {
 }
 
 // await waits for a raft future or ctx. The waiting goroutine outlives an
-// ended ctx only until raft resolves the future, which it does at the
-// latest when it shuts down; Close waits for it.
+// ended ctx only until raft resolves the future; Close waits for it (see
+// closeRaft for the one raft would not resolve at its shutdown).
 func (j *Journal) await(ctx context.Context, f raft.Future) error {
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
 		return ErrClosed
 	}
-	j.wg.Add(1)
+	j.waiters.Add(1)
 	j.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
-		defer j.wg.Done()
+		defer j.waiters.Done()
 		done <- f.Error()
 	}()
 	select {

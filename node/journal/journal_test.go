@@ -321,3 +321,58 @@ func must(t *testing.T, err error) {
 }
 
 func bytesIndex(b, sub []byte) int { return strings.Index(string(b), string(sub)) }
+
+// heldFSM is listFSM whose Apply of the entry "hold" waits for release.
+type heldFSM struct {
+	listFSM
+	held    chan struct{} // closed when Apply reaches "hold"
+	release chan struct{}
+}
+
+func (f *heldFSM) Apply(index uint64, entries [][]byte) error {
+	for _, e := range entries {
+		if string(e) == "hold" {
+			close(f.held)
+			<-f.release
+		}
+	}
+	return f.listFSM.Apply(index, entries)
+}
+
+// TestCloseWithAnEntryQueuedForTheFSM: raft answers a future at the latest
+// when it shuts down, except an entry it has committed and queued for the
+// FSM (hashicorp/raft#498): a waiter for one waited for ever, and Close
+// with it (an agent stopping just as its controller appended an entry
+// hung). The FSM is held on one entry while another waits behind it, and
+// Close comes then; it must return, and leave no goroutine.
+func TestCloseWithAnEntryQueuedForTheFSM(t *testing.T) {
+	for round := range 8 {
+		base := runtime.NumGoroutine()
+		f := &heldFSM{held: make(chan struct{}), release: make(chan struct{})}
+		j, err := Open(ctxFor(t, 10*time.Second), loneConfig(t.TempDir(), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go j.Append(context.Background(), [][]byte{[]byte("hold")})
+		<-f.held
+		// committed, behind "hold" in the FSM's queue; its caller gives up
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		if err := j.Append(ctx, [][]byte{[]byte("queued")}); err == nil {
+			t.Fatalf("round %d: an Append behind a held FSM returned", round)
+		}
+		cancel()
+		closed := make(chan error, 1)
+		go func() { closed <- j.Close() }()
+		time.Sleep(50 * time.Millisecond)
+		close(f.release)
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatalf("round %d: Close: %v", round, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Close did not return within 10 s", round)
+		}
+		eventually(t, 3*time.Second, "goroutines left after Close", func() bool { return runtime.NumGoroutine() <= base })
+	}
+}
