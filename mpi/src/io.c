@@ -401,8 +401,8 @@ int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Data
 		rc = MPI_ERR_UNSUPPORTED_DATAREP, why = "only \"native\" is";
 	else if (!et || !ft)
 		rc = MPI_ERR_TYPE, why = "etype or filetype is not a committed datatype";
-	else if (et->size == 0 || ft->size % et->size != 0)
-		rc = MPI_ERR_TYPE, why = "the filetype is not made of etypes";
+	else if (et->size == 0 || ft->size == 0 || ft->size % et->size != 0)
+		rc = MPI_ERR_TYPE, why = "the etype or filetype holds no data, or the filetype is not made of etypes";
 	else if (disp < 0)
 		rc = MPI_ERR_ARG, why = "displacement below 0 (MPI_DISPLACEMENT_CURRENT needs MPI_MODE_SEQUENTIAL, not done)";
 	else if (ft->true_lb < 0)

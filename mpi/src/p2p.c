@@ -294,7 +294,9 @@ int stash_swap(struct req *r, int wsrc, int tag, const uint8_t *x, size_t n)
 
 int stash_has(int ctx, int wsrc, int tag) { return stash_find(ctx, wsrc, tag, NULL) != NULL; }
 
-struct req *p2p_irecv(struct comm *c, int src, int tag, int ctx, void *buf, int count, struct dtype *dt)
+/* recv_req is a receive's request, into count of dt at buf on context
+ * ctx of c, not yet matched. */
+static struct req *recv_req(struct comm *c, int ctx, void *buf, int count, struct dtype *dt)
 {
 	struct req *r = req_new(RQ_RECV);
 	r->comm = c;
@@ -304,6 +306,12 @@ struct req *p2p_irecv(struct comm *c, int src, int tag, int ctx, void *buf, int 
 	dt_ref(dt);
 	r->cap = (MPI_Aint)count * dt->size;
 	r->ctx = ctx;
+	return r;
+}
+
+struct req *p2p_irecv(struct comm *c, int src, int tag, int ctx, void *buf, int count, struct dtype *dt)
+{
+	struct req *r = recv_req(c, ctx, buf, count, dt);
 	if (src == MPI_PROC_NULL) {
 		r->st.MPI_SOURCE = MPI_PROC_NULL;
 		r->st.MPI_TAG = MPI_ANY_TAG;
@@ -1039,14 +1047,7 @@ static int do_mrecv(const char *fn, void *buf, int count, MPI_Datatype datatype,
 	struct comm *c = matched[i].c;
 	matched[i].s = NULL;
 	*message = MPI_MESSAGE_NULL;
-	struct req *r = req_new(RQ_RECV);
-	r->comm = c;
-	r->buf = buf;
-	r->count = count;
-	r->dt = dt;
-	dt_ref(dt);
-	r->cap = (MPI_Aint)count * dt->size;
-	r->ctx = s->ctx;
+	struct req *r = recv_req(c, s->ctx, buf, count, dt);
 	r->src = s->wsrc;
 	r->tag = s->tag;
 	deliver_first(r, s->wsrc, s->tag, s->x, s->n); /* a large message's other fragments are posted for */
