@@ -225,6 +225,30 @@ struct cmpi {
 extern struct cmpi G;
 
 /* handles */
+/* TABLE(T, name) is a table of T (which has a used field), grown on
+ * demand: an object stays where it is (name[i]), and slot_name() returns
+ * the index of a free one, as its last user left it, or of a new one,
+ * zeroed. */
+#define TABLE(T, name)                                                                             \
+	static T **name;                                                                           \
+	static int n_##name, cap_##name;                                                           \
+	static int slot_##name(void)                                                               \
+	{                                                                                          \
+		for (int i = 0; i < n_##name; i++)                                                 \
+			if (!name[i]->used)                                                        \
+				return i;                                                          \
+		if (n_##name == cap_##name) {                                                      \
+			cap_##name = cap_##name ? 2 * cap_##name : 16;                             \
+			name = realloc(name, cap_##name * sizeof *name);                           \
+			if (!name)                                                                 \
+				cmpi_die(1, "out of memory");                                      \
+		}                                                                                  \
+		name[n_##name] = calloc(1, sizeof(T));                                             \
+		if (!name[n_##name])                                                               \
+			cmpi_die(1, "out of memory");                                              \
+		return n_##name++;                                                                 \
+	}
+
 struct comm *comm_get(MPI_Comm h);
 struct comm *comm_new(int size, const int *w);
 void comm_release(struct comm *c);

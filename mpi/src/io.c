@@ -27,6 +27,7 @@
 #include "cmpi.h"
 
 struct ADIOI_FileD {
+	int used;
 	int fd;
 	MPI_Comm comm; /* a duplicate of the opening one: the file's collectives */
 	int amode;
@@ -45,10 +46,9 @@ struct ADIOI_FileD {
 	int splitrc;
 };
 
-/* files: the open files by Fortran handle - 1 (NULL: a free one). The
- * library is one thread: no lock. */
-static MPI_File *files;
-static int nfiles;
+/* files: the files, by Fortran handle - 1. An MPI_File is the object's
+ * address, as ROMIO's; a closed one's slot is reused. */
+TABLE(struct ADIOI_FileD, files)
 /* MPI_FILE_NULL's error handler, a new file's: files return errors by
  * default (MPI 4.0, 9.3), unlike communicators. */
 static MPI_Errhandler default_eh = MPI_ERRORS_RETURN;
@@ -93,7 +93,7 @@ static const char *path(const char *name)
 
 #define FILEARG(fn, fh)                                                                            \
 	NEED_INIT(fn);                                                                             \
-	if (!(fh) || (fh)->fint < 1 || (fh)->fint > nfiles || files[(fh)->fint - 1] != (fh))       \
+	if (!(fh) || (fh)->fint < 1 || (fh)->fint > n_files || files[(fh)->fint - 1] != (fh) || !(fh)->used) \
 		return ferr(NULL, MPI_ERR_FILE, fn, "file handle %p", (void *)(fh));
 
 /* shfp_lock takes (F_WRLCK) or lets go of (F_UNLCK) the shared file
@@ -174,13 +174,12 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
 	const char *p = path(filename);
 	/* The first rank creates it (EXCL: only it can), then the others open
 	 * what it made; every rank then learns whether all succeeded. */
-	int fd = -1, cls = MPI_SUCCESS, worst;
+	int fd = -1, cls = MPI_SUCCESS, worst, oerr = 0; /* oerr: this rank's open's errno */
 	if (c->rank == 0) {
 		int cf = amode & MPI_MODE_CREATE ? O_CREAT | (amode & MPI_MODE_EXCL ? O_EXCL : 0) : 0;
 		fd = open(p, flags | cf, 0666);
-		if (fd < 0) {
-			cls = errno_class(errno);
-		}
+		if (fd < 0)
+			cls = errno_class(oerr = errno);
 	}
 	/* the first rank's outcome, and the name of the shared file pointer's
 	 * file: one of its own per open (as ROMIO's), hidden beside the file */
@@ -191,7 +190,7 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
 	if (c->rank != 0 && first == MPI_SUCCESS) {
 		fd = open(p, flags);
 		if (fd < 0)
-			cls = errno_class(errno);
+			cls = errno_class(oerr = errno);
 	}
 	if (c->rank != 0 && first != MPI_SUCCESS)
 		cls = first;
@@ -200,11 +199,13 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
 		if (fd >= 0)
 			close(fd);
 		return ferr(NULL, cls != MPI_SUCCESS ? cls : worst, fn, "%s: %s", filename,
-			    cls != MPI_SUCCESS ? strerror(errno) : "another rank could not open it");
+			    oerr ? strerror(oerr) : cls != MPI_SUCCESS ? "the first rank could not open it" : "another rank could not open it");
 	}
-	MPI_File f = calloc(1, sizeof *f);
-	if (!f)
-		cmpi_die(1, "out of memory");
+	int i = slot_files();
+	MPI_File f = files[i];
+	memset(f, 0, sizeof *f);
+	f->used = 1;
+	f->fint = i + 1;
 	f->fd = fd;
 	f->amode = amode;
 	if (!(f->path = strdup(p)))
@@ -223,18 +224,6 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
 	}
 	f->shfp = -1;
 	f->shstart = f->pos;
-	int i = 0;
-	while (i < nfiles && files[i])
-		i++;
-	if (i == nfiles) {
-		MPI_File *nf = realloc(files, (size_t)(nfiles + 1) * sizeof *nf);
-		if (!nf)
-			cmpi_die(1, "out of memory");
-		files = nf;
-		nfiles++;
-	}
-	files[i] = f;
-	f->fint = i + 1;
 	*fh = f;
 	return MPI_SUCCESS;
 }
@@ -244,12 +233,12 @@ int MPI_File_close(MPI_File *fh)
 	static const char fn[] = "MPI_File_close";
 	FILEARG(fn, fh ? *fh : NULL);
 	MPI_File f = *fh;
-	int rc = close(f->fd) == 0 ? MPI_SUCCESS : errno_class(errno);
+	int e = close(f->fd) == 0 ? 0 : errno;
 	MPI_Barrier(f->comm); /* every rank has closed it */
 	int rank;
 	MPI_Comm_rank(f->comm, &rank);
-	if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && rank == 0 && unlink(f->path) != 0 && rc == MPI_SUCCESS)
-		rc = errno_class(errno);
+	if ((f->amode & MPI_MODE_DELETE_ON_CLOSE) && rank == 0 && unlink(f->path) != 0 && !e)
+		e = errno;
 	if (f->shfp >= 0)
 		close(f->shfp);
 	if (rank == 0)
@@ -259,11 +248,10 @@ int MPI_File_close(MPI_File *fh)
 	dt_unref(f->et);
 	dt_unref(f->ft);
 	MPI_Comm_free(&f->comm);
-	files[f->fint - 1] = NULL;
-	free(f);
+	f->used = 0;
 	*fh = MPI_FILE_NULL;
-	if (rc != MPI_SUCCESS)
-		return ferr(NULL, rc, fn, "close: %s", strerror(errno));
+	if (e)
+		return ferr(NULL, errno_class(e), fn, "close: %s", strerror(e));
 	return MPI_SUCCESS;
 }
 
@@ -286,37 +274,38 @@ static int collective_rc(MPI_File f, int rc)
 	return rc;
 }
 
-int MPI_File_set_size(MPI_File fh, MPI_Offset size)
+/* resize is set_size and preallocate: the first rank changes the file
+ * (op returns 0 or an errno), every rank returns what it got. */
+static int resize(const char *fn, MPI_File f, MPI_Offset size, int (*op)(int fd, MPI_Offset size))
 {
-	static const char fn[] = "MPI_File_set_size";
-	FILEARG(fn, fh);
 	int rank, rc = MPI_SUCCESS;
-	MPI_Comm_rank(fh->comm, &rank);
+	MPI_Comm_rank(f->comm, &rank);
 	if (size < 0)
 		rc = MPI_ERR_ARG;
-	else if (rank == 0 && ftruncate(fh->fd, size) != 0)
-		rc = errno_class(errno);
-	if ((rc = collective_rc(fh, rc)) != MPI_SUCCESS)
-		return ferr(fh, rc, fn, "size %lld", (long long)size);
+	else if (rank == 0) {
+		int e = op(f->fd, size);
+		if (e != 0)
+			rc = errno_class(e);
+	}
+	if ((rc = collective_rc(f, rc)) != MPI_SUCCESS)
+		return ferr(f, rc, fn, "size %lld", (long long)size);
 	return MPI_SUCCESS;
+}
+
+static int truncate_to(int fd, MPI_Offset size) { return ftruncate(fd, size) == 0 ? 0 : errno; }
+
+static int allocate_to(int fd, MPI_Offset size) { return size > 0 ? posix_fallocate(fd, 0, size) : 0; }
+
+int MPI_File_set_size(MPI_File fh, MPI_Offset size)
+{
+	FILEARG("MPI_File_set_size", fh);
+	return resize("MPI_File_set_size", fh, size, truncate_to);
 }
 
 int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
 {
-	static const char fn[] = "MPI_File_preallocate";
-	FILEARG(fn, fh);
-	int rank, rc = MPI_SUCCESS;
-	MPI_Comm_rank(fh->comm, &rank);
-	if (size < 0)
-		rc = MPI_ERR_ARG;
-	else if (rank == 0 && size > 0) {
-		int e = posix_fallocate(fh->fd, 0, size);
-		if (e != 0)
-			rc = errno_class(e);
-	}
-	if ((rc = collective_rc(fh, rc)) != MPI_SUCCESS)
-		return ferr(fh, rc, fn, "size %lld", (long long)size);
-	return MPI_SUCCESS;
+	FILEARG("MPI_File_preallocate", fh);
+	return resize("MPI_File_preallocate", fh, size, allocate_to);
 }
 
 int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
@@ -928,7 +917,7 @@ MPI_Fint MPI_File_c2f(MPI_File fh) { return fh ? fh->fint : 0; }
 
 MPI_File MPI_File_f2c(MPI_Fint fh)
 {
-	if (fh < 1 || fh > nfiles)
+	if (fh < 1 || fh > n_files || !files[fh - 1]->used)
 		return MPI_FILE_NULL;
 	return files[fh - 1];
 }

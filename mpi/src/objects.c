@@ -9,26 +9,6 @@
 
 #include "cmpi.h"
 
-#define TABLE(T, name)                                                                             \
-	static T **name;                                                                           \
-	static int n_##name, cap_##name;                                                           \
-	static int slot_##name(void)                                                               \
-	{                                                                                          \
-		for (int i = 0; i < n_##name; i++)                                                 \
-			if (!name[i]->used)                                                        \
-				return i;                                                          \
-		if (n_##name == cap_##name) {                                                      \
-			cap_##name = cap_##name ? 2 * cap_##name : 16;                             \
-			name = realloc(name, cap_##name * sizeof *name);                           \
-			if (!name)                                                                 \
-				cmpi_die(1, "out of memory");                                      \
-		}                                                                                  \
-		name[n_##name] = calloc(1, sizeof(T));                                             \
-		if (!name[n_##name])                                                               \
-			cmpi_die(1, "out of memory");                                              \
-		return n_##name++;                                                                 \
-	}
-
 TABLE(struct comm, comms)
 TABLE(struct group, groups)
 TABLE(struct op, ops)

@@ -974,15 +974,16 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 /* ---- matched probes ---- */
 
 /* A matched message (MPI_Message): a stashed message Mprobe took out of
- * the stash, so that no receive but the Mrecv given it gets it. The
- * library is one thread: no lock. */
+ * the stash, so that no receive but the Mrecv given it gets it. MPICH's
+ * messages are requests: their handles are too, above any request's
+ * index (MSG_BASE), so that neither is taken for the other. */
 struct matched {
-	struct stash *s; /* NULL: a free slot */
+	int used;
+	struct stash *s;
 	struct comm *c;
 };
-static struct matched *matched;
-static int nmatched;
-#define MSG_BASE 0xac000000u
+TABLE(struct matched, matched)
+#define MSG_BASE 0xae000000u
 
 static int do_mprobe(const char *fn, int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
 		     MPI_Status *status, int block)
@@ -999,17 +1000,8 @@ static int do_mprobe(const char *fn, int source, int tag, MPI_Comm comm, int *fl
 	for (struct stash *q = G.stash_head; q != s; q = q->next)
 		prev = q;
 	stash_unlink(s, prev);
-	int i = 0;
-	while (i < nmatched && matched[i].s)
-		i++;
-	if (i == nmatched) {
-		struct matched *m = realloc(matched, (size_t)(nmatched + 1) * sizeof *m);
-		if (!m)
-			cmpi_die(1, "out of memory");
-		matched = m;
-		nmatched++;
-	}
-	matched[i] = (struct matched){s, comm_get(comm)};
+	int i = slot_matched();
+	*matched[i] = (struct matched){1, s, comm_get(comm)};
 	*message = (MPI_Message)(MSG_BASE + (unsigned)i);
 	return MPI_SUCCESS;
 }
@@ -1036,16 +1028,16 @@ static int do_mrecv(const char *fn, void *buf, int count, MPI_Datatype datatype,
 		return MPI_SUCCESS;
 	}
 	unsigned i = (unsigned)*message - MSG_BASE;
-	if ((unsigned)*message < MSG_BASE || i >= (unsigned)nmatched || !matched[i].s)
+	if ((unsigned)*message < MSG_BASE || i >= (unsigned)n_matched || !matched[i]->used)
 		return cmpi_err(NULL, MPI_ERR_REQUEST, fn, "message %#x: none Mprobe or Improbe gave", (unsigned)*message);
+	struct stash *s = matched[i]->s;
+	struct comm *c = matched[i]->c;
 	struct dtype *dt = dt_get(datatype);
 	if (!dt)
-		return cmpi_err(matched[i].c, MPI_ERR_TYPE, fn, "datatype %#x", (unsigned)datatype);
+		return cmpi_err(c, MPI_ERR_TYPE, fn, "datatype %#x", (unsigned)datatype);
 	if (count < 0)
-		return cmpi_err(matched[i].c, MPI_ERR_COUNT, fn, "count %d", count);
-	struct stash *s = matched[i].s;
-	struct comm *c = matched[i].c;
-	matched[i].s = NULL;
+		return cmpi_err(c, MPI_ERR_COUNT, fn, "count %d", count);
+	matched[i]->used = 0;
 	*message = MPI_MESSAGE_NULL;
 	struct req *r = recv_req(c, s->ctx, buf, count, dt);
 	r->src = s->wsrc;

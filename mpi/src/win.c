@@ -52,16 +52,15 @@ struct win {
 	int attr_disp_unit, attr_flavor, attr_model;
 };
 
-#define WIN_BASE 0xa0000000u
-static struct win *wins;
-static int nwins;
+#define WIN_BASE 0xa0000000u /* MPICH's direct windows */
+TABLE(struct win, wins)
 
 static struct win *win_get(MPI_Win h)
 {
 	unsigned i = (unsigned)h - WIN_BASE;
-	if ((unsigned)h < WIN_BASE || i >= (unsigned)nwins || !wins[i].used)
+	if ((unsigned)h < WIN_BASE || i >= (unsigned)n_wins || !wins[i]->used)
 		return NULL;
-	return &wins[i];
+	return wins[i];
 }
 
 static int werr(struct win *w, int cls, const char *fn, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -92,17 +91,8 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 		return cmpi_err(NULL, MPI_ERR_COMM, fn, "communicator %#x", (unsigned)comm);
 	if (size < 0 || disp_unit <= 0)
 		return cmpi_err(c, MPI_ERR_ARG, fn, "size %ld, disp_unit %d", (long)size, disp_unit);
-	int i = 0;
-	while (i < nwins && wins[i].used)
-		i++;
-	if (i == nwins) {
-		struct win *nw = realloc(wins, (size_t)(nwins + 1) * sizeof *nw);
-		if (!nw)
-			cmpi_die(1, "out of memory");
-		wins = nw;
-		nwins++;
-	}
-	struct win *w = &wins[i];
+	int i = slot_wins();
+	struct win *w = wins[i];
 	memset(w, 0, sizeof *w);
 	w->used = 1;
 	w->handle = (MPI_Win)(WIN_BASE + (unsigned)i);
