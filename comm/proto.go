@@ -74,14 +74,24 @@ const (
 	// the relays carry it to the other rank of the pair (docs/mpi.md, "A
 	// broken channel").
 	FrameBroken frame.Type = 23
+	// FrameCancel (rank → relay): take a posted receive back
+	// (MPI_Cancel); FrameCancelled (relay → rank): whether it was still
+	// posted. A receive matched before has had its Deliver written
+	// before the answer.
+	FrameCancel    frame.Type = 24
+	FrameCancelled frame.Type = 25
 )
 
 // ProtocolVersion is the protocol the relay speaks, in Welcome.V: 2 has
 // Probe, Coll, Abort and contexts up to MaxContext; a relay that predates
 // them sends no version (0). 3 has numbered messages (Send.Seq,
 // Deliver.Seq), Acked, Resend and resumed Hellos: a rank numbers its
-// messages only when its relay says 3 (docs/runtime.md, "Relay restarts").
-const ProtocolVersion = 3
+// messages only when its relay says 3 or more (docs/runtime.md, "Relay
+// restarts"). 4 has Cancel and Cancelled.
+const ProtocolVersion = 4
+
+// CancelVersion is the first protocol with Cancel.
+const CancelVersion = 4
 
 // ResumeVersion is the first protocol with numbered messages and resumed
 // connections.
@@ -316,6 +326,18 @@ type Probe struct {
 	Tag     int    `msgpack:"t"`
 	Context int    `msgpack:"c"`
 	Block   bool   `msgpack:"b"`
+}
+
+// Cancel takes back the receive posted as Req (protocol 4).
+type Cancel struct {
+	Req uint64 `msgpack:"r"`
+}
+
+// Cancelled answers Cancel: Done when the receive was still posted and
+// is gone; otherwise it was matched and its Deliver came first.
+type Cancelled struct {
+	Req  uint64 `msgpack:"r"`
+	Done bool   `msgpack:"d"`
 }
 
 // Probed answers Probe Req: the oldest queued message it matches, its

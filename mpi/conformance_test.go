@@ -38,6 +38,11 @@ func TestConformance(t *testing.T) {
 		// one-sided, active target: odd sizes leave a rank without a
 		// post/start partner
 		{"mpi/testdata/conformance/rma.c", []int{1, 2, 5}, []int{3}, []int{4}, []int{3}},
+		// passive target: 1 rank locks only itself
+		{"mpi/testdata/conformance/passive.c", []int{1, 2, 4}, []int{3}, nil, []int{3}},
+		// the test's relays are on one host: every rank shares the window
+		{"mpi/testdata/conformance/shared.c", []int{1, 2, 4}, []int{3}, nil, []int{3}},
+		{"mpi/testdata/conformance/cancel.c", []int{1, 2, 3}, []int{3}, nil, []int{3}},
 		{"mpi/testdata/conformance/mprobe.c", []int{1, 2, 4}, []int{3}, nil, []int{3}},
 		// immediate: every pair on a channel (same-node and cross-node);
 		// numbered: same-node channels beside the relays (spread: ranks 0

@@ -40,11 +40,15 @@ func TestUnsupportedCallFailsNamingIt(t *testing.T) {
 		arg, want string
 		exit      int
 	}{
-		{"win", "MPI_Win_lock is not supported by cosched's MPI", 1},
-		{"pmpi", "MPI_Win_lock is not supported by cosched's MPI", 1},
+		{"win", "MPI_Win_create_dynamic is not supported by cosched's MPI", 1},
+		{"pmpi", "MPI_Win_create_dynamic is not supported by cosched's MPI", 1},
 		{"spawn", "MPI_Comm_spawn is not supported by cosched's MPI", 1},
 		{"preinit", "MPI_Session_init is not supported by cosched's MPI", 1},
 		{"abort", "application called MPI_Abort(comm=0x44000000, 7)", 7},
+		// each rank's own window (MPI_COMM_SELF), past its end: the
+		// target checks every operation against its window
+		{"winout", "reaches outside rank 0's window (displacement 0, 32 bytes, window of 16)", 1},
+		{"winout-fence", "reaches outside rank 0's window (displacement 3, 8 bytes, window of 16)", 1},
 	} {
 		c.blockedMu.Lock()
 		c.aborts = nil

@@ -303,7 +303,7 @@ func TestMPICoschedUnsupportedAndAbort(t *testing.T) {
 		cmd  []string
 		want string
 	}{
-		{[]string{unsupported, "win"}, `^rank \d on n\d: MPI_Win_lock is not supported by cosched's MPI$`},
+		{[]string{unsupported, "win"}, `^rank \d on n\d: MPI_Win_create_dynamic is not supported by cosched's MPI$`},
 		{[]string{unsupported, "spawn"}, `^rank \d on n\d: MPI_Comm_spawn is not supported by cosched's MPI$`},
 		{[]string{ring, "abort"}, `^rank 2 on n\d called MPI_Abort \(exit code 3\)`},
 	} {

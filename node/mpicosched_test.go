@@ -130,7 +130,7 @@ func TestMPICoschedAbort(t *testing.T) {
 		msg, want  string
 	}{
 		{2, 3, "the input is bad", "rank 2 on %s called MPI_Abort (exit code 3): the input is bad"},
-		{1, 1, "MPI_Win_lock is not supported by cosched's MPI", "rank 1 on %s: MPI_Win_lock is not supported by cosched's MPI"},
+		{1, 1, "MPI_Win_create_dynamic is not supported by cosched's MPI", "rank 1 on %s: MPI_Win_create_dynamic is not supported by cosched's MPI"},
 		{0, 0, "", "rank 0 on %s called MPI_Abort (exit code 0)"},
 		{3, 0, "exit", "rank 3 on %s ended after MPI_Init without MPI_Finalize"},
 	} {

@@ -79,6 +79,17 @@ func (m *matcher) post(p posted) (envelope, bool) {
 	return envelope{}, false
 }
 
+// cancel removes the posted receive req, reporting whether it was there.
+func (m *matcher) cancel(req uint64) bool {
+	for i, p := range m.posted {
+		if p.req == req {
+			m.posted = remove(m.posted, i)
+			return true
+		}
+	}
+	return false
+}
+
 // queuedSeq reports whether message seq from src is queued.
 func (m *matcher) queuedSeq(src int, seq uint64) bool {
 	for _, e := range m.unexpected {

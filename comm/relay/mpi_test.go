@@ -143,6 +143,69 @@ func TestUnwaitCancelsAProbe(t *testing.T) {
 	}
 }
 
+func (cl *client) cancelled() comm.Cancelled {
+	cl.t.Helper()
+	typ, body := cl.read()
+	if typ != comm.FrameCancelled {
+		cl.t.Fatalf("got frame type %d, want cancelled", typ)
+	}
+	var c comm.Cancelled
+	if err := frame.Decode(body, &c); err != nil {
+		cl.t.Fatal(err)
+	}
+	return c
+}
+
+// Cancel takes back a receive still posted (the rank waiting in it is
+// not blocked any more, and a later message stays for the next receive);
+// a receive already matched is not taken back, and its Deliver comes
+// before the answer.
+func TestCancel(t *testing.T) {
+	var blocks blockLog
+	r := newRelay(t, "n0", &blocks)
+	r.AddJob(1, []string{"n0", "n0"})
+	a, b := dialRank(t, r, 1, 0, 2), dialRank(t, r, 1, 1, 2)
+	const ctx = 6
+	req := b.postIn(comm.AnySource, comm.AnyTag, ctx)
+	b.send(comm.FrameWait, &comm.Wait{Reqs: []uint64{req}})
+	eventually(t, "blocked in the receive", func() bool { return r.Stats().Blocked == 1 })
+	b.send(comm.FrameCancel, &comm.Cancel{Req: req})
+	if c := b.cancelled(); c.Req != req || !c.Done {
+		t.Fatalf("cancel of a posted receive: %+v", c)
+	}
+	eventually(t, "unblocked", func() bool { return r.Stats().Blocked == 0 })
+	// the message goes to the next receive, not the cancelled one
+	a.send(comm.FrameSend, &comm.Send{Dst: 1, Tag: 2, Context: ctx, Data: []byte("kept")})
+	b.expectNothing(30 * time.Millisecond)
+	next := b.postIn(0, 2, ctx)
+	if d := b.deliver(); d.Req != next || string(d.Data) != "kept" {
+		t.Fatalf("deliver %+v, want request %d", d, next)
+	}
+	// matched already: Deliver, then "not cancelled"
+	matched := b.postIn(0, 3, ctx)
+	a.send(comm.FrameSend, &comm.Send{Dst: 1, Tag: 3, Context: ctx, Data: []byte("late")})
+	eventually(t, "delivered", func() bool {
+		js := r.Stats().Jobs
+		return len(js) == 1 && js[0].Delivered == 2
+	})
+	b.send(comm.FrameCancel, &comm.Cancel{Req: matched})
+	if d := b.deliver(); d.Req != matched || string(d.Data) != "late" {
+		t.Fatalf("deliver %+v", d)
+	}
+	if c := b.cancelled(); c.Req != matched || c.Done {
+		t.Fatalf("cancel of a matched receive: %+v", c)
+	}
+	// an unknown request: not cancelled, and the connection lives on
+	b.send(comm.FrameCancel, &comm.Cancel{Req: 999})
+	if c := b.cancelled(); c.Req != 999 || c.Done {
+		t.Fatalf("cancel of an unknown request: %+v", c)
+	}
+	eventually(t, "two block events", func() bool { return len(blocks.get()) >= 2 })
+	if got := blocks.get(); len(got) != 2 || got[0] != "1/1:true" || got[1] != "1/1:false" {
+		t.Fatalf("block events %v", got)
+	}
+}
+
 // A blocking probe answered by a message from another relay, and by one
 // delivered in a BCS slice's transfer, not before.
 func TestProbeAcrossRelays(t *testing.T) {

@@ -413,6 +413,15 @@ func (r *Relay) rankFrame(rs *rankState, fr *frame.Reader, t frame.Type, body []
 			return fmt.Errorf("malformed post: %w", err)
 		}
 		return r.rankPost(rs, p)
+	case comm.FrameCancel:
+		var c comm.Cancel
+		if err := frame.Decode(body, &c); err != nil {
+			return fmt.Errorf("malformed cancel: %w", err)
+		}
+		r.mu.Lock()
+		r.cancelLocked(rs, c.Req)
+		r.unlock()
+		return nil
 	case comm.FrameWait:
 		var w comm.Wait
 		if err := frame.Decode(body, &w); err != nil {
@@ -572,6 +581,22 @@ func (r *Relay) rankPost(rs *rankState, p comm.Post) error {
 		r.completeLocked(rs, p.Req, env, payload{ref: true})
 	}
 	return nil
+}
+
+// cancelLocked takes back rs's receive req if it is still posted, and
+// says whether it was: one matched before had its Deliver written first.
+func (r *Relay) cancelLocked(rs *rankState, req uint64) {
+	done := rs.q.cancel(req)
+	if done {
+		delete(rs.pending, req)
+		if _, ok := rs.waiting[req]; ok {
+			delete(rs.waiting, req)
+			rs.recompute(r)
+		}
+	}
+	if rs.conn != nil {
+		rs.conn.sendLocked(r, comm.FrameCancelled, &comm.Cancelled{Req: req, Done: done}, payload{})
+	}
 }
 
 // maxProbing bounds a rank's blocking probes not answered yet.

@@ -27,6 +27,7 @@ enum {
 	FR_ACKED = 19, FR_RESEND = 20, /* protocol 3 (resume.c) */
 	FR_REVOKE = 21, FR_DRAINED = 22, /* channels taken back (chan.c) */
 	FR_BROKEN = 23,                  /* a channel's connection broke (chan.c) */
+	FR_CANCEL = 24, FR_CANCELLED = 25, /* protocol 4: MPI_Cancel of a posted receive */
 };
 
 #define CMPI_MAX_MESSAGE (4 << 20)              /* comm.MaxMessage */
@@ -298,8 +299,10 @@ void conn_write(int type, struct buf *b);
 void conn_writev2(int type, const uint8_t *head, size_t hlen, const void *tail, size_t tlen);
 void conn_flush(void);
 void pump(int block);
+int win_progress(void); /* passive-target commands served (win.c) */
 uint64_t post(int kind, struct req *r, int src, int tag, int ctx, MPI_Aint off);
 void post_cancel_for(struct req *r);
+int post_take_back(struct req *r);
 void send_frame_wait(struct req **rs, int n);
 void send_frame_unwait(struct req **rs, int n);
 void send_coll(struct comm *c, const char *kind, int root, int64_t bytes);

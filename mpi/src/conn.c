@@ -34,6 +34,7 @@ struct postslot {
 	uint64_t order; /* posting order */
 	int psrc, ptag, pblock;
 	int waited; /* in a Wait not yet ended by an Unwait */
+	int cancelling; /* a Cancel was sent: answered and found say its answer */
 };
 
 static uint64_t post_order;
@@ -75,7 +76,7 @@ static uint64_t slot_new(int kind, struct req *r, MPI_Aint off)
 	p->kind = kind;
 	p->r = r;
 	p->off = off;
-	p->found = p->answered = p->local = 0;
+	p->found = p->answered = p->local = p->cancelling = 0;
 	p->order = ++post_order;
 	p->waited = 0;
 	return slot_id(p);
@@ -314,6 +315,11 @@ static void parse_frames(void)
  * block it first sleeps (in recv, not spinning) until something arrives. */
 void pump(int block)
 {
+	/* passive-target commands that came in earlier (to this rank from
+	 * itself, at once) first: having served one, there may be nothing
+	 * left to wait for */
+	if (!G.in_parse && win_progress())
+		block = 0;
 	conn_flush();
 	if (!G.broken && chan_active()) {
 		/* the relay's socket and the channels together (chan.c) */
@@ -348,6 +354,8 @@ void pump(int block)
 	}
 	if (G.broken)
 		conn_recover(); /* callers loop on their condition: returning without news is fine */
+	if (!G.in_parse)
+		win_progress(); /* it sends: not in the middle of a frame's handling */
 }
 
 /* slot_pending says whether the receive of slot id still waits for its
@@ -444,6 +452,13 @@ static void handle(const struct inframe *f)
 		p->found = f->f;
 		p->src = (int)f->s;
 		p->tag = (int)f->t;
+		return;
+	case FR_CANCELLED:
+		p = slot_of(f->r);
+		if (!p || !p->cancelling)
+			return; /* delivered first: its slot is gone */
+		p->answered = 1;
+		p->found = f->f;
 		return;
 	case FR_RELEASE:
 		if (f->r > G.released)
@@ -575,6 +590,42 @@ void post_cancel_for(struct req *r)
 	for (int i = 0; i < nposts; i++)
 		if (posts[i].kind != P_NONE && posts[i].r == r)
 			posts[i].r = NULL, posts[i].kind = P_DEAD; /* still posted: what it matches is dropped */
+}
+
+/* post_take_back takes back r's receive (MPI_Cancel) if no message has
+ * matched it yet: from the relay (Cancel, whose answer says whether it
+ * was still posted there; a message it matched first has been delivered
+ * by then) and from a channel's list (where a freed slot's entry is
+ * dropped when next looked at: take, in chan.c). It reports whether it
+ * was taken back; the caller completes r as cancelled. */
+int post_take_back(struct req *r)
+{
+	int i;
+	for (i = 0; i < nposts; i++)
+		if (posts[i].kind == P_RECV && posts[i].r == r)
+			break;
+	if (i == nposts)
+		return 0; /* matched: its message, or the rest of it, is on the way */
+	uint64_t id = slot_id(&posts[i]);
+	if (!posts[i].local) {
+		if (G.relay_v < 4)
+			cmpi_die(1, "MPI_Cancel needs a relay that speaks protocol 4: this one speaks %d", G.relay_v);
+		posts[i].cancelling = 1;
+		posts[i].answered = 0;
+		G.out.len = 0;
+		mp_map(&G.out, 1);
+		mp_str(&G.out, "r");
+		mp_uint(&G.out, id);
+		conn_write(FR_CANCEL, &G.out);
+		struct postslot *p;
+		while ((p = slot_of(id)) && !p->answered)
+			pump(1);
+		if (!p || !p->found)
+			return 0; /* delivered before the relay had the Cancel */
+	}
+	slot_free(&posts[i]);
+	r->outstanding--;
+	return 1;
 }
 
 static void wait_frame(int type, struct req **rs, int n)
@@ -1005,9 +1056,14 @@ static void replay(struct buf *out)
 	if (!idx)
 		cmpi_die(1, "out of memory");
 	int n = 0, waited = 0;
-	for (int i = 0; i < nposts; i++)
+	for (int i = 0; i < nposts; i++) {
+		if (posts[i].cancelling) { /* the new relay has no such receive: taken back */
+			posts[i].answered = posts[i].found = 1;
+			continue;
+		}
 		if (posts[i].kind != P_NONE && !posts[i].local && !(posts[i].kind == P_PROBE && posts[i].answered))
 			idx[n++] = i; /* a channel's posts: the relay never saw them */
+	}
 	qsort(idx, n, sizeof *idx, cmp_order);
 	for (int j = 0; j < n; j++) {
 		struct postslot *p = &posts[idx[j]];

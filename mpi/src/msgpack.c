@@ -495,6 +495,17 @@ int cmpi_decode(int type, const uint8_t *body, size_t n, struct inframe *f)
 				handled = 0;
 			}
 			break;
+		case FR_CANCELLED:
+			if (key == 'r') {
+				if (rint_(&r, &iv, &f->r))
+					return -1;
+			} else if (key == 'd') {
+				if (rint_(&r, &iv, &uv))
+					return -1;
+				f->f = iv != 0;
+			} else
+				handled = 0;
+			break;
 		case FR_RELEASE:
 			if (key == 's') {
 				if (rint_(&r, &iv, &f->r))

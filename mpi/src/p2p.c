@@ -817,6 +817,32 @@ int MPI_Request_free(MPI_Request *request)
 	return MPI_SUCCESS;
 }
 
+/* MPI_Cancel takes back a receive no message has matched yet (it then
+ * completes, its status saying cancelled); a send cannot be taken back
+ * once handed to the relay, so it completes as sent (MPI allows a cancel
+ * to fail; MPI 4.1 deprecates cancelling sends). */
+int MPI_Cancel(MPI_Request *request)
+{
+	NEED_INIT("MPI_Cancel");
+	struct req *r = req_get(*request);
+	if (!r)
+		return cmpi_err(NULL, MPI_ERR_REQUEST, "MPI_Cancel", "request %#x", (unsigned)*request);
+	if (r->kind == RQ_NBC)
+		return cmpi_err(r->comm, MPI_ERR_REQUEST, "MPI_Cancel", "a non-blocking collective cannot be cancelled");
+	if (r->persistent)
+		r = r->inner; /* the active Start's, if any */
+	if (!r || r->complete || r->kind != RQ_RECV || r->got > 0)
+		return MPI_SUCCESS;
+	if (post_take_back(r)) {
+		r->st.count_lo = 0;
+		r->st.count_hi_and_cancelled = 1;
+		r->st.MPI_ERROR = MPI_SUCCESS;
+		r->complete = 1;
+		req_done(r);
+	}
+	return MPI_SUCCESS;
+}
+
 int MPI_Test_cancelled(const MPI_Status *status, int *flag)
 {
 	*flag = status->count_hi_and_cancelled & 1;

@@ -1,25 +1,67 @@
-/* One-sided communication (MPI 4.0, 12) in active target epochs: fences
- * and post-start-complete-wait. A Put, Get or accumulate is recorded at
- * its origin (its data packed, with the target datatype's layout) and
- * carried out at the epoch's end: at a fence every rank sends each target
- * the operations it has for it, through the relays like any message (so
- * under bcs they are buffer-coscheduled), applies what it receives in
- * origin rank order, and answers the Gets; Win_complete and Win_wait do
- * the same between the start and post groups. Ranks progress only inside
- * MPI calls, so passive target (Win_lock, Win_flush…), which needs a
- * target that may be computing to answer, is not done, nor are dynamic
- * and shared-memory windows and request-based calls (Rput…): each fails
- * the job as "not supported" (build.sh's stubs). */
+/* One-sided communication (MPI 4.0, 12).
+ *
+ * Active target (fences, post-start-complete-wait): a Put, Get or
+ * accumulate is recorded at its origin (its data packed, with the target
+ * datatype's layout) and carried out at the epoch's end: at a fence every
+ * rank sends each target the operations it has for it, through the relays
+ * like any message (so under bcs they are buffer-coscheduled), applies
+ * what it receives in origin rank order, and answers the Gets;
+ * Win_complete and Win_wait do the same between the start and post
+ * groups.
+ *
+ * Passive target (Win_lock, Win_lock_all, Win_flush…, Win_unlock): the
+ * operations are recorded the same way and sent at the flush or unlock,
+ * with the lock request when the target has not granted it yet (a lock is
+ * taken lazily, at the first flush or unlock that has operations, except
+ * on the origin itself, whose local loads and stores it must protect).
+ * The target serves them in whatever MPI call it is in (every window keeps
+ * a receive posted for them, looked at each time the library reads from
+ * the relay): the weak progress MPI allows and MPICH without its progress
+ * thread has, so a target computing outside MPI delays its origins until
+ * its next call. A command that asks for a lock held in a conflicting mode
+ * waits at the target, in arrival order, until the holder unlocks. The
+ * request-based calls (Rput…) are the calls with a request completed at
+ * once, Rget's and Rget_accumulate's after a flush of their target.
+ *
+ * Shared-memory windows (Win_allocate_shared): one POSIX shared memory
+ * segment mapped by every rank of the communicator, which must all be on
+ * one host, each rank's part after the one before (MPI's contiguous
+ * default); Win_shared_query gives any rank's part, which the others then
+ * load and store directly; the one-sided calls work on it as on any
+ * window. Dynamic windows fail the job as "not supported" (build.sh's
+ * stubs). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cmpi.h"
 
 enum { OP_PUT = 1, OP_GET, OP_ACC, OP_GACC, OP_CAS };
 enum { EP_NONE = 0, EP_FENCE = 1, EP_ACCESS = 2, EP_EXPOSURE = 4 };
-enum { TAG_OPS = 1, TAG_REPLY = 2, TAG_SIZE = 3 };
+enum { TAG_OPS = 1, TAG_REPLY = 2, TAG_SIZE = 3, TAG_PREQ = 4, TAG_PDATA = 5, TAG_PREPLY = 6 };
+
+/* A passive-target command (TAG_PREQ): a header of four int64 (flags,
+ * lock type, operations' length, 0), then the operations, or, above
+ * PC_INLINE bytes in all, the operations alone on TAG_PDATA. Its answer
+ * (TAG_PREPLY) carries the Gets' data, possibly none. An origin has at
+ * most one command outstanding at a target (it waits for the answer), so
+ * a target needs no order among one origin's commands. */
+enum { PC_ACQUIRE = 1, PC_RELEASE = 2, PC_DATA = 4, PC_CLOSE = 8 };
+#define PC_HEADER 32
+#define PC_INLINE 65536
+
+struct pcmd {
+	struct pcmd *next;
+	int origin;
+	int64_t flags, type, len;
+	uint8_t *data;
+	struct req *dreq; /* the operations' receive (PC_DATA) until they are here */
+};
 
 /* A Get's (or Get_accumulate's, Compare_and_swap's) destination, waiting
  * for its target's reply. */
@@ -47,6 +89,22 @@ struct win {
 	struct buf *out;       /* per target: the operations for it */
 	struct pget *gets;
 	int ngets, capgets;
+	/* passive target, as an origin (per target) */
+	int *locked;    /* 0, or the lock type of this rank's epoch there */
+	char *acquired; /* 0: not asked for yet; 1: granted; 2: MPI_MODE_NOCHECK, never asked for */
+	int lock_all;
+	/* … and as a target */
+	struct req *svc; /* the receive commands arrive in */
+	uint8_t *svcbuf;
+	int excl, nshared; /* the lock: its exclusive holder (-1: none), how many share it */
+	int *holds;        /* per origin: the lock type it holds here, 0: none */
+	struct pcmd *pending, *pending_tail; /* commands not carried out yet, in arrival order */
+	int closing;
+	/* a shared-memory window's segment, and each rank's part of it */
+	uint8_t *shm;
+	size_t shm_len;
+	int64_t *shm_off, *shm_size;
+	int *shm_unit;
 	/* MPI_Win_get_attr's values */
 	MPI_Aint attr_size;
 	int attr_disp_unit, attr_flavor, attr_model;
@@ -54,6 +112,8 @@ struct win {
 
 #define WIN_BASE 0xa0000000u /* MPICH's direct windows */
 TABLE(struct win, wins)
+static int live_wins; /* windows not freed: win_progress has work to look at */
+static void svc_post(struct win *w);
 
 static struct win *win_get(MPI_Win h)
 {
@@ -104,8 +164,16 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 	w->disp_unit = disp_unit;
 	w->flavor = flavor;
 	w->eh = MPI_ERRORS_ARE_FATAL;
-	if (!(w->out = calloc((size_t)w->size, sizeof *w->out)))
+	w->out = calloc((size_t)w->size, sizeof *w->out);
+	w->locked = calloc((size_t)w->size, sizeof *w->locked);
+	w->acquired = calloc((size_t)w->size, 1);
+	w->holds = calloc((size_t)w->size, sizeof *w->holds);
+	w->svcbuf = malloc(PC_INLINE);
+	if (!w->out || !w->locked || !w->acquired || !w->holds || !w->svcbuf)
 		cmpi_die(1, "out of memory");
+	w->excl = -1;
+	svc_post(w);
+	live_wins++;
 	*out = w->handle;
 	return MPI_SUCCESS;
 }
@@ -134,12 +202,134 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 	return MPI_SUCCESS;
 }
 
+/* host_hash is this rank's host, as Comm_split_type(MPI_COMM_TYPE_SHARED)
+ * tells hosts apart: its processor name's hash. */
+static int host_hash(void)
+{
+	char name[MPI_MAX_PROCESSOR_NAME];
+	int len;
+	MPI_Get_processor_name(name, &len);
+	unsigned h = 5381;
+	for (int i = 0; i < len; i++)
+		h = h * 33 + (unsigned char)name[i];
+	return (int)(h & 0x7fffffff);
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+	static const char fn[] = "MPI_Win_allocate_shared";
+	static unsigned segments; /* this rank's, for a name no other call uses */
+	(void)info;
+	COMMARG(fn, comm, c);
+	if (size < 0 || disp_unit <= 0)
+		return cmpi_err(c, MPI_ERR_ARG, fn, "size %ld, disp_unit %d", (long)size, disp_unit);
+	int n = c->size;
+	int64_t mine[3] = {size, disp_unit, host_hash()}, *all = malloc(sizeof *all * 3 * (size_t)n);
+	if (!all)
+		cmpi_die(1, "out of memory");
+	MPI_Allgather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, comm);
+	int64_t total = 0;
+	int apart = 0;
+	for (int r = 0; r < n; r++) {
+		total += all[3 * r];
+		apart |= all[3 * r + 2] != mine[2];
+	}
+	if (apart) {
+		free(all);
+		return cmpi_err(c, MPI_ERR_RMA_SHARED, fn, "the communicator's ranks are on more than one host (make it with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))");
+	}
+	/* rank 0 makes the segment and says its name; the name goes once all
+	 * have it open (the memory lives as long as a mapping does) */
+	char name[64] = {0};
+	int fd = -1, err = 0;
+	size_t len = total > 0 ? (size_t)total : 1;
+	if (c->rank == 0) {
+		snprintf(name, sizeof name, "/cosched-%lld-%d-%u", (long long)G.job, (int)getpid(), ++segments);
+		fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)len) != 0)
+			err = errno ? errno : EIO;
+	}
+	MPI_Bcast(&err, 1, MPI_INT, 0, comm);
+	MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
+	if (!err && c->rank != 0 && (fd = shm_open(name, O_RDWR, 0)) < 0)
+		err = errno;
+	void *map = MAP_FAILED;
+	if (!err && (map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+		err = errno;
+	if (fd >= 0)
+		close(fd);
+	int any = 0;
+	MPI_Allreduce(&err, &any, 1, MPI_INT, MPI_MAX, comm);
+	if (c->rank == 0 && name[0])
+		shm_unlink(name);
+	if (any) {
+		if (map != MAP_FAILED)
+			munmap(map, len);
+		free(all);
+		return cmpi_err(c, MPI_ERR_NO_MEM, fn, "shared memory of %lld bytes (%s): %s", (long long)total, name, strerror(any));
+	}
+	int64_t *off = malloc(sizeof *off * (size_t)n), *sz = malloc(sizeof *sz * (size_t)n);
+	int *unit = malloc(sizeof *unit * (size_t)n);
+	if (!off || !sz || !unit)
+		cmpi_die(1, "out of memory");
+	int64_t at = 0;
+	for (int r = 0; r < n; at += all[3 * r], r++) {
+		off[r] = at;
+		sz[r] = all[3 * r];
+		unit[r] = (int)all[3 * r + 1];
+	}
+	free(all);
+	uint8_t *base = (uint8_t *)map + off[c->rank];
+	int rc = win_new(base, size, disp_unit, comm, MPI_WIN_FLAVOR_SHARED, win, fn);
+	if (rc != MPI_SUCCESS) {
+		munmap(map, len);
+		free(off), free(sz), free(unit);
+		return rc;
+	}
+	struct win *w = win_get(*win);
+	w->shm = map;
+	w->shm_len = len;
+	w->shm_off = off;
+	w->shm_size = sz;
+	w->shm_unit = unit;
+	*(void **)baseptr = base;
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+{
+	static const char fn[] = "MPI_Win_shared_query";
+	WINARG(fn, win, w);
+	if (!w->shm)
+		return werr(w, MPI_ERR_RMA_FLAVOR, fn, "window %#x is not a shared-memory one (MPI_Win_allocate_shared)", (unsigned)win);
+	if (rank == MPI_PROC_NULL) /* the lowest rank with memory, else rank 0 */
+		for (rank = 0; rank < w->size - 1 && w->shm_size[rank] == 0; rank++)
+			;
+	if (rank < 0 || rank >= w->size)
+		return werr(w, MPI_ERR_RANK, fn, "rank %d of a window of %d", rank, w->size);
+	*size = (MPI_Aint)w->shm_size[rank];
+	*disp_unit = w->shm_unit[rank];
+	*(void **)baseptr = w->shm + w->shm_off[rank];
+	return MPI_SUCCESS;
+}
+
 int MPI_Win_free(MPI_Win *win)
 {
 	WINARG("MPI_Win_free", *win, w);
 	if (w->epoch & (EP_ACCESS | EP_EXPOSURE))
 		return werr(w, MPI_ERR_RMA_SYNC, "MPI_Win_free", "an access or exposure epoch is open");
-	MPI_Barrier(w->comm); /* no rank accesses it any more */
+	for (int t = 0; t < w->size; t++)
+		if (w->locked[t])
+			return werr(w, MPI_ERR_RMA_SYNC, "MPI_Win_free", "rank %d of the window is still locked", t);
+	MPI_Barrier(w->comm); /* no rank accesses it any more: every command to this one is served */
+	/* the command receive taken back: a Close from this rank to itself */
+	w->closing = 1;
+	int64_t close[4] = {PC_CLOSE, 0, 0, 0};
+	struct comm *c = comm_get(w->comm);
+	p2p_send_bytes(c, w->rank, TAG_PREQ, 2 + 2 * c->k, close, sizeof close);
+	wait_reqs(&w->svc, 1, 0);
+	req_free(w->svc);
+	live_wins--;
 	MPI_Comm_free(&w->comm);
 	for (int i = 0; i < w->size; i++)
 		free(w->out[i].p);
@@ -148,6 +338,15 @@ int MPI_Win_free(MPI_Win *win)
 	free(w->start);
 	free(w->post);
 	free(w->allocated);
+	if (w->shm)
+		munmap(w->shm, w->shm_len);
+	free(w->shm_off);
+	free(w->shm_size);
+	free(w->shm_unit);
+	free(w->locked);
+	free(w->acquired);
+	free(w->holds);
+	free(w->svcbuf);
 	w->used = 0;
 	*win = MPI_WIN_NULL;
 	return MPI_SUCCESS;
@@ -212,10 +411,10 @@ static void want_reply(struct win *w, int target, void *addr, int count, struct 
 static int rma_args(const char *fn, struct win *w, int target, const void *oaddr, int ocount, MPI_Datatype odt,
 		    int tcount, MPI_Datatype tdt, struct dtype **otd, struct dtype **ttd, uint8_t **packed)
 {
-	if (!(w->epoch & (EP_FENCE | EP_ACCESS)))
-		return werr(w, MPI_ERR_RMA_SYNC, fn, "no access epoch: call MPI_Win_fence or MPI_Win_start first");
 	if (target < 0 || target >= w->size)
 		return werr(w, MPI_ERR_RANK, fn, "target rank %d of a window of %d", target, w->size);
+	if (!(w->epoch & (EP_FENCE | EP_ACCESS)) && !w->locked[target])
+		return werr(w, MPI_ERR_RMA_SYNC, fn, "no access epoch for rank %d: call MPI_Win_fence, MPI_Win_start or MPI_Win_lock first", target);
 	struct dtype *o = dt_get(odt), *t = dt_get(tdt);
 	if (!o || !t)
 		return werr(w, MPI_ERR_TYPE, fn, "datatype %#x or %#x", (unsigned)odt, (unsigned)tdt);
@@ -368,9 +567,28 @@ struct layout {
 	const uint8_t *blks; /* nblk (off, len) pairs */
 };
 
+/* contiguous folds a layout whose instances follow each other without a
+ * gap (one block filling its extent) into one block: count bytes-long
+ * runs, not count one-element ones (a million-element MPI_CHAR
+ * accumulate was a million memcpy calls, three times). */
+static void contiguous(struct layout *l, int64_t *whole)
+{
+	*whole = -1;
+	if (l->nblk != 1)
+		return;
+	const uint8_t *q = l->blks;
+	int64_t off = get8(&q), len = get8(&q);
+	if (off == 0 && len == l->ext)
+		*whole = l->count * len;
+}
+
 static int inside(struct win *w, struct layout *l)
 {
 	uint8_t *lo = w->base, *hi = (uint8_t *)w->base + w->bytes;
+	int64_t whole;
+	contiguous(l, &whole);
+	if (whole >= 0)
+		return whole == 0 || (l->addr >= lo && whole <= hi - l->addr);
 	for (int64_t i = 0; i < l->count; i++) {
 		const uint8_t *q = l->blks;
 		for (int64_t b = 0; b < l->nblk; b++) {
@@ -386,6 +604,15 @@ static int inside(struct win *w, struct layout *l)
 /* move gathers the layout's bytes into p (in 0) or scatters p into it. */
 static void move(struct layout *l, uint8_t *p, int in)
 {
+	int64_t whole;
+	contiguous(l, &whole);
+	if (whole >= 0) {
+		if (in)
+			memmove(l->addr, p, (size_t)whole);
+		else
+			memmove(p, l->addr, (size_t)whole);
+		return;
+	}
 	for (int64_t i = 0; i < l->count; i++) {
 		const uint8_t *q = l->blks;
 		for (int64_t b = 0; b < l->nblk; b++) {
@@ -660,6 +887,401 @@ int MPI_Win_test(MPI_Win win, int *flag)
 	}
 	*flag = ready;
 	return ready ? MPI_Win_wait(win) : MPI_SUCCESS;
+}
+
+/* ---- passive target ---- */
+
+#define PCTX(c) (2 + 2 * (c)->k)
+
+/* svc_post posts the receive a window's commands arrive in. */
+static void svc_post(struct win *w)
+{
+	struct comm *c = comm_get(w->comm);
+	w->svc = p2p_irecv(c, MPI_ANY_SOURCE, TAG_PREQ, PCTX(c), w->svcbuf, PC_INLINE, dt_get(MPI_BYTE));
+}
+
+static int grantable(struct win *w, int64_t type)
+{
+	return w->excl < 0 && (type == MPI_LOCK_SHARED || w->nshared == 0);
+}
+
+/* carry_out grants p's lock if it asks for one, applies its operations,
+ * answers it and gives the lock back if it says so. */
+static void carry_out(struct win *w, struct pcmd *p)
+{
+	if (p->flags & PC_ACQUIRE) {
+		w->holds[p->origin] = (int)p->type;
+		if (p->type == MPI_LOCK_EXCLUSIVE)
+			w->excl = p->origin;
+		else
+			w->nshared++;
+	}
+	struct buf reply = {0};
+	if (p->len > 0)
+		apply(w, p->origin, p->data, (size_t)p->len, &reply);
+	struct comm *c = comm_get(w->comm);
+	p2p_send_bytes(c, p->origin, TAG_PREPLY, PCTX(c), reply.p, reply.len);
+	free(reply.p);
+	if ((p->flags & PC_RELEASE) && w->holds[p->origin]) {
+		if (w->holds[p->origin] == MPI_LOCK_EXCLUSIVE)
+			w->excl = -1;
+		else
+			w->nshared--;
+		w->holds[p->origin] = 0;
+	}
+}
+
+/* serve takes in the commands that arrived and carries out those it can:
+ * in arrival order, except that a command of a holder goes past a lock
+ * request waiting for it; a lock request goes past no other. It returns
+ * how many it took in or carried out. */
+static int serve(struct win *w)
+{
+	int did = 0;
+	struct comm *c = comm_get(w->comm);
+	while (w->svc->complete) {
+		struct req *r = w->svc;
+		int64_t h[4];
+		if (r->total < PC_HEADER || r->trunc)
+			cmpi_die(1, "MPI one-sided: a malformed command (%llu bytes) from rank %d", (unsigned long long)r->total,
+				 r->st.MPI_SOURCE);
+		memcpy(h, w->svcbuf, sizeof h);
+		struct pcmd *p = calloc(1, sizeof *p);
+		if (!p)
+			cmpi_die(1, "out of memory");
+		p->origin = r->st.MPI_SOURCE;
+		p->flags = h[0];
+		p->type = h[1];
+		p->len = h[2];
+		if (p->len < 0 || p->len > INT32_MAX || (!(p->flags & PC_DATA) && (uint64_t)p->len != r->total - PC_HEADER) ||
+		    ((p->flags & PC_ACQUIRE) && p->type != MPI_LOCK_SHARED && p->type != MPI_LOCK_EXCLUSIVE))
+			cmpi_die(1, "MPI one-sided: a malformed command from rank %d", p->origin);
+		if (p->len > 0 && !(p->data = malloc((size_t)p->len)))
+			cmpi_die(1, "out of memory");
+		if (p->flags & PC_DATA)
+			p->dreq = p2p_irecv(c, p->origin, TAG_PDATA, PCTX(c), p->data, (int)p->len, dt_get(MPI_BYTE));
+		else if (p->len > 0)
+			memcpy(p->data, w->svcbuf + PC_HEADER, (size_t)p->len);
+		if (w->pending_tail)
+			w->pending_tail->next = p;
+		else
+			w->pending = p;
+		w->pending_tail = p;
+		req_free(r);
+		svc_post(w);
+		did++;
+	}
+	for (int again = 1; again;) {
+		again = 0;
+		int lock_waits = 0;
+		struct pcmd *prev = NULL, *p = w->pending;
+		while (p) {
+			if (p->dreq && p->dreq->complete) {
+				req_free(p->dreq);
+				p->dreq = NULL;
+			}
+			int acquire = (p->flags & PC_ACQUIRE) != 0;
+			if (p->dreq || (acquire && (lock_waits || !grantable(w, p->type)))) {
+				lock_waits |= acquire;
+				prev = p;
+				p = p->next;
+				continue;
+			}
+			carry_out(w, p);
+			did++;
+			again |= (p->flags & PC_RELEASE) != 0; /* a waiting request may be granted now */
+			struct pcmd *next = p->next;
+			if (prev)
+				prev->next = next;
+			else
+				w->pending = next;
+			if (w->pending_tail == p)
+				w->pending_tail = prev;
+			free(p->data);
+			free(p);
+			p = next;
+		}
+	}
+	return did;
+}
+
+/* win_progress serves every window's passive-target commands (pump calls
+ * it, outside the frames' handling: it sends) and says whether it did
+ * anything: a message to the rank itself may have been delivered at
+ * once, and then there is nothing to wait for. */
+int win_progress(void)
+{
+	static int busy;
+	if (busy || !live_wins)
+		return 0;
+	busy = 1;
+	int did = 0;
+	for (int i = 0; i < n_wins; i++)
+		if (wins[i]->used && wins[i]->svc && !wins[i]->closing) /* svc: not while it is made */
+			did += serve(wins[i]);
+	busy = 0;
+	return did;
+}
+
+/* take_gets unpacks target t's answer (data) into the Gets waiting for
+ * it, in the order they were made, and forgets them. */
+static void take_gets(struct win *w, int t, const uint8_t *data)
+{
+	int k = 0;
+	for (int g = 0; g < w->ngets; g++) {
+		struct pget *pg = &w->gets[g];
+		if (pg->target != t) {
+			w->gets[k++] = *pg;
+			continue;
+		}
+		dt_unpack(data, pg->count, pg->dt, pg->addr);
+		data += pg->bytes;
+		dt_unref(pg->dt);
+	}
+	w->ngets = k;
+}
+
+/* sync_targets sends each of the n targets ts[] the operations recorded
+ * for it, with a lock request where the lock is not granted yet and there
+ * is something to do (or force: Win_lock on the origin itself), giving
+ * the lock back with release; then waits for every answer and completes
+ * the Gets. */
+static int sync_targets(struct win *w, const int *ts, int n, int release, int force)
+{
+	struct comm *c = comm_get(w->comm);
+	MPI_Request *rq = malloc(sizeof *rq * (size_t)(n + 1));
+	uint8_t **got = calloc((size_t)n + 1, sizeof *got);
+	if (!rq || !got)
+		cmpi_die(1, "out of memory");
+	for (int i = 0; i < n; i++) {
+		int t = ts[i];
+		struct buf *ops = &w->out[t];
+		rq[i] = MPI_REQUEST_NULL;
+		int64_t flags = 0;
+		if (w->acquired[t] == 0 && (ops->len > 0 || force))
+			flags |= PC_ACQUIRE;
+		if (release && (w->acquired[t] == 1 || (flags & PC_ACQUIRE)))
+			flags |= PC_RELEASE;
+		if (ops->len == 0 && !flags) { /* nothing recorded, no lock held there */
+			if (release)
+				w->acquired[t] = 0;
+			continue;
+		}
+		size_t expect = 0;
+		for (int g = 0; g < w->ngets; g++)
+			if (w->gets[g].target == t)
+				expect += w->gets[g].bytes;
+		if (!(got[i] = malloc(expect ? expect : 1)))
+			cmpi_die(1, "out of memory");
+		MPI_Irecv(got[i], (int)expect, MPI_BYTE, t, TAG_PREPLY, w->comm, &rq[i]);
+		int64_t h[4] = {flags, w->locked[t], (int64_t)ops->len, 0};
+		if (PC_HEADER + ops->len <= PC_INLINE) {
+			buf_reserve(ops, PC_HEADER);
+			memmove(ops->p + PC_HEADER, ops->p, ops->len);
+			memcpy(ops->p, h, PC_HEADER);
+			p2p_send_bytes(c, t, TAG_PREQ, PCTX(c), ops->p, PC_HEADER + ops->len);
+		} else {
+			h[0] |= PC_DATA;
+			p2p_send_bytes(c, t, TAG_PREQ, PCTX(c), h, PC_HEADER);
+			p2p_send_bytes(c, t, TAG_PDATA, PCTX(c), ops->p, ops->len);
+		}
+		ops->len = 0;
+		if (release)
+			w->acquired[t] = 0;
+		else if (flags & PC_ACQUIRE)
+			w->acquired[t] = 1;
+	}
+	wait_all(n, rq);
+	for (int i = 0; i < n; i++)
+		if (got[i])
+			take_gets(w, ts[i], got[i]);
+	for (int i = 0; i < n; i++)
+		free(got[i]);
+	free(got);
+	free(rq);
+	return MPI_SUCCESS;
+}
+
+static int lock_type_ok(int type) { return type == MPI_LOCK_SHARED || type == MPI_LOCK_EXCLUSIVE; }
+
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
+{
+	static const char fn[] = "MPI_Win_lock";
+	WINARG(fn, win, w);
+	if (rank == MPI_PROC_NULL)
+		return MPI_SUCCESS;
+	if (!lock_type_ok(lock_type))
+		return werr(w, MPI_ERR_LOCKTYPE, fn, "lock type %d", lock_type);
+	if (rank < 0 || rank >= w->size)
+		return werr(w, MPI_ERR_RANK, fn, "rank %d of a window of %d", rank, w->size);
+	if (w->locked[rank] || (w->epoch & EP_ACCESS))
+		return werr(w, MPI_ERR_RMA_SYNC, fn, "rank %d: an access epoch is open there already", rank);
+	w->locked[rank] = lock_type;
+	w->acquired[rank] = assert & MPI_MODE_NOCHECK ? 2 : 0;
+	if (rank == w->rank && !(assert & MPI_MODE_NOCHECK)) /* its own loads and stores: the lock now */
+		return sync_targets(w, &rank, 1, 0, 1);
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_unlock(int rank, MPI_Win win)
+{
+	WINARG("MPI_Win_unlock", win, w);
+	if (rank == MPI_PROC_NULL)
+		return MPI_SUCCESS;
+	if (rank < 0 || rank >= w->size || !w->locked[rank] || w->lock_all)
+		return werr(w, MPI_ERR_RMA_SYNC, "MPI_Win_unlock", "rank %d is not locked by MPI_Win_lock", rank);
+	int rc = sync_targets(w, &rank, 1, 1, 0);
+	w->locked[rank] = 0;
+	return rc;
+}
+
+int MPI_Win_lock_all(int assert, MPI_Win win)
+{
+	WINARG("MPI_Win_lock_all", win, w);
+	for (int t = 0; t < w->size; t++)
+		if (w->locked[t])
+			return werr(w, MPI_ERR_RMA_SYNC, "MPI_Win_lock_all", "rank %d is locked already", t);
+	if (w->epoch & EP_ACCESS)
+		return werr(w, MPI_ERR_RMA_SYNC, "MPI_Win_lock_all", "an access epoch is open");
+	for (int t = 0; t < w->size; t++) {
+		w->locked[t] = MPI_LOCK_SHARED;
+		w->acquired[t] = assert & MPI_MODE_NOCHECK ? 2 : 0;
+	}
+	w->lock_all = 1;
+	if (!(assert & MPI_MODE_NOCHECK))
+		return sync_targets(w, &w->rank, 1, 0, 1);
+	return MPI_SUCCESS;
+}
+
+/* locked_targets lists the targets this rank has an epoch at. */
+static int *locked_targets(struct win *w, int *n)
+{
+	int *ts = malloc(sizeof *ts * (size_t)(w->size + 1));
+	if (!ts)
+		cmpi_die(1, "out of memory");
+	*n = 0;
+	for (int t = 0; t < w->size; t++)
+		if (w->locked[t])
+			ts[(*n)++] = t;
+	return ts;
+}
+
+int MPI_Win_unlock_all(MPI_Win win)
+{
+	WINARG("MPI_Win_unlock_all", win, w);
+	if (!w->lock_all)
+		return werr(w, MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all", "no MPI_Win_lock_all before it");
+	int n, *ts = locked_targets(w, &n);
+	int rc = sync_targets(w, ts, n, 1, 0);
+	free(ts);
+	memset(w->locked, 0, sizeof *w->locked * (size_t)w->size);
+	w->lock_all = 0;
+	return rc;
+}
+
+static int flush(const char *fn, int rank, MPI_Win win)
+{
+	WINARG(fn, win, w);
+	if (rank == MPI_PROC_NULL)
+		return MPI_SUCCESS;
+	if (rank < 0 || rank >= w->size || !w->locked[rank])
+		return werr(w, MPI_ERR_RMA_SYNC, fn, "rank %d is not locked", rank);
+	return sync_targets(w, &rank, 1, 0, 0);
+}
+
+static int flush_all(const char *fn, MPI_Win win)
+{
+	WINARG(fn, win, w);
+	int n, *ts = locked_targets(w, &n);
+	int rc = sync_targets(w, ts, n, 0, 0);
+	free(ts);
+	return rc;
+}
+
+/* A flush completes the operations at the target too; the local ones are
+ * the same calls (the origin's data was copied when recorded: only the
+ * Gets wait, and they wait for their target). */
+int MPI_Win_flush(int rank, MPI_Win win) { return flush("MPI_Win_flush", rank, win); }
+int MPI_Win_flush_local(int rank, MPI_Win win) { return flush("MPI_Win_flush_local", rank, win); }
+int MPI_Win_flush_all(MPI_Win win) { return flush_all("MPI_Win_flush_all", win); }
+int MPI_Win_flush_local_all(MPI_Win win) { return flush_all("MPI_Win_flush_local_all", win); }
+
+/* The window is the program's own memory (MPI_WIN_UNIFIED): only the
+ * processor's view to make agree with the other ranks' on a shared-memory
+ * window, a full memory barrier. */
+int MPI_Win_sync(MPI_Win win)
+{
+	WINARG("MPI_Win_sync", win, w);
+	(void)w;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return MPI_SUCCESS;
+}
+
+/* done_request returns a request complete at once (the request-based
+ * calls'). */
+static int done_request(MPI_Request *request)
+{
+	struct req *r = req_new(RQ_SEND);
+	r->complete = 1;
+	r->st.MPI_SOURCE = MPI_ANY_SOURCE;
+	r->st.MPI_TAG = MPI_ANY_TAG;
+	*request = r->handle;
+	return MPI_SUCCESS;
+}
+
+/* passive_only: the request-based calls are for passive-target epochs. */
+static int passive_only(const char *fn, MPI_Win win, int target)
+{
+	WINARG(fn, win, w);
+	if (target != MPI_PROC_NULL && (target < 0 || target >= w->size || !w->locked[target]))
+		return werr(w, MPI_ERR_RMA_SYNC, fn, "rank %d is not locked (a request-based call needs a passive-target epoch)", target);
+	return MPI_SUCCESS;
+}
+
+int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+	     MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+	int rc = passive_only("MPI_Rput", win, target_rank);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			     target_datatype, win);
+	return rc == MPI_SUCCESS ? done_request(request) : rc;
+}
+
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+		    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+		    MPI_Request *request)
+{
+	int rc = passive_only("MPI_Raccumulate", win, target_rank);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+				    target_datatype, op, win);
+	return rc == MPI_SUCCESS ? done_request(request) : rc;
+}
+
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+	     int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+	int rc = passive_only("MPI_Rget", win, target_rank);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			     target_datatype, win);
+	if (rc == MPI_SUCCESS)
+		rc = flush("MPI_Rget", target_rank, win);
+	return rc == MPI_SUCCESS ? done_request(request) : rc;
+}
+
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr,
+			int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+			int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+	int rc = passive_only("MPI_Rget_accumulate", win, target_rank);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+					result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+	if (rc == MPI_SUCCESS)
+		rc = flush("MPI_Rget_accumulate", target_rank, win);
+	return rc == MPI_SUCCESS ? done_request(request) : rc;
 }
 
 /* ---- queries ---- */
