@@ -280,6 +280,7 @@ int *predefined_attr(int keyval);
 
 /* communicators (comm.c) */
 int comm_dup(struct comm *c, int copy_attrs, MPI_Comm *newcomm);
+int host_hash(void); /* this rank's host, as MPI_COMM_TYPE_SHARED tells them apart */
 
 /* topologies (topo.c) */
 void topo_free(struct topo *t);

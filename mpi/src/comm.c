@@ -411,9 +411,21 @@ int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup
 	return MPI_SUCCESS;
 }
 
-/* Comm_split_type(MPI_COMM_TYPE_SHARED): the ranks on one host, by the
- * processor name's hash (a collision would only merge two hosts' ranks
- * into one communicator, which is still a valid split). */
+/* host_hash tells hosts apart: the processor name's hash. */
+int host_hash(void)
+{
+	char name[MPI_MAX_PROCESSOR_NAME];
+	int len;
+	MPI_Get_processor_name(name, &len);
+	unsigned h = 5381;
+	for (int i = 0; i < len; i++)
+		h = h * 33 + (unsigned char)name[i];
+	return (int)(h & 0x7fffffff);
+}
+
+/* Comm_split_type(MPI_COMM_TYPE_SHARED): the ranks on one host, by
+ * host_hash (a collision would only merge two hosts' ranks into one
+ * communicator, which is still a valid split). */
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
 {
 	(void)info;
@@ -424,11 +436,5 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
 	if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_COMM_TYPE_HW_GUIDED &&
 	    split_type != MPI_COMM_TYPE_HW_UNGUIDED)
 		return cmpi_err(c, MPI_ERR_ARG, "MPI_Comm_split_type", "split type %d", split_type);
-	char name[MPI_MAX_PROCESSOR_NAME];
-	int len;
-	MPI_Get_processor_name(name, &len);
-	unsigned h = 5381;
-	for (int i = 0; i < len; i++)
-		h = h * 33 + (unsigned char)name[i];
-	return MPI_Comm_split(comm, (int)(h & 0x7fffffff), key, newcomm);
+	return MPI_Comm_split(comm, host_hash(), key, newcomm);
 }

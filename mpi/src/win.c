@@ -202,19 +202,6 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 	return MPI_SUCCESS;
 }
 
-/* host_hash is this rank's host, as Comm_split_type(MPI_COMM_TYPE_SHARED)
- * tells hosts apart: its processor name's hash. */
-static int host_hash(void)
-{
-	char name[MPI_MAX_PROCESSOR_NAME];
-	int len;
-	MPI_Get_processor_name(name, &len);
-	unsigned h = 5381;
-	for (int i = 0; i < len; i++)
-		h = h * 33 + (unsigned char)name[i];
-	return (int)(h & 0x7fffffff);
-}
-
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
 {
 	static const char fn[] = "MPI_Win_allocate_shared";
